@@ -1,0 +1,114 @@
+# joulesim -- build, test, run.  See README.md.
+#
+#   make deps     install the Debian packages the build needs (when missing)
+#   make          build ./joulesim (one self-contained binary)
+#   make run      deps + build + the quickstart scenario
+#   make test     deps + build + every test; ends with "N passed, N failed"
+#   make asan     build and test under AddressSanitizer + UBSan (build-asan/)
+#   make install  PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+CC ?= cc
+PKGS := glib-2.0 gio-2.0 hdf5 lua5.4
+DEB_PKGS := libglib2.0-dev libglib2.0-dev-bin libhdf5-dev liblua5.4-dev \
+            zlib1g-dev pkg-config
+BUILD ?= build
+BIN ?= joulesim
+
+VERSION := 0.1.0
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wno-unused-parameter
+OPT ?= -O2 -g
+override CFLAGS += -std=gnu11 $(OPT) $(WARN) -I. -I$(BUILD) $(PKG_CFLAGS) \
+        -DJOULESIM_VERSION='"$(VERSION)"' -DJOULESIM_GIT_REV='"$(GIT_REV)"' \
+        -DG_LOG_DOMAIN='"joulesim"'
+override LDLIBS += $(PKG_LIBS) -lz -lm
+
+LIB_SRC := $(filter-out sim/main.c, \
+             $(wildcard sim/*.c models/*.c models/dvfs/*.c traces/*.c lua/*.c))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(BUILD)/resources.o
+TEST_SRC := $(wildcard tests/test-*.c)
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+RESOURCES := $(wildcard lua/*.lua)
+
+.PHONY: all deps run test check-layering asan install clean unit-tests
+
+all: $(BIN)
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
+	fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The Lua prelude (and any other embedded text) as a GResource.
+$(BUILD)/resources.c: lua/joulesim.gresource.xml $(RESOURCES)
+	@mkdir -p $(BUILD)
+	glib-compile-resources --sourcedir=lua --generate-source \
+	  --c-name js_res --target=$@ $<
+$(BUILD)/resources.o: $(BUILD)/resources.c
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -Wno-overlength-strings -c $< -o $@
+
+$(BUILD)/libjoulesim.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/sim/main.o $(BUILD)/libjoulesim.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a tests/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libjoulesim.a $(LDLIBS)
+
+run: deps
+	$(MAKE) joulesim
+	./joulesim run scenarios/quickstart.lua
+
+unit-tests: $(BIN) $(TEST_BIN)
+
+test: deps
+	$(MAKE) unit-tests
+	@$(MAKE) --no-print-directory check-layering
+	@tests/run-tests.sh $(BUILD)/tests ./joulesim
+
+# DESIGN section 2: sim/ includes nothing from models/, traces/, lua/ (but
+# sim/main.c, the CLI); models/ nothing from traces/ or lua/; traces/ nothing
+# from lua/.
+check-layering:
+	@bad=$$(grep -lE '#include *"(models|traces|lua)/' sim/*.c sim/*.h | grep -v '^sim/main.c$$'); \
+	bad="$$bad $$(grep -lE '#include *"(traces|lua)/' models/*.[ch] models/dvfs/*.[ch] 2>/dev/null)"; \
+	bad="$$bad $$(grep -lE '#include *"lua/' traces/*.[ch] 2>/dev/null)"; \
+	bad=$$(echo $$bad); \
+	if [ -n "$$bad" ]; then echo "layering violation in: $$bad"; exit 1; fi; \
+	echo "layering: ok"
+
+asan:
+	$(MAKE) BUILD=build-asan BIN=joulesim-asan \
+	  OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  LDLIBS="-fsanitize=address,undefined" unit-tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  tests/run-tests.sh build-asan/tests ./joulesim-asan
+
+install: $(BIN)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/joulesim/scenarios \
+	  $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 joulesim $(DESTDIR)$(PREFIX)/bin/joulesim
+	install -m 644 scenarios/*.lua $(DESTDIR)$(PREFIX)/share/joulesim/scenarios/
+	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
+
+clean:
+	rm -rf build build-asan joulesim joulesim-asan results.h5
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

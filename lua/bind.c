@@ -1,0 +1,1072 @@
+/* lua/bind.c -- the `joulesim` Lua module (C primitives) and script runner.
+ *
+ * Conventions
+ * -----------
+ * - Every public function takes one table of named arguments (or a string)
+ *   and checks it completely before doing anything: unknown keys (with a
+ *   "did you mean"), wrong types and out-of-range values raise an error that
+ *   names the function, the argument, what is allowed and (through
+ *   luaL_error's position) the script line that made the call.
+ * - Objects with C state are userdata with a named metatable
+ *   ("joulesim.Cluster", "joulesim.Workload", "joulesim.Results"); each owns
+ *   its C object and frees it in __gc.
+ * - Results of simulations are plain Lua tables.
+ * - The session (seed, catalogue, scenario) is a light userdata in the
+ *   registry: no global C state.
+ */
+#include "lua/bind.h"
+#include "lua/results.h"
+#include "sim/pcg.h"
+#include "traces/gpt.h"
+
+#include <gio/gio.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK(js-error-quark, js_error)
+
+#define SESSION_KEY "joulesim.session"
+#define CLUSTER_MT "joulesim.Cluster"
+#define WORKLOAD_MT "joulesim.Workload"
+#define RESULTS_MT "joulesim.Results"
+#define RNG_MT "joulesim.Rng"
+
+GResource *js_res_get_resource(void);
+
+static JsSession *session(lua_State *L)
+{
+  lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
+  JsSession *s = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  g_assert(s != NULL);
+  return s;
+}
+
+/* Raises a Lua error "fn: message" at the caller's line, freeing err. */
+static int raise_gerror(lua_State *L, const char *fn, GError *err)
+{
+  luaL_where(L, 1);
+  lua_pushfstring(L, "%s: %s", fn, err->message);
+  g_error_free(err);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+/* ---- argument checking ---------------------------------------------------- */
+
+static guint edit_distance(const char *a, const char *b)
+{
+  gsize n = strlen(a), m = strlen(b);
+  g_autofree guint *row = g_new(guint, m + 1);
+  for (gsize j = 0; j <= m; j++)
+    row[j] = (guint)j;
+  for (gsize i = 1; i <= n; i++) {
+    guint diag = row[0];
+    row[0] = (guint)i;
+    for (gsize j = 1; j <= m; j++) {
+      guint up = row[j];
+      guint cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+      diag = up;
+    }
+  }
+  return row[m];
+}
+
+/* The closest of `names` to `s` within distance 3, or NULL. */
+static const char *closest(const char *s, const char *const *names)
+{
+  const char *best = NULL;
+  guint bd = 4;
+  for (int i = 0; names[i] != NULL; i++) {
+    guint d = edit_distance(s, names[i]);
+    if (d < bd) {
+      bd = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+/* Checks that the table at idx has only string keys from `allowed`. */
+static void check_keys(lua_State *L, int idx, const char *fn,
+                       const char *const *allowed)
+{
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      luaL_error(L, "%s: arguments must be named (got a %s key)", fn,
+                 luaL_typename(L, -1));
+    }
+    const char *k = lua_tostring(L, -1);
+    gboolean ok = FALSE;
+    for (int i = 0; allowed[i] != NULL; i++)
+      if (strcmp(k, allowed[i]) == 0)
+        ok = TRUE;
+    if (!ok) {
+      g_autofree char *list = g_strjoinv(", ", (char **)allowed);
+      const char *near = closest(k, allowed);
+      if (near != NULL)
+        luaL_error(L, "%s: unknown argument '%s' (did you mean '%s'?); "
+                      "allowed: %s", fn, k, near, list);
+      luaL_error(L, "%s: unknown argument '%s'; allowed: %s", fn, k, list);
+    }
+  }
+}
+
+/* Integer argument `key` of table idx in [lo, hi], or def when absent. */
+static lua_Integer opt_int(lua_State *L, int idx, const char *fn,
+                           const char *key, lua_Integer def, lua_Integer lo,
+                           lua_Integer hi)
+{
+  int t = lua_getfield(L, idx, key);
+  lua_Integer v = def;
+  if (t != LUA_TNIL) {
+    int isnum = 0;
+    v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum)
+      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %s)",
+                 fn, key, lo, hi,
+                 t == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    if (v < lo || v > hi)
+      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %I)",
+                 fn, key, lo, hi, v);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+static double opt_num(lua_State *L, int idx, const char *fn, const char *key,
+                      double def, double lo, double hi)
+{
+  int t = lua_getfield(L, idx, key);
+  double v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TNUMBER)
+      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %s)",
+                 fn, key, lo, hi, luaL_typename(L, -1));
+    v = lua_tonumber(L, -1);
+    if (!(v >= lo && v <= hi))
+      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %f)",
+                 fn, key, lo, hi, v);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* String argument (borrowed; valid while the table is alive), or def. */
+static const char *opt_str(lua_State *L, int idx, const char *fn,
+                           const char *key, const char *def)
+{
+  int t = lua_getfield(L, idx, key);
+  const char *v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TSTRING)
+      luaL_error(L, "%s: argument '%s' must be a string (got %s)", fn, key,
+                 luaL_typename(L, -1));
+    v = lua_tostring(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+static gboolean opt_bool(lua_State *L, int idx, const char *fn,
+                         const char *key, gboolean def)
+{
+  int t = lua_getfield(L, idx, key);
+  gboolean v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TBOOLEAN)
+      luaL_error(L, "%s: argument '%s' must be a boolean (got %s)", fn, key,
+                 luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* One of `names` (index), or def when absent. */
+static int opt_choice(lua_State *L, int idx, const char *fn, const char *key,
+                      int def, const char *const *names)
+{
+  const char *v = opt_str(L, idx, fn, key, NULL);
+  if (v == NULL)
+    return def;
+  for (int i = 0; names[i] != NULL; i++)
+    if (strcmp(v, names[i]) == 0)
+      return i;
+  g_autofree char *list = g_strjoinv("\", \"", (char **)names);
+  luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
+             key, list, v);
+  return def;
+}
+
+/* ---- userdata -------------------------------------------------------------- */
+
+typedef struct {
+  Cluster *c;
+} LCluster;
+typedef struct {
+  SimWorkload *w;
+  char *label;
+} LWorkload;
+typedef struct {
+  ResTable *t;
+  char *path;
+} LResults;
+
+static Cluster *check_cluster(lua_State *L, int idx, const char *fn)
+{
+  LCluster *u = luaL_testudata(L, idx, CLUSTER_MT);
+  if (u == NULL || u->c == NULL)
+    luaL_error(L, "%s: argument 'cluster' must be a cluster from js.cluster "
+                  "(got %s)", fn, luaL_typename(L, idx));
+  return u->c;
+}
+
+static LWorkload *check_workload(lua_State *L, int idx, const char *fn)
+{
+  LWorkload *u = luaL_testudata(L, idx, WORKLOAD_MT);
+  if (u == NULL || u->w == NULL)
+    luaL_error(L, "%s: argument 'workload' must be a workload from js.gpt "
+                  "(got %s)", fn, luaL_typename(L, idx));
+  return u;
+}
+
+static int cluster_gc(lua_State *L)
+{
+  LCluster *u = luaL_checkudata(L, 1, CLUSTER_MT);
+  cluster_free(u->c);
+  u->c = NULL;
+  return 0;
+}
+
+static int cluster_index(lua_State *L)
+{
+  Cluster *c = check_cluster(L, 1, "cluster");
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "n_gpus") == 0 || strcmp(k, "gpus") == 0)
+    lua_pushinteger(L, c->n_gpus);
+  else if (strcmp(k, "gpus_per_node") == 0)
+    lua_pushinteger(L, c->gpus_per_node);
+  else if (strcmp(k, "nodes") == 0)
+    lua_pushinteger(L, (c->n_gpus + c->gpus_per_node - 1) / c->gpus_per_node);
+  else if (strcmp(k, "gpu") == 0)
+    lua_pushstring(L, c->gpu->name);
+  else if (strcmp(k, "network") == 0)
+    lua_pushstring(L, c->net->name);
+  else if (strcmp(k, "power_limit_w") == 0)
+    lua_pushnumber(L, c->power_limit_w > 0 ? c->power_limit_w
+                                           : c->gpu->power_limit_w.v);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+static int cluster_tostring(lua_State *L)
+{
+  Cluster *c = check_cluster(L, 1, "cluster");
+  lua_pushfstring(L, "cluster(%d x %s, %d per node, %s)", (int)c->n_gpus,
+                  c->gpu->name, (int)c->gpus_per_node, c->net->name);
+  return 1;
+}
+
+static int workload_gc(lua_State *L)
+{
+  LWorkload *u = luaL_checkudata(L, 1, WORKLOAD_MT);
+  sim_workload_free(u->w);
+  g_free(u->label);
+  u->w = NULL;
+  u->label = NULL;
+  return 0;
+}
+
+static int workload_index(lua_State *L)
+{
+  LWorkload *u = check_workload(L, 1, "workload");
+  const SimWorkload *w = u->w;
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "ranks") == 0)
+    lua_pushinteger(L, w->n_ranks);
+  else if (strcmp(k, "ops") == 0)
+    lua_pushinteger(L, (lua_Integer)sim_workload_n_ops(w));
+  else if (strcmp(k, "tp") == 0)
+    lua_pushinteger(L, w->tp);
+  else if (strcmp(k, "pp") == 0)
+    lua_pushinteger(L, w->pp);
+  else if (strcmp(k, "dp") == 0)
+    lua_pushinteger(L, w->dp);
+  else if (strcmp(k, "microbatches") == 0)
+    lua_pushinteger(L, w->microbatches);
+  else if (strcmp(k, "label") == 0)
+    lua_pushstring(L, u->label);
+  else if (strcmp(k, "tokens") == 0)
+    lua_pushnumber(L, w->tokens_per_iteration);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+static int workload_tostring(lua_State *L)
+{
+  LWorkload *u = check_workload(L, 1, "workload");
+  lua_pushfstring(L, "workload(%s, %d ranks, %I ops)", u->label,
+                  (int)u->w->n_ranks, (lua_Integer)sim_workload_n_ops(u->w));
+  return 1;
+}
+
+/* ---- js.cluster -------------------------------------------------------------- */
+
+static const char *const cluster_keys[] = {
+  "gpu", "nodes", "gpus_per_node", "gpus", "network", "power_limit_w",
+  "idle_power_w", "blocking_power_w", "comm_power_w", "switch_latency_ms",
+  "variability", NULL};
+
+static int l_cluster(lua_State *L)
+{
+  const char *fn = "js.cluster";
+  JsSession *s = session(L);
+  check_keys(L, 1, fn, cluster_keys);
+  GError *err = NULL;
+  const char *gpu_name = opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, gpu_name, &err);
+  if (gpu == NULL)
+    return raise_gerror(L, fn, err);
+  lua_Integer gpn = opt_int(L, 1, fn, "gpus_per_node", 0, 1, 64);
+  lua_Integer nodes = opt_int(L, 1, fn, "nodes", 0, 1, 1 << 17);
+  lua_Integer gpus = opt_int(L, 1, fn, "gpus", 0, 1, 1 << 20);
+  if (gpus == 0 && nodes == 0)
+    luaL_error(L, "%s: give 'gpus' (number of GPUs) or 'nodes'", fn);
+  if (gpn == 0)
+    gpn = (gpus > 0 && gpus < 8 && nodes == 0) ? gpus : 8;
+  if (gpus == 0)
+    gpus = nodes * gpn;
+  else if (nodes != 0 && nodes * gpn != gpus)
+    luaL_error(L, "%s: nodes * gpus_per_node = %I but gpus = %I", fn,
+               nodes * gpn, gpus);
+  if (gpus > (1 << 20))
+    luaL_error(L, "%s: %I GPUs is more than the 1,048,576 supported", fn,
+               gpus);
+  const char *net_name = opt_str(L, 1, fn, "network",
+                                 g_str_has_prefix(gpu->name, "H100") &&
+                                         strstr(gpu->name, "SXM")
+                                     ? "dgx-h100"
+                                     : g_str_has_prefix(gpu->name, "A100") &&
+                                               strstr(gpu->name, "SXM")
+                                           ? "dgx-a100"
+                                           : "pcie");
+  g_autoptr(NetSpec) net = net_preset(net_name, &err);
+  if (net == NULL)
+    return raise_gerror(L, fn, err);
+  Cluster *c = cluster_new(gpu, net, (guint)gpus, (guint)gpn, &err);
+  if (c == NULL)
+    return raise_gerror(L, fn, err);
+  c->power_limit_w = opt_num(L, 1, fn, "power_limit_w", -1, 1, 5000);
+  c->idle_power_w = opt_num(L, 1, fn, "idle_power_w", -1, 0, 5000);
+  c->blocked_power_w = opt_num(L, 1, fn, "blocking_power_w", -1, 0, 5000);
+  c->comm_power_w = opt_num(L, 1, fn, "comm_power_w", -1, 0, 5000);
+  c->switch_latency_ms = opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
+    static const char *const vkeys[] = {"perf", "power", NULL};
+    check_keys(L, lua_gettop(L), "js.cluster{variability}", vkeys);
+    c->perf_spread = opt_num(L, -1, "js.cluster{variability}", "perf", 0, 0,
+                             0.5);
+    c->power_spread = opt_num(L, -1, "js.cluster{variability}", "power", 0,
+                              0, 0.5);
+  }
+  lua_pop(L, 1);
+  if (!cluster_validate(c, &err)) {
+    cluster_free(c);
+    return raise_gerror(L, fn, err);
+  }
+  LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->c = c;
+  luaL_setmetatable(L, CLUSTER_MT);
+  return 1;
+}
+
+/* ---- js.gpt ------------------------------------------------------------------ */
+
+static const char *const gpt_keys[] = {
+  "model", "layers", "hidden", "heads", "vocab", "seq_len",
+  "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
+  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", NULL};
+static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
+
+static int l_gpt(lua_State *L)
+{
+  const char *fn = "js.gpt";
+  JsSession *s = session(L);
+  if (lua_isnoneornil(L, 1))
+    lua_newtable(L);
+  check_keys(L, 1, fn, gpt_keys);
+  GError *err = NULL;
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  const char *model = opt_str(L, 1, fn, "model", NULL);
+  if (model != NULL && !gpt_config_set_model(&cfg, model, &err))
+    return raise_gerror(L, fn, err);
+  const lua_Integer big = 1 << 20;
+  cfg.layers = (guint)opt_int(L, 1, fn, "layers", cfg.layers, 1, 4096);
+  cfg.hidden = (guint)opt_int(L, 1, fn, "hidden", cfg.hidden, 1, big);
+  cfg.heads = (guint)opt_int(L, 1, fn, "heads", cfg.heads, 1, 65536);
+  cfg.vocab = (guint)opt_int(L, 1, fn, "vocab", cfg.vocab, 1, 1 << 24);
+  cfg.seq_len = (guint)opt_int(L, 1, fn, "seq_len", cfg.seq_len, 1, big);
+  cfg.microbatch_size = (guint)opt_int(L, 1, fn, "microbatch_size",
+                                       cfg.microbatch_size, 1, 65536);
+  cfg.microbatches = (guint)opt_int(L, 1, fn, "microbatches",
+                                    cfg.microbatches, 1, 100000);
+  cfg.tp = (guint)opt_int(L, 1, fn, "tp", cfg.tp, 1, 1024);
+  cfg.pp = (guint)opt_int(L, 1, fn, "pp", cfg.pp, 1, 4096);
+  cfg.dp = (guint)opt_int(L, 1, fn, "dp", cfg.dp, 1, big);
+  cfg.schedule = (GptSchedule)opt_choice(L, 1, fn, "schedule", cfg.schedule,
+                                         schedules);
+  cfg.recompute = opt_bool(L, 1, fn, "recompute", cfg.recompute);
+  cfg.dp_bucket_mb = opt_num(L, 1, fn, "dp_bucket_mb", cfg.dp_bucket_mb, 0,
+                             1e6);
+  cfg.dp_overlap = opt_bool(L, 1, fn, "dp_overlap", cfg.dp_overlap);
+  if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
+    luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
+                  "supported", fn,
+               (lua_Integer)((guint64)cfg.tp * cfg.pp * cfg.dp));
+  const char *ref_name = opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
+  const GpuSpec *ref = gpu_catalogue_lookup(s->catalogue, ref_name, &err);
+  if (ref == NULL)
+    return raise_gerror(L, fn, err);
+  if (!gpt_config_validate(&cfg, &err))
+    return raise_gerror(L, fn, err);
+  SimWorkload *w = gpt_generate(&cfg, ref, &err);
+  if (w == NULL)
+    return raise_gerror(L, fn, err);
+  LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->w = w;
+  u->label = g_strdup_printf("%s tp%u pp%u dp%u mb%u",
+                             model ? model : "gpt", cfg.tp, cfg.pp, cfg.dp,
+                             cfg.microbatches);
+  luaL_setmetatable(L, WORKLOAD_MT);
+  return 1;
+}
+
+/* ---- policies -------------------------------------------------------------- */
+
+/* Reads a policy table {name = "max"|"fixed", sm =, mem =} at idx. */
+static void check_policy(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
+{
+  memset(p, 0, sizeof *p);
+  if (lua_isnoneornil(L, idx)) {
+    p->kind = DVFS_MAX;
+    return;
+  }
+  if (!lua_istable(L, idx))
+    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
+                  "(got %s)", fn, luaL_typename(L, idx));
+  static const char *const kinds[] = {"max", "fixed", NULL};
+  int k = opt_choice(L, idx, fn, "name", -1, kinds);
+  if (k < 0)
+    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
+                  "(the table has no 'name')", fn);
+  p->kind = (DvfsKind)k;
+  if (p->kind == DVFS_FIXED) {
+    p->sm_mhz = (guint)opt_int(L, idx, "js.policy.fixed", "sm", 0, 0, 65535);
+    p->mem_mhz = (guint)opt_int(L, idx, "js.policy.fixed", "mem", 0, 0,
+                                65535);
+  }
+}
+
+/* ---- results tables ----------------------------------------------------------- */
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_te(lua_State *L, const SimTE *te)
+{
+  lua_createtable(L, 0, 2);
+  set_num(L, "time_s", te->time_ns * 1e-9);
+  set_num(L, "energy_j", te->energy_j);
+}
+
+/* Converts a SimResult into the documented plain table. */
+static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
+                        const SimWorkload *w, const DvfsPolicy *p)
+{
+  double t = (double)r->time_ns * 1e-9;
+  lua_createtable(L, 0, 24);
+  g_autofree char *label = dvfs_policy_label(p);
+  lua_pushstring(L, label);
+  lua_setfield(L, -2, "policy");
+  lua_pushstring(L, c->gpu->name);
+  lua_setfield(L, -2, "gpu");
+  set_int(L, "n_gpus", r->n_gpus);
+  set_num(L, "time_s", t);
+  set_num(L, "energy_j", r->energy_j);
+  set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
+  set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
+  set_num(L, "peak_power_w", r->peak_power_w);
+  set_num(L, "waste_j", r->waste_j);
+  set_num(L, "blocked_j", r->blocked.energy_j);
+  set_num(L, "idle_j", r->idle.energy_j);
+  set_int(L, "switches", (lua_Integer)r->switches);
+  set_int(L, "ops", (lua_Integer)r->ops);
+  set_num(L, "flops", r->flops);
+  set_num(L, "tflops_per_gpu",
+          t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
+  set_num(L, "tokens_per_s",
+          t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
+  set_num(L, "iteration_time_s", t / r->n_iterations);
+  set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
+  lua_createtable(L, (int)r->n_iterations, 0);
+  for (guint i = 0; i < r->n_iterations; i++) {
+    lua_createtable(L, 0, 2);
+    set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
+    set_num(L, "energy_j", r->iterations[i].energy_j);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "iterations");
+  lua_createtable(L, 0, SIM_CLASS_COUNT);
+  for (int k = 0; k < SIM_CLASS_COUNT; k++) {
+    push_te(L, &r->by_class[k]);
+    lua_setfield(L, -2, sim_class_name((SimOpClass)k));
+  }
+  lua_setfield(L, -2, "by_class");
+  lua_createtable(L, 0, SIM_PHASE_COUNT);
+  for (int k = 0; k < SIM_PHASE_COUNT; k++) {
+    push_te(L, &r->by_phase[k]);
+    lua_setfield(L, -2, sim_phase_name((SimPhase)k));
+  }
+  push_te(L, &r->blocked);
+  lua_setfield(L, -2, "blocked");
+  push_te(L, &r->idle);
+  lua_setfield(L, -2, "idle");
+  lua_setfield(L, -2, "by_phase");
+  lua_createtable(L, (int)r->n_gpus, 0);
+  for (guint g = 0; g < r->n_gpus; g++) {
+    const SimGpuResult *pg = &r->per_gpu[g];
+    lua_createtable(L, 0, 10);
+    set_num(L, "energy_j", pg->energy_j);
+    set_num(L, "avg_power_w", t > 0 ? pg->energy_j / t : 0);
+    set_num(L, "peak_power_w", pg->peak_power_w);
+    set_num(L, "kernel_s", pg->kernel_ns * 1e-9);
+    set_num(L, "comm_s", pg->comm_ns * 1e-9);
+    set_num(L, "blocked_s", pg->blocked_ns * 1e-9);
+    set_num(L, "idle_s", pg->idle_ns * 1e-9);
+    set_num(L, "blocked_j", pg->blocked_j);
+    set_num(L, "idle_j", pg->idle_j);
+    set_num(L, "tflops", t > 0 ? pg->flops / t * 1e-12 : 0);
+    set_int(L, "switches", (lua_Integer)pg->switches);
+    lua_rawseti(L, -2, g + 1);
+  }
+  lua_setfield(L, -2, "per_gpu");
+}
+
+/* ---- js.simulate ----------------------------------------------------------- */
+
+static const char *const simulate_keys[] = {
+  "cluster", "workload", "policy", "iterations", "seed", "stragglers",
+  "variability", "switch_latency_ms", "timeline", NULL};
+
+static int l_simulate(lua_State *L)
+{
+  const char *fn = "js.simulate";
+  JsSession *s = session(L);
+  check_keys(L, 1, fn, simulate_keys);
+  lua_getfield(L, 1, "cluster");
+  Cluster *c = check_cluster(L, -1, fn);
+  lua_getfield(L, 1, "workload");
+  LWorkload *lw = check_workload(L, -1, fn);
+  lua_getfield(L, 1, "policy");
+  DvfsPolicy pol;
+  check_policy(L, lua_gettop(L), fn, &pol);
+  JsRunOptions opt = {0};
+  opt.iterations = (guint)opt_int(L, 1, fn, "iterations", 1, 1, 100000);
+  lua_Integer seed = opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
+                             G_MAXINT64);
+  opt.seed = (guint64)seed;
+  opt.switch_latency_ms = opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  if (lua_getfield(L, 1, "stragglers") != LUA_TNIL)
+    luaL_error(L, "%s: argument 'stragglers' is not supported by this "
+                  "version yet", fn);
+  lua_pop(L, 1);
+  if (lua_getfield(L, 1, "timeline") != LUA_TNIL &&
+      lua_toboolean(L, -1))
+    luaL_error(L, "%s: argument 'timeline' is not supported by this version "
+                  "yet", fn);
+  lua_pop(L, 1);
+  /* Variability here overrides the cluster's for this run only. */
+  double perf = c->perf_spread, power = c->power_spread;
+  if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
+    static const char *const vkeys[] = {"perf", "power", NULL};
+    check_keys(L, lua_gettop(L), "js.simulate{variability}", vkeys);
+    perf = opt_num(L, -1, "js.simulate{variability}", "perf", 0, 0, 0.5);
+    power = opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
+  }
+  lua_pop(L, 1);
+  double saved_perf = c->perf_spread, saved_power = c->power_spread;
+  c->perf_spread = perf;
+  c->power_spread = power;
+  GError *err = NULL;
+  SimResult *r = js_simulate(s, c, lw->w, &pol, &opt, &err);
+  c->perf_spread = saved_perf;
+  c->power_spread = saved_power;
+  if (r == NULL)
+    return raise_gerror(L, fn, err);
+  push_result(L, r, c, lw->w, &pol);
+  sim_result_free(r);
+  return 1;
+}
+
+/* ---- js.gpu / js.gpus ------------------------------------------------------------ */
+
+static void set_param(lua_State *L, const char *k, const GpuParam *p)
+{
+  set_num(L, k, p->v);
+}
+
+static int l_gpu(lua_State *L)
+{
+  const char *fn = "js.gpu";
+  JsSession *s = session(L);
+  const char *name = luaL_checkstring(L, 1);
+  GError *err = NULL;
+  const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, name, &err);
+  if (g == NULL)
+    return raise_gerror(L, fn, err);
+  lua_createtable(L, 0, 24);
+  lua_pushstring(L, g->name);
+  lua_setfield(L, -2, "name");
+  set_param(L, "sm_min_mhz", &g->sm_min_mhz);
+  set_param(L, "sm_max_mhz", &g->sm_max_mhz);
+  set_param(L, "sm_step_mhz", &g->sm_step_mhz);
+  set_param(L, "sm_default_mhz", &g->sm_default_mhz);
+  lua_createtable(L, (int)g->n_mem_clocks, 0);
+  for (guint i = 0; i < g->n_mem_clocks; i++) {
+    lua_pushnumber(L, g->mem_mhz[i].v);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "mem_mhz");
+  set_param(L, "n_sm", &g->n_sm);
+  set_param(L, "mem_bw_gbps", &g->mem_bw_gbps);
+  set_param(L, "power_limit_w", &g->power_limit_w);
+  set_param(L, "power_min_w", &g->power_min_w);
+  set_param(L, "power_max_w", &g->power_max_w);
+  set_param(L, "idle_power_w", &g->idle_power_w);
+  set_param(L, "blocking_power_w", &g->blocked_power_w);
+  set_param(L, "comm_power_w", &g->comm_power_w);
+  set_param(L, "switch_latency_ms", &g->switch_latency_ms);
+  set_num(L, "peak_tflops", gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+  GString *d = g_string_new(NULL);
+  gpu_spec_describe(g, d);
+  lua_pushstring(L, d->str);
+  g_string_free(d, TRUE);
+  lua_setfield(L, -2, "description");
+  return 1;
+}
+
+static int l_gpus(lua_State *L)
+{
+  JsSession *s = session(L);
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(s->catalogue);
+  lua_createtable(L, (int)names->len, 0);
+  for (guint i = 0; i < names->len; i++) {
+    lua_pushstring(L, g_ptr_array_index(names, i));
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* ---- js.results -------------------------------------------------------------- */
+
+static int results_gc(lua_State *L)
+{
+  LResults *u = luaL_checkudata(L, 1, RESULTS_MT);
+  if (u->t != NULL)
+    res_table_free(u->t);
+  u->t = NULL;
+  g_free(u->path);
+  u->path = NULL;
+  return 0;
+}
+
+static int compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(((const ResValue *)a)->name, ((const ResValue *)b)->name);
+}
+
+/* results:append(row): row is a table of column = value (number, integer,
+ * boolean or string); columns are stored in name order. */
+static int results_append(lua_State *L)
+{
+  const char *fn = "results:append";
+  LResults *u = luaL_checkudata(L, 1, RESULTS_MT);
+  if (u->t == NULL)
+    luaL_error(L, "%s: the results table is closed", fn);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  g_autoptr(GArray) row = g_array_new(FALSE, TRUE, sizeof(ResValue));
+  lua_pushnil(L);
+  while (lua_next(L, 2) != 0) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_error(L, "%s: column names must be strings", fn);
+    ResValue v = {0};
+    v.name = lua_tostring(L, -2);
+    switch (lua_type(L, -1)) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, -1)) {
+        v.type = RES_INT;
+        v.i = lua_tointeger(L, -1);
+      } else {
+        v.type = RES_FLOAT;
+        v.f = lua_tonumber(L, -1);
+      }
+      break;
+    case LUA_TBOOLEAN:
+      v.type = RES_BOOL;
+      v.i = lua_toboolean(L, -1);
+      break;
+    case LUA_TSTRING:
+      v.type = RES_STRING;
+      v.s = lua_tostring(L, -1);
+      break;
+    default:
+      luaL_error(L, "%s: column '%s' has a %s value; allowed: number, "
+                    "integer, boolean, string", fn, v.name,
+                 luaL_typename(L, -1));
+    }
+    g_array_append_val(row, v);
+    lua_pop(L, 1);
+  }
+  if (row->len == 0)
+    luaL_error(L, "%s: the row has no columns", fn);
+  g_array_sort(row, compare_names);
+  GError *err = NULL;
+  if (!res_table_append(u->t, (ResValue *)(void *)row->data, row->len, &err))
+    return raise_gerror(L, fn, err);
+  return 0;
+}
+
+static int results_close(lua_State *L)
+{
+  LResults *u = luaL_checkudata(L, 1, RESULTS_MT);
+  if (u->t == NULL)
+    return 0;
+  GError *err = NULL;
+  ResTable *t = u->t;
+  u->t = NULL;
+  if (!res_table_close(t, &err))
+    return raise_gerror(L, "results:close", err);
+  return 0;
+}
+
+static int results_rows(lua_State *L)
+{
+  LResults *u = luaL_checkudata(L, 1, RESULTS_MT);
+  lua_pushinteger(L, u->t ? (lua_Integer)res_table_rows(u->t) : 0);
+  return 1;
+}
+
+static int l_results(lua_State *L)
+{
+  const char *fn = "js.results";
+  JsSession *s = session(L);
+  const char *path = luaL_checkstring(L, 1);
+  const char *table = luaL_optstring(L, 2, "results");
+  ResMode mode = RES_MODE_APPEND;
+  if (!lua_isnoneornil(L, 3)) {
+    static const char *const keys[] = {"mode", NULL};
+    static const char *const modes[] = {"append", "replace", NULL};
+    check_keys(L, 3, fn, keys);
+    mode = (ResMode)opt_choice(L, 3, fn, "mode", RES_MODE_APPEND, modes);
+  }
+  if (*table == '\0' || strchr(table, '/') != NULL)
+    luaL_error(L, "%s: table name '%s' must be non-empty and contain no '/'",
+               fn, table);
+  ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
+                  s->seed};
+  GError *err = NULL;
+  ResTable *t = res_table_open(path, table, mode, &meta, &err);
+  if (t == NULL)
+    return raise_gerror(L, fn, err);
+  LResults *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->t = t;
+  u->path = g_strdup(path);
+  luaL_setmetatable(L, RESULTS_MT);
+  return 1;
+}
+
+/* ---- math.random on PCG ------------------------------------------------------- */
+
+static SimPcg *script_rng(lua_State *L)
+{
+  return luaL_checkudata(L, lua_upvalueindex(1), RNG_MT);
+}
+
+/* math.random([m [, n]]) with Lua's semantics, drawn from a PCG stream. */
+static int l_random(lua_State *L)
+{
+  SimPcg *rng = script_rng(L);
+  lua_Integer lo, hi;
+  switch (lua_gettop(L)) {
+  case 0:
+    lua_pushnumber(L, sim_pcg_double(rng));
+    return 1;
+  case 1:
+    lo = 1;
+    hi = luaL_checkinteger(L, 1);
+    if (hi == 0) { /* Lua 5.4: random(0) is a random integer */
+      guint64 v = (guint64)sim_pcg_next(rng) << 32 | sim_pcg_next(rng);
+      lua_pushinteger(L, (lua_Integer)v);
+      return 1;
+    }
+    break;
+  case 2:
+    lo = luaL_checkinteger(L, 1);
+    hi = luaL_checkinteger(L, 2);
+    break;
+  default:
+    return luaL_error(L, "math.random: wrong number of arguments");
+  }
+  luaL_argcheck(L, lo <= hi, 1, "interval is empty");
+  guint64 span = (guint64)hi - (guint64)lo;
+  guint64 v;
+  if (span < G_MAXUINT32) {
+    v = sim_pcg_bounded(rng, (guint32)(span + 1));
+  } else {
+    /* 64-bit rejection sampling from two draws. */
+    guint64 lim = span == G_MAXUINT64 ? G_MAXUINT64
+                                      : G_MAXUINT64 - (G_MAXUINT64 % (span + 1)) - 1;
+    do
+      v = (guint64)sim_pcg_next(rng) << 32 | sim_pcg_next(rng);
+    while (span != G_MAXUINT64 && v > lim);
+    if (span != G_MAXUINT64)
+      v %= span + 1;
+  }
+  lua_pushinteger(L, (lua_Integer)((guint64)lo + v));
+  return 1;
+}
+
+static int l_randomseed(lua_State *L)
+{
+  SimPcg *rng = script_rng(L);
+  lua_Integer n = luaL_optinteger(L, 1, (lua_Integer)session(L)->seed);
+  sim_pcg_for_entity(rng, (guint64)n, SIM_PCG_SCRIPT, 0);
+  return 0;
+}
+
+static void install_random(lua_State *L, guint64 seed)
+{
+  lua_getglobal(L, "math");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  SimPcg *rng = lua_newuserdatauv(L, sizeof *rng, 0);
+  luaL_newmetatable(L, RNG_MT);
+  lua_setmetatable(L, -2);
+  sim_pcg_for_entity(rng, seed, SIM_PCG_SCRIPT, 0);
+  lua_pushvalue(L, -1);
+  lua_pushcclosure(L, l_random, 1);
+  lua_setfield(L, -3, "random");
+  lua_pushcclosure(L, l_randomseed, 1);
+  lua_setfield(L, -2, "randomseed");
+  lua_pop(L, 1);
+}
+
+/* ---- module ----------------------------------------------------------------- */
+
+static const luaL_Reg module_funcs[] = {
+  {"cluster", l_cluster},   {"gpt", l_gpt},   {"simulate", l_simulate},
+  {"gpu", l_gpu},           {"gpus", l_gpus}, {"results", l_results},
+  {NULL, NULL}};
+
+static void new_metatable(lua_State *L, const char *name, lua_CFunction gc,
+                          lua_CFunction index, lua_CFunction tostr)
+{
+  luaL_newmetatable(L, name);
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__gc");
+  if (index != NULL) {
+    lua_pushcfunction(L, index);
+    lua_setfield(L, -2, "__index");
+  }
+  if (tostr != NULL) {
+    lua_pushcfunction(L, tostr);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_pop(L, 1);
+}
+
+/* Loads an embedded Lua file from the GResource bundle. */
+static int load_resource(lua_State *L, const char *name)
+{
+  g_autofree char *path = g_strconcat("/joulesim/", name, NULL);
+  g_autoptr(GBytes) b = g_resource_lookup_data(js_res_get_resource(), path,
+                                               G_RESOURCE_LOOKUP_FLAGS_NONE,
+                                               NULL);
+  g_assert(b != NULL); /* embedded at build time */
+  gsize n;
+  const char *src = g_bytes_get_data(b, &n);
+  g_autofree char *chunk = g_strconcat("=[joulesim ", name, "]", NULL);
+  return luaL_loadbuffer(L, src, n, chunk);
+}
+
+/* require "joulesim": builds the module table, then runs the prelude with
+ * it as argument. */
+static int open_joulesim(lua_State *L)
+{
+  luaL_newlib(L, module_funcs);
+  lua_pushstring(L, JOULESIM_VERSION);
+  lua_setfield(L, -2, "version");
+  if (load_resource(L, "prelude.lua") != LUA_OK)
+    return lua_error(L);
+  lua_pushvalue(L, -2);
+  lua_call(L, 1, 0);
+  return 1;
+}
+
+static void open_state(lua_State *L, JsSession *s, gboolean sandbox)
+{
+  luaL_openlibs(L);
+  lua_pushlightuserdata(L, s);
+  lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
+  new_metatable(L, CLUSTER_MT, cluster_gc, cluster_index, cluster_tostring);
+  new_metatable(L, WORKLOAD_MT, workload_gc, workload_index,
+                workload_tostring);
+  luaL_newmetatable(L, RESULTS_MT);
+  lua_pushcfunction(L, results_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, results_gc);
+  lua_setfield(L, -2, "__close");
+  lua_newtable(L);
+  lua_pushcfunction(L, results_append);
+  lua_setfield(L, -2, "append");
+  lua_pushcfunction(L, results_close);
+  lua_setfield(L, -2, "close");
+  lua_pushcfunction(L, results_rows);
+  lua_setfield(L, -2, "rows");
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  install_random(L, s->seed);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushcfunction(L, open_joulesim);
+  lua_setfield(L, -2, "joulesim");
+  lua_pop(L, 1);
+  if (sandbox) {
+    static const char *const drop[] = {"os", "io", "loadfile", "dofile",
+                                       NULL};
+    for (int i = 0; drop[i] != NULL; i++) {
+      lua_pushnil(L);
+      lua_setglobal(L, drop[i]);
+    }
+    /* Only Lua-level and preloaded modules: no C searchers. */
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "searchers");
+    for (int i = 4; i >= 2; i--) {
+      lua_pushnil(L);
+      lua_rawseti(L, -2, i);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "loadlib");
+    lua_pop(L, 1);
+  }
+}
+
+static int traceback(lua_State *L)
+{
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)",
+                          luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* Runs the function on top of the stack with a traceback handler. */
+static gboolean pcall_top(lua_State *L, int nargs, GError **error)
+{
+  int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  int rc = lua_pcall(L, nargs, 0, base);
+  lua_remove(L, base);
+  if (rc != LUA_OK) {
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s",
+                lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+    lua_pop(L, 1);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean js_run_script(JsSession *s, const char *path, int argc,
+                       char **argv, gboolean sandbox, GError **error)
+{
+  g_autofree char *src = NULL;
+  gsize len = 0;
+  GError *ioerr = NULL;
+  if (!g_file_get_contents(path, &src, &len, &ioerr)) {
+    g_set_error(error, JS_ERROR, JS_ERROR_IO, "%s", ioerr->message);
+    g_error_free(ioerr);
+    return FALSE;
+  }
+  g_free(s->scenario_path);
+  s->scenario_path = g_strdup(path);
+  g_free(s->scenario_source);
+  s->scenario_source = g_strndup(src, len);
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "out of memory");
+    return FALSE;
+  }
+  open_state(L, s, sandbox);
+  lua_createtable(L, argc, 1);
+  lua_pushstring(L, path);
+  lua_rawseti(L, -2, 0);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setglobal(L, "arg");
+  g_autofree char *chunk = g_strconcat("@", path, NULL);
+  gboolean ok;
+  if (luaL_loadbufferx(L, src, len, chunk, "t") != LUA_OK) {
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s", lua_tostring(L, -1));
+    ok = FALSE;
+  } else {
+    for (int i = 0; i < argc; i++)
+      lua_pushstring(L, argv[i]);
+    ok = pcall_top(L, argc, error);
+  }
+  lua_close(L);
+  return ok;
+}
+
+gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,
+                       GError **error)
+{
+  lua_State *L = luaL_newstate();
+  open_state(L, s, FALSE);
+  gboolean ok;
+  if (luaL_loadbufferx(L, src, strlen(src), chunkname, "t") != LUA_OK) {
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s", lua_tostring(L, -1));
+    ok = FALSE;
+  } else {
+    ok = pcall_top(L, 0, error);
+  }
+  lua_close(L);
+  return ok;
+}

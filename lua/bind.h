@@ -1,0 +1,33 @@
+/* lua/bind.h -- the Lua 5.4 binding: the `joulesim` module.
+ *
+ * The C side exposes checked primitives (js.cluster, js.gpt, js.simulate,
+ * js.gpu, js.results, ...); the embedded prelude (lua/prelude.lua) adds the
+ * conveniences written in Lua (js.policy.*, js.compare, js.summary).
+ */
+#ifndef LUA_BIND_H
+#define LUA_BIND_H
+
+#include <glib.h>
+#include "lua/session.h"
+
+G_BEGIN_DECLS
+
+/* Runs the scenario script at `path` with script arguments argv[0..argc)
+ * (visible to the script as the global table `arg`, arg[0] = path).  The
+ * script runs under lua_pcall with a traceback; a syntax or run-time error
+ * returns FALSE with an error whose message starts with "path:line:".
+ * `sandbox` removes os, io, loadfile, dofile and require of C modules. */
+gboolean js_run_script(JsSession *s, const char *path, int argc,
+                       char **argv, gboolean sandbox, GError **error);
+
+/* Same, for a chunk of source text (tests). */
+gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,
+                       GError **error);
+
+#define JS_ERROR (js_error_quark())
+GQuark js_error_quark(void);
+typedef enum { JS_ERROR_SCRIPT, JS_ERROR_IO } JsError;
+
+G_END_DECLS
+
+#endif

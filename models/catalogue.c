@@ -1,0 +1,416 @@
+/* models/catalogue.c -- the embedded GPU catalogue, as C tables.
+ *
+ * Every number carries its source: a published figure (data/README.md, an
+ * NVIDIA datasheet), a fit (docs/gpu-model.md, reproduced by
+ * `test-gpu -m thorough -p /gpu/calibration/fit`), or "estimate:" with the
+ * reasoning.  The model that reads these numbers is described in
+ * models/gpu.c.  gpu_catalogue_new() validates and copies every entry.
+ *
+ * Conventions
+ * - sm_default_mhz (what "auto" asks for) is the maximum boost clock; the
+ *   power cap then decides what actually runs.
+ * - v_max is a nominal 1 V: the model only uses V(f) / v_max, so v_min is
+ *   the fitted voltage ratio at and below f_knee.
+ * - activity.gemm = 1 defines the unit of p_dyn_w (a dense BF16 GEMM on
+ *   random data); other classes are relative to it.
+ * - DRAM power p_mem_w = access energy per bit x bit rate at full bandwidth.
+ */
+#include "models/gpu.h"
+
+#define P(val, src) {(val), (src)}
+
+/* ---------------------------------------------------------------------- */
+/* Shared sources                                                          */
+
+#define SRC_README "data/README.md"
+#define SRC_FIT_A100                                                         \
+  "fit to perseus-emulation gpt3-175b+a100_sxm_bf16.csv and the A100 8192^3 " \
+  "GEMM at 400 W (258 TFLOP/s), see docs/gpu-model.md"
+#define SRC_VNOM "nominal 1 V: the model uses V(f)/v_max only"
+#define SRC_GEMM_EFF                                                         \
+  "data/README.md: 8192^3 BF16 GEMM 295 TFLOP/s unthrottled (zeros) / 312 " \
+  "peak = 0.945"
+#define SRC_EST_EFF_C "estimate: fraction of peak FLOP rate for this class"
+#define SRC_EST_EFF_M                                                       \
+  "estimate: STREAM-like kernels reach ~85-90% of peak DRAM bandwidth; "     \
+  "less for strided/gather access"
+#define SRC_EST_ACT                                                         \
+  "estimate: SM switching activity relative to a tensor GEMM (=1)"
+#define SRC_ACT_GEMM "definition: unit of p_dyn_w (dense BF16 GEMM, random data)"
+#define SRC_OVERHEAD "estimate: launch + tail of a kernel, a few microseconds"
+#define SRC_ISSUE                                                           \
+  "estimate: SM-side (LSU + L2, SM clock domain) DRAM traffic per SM clock; " \
+  "puts a streaming kernel's knee near 0.4-0.55 f_max"
+
+/* Per-class efficiencies.  GEMM efficiency is a parameter (the published
+ * A100 figure for GA100; estimates elsewhere); the others are estimates
+ * shared by every part. */
+#define EFF_COMPUTE(gemm_eff, gemm_src)                                     \
+  {                                                                          \
+    [SIM_CLASS_GEMM] = P(gemm_eff, gemm_src),                                \
+    [SIM_CLASS_ATTENTION] = P(0.60, SRC_EST_EFF_C ": batched head-dim 128 " \
+                                                  "GEMMs"),                  \
+    [SIM_CLASS_ELEMENTWISE] = P(0.50, SRC_EST_EFF_C),                        \
+    [SIM_CLASS_NORM] = P(0.50, SRC_EST_EFF_C),                               \
+    [SIM_CLASS_SOFTMAX] = P(0.50, SRC_EST_EFF_C),                            \
+    [SIM_CLASS_REDUCTION] = P(0.50, SRC_EST_EFF_C),                          \
+    [SIM_CLASS_EMBEDDING] = P(0.30, SRC_EST_EFF_C),                          \
+    [SIM_CLASS_OPTIMIZER] = P(0.50, SRC_EST_EFF_C),                          \
+    [SIM_CLASS_MEMCPY] = P(0.50, SRC_EST_EFF_C),                             \
+    [SIM_CLASS_COMM] = P(0.30, SRC_EST_EFF_C),                               \
+    [SIM_CLASS_OTHER] = P(0.50, SRC_EST_EFF_C),                              \
+  }
+
+#define EFF_MEMORY                                                          \
+  {                                                                          \
+    [SIM_CLASS_GEMM] = P(0.80, SRC_EST_EFF_M),                               \
+    [SIM_CLASS_ATTENTION] = P(0.75, SRC_EST_EFF_M),                          \
+    [SIM_CLASS_ELEMENTWISE] = P(0.85, SRC_EST_EFF_M),                        \
+    [SIM_CLASS_NORM] = P(0.80, SRC_EST_EFF_M),                               \
+    [SIM_CLASS_SOFTMAX] = P(0.80, SRC_EST_EFF_M),                            \
+    [SIM_CLASS_REDUCTION] = P(0.75, SRC_EST_EFF_M),                          \
+    [SIM_CLASS_EMBEDDING] = P(0.50, SRC_EST_EFF_M),                          \
+    [SIM_CLASS_OPTIMIZER] = P(0.85, SRC_EST_EFF_M),                          \
+    [SIM_CLASS_MEMCPY] = P(0.90, SRC_EST_EFF_M),                             \
+    [SIM_CLASS_COMM] = P(0.50, SRC_EST_EFF_M),                               \
+    [SIM_CLASS_OTHER] = P(0.60, SRC_EST_EFF_M),                              \
+  }
+
+/* Activity: GEMM is the unit; attention's batched GEMMs are smaller and
+ * interleave softmax-like work; vector classes drive the load/store and ALU
+ * paths, not the tensor cores (one shared value, fitted on A100). */
+#define ACTIVITY(vec, vec_src)                                              \
+  {                                                                          \
+    [SIM_CLASS_GEMM] = P(1.0, SRC_ACT_GEMM),                                 \
+    [SIM_CLASS_ATTENTION] = P(0.80, SRC_EST_ACT),                            \
+    [SIM_CLASS_ELEMENTWISE] = P(vec, vec_src),                               \
+    [SIM_CLASS_NORM] = P(vec, vec_src),                                      \
+    [SIM_CLASS_SOFTMAX] = P(vec, vec_src),                                   \
+    [SIM_CLASS_REDUCTION] = P(vec, vec_src),                                 \
+    [SIM_CLASS_EMBEDDING] = P(vec, vec_src),                                 \
+    [SIM_CLASS_OPTIMIZER] = P(vec, vec_src),                                 \
+    [SIM_CLASS_MEMCPY] = P(0.20, SRC_EST_ACT ": copy engines/LSU only"),     \
+    [SIM_CLASS_COMM] = P(0.30, SRC_EST_ACT ": NCCL kernels use a few SMs"),  \
+    [SIM_CLASS_OTHER] = P(0.50, SRC_EST_ACT),                                \
+  }
+
+/* ---------------------------------------------------------------------- */
+/* GA100 (A100): published facts, fitted power shape                       */
+
+/* Fitted A100 power parameters (docs/gpu-model.md, section "Fit"). */
+#define A100_P_CONST 43.9
+#define A100_P_DYN 470.8
+#define A100_P_LEAK 39.7
+#define A100_V_MIN 0.778
+#define A100_F_KNEE 1093.0
+#define A100_ACT_VEC 0.81
+#define SRC_ACT_VEC_A100 "fit (one value for the vector classes), see " \
+                         "docs/gpu-model.md"
+
+#define SRC_SHAPE_A100                                                      \
+  "estimate: same voltage/leakage shape as the A100 fit (v_min ratio, "      \
+  "f_knee at 0.774 f_max)"
+#define SRC_ISSUE_DC "estimate: as A100 (" SRC_ISSUE ")"
+
+#define A100_CLOCKS                                                         \
+  .sm_min_mhz = P(210, SRC_README ": A100 SM clock 210-1410 MHz"),          \
+  .sm_max_mhz = P(1410, SRC_README ": A100 SM clock 210-1410 MHz"),         \
+  .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),                        \
+  .sm_default_mhz = P(1410, "max boost (" SRC_README ")"),                  \
+  .n_sm = P(108, SRC_README ": A100 108 SMs"),                              \
+  .tensor_flop_per_clk_sm =                                                 \
+      P(2048, SRC_README ": 312 TFLOP/s dense BF16 = 2048 FLOP/clk/SM"),    \
+  .vector_flop_per_clk_sm =                                                 \
+      P(128, "NVIDIA A100 datasheet: 19.5 TFLOP/s FP32 = 64 FMA/clk/SM"),   \
+  .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE),                           \
+  .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
+  .switch_latency_ms =                                                      \
+      P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "   \
+            "ms; ~6 ms reported on H200)"),                                 \
+  .eff_compute = EFF_COMPUTE(0.945, SRC_GEMM_EFF), .eff_memory = EFF_MEMORY
+
+/* The fitted power shape, for the SXM4 parts (the fit's own cards). */
+#define A100_POWER(src)                                                     \
+  .p_const_w = P(A100_P_CONST, src), .p_dyn_w = P(A100_P_DYN, src),         \
+  .p_leak_w = P(A100_P_LEAK, src),                                          \
+  .v_min = P(A100_V_MIN, src " (ratio to v_max)"),                          \
+  .v_max = P(1.0, SRC_VNOM), .f_knee_mhz = P(A100_F_KNEE, src),             \
+  .activity = ACTIVITY(A100_ACT_VEC, SRC_ACT_VEC_A100)
+
+#define A100_SXM_COMMON                                                     \
+  A100_CLOCKS, A100_POWER(SRC_FIT_A100),                                    \
+  .power_min_w = P(100, SRC_README ": A100 power limit min 100 W"),         \
+  .idle_power_w = P(60, SRC_README ": A100 idle ~55-65 W"),                 \
+  .blocked_power_w =                                                        \
+      P(83.64, SRC_README ": A100 blocked in NCCL P2P receive 83.64 W"),    \
+  .comm_power_w = P(110, "estimate (not published): blocked 83.64 W plus "  \
+                         "a few SMs and NVLink busy")
+
+/* ---------------------------------------------------------------------- */
+/* GH100 (H100): published facts; power scaled from the A100 fit           */
+
+/* SXM5: P_dyn and P_leak scale with the TDP ratio 700/400 (so the big GEMM
+ * caps at a similar fraction of f_max as on A100), P_const with the idle
+ * ratio 82.5/60; voltage shape as A100.  All estimates. */
+#define H100_P_CONST 69.3
+#define H100_P_DYN 772.0
+#define H100_P_LEAK 104.0
+#define SRC_H100_SCALE                                                      \
+  "estimate: A100 fit scaled by TDP 700/400 W (not measured on H100)"
+#define SRC_H100_CONST                                                      \
+  "estimate: A100 fit 50.4 W scaled by idle 82.5/60 W (" SRC_README         \
+  ": H100 idle ~65-100 W)"
+#define SRC_H100_GEMM_EFF                                                   \
+  "estimate: large BF16 GEMMs reach a smaller share of peak on H100 than "  \
+  "A100's 0.945"
+#define H100_ACT_VEC_SRC "estimate: as the A100 fit"
+
+/* ---------------------------------------------------------------------- */
+/* GA102 (A40, RTX 3080 Ti)                                                */
+
+/* Fitted A40 power parameters (docs/gpu-model.md, section "A40"). */
+#define A40_P_CONST 42.0
+#define A40_P_DYN 465.0
+#define A40_P_LEAK 28.4
+#define A40_V_MIN 0.7035
+#define A40_F_KNEE 1061.0
+#define A40_ACT_VEC 1.0
+#define SRC_FIT_A40                                                         \
+  "fit to perseus-emulation gpt3-175b+a40_bf16.csv, see docs/gpu-model.md"
+
+static const GpuSpec builtins[] = {
+  {
+    .name = "A100-SXM4-40GB",
+    .description = "NVIDIA A100 SXM4 40GB (HBM2, 400 W)",
+    A100_SXM_COMMON,
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(1215, SRC_README ": A100 40GB memory clock 1215 MHz, "
+                        "fixed")},
+    .mem_bw_gbps = P(1555, SRC_README ": A100 40GB 1555 GB/s"),
+    .power_limit_w = P(400, SRC_README ": A100 default power limit 400 W"),
+    .power_max_w = P(400, "NVIDIA A100 datasheet: 400 W max TDP (SXM4)"),
+    .p_mem_w = P(48.5, "estimate: ~3.9 pJ/bit HBM2 access energy x "
+                       "1555 GB/s"),
+  },
+  {
+    .name = "A100-SXM4-80GB",
+    .description = "NVIDIA A100 SXM4 80GB (HBM2e, 400 W; 500 W variants)",
+    A100_SXM_COMMON,
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(1593, SRC_README ": A100 80GB memory clock 1593 MHz, "
+                        "fixed")},
+    .mem_bw_gbps = P(2039, SRC_README ": A100 80GB 2039 GB/s"),
+    .power_limit_w = P(400, SRC_README ": A100 default power limit 400 W"),
+    .power_max_w = P(500, SRC_README ": 500 W variants exist (the "
+                          "perseus-emulation card)"),
+    .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
+                       "2039 GB/s"),
+  },
+  {
+    .name = "A100-PCIE-80GB",
+    .description = "NVIDIA A100 PCIe 80GB (HBM2e, 300 W)",
+    A100_CLOCKS,
+    A100_POWER("estimate: same GA100 die as the SXM4 fit"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(1512, "NVIDIA A100 PCIe 80GB: memory clock 1512 MHz")},
+    .mem_bw_gbps = P(1935, "NVIDIA A100 datasheet: PCIe 80GB 1935 GB/s"),
+    .power_limit_w = P(300, "NVIDIA A100 datasheet: PCIe max TDP 300 W"),
+    .power_min_w = P(150, "estimate: PCIe board minimum limit"),
+    .power_max_w = P(300, "NVIDIA A100 datasheet: PCIe max TDP 300 W"),
+    .idle_power_w = P(60, "estimate: as A100 SXM (" SRC_README
+                          ": ~55-65 W)"),
+    .blocked_power_w = P(83.64, "estimate: A100 SXM figure (" SRC_README
+                                ": 83.64 W)"),
+    .comm_power_w = P(110, "estimate (not published): as A100 SXM"),
+    .p_mem_w = P(60.4, "estimate: ~3.9 pJ/bit HBM2e access energy x "
+                       "1935 GB/s"),
+  },
+  {
+    .name = "H100-SXM5-80GB",
+    .description = "NVIDIA H100 SXM5 80GB (HBM3, 700 W)",
+    .sm_min_mhz = P(345, SRC_README ": H100 SM clock 345-1980 MHz"),
+    .sm_max_mhz = P(1980, SRC_README ": H100 SM clock 345-1980 MHz"),
+    .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),
+    .sm_default_mhz = P(1980, "max boost (" SRC_README ")"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(2619, SRC_README ": H100 memory clock 2619 MHz, fixed")},
+    .n_sm = P(132, SRC_README ": H100 SXM5 132 SMs"),
+    .tensor_flop_per_clk_sm =
+        P(4096, SRC_README ": 989 TFLOP/s dense BF16 at 1830 MHz = 4096 "
+                "FLOP/clk/SM"),
+    .vector_flop_per_clk_sm =
+        P(256, "NVIDIA H100 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
+    .mem_bw_gbps = P(3350, SRC_README ": H100 SXM5 3350 GB/s"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(700, SRC_README ": H100 default power limit 700 W"),
+    .power_min_w = P(200, SRC_README ": H100 power limit min 200 W"),
+    .power_max_w = P(700, SRC_README ": H100 SXM5 700 W"),
+    .idle_power_w = P(82.5, SRC_README ": H100 idle ~65-100 W (midpoint)"),
+    .blocked_power_w =
+        P(130, "estimate (not published): a blocked rank holds a context "
+               "and memory: " SRC_README " H100 idle 115-145 W with memory "
+               "allocated"),
+    .comm_power_w = P(170, "estimate (not published): blocked 130 W plus "
+                           "NCCL SMs and NVLink4 busy"),
+    .p_const_w = P(H100_P_CONST, SRC_H100_CONST),
+    .p_mem_w = P(104.5, "estimate: ~3.9 pJ/bit HBM access energy x "
+                        "3350 GB/s"),
+    .p_dyn_w = P(H100_P_DYN, SRC_H100_SCALE),
+    .p_leak_w = P(H100_P_LEAK, SRC_H100_SCALE),
+    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(1533, SRC_SHAPE_A100),
+    .switch_latency_ms =
+        P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
+    .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
+  },
+  {
+    .name = "H100-PCIE-80GB",
+    .description = "NVIDIA H100 PCIe 80GB (HBM2e, 350 W)",
+    .sm_min_mhz = P(345, "estimate: as H100 SXM5 (" SRC_README ")"),
+    .sm_max_mhz = P(1755, "NVIDIA H100 PCIe: max boost 1755 MHz"),
+    .sm_step_mhz = P(15, "as H100 SXM5 (" SRC_README ")"),
+    .sm_default_mhz = P(1755, "max boost"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(1593, "HBM2e as A100 80GB: 1593 MHz (2039 GB/s on 5120 "
+                        "bits)")},
+    .n_sm = P(114, "NVIDIA H100 PCIe datasheet: 114 SMs"),
+    .tensor_flop_per_clk_sm =
+        P(4096, "NVIDIA H100 datasheet: PCIe 756 TFLOP/s dense BF16 = 4096 "
+                "FLOP/clk/SM x 114 SMs x 1620 MHz"),
+    .vector_flop_per_clk_sm = P(256, "GH100: 128 FP32 FMA/clk/SM"),
+    .mem_bw_gbps = P(2039, "NVIDIA H100 datasheet: PCIe 2 TB/s (HBM2e, "
+                           "5120-bit at 1593 MHz)"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(350, "NVIDIA H100 datasheet: PCIe max TDP 350 W"),
+    .power_min_w = P(200, "estimate: as H100 SXM5 (" SRC_README ")"),
+    .power_max_w = P(350, "NVIDIA H100 datasheet: PCIe max TDP 350 W"),
+    .idle_power_w = P(70, "estimate: low end of " SRC_README
+                          " H100 idle ~65-100 W"),
+    .blocked_power_w = P(110, "estimate (not published): between idle "
+                              "and SXM5's 130 W"),
+    .comm_power_w = P(140, "estimate (not published): blocked plus NCCL "
+                           "SMs and PCIe/NVLink bridge busy"),
+    .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5"),
+    .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
+                       "2039 GB/s"),
+    .p_dyn_w = P(591, "estimate: same GH100 die as SXM5: 772 W x 114/132 "
+                      "SMs x 1755/1980 MHz"),
+    .p_leak_w = P(90, "estimate: SXM5 104 W x 114/132 SMs"),
+    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(1359, SRC_SHAPE_A100),
+    .switch_latency_ms =
+        P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
+    .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
+  },
+  {
+    .name = "A40",
+    .description = "NVIDIA A40 48GB (GA102, GDDR6, 300 W)",
+    .sm_min_mhz = P(210, SRC_README ": A40 SM clock 210-1740 MHz"),
+    .sm_max_mhz = P(1740, SRC_README ": A40 SM clock 210-1740 MHz"),
+    .sm_step_mhz = P(15, "15 MHz steps, as the perseus-emulation A40 "
+                         "profile"),
+    .sm_default_mhz = P(1740, "max boost (" SRC_README ")"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(7251, "derived: 696 GB/s on a 384-bit GDDR6 bus = 14.5 "
+                        "Gbps/pin = 2 x 7251 MHz; fixed (" SRC_README ")")},
+    .n_sm = P(84, SRC_README ": A40 84 SMs"),
+    .tensor_flop_per_clk_sm =
+        P(1024, SRC_README ": ~150 TFLOP/s BF16 = 1024 FLOP/clk/SM x 84 x "
+                "1740 MHz"),
+    .vector_flop_per_clk_sm = P(256, "NVIDIA A40 datasheet: 37.4 TFLOP/s "
+                                     "FP32 = 128 FMA/clk/SM"),
+    .mem_bw_gbps = P(696, SRC_README ": A40 696 GB/s"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.80, "estimate: large BF16 GEMM share of "
+                                     "peak on GA102"),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(300, SRC_README ": A40 300 W"),
+    .power_min_w = P(100, "estimate: board minimum limit"),
+    .power_max_w = P(300, SRC_README ": A40 300 W"),
+    .idle_power_w = P(30, "estimate (not published here): passive 300 W "
+                          "board at idle clocks"),
+    .blocked_power_w =
+        P(70.38, SRC_README ": A40 blocked in NCCL P2P receive 70.38 W"),
+    .comm_power_w = P(90, "estimate (not published): blocked 70.38 W plus "
+                          "NCCL SMs and PCIe busy"),
+    .p_const_w = P(A40_P_CONST, SRC_FIT_A40),
+    .p_mem_w = P(41.8, "estimate: ~7.5 pJ/bit GDDR6 access energy x "
+                       "696 GB/s"),
+    .p_dyn_w = P(A40_P_DYN, SRC_FIT_A40),
+    .p_leak_w = P(A40_P_LEAK, SRC_FIT_A40),
+    .v_min = P(A40_V_MIN, SRC_FIT_A40 " (ratio to v_max)"),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(A40_F_KNEE, SRC_FIT_A40),
+    .switch_latency_ms =
+        P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "
+              "ms)"),
+    .activity = ACTIVITY(A40_ACT_VEC, SRC_FIT_A40),
+  },
+  {
+    .name = "RTX-3080-Ti",
+    .description = "NVIDIA GeForce RTX 3080 Ti (GA102, GDDR6X, 350 W; "
+                   "memory-clock DVFS)",
+    .sm_min_mhz = P(210, SRC_README ": RTX 3080 Ti SM clock 210-2100 MHz"),
+    .sm_max_mhz = P(2100, SRC_README ": RTX 3080 Ti SM clock 210-2100 MHz"),
+    .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),
+    .sm_default_mhz = P(2100, "max boost (" SRC_README ")"),
+    .n_mem_clocks = 5,
+    .mem_mhz = {P(405, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
+                P(810, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
+                P(5001, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
+                P(9251, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
+                P(9501, SRC_README ": 405, 810, 5001, 9251, 9501 MHz")},
+    .n_sm = P(80, SRC_README ": RTX 3080 Ti 80 SMs"),
+    .tensor_flop_per_clk_sm =
+        P(512, SRC_README ": ~68 TFLOP/s BF16 with FP32 accumulation (half "
+               "rate) = 512 FLOP/clk/SM x 80 x 1665 MHz boost"),
+    .vector_flop_per_clk_sm = P(256, "GA102: 128 FP32 FMA/clk/SM (34.1 "
+                                     "TFLOP/s at 1665 MHz)"),
+    .mem_bw_gbps = P(912, SRC_README ": RTX 3080 Ti 912 GB/s at 9501 MHz"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.90, SRC_README ": llm.c GEMMs measured "
+                                     "~65-75 TFLOP/s of ~68 (boost-clock) "
+                                     "peak; estimate"),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(350, SRC_README ": RTX 3080 Ti 350 W"),
+    .power_min_w = P(100, "estimate: board minimum limit"),
+    .power_max_w = P(400, "estimate: board-dependent maximum"),
+    .idle_power_w = P(25, "estimate (not published here): consumer card "
+                          "idle"),
+    .blocked_power_w = P(60, "estimate (not published): A40's 70.38 W "
+                             "scaled to a smaller board"),
+    .comm_power_w = P(80, "estimate (not published): no NVLink, PCIe "
+                          "peer-to-peer"),
+    .p_const_w = P(A40_P_CONST, "estimate: as the A40 fit (GA102)"),
+    .p_mem_w = P(52.9, "estimate: ~7.25 pJ/bit GDDR6X access energy x "
+                       "912 GB/s"),
+    .p_dyn_w = P(A40_P_DYN * 80.0 / 84.0 * 2100.0 / 1740.0,
+                 "estimate: A40 fit scaled to 80 SMs and 2100/1740 MHz"),
+    .p_leak_w = P(A40_P_LEAK * 80.0 / 84.0, "estimate: A40 fit x 80/84 SMs"),
+    .v_min = P(A40_V_MIN, "estimate: A40 fit ratio"),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(A40_F_KNEE * 2100.0 / 1740.0,
+                    "estimate: A40 fit knee at the same fraction of f_max"),
+    .switch_latency_ms =
+        P(100, SRC_README ": >100 ms through nvidia-smi on a consumer "
+               "Ampere card"),
+    .activity = ACTIVITY(A40_ACT_VEC, "estimate: as the A40 fit"),
+  },
+};
+
+const GpuSpec *gpu_builtin_specs(guint *n)
+{
+  g_return_val_if_fail(n != NULL, NULL);
+  *n = G_N_ELEMENTS(builtins);
+  return builtins;
+}

@@ -1,0 +1,551 @@
+/* models/cluster.c -- a cluster of identical GPUs on a network, and the
+ * SimMachine that prices a workload's ops on it.
+ *
+ * Model
+ * -----
+ * Placement: rank r runs on GPU r; GPU g sits on node g / gpus_per_node
+ * (Megatron order comes from the workload's rank numbering: TP innermost, so
+ * a TP group of <= gpus_per_node consecutive ranks stays inside one node).
+ *
+ * Kernels.  Ops carry ref_ns, their duration on the reference GPU
+ * (w->ref_gpu, looked up in the catalogue) at its auto clocks.  For a shape
+ * with kernel k (class, FLOPs, bytes, tensor):
+ *
+ *   t_ref          = gpu_kernel_cost(ref, k, auto, auto, no cap).time_s
+ *   cost           = gpu_kernel_cost(gpu, k, sm, mem, power_limit)
+ *   time_scale     = cost.time_s / t_ref * perf[g]
+ *   power_w        = cost.power_w * power_factor[g]
+ *
+ * so a shape run on the reference GPU at auto clocks with no binding cap has
+ * time_scale 1 exactly (times perf[g]).  The power limit is the override or
+ * the spec's default.  When t_ref is not positive (no FLOPs and no bytes and
+ * a model that gives 0), the shape keeps its recorded duration
+ * (time_scale = perf[g]).
+ *
+ * Variability.  Per GPU g, from PCG stream sim_pcg_for_entity(seed,
+ * SIM_PCG_GPU, g), two draws u1, u2 in [0, 1):
+ *
+ *   perf[g]         = 1 + perf_spread * u1            in [1, 1 + spread)
+ *   power_factor[g] = 1 + power_spread * (2 u2 - 1)   in [1 - s, 1 + s)
+ *
+ * Both are exactly 1.0 when their spread is 0 (no draw is even made when
+ * both spreads are 0).  A GPU's draws depend only on (seed, g): growing the
+ * cluster does not change existing GPUs' factors.  The power factor scales
+ * idle, blocked and communication power as well as kernel power.
+ *
+ * Communication.  Each workload group is reduced to a NetGroupShape
+ * (members, distinct nodes, most members on one node) once; a collective's
+ * duration is net_collective_time_s(net, type, bytes, shape, AUTO, 1)
+ * rounded to the nearest ns (at least 1 ns for groups of 2+).  p2p uses
+ * net_p2p_time_s with same_node = (src and dst on one node).
+ *
+ * Caching.  The GPU model's answer depends on (shape, snapped SM clock,
+ * snapped memory clock) only; it is computed on first use and kept in a
+ * hash table guarded by a mutex (the callbacks may be called from several
+ * threads).  Per-GPU factors are applied on the way out, so the callbacks
+ * are pure functions of their arguments.
+ *
+ * Known limits
+ * ------------
+ * - One GPU model for the whole cluster (heterogeneous clusters: not yet).
+ * - Factors are applied after the power cap: a GPU with power_factor > 1
+ *   may report power above the limit instead of throttling.
+ * - The network sees one collective at a time (concurrent = 1): overlapping
+ *   collectives on the same links are not slowed down here.
+ * - iteration_begin is NULL: plans are not changed by the machine.
+ */
+#include "models/cluster.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/pcg.h"
+
+G_DEFINE_QUARK(cluster-error-quark, cluster_error)
+
+/* ------------------------------------------------------------------------ */
+/* Cluster                                                                   */
+
+/* Checks the sizes (shared by cluster_new and cluster_validate). */
+static gboolean check_sizes(guint n_gpus, guint gpus_per_node, GError **error)
+{
+  if (n_gpus == 0 || n_gpus > CLUSTER_MAX_GPUS) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+                "cluster: n_gpus = %u must be in 1..%u", n_gpus,
+                CLUSTER_MAX_GPUS);
+    return FALSE;
+  }
+  if (gpus_per_node == 0 || gpus_per_node > CLUSTER_MAX_GPUS_PER_NODE) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+                "cluster: gpus_per_node = %u must be in 1..%u", gpus_per_node,
+                CLUSTER_MAX_GPUS_PER_NODE);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Returns a new cluster (caller owns) or NULL with CLUSTER_ERROR_INVALID
+ * (bad sizes) or the spec's own error (invalid GPU or network spec). */
+Cluster *cluster_new(const GpuSpec *gpu, const NetSpec *net, guint n_gpus,
+                     guint gpus_per_node, GError **error)
+{
+  g_return_val_if_fail(gpu != NULL && net != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (gpus_per_node == 0)
+    gpus_per_node = 8;
+  if (!check_sizes(n_gpus, gpus_per_node, error))
+    return NULL;
+
+  g_autoptr(Cluster) c = g_new0(Cluster, 1);
+  c->n_gpus = n_gpus;
+  c->gpus_per_node = gpus_per_node;
+  c->gpu = gpu_spec_copy(gpu);
+  c->net = net_spec_copy(net);
+  c->power_limit_w = -1.0;
+  c->idle_power_w = -1.0;
+  c->blocked_power_w = -1.0;
+  c->comm_power_w = -1.0;
+  c->switch_latency_ms = -1.0;
+  c->perf_spread = 0.0;
+  c->power_spread = 0.0;
+  c->seed = 0;
+  if (!cluster_validate(c, error))
+    return NULL;
+  return g_steal_pointer(&c);
+}
+
+void cluster_free(Cluster *c)
+{
+  if (c == NULL)
+    return;
+  gpu_spec_free(c->gpu);
+  net_spec_free(c->net);
+  g_free(c);
+}
+
+/* An override is "unset" when < 0; set, it must be finite and >= 0.  NaN is
+ * neither, and is refused. */
+static gboolean check_override(const char *field, double v, GError **error)
+{
+  if (v < 0.0 || (isfinite(v) && v >= 0.0))
+    return TRUE;
+  g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+              "cluster: %s = %g must be a finite number >= 0 (or < 0 for "
+              "the catalogue value)", field, v);
+  return FALSE;
+}
+
+static gboolean check_spread(const char *field, double v, GError **error)
+{
+  if (v >= 0.0 && v <= 0.5)
+    return TRUE;
+  g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+              "cluster: %s = %g must be in [0, 0.5]", field, v);
+  return FALSE;
+}
+
+/* Checks sizes, both specs, every override and the spreads.  Returns FALSE
+ * with an error naming the field on the first violation. */
+gboolean cluster_validate(const Cluster *c, GError **error)
+{
+  g_return_val_if_fail(c != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  if (!check_sizes(c->n_gpus, c->gpus_per_node, error))
+    return FALSE;
+  if (c->gpu == NULL || c->net == NULL) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+                "cluster: missing %s spec", c->gpu == NULL ? "GPU" : "network");
+    return FALSE;
+  }
+  if (!gpu_spec_validate(c->gpu, error))
+    return FALSE;
+  if (!net_spec_validate(c->net, error))
+    return FALSE;
+
+  if (!check_override("power_limit_w", c->power_limit_w, error) ||
+      !check_override("idle_power_w", c->idle_power_w, error) ||
+      !check_override("blocked_power_w", c->blocked_power_w, error) ||
+      !check_override("comm_power_w", c->comm_power_w, error) ||
+      !check_override("switch_latency_ms", c->switch_latency_ms, error))
+    return FALSE;
+  double lo = c->gpu->power_min_w.v, hi = c->gpu->power_max_w.v;
+  if (c->power_limit_w >= 0.0 &&
+      (c->power_limit_w < lo || c->power_limit_w > hi)) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+                "cluster: power_limit_w = %g is outside %s's range "
+                "%g..%g W", c->power_limit_w, c->gpu->name, lo, hi);
+    return FALSE;
+  }
+
+  return check_spread("perf_spread", c->perf_spread, error) &&
+         check_spread("power_spread", c->power_spread, error);
+}
+
+guint cluster_n_nodes(const Cluster *c)
+{
+  g_return_val_if_fail(c != NULL && c->gpus_per_node > 0, 0);
+  return (c->n_gpus + c->gpus_per_node - 1) / c->gpus_per_node;
+}
+
+guint cluster_gpu_node(const Cluster *c, guint gpu)
+{
+  g_return_val_if_fail(c != NULL && c->gpus_per_node > 0, 0);
+  return gpu / c->gpus_per_node;
+}
+
+SimClocks cluster_default_clocks(const Cluster *c)
+{
+  SimClocks auto_clocks = { 0, 0 };
+  return auto_clocks;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Machine                                                                   */
+
+/* The GPU-independent price of one (shape, clock pair): the key packs the
+ * shape index and the snapped clocks (0 = auto). */
+typedef struct {
+  guint64 key;        /* first: read by g_int64_hash / g_int64_equal */
+  double ratio;       /* cost.time_s / t_ref */
+  double power_w;
+  guint16 sm_mhz, mem_mhz;
+} CostEntry;
+
+typedef struct {
+  GpuKernel kernel;
+  double t_ref_s;     /* <= 0: keep the recorded duration */
+} ShapeInfo;
+
+struct ClusterMachine {
+  SimMachine sim;          /* the engine's view; ctx points back here */
+  const GpuSpec *gpu;      /* borrowed from the cluster */
+  const NetSpec *net;      /* borrowed from the cluster */
+  guint n_gpus, gpus_per_node;
+  double power_limit_w;    /* passed to the GPU model (<= 0: default) */
+
+  double *idle_power_w, *blocked_power_w, *comm_power_w; /* n_gpus each */
+  double *perf, *power_factor;                           /* n_gpus each */
+
+  guint n_shapes;
+  ShapeInfo *shapes;
+  guint n_groups;
+  NetGroupShape *groups;
+
+  GMutex lock;             /* guards cache */
+  GHashTable *cache;       /* CostEntry* (key and value) */
+};
+
+static guint64 cache_key(guint32 shape, guint sm, guint mem)
+{
+  return ((guint64)shape << 32) | ((guint64)MIN(sm, G_MAXUINT16) << 16) |
+         (guint64)MIN(mem, G_MAXUINT16);
+}
+
+/* Looks up (or computes and stores) the GPU-independent cost of `shape` at
+ * snapped clocks sm/mem (0 = auto).  Copies the entry into *out. */
+static void cost_lookup(ClusterMachine *m, guint32 shape, guint sm, guint mem,
+                        CostEntry *out)
+{
+  guint64 key = cache_key(shape, sm, mem);
+
+  g_mutex_lock(&m->lock);
+  const CostEntry *hit = g_hash_table_lookup(m->cache, &key);
+  if (hit != NULL) {
+    *out = *hit;
+    g_mutex_unlock(&m->lock);
+    return;
+  }
+  g_mutex_unlock(&m->lock);
+
+  /* Computed outside the lock: the model is pure, so two threads racing on
+   * the same key compute the same entry and the second insert is a no-op. */
+  const ShapeInfo *si = &m->shapes[shape];
+  GpuCost cost = { 0 };
+  gpu_kernel_cost(m->gpu, &si->kernel, sm, mem, m->power_limit_w, &cost);
+  CostEntry *e = g_new(CostEntry, 1);
+  e->key = key;
+  e->ratio = si->t_ref_s > 0.0 && isfinite(cost.time_s)
+               ? cost.time_s / si->t_ref_s
+               : 1.0;
+  e->power_w = cost.power_w;
+  e->sm_mhz = (guint16)MIN(cost.sm_mhz, G_MAXUINT16);
+  e->mem_mhz = (guint16)MIN(cost.mem_mhz, G_MAXUINT16);
+  *out = *e;
+
+  g_mutex_lock(&m->lock);
+  if (g_hash_table_contains(m->cache, &key))
+    g_free(e);
+  else
+    g_hash_table_add(m->cache, e);
+  g_mutex_unlock(&m->lock);
+}
+
+/* SimMachine.kernel_cost: see the opening comment. */
+static void machine_kernel_cost(gpointer ctx, guint gpu, guint32 shape,
+                                SimClocks req, guint iter, SimCost *out)
+{
+  ClusterMachine *m = ctx;
+  g_return_if_fail(m != NULL && out != NULL);
+  g_return_if_fail(gpu < m->n_gpus && shape < m->n_shapes);
+
+  guint sm = req.sm_mhz != 0 ? gpu_snap_sm(m->gpu, req.sm_mhz) : 0;
+  guint mem = req.mem_mhz != 0 ? gpu_snap_mem(m->gpu, req.mem_mhz) : 0;
+  CostEntry e;
+  cost_lookup(m, shape, sm, mem, &e);
+  out->time_scale = e.ratio * m->perf[gpu];
+  out->power_w = e.power_w * m->power_factor[gpu];
+  out->sm_mhz = e.sm_mhz;
+  out->mem_mhz = e.mem_mhz;
+}
+
+/* Seconds to integer ns, rounded to nearest, at least 1 ns, clamped far
+ * below gint64 overflow. */
+static gint64 to_ns(double s)
+{
+  double ns = s * 1e9;
+  if (!(ns < 9e18))
+    return (gint64)9e18;
+  return MAX((gint64)llround(ns), (gint64)1);
+}
+
+static gint64 machine_collective_ns(gpointer ctx, guint32 group, double bytes,
+                                    SimCollType coll, gint64 start_ns)
+{
+  ClusterMachine *m = ctx;
+  g_return_val_if_fail(m != NULL && group < m->n_groups, 0);
+  g_return_val_if_fail(coll < SIM_COLL_COUNT, 0);
+  const NetGroupShape *g = &m->groups[group];
+  if (g->n_ranks <= 1)
+    return 0;
+  return to_ns(net_collective_time_s(m->net, coll, bytes, g, NET_ALGO_AUTO,
+                                     1));
+}
+
+static gint64 machine_p2p_ns(gpointer ctx, guint src, guint dst, double bytes,
+                             gint64 start_ns)
+{
+  ClusterMachine *m = ctx;
+  g_return_val_if_fail(m != NULL && src < m->n_gpus && dst < m->n_gpus, 0);
+  gboolean same = src / m->gpus_per_node == dst / m->gpus_per_node;
+  return to_ns(net_p2p_time_s(m->net, bytes, same));
+}
+
+static int cmp_guint32(const void *a, const void *b)
+{
+  guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+  return (x > y) - (x < y);
+}
+
+/* Fills m->groups from the workload's groups (node of rank r = r / gpn). */
+static gboolean build_groups(ClusterMachine *m, const SimWorkload *w,
+                             GError **error)
+{
+  m->n_groups = sim_workload_n_groups(w);
+  m->groups = g_new0(NetGroupShape, MAX(m->n_groups, 1u));
+  g_autoptr(GArray) nodes = g_array_new(FALSE, FALSE, sizeof(guint32));
+
+  for (guint32 gi = 0; gi < m->n_groups; gi++) {
+    guint n = 0;
+    const guint32 *members = sim_workload_group(w, gi, &n);
+    g_array_set_size(nodes, n);
+    guint32 *nd = (guint32 *)(void *)nodes->data;
+    for (guint i = 0; i < n; i++) {
+      if (members[i] >= m->n_gpus) {
+        g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_MISMATCH,
+                    "group %u names rank %u but the cluster has %u GPUs", gi,
+                    members[i], m->n_gpus);
+        return FALSE;
+      }
+      nd[i] = members[i] / m->gpus_per_node;
+    }
+    qsort(nd, n, sizeof(guint32), cmp_guint32);
+
+    /* Distinct nodes and the longest run of one node. */
+    NetGroupShape *s = &m->groups[gi];
+    s->n_ranks = n;
+    for (guint i = 0, run = 0; i < n; i++) {
+      run = (i > 0 && nd[i] == nd[i - 1]) ? run + 1 : 1;
+      if (run == 1)
+        s->n_nodes++;
+      s->max_per_node = MAX(s->max_per_node, run);
+    }
+  }
+  return TRUE;
+}
+
+/* Fills m->shapes: the GPU kernel of each shape and its reference time on
+ * `ref` at auto clocks without a power cap.  Refuses negative or
+ * non-finite FLOPs/bytes (the network and GPU models need them sane). */
+static gboolean build_shapes(ClusterMachine *m, const SimWorkload *w,
+                             const GpuSpec *ref, GError **error)
+{
+  m->n_shapes = w->shapes->len;
+  m->shapes = g_new0(ShapeInfo, MAX(m->n_shapes, 1u));
+  for (guint i = 0; i < m->n_shapes; i++) {
+    const SimShape *sh = &g_array_index(w->shapes, SimShape, i);
+    if (!(isfinite(sh->flops) && sh->flops >= 0.0 && isfinite(sh->bytes) &&
+          sh->bytes >= 0.0)) {
+      g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_MISMATCH,
+                  "shape %u ('%s'): flops = %g and bytes = %g must be finite "
+                  "and >= 0", i,
+                  sh->name < w->names->len ? sim_workload_name(w, sh->name)
+                                           : "?",
+                  sh->flops, sh->bytes);
+      return FALSE;
+    }
+    ShapeInfo *si = &m->shapes[i];
+    si->kernel.klass = sh->klass < SIM_CLASS_COUNT ? (SimOpClass)sh->klass
+                                                   : SIM_CLASS_OTHER;
+    si->kernel.flops = sh->flops;
+    si->kernel.bytes = sh->bytes;
+    si->kernel.tensor = sh->tensor != 0;
+    si->t_ref_s = 0.0;
+    if (si->kernel.klass == SIM_CLASS_COMM)
+      continue; /* priced by the network model, never by the GPU model */
+    GpuCost cost = { 0 };
+    gpu_kernel_cost(ref, &si->kernel, 0, 0, G_MAXDOUBLE, &cost);
+    if (isfinite(cost.time_s) && cost.time_s > 0.0)
+      si->t_ref_s = cost.time_s;
+  }
+  return TRUE;
+}
+
+/* Draws the per-GPU factors and fills the per-GPU power tables. */
+static void build_gpus(ClusterMachine *m, const Cluster *c)
+{
+  guint n = m->n_gpus;
+  m->perf = g_new(double, n);
+  m->power_factor = g_new(double, n);
+  m->idle_power_w = g_new(double, n);
+  m->blocked_power_w = g_new(double, n);
+  m->comm_power_w = g_new(double, n);
+
+  const GpuSpec *s = c->gpu;
+  double idle = c->idle_power_w >= 0.0 ? c->idle_power_w : s->idle_power_w.v;
+  double blocked = c->blocked_power_w >= 0.0 ? c->blocked_power_w
+                                             : s->blocked_power_w.v;
+  double comm = c->comm_power_w >= 0.0 ? c->comm_power_w : s->comm_power_w.v;
+  gboolean vary = c->perf_spread > 0.0 || c->power_spread > 0.0;
+
+  for (guint g = 0; g < n; g++) {
+    double perf = 1.0, pf = 1.0;
+    if (vary) {
+      /* Always two draws in this order, so one spread being 0 does not
+       * change the other's values. */
+      SimPcg rng;
+      sim_pcg_for_entity(&rng, c->seed, SIM_PCG_GPU, g);
+      double u1 = sim_pcg_double(&rng);
+      double u2 = sim_pcg_double(&rng);
+      perf = 1.0 + c->perf_spread * u1;
+      pf = 1.0 + c->power_spread * (2.0 * u2 - 1.0);
+    }
+    m->perf[g] = perf;
+    m->power_factor[g] = pf;
+    m->idle_power_w[g] = idle * pf;
+    m->blocked_power_w[g] = blocked * pf;
+    m->comm_power_w[g] = comm * pf;
+  }
+}
+
+/* Returns a new machine (caller owns) or NULL with CLUSTER_ERROR_MISMATCH
+ * when w does not fit c (rank count, group members, shapes) or the cluster's
+ * own validation error. */
+ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
+                                    const GpuCatalogue *catalogue,
+                                    GError **error)
+{
+  g_return_val_if_fail(c != NULL && w != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (!cluster_validate(c, error))
+    return NULL;
+  if (w->n_ranks != c->n_gpus) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_MISMATCH,
+                "the workload has %u ranks but the cluster has %u GPUs "
+                "(one rank per GPU)", w->n_ranks, c->n_gpus);
+    return NULL;
+  }
+
+  /* Reference GPU: the workload's, when the catalogue knows it. */
+  const GpuSpec *ref = NULL;
+  if (catalogue != NULL && w->ref_gpu != NULL)
+    ref = gpu_catalogue_lookup(catalogue, w->ref_gpu, NULL);
+  if (ref == NULL)
+    ref = c->gpu;
+
+  g_autoptr(ClusterMachine) m = g_new0(ClusterMachine, 1);
+  g_mutex_init(&m->lock);
+  m->cache = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  m->gpu = c->gpu;
+  m->net = c->net;
+  m->n_gpus = c->n_gpus;
+  m->gpus_per_node = c->gpus_per_node;
+  m->power_limit_w = c->power_limit_w >= 0.0 ? c->power_limit_w : 0.0;
+
+  if (!build_groups(m, w, error) || !build_shapes(m, w, ref, error))
+    return NULL;
+  build_gpus(m, c);
+
+  double switch_ms = c->switch_latency_ms >= 0.0
+                       ? c->switch_latency_ms
+                       : c->gpu->switch_latency_ms.v;
+  SimMachine *s = &m->sim;
+  s->n_gpus = m->n_gpus;
+  s->idle_power_w = m->idle_power_w;
+  s->blocked_power_w = m->blocked_power_w;
+  s->comm_power_w = m->comm_power_w;
+  s->switch_latency_ns =
+    isfinite(switch_ms) && switch_ms > 0.0 ? (gint64)llround(switch_ms * 1e6)
+                                           : 0;
+  s->ctx = m;
+  s->kernel_cost = machine_kernel_cost;
+  s->collective_ns = machine_collective_ns;
+  s->p2p_ns = machine_p2p_ns;
+  s->iteration_begin = NULL;
+  return g_steal_pointer(&m);
+}
+
+void cluster_machine_free(ClusterMachine *m)
+{
+  if (m == NULL)
+    return;
+  g_hash_table_destroy(m->cache);
+  g_mutex_clear(&m->lock);
+  g_free(m->shapes);
+  g_free(m->groups);
+  g_free(m->perf);
+  g_free(m->power_factor);
+  g_free(m->idle_power_w);
+  g_free(m->blocked_power_w);
+  g_free(m->comm_power_w);
+  g_free(m);
+}
+
+const SimMachine *cluster_machine_sim(ClusterMachine *m)
+{
+  g_return_val_if_fail(m != NULL, NULL);
+  return &m->sim;
+}
+
+double cluster_machine_perf_factor(const ClusterMachine *m, guint gpu)
+{
+  g_return_val_if_fail(m != NULL && gpu < m->n_gpus, 1.0);
+  return m->perf[gpu];
+}
+
+double cluster_machine_power_factor(const ClusterMachine *m, guint gpu)
+{
+  g_return_val_if_fail(m != NULL && gpu < m->n_gpus, 1.0);
+  return m->power_factor[gpu];
+}
+
+const NetGroupShape *cluster_machine_group_shape(const ClusterMachine *m,
+                                                 guint32 group)
+{
+  g_return_val_if_fail(m != NULL, NULL);
+  if (group >= m->n_groups)
+    return NULL;
+  return &m->groups[group];
+}

@@ -1,0 +1,83 @@
+/* models/cluster.h -- a cluster (GPUs, nodes, network, placement) and its
+ * binding to the engine: the SimMachine callback table that prices a given
+ * workload's ops on this cluster.
+ */
+#ifndef MODELS_CLUSTER_H
+#define MODELS_CLUSTER_H
+
+#include <glib.h>
+#include "sim/engine.h"
+#include "models/gpu.h"
+#include "models/net.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint n_gpus;
+  guint gpus_per_node;
+  GpuSpec *gpu;              /* owned copy; one model for every GPU */
+  NetSpec *net;              /* owned copy */
+  /* Overrides (< 0: catalogue value). */
+  double power_limit_w;
+  double idle_power_w;
+  double blocked_power_w;
+  double comm_power_w;
+  double switch_latency_ms;
+  /* Per-GPU variability: multiplicative factors drawn from PCG streams
+   * (1.0 when spread is 0). */
+  double perf_spread;        /* e.g. 0.02: time factor in [1, 1+spread] */
+  double power_spread;       /* power factor in [1-spread, 1+spread] */
+  guint64 seed;
+} Cluster;
+
+/* Limits checked by cluster_new / cluster_validate.  (Added by the
+ * cluster model, as are the error domain and the accessors below.) */
+#define CLUSTER_MAX_GPUS (1u << 20)
+#define CLUSTER_MAX_GPUS_PER_NODE 64u
+
+/* A cluster of n_gpus GPUs of model `gpu` (copied) on network `net`
+ * (copied); gpus_per_node 0 = 8.  Overrides start at -1. */
+Cluster *cluster_new(const GpuSpec *gpu, const NetSpec *net, guint n_gpus,
+                     guint gpus_per_node, GError **error);
+void cluster_free(Cluster *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
+gboolean cluster_validate(const Cluster *c, GError **error);
+/* Nodes: ceil(n_gpus / gpus_per_node); GPU g sits on node g / gpus_per_node
+ * (the last node may be partly filled). */
+guint cluster_n_nodes(const Cluster *c);
+guint cluster_gpu_node(const Cluster *c, guint gpu);
+
+/* The machine that runs workload w on cluster c.  Owns its tables; both c
+ * and w are borrowed and must outlive it.  The reference GPU of w
+ * (w->ref_gpu) is looked up in `catalogue` to scale ref_ns; unknown or NULL
+ * means "same as the cluster's GPU". */
+typedef struct ClusterMachine ClusterMachine;
+ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
+                                    const GpuCatalogue *catalogue,
+                                    GError **error);
+void cluster_machine_free(ClusterMachine *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ClusterMachine, cluster_machine_free)
+/* The engine's view (borrowed, lives as long as m). */
+const SimMachine *cluster_machine_sim(ClusterMachine *m);
+/* Resolves "auto" clocks: the pair a kernel asks for under auto. */
+SimClocks cluster_default_clocks(const Cluster *c);
+
+/* Per-GPU variability factors drawn for this machine: time factor (>= 1)
+ * and power factor (around 1); exactly 1.0 when the spread is 0. */
+double cluster_machine_perf_factor(const ClusterMachine *m, guint gpu);
+double cluster_machine_power_factor(const ClusterMachine *m, guint gpu);
+/* Placement of communicator group `group` of the workload (what the
+ * network model is given).  Borrowed; NULL when group is out of range. */
+const NetGroupShape *cluster_machine_group_shape(const ClusterMachine *m,
+                                                 guint32 group);
+
+#define CLUSTER_ERROR (cluster_error_quark())
+GQuark cluster_error_quark(void);
+typedef enum {
+  CLUSTER_ERROR_INVALID,   /* out-of-range size, override or spread */
+  CLUSTER_ERROR_MISMATCH   /* workload and cluster do not fit together */
+} ClusterError;
+
+G_END_DECLS
+
+#endif

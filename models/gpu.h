@@ -1,0 +1,175 @@
+/* models/gpu.h -- GPU catalogue and the time/power model under DVFS.
+ *
+ * See models/gpu.c for the equations, parameters, calibration sources and
+ * known limits.  Every numeric parameter of a catalogue entry carries the
+ * source of its value (a published figure or a fit to shared data).
+ */
+#ifndef MODELS_GPU_H
+#define MODELS_GPU_H
+
+#include <glib.h>
+#include "sim/workload.h"
+
+G_BEGIN_DECLS
+
+#define GPU_MAX_MEM_CLOCKS 8
+#define GPU_VCURVE_POINTS 8
+
+/* A number and where it came from. */
+typedef struct {
+  double v;
+  const char *source;  /* static string: "A100 datasheet", "fit: perseus ..." */
+} GpuParam;
+
+typedef struct {
+  char *name;                 /* "A100-SXM4-80GB" (owned) */
+  char *description;          /* owned */
+  /* Clocks */
+  GpuParam sm_min_mhz, sm_max_mhz, sm_step_mhz;
+  GpuParam sm_default_mhz;    /* what "auto" asks for (max boost) */
+  guint n_mem_clocks;
+  GpuParam mem_mhz[GPU_MAX_MEM_CLOCKS]; /* ascending; last = default */
+  /* Throughput */
+  GpuParam n_sm;
+  GpuParam tensor_flop_per_clk_sm;   /* dense BF16 FLOP/clock/SM */
+  GpuParam vector_flop_per_clk_sm;   /* FP32 (CUDA core) FLOP/clock/SM */
+  GpuParam mem_bw_gbps;              /* DRAM bandwidth (GB/s) at max mem clk */
+  /* Achievable fractions of peak, per op class (roofline efficiencies). */
+  GpuParam eff_compute[SIM_CLASS_COUNT];
+  GpuParam eff_memory[SIM_CLASS_COUNT];
+  /* Power */
+  GpuParam power_limit_w, power_min_w, power_max_w;
+  GpuParam idle_power_w, blocked_power_w, comm_power_w;
+  GpuParam p_const_w;        /* always-on board power while active */
+  GpuParam p_mem_w;          /* DRAM power at full memory activity, max clk */
+  GpuParam p_dyn_w;          /* SM dynamic power at full activity, f_max, V_max */
+  GpuParam p_leak_w;         /* leakage at V_max */
+  GpuParam v_min, v_max;     /* volts */
+  GpuParam f_knee_mhz;       /* V flat (v_min) below, linear to v_max above */
+  GpuParam switch_latency_ms;
+  /* Per-class activity factors (how hard a class drives the SMs). */
+  GpuParam activity[SIM_CLASS_COUNT];
+  /* Added by models/gpu.c (0 = feature off, so a zero-filled spec from a
+   * caller that does not know these fields still validates): */
+  GpuParam mem_issue_bytes_per_clk_sm; /* DRAM traffic the SMs (and the L2,
+                                          in the SM clock domain) sustain per
+                                          SM clock; sets the SM clock below
+                                          which memory-bound kernels slow */
+  GpuParam kernel_overhead_us;         /* launch + tail per kernel */
+} GpuSpec;
+
+/* Passed as power_limit_w to gpu_kernel_cost: no power cap at all (e.g. for
+ * reference durations "at max clocks, uncapped"). */
+#define GPU_POWER_UNCAPPED G_MAXDOUBLE
+
+/* What the model needs to know about a kernel. */
+typedef struct {
+  SimOpClass klass;
+  double flops;        /* 0 = unknown */
+  double bytes;        /* 0 = unknown */
+  gboolean tensor;     /* FLOPs on tensor cores */
+} GpuKernel;
+
+/* The price of a kernel at given clocks. */
+typedef struct {
+  double time_s;       /* duration */
+  double power_w;      /* board power while it runs */
+  double util_compute; /* 0..1 */
+  double util_memory;  /* 0..1 */
+  guint sm_mhz;        /* SM clock actually run (after the power cap) */
+  guint mem_mhz;
+  gboolean capped;     /* TRUE when the power limit lowered the SM clock */
+} GpuCost;
+
+/* Catalogue (embedded; extensible at run time through a GpuCatalogue). */
+typedef struct GpuCatalogue GpuCatalogue;
+GpuCatalogue *gpu_catalogue_new(void);           /* holds the built-ins */
+void gpu_catalogue_free(GpuCatalogue *c);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpuCatalogue, gpu_catalogue_free)
+/* Borrowed pointer, or NULL with an error listing the known names. */
+const GpuSpec *gpu_catalogue_lookup(const GpuCatalogue *c, const char *name,
+                                    GError **error);
+/* Names in catalogue order (borrowed strings; free the array only). */
+GPtrArray *gpu_catalogue_names(const GpuCatalogue *c);
+/* Adds (copying) or replaces an entry. */
+gboolean gpu_catalogue_define(GpuCatalogue *c, const GpuSpec *spec,
+                              GError **error);
+/* The embedded entries (models/catalogue.c): a borrowed static array of *n
+ * specs whose strings are literals.  gpu_catalogue_new() copies them. */
+const GpuSpec *gpu_builtin_specs(guint *n);
+
+/* Deep copy (caller owns it).  Source strings are interned
+ * (g_intern_string), so a copy never borrows them from the original. */
+GpuSpec *gpu_spec_copy(const GpuSpec *s);
+void gpu_spec_free(GpuSpec *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpuSpec, gpu_spec_free)
+/* Checks ranges (clocks ascending, powers positive, ...). */
+gboolean gpu_spec_validate(const GpuSpec *s, GError **error);
+
+/* Named access to a parameter, for bindings and tools: "sm_max_mhz",
+ * "mem_mhz.0", "eff_compute.gemm", "activity.softmax", ... (the names
+ * gpu_spec_describe prints).  Borrowed pointer into s, or NULL. */
+GpuParam *gpu_spec_param(GpuSpec *s, const char *field);
+/* Lower-case class name used in parameter names ("gemm", "norm", ...);
+ * independent of sim/workload.c. */
+const char *gpu_class_name(SimOpClass c);
+
+/* The SM clock grid: sm_min + i * step, i = 0 .. gpu_sm_n_steps() - 1. */
+guint gpu_sm_n_steps(const GpuSpec *g);
+guint gpu_sm_clock_at(const GpuSpec *g, guint i);
+
+/* Default time fractions of a kernel of class c without FLOP/byte counters
+ * (a_c + a_m + a_o = 1): see gpu_kernel_cost. */
+void gpu_class_time_fractions(SimOpClass c, double *a_c, double *a_m,
+                              double *a_o);
+
+/* Memory knee: the SM clock (MHz, not snapped) at which the SM-side issue
+ * rate equals the DRAM bandwidth at memory clock mem_mhz (0 = default).
+ * Above it a streaming kernel is within ~9% of its max-clock speed, below it
+ * its time grows ~1/f.  0 when the spec has no SM-side limit. */
+double gpu_memory_knee_mhz(const GpuSpec *g, guint mem_mhz);
+
+/* Peak dense tensor throughput at SM clock f (FLOP/s). */
+double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz);
+/* Voltage at SM clock f (piecewise linear). */
+double gpu_voltage(const GpuSpec *g, double sm_mhz);
+/* Snaps a requested clock to the nearest supported one; 0 -> default. */
+guint gpu_snap_sm(const GpuSpec *g, guint sm_mhz);
+guint gpu_snap_mem(const GpuSpec *g, guint mem_mhz);
+
+/* Time and power of kernel k at requested clocks (0 = auto) under a power
+ * limit (<= 0: the spec's default).  Applies the power cap: when the power at
+ * the requested SM clock exceeds the limit, runs at the highest SM clock
+ * step that fits (never below sm_min).  Monotone: lowering a clock never
+ * shortens time unless the cap is involved..
+ *
+ * Requested clocks are snapped first (gpu_snap_sm/gpu_snap_mem).  The limit
+ * is used as given (not clamped to power_min/max: the caller validates it);
+ * GPU_POWER_UNCAPPED disables the cap.  out->capped is TRUE when the cap
+ * lowered the SM clock; a kernel already at sm_min that still draws more
+ * than the limit runs there, uncapped, above the limit.
+ *
+ * Units: with FLOPs and/or bytes (k->flops > 0 or k->bytes > 0) time_s is
+ * in seconds (roofline, see models/gpu.c).  With neither (an imported kernel
+ * without counters) time_s is RELATIVE: 1.0 at (sm_max, highest memory
+ * clock), and
+ *     t = a_c * sm_max / f + a_m * mem_max / m + a_o
+ * with the class's default fractions (gpu_class_time_fractions); the caller
+ * scales its measured duration by t(clocks) / t(reference clocks).  Power is
+ * absolute (W) in both cases. */
+void gpu_kernel_cost(const GpuSpec *g, const GpuKernel *k, guint sm_mhz,
+                     guint mem_mhz, double power_limit_w, GpuCost *out);
+
+/* Prints a human-readable description with sources (for `joulesim gpus`). */
+void gpu_spec_describe(const GpuSpec *g, GString *out);
+
+#define GPU_ERROR (gpu_error_quark())
+GQuark gpu_error_quark(void);
+typedef enum {
+  GPU_ERROR_UNKNOWN,   /* unknown GPU name */
+  GPU_ERROR_INVALID    /* out-of-range parameter */
+} GpuError;
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,280 @@
+/* sim/main.c -- the joulesim command line (DESIGN section 8).
+ *
+ * The only file that may include every layer.  Exit status: 0 success, 1 a
+ * user error (the message names the file, line or field), 2 a usage error.
+ * Only this file prints errors.
+ */
+#include "lua/bind.h"
+#include "lua/session.h"
+#include "models/cluster.h"
+#include "models/gpu.h"
+#include "models/net.h"
+#include "sim/engine.h"
+#include "traces/gpt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define EXIT_USER 1
+#define EXIT_USAGE 2
+
+static const char usage_main[] =
+  "usage: joulesim COMMAND [ARGS...]\n"
+  "\n"
+  "commands:\n"
+  "  run SCENARIO.lua [--seed N] [--sandbox] [--quiet] [ARGS...]\n"
+  "                      run a Lua scenario script\n"
+  "  gpus [NAME]         list the GPU catalogue, or describe one GPU model\n"
+  "  bench [--quick]     engine throughput and scale figures\n"
+  "\n"
+  "options:\n"
+  "  --version           print the version and git revision\n"
+  "  --help              this text (also: joulesim COMMAND --help)\n";
+
+static const char usage_run[] =
+  "usage: joulesim run SCENARIO.lua [--seed N] [--sandbox] [--quiet] "
+  "[ARGS...]\n"
+  "\n"
+  "Runs a Lua scenario.  Options before the script path are joulesim's;\n"
+  "everything after it is passed to the script as the table `arg`.\n"
+  "  --seed N     seed for js.simulate and math.random (default 1)\n"
+  "  --sandbox    no os/io access; only the joulesim API writes files\n"
+  "  --quiet      no progress output\n";
+
+static const char usage_gpus[] =
+  "usage: joulesim gpus [NAME]\n"
+  "\n"
+  "Without NAME, lists the catalogue.  With NAME, prints every parameter of\n"
+  "that GPU model with its value, unit and source.\n";
+
+static const char usage_bench[] =
+  "usage: joulesim bench [--quick]\n"
+  "\n"
+  "Prints replayed ops per second on one core, and wall time and peak\n"
+  "memory for one GPT-3 175B iteration on 1,024 GPUs (TP8 PP8 DP16, 64\n"
+  "microbatches) at kernel-level detail.  --quick runs smaller sizes.\n";
+
+static int fail(GError *err)
+{
+  fprintf(stderr, "joulesim: %s\n", err->message);
+  g_error_free(err);
+  return EXIT_USER;
+}
+
+static gboolean parse_u64(const char *s, guint64 *out)
+{
+  char *end = NULL;
+  errno = 0;
+  if (s == NULL || *s == '\0' || *s == '-')
+    return FALSE;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+  guint64 seed = 1;
+  gboolean sandbox = FALSE, quiet = FALSE;
+  int i = 0;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage_run, stdout);
+      return 0;
+    } else if (strcmp(a, "--seed") == 0) {
+      if (i + 1 >= argc || !parse_u64(argv[i + 1], &seed)) {
+        fprintf(stderr, "joulesim run: --seed needs a non-negative integer\n");
+        return EXIT_USAGE;
+      }
+      i++;
+    } else if (strcmp(a, "--sandbox") == 0) {
+      sandbox = TRUE;
+    } else if (strcmp(a, "--quiet") == 0) {
+      quiet = TRUE;
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "joulesim run: unknown option '%s'\n%s", a, usage_run);
+      return EXIT_USAGE;
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) {
+    fprintf(stderr, "joulesim run: missing SCENARIO.lua\n%s", usage_run);
+    return EXIT_USAGE;
+  }
+  const char *path = argv[i];
+  g_autoptr(JsSession) s = js_session_new(seed);
+  s->quiet = quiet;
+  GError *err = NULL;
+  if (!js_run_script(s, path, argc - i - 1, argv + i + 1, sandbox, &err))
+    return fail(err);
+  return 0;
+}
+
+static int cmd_gpus(int argc, char **argv)
+{
+  if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+    fputs(usage_gpus, stdout);
+    return 0;
+  }
+  if (argc > 1) {
+    fputs(usage_gpus, stderr);
+    return EXIT_USAGE;
+  }
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  GError *err = NULL;
+  if (argc == 1) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, argv[0], &err);
+    if (g == NULL)
+      return fail(err);
+    GString *out = g_string_new(NULL);
+    gpu_spec_describe(g, out);
+    fputs(out->str, stdout);
+    g_string_free(out, TRUE);
+    return 0;
+  }
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(cat);
+  printf("%-18s %6s %12s %10s %9s %8s\n", "name", "SMs", "SM MHz",
+         "mem MHz", "limit W", "TFLOP/s");
+  for (guint k = 0; k < names->len; k++) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, g_ptr_array_index(names, k),
+                                            NULL);
+    char clocks[32];
+    g_snprintf(clocks, sizeof clocks, "%.0f-%.0f", g->sm_min_mhz.v,
+               g->sm_max_mhz.v);
+    printf("%-18s %6.0f %12s %10.0f %9.0f %8.0f\n", g->name, g->n_sm.v,
+           clocks, g->mem_mhz[g->n_mem_clocks - 1].v, g->power_limit_w.v,
+           gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+  }
+  return 0;
+}
+
+/* ---- bench ------------------------------------------------------------------ */
+
+static double peak_rss_mb(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss / 1024.0;
+}
+
+typedef struct {
+  const char *label;
+  const char *model;
+  guint tp, pp, dp, microbatches;
+  const char *gpu, *net;
+} BenchCase;
+
+/* Generates and simulates one case; prints its figures. */
+static gboolean bench_case(JsSession *s, const BenchCase *bc, GError **error)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  if (!gpt_config_set_model(&cfg, bc->model, error))
+    return FALSE;
+  cfg.tp = bc->tp;
+  cfg.pp = bc->pp;
+  cfg.dp = bc->dp;
+  cfg.microbatches = bc->microbatches;
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, bc->gpu, error);
+  if (gpu == NULL)
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, error);
+  if (w == NULL)
+    return FALSE;
+  gint64 t1 = g_get_monotonic_time();
+  g_autoptr(NetSpec) net = net_preset(bc->net, error);
+  if (net == NULL)
+    return FALSE;
+  guint n = bc->tp * bc->pp * bc->dp;
+  g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, error);
+  if (c == NULL)
+    return FALSE;
+  DvfsPolicy pol = {DVFS_MAX, 0, 0};
+  JsRunOptions opt = {1, s->seed, -1, NULL, NULL};
+  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, error);
+  if (r == NULL)
+    return FALSE;
+  gint64 t2 = g_get_monotonic_time();
+  double gen_s = (double)(t1 - t0) * 1e-6, sim_s = (double)(t2 - t1) * 1e-6;
+  printf("%-34s %6u GPUs %11" G_GUINT64_FORMAT " ops  gen %6.2f s  "
+         "replay %6.2f s  %6.2f Mops/s  peak RSS %7.0f MB  "
+         "(iteration %.3f s, %.1f TFLOP/s/GPU)\n",
+         bc->label, n, r->ops, gen_s, sim_s, (double)r->ops / sim_s * 1e-6,
+         peak_rss_mb(), (double)r->time_ns * 1e-9,
+         r->flops / ((double)r->time_ns * 1e-9) / n * 1e-12);
+  fflush(stdout);
+  return TRUE;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+  gboolean quick = FALSE;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage_bench, stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--quick") == 0) {
+      quick = TRUE;
+    } else {
+      fprintf(stderr, "joulesim bench: unknown option '%s'\n%s", argv[i],
+              usage_bench);
+      return EXIT_USAGE;
+    }
+  }
+  g_autoptr(JsSession) s = js_session_new(1);
+  static const BenchCase quick_cases[] = {
+    {"gpt3-1.3b single GPU, 64 mb", "gpt3-1.3b", 1, 1, 1, 64,
+     "A100-SXM4-80GB", "dgx-a100"},
+    {"gpt3-6.7b tp2 pp2 dp2, 16 mb", "gpt3-6.7b", 2, 2, 2, 16,
+     "A100-SXM4-80GB", "dgx-a100"},
+  };
+  static const BenchCase full_cases[] = {
+    {"gpt3-1.3b single GPU, 256 mb", "gpt3-1.3b", 1, 1, 1, 256,
+     "A100-SXM4-80GB", "dgx-a100"},
+    {"gpt3-175b tp8 pp8 dp16, 64 mb", "gpt3-175b", 8, 8, 16, 64,
+     "A100-SXM4-80GB", "dgx-a100"},
+  };
+  const BenchCase *cases = quick ? quick_cases : full_cases;
+  guint n = quick ? G_N_ELEMENTS(quick_cases) : G_N_ELEMENTS(full_cases);
+  printf("joulesim %s bench (one core; wall clock)\n", JOULESIM_VERSION);
+  for (guint i = 0; i < n; i++) {
+    GError *err = NULL;
+    if (!bench_case(s, &cases[i], &err))
+      return fail(err);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    fputs(usage_main, stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("joulesim %s (git %s)\n", JOULESIM_VERSION, JOULESIM_GIT_REV);
+    return 0;
+  }
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      strcmp(cmd, "help") == 0) {
+    fputs(usage_main, stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "run") == 0)
+    return cmd_run(argc - 2, argv + 2);
+  if (strcmp(cmd, "gpus") == 0)
+    return cmd_gpus(argc - 2, argv + 2);
+  if (strcmp(cmd, "bench") == 0)
+    return cmd_bench(argc - 2, argv + 2);
+  fprintf(stderr, "joulesim: unknown command '%s'\n%s", cmd, usage_main);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,210 @@
+/* sim/workload.h -- the engine's input: ranks, their op arrays, shapes, groups.
+ *
+ * A workload describes ONE training iteration; the engine replays it N times.
+ *
+ * Layout and invariants
+ * ---------------------
+ * Every rank owns one contiguous array of SimOp records (32 bytes each).
+ * Ops are grouped by stream: the ops of stream s occupy the index range
+ * [stream_off[s], stream_off[s+1]) and run in that order on the GPU.  The
+ * CPU issue order across streams is not kept: the engine is a dataflow
+ * (max-plus) computation, where an op starts when its stream is free, when
+ * the op it waits for (SimOp.wait, any stream of the same rank) has finished
+ * and, for communication, when all members have arrived.
+ *
+ * Costs are not stored per op but per *shape*: a shape is the cost key of a
+ * family of identical ops (same kernel, same FLOPs and bytes, or the same
+ * collective size and type).  Ops carry a reference duration (ref_ns, at the
+ * reference GPU's maximum clocks) and the GPU model scales it by the ratio
+ * t(clocks)/t(reference) of the op's shape.  A 175B / 1,024-GPU iteration has
+ * ~50M ops but only a few hundred shapes, so everything expensive is computed
+ * per shape and cached.
+ *
+ * Communication ops name a group (collectives; matched by the n-th collective
+ * of that group on every member) or a peer rank (send/recv; the n-th send
+ * from a to b matches the n-th recv on b from a).
+ *
+ * Why this lives in sim/: the op record is the contract between whoever
+ * produces work (traces/: generator, importers, native files) and the engine
+ * that replays it; the engine must not depend on traces/ (DESIGN section 2),
+ * so the record is defined here and traces/ build and serialise it.
+ */
+#ifndef SIM_WORKLOAD_H
+#define SIM_WORKLOAD_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SIM_OP_KERNEL = 0,
+  SIM_OP_COLLECTIVE,
+  SIM_OP_SEND,
+  SIM_OP_RECV,
+  SIM_OP_MARKER, /* zero-duration annotation (iteration/microbatch boundary) */
+  SIM_OP_KIND_COUNT
+} SimOpKind;
+
+typedef enum {
+  SIM_CLASS_GEMM = 0,
+  SIM_CLASS_ATTENTION,
+  SIM_CLASS_ELEMENTWISE,
+  SIM_CLASS_NORM,
+  SIM_CLASS_SOFTMAX,
+  SIM_CLASS_REDUCTION,
+  SIM_CLASS_EMBEDDING,
+  SIM_CLASS_OPTIMIZER,
+  SIM_CLASS_MEMCPY,
+  SIM_CLASS_COMM,
+  SIM_CLASS_OTHER,
+  SIM_CLASS_COUNT
+} SimOpClass;
+
+typedef enum {
+  SIM_PHASE_FORWARD = 0,
+  SIM_PHASE_BACKWARD,
+  SIM_PHASE_OPTIMIZER,
+  SIM_PHASE_OTHER,
+  SIM_PHASE_COUNT
+} SimPhase;
+
+typedef enum {
+  SIM_COLL_ALL_REDUCE = 0,
+  SIM_COLL_ALL_GATHER,
+  SIM_COLL_REDUCE_SCATTER,
+  SIM_COLL_BROADCAST,
+  SIM_COLL_ALL_TO_ALL,
+  SIM_COLL_SEND_RECV,
+  SIM_COLL_COUNT
+} SimCollType;
+
+#define SIM_NO_WAIT G_MAXUINT32
+#define SIM_MAX_STREAMS 64
+
+/* One kernel or communication call of one rank.  32 bytes. */
+typedef struct {
+  gint64 ref_ns;       /* duration at the reference GPU's max clocks; for
+                          comm ops, 0 = let the network model decide, > 0 =
+                          replay the recorded duration */
+  guint32 shape;       /* index into SimWorkload.shapes */
+  guint32 name;        /* interned name: index into SimWorkload.names */
+  guint32 peer;        /* collective: group id; send/recv: peer rank */
+  guint32 wait;        /* index (same rank) of an op on another stream that
+                          must finish first, or SIM_NO_WAIT */
+  guint16 microbatch;  /* G_MAXUINT16 when not applicable */
+  guint8 layer;        /* 255 when not applicable */
+  guint8 kind;         /* SimOpKind */
+  guint8 klass;        /* SimOpClass */
+  guint8 phase;        /* SimPhase */
+  guint8 stream;       /* stream index within the rank */
+  guint8 pad_;
+} SimOp;
+
+G_STATIC_ASSERT(sizeof(SimOp) == 32);
+
+/* The cost key of a family of ops. */
+typedef struct {
+  double flops;        /* floating-point operations per op (0 = unknown) */
+  double bytes;        /* kernels: DRAM bytes moved; comm: message bytes */
+  guint32 name;        /* interned name of the first op with this shape */
+  guint8 klass;        /* SimOpClass */
+  guint8 coll;         /* SimCollType (comm shapes) */
+  guint8 tensor;       /* TRUE when the FLOPs run on tensor cores */
+  guint8 pad_;
+} SimShape;
+
+typedef struct {
+  SimOp *ops;          /* owned; n_ops records */
+  guint32 n_ops;
+  guint32 n_streams;
+  guint32 *stream_off; /* owned; n_streams + 1 offsets into ops */
+  guint32 stage;       /* pipeline stage (0 when not pipelined) */
+} SimRank;
+
+typedef struct {
+  guint n_ranks;
+  SimRank *ranks;          /* owned, n_ranks */
+  GArray *shapes;          /* of SimShape */
+  GPtrArray *names;        /* interned strings (owned) */
+  GHashTable *name_index;  /* string -> index+1 (borrowed keys) */
+  GArray *group_off;       /* guint32; n_groups + 1 offsets into group_ranks */
+  GArray *group_ranks;     /* guint32 rank ids, ascending within a group */
+
+  /* Layout (0 when not known, e.g. imported traces). */
+  guint tp, pp, dp, microbatches;
+  double tokens_per_iteration; /* for tokens/s; 0 when unknown */
+  char *schedule;              /* "1f1b", "gpipe", ... or NULL */
+  char *ref_gpu;               /* catalogue name the ref_ns were computed for */
+  GHashTable *provenance;      /* string -> string, owned */
+} SimWorkload;
+
+/* Creates an empty workload with n_ranks ranks and no ops.  Caller owns it. */
+SimWorkload *sim_workload_new(guint n_ranks);
+void sim_workload_free(SimWorkload *w);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimWorkload, sim_workload_free)
+
+/* Interns a string; returns its stable index. */
+guint32 sim_workload_intern(SimWorkload *w, const char *name);
+static inline const char *sim_workload_name(const SimWorkload *w, guint32 id)
+{
+  return (const char *)g_ptr_array_index(w->names, id);
+}
+
+/* Adds a shape and returns its index (no de-duplication). */
+guint32 sim_workload_add_shape(SimWorkload *w, const SimShape *shape);
+
+/* Adds a communicator group of n ranks (copied, must be ascending and
+ * distinct); returns the group id. */
+guint32 sim_workload_add_group(SimWorkload *w, const guint32 *ranks, guint n);
+guint sim_workload_n_groups(const SimWorkload *w);
+/* Members of group g: returns a borrowed pointer and sets *n. */
+const guint32 *sim_workload_group(const SimWorkload *w, guint32 g, guint *n);
+
+/* Sets rank r's ops, handing over ownership of `ops` (n_ops records, grouped
+ * by stream) and `stream_off` (n_streams + 1 entries). */
+void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
+                           guint32 *stream_off, guint32 n_streams);
+
+/* Total ops over all ranks. */
+guint64 sim_workload_n_ops(const SimWorkload *w);
+
+/* Checks every invariant the engine relies on: shape, name, group and peer
+ * indices in range, waits pointing to another stream's earlier-or-any op of
+ * the same rank, stream offsets consistent, every collective's group
+ * containing the rank, send/recv counts matching per (src, dst) pair and
+ * collective counts matching per group.  Returns FALSE with a message naming
+ * the rank and op on the first violation. */
+gboolean sim_workload_validate(const SimWorkload *w, GError **error);
+
+/* Helper for producers: builds one rank's ops stream by stream.  Append ops
+ * to any stream in any order; sim_rank_builder_finish() lays them out
+ * grouped by stream and rewrites `wait` fields, which producers give as the
+ * value returned by sim_rank_builder_add() (a builder-local handle). */
+typedef struct SimRankBuilder SimRankBuilder;
+SimRankBuilder *sim_rank_builder_new(void);
+void sim_rank_builder_free(SimRankBuilder *b);
+/* Appends op (copied) and returns its handle for later `wait` references. */
+guint32 sim_rank_builder_add(SimRankBuilder *b, const SimOp *op);
+/* Installs the ops as rank r of w and resets the builder for reuse. */
+void sim_rank_builder_finish(SimRankBuilder *b, SimWorkload *w, guint r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRankBuilder, sim_rank_builder_free)
+
+const char *sim_class_name(SimOpClass c);
+const char *sim_phase_name(SimPhase p);
+const char *sim_kind_name(SimOpKind k);
+const char *sim_coll_name(SimCollType t);
+/* Reverse lookups; return -1 when unknown. */
+int sim_class_from_name(const char *s);
+int sim_coll_from_name(const char *s);
+
+#define SIM_ERROR (sim_error_quark())
+GQuark sim_error_quark(void);
+typedef enum {
+  SIM_ERROR_INVALID,   /* inconsistent workload or parameters */
+  SIM_ERROR_DEADLOCK,  /* replay cannot make progress */
+  SIM_ERROR_LIMIT      /* a size limit was exceeded */
+} SimError;
+
+G_END_DECLS
+
+#endif

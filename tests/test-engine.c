@@ -1,0 +1,519 @@
+/* tests/test-engine.c -- the replay engine against a fake machine whose
+ * prices are simple closed forms, so every expected time is exact. */
+#include "sim/engine.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+#define IDLE_W 50.0
+#define BLOCK_W 80.0
+#define COMM_W 120.0
+
+/* Fake prices: auto -> scale 1, 300 W; sm X -> scale 1000/X, 100 + 0.2 X W.
+ * Collective: 1000 + bytes ns; p2p: 500 + bytes/2 ns. */
+static void fake_cost(gpointer ctx, guint gpu, guint32 shape, SimClocks c,
+                      guint iter, SimCost *out)
+{
+  out->time_scale = c.sm_mhz == 0 ? 1.0 : 1000.0 / c.sm_mhz;
+  out->power_w = c.sm_mhz == 0 ? 300.0 : 100.0 + 0.2 * c.sm_mhz;
+  out->sm_mhz = c.sm_mhz;
+  out->mem_mhz = c.mem_mhz;
+}
+static gint64 fake_coll(gpointer ctx, guint32 g, double bytes, SimCollType t,
+                        gint64 start)
+{
+  return 1000 + (gint64)bytes;
+}
+typedef struct {
+  SimMachine m;
+  double idle[8], block[8], comm[8];
+  gint64 p2p_base_ns;
+} Fake;
+
+static gint64 fake_p2p(gpointer ctx, guint s, guint d, double bytes,
+                       gint64 start)
+{
+  const Fake *f = ctx;
+  return f->p2p_base_ns + (gint64)(bytes / 2);
+}
+
+static void fake_init(Fake *f, guint n, gint64 latency_ns)
+{
+  memset(f, 0, sizeof *f);
+  for (guint i = 0; i < 8; i++) {
+    f->idle[i] = IDLE_W;
+    f->block[i] = BLOCK_W;
+    f->comm[i] = COMM_W;
+  }
+  f->m.n_gpus = n;
+  f->m.idle_power_w = f->idle;
+  f->m.blocked_power_w = f->block;
+  f->m.comm_power_w = f->comm;
+  f->m.switch_latency_ns = latency_ns;
+  f->m.kernel_cost = fake_cost;
+  f->m.collective_ns = fake_coll;
+  f->m.p2p_ns = fake_p2p;
+  f->m.ctx = f;
+  f->p2p_base_ns = 500;
+}
+
+static guint32 shape_of(SimWorkload *w, SimOpClass k, double bytes,
+                        SimCollType coll)
+{
+  SimShape sh = {0};
+  sh.klass = k;
+  sh.bytes = bytes;
+  sh.coll = coll;
+  sh.flops = k == SIM_CLASS_COMM ? 0 : 1e6;
+  return sim_workload_add_shape(w, &sh);
+}
+
+static guint32 add(SimRankBuilder *b, SimWorkload *w, SimOpKind kind,
+                   guint stream, gint64 ref_ns, guint32 shape, guint32 peer,
+                   guint32 wait)
+{
+  SimOp op = {0};
+  op.kind = kind;
+  op.stream = stream;
+  op.ref_ns = ref_ns;
+  op.shape = shape;
+  op.peer = peer;
+  op.wait = wait;
+  op.klass = g_array_index(w->shapes, SimShape, shape).klass;
+  op.phase = SIM_PHASE_FORWARD;
+  op.name = sim_workload_intern(w, sim_kind_name(kind));
+  op.layer = 255;
+  op.microbatch = G_MAXUINT16;
+  return sim_rank_builder_add(b, &op);
+}
+
+static SimResult *run(SimWorkload *w, Fake *f, SimPlan *plan, guint iters)
+{
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f->m, &error);
+  g_assert_no_error(error);
+  SimResult *r = sim_engine_run(e, plan, iters, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+/* Energy must partition into classes + blocked + idle. */
+static void check_partition(const SimResult *r)
+{
+  double sum = r->blocked.energy_j + r->idle.energy_j;
+  for (int c = 0; c < SIM_CLASS_COUNT; c++)
+    sum += r->by_class[c].energy_j;
+  g_assert_true(test_close(sum, r->energy_j, 1e-9));
+  double gsum = 0;
+  for (guint g = 0; g < r->n_gpus; g++) {
+    const SimGpuResult *p = &r->per_gpu[g];
+    gsum += p->energy_j;
+    /* the time partition covers the whole run */
+    g_assert_true(test_close(p->kernel_ns + p->comm_ns + p->blocked_ns +
+                                 p->idle_ns,
+                             (double)r->time_ns, 1e-12));
+  }
+  g_assert_true(test_close(gsum, r->energy_j, 1e-12));
+}
+
+static void test_single_gpu_sum(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  gint64 total = 0;
+  for (int i = 1; i <= 50; i++) {
+    add(b, w, SIM_OP_KERNEL, 0, i * 37, k, 0, SIM_NO_WAIT);
+    total += i * 37;
+  }
+  sim_rank_builder_finish(b, w, 0);
+  Fake f;
+  fake_init(&f, 1, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = run(w, &f, plan, 3);
+  g_assert_cmpint(r->time_ns, ==, 3 * total);
+  g_assert_cmpint(r->iterations[1].time_ns, ==, total);
+  g_assert_true(test_close(r->energy_j, 300.0 * 3 * total * 1e-9, 1e-12));
+  g_assert_cmpfloat(r->per_gpu[0].idle_ns, ==, 0);
+  g_assert_cmpfloat(r->per_gpu[0].kernel_ns, ==, 3.0 * total);
+  g_assert_cmpuint(r->switches, ==, 0);
+  g_assert_true(test_close(r->flops, 3 * 50 * 1e6, 1e-12));
+  check_partition(r);
+
+  /* A fixed clock scales every kernel. */
+  g_autoptr(SimPlan) slow = sim_plan_new_uniform(1, (SimClocks){500, 0});
+  g_autoptr(SimResult) r2 = run(w, &f, slow, 1);
+  g_assert_cmpint(r2->time_ns, ==, 2 * total);
+}
+
+/* Two ranks meet at an all-reduce; the early one is blocked. */
+static void test_collective_blocking(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 4000, SIM_COLL_ALL_REDUCE);
+  guint32 members[2] = {0, 1};
+  guint32 g = sim_workload_add_group(w, members, 2);
+  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  add(b, w, SIM_OP_KERNEL, 0, 3000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 1);
+  Fake f;
+  fake_init(&f, 2, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = run(w, &f, plan, 1);
+  /* AR starts at 3000, lasts 5000; then 100. */
+  g_assert_cmpint(r->time_ns, ==, 3000 + 5000 + 100);
+  g_assert_cmpfloat(r->per_gpu[0].blocked_ns, ==, 2000);
+  g_assert_cmpfloat(r->per_gpu[1].blocked_ns, ==, 0);
+  g_assert_cmpfloat(r->per_gpu[0].comm_ns, ==, 5000);
+  g_assert_cmpfloat(r->per_gpu[0].kernel_ns, ==, 1100);
+  /* Rank 0: kernel 1100 ns at 300 W, blocked 2000 at 80 W, comm 5000 at
+   * 120 W. */
+  double e0 = (300.0 * 1100 + 80.0 * 2000 + 120.0 * 5000) * 1e-9;
+  g_assert_true(test_close(r->per_gpu[0].energy_j, e0, 1e-12));
+  g_assert_true(test_close(r->per_gpu[0].blocked_j, 80.0 * 2000e-9, 1e-12));
+  g_assert_true(test_close(r->waste_j, 80.0 * 2000e-9, 1e-12));
+  check_partition(r);
+}
+
+/* Sends and receives match in order per (src, dst). */
+static void test_p2p(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 1000, SIM_COLL_SEND_RECV);
+  for (int i = 0; i < 3; i++) {
+    add(b, w, SIM_OP_KERNEL, 0, 2000, k, 0, SIM_NO_WAIT);
+    add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
+  }
+  sim_rank_builder_finish(b, w, 0);
+  for (int i = 0; i < 3; i++) {
+    add(b, w, SIM_OP_RECV, 0, 0, msg, 0, SIM_NO_WAIT);
+    add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+  }
+  sim_rank_builder_finish(b, w, 1);
+  Fake f;
+  fake_init(&f, 2, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = run(w, &f, plan, 1);
+  /* Rank 0: 3 x (2000 + 1000 transfer) = 9000.  Rank 1 finishes at 9100. */
+  g_assert_cmpint(r->time_ns, ==, 9100);
+  /* Rank 1 waits 2000 before the first, 1900 before each later one. */
+  g_assert_cmpfloat(r->per_gpu[1].blocked_ns, ==, 2000 + 1900 + 1900);
+  check_partition(r);
+}
+
+/* An op waits for an op on another stream; overlapping streams add their
+ * power increments. */
+static void test_cross_stream(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 a = add(b, w, SIM_OP_KERNEL, 1, 5000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, a);
+  sim_rank_builder_finish(b, w, 0);
+  Fake f;
+  fake_init(&f, 1, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = run(w, &f, plan, 1);
+  g_assert_cmpint(r->time_ns, ==, 6000);
+  /* 0-1000: two kernels (50 + 250 + 250 W); 1000-5000: one (300 W);
+   * 5000-6000: one. */
+  double ej = (550.0 * 1000 + 300.0 * 4000 + 300.0 * 1000) * 1e-9;
+  g_assert_true(test_close(r->energy_j, ej, 1e-12));
+  g_assert_cmpfloat(r->peak_power_w, ==, 550.0);
+  check_partition(r);
+}
+
+/* Two ranks issue collectives on two groups in opposite orders. */
+static void test_deadlock(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 8, SIM_COLL_ALL_REDUCE);
+  guint32 members[2] = {0, 1};
+  guint32 ga = sim_workload_add_group(w, members, 2);
+  guint32 gb = sim_workload_add_group(w, members, 2);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 1);
+  Fake f;
+  fake_init(&f, 2, 0);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  SimResult *r = sim_engine_run(e, plan, 1, &error);
+  g_assert_null(r);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_DEADLOCK);
+  g_assert_nonnull(strstr(error->message, "rank 0"));
+  g_clear_error(&error);
+}
+
+/* Invalid workloads are refused before replay. */
+static void test_invalid(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 8, SIM_COLL_SEND_RECV);
+  add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  sim_rank_builder_finish(b, w, 1); /* no matching recv */
+  Fake f;
+  fake_init(&f, 2, 0);
+  GError *error = NULL;
+  SimEngine *e = sim_engine_new(w, &f.m, &error);
+  g_assert_null(e);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_clear_error(&error);
+  fake_init(&f, 3, 0);
+  e = sim_engine_new(w, &f.m, &error);
+  g_assert_null(e);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* A clock switch lands after the latency; kernels before it run at the
+ * old clocks. */
+static void test_switch_latency(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  for (int i = 0; i < 4; i++)
+    add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){1000, 0});
+  guint16 slow = sim_plan_add_pair(plan, (SimClocks){500, 0});
+  guint16 *idx = sim_plan_rank_index(plan, 0, 4);
+  idx[2] = idx[3] = slow; /* first two at 1000 MHz, last two at 500 */
+  Fake f;
+  fake_init(&f, 1, 0);
+  g_autoptr(SimResult) r0 = run(w, &f, plan, 1);
+  g_assert_cmpint(r0->time_ns, ==, 1000 + 1000 + 2000 + 2000);
+  g_assert_cmpuint(r0->switches, ==, 1);
+  /* Latency 1500: the switch asked at t=2000 lands at 3500, so op 2 still
+   * runs at 1000 MHz (2000-3000) and op 3 at 500 (3000 < 3500: still old!),
+   * so all four run fast. */
+  fake_init(&f, 1, 1500);
+  g_autoptr(SimResult) r1 = run(w, &f, plan, 1);
+  g_assert_cmpint(r1->time_ns, ==, 4000);
+  g_assert_cmpuint(r1->switches, ==, 1);
+  /* Latency 500: lands at 2500; op 3 starts at 3000 at 500 MHz. */
+  fake_init(&f, 1, 500);
+  g_autoptr(SimResult) r2 = run(w, &f, plan, 1);
+  g_assert_cmpint(r2->time_ns, ==, 1000 + 1000 + 1000 + 2000);
+  /* Two iterations: iteration 1 starts at 500 MHz in force, asks for 1000
+   * again (a switch), and back to 500: 3 switches in total. */
+  g_autoptr(SimResult) r3 = run(w, &f, plan, 2);
+  g_assert_cmpuint(r3->switches, ==, 3);
+  g_assert_cmpuint(r3->per_gpu[0].switches, ==, 3);
+}
+
+/* Same inputs, same bits. */
+static void test_determinism(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(4);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 777, SIM_COLL_ALL_REDUCE);
+  guint32 all[4] = {0, 1, 2, 3};
+  guint32 g = sim_workload_add_group(w, all, 4);
+  for (guint r = 0; r < 4; r++) {
+    guint32 last = SIM_NO_WAIT;
+    for (int i = 0; i < 20; i++) {
+      last = add(b, w, SIM_OP_KERNEL, 0, 100 + 13 * ((r * 7 + i) % 5), k, 0,
+                 SIM_NO_WAIT);
+      if (i % 5 == 4)
+        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  Fake f;
+  fake_init(&f, 4, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(4, (SimClocks){0, 0});
+  g_autoptr(SimResult) a = run(w, &f, plan, 2);
+  g_autoptr(SimResult) c = run(w, &f, plan, 2);
+  g_assert_cmpint(a->time_ns, ==, c->time_ns);
+  g_assert_cmpmem(a->per_gpu, sizeof(SimGpuResult) * 4, c->per_gpu,
+                  sizeof(SimGpuResult) * 4);
+  g_assert_cmpmem(a->by_class, sizeof a->by_class, c->by_class,
+                  sizeof c->by_class);
+  check_partition(a);
+}
+
+/* Energy equals the integral of power rebuilt from the observer's records,
+ * and event times seen by the observer never precede their arrivals. */
+typedef struct {
+  GArray *recs;
+} Obs;
+static void observe(gpointer data, const SimOpRecord *rec)
+{
+  Obs *o = data;
+  g_array_append_vals(o->recs, rec, 1);
+}
+static int cmp_i64(gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+  return (x > y) - (x < y);
+}
+static void test_energy_integral(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(3);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 3000, SIM_COLL_ALL_REDUCE);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 2000, SIM_COLL_SEND_RECV);
+  guint32 all[3] = {0, 1, 2};
+  guint32 g = sim_workload_add_group(w, all, 3);
+  for (guint r = 0; r < 3; r++) {
+    guint32 last = SIM_NO_WAIT;
+    for (int i = 0; i < 30; i++) {
+      last = add(b, w, SIM_OP_KERNEL, 0, 200 + 50 * ((r + i) % 7), k, 0,
+                 SIM_NO_WAIT);
+      if (i % 10 == 9)
+        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
+      if (r == 0 && i % 6 == 5)
+        add(b, w, SIM_OP_SEND, 2, 0, msg, 2, last);
+      if (r == 2 && i % 6 == 5)
+        add(b, w, SIM_OP_RECV, 2, 0, msg, 0, SIM_NO_WAIT);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  Fake f;
+  fake_init(&f, 3, 0);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  sim_engine_set_observer(e, observe, &o);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(3, (SimClocks){700, 0});
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, 2, &error);
+  g_assert_no_error(error);
+  /* Rebuild each GPU's power as a step function from the records. */
+  for (guint gpu = 0; gpu < 3; gpu++) {
+    GArray *pts = g_array_new(FALSE, FALSE, sizeof(gint64) * 2);
+    for (guint i = 0; i < o.recs->len; i++) {
+      SimOpRecord *rec = &g_array_index(o.recs, SimOpRecord, i);
+      g_assert_cmpint(rec->arrive_ns, <=, rec->start_ns);
+      g_assert_cmpint(rec->start_ns, <=, rec->end_ns);
+      if (rec->gpu != gpu)
+        continue;
+      /* power in mW as integers to keep the sweep exact */
+      gint64 inc = (gint64)llround((rec->power_w - IDLE_W) * 1000);
+      gint64 binc = (gint64)llround((BLOCK_W - IDLE_W) * 1000);
+      gint64 p[2];
+      p[0] = rec->start_ns; p[1] = inc; g_array_append_val(pts, p);
+      p[0] = rec->end_ns; p[1] = -inc; g_array_append_val(pts, p);
+      if (rec->arrive_ns < rec->start_ns) {
+        p[0] = rec->arrive_ns; p[1] = binc; g_array_append_val(pts, p);
+        p[0] = rec->start_ns; p[1] = -binc; g_array_append_val(pts, p);
+      }
+    }
+    g_array_sort(pts, cmp_i64);
+    double ej = IDLE_W * (double)r->time_ns * 1e-9;
+    gint64 level = 0, prev = 0;
+    for (guint i = 0; i < pts->len; i++) {
+      gint64 *p = &g_array_index(pts, gint64, 2 * i);
+      ej += (double)level * 1e-3 * (double)(p[0] - prev) * 1e-9;
+      level += p[1];
+      prev = p[0];
+    }
+    g_assert_cmpint(level, ==, 0);
+    g_assert_true(test_close(ej, r->per_gpu[gpu].energy_j, 1e-9));
+    g_array_unref(pts);
+  }
+  check_partition(r);
+  g_array_unref(o.recs);
+}
+
+/* A uniform 1F1B pipeline with free p2p: T = (m + p - 1)(tf + tb) and each
+ * stage spends (p - 1)/(m + p - 1) of the time in the bubble. */
+static void one_f_one_b(SimWorkload *w, SimRankBuilder *b, guint p, guint m,
+                        gint64 tf, gint64 tb)
+{
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
+  for (guint s = 0; s < p; s++) {
+    guint warm = MIN(p - s - 1, m);
+    guint32 prev = SIM_NO_WAIT;
+    guint nf = 0, nb = 0;
+    for (guint step = 0; step < 2 * m; step++) {
+      gboolean fwd = step < warm ? TRUE
+                     : nf == m  ? FALSE
+                     : nb == m  ? TRUE
+                                : ((step - warm) % 2 == 0);
+      if (fwd) {
+        guint32 dep = SIM_NO_WAIT;
+        if (s > 0)
+          dep = add(b, w, SIM_OP_RECV, 2, 0, msg, s - 1, prev);
+        prev = add(b, w, SIM_OP_KERNEL, 0, tf, k, 0, dep);
+        if (s + 1 < p)
+          add(b, w, SIM_OP_SEND, 3, 0, msg, s + 1, prev);
+        nf++;
+      } else {
+        guint32 dep = SIM_NO_WAIT;
+        if (s + 1 < p)
+          dep = add(b, w, SIM_OP_RECV, 4, 0, msg, s + 1, prev);
+        prev = add(b, w, SIM_OP_KERNEL, 0, tb, k, 0, dep);
+        if (s > 0)
+          add(b, w, SIM_OP_SEND, 5, 0, msg, s - 1, prev);
+        nb++;
+      }
+    }
+    sim_rank_builder_finish(b, w, s);
+  }
+}
+
+static void test_bubble(void)
+{
+  static const guint cases[][2] = {{2, 4}, {4, 8}, {4, 4}, {8, 12}, {3, 1}};
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    guint p = cases[c][0], m = cases[c][1];
+    g_autoptr(SimWorkload) w = sim_workload_new(p);
+    g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+    one_f_one_b(w, b, p, m, 1000, 2000);
+    Fake f;
+    fake_init(&f, p, 0);
+    f.p2p_base_ns = 0;
+    g_autoptr(SimPlan) plan = sim_plan_new_uniform(p, (SimClocks){0, 0});
+    g_autoptr(SimResult) r = run(w, &f, plan, 1);
+    g_assert_cmpint(r->time_ns, ==, (gint64)(m + p - 1) * 3000);
+    double bubble = (double)(p - 1) / (m + p - 1);
+    for (guint s = 0; s < p; s++) {
+      const SimGpuResult *g = &r->per_gpu[s];
+      double waiting = (g->blocked_ns + g->idle_ns) / (double)r->time_ns;
+      g_assert_true(test_close(waiting, bubble, 1e-12));
+    }
+    check_partition(r);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/single-gpu-sum", test_single_gpu_sum);
+  g_test_add_func("/engine/collective-blocking", test_collective_blocking);
+  g_test_add_func("/engine/p2p", test_p2p);
+  g_test_add_func("/engine/cross-stream", test_cross_stream);
+  g_test_add_func("/engine/deadlock", test_deadlock);
+  g_test_add_func("/engine/invalid", test_invalid);
+  g_test_add_func("/engine/switch-latency", test_switch_latency);
+  g_test_add_func("/engine/determinism", test_determinism);
+  g_test_add_func("/engine/energy-integral", test_energy_integral);
+  g_test_add_func("/engine/1f1b-bubble", test_bubble);
+  return g_test_run();
+}

@@ -1,0 +1,1076 @@
+/* tests/test-gpt.c -- the GPT/Megatron trace generator (traces/gpt.c).
+ *
+ * Table-driven: every check runs on every layout of `layouts` (TP, PP, DP,
+ * schedules, bucket settings, a custom model).  Expected values are computed
+ * here independently of the generator (FLOPs from Megatron's formula, op
+ * counts from the documented per-stage formula, the 1F1B order from the
+ * schedule's definition), and every workload is replayed by a tiny dataflow
+ * interpreter to prove it cannot deadlock.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "models/gpu.h"
+#include "sim/workload.h"
+#include "tests/testutil.h"
+#include "traces/gpt.h"
+
+#define REF_GPU "A100-SXM4-80GB"
+#define NO_MB G_MAXUINT16
+#define NO_LAYER 255
+
+typedef struct {
+  const char *label;
+  const char *model;  /* NULL: the explicit sizes below */
+  guint layers, hidden, heads, vocab;
+  guint tp, pp, dp, mbs, m, seq;
+  GptSchedule schedule;
+  double bucket_mb;
+  gboolean overlap;
+} Layout;
+
+static const Layout layouts[] = {
+  {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
+   GPT_SCHEDULE_1F1B, 25, TRUE},
+  {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
+   GPT_SCHEDULE_1F1B, 25, TRUE},
+  {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
+   GPT_SCHEDULE_1F1B, 25, TRUE},
+  {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
+   GPT_SCHEDULE_GPIPE, 25, TRUE},
+  {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
+   GPT_SCHEDULE_1F1B, 0, TRUE},
+  {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
+   GPT_SCHEDULE_1F1B, 25, TRUE},
+  {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
+   GPT_SCHEDULE_1F1B, 25, TRUE},
+  {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
+   GPT_SCHEDULE_1F1B, 10, FALSE},
+  {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
+   GPT_SCHEDULE_1F1B, 1e-6, TRUE},
+  {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
+   GPT_SCHEDULE_GPIPE, 25, TRUE},
+};
+
+static void layout_config(const Layout *l, GptConfig *cfg)
+{
+  gpt_config_init(cfg);
+  if (l->model != NULL) {
+    GError *error = NULL;
+    g_assert_true(gpt_config_set_model(cfg, l->model, &error));
+    g_assert_no_error(error);
+  } else {
+    cfg->model[0] = '\0';
+    cfg->layers = l->layers;
+    cfg->hidden = l->hidden;
+    cfg->heads = l->heads;
+    cfg->vocab = l->vocab;
+  }
+  cfg->tp = l->tp;
+  cfg->pp = l->pp;
+  cfg->dp = l->dp;
+  cfg->microbatch_size = l->mbs;
+  cfg->microbatches = l->m;
+  cfg->seq_len = l->seq;
+  cfg->schedule = l->schedule;
+  cfg->dp_bucket_mb = l->bucket_mb;
+  cfg->dp_overlap = l->overlap;
+}
+
+/* Generates cfg on the reference GPU; asserts success and validity. */
+static SimWorkload *generate(const GptConfig *cfg)
+{
+  GError *error = NULL;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(ref);
+  SimWorkload *w = gpt_generate(cfg, ref, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(w);
+  g_assert_true(sim_workload_validate(w, &error));
+  g_assert_no_error(error);
+  return w;
+}
+
+static const SimShape *shape_of(const SimWorkload *w, const SimOp *op)
+{
+  return &g_array_index(w->shapes, SimShape, op->shape);
+}
+
+static const char *name_of(const SimWorkload *w, const SimOp *op)
+{
+  return sim_workload_name(w, op->name);
+}
+
+static double kernel_flops(const SimWorkload *w)
+{
+  double sum = 0;
+  for (guint r = 0; r < w->n_ranks; r++)
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++) {
+      const SimOp *op = &w->ranks[r].ops[i];
+      if (op->kind == SIM_OP_KERNEL)
+        sum += shape_of(w, op)->flops;
+    }
+  return sum;
+}
+
+static guint rank_stage(const GptConfig *cfg, guint r)
+{
+  return r / (cfg->tp * cfg->dp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                          */
+
+static void test_defaults(void)
+{
+  GptConfig cfg;
+  GError *error = NULL;
+  gpt_config_init(&cfg);
+  g_assert_cmpstr(cfg.model, ==, "gpt3-1.3b");
+  g_assert_cmpuint(cfg.layers, ==, 24);
+  g_assert_cmpuint(cfg.hidden, ==, 2048);
+  g_assert_cmpuint(cfg.seq_len, ==, 2048);
+  g_assert_cmpuint(cfg.tp * cfg.pp * cfg.dp, ==, 1);
+  g_assert_cmpuint(cfg.microbatch_size, ==, 1);
+  g_assert_cmpuint(cfg.microbatches, ==, 8);
+  g_assert_cmpint(cfg.schedule, ==, GPT_SCHEDULE_1F1B);
+  g_assert_false(cfg.recompute);
+  g_assert_cmpfloat(cfg.dp_bucket_mb, ==, 25);
+  g_assert_true(cfg.dp_overlap);
+  g_assert_true(gpt_config_validate(&cfg, &error));
+  g_assert_no_error(error);
+}
+
+static void test_models(void)
+{
+  static const struct {
+    const char *name;
+    guint layers, hidden, heads;
+  } want[] = {
+    {"gpt3-125m", 12, 768, 12},  {"gpt3-350m", 24, 1024, 16},
+    {"gpt3-760m", 24, 1536, 16}, {"gpt3-1.3b", 24, 2048, 16},
+    {"gpt3-2.7b", 32, 2560, 32}, {"gpt3-6.7b", 32, 4096, 32},
+    {"gpt3-13b", 40, 5120, 40},  {"gpt3-175b", 96, 12288, 96},
+  };
+  const char *const *names = gpt_model_names();
+  g_assert_cmpuint(g_strv_length((char **)names), ==, G_N_ELEMENTS(want));
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    GptConfig cfg;
+    GError *error = NULL;
+    gpt_config_init(&cfg);
+    g_assert_cmpstr(names[i], ==, want[i].name);
+    g_assert_true(gpt_config_set_model(&cfg, want[i].name, &error));
+    g_assert_no_error(error);
+    g_assert_cmpstr(cfg.model, ==, want[i].name);
+    g_assert_cmpuint(cfg.layers, ==, want[i].layers);
+    g_assert_cmpuint(cfg.hidden, ==, want[i].hidden);
+    g_assert_cmpuint(cfg.heads, ==, want[i].heads);
+    g_assert_cmpuint(cfg.vocab, ==, 50257);
+    g_assert_true(gpt_config_validate(&cfg, &error));
+    g_assert_no_error(error);
+  }
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  /* ~175B parameters (padded vocabulary, positions 2048). */
+  g_assert_cmpfloat(gpt_n_params(&cfg), >, 174e9);
+  g_assert_cmpfloat(gpt_n_params(&cfg), <, 176e9);
+}
+
+static void test_unknown_model(void)
+{
+  GptConfig cfg;
+  GError *error = NULL;
+  gpt_config_init(&cfg);
+  g_assert_false(gpt_config_set_model(&cfg, "gpt3-7b", &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_UNKNOWN_MODEL);
+  g_assert_nonnull(strstr(error->message, "gpt3-7b"));
+  for (const char *const *n = gpt_model_names(); *n != NULL; n++)
+    g_assert_nonnull(strstr(error->message, *n));
+  g_clear_error(&error);
+  /* The config is untouched. */
+  g_assert_cmpstr(cfg.model, ==, "gpt3-1.3b");
+  g_assert_cmpuint(cfg.layers, ==, 24);
+  g_assert_false(gpt_config_set_model(&cfg, NULL, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_UNKNOWN_MODEL);
+  g_clear_error(&error);
+}
+
+static void test_vocab_padding(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_cmpuint(gpt_padded_vocab(&cfg), ==, 50304);
+  cfg.tp = 2;
+  g_assert_cmpuint(gpt_padded_vocab(&cfg), ==, 50432);
+  cfg.tp = 8;
+  g_assert_cmpuint(gpt_padded_vocab(&cfg), ==, 51200);
+  cfg.vocab = 1024;
+  g_assert_cmpuint(gpt_padded_vocab(&cfg), ==, 1024);
+  cfg.vocab = 1025;
+  g_assert_cmpuint(gpt_padded_vocab(&cfg), ==, 2048);
+}
+
+static void test_schedule_names(void)
+{
+  GptSchedule s;
+  GError *error = NULL;
+  for (int i = GPT_SCHEDULE_1F1B; i <= GPT_SCHEDULE_INTERLEAVED; i++) {
+    g_assert_true(gpt_schedule_from_name(gpt_schedule_name(i), &s, &error));
+    g_assert_no_error(error);
+    g_assert_cmpint(s, ==, i);
+  }
+  g_assert_false(gpt_schedule_from_name("zigzag", &s, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "gpipe"));
+  g_clear_error(&error);
+}
+
+static void test_megatron_formula(void)
+{
+  /* Megatron's count is ~6 * params * tokens * (1 + s/6h) for GPT-3 175B
+   * (the logits term is inside both). */
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  cfg.tp = 8;
+  cfg.pp = 8;
+  cfg.dp = 16;
+  cfg.microbatches = 96;
+  double tokens = 1536.0 * 2048;
+  double approx = 6 * gpt_n_params(&cfg) * tokens;
+  double f = gpt_megatron_flops(&cfg);
+  g_assert_cmpfloat(f / approx, >, 1.0);
+  g_assert_cmpfloat(f / approx, <, 1.05);
+}
+
+typedef struct {
+  const char *label;
+  void (*mutate)(GptConfig *cfg);
+  const char *needle; /* must appear in the message */
+} BadConfig;
+
+static void bad_tp0(GptConfig *c) { c->tp = 0; }
+static void bad_layers0(GptConfig *c) { c->layers = 0; }
+static void bad_seq0(GptConfig *c) { c->seq_len = 0; }
+static void bad_mbs0(GptConfig *c) { c->microbatch_size = 0; }
+static void bad_m0(GptConfig *c) { c->microbatches = 0; }
+static void bad_vocab0(GptConfig *c) { c->vocab = 0; }
+static void bad_heads_tp(GptConfig *c) { c->tp = 3; }
+static void bad_layers_pp(GptConfig *c) { c->pp = 5; }
+static void bad_hidden_heads(GptConfig *c) { c->heads = 24; }
+static void bad_interleaved(GptConfig *c)
+{
+  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+}
+static void bad_schedule(GptConfig *c) { c->schedule = (GptSchedule)7; }
+static void bad_ranks(GptConfig *c)
+{
+  c->tp = 1024;
+  c->pp = 1024;
+  c->dp = 2;
+}
+static void bad_dp_huge(GptConfig *c) { c->dp = 1u << 21; }
+static void bad_microbatches(GptConfig *c) { c->microbatches = 100001; }
+static void bad_layers_255(GptConfig *c) { c->layers = 256; }
+static void bad_bucket_neg(GptConfig *c) { c->dp_bucket_mb = -1; }
+static void bad_bucket_nan(GptConfig *c) { c->dp_bucket_mb = NAN; }
+static void bad_total_ops(GptConfig *c)
+{
+  gpt_config_set_model(c, "gpt3-175b", NULL);
+  c->dp = 1u << 20;
+  c->microbatches = 64;
+}
+
+static const BadConfig bad_configs[] = {
+  {"tp0", bad_tp0, "tp = 0"},
+  {"layers0", bad_layers0, "layers = 0"},
+  {"seq0", bad_seq0, "seq_len = 0"},
+  {"mbs0", bad_mbs0, "microbatch_size = 0"},
+  {"microbatches0", bad_m0, "microbatches = 0"},
+  {"vocab0", bad_vocab0, "vocab = 0"},
+  {"heads-tp", bad_heads_tp, "heads = 16 is not a multiple of tp = 3"},
+  {"layers-pp", bad_layers_pp, "layers = 24 is not a multiple of pp = 5"},
+  {"hidden-heads", bad_hidden_heads,
+   "hidden = 2048 is not a multiple of heads = 24"},
+  {"interleaved", bad_interleaved, "not supported yet"},
+  {"schedule", bad_schedule, "schedule = 7"},
+  {"ranks", bad_ranks, "2097152 ranks"},
+  {"dp-huge", bad_dp_huge, "dp = 2097152"},
+  {"microbatches", bad_microbatches, "microbatches = 100001"},
+  {"layers-255", bad_layers_255, "layers = 256"},
+  {"bucket-negative", bad_bucket_neg, "dp_bucket_mb = -1"},
+  {"bucket-nan", bad_bucket_nan, "dp_bucket_mb"},
+  {"total-ops", bad_total_ops, "ops"},
+};
+
+static void test_bad_config(gconstpointer data)
+{
+  const BadConfig *bc = data;
+  GptConfig cfg;
+  GError *error = NULL;
+  gpt_config_init(&cfg);
+  bc->mutate(&cfg);
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  if (strstr(error->message, bc->needle) == NULL)
+    g_error("message \"%s\" lacks \"%s\"", error->message, bc->needle);
+  g_clear_error(&error);
+
+  /* gpt_generate refuses it with the same error and returns NULL. */
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, NULL);
+  g_assert_nonnull(ref);
+  g_assert_null(gpt_generate(&cfg, ref, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* A GPU model that cannot price a kernel: clean error, nothing leaked. */
+static void test_bad_gpu(void)
+{
+  GptConfig cfg;
+  GError *error = NULL;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-125m", NULL);
+  cfg.tp = 2;
+  cfg.pp = 2;
+  cfg.dp = 2;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, NULL);
+  g_assert_nonnull(ref);
+  g_autoptr(GpuSpec) broken = gpu_spec_copy(ref);
+  broken->mem_bw_gbps.v = 0; /* every memory-bound kernel takes forever */
+  g_assert_null(gpt_generate(&cfg, broken, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, REF_GPU));
+  g_clear_error(&error);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per-layout checks                                                      */
+
+static void test_flops(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  double got = kernel_flops(w), want = gpt_megatron_flops(&cfg);
+  if (!test_close(got, want, 0.01))
+    g_error("generated %.6g FLOPs, Megatron %.6g", got, want);
+  /* In fact exact: only matmuls carry FLOPs, as in Megatron's count. */
+  g_assert_true(test_close(got, want, 1e-9));
+}
+
+static void test_recompute(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) plain = generate(&cfg);
+  cfg.recompute = TRUE;
+  g_autoptr(SimWorkload) rec = generate(&cfg);
+  double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
+  /* One extra forward of every layer, every microbatch, every replica. */
+  double extra = (double)cfg.microbatches * cfg.dp * cfg.layers *
+                 (24 * b * s * h * h + 4 * b * s * s * h);
+  double diff = kernel_flops(rec) - kernel_flops(plain);
+  g_assert_true(test_close(diff, extra, 1e-9));
+  /* The recomputed kernels are forward kernels billed to the backward. */
+  guint64 n_rec = 0;
+  const SimRank *rk = &rec->ranks[0];
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const SimOp *op = &rk->ops[i];
+    if (op->phase == SIM_PHASE_BACKWARD &&
+        g_str_has_prefix(name_of(rec, op), "fwd."))
+      n_rec++;
+  }
+  guint64 per_layer = 12;
+  g_assert_cmpuint(n_rec, ==,
+                   (guint64)cfg.microbatches * (cfg.layers / cfg.pp) *
+                       per_layer);
+  g_assert_cmpuint(sim_workload_n_ops(rec), ==, gpt_n_ops(&cfg));
+}
+
+/* The documented formula, written out again here. */
+static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
+{
+  guint64 c = cfg->tp > 1, R = cfg->recompute, L = cfg->layers / cfg->pp;
+  guint64 first = p == 0, last = p == cfg->pp - 1;
+  guint64 F = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
+  guint64 B = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
+              last * (4 + c);
+  guint64 P2P = 2 * (guint64)(p > 0) + 2 * (guint64)(p + 1 < cfg->pp);
+  guint64 tie = cfg->pp > 1 && (first || last);
+  return cfg->microbatches * (F + B + P2P) + tie + 1;
+}
+
+static guint32 stream_len(const SimRank *rk, guint s)
+{
+  return s < rk->n_streams ? rk->stream_off[s + 1] - rk->stream_off[s] : 0;
+}
+
+static void check_counts(const GptConfig *cfg)
+{
+  g_autoptr(SimWorkload) w = generate(cfg);
+  guint64 total = 0;
+  guint L = cfg->layers / cfg->pp;
+  double h = cfg->hidden, ht = h / cfg->tp;
+  double vt = (double)gpt_padded_vocab(cfg) / cfg->tp;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    guint p = rank_stage(cfg, r);
+    gboolean first = p == 0, last = p == cfg->pp - 1;
+    g_assert_cmpuint(rk->stage, ==, p);
+    guint32 nb = stream_len(rk, 1);
+    g_assert_cmpuint(rk->n_ops, ==,
+                     expected_ops_without_buckets(cfg, p) + nb);
+    g_assert_cmpuint(rk->n_ops, ==, gpt_rank_ops(cfg, p));
+    total += rk->n_ops;
+
+    /* Buckets: none without DP; one with cap 0; one per parameter tensor
+     * with a tiny cap. */
+    guint n_units = 6 * L + first + (last ? 1 + (cfg->pp > 1) : 0);
+    if (cfg->dp == 1)
+      g_assert_cmpuint(nb, ==, 0);
+    else if (cfg->dp_bucket_mb == 0)
+      g_assert_cmpuint(nb, ==, 1);
+    else if (cfg->dp_bucket_mb < 1e-3)
+      g_assert_cmpuint(nb, ==, n_units);
+    else
+      g_assert_cmpuint(nb, <=, n_units);
+
+    /* Parameters of the rank, from the optimizer and the buckets. */
+    double params = L * (12 * h * ht + 7 * ht + 6 * h);
+    if (first)
+      params += vt * h + (double)cfg->seq_len * h;
+    if (last)
+      params += 2 * h + (cfg->pp > 1 ? vt * h : 0);
+    double adam = -1, grads = 0;
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      if (strcmp(name_of(w, op), "optimizer.adam") == 0) {
+        g_assert_cmpfloat(adam, <, 0);
+        adam = shape_of(w, op)->bytes;
+      }
+      if (strcmp(name_of(w, op), "dp.all_reduce") == 0)
+        grads += shape_of(w, op)->bytes;
+    }
+    g_assert_true(test_close(adam, 30 * params, 1e-12));
+    if (cfg->dp > 1)
+      g_assert_true(test_close(grads, 4 * params, 1e-12));
+  }
+  g_assert_cmpuint(total, ==, sim_workload_n_ops(w));
+  g_assert_cmpuint(total, ==, gpt_n_ops(cfg));
+}
+
+static void test_counts(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  check_counts(&cfg);
+  cfg.recompute = TRUE;
+  check_counts(&cfg);
+  cfg.recompute = FALSE;
+  cfg.dp_bucket_mb = 0;
+  check_counts(&cfg);
+  cfg.dp_bucket_mb = 1e-9;
+  check_counts(&cfg);
+}
+
+/* Blocks of the compute stream: (phase, microbatch) runs, encoded as
+ * +(mb+1) for a forward, -(mb+1) for a backward. */
+static GArray *compute_blocks(const SimRank *rk)
+{
+  GArray *blocks = g_array_new(FALSE, FALSE, sizeof(gint));
+  for (guint32 i = rk->stream_off[0]; i < rk->stream_off[1]; i++) {
+    const SimOp *op = &rk->ops[i];
+    if (op->microbatch == NO_MB)
+      continue;
+    g_assert_true(op->phase == SIM_PHASE_FORWARD ||
+                  op->phase == SIM_PHASE_BACKWARD);
+    gint v = (op->phase == SIM_PHASE_FORWARD ? 1 : -1) *
+             (gint)(op->microbatch + 1);
+    if (blocks->len == 0 || g_array_index(blocks, gint, blocks->len - 1) != v)
+      g_array_append_val(blocks, v);
+  }
+  return blocks;
+}
+
+static void test_schedule(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  gint m = (gint)cfg.microbatches;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint p = rank_stage(&cfg, r);
+    g_autoptr(GArray) want = g_array_new(FALSE, FALSE, sizeof(gint));
+    if (cfg.schedule == GPT_SCHEDULE_GPIPE) {
+      for (gint i = 0; i < m; i++) {
+        gint v = i + 1;
+        g_array_append_val(want, v);
+      }
+      for (gint i = 0; i < m; i++) {
+        gint v = -(i + 1);
+        g_array_append_val(want, v);
+      }
+    } else {
+      gint warm = MIN((gint)(cfg.pp - p - 1), m);
+      for (gint i = 0; i < warm; i++) {
+        gint v = i + 1;
+        g_array_append_val(want, v);
+      }
+      for (gint i = 0; i < m - warm; i++) {
+        gint f = warm + i + 1, b = -(i + 1);
+        g_array_append_val(want, f);
+        g_array_append_val(want, b);
+      }
+      for (gint i = m - warm; i < m; i++) {
+        gint v = -(i + 1);
+        g_array_append_val(want, v);
+      }
+    }
+    g_autoptr(GArray) got = compute_blocks(&w->ranks[r]);
+    g_assert_cmpuint(got->len, ==, want->len);
+    g_assert_cmpmem(got->data, got->len * sizeof(gint), want->data,
+                    want->len * sizeof(gint));
+  }
+}
+
+/* Stream of each p2p kind, and what it carries. */
+static void test_p2p(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  guint stride = cfg.tp * cfg.dp;
+  double act = 2.0 * cfg.microbatch_size * cfg.seq_len * cfg.hidden;
+  /* [rank][0..3] = sends to next, sends to prev, recvs from prev, recvs
+   * from next. */
+  g_autofree guint *cnt = g_new0(guint, 4 * w->n_ranks);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      if (op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV)
+        continue;
+      g_assert_cmpfloat(shape_of(w, op)->bytes, ==, act);
+      g_assert_cmpint(op->klass, ==, SIM_CLASS_COMM);
+      g_assert_cmpint(op->ref_ns, ==, 0);
+      g_assert_cmpuint(op->microbatch, <, cfg.microbatches);
+      gboolean to_next = op->peer == r + stride;
+      g_assert_true(to_next || op->peer + stride == r);
+      guint slot = op->kind == SIM_OP_SEND ? (to_next ? 0 : 1)
+                                           : (to_next ? 3 : 2);
+      static const guint8 stream_of[4] = {2, 3, 4, 5};
+      g_assert_cmpuint(op->stream, ==, stream_of[slot]);
+      cnt[4 * r + slot]++;
+
+      /* Sends ship the last op of a forward (to next) or backward (to
+       * previous) of their microbatch. */
+      if (op->kind == SIM_OP_SEND) {
+        g_assert_cmpuint(op->wait, !=, SIM_NO_WAIT);
+        const SimOp *src = &rk->ops[op->wait];
+        g_assert_cmpuint(src->stream, ==, 0);
+        g_assert_cmpuint(src->microbatch, ==, op->microbatch);
+        g_assert_cmpint(src->phase, ==,
+                        to_next ? SIM_PHASE_FORWARD : SIM_PHASE_BACKWARD);
+        g_assert_cmpint(op->phase, ==, src->phase);
+        guint32 nx = op->wait + 1;
+        g_assert_true(nx == rk->stream_off[1] ||
+                      rk->ops[nx].microbatch != src->microbatch ||
+                      rk->ops[nx].phase != src->phase);
+      }
+    }
+  }
+  /* Recvs: posted after the preceding compute op; consumed by the next
+   * one, which is the first op of that microbatch's pass. */
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    g_autofree guint *consumers = g_new0(guint, rk->n_ops);
+    for (guint32 i = rk->stream_off[0]; i < rk->stream_off[1]; i++)
+      if (rk->ops[i].wait != SIM_NO_WAIT &&
+          rk->ops[rk->ops[i].wait].kind == SIM_OP_RECV) {
+        consumers[rk->ops[i].wait]++;
+        const SimOp *rv = &rk->ops[rk->ops[i].wait];
+        guint32 prev = rv->wait == SIM_NO_WAIT ? rk->stream_off[0] - 1
+                                               : rv->wait;
+        g_assert_cmpuint(i, ==, prev + 1);
+        g_assert_cmpuint(rk->ops[i].microbatch, ==, rv->microbatch);
+        g_assert_cmpint(rk->ops[i].phase, ==, rv->phase);
+      }
+    guint n_no_wait = 0;
+    for (guint32 i = 0; i < rk->n_ops; i++)
+      if (rk->ops[i].kind == SIM_OP_RECV) {
+        g_assert_cmpuint(consumers[i], ==, 1);
+        if (rk->ops[i].wait == SIM_NO_WAIT)
+          n_no_wait++;
+        else
+          g_assert_cmpuint(rk->ops[rk->ops[i].wait].stream, ==, 0);
+      }
+    /* Only a rank's very first op can be a recv posted before anything. */
+    g_assert_cmpuint(n_no_wait, <=, 1);
+  }
+  /* Per neighbouring pair: m each way, 2m per direction pair. */
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint p = rank_stage(&cfg, r);
+    guint want_next = p + 1 < cfg.pp ? cfg.microbatches : 0;
+    guint want_prev = p > 0 ? cfg.microbatches : 0;
+    g_assert_cmpuint(cnt[4 * r + 0], ==, want_next);
+    g_assert_cmpuint(cnt[4 * r + 3], ==, want_next);
+    g_assert_cmpuint(cnt[4 * r + 1], ==, want_prev);
+    g_assert_cmpuint(cnt[4 * r + 2], ==, want_prev);
+    if (p + 1 < cfg.pp) {
+      guint q = r + stride;
+      g_assert_cmpuint(cnt[4 * r] + cnt[4 * q + 1], ==,
+                       2 * cfg.microbatches);
+      g_assert_cmpuint(cnt[4 * q + 2] + cnt[4 * r + 3], ==,
+                       2 * cfg.microbatches);
+    }
+  }
+}
+
+static void test_groups(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  guint n_groups = sim_workload_n_groups(w);
+  guint want = (cfg.tp > 1 ? cfg.dp * cfg.pp : 0) +
+               (cfg.dp > 1 ? cfg.tp * cfg.pp : 0) +
+               (cfg.pp > 1 ? cfg.tp * cfg.dp : 0);
+  g_assert_cmpuint(n_groups, ==, want);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    guint p = rank_stage(&cfg, r), tp_i = r % cfg.tp;
+    guint dp_i = (r / cfg.tp) % cfg.dp;
+    guint n_tie = 0;
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      if (op->kind != SIM_OP_COLLECTIVE)
+        continue;
+      guint n;
+      const guint32 *m = sim_workload_group(w, op->peer, &n);
+      const char *name = name_of(w, op);
+      if (strcmp(name, "tp.all_reduce") == 0) {
+        /* tp consecutive ranks starting at a multiple of tp. */
+        g_assert_cmpuint(op->stream, ==, 0);
+        g_assert_cmpuint(n, ==, cfg.tp);
+        for (guint k = 0; k < n; k++)
+          g_assert_cmpuint(m[k], ==, r - tp_i + k);
+      } else if (strcmp(name, "dp.all_reduce") == 0) {
+        /* Same stage and TP index, stride tp. */
+        g_assert_cmpuint(op->stream, ==, 1);
+        g_assert_cmpuint(n, ==, cfg.dp);
+        for (guint k = 0; k < n; k++)
+          g_assert_cmpuint(m[k], ==, tp_i + cfg.tp * (k + cfg.dp * p));
+      } else if (strcmp(name, "pp.embedding_all_reduce") == 0) {
+        g_assert_cmpuint(op->stream, ==, 0);
+        g_assert_cmpuint(n, ==, 2);
+        g_assert_cmpuint(m[0], ==, tp_i + cfg.tp * dp_i);
+        g_assert_cmpuint(m[1], ==,
+                         tp_i + cfg.tp * (dp_i + cfg.dp * (cfg.pp - 1)));
+        double vt = (double)gpt_padded_vocab(&cfg) / cfg.tp;
+        g_assert_cmpfloat(shape_of(w, op)->bytes, ==, 4 * vt * cfg.hidden);
+        n_tie++;
+      } else {
+        g_error("unexpected collective %s", name);
+      }
+    }
+    g_assert_cmpuint(n_tie, ==,
+                     cfg.pp > 1 && (p == 0 || p == cfg.pp - 1) ? 1 : 0);
+  }
+}
+
+static void test_optimizer_wait(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  guint32 adam_name = sim_workload_intern(w, "optimizer.adam");
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    /* The optimizer is the last compute op. */
+    guint32 last = rk->stream_off[1] - 1;
+    const SimOp *opt = &rk->ops[last];
+    g_assert_cmpuint(opt->name, ==, adam_name);
+    g_assert_cmpint(opt->phase, ==, SIM_PHASE_OPTIMIZER);
+    g_assert_cmpint(opt->klass, ==, SIM_CLASS_OPTIMIZER);
+    g_assert_cmpint(opt->kind, ==, SIM_OP_KERNEL);
+    if (cfg.dp == 1) {
+      g_assert_cmpuint(opt->wait, ==, SIM_NO_WAIT);
+      g_assert_cmpuint(stream_len(rk, 1), ==, 0);
+      continue;
+    }
+    guint32 last_dp = rk->stream_off[2] - 1;
+    g_assert_cmpuint(opt->wait, ==, last_dp);
+    g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==, "dp.all_reduce");
+    /* The tie all-reduce, when there, also waits for it. */
+    const SimOp *before = &rk->ops[last - 1];
+    if (before->kind == SIM_OP_COLLECTIVE)
+      g_assert_cmpuint(before->wait, ==, last_dp);
+
+    /* Buckets wait for gradient-producing ops of the last microbatch's
+     * backward (overlap), or all for the last backward op. */
+    guint32 last_bwd = last - 1;
+    while (rk->ops[last_bwd].phase != SIM_PHASE_BACKWARD ||
+           rk->ops[last_bwd].microbatch == NO_MB)
+      last_bwd--;
+    guint32 prev_wait = 0;
+    for (guint32 i = rk->stream_off[1]; i < rk->stream_off[2]; i++) {
+      const SimOp *b = &rk->ops[i];
+      g_assert_cmpint(b->phase, ==, SIM_PHASE_BACKWARD);
+      g_assert_cmpuint(b->microbatch, ==, NO_MB);
+      g_assert_cmpuint(b->wait, !=, SIM_NO_WAIT);
+      const SimOp *t = &rk->ops[b->wait];
+      if (!cfg.dp_overlap) {
+        g_assert_cmpuint(b->wait, ==, last_bwd);
+        continue;
+      }
+      g_assert_cmpuint(t->stream, ==, 0);
+      g_assert_cmpuint(t->microbatch, ==, cfg.microbatches - 1);
+      g_assert_cmpint(t->phase, ==, SIM_PHASE_BACKWARD);
+      const char *tn = name_of(w, t);
+      g_assert_true(g_str_has_suffix(tn, "_wgrad") ||
+                    strcmp(tn, "bwd.layernorm") == 0 ||
+                    strcmp(tn, "bwd.embedding") == 0);
+      g_assert_cmpuint(b->wait, >=, prev_wait);
+      prev_wait = b->wait;
+    }
+    if (cfg.dp_overlap)
+      g_assert_cmpuint(rk->ops[last_dp].wait, ==, last_bwd);
+  }
+}
+
+/* Per-op fields, shapes and reference durations. */
+static void test_fields(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  g_assert_cmpuint(w->tp, ==, cfg.tp);
+  g_assert_cmpuint(w->pp, ==, cfg.pp);
+  g_assert_cmpuint(w->dp, ==, cfg.dp);
+  g_assert_cmpuint(w->microbatches, ==, cfg.microbatches);
+  g_assert_cmpstr(w->schedule, ==, gpt_schedule_name(cfg.schedule));
+  g_assert_cmpstr(w->ref_gpu, ==, REF_GPU);
+  g_assert_cmpfloat(w->tokens_per_iteration, ==,
+                    (double)cfg.microbatch_size * cfg.seq_len *
+                        cfg.microbatches * cfg.dp);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "generator"), ==, "gpt");
+  g_autofree char *tp = g_strdup_printf("%u", cfg.tp);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "tp"), ==, tp);
+  g_assert_nonnull(g_hash_table_lookup(w->provenance, "model"));
+
+  /* Shapes: distinct keys, tensor exactly for matmuls, priced as the GPU
+   * model says at auto clocks without a cap. */
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, NULL);
+  g_assert_cmpuint(w->shapes->len, <, 100);
+  g_autofree gint64 *shape_ns = g_new0(gint64, w->shapes->len);
+  for (guint i = 0; i < w->shapes->len; i++) {
+    const SimShape *a = &g_array_index(w->shapes, SimShape, i);
+    for (guint j = 0; j < i; j++) {
+      const SimShape *b = &g_array_index(w->shapes, SimShape, j);
+      g_assert_false(a->name == b->name && a->flops == b->flops &&
+                     a->bytes == b->bytes && a->klass == b->klass);
+    }
+    g_assert_cmpint(a->tensor, ==,
+                    a->klass == SIM_CLASS_GEMM ||
+                        a->klass == SIM_CLASS_ATTENTION);
+    g_assert_cmpfloat(a->bytes, >, 0);
+    if (a->klass != SIM_CLASS_COMM) {
+      GpuKernel k = {.klass = a->klass, .flops = a->flops,
+                     .bytes = a->bytes, .tensor = a->tensor};
+      GpuCost c;
+      gpu_kernel_cost(ref, &k, 0, 0, G_MAXDOUBLE, &c);
+      shape_ns[i] = MAX((gint64)llround(c.time_s * 1e9), 1);
+    }
+  }
+
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      const SimShape *sh = shape_of(w, op);
+      const char *name = name_of(w, op);
+      g_assert_cmpint(sh->klass, ==, op->klass);
+      if (op->kind == SIM_OP_KERNEL) {
+        g_assert_cmpint(op->klass, !=, SIM_CLASS_COMM);
+        g_assert_cmpint(op->ref_ns, >=, 1);
+        g_assert_cmpint(op->ref_ns, ==, shape_ns[op->shape]);
+        g_assert_cmpuint(op->stream, ==, 0);
+      } else {
+        g_assert_cmpint(op->klass, ==, SIM_CLASS_COMM);
+        g_assert_cmpint(op->ref_ns, ==, 0);
+        g_assert_cmpfloat(sh->flops, ==, 0);
+      }
+      if (op->kind == SIM_OP_COLLECTIVE)
+        g_assert_cmpint(sh->coll, ==, SIM_COLL_ALL_REDUCE);
+      if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
+        g_assert_cmpint(sh->coll, ==, SIM_COLL_SEND_RECV);
+      if (sh->flops > 0)
+        g_assert_true(sh->tensor);
+      if (g_str_has_prefix(name, "bwd."))
+        g_assert_cmpint(op->phase, ==, SIM_PHASE_BACKWARD);
+      if (g_str_has_prefix(name, "fwd."))  /* no recompute here */
+        g_assert_cmpint(op->phase, ==, SIM_PHASE_FORWARD);
+      /* Layer ops carry a global layer index of this stage. */
+      if (op->layer != NO_LAYER) {
+        guint L = cfg.layers / cfg.pp, p = rank_stage(&cfg, r);
+        g_assert_cmpuint(op->layer, >=, p * L);
+        g_assert_cmpuint(op->layer, <, (p + 1) * L);
+        g_assert_cmpuint(op->microbatch, <, cfg.microbatches);
+      }
+      if (strcmp(name, "fwd.qkv_gemm") == 0) {
+        double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
+        g_assert_true(test_close(sh->flops, 6 * b * s * h * h / cfg.tp,
+                                 1e-12));
+        g_assert_cmpuint(op->layer, !=, NO_LAYER);
+      }
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Deadlock freedom: a dataflow interpreter with the engine's rules        */
+
+typedef struct {
+  guint needed, arrived;
+  GArray *members; /* (rank, op) pairs as guint32 */
+} Match;
+
+static void match_free(gpointer p)
+{
+  Match *m = p;
+  g_array_unref(m->members);
+  g_free(m);
+}
+
+/* Runs the workload with every op taking no time: an op completes when it
+ * heads its stream, its wait has completed and (communication) every
+ * partner has arrived.  Returns the number of ops that never complete. */
+static guint64 dataflow_stuck(const SimWorkload *w)
+{
+  guint n = w->n_ranks;
+  g_autoptr(GHashTable) matches =
+      g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, match_free);
+  g_autofree guint8 **state = g_new0(guint8 *, n); /* 0, 1 arrived, 2 done */
+  g_autofree guint32 **head = g_new0(guint32 *, n);
+  g_autofree Match ***match_of = g_new0(Match **, n);
+
+  /* Match keys: collective (group, n-th on that group), p2p (src, dst,
+   * n-th).  Tag bit 62 = collective, 63 = p2p; ranks and groups < 2^20 and
+   * counts < 2^21 in these tests.  `seq` counts per (rank, group) and per
+   * (src, dst, send or recv). */
+  g_autoptr(GHashTable) seq = g_hash_table_new_full(g_int64_hash,
+                                                    g_int64_equal, g_free,
+                                                    g_free);
+  for (guint r = 0; r < n; r++) {
+    const SimRank *rk = &w->ranks[r];
+    state[r] = g_new0(guint8, MAX(rk->n_ops, 1));
+    head[r] = g_memdup2(rk->stream_off, sizeof(guint32) * rk->n_streams);
+    match_of[r] = g_new0(Match *, MAX(rk->n_ops, 1));
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      guint64 ck, key;
+      guint needed;
+      if (op->kind == SIM_OP_COLLECTIVE) {
+        ck = (1ULL << 62) | ((guint64)op->peer << 21) | r;
+        key = (1ULL << 62) | ((guint64)op->peer << 32);
+        sim_workload_group(w, op->peer, &needed);
+      } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
+        guint64 send = op->kind == SIM_OP_SEND;
+        guint64 src = send ? r : op->peer, dst = send ? op->peer : r;
+        ck = (1ULL << 63) | (send << 60) | (src << 21) | dst;
+        key = (1ULL << 63) | (src << 42) | (dst << 21);
+        needed = 2;
+      } else {
+        continue;
+      }
+      gint64 *cnt = g_hash_table_lookup(seq, &ck);
+      if (cnt == NULL) {
+        cnt = g_new0(gint64, 1);
+        g_hash_table_insert(seq, g_memdup2(&ck, sizeof ck), cnt);
+      }
+      key |= (guint64)(*cnt)++;
+      Match *m = g_hash_table_lookup(matches, &key);
+      if (m == NULL) {
+        m = g_new0(Match, 1);
+        m->needed = needed;
+        m->members = g_array_new(FALSE, FALSE, sizeof(guint32));
+        g_hash_table_insert(matches, g_memdup2(&key, sizeof key), m);
+      }
+      guint32 pair[2] = {r, i};
+      g_array_append_vals(m->members, pair, 2);
+      match_of[r][i] = m;
+    }
+  }
+
+  gboolean progress = TRUE;
+  while (progress) {
+    progress = FALSE;
+    for (guint r = 0; r < n; r++) {
+      const SimRank *rk = &w->ranks[r];
+      for (guint s = 0; s < rk->n_streams; s++) {
+        while (head[r][s] < rk->stream_off[s + 1]) {
+          guint32 i = head[r][s];
+          const SimOp *op = &rk->ops[i];
+          if (state[r][i] == 2) {
+            head[r][s]++;
+            progress = TRUE;
+            continue;
+          }
+          if (state[r][i] == 1)
+            break;
+          if (op->wait != SIM_NO_WAIT && state[r][op->wait] != 2)
+            break;
+          Match *m = match_of[r][i];
+          if (m == NULL) {
+            state[r][i] = 2;
+            continue;
+          }
+          state[r][i] = 1;
+          progress = TRUE;
+          if (++m->arrived == m->needed) {
+            g_assert_cmpuint(m->members->len, ==, 2 * m->needed);
+            for (guint k = 0; k < m->members->len; k += 2) {
+              guint32 mr = g_array_index(m->members, guint32, k);
+              guint32 mi = g_array_index(m->members, guint32, k + 1);
+              state[mr][mi] = 2;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  guint64 stuck = 0;
+  for (guint r = 0; r < n; r++) {
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      stuck += state[r][i] != 2;
+    g_free(state[r]);
+    g_free(head[r]);
+    g_free(match_of[r]);
+  }
+  return stuck;
+}
+
+static void test_dataflow(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  for (int variant = 0; variant < 2; variant++) {
+    cfg.recompute = variant == 1;
+    cfg.dp_overlap = variant == 0 ? cfg.dp_overlap : !cfg.dp_overlap;
+    g_autoptr(SimWorkload) w = generate(&cfg);
+    g_assert_cmpuint(dataflow_stuck(w), ==, 0);
+  }
+}
+
+/* The interpreter does catch deadlocks: swap two recvs' order. */
+static void test_dataflow_detects_deadlock(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-125m", NULL);
+  cfg.pp = 2;
+  cfg.microbatches = 2;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  /* Rank 1 (last stage): make its first forward's consumer wait for the
+   * second recv from stage 0, and that recv wait for the end of the first
+   * forward: a cycle. */
+  SimRank *rk = &w->ranks[1];
+  guint32 r0 = rk->stream_off[4], r1 = r0 + 1;
+  g_assert_cmpuint(stream_len(rk, 4), ==, 2);
+  guint32 consumer = rk->stream_off[0];
+  g_assert_cmpuint(rk->ops[consumer].wait, ==, r0);
+  rk->ops[consumer].wait = r1;
+  rk->ops[r0].wait = consumer + 1;
+  g_assert_cmpuint(dataflow_stuck(w), >, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Scale                                                                  */
+
+static void test_175b_1024(void)
+{
+  GptConfig cfg;
+  GError *error = NULL;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  cfg.tp = 8;
+  cfg.pp = 8;
+  cfg.dp = 16;
+  cfg.microbatches = 64;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  g_assert_no_error(error);
+
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(SimWorkload) w = gpt_generate(&cfg, ref, &error);
+  gint64 t1 = g_get_monotonic_time();
+  g_assert_no_error(error);
+  g_assert_nonnull(w);
+  g_assert_cmpuint(w->n_ranks, ==, 1024);
+  guint64 n = sim_workload_n_ops(w);
+  g_assert_cmpuint(n, ==, gpt_n_ops(&cfg));
+  g_assert_cmpuint(n, >, 20000000);
+  g_assert_cmpuint(n, <, 60000000);
+  g_assert_cmpuint(w->shapes->len, <, 100);
+  g_assert_true(sim_workload_validate(w, &error));
+  g_assert_no_error(error);
+  g_assert_true(test_close(kernel_flops(w), gpt_megatron_flops(&cfg), 1e-9));
+  gint64 t2 = g_get_monotonic_time();
+  g_test_message("175B tp8 pp8 dp16 m64: %" G_GUINT64_FORMAT
+                 " ops, %u shapes, %u groups; generated in %.2f s, "
+                 "validated in %.2f s",
+                 n, w->shapes->len, sim_workload_n_groups(w),
+                 (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+  for (guint p = 0; p < cfg.pp; p++)
+    g_test_message("  stage %u: %" G_GUINT64_FORMAT " ops per rank", p,
+                   gpt_rank_ops(&cfg, p));
+}
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  GTestDataFunc fn;
+} Check;
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/gpt/config/defaults", test_defaults);
+  g_test_add_func("/gpt/config/models", test_models);
+  g_test_add_func("/gpt/config/unknown-model", test_unknown_model);
+  g_test_add_func("/gpt/config/vocab-padding", test_vocab_padding);
+  g_test_add_func("/gpt/config/schedule-names", test_schedule_names);
+  g_test_add_func("/gpt/config/megatron-formula", test_megatron_formula);
+  g_test_add_func("/gpt/config/bad-gpu", test_bad_gpu);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_configs); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/gpt/config/bad/%s", bad_configs[i].label);
+    g_test_add_data_func(path, &bad_configs[i], test_bad_config);
+  }
+  static const Check checks[] = {
+    {"flops", test_flops},       {"recompute", test_recompute},
+    {"counts", test_counts},     {"schedule", test_schedule},
+    {"p2p", test_p2p},           {"groups", test_groups},
+    {"optimizer-wait", test_optimizer_wait},
+    {"fields", test_fields},     {"dataflow", test_dataflow},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(checks); c++)
+    for (guint i = 0; i < G_N_ELEMENTS(layouts); i++) {
+      g_autofree char *path = g_strdup_printf("/gpt/%s/%s", checks[c].name,
+                                              layouts[i].label);
+      g_test_add_data_func(path, &layouts[i], checks[c].fn);
+    }
+  g_test_add_func("/gpt/dataflow/detects-deadlock",
+                  test_dataflow_detects_deadlock);
+  g_test_add_func("/gpt/scale/175b-1024-gpus", test_175b_1024);
+  return g_test_run();
+}

@@ -1,0 +1,1247 @@
+/* tests/test-gpu.c -- the GPU model and catalogue (models/gpu.c,
+ * models/catalogue.c).
+ *
+ * Behaviour tests: monotone time, the power cap, the memory knee, the U-shaped
+ * stage energy, catalogue lookup/define/validate, snapping, copies.
+ * Calibration: the /gpu/calibration/ tests compare the model with published figures
+ * and the measured Perseus stage profile (docs/gpu-model.md quotes what they
+ * print); /gpu/calibration/fit (only with -m thorough) re-runs the fit of
+ * the A100 power parameters.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "models/gpu.h"
+#include "tests/testutil.h"
+
+/* ---------------------------------------------------------------------- */
+/* Helpers                                                                 */
+
+static const GpuSpec *lookup(const GpuCatalogue *c, const char *name)
+{
+  GError *error = NULL;
+  const GpuSpec *g = gpu_catalogue_lookup(c, name, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  return g;
+}
+
+static GpuKernel kernel(SimOpClass klass, double flops, double bytes,
+                        gboolean tensor)
+{
+  GpuKernel k = {.klass = klass, .flops = flops, .bytes = bytes,
+                 .tensor = tensor};
+  return k;
+}
+
+/* A GEMM C[m x n] = A[m x k] B[k x n] in BF16. */
+static GpuKernel gemm(double m, double n, double k)
+{
+  return kernel(SIM_CLASS_GEMM, 2 * m * n * k, 2 * (m * k + k * n + m * n),
+                TRUE);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The GPT-3 175B pipeline stage of the Perseus profile                    */
+
+/* One kernel family of the stage and how many times it runs. */
+typedef struct {
+  GpuKernel k;
+  double count;
+} MixItem;
+
+typedef struct {
+  MixItem items[32];
+  guint n;
+} Mix;
+
+static void mix_add(Mix *m, GpuKernel k, double count)
+{
+  g_assert_cmpuint(m->n, <, G_N_ELEMENTS(m->items));
+  m->items[m->n].k = k;
+  m->items[m->n].count = count;
+  m->n++;
+}
+
+/* One TP rank's forward (backward = FALSE) or backward pass of one
+ * microbatch through a 12-layer GPT-3 175B stage: b = 1, s = 2048,
+ * h = 12288, 96 heads, TP = 8, BF16, Megatron kernel set (fused
+ * bias-dropout-add, bias-GeLU and scale-mask-softmax, no recomputation).
+ * FLOPs: the layer's GEMMs (QKV h x 3h/8, proj h/8 x h, FC1 h x 4h/8, FC2
+ * 4h/8 x h on b*s tokens) and the two batched attention GEMMs; bytes: DRAM
+ * traffic of each kernel's operands.  Backward: dgrad + wgrad per GEMM
+ * (wgrad accumulating in FP32), vector kernels read more.  TP all-reduces are left out (the profile's
+ * clock-insensitive share is small, see docs/gpu-model.md). */
+static void stage_mix(Mix *m, gboolean backward)
+{
+  const double T = 2048, h = 12288, hp = h / 8, heads = 96.0 / 8, d = 128;
+  const double ffn = 4 * h / 8, layers = 12;
+  const double g = backward ? 2 : 1; /* dgrad + wgrad */
+  const double scores = heads * T * T;
+  memset(m, 0, sizeof *m);
+
+  /* Weights K x N of QKV, attention proj, FC1, FC2.  Forward and dgrad:
+   * a T x K x N GEMM; wgrad (backward): the same FLOPs, accumulating into
+   * Megatron's FP32 main_grad (read + write 8 bytes per weight). */
+  const double wk[4] = {h, hp, h, ffn}, wn[4] = {3 * hp, h, ffn, h};
+  for (int i = 0; i < 4; i++) {
+    mix_add(m, gemm(T, wn[i], wk[i]), layers);
+    if (backward) {
+      GpuKernel wg = gemm(wk[i], wn[i], T);
+      wg.bytes = 2 * (T * wk[i] + T * wn[i]) + 8 * wk[i] * wn[i];
+      mix_add(m, wg, layers);
+    }
+  }
+  /* QK^T and AV, batched over the rank's heads. */
+  mix_add(m, kernel(SIM_CLASS_ATTENTION, 2 * scores * d,
+                    2 * (2 * heads * T * d + scores), TRUE),
+          layers * 2 * g);
+  /* scale-mask-softmax: read + write the scores (backward: y, dy, dx). */
+  mix_add(m, kernel(SIM_CLASS_SOFTMAX, 5 * scores,
+                    (backward ? 6 : 4) * scores, FALSE),
+          layers);
+  /* attention dropout: scores in/out + 1-byte mask. */
+  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, scores, 5 * scores, FALSE),
+          layers);
+  /* bias-dropout-add after proj and FC2: two inputs, output, mask. */
+  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, 3 * T * h, 7 * T * h, FALSE),
+          layers * 2);
+  /* two layernorms (backward: x, dy, dx plus the gamma/beta reductions). */
+  mix_add(m, kernel(SIM_CLASS_NORM, 8 * T * h, (backward ? 6 : 4) * T * h,
+                    FALSE),
+          layers * 2);
+  /* bias-GeLU on the FC1 output (backward: x, dy -> dx). */
+  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, 10 * T * ffn,
+                    (backward ? 6 : 4) * T * ffn, FALSE),
+          layers);
+}
+
+/* Time (s) and energy (J) of a mix at a requested SM clock. */
+static void mix_cost(const GpuSpec *g, const Mix *m, guint sm_mhz,
+                     double limit_w, double *time_s, double *energy_j)
+{
+  double t = 0, e = 0;
+  for (guint i = 0; i < m->n; i++) {
+    GpuCost c;
+    gpu_kernel_cost(g, &m->items[i].k, sm_mhz, 0, limit_w, &c);
+    t += m->items[i].count * c.time_s;
+    e += m->items[i].count * c.time_s * c.power_w;
+  }
+  *time_s = t;
+  *energy_j = e;
+}
+
+/* A measured stage profile: per SM clock (descending from the top clock),
+ * forward time (s) and energy (J), backward time and energy of one
+ * microbatch.  Stage 0 of the perseus-emulation files (stages 0-6 are
+ * identical there). */
+typedef struct {
+  guint mhz;
+  double fwd_t, fwd_e, bwd_t, bwd_e;
+} ProfilePoint;
+
+typedef struct {
+  const char *gpu;           /* catalogue entry */
+  const char *file;          /* under data/profiles/perseus-emulation/ */
+  const ProfilePoint *pts;
+  gsize n;
+  double limit_w;            /* the measured card's power limit */
+} Profile;
+
+/* gpt3-175b+a100_sxm_bf16.csv: A100 SXM4 80GB, 500 W power limit. */
+static const ProfilePoint perseus_a100[] = {
+  {1410, 0.050162, 23.8055, 0.092954, 44.5842},
+  {1395, 0.050185, 23.8108, 0.093096, 44.4433},
+  {1380, 0.050308, 23.6552, 0.093137, 44.8456},
+  {1365, 0.050445, 23.4953, 0.093466, 43.5396},
+  {1350, 0.050741, 23.1238, 0.093846, 42.7727},
+  {1335, 0.051241, 23.1656, 0.094455, 42.3205},
+  {1320, 0.051578, 22.5045, 0.095287, 41.4460},
+  {1305, 0.051970, 22.1811, 0.095996, 41.2038},
+  {1290, 0.052532, 21.7005, 0.097005, 40.0794},
+  {1275, 0.052963, 21.2496, 0.097819, 38.9817},
+  {1260, 0.053566, 20.7942, 0.098791, 38.2153},
+  {1245, 0.054176, 20.2494, 0.099756, 37.6527},
+  {1230, 0.054815, 19.8177, 0.100761, 37.1038},
+  {1215, 0.055405, 19.6750, 0.101828, 36.1646},
+  {1200, 0.056063, 19.2601, 0.102971, 35.9589},
+  {1185, 0.056734, 18.9966, 0.104077, 35.3035},
+  {1170, 0.057420, 18.5578, 0.105261, 34.7801},
+  {1155, 0.058147, 18.5793, 0.106489, 34.5136},
+  {1140, 0.058891, 18.3589, 0.107821, 34.1070},
+  {1125, 0.059574, 18.1947, 0.108866, 33.6013},
+  {1110, 0.060346, 17.8647, 0.110144, 33.2624},
+  {1095, 0.061172, 17.7571, 0.111563, 32.9251},
+  {1080, 0.062039, 17.5131, 0.113090, 32.3418},
+  {1065, 0.062789, 17.5343, 0.114375, 32.4798},
+  {1050, 0.063676, 17.5845, 0.115908, 32.5827},
+  {1035, 0.064569, 17.6149, 0.117525, 32.7242},
+  {1020, 0.065506, 17.5830, 0.119198, 32.7332},
+  {1005, 0.066486, 17.7813, 0.120915, 33.1150},
+  {990, 0.067464, 17.8168, 0.122670, 32.7915},
+  {975, 0.068491, 17.8690, 0.124509, 33.0664},
+  {960, 0.069450, 17.8553, 0.125968, 33.2697},
+  {945, 0.070645, 17.7355, 0.128345, 33.0400},
+  {930, 0.071648, 17.9311, 0.129907, 33.0870},
+  {915, 0.072703, 17.9111, 0.131524, 33.1004},
+  {900, 0.073759, 18.0479, 0.133225, 33.0854},
+  {885, 0.075399, 17.9064, 0.136895, 33.3522},
+  {870, 0.076542, 18.0552, 0.138708, 33.3254},
+  {855, 0.077731, 18.2394, 0.140568, 33.6419},
+};
+
+/* gpt3-175b+a40_bf16.csv: A40, 300 W. */
+static const ProfilePoint perseus_a40[] = {
+  {1740, 0.112480, 33.5939, 0.277079, 80.1911},
+  {1725, 0.112992, 33.5892, 0.279346, 81.3185},
+  {1710, 0.113478, 33.9424, 0.279844, 81.4064},
+  {1695, 0.114216, 33.9791, 0.278952, 81.3373},
+  {1680, 0.114775, 34.0019, 0.280837, 81.4561},
+  {1665, 0.114132, 33.9956, 0.280630, 81.7305},
+  {1650, 0.114290, 33.9989, 0.280821, 81.8890},
+  {1635, 0.114043, 33.9985, 0.281005, 82.0461},
+  {1620, 0.114395, 34.0116, 0.280215, 81.5530},
+  {1605, 0.114087, 33.9976, 0.280150, 81.3565},
+  {1590, 0.114218, 34.3386, 0.281283, 82.0605},
+  {1575, 0.114311, 33.9956, 0.280557, 81.1924},
+  {1560, 0.114172, 33.9827, 0.280241, 81.5716},
+  {1545, 0.114100, 33.9780, 0.282370, 80.8727},
+  {1530, 0.113911, 33.9769, 0.280595, 80.7737},
+  {1515, 0.114382, 33.9752, 0.281018, 80.7105},
+  {1500, 0.114226, 34.0112, 0.280703, 80.3411},
+  {1485, 0.114032, 34.0020, 0.279211, 79.2683},
+  {1470, 0.114178, 33.9639, 0.277911, 78.3928},
+  {1455, 0.113788, 33.8173, 0.277975, 77.1467},
+  {1440, 0.114067, 33.4892, 0.278707, 76.7036},
+  {1425, 0.114348, 33.1802, 0.278680, 75.5712},
+  {1410, 0.115092, 32.9226, 0.279771, 75.1624},
+  {1395, 0.115326, 32.4693, 0.280053, 74.1041},
+  {1380, 0.116074, 32.1571, 0.281082, 73.6395},
+  {1365, 0.116798, 31.6106, 0.282180, 72.8766},
+  {1350, 0.117693, 31.3355, 0.282942, 72.1283},
+  {1335, 0.118497, 30.8593, 0.284830, 70.8860},
+  {1320, 0.119412, 30.3915, 0.286251, 70.5789},
+  {1305, 0.120279, 30.0636, 0.287878, 70.0239},
+  {1290, 0.121230, 29.9609, 0.289818, 69.1202},
+  {1275, 0.122210, 29.3817, 0.291752, 68.5848},
+  {1260, 0.123243, 29.5055, 0.293133, 67.9078},
+  {1245, 0.124154, 29.1156, 0.294888, 67.0815},
+  {1230, 0.125195, 29.2946, 0.296868, 67.1239},
+  {1215, 0.126235, 28.7160, 0.298421, 66.6765},
+  {1200, 0.127391, 28.4911, 0.300400, 65.9160},
+  {1185, 0.128515, 28.3196, 0.301887, 65.5154},
+  {1170, 0.129594, 27.9856, 0.303647, 64.7877},
+  {1155, 0.130799, 27.7083, 0.305632, 64.0511},
+  {1140, 0.132055, 27.5850, 0.307919, 63.8945},
+  {1125, 0.133395, 27.4901, 0.309859, 63.4860},
+  {1110, 0.134648, 27.5131, 0.312153, 63.5424},
+  {1095, 0.136007, 27.2704, 0.315048, 63.0085},
+  {1080, 0.137306, 27.4272, 0.316916, 63.1037},
+  {1065, 0.138613, 27.5156, 0.319122, 63.0472},
+  {1050, 0.139348, 27.1674, 0.320049, 62.5630},
+  {1035, 0.140699, 27.3964, 0.321836, 63.4477},
+  {1020, 0.142333, 27.6954, 0.323649, 62.6689},
+  {1005, 0.144040, 27.7474, 0.324461, 62.8079},
+  {990, 0.145767, 27.7794, 0.324095, 62.2216},
+  {975, 0.147582, 27.8965, 0.316357, 60.4929},
+  {960, 0.149460, 28.0843, 0.305299, 58.3513},
+  {945, 0.151431, 28.0390, 0.308981, 57.7237},
+  {930, 0.153389, 28.3073, 0.312814, 58.2133},
+  {915, 0.155459, 28.5715, 0.316774, 58.1220},
+  {900, 0.157631, 28.7263, 0.320937, 58.4217},
+  {885, 0.159767, 28.7213, 0.325161, 58.6788},
+  {870, 0.162064, 28.8132, 0.329494, 58.7381},
+  {855, 0.164405, 29.0529, 0.334036, 59.4429},
+};
+
+static const Profile profiles[] = {
+  {"A100-SXM4-80GB", "gpt3-175b+a100_sxm_bf16.csv", perseus_a100,
+   G_N_ELEMENTS(perseus_a100), 500},
+  {"A40", "gpt3-175b+a40_bf16.csv", perseus_a40, G_N_ELEMENTS(perseus_a40),
+   300},
+};
+
+/* How well the model reproduces a profile with spec g at the profile's
+ * power limit: mean absolute percentage errors of energy and time (each
+ * normalised at the top clock) and of absolute average power; the clock of
+ * minimum energy (model and measured) and the energy and time ratios there.
+ * [0] forward, [1] backward. */
+typedef struct {
+  double mape_e[2], mape_t[2], mape_p[2];
+  guint min_mhz[2], meas_min_mhz[2];
+  double min_e_ratio[2], min_t_ratio[2];
+  double meas_min_e_ratio[2], meas_min_t_ratio[2];
+  double p_top[2], p_bottom[2];           /* model average power (W) */
+  double meas_p_top[2], meas_p_bottom[2]; /* measured */
+} StageFit;
+
+static void stage_fit(const GpuSpec *g, const Profile *pr, StageFit *r)
+{
+  const ProfilePoint *pts = pr->pts;
+  gsize n = pr->n;
+  for (int b = 0; b < 2; b++) {
+    Mix m;
+    stage_mix(&m, b == 1);
+    double t0, e0;
+    mix_cost(g, &m, pts[0].mhz, pr->limit_w, &t0, &e0);
+    double mt0 = b ? pts[0].bwd_t : pts[0].fwd_t;
+    double me0 = b ? pts[0].bwd_e : pts[0].fwd_e;
+    double se = 0, st = 0, sp = 0, best = G_MAXDOUBLE, meas_best = G_MAXDOUBLE;
+    for (gsize i = 0; i < n; i++) {
+      double mt = b ? pts[i].bwd_t : pts[i].fwd_t;
+      double me = b ? pts[i].bwd_e : pts[i].fwd_e;
+      double t, e;
+      mix_cost(g, &m, pts[i].mhz, pr->limit_w, &t, &e);
+      se += fabs((e / e0) / (me / me0) - 1);
+      st += fabs((t / t0) / (mt / mt0) - 1);
+      sp += fabs((e / t) / (me / mt) - 1);
+      if (e < best) {
+        best = e;
+        r->min_mhz[b] = pts[i].mhz;
+        r->min_e_ratio[b] = e / e0;
+        r->min_t_ratio[b] = t / t0;
+      }
+      if (me < meas_best) {
+        meas_best = me;
+        r->meas_min_mhz[b] = pts[i].mhz;
+        r->meas_min_e_ratio[b] = me / me0;
+        r->meas_min_t_ratio[b] = mt / mt0;
+      }
+      if (i == n - 1) {
+        r->p_bottom[b] = e / t;
+        r->meas_p_bottom[b] = me / mt;
+      }
+    }
+    r->p_top[b] = e0 / t0;
+    r->meas_p_top[b] = me0 / mt0;
+    r->mape_e[b] = 100 * se / (double)n;
+    r->mape_t[b] = 100 * st / (double)n;
+    r->mape_p[b] = 100 * sp / (double)n;
+  }
+}
+
+/* The 8192^3 BF16 GEMM of data/README.md. */
+static GpuKernel gemm8192(void)
+{
+  return kernel(SIM_CLASS_GEMM, 2.0 * 8192 * 8192 * 8192,
+                3.0 * 8192 * 8192 * 2, TRUE);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Catalogue                                                               */
+
+static void test_catalogue_validates(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(c);
+  static const char *const required[] = {"A100-SXM4-40GB", "A100-SXM4-80GB",
+                                         "H100-SXM5-80GB"};
+  for (gsize i = 0; i < G_N_ELEMENTS(required); i++) {
+    gboolean found = FALSE;
+    for (guint j = 0; j < names->len; j++)
+      found |= strcmp(g_ptr_array_index(names, j), required[i]) == 0;
+    g_assert_true(found);
+  }
+  for (guint j = 0; j < names->len; j++) {
+    const GpuSpec *g = lookup(c, g_ptr_array_index(names, j));
+    GError *error = NULL;
+    g_assert_true(gpu_spec_validate(g, &error));
+    g_assert_no_error(error);
+    /* Every parameter printed by describe has a non-empty source. */
+    g_autoptr(GString) s = g_string_new(NULL);
+    gpu_spec_describe(g, s);
+    g_assert_null(strstr(s->str, "(no source)"));
+    g_assert_nonnull(strstr(s->str, g->name));
+    /* Auto clocks: max boost and the highest memory clock. */
+    g_assert_cmpuint(gpu_snap_sm(g, 0), ==, (guint)g->sm_default_mhz.v);
+    g_assert_cmpuint(gpu_snap_mem(g, 0), ==,
+                     (guint)g->mem_mhz[g->n_mem_clocks - 1].v);
+  }
+}
+
+static void test_catalogue_facts(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *a40 = lookup(c, "A100-SXM4-40GB");
+  const GpuSpec *a80 = lookup(c, "A100-SXM4-80GB");
+  const GpuSpec *h = lookup(c, "H100-SXM5-80GB");
+  /* data/README.md peaks: 312 TFLOP/s at 1410, 989 at 1830. */
+  g_assert_true(test_close(gpu_peak_tensor_flops(a40, 1410), 312e12, 0.005));
+  g_assert_true(test_close(gpu_peak_tensor_flops(h, 1830), 989e12, 0.005));
+  g_assert_cmpfloat(a40->mem_mhz[0].v, ==, 1215);
+  g_assert_cmpfloat(a80->mem_mhz[0].v, ==, 1593);
+  g_assert_cmpfloat(a80->mem_bw_gbps.v, ==, 2039);
+  g_assert_cmpfloat(a40->blocked_power_w.v, ==, 83.64);
+  g_assert_cmpuint(gpu_sm_n_steps(a40), ==, 81);
+  g_assert_cmpuint(gpu_sm_clock_at(h, 0), ==, 345);
+  g_assert_cmpuint(gpu_sm_clock_at(h, gpu_sm_n_steps(h) - 1), ==, 1980);
+}
+
+static void test_lookup_unknown(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  GError *error = NULL;
+  g_assert_null(gpu_catalogue_lookup(c, "TPU-v5e", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_assert_nonnull(strstr(error->message, "'TPU-v5e'"));
+  g_assert_nonnull(strstr(error->message, "A100-SXM4-40GB"));
+  g_assert_nonnull(strstr(error->message, "H100-SXM5-80GB"));
+  g_assert_null(strstr(error->message, "did you mean"));
+  g_clear_error(&error);
+
+  /* Case only: a suggestion. */
+  g_assert_null(gpu_catalogue_lookup(c, "a100-sxm4-80gb", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_assert_nonnull(strstr(error->message, "did you mean 'A100-SXM4-80GB'?"));
+  g_clear_error(&error);
+
+  /* Two edits. */
+  g_assert_null(gpu_catalogue_lookup(c, "H100-SXM-80G", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_assert_nonnull(strstr(error->message, "did you mean 'H100-SXM5-80GB'?"));
+  g_clear_error(&error);
+
+  /* A fragment: every name containing it. */
+  g_assert_null(gpu_catalogue_lookup(c, "a100", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_assert_nonnull(strstr(error->message, "'A100-SXM4-40GB', "
+                                          "'A100-SXM4-80GB'"));
+  g_clear_error(&error);
+
+  g_assert_null(gpu_catalogue_lookup(c, "", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_clear_error(&error);
+}
+
+/* define(): validation, copy, replace, append. */
+static void test_define(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) before = gpu_catalogue_names(c);
+  guint n0 = before->len;
+
+  g_autoptr(GpuSpec) s = gpu_spec_copy(lookup(c, "A100-SXM4-40GB"));
+  g_free(s->name);
+  s->name = g_strdup("A100-capped-300");
+  s->power_limit_w.v = 300;
+  s->power_limit_w.source = "test";
+  GError *error = NULL;
+  g_assert_true(gpu_catalogue_define(c, s, &error));
+  g_assert_no_error(error);
+  /* The catalogue holds a copy. */
+  s->power_limit_w.v = 123;
+  const GpuSpec *d = lookup(c, "A100-capped-300");
+  g_assert_true(d != s);
+  g_assert_cmpfloat(d->power_limit_w.v, ==, 300);
+  g_assert_cmpstr(d->power_limit_w.source, ==, "test");
+  g_autoptr(GPtrArray) after = gpu_catalogue_names(c);
+  g_assert_cmpuint(after->len, ==, n0 + 1);
+  g_assert_cmpstr(g_ptr_array_index(after, n0), ==, "A100-capped-300");
+
+  /* Redefinition replaces in place. */
+  s->power_limit_w.v = 250;
+  g_assert_true(gpu_catalogue_define(c, s, &error));
+  g_autoptr(GPtrArray) again = gpu_catalogue_names(c);
+  g_assert_cmpuint(again->len, ==, n0 + 1);
+  g_assert_cmpfloat(lookup(c, "A100-capped-300")->power_limit_w.v, ==, 250);
+}
+
+/* Invalid specs: each case breaks one field. */
+typedef struct {
+  const char *what;
+  void (*breaks)(GpuSpec *s);
+  const char *field; /* must appear in the message */
+} InvalidCase;
+
+static void br_name(GpuSpec *s) { g_free(s->name); s->name = g_strdup(""); }
+static void br_name_space(GpuSpec *s)
+{
+  g_free(s->name);
+  s->name = g_strdup("my gpu");
+}
+static void br_step(GpuSpec *s) { s->sm_step_mhz.v = 0; }
+static void br_grid(GpuSpec *s) { s->sm_max_mhz.v = 1400; }
+static void br_minmax(GpuSpec *s) { s->sm_min_mhz.v = 2000; }
+static void br_default(GpuSpec *s) { s->sm_default_mhz.v = 1411; }
+static void br_nmem(GpuSpec *s) { s->n_mem_clocks = 0; }
+static void br_mem_order(GpuSpec *s)
+{
+  s->n_mem_clocks = 2;
+  s->mem_mhz[1] = s->mem_mhz[0];
+}
+static void br_eff(GpuSpec *s) { s->eff_compute[SIM_CLASS_NORM].v = 1.5; }
+static void br_eff0(GpuSpec *s) { s->eff_memory[SIM_CLASS_GEMM].v = 0; }
+static void br_act(GpuSpec *s) { s->activity[SIM_CLASS_OTHER].v = -1; }
+static void br_limit(GpuSpec *s) { s->power_limit_w.v = 50; }
+static void br_nan(GpuSpec *s) { s->p_leak_w.v = NAN; }
+static void br_volt(GpuSpec *s) { s->v_min.v = 1.2; }
+static void br_knee(GpuSpec *s) { s->f_knee_mhz.v = 5000; }
+static void br_bw(GpuSpec *s) { s->mem_bw_gbps.v = -1; }
+static void br_issue(GpuSpec *s) { s->mem_issue_bytes_per_clk_sm.v = -1; }
+
+static const InvalidCase invalid_cases[] = {
+  {"empty-name", br_name, "name"},
+  {"name-space", br_name_space, "name"},
+  {"step", br_step, "sm_step_mhz"},
+  {"grid", br_grid, "sm_max_mhz"},
+  {"min-above-max", br_minmax, "sm_max_mhz"},
+  {"default", br_default, "sm_default_mhz"},
+  {"n-mem", br_nmem, "n_mem_clocks"},
+  {"mem-order", br_mem_order, "mem_mhz.1"},
+  {"eff-compute", br_eff, "eff_compute.norm"},
+  {"eff-memory", br_eff0, "eff_memory.gemm"},
+  {"activity", br_act, "activity.other"},
+  {"limit", br_limit, "power_limit_w"},
+  {"nan", br_nan, "p_leak_w"},
+  {"voltage", br_volt, "v_max"},
+  {"knee", br_knee, "f_knee_mhz"},
+  {"bandwidth", br_bw, "mem_bw_gbps"},
+  {"issue", br_issue, "mem_issue_bytes_per_clk_sm"},
+};
+
+static void test_define_invalid(gconstpointer data)
+{
+  const InvalidCase *ic = data;
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GpuSpec) s = gpu_spec_copy(lookup(c, "A100-SXM4-80GB"));
+  g_free(s->name);
+  s->name = g_strdup("broken");
+  ic->breaks(s);
+  GError *error = NULL;
+  g_assert_false(gpu_spec_validate(s, &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_INVALID);
+  g_clear_error(&error);
+  g_assert_false(gpu_catalogue_define(c, s, &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_INVALID);
+  if (strstr(error->message, ic->field) == NULL)
+    g_error("%s: '%s' does not name %s", ic->what, error->message, ic->field);
+  g_clear_error(&error);
+  /* Nothing was added. */
+  g_assert_null(gpu_catalogue_lookup(c, "broken", &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_UNKNOWN);
+  g_clear_error(&error);
+}
+
+static void test_copy_roundtrip(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, "H100-SXM5-80GB");
+  g_autoptr(GpuSpec) a = gpu_spec_copy(g);
+  g_autoptr(GpuSpec) b = gpu_spec_copy(a);
+  g_assert_true(a->name != g->name && b->name != a->name);
+  g_assert_cmpstr(b->name, ==, g->name);
+  g_assert_cmpstr(b->description, ==, g->description);
+  g_autoptr(GString) dg = g_string_new(NULL);
+  g_autoptr(GString) db = g_string_new(NULL);
+  gpu_spec_describe(g, dg);
+  gpu_spec_describe(b, db);
+  g_assert_cmpstr(dg->str, ==, db->str);
+
+  /* A source made on the heap survives its owner (copies intern it). */
+  g_autofree char *src = g_strdup("heap source");
+  a->p_dyn_w.source = src;
+  g_autoptr(GpuSpec) c2 = gpu_spec_copy(a);
+  g_assert_true(c2->p_dyn_w.source != src);
+  g_clear_pointer(&src, g_free);
+  g_assert_cmpstr(c2->p_dyn_w.source, ==, "heap source");
+  gpu_spec_free(NULL);
+}
+
+static void test_spec_param(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GpuSpec) s = gpu_spec_copy(lookup(c, "A100-SXM4-80GB"));
+  g_assert_true(gpu_spec_param(s, "sm_max_mhz") == &s->sm_max_mhz);
+  g_assert_true(gpu_spec_param(s, "mem_mhz.0") == &s->mem_mhz[0]);
+  g_assert_null(gpu_spec_param(s, "mem_mhz.1"));
+  g_assert_null(gpu_spec_param(s, "mem_mhz.x"));
+  g_assert_true(gpu_spec_param(s, "eff_compute.gemm") ==
+                &s->eff_compute[SIM_CLASS_GEMM]);
+  g_assert_true(gpu_spec_param(s, "activity.other") ==
+                &s->activity[SIM_CLASS_OTHER]);
+  g_assert_null(gpu_spec_param(s, "activity.nope"));
+  g_assert_null(gpu_spec_param(s, "nope"));
+  /* Every name describe prints resolves. */
+  g_autoptr(GString) d = g_string_new(NULL);
+  gpu_spec_describe(s, d);
+  g_auto(GStrv) lines = g_strsplit(d->str, "\n", -1);
+  guint n = 0;
+  for (guint i = 2; lines[i] != NULL; i++) {
+    g_auto(GStrv) w = g_strsplit_set(g_strstrip(lines[i]), " ", 2);
+    if (w[0] == NULL || strcmp(w[0], "derived:") == 0 ||
+        strcmp(w[0], "n_mem_clocks") == 0 || w[0][0] == '\0')
+      continue;
+    g_assert_nonnull(gpu_spec_param(s, w[0]));
+    n++;
+  }
+  g_assert_cmpuint(n, >=, 24 + 3 * SIM_CLASS_COUNT + 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Clocks                                                                  */
+
+static void test_snap(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *a = lookup(c, "A100-SXM4-40GB");
+  g_assert_cmpuint(gpu_snap_sm(a, 0), ==, 1410);
+  g_assert_cmpuint(gpu_snap_sm(a, 1), ==, 210);     /* clamped */
+  g_assert_cmpuint(gpu_snap_sm(a, 5000), ==, 1410); /* clamped */
+  g_assert_cmpuint(gpu_snap_sm(a, 1005), ==, 1005);
+  g_assert_cmpuint(gpu_snap_sm(a, 1011), ==, 1005);
+  g_assert_cmpuint(gpu_snap_sm(a, 1013), ==, 1020);
+  g_assert_cmpuint(gpu_snap_sm(a, 1012), ==, 1005);
+  g_assert_cmpuint(gpu_snap_sm(a, 1409), ==, 1410);
+  /* Every snapped clock is on the grid and idempotent. */
+  for (guint f = 1; f < 2000; f += 7) {
+    guint s = gpu_snap_sm(a, f);
+    g_assert_cmpuint((s - 210) % 15, ==, 0);
+    g_assert_cmpuint(gpu_snap_sm(a, s), ==, s);
+  }
+  g_assert_cmpuint(gpu_snap_mem(a, 0), ==, 1215);
+  g_assert_cmpuint(gpu_snap_mem(a, 1), ==, 1215);
+  g_assert_cmpuint(gpu_snap_mem(a, 99999), ==, 1215);
+
+  /* Several memory clocks: nearest, ties upwards. */
+  g_autoptr(GpuSpec) s = gpu_spec_copy(a);
+  s->n_mem_clocks = 3;
+  s->mem_mhz[0].v = 400;
+  s->mem_mhz[1].v = 800;
+  s->mem_mhz[2].v = 5000;
+  g_assert_true(gpu_spec_validate(s, NULL));
+  g_assert_cmpuint(gpu_snap_mem(s, 0), ==, 5000);
+  g_assert_cmpuint(gpu_snap_mem(s, 1), ==, 400);
+  g_assert_cmpuint(gpu_snap_mem(s, 599), ==, 400);
+  g_assert_cmpuint(gpu_snap_mem(s, 600), ==, 800);  /* tie: higher */
+  g_assert_cmpuint(gpu_snap_mem(s, 2899), ==, 800);
+  g_assert_cmpuint(gpu_snap_mem(s, 2900), ==, 5000); /* tie: higher */
+  g_assert_cmpuint(gpu_snap_mem(s, 9000), ==, 5000);
+}
+
+static void test_voltage(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *a = lookup(c, "A100-SXM4-80GB");
+  double knee = a->f_knee_mhz.v;
+  g_assert_cmpfloat(gpu_voltage(a, 210), ==, a->v_min.v);
+  g_assert_cmpfloat(gpu_voltage(a, knee), ==, a->v_min.v);
+  g_assert_cmpfloat(gpu_voltage(a, 1410), ==, a->v_max.v);
+  g_assert_true(test_close(gpu_voltage(a, (knee + 1410) / 2),
+                           (a->v_min.v + a->v_max.v) / 2, 1e-12));
+  double prev = 0;
+  for (guint i = 0; i < gpu_sm_n_steps(a); i++) {
+    double v = gpu_voltage(a, gpu_sm_clock_at(a, i));
+    g_assert_cmpfloat(v, >=, prev);
+    prev = v;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Time                                                                    */
+
+/* Kernel shapes for the monotonicity sweep. */
+typedef struct {
+  const char *name;
+  SimOpClass klass;
+  double flops, bytes;
+  gboolean tensor;
+} Shape;
+
+static const Shape shapes[] = {
+  {"gemm-8192", SIM_CLASS_GEMM, 2.0 * 8192 * 8192 * 8192, 4.0e8, TRUE},
+  {"gemm-skinny", SIM_CLASS_GEMM, 2.0 * 2048 * 64 * 12288, 5.3e7, TRUE},
+  {"gemm-ridge", SIM_CLASS_GEMM, 2.0e9, 1.0e7, TRUE},
+  {"attention", SIM_CLASS_ATTENTION, 1.3e10, 1.1e8, TRUE},
+  {"elementwise", SIM_CLASS_ELEMENTWISE, 2.5e7, 3.0e8, FALSE},
+  {"norm", SIM_CLASS_NORM, 2.0e8, 1.0e8, FALSE},
+  {"softmax-tiny", SIM_CLASS_SOFTMAX, 1.0e4, 4.0e4, FALSE},
+  {"optimizer", SIM_CLASS_OPTIMIZER, 1.0e9, 4.0e9, FALSE},
+  {"memcpy", SIM_CLASS_MEMCPY, 0, 1.0e9, FALSE},
+  {"flops-only", SIM_CLASS_OTHER, 1.0e9, 0, FALSE},
+  {"relative-gemm", SIM_CLASS_GEMM, 0, 0, TRUE},
+  {"relative-comm", SIM_CLASS_COMM, 0, 0, FALSE},
+};
+
+/* Over every catalogue GPU, all SM steps and memory clocks, no cap: time
+ * never decreases when a clock is lowered (and strictly increases with the
+ * SM clock lowered when the kernel has FLOPs), and power never rises. */
+static void test_time_monotone(gconstpointer data)
+{
+  const Shape *sh = data;
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(c);
+  GpuKernel k = kernel(sh->klass, sh->flops, sh->bytes, sh->tensor);
+  gboolean sm_work = sh->flops > 0 || sh->bytes == 0;
+  for (guint j = 0; j < names->len; j++) {
+    const GpuSpec *g = lookup(c, g_ptr_array_index(names, j));
+    for (guint mi = 0; mi < g->n_mem_clocks; mi++) {
+      guint m = (guint)g->mem_mhz[mi].v;
+      GpuCost prev = {0};
+      for (guint i = 0; i < gpu_sm_n_steps(g); i++) {
+        GpuCost cost;
+        gpu_kernel_cost(g, &k, gpu_sm_clock_at(g, i), m, GPU_POWER_UNCAPPED,
+                        &cost);
+        g_assert_false(cost.capped);
+        g_assert_cmpuint(cost.sm_mhz, ==, gpu_sm_clock_at(g, i));
+        g_assert_cmpuint(cost.mem_mhz, ==, m);
+        g_assert_cmpfloat(cost.time_s, >, 0);
+        g_assert_cmpfloat(cost.util_compute, >=, 0);
+        g_assert_cmpfloat(cost.util_compute, <=, 1);
+        g_assert_cmpfloat(cost.util_memory, >=, 0);
+        g_assert_cmpfloat(cost.util_memory, <=, 1);
+        if (i > 0) {
+          /* i-1 is the lower clock: never faster, never more power. */
+          g_assert_cmpfloat(prev.time_s, >=, cost.time_s);
+          /* Strictly, where the SM-side share is not lost in rounding (at
+           * a 405 MHz memory clock a streaming kernel's SM share is
+           * ~1e-20 of its time). */
+          if (sm_work && mi == g->n_mem_clocks - 1)
+            g_assert_cmpfloat(prev.time_s, >, cost.time_s);
+          g_assert_cmpfloat(prev.power_w, <=, cost.power_w * (1 + 1e-12));
+        }
+        /* Lower memory clock at the same SM clock: never faster. */
+        if (mi > 0) {
+          GpuCost lower;
+          gpu_kernel_cost(g, &k, cost.sm_mhz, (guint)g->mem_mhz[mi - 1].v,
+                          GPU_POWER_UNCAPPED, &lower);
+          g_assert_cmpfloat(lower.time_s, >=, cost.time_s);
+          g_assert_cmpfloat(lower.power_w, <=, cost.power_w * (1 + 1e-12));
+        }
+        prev = cost;
+      }
+    }
+  }
+}
+
+/* Without counters the time is relative: 1 at max clocks, the documented
+ * formula elsewhere. */
+static void test_relative_time(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, "A100-SXM4-80GB");
+  for (int cl = 0; cl < SIM_CLASS_COUNT; cl++) {
+    double ac, am, ao;
+    gpu_class_time_fractions((SimOpClass)cl, &ac, &am, &ao);
+    g_assert_true(test_close(ac + am + ao, 1, 1e-12));
+    GpuKernel k = kernel((SimOpClass)cl, 0, 0, FALSE);
+    GpuCost cost;
+    gpu_kernel_cost(g, &k, 1410, 0, GPU_POWER_UNCAPPED, &cost);
+    g_assert_true(test_close(cost.time_s, 1, 1e-12));
+    gpu_kernel_cost(g, &k, 705, 0, GPU_POWER_UNCAPPED, &cost);
+    g_assert_true(test_close(cost.time_s, 2 * ac + am + ao, 1e-12));
+  }
+}
+
+/* Compute-bound kernels scale ~1/f. */
+static void test_compute_bound_scaling(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, "A100-SXM4-80GB");
+  GpuKernel k = gemm8192();
+  GpuCost hi, lo;
+  gpu_kernel_cost(g, &k, 1410, 0, GPU_POWER_UNCAPPED, &hi);
+  gpu_kernel_cost(g, &k, 705, 0, GPU_POWER_UNCAPPED, &lo);
+  g_assert_true(test_close(lo.time_s / hi.time_s, 2.0, 0.01));
+  /* Unthrottled: the published 295 TFLOP/s with zeros (+-1%). */
+  g_assert_true(test_close(k.flops / hi.time_s, 295e12, 0.01));
+  g_assert_cmpfloat(hi.util_compute, >, 0.98);
+}
+
+/* A memory-bound kernel is nearly flat down to the memory knee and slows
+ * below it. */
+static void test_memory_knee(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(c);
+  for (guint j = 0; j < names->len; j++) {
+    const GpuSpec *g = lookup(c, g_ptr_array_index(names, j));
+    double knee = gpu_memory_knee_mhz(g, 0);
+    g_assert_cmpfloat(knee, >, g->sm_min_mhz.v);
+    g_assert_cmpfloat(knee, <, g->sm_max_mhz.v);
+    /* 1 GB streamed, 1 FLOP per 8 bytes. */
+    GpuKernel k = kernel(SIM_CLASS_ELEMENTWISE, 1.25e8, 1e9, FALSE);
+    GpuCost top, at_knee, low;
+    gpu_kernel_cost(g, &k, 0, 0, GPU_POWER_UNCAPPED, &top);
+    guint fk = gpu_snap_sm(g, (guint)ceil(knee));
+    if (fk < knee)
+      fk += (guint)g->sm_step_mhz.v;
+    gpu_kernel_cost(g, &k, fk, 0, GPU_POWER_UNCAPPED, &at_knee);
+    double speed_loss = 1 - top.time_s / at_knee.time_s;
+    g_assert_cmpfloat(speed_loss, >=, 0);
+    g_assert_cmpfloat(speed_loss, <, 0.10);
+    /* Near DRAM bandwidth at the top. */
+    double bw = k.bytes / top.time_s / 1e9;
+    g_assert_cmpfloat(bw, >, 0.75 * g->mem_bw_gbps.v);
+    g_assert_cmpfloat(top.util_memory, >, 0.9);
+    /* Below the knee it rises: at half the knee clock >= 1.5x. */
+    gpu_kernel_cost(g, &k, (guint)(knee / 2), 0, GPU_POWER_UNCAPPED, &low);
+    if (knee / 2 >= g->sm_min_mhz.v)
+      g_assert_cmpfloat(low.time_s, >, 1.5 * top.time_s);
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Power and the cap                                                       */
+
+/* data/README.md: the 8192^3 BF16 GEMM on a 400 W A100 is power-limited and
+ * runs at 258 TFLOP/s (random data). */
+static void test_gemm_power_limited(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  static const char *const a100s[] = {"A100-SXM4-40GB", "A100-SXM4-80GB"};
+  for (gsize j = 0; j < G_N_ELEMENTS(a100s); j++) {
+    const GpuSpec *g = lookup(c, a100s[j]);
+    GpuKernel k = gemm8192();
+    GpuCost cost;
+    gpu_kernel_cost(g, &k, 1410, 0, 400, &cost);
+    g_assert_true(cost.capped);
+    g_assert_cmpuint(cost.sm_mhz, <, 1410);
+    g_assert_cmpfloat(cost.power_w, <=, 400);
+    double tflops = k.flops / cost.time_s / 1e12;
+    g_test_message("%s: 8192^3 GEMM at 400 W: %u MHz, %.1f W, %.1f TFLOP/s",
+                   g->name, cost.sm_mhz, cost.power_w, tflops);
+    /* Published: 258 (throttled) ... 295 (unthrottled); within 5% of 258. */
+    g_assert_cmpfloat(fabs(tflops / 258 - 1), <, 0.05);
+    /* The next grid step would exceed the limit. */
+    GpuCost up;
+    gpu_kernel_cost(g, &k, cost.sm_mhz + 15, 0, GPU_POWER_UNCAPPED, &up);
+    g_assert_cmpfloat(up.power_w, >, 400);
+    /* Limit <= 0 means the spec's default (400 W). */
+    GpuCost dflt;
+    gpu_kernel_cost(g, &k, 0, 0, 0, &dflt);
+    g_assert_cmpuint(dflt.sm_mhz, ==, cost.sm_mhz);
+  }
+}
+
+/* After the cap, power never exceeds the limit unless already at sm_min;
+ * the chosen clock is the highest that fits. */
+static void test_cap_respects_limit(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(c);
+  for (guint j = 0; j < names->len; j++) {
+    const GpuSpec *g = lookup(c, g_ptr_array_index(names, j));
+    for (gsize s = 0; s < G_N_ELEMENTS(shapes); s++) {
+      GpuKernel k = kernel(shapes[s].klass, shapes[s].flops, shapes[s].bytes,
+                           shapes[s].tensor);
+      for (double lim = 20; lim <= g->power_max_w.v + 100; lim += 37) {
+        for (guint i = 0; i < gpu_sm_n_steps(g); i += 5) {
+          guint f = gpu_sm_clock_at(g, i);
+          GpuCost cost, free_run;
+          gpu_kernel_cost(g, &k, f, 0, lim, &cost);
+          gpu_kernel_cost(g, &k, f, 0, GPU_POWER_UNCAPPED, &free_run);
+          g_assert_cmpuint(cost.sm_mhz, <=, f);
+          if (cost.sm_mhz > g->sm_min_mhz.v || !cost.capped)
+            g_assert_true(cost.power_w <= lim ||
+                          (cost.sm_mhz == g->sm_min_mhz.v && !cost.capped &&
+                           f == g->sm_min_mhz.v));
+          if (free_run.power_w <= lim) {
+            g_assert_false(cost.capped);
+            g_assert_cmpfloat(cost.time_s, ==, free_run.time_s);
+          } else if (f > g->sm_min_mhz.v) {
+            g_assert_true(cost.capped);
+            g_assert_cmpfloat(cost.time_s, >=, free_run.time_s);
+            /* Highest fitting step: one step up does not fit. */
+            if (cost.power_w <= lim && cost.sm_mhz < f) {
+              GpuCost up;
+              gpu_kernel_cost(g, &k, cost.sm_mhz + (guint)g->sm_step_mhz.v, 0,
+                              GPU_POWER_UNCAPPED, &up);
+              g_assert_cmpfloat(up.power_w, >, lim);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/* On a power-limited card lowering the memory clock can speed a
+ * compute-bound kernel up (DESIGN section 4). */
+static void test_mem_clock_frees_power(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GpuSpec) s = gpu_spec_copy(lookup(c, "A100-SXM4-40GB"));
+  s->n_mem_clocks = 2;
+  s->mem_mhz[1] = s->mem_mhz[0];
+  s->mem_mhz[0].v = 810;
+  g_assert_true(gpu_spec_validate(s, NULL));
+  GpuKernel k = gemm(8192, 8192, 1024); /* more memory traffic per FLOP */
+  GpuCost hi, lo;
+  gpu_kernel_cost(s, &k, 1410, 1215, 300, &hi);
+  gpu_kernel_cost(s, &k, 1410, 810, 300, &lo);
+  g_assert_true(hi.capped);
+  g_assert_cmpuint(lo.sm_mhz, >=, hi.sm_mhz);
+  g_assert_cmpfloat(lo.power_w, <=, 300);
+}
+
+/* The stage mixture: U-shaped energy with a minimum between 900 and 1200
+ * MHz, time rising as the clock falls. */
+static void test_stage_energy_u_shape(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  static const char *const a100s[] = {"A100-SXM4-40GB", "A100-SXM4-80GB"};
+  for (gsize j = 0; j < G_N_ELEMENTS(a100s); j++) {
+    const GpuSpec *g = lookup(c, a100s[j]);
+    for (int b = 0; b < 2; b++) {
+      Mix m;
+      stage_mix(&m, b == 1);
+      double e_top, t_top, e_low, t_low, best = G_MAXDOUBLE, prev_t = 0;
+      guint best_f = 0;
+      mix_cost(g, &m, 1410, 0, &t_top, &e_top);
+      mix_cost(g, &m, 210, 0, &t_low, &e_low);
+      for (guint i = gpu_sm_n_steps(g); i-- > 0;) {
+        guint f = gpu_sm_clock_at(g, i);
+        double t, e;
+        mix_cost(g, &m, f, 0, &t, &e);
+        g_assert_cmpfloat(t, >=, prev_t);
+        prev_t = t;
+        if (e < best) {
+          best = e;
+          best_f = f;
+        }
+      }
+      g_test_message("%s %s: min energy at %u MHz (%.3f of 1410)", g->name,
+                     b ? "backward" : "forward", best_f, best / e_top);
+      g_assert_cmpuint(best_f, >=, 900);
+      g_assert_cmpuint(best_f, <=, 1200);
+      g_assert_cmpfloat(best, <, 0.9 * e_top);
+      g_assert_cmpfloat(e_low, >, 1.1 * best); /* rises again */
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Calibration against the measured profile                                */
+
+/* Per-profile tolerances of the calibration test. */
+typedef struct {
+  double mape_e, mape_t, mape_p; /* % */
+  guint min_steps;               /* min-energy clock within this many steps */
+  double min_e, min_t;           /* |model - measured| ratio at the minimum */
+} Tolerance;
+
+static const Tolerance tolerances[] = {
+  {5, 5, 5, 2, 0.04, 0.06},  /* A100 */
+  {9, 12, 7, 8, 0.12, 0.20}, /* A40: see docs/gpu-model.md */
+};
+
+/* With --verbose: the model and measured curves, clock by clock. */
+static void print_curve(const GpuSpec *g, const Profile *pr, gboolean bwd)
+{
+  Mix m;
+  stage_mix(&m, bwd);
+  double t0, e0;
+  mix_cost(g, &m, pr->pts[0].mhz, pr->limit_w, &t0, &e0);
+  double mt0 = bwd ? pr->pts[0].bwd_t : pr->pts[0].fwd_t;
+  double me0 = bwd ? pr->pts[0].bwd_e : pr->pts[0].fwd_e;
+  g_test_message("  MHz  t/t0 meas model   E/E0 meas model   P meas model");
+  for (gsize i = 0; i < pr->n; i++) {
+    double mt = bwd ? pr->pts[i].bwd_t : pr->pts[i].fwd_t;
+    double me = bwd ? pr->pts[i].bwd_e : pr->pts[i].fwd_e;
+    double t, e;
+    mix_cost(g, &m, pr->pts[i].mhz, pr->limit_w, &t, &e);
+    g_test_message("  %4u  %.3f %.3f   %.3f %.3f   %4.0f %4.0f",
+                   pr->pts[i].mhz, mt / mt0, t / t0, me / me0, e / e0,
+                   me / mt, e / t);
+  }
+  g_test_message("  absolute time at %u MHz: measured %.4f s, model %.4f s",
+                 pr->pts[0].mhz, mt0, t0);
+}
+
+static void test_calibration_perseus(gconstpointer data)
+{
+  const Profile *pr = data;
+  const Tolerance *tol = &tolerances[pr - profiles];
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, pr->gpu);
+  StageFit r;
+  stage_fit(g, pr, &r);
+  static const char *const pass[] = {"forward", "backward"};
+  for (int b = 0; b < 2; b++) {
+    g_test_message(
+        "%s %s: MAPE energy %.2f%% time %.2f%% power %.2f%%; min energy at "
+        "%u MHz (measured %u): E %.3f (%.3f), t %.3f (%.3f); power %.0f W "
+        "(%.0f) at %u MHz, %.0f W (%.0f) at %u MHz",
+        pr->file, pass[b], r.mape_e[b], r.mape_t[b], r.mape_p[b],
+        r.min_mhz[b], r.meas_min_mhz[b], r.min_e_ratio[b],
+        r.meas_min_e_ratio[b], r.min_t_ratio[b], r.meas_min_t_ratio[b],
+        r.p_top[b], r.meas_p_top[b], pr->pts[0].mhz, r.p_bottom[b],
+        r.meas_p_bottom[b], pr->pts[pr->n - 1].mhz);
+    if (g_test_verbose())
+      print_curve(g, pr, b == 1);
+    g_assert_cmpfloat(r.mape_e[b], <, tol->mape_e);
+    g_assert_cmpfloat(r.mape_t[b], <, tol->mape_t);
+    g_assert_cmpfloat(r.mape_p[b], <, tol->mape_p);
+    g_assert_cmpfloat(fabs((double)r.min_mhz[b] - r.meas_min_mhz[b]), <=,
+                      tol->min_steps * g->sm_step_mhz.v);
+    g_assert_cmpfloat(fabs(r.min_e_ratio[b] - r.meas_min_e_ratio[b]), <,
+                      tol->min_e);
+    g_assert_cmpfloat(fabs(r.min_t_ratio[b] - r.meas_min_t_ratio[b]), <,
+                      tol->min_t);
+  }
+}
+
+/* Re-runs the fit of a profile's power parameters (Nelder-Mead on the
+ * objective below, from the catalogue values, with restarts) and prints the
+ * fitted values; docs/gpu-model.md records them.  Only with -m thorough. */
+enum { FIT_P_CONST, FIT_P_DYN, FIT_P_LEAK, FIT_V_MIN, FIT_F_KNEE, FIT_ACT_VEC,
+       FIT_N };
+static const char *const fit_names[FIT_N] = {"p_const_w", "p_dyn_w",
+                                             "p_leak_w", "v_min",
+                                             "f_knee_mhz", "activity(vector)"};
+
+typedef struct {
+  const Profile *pr;
+  GpuSpec *spec;   /* the profile's GPU (modified) */
+  GpuSpec *gemm;   /* A100 40GB for the 258 TFLOP/s constraint, or NULL */
+  double lo[FIT_N], hi[FIT_N];
+} FitProblem;
+
+static void fit_apply(GpuSpec *s, const double *x)
+{
+  s->p_const_w.v = x[FIT_P_CONST];
+  s->p_dyn_w.v = x[FIT_P_DYN];
+  s->p_leak_w.v = x[FIT_P_LEAK];
+  s->v_min.v = x[FIT_V_MIN];
+  s->f_knee_mhz.v = x[FIT_F_KNEE];
+  static const SimOpClass vec[] = {SIM_CLASS_ELEMENTWISE, SIM_CLASS_NORM,
+                                   SIM_CLASS_SOFTMAX, SIM_CLASS_REDUCTION,
+                                   SIM_CLASS_EMBEDDING, SIM_CLASS_OPTIMIZER};
+  for (gsize i = 0; i < G_N_ELEMENTS(vec); i++)
+    s->activity[vec[i]].v = x[FIT_ACT_VEC];
+}
+
+/* Objective: energy-curve and power-curve MAPE (%) of both passes, half a
+ * point per step of min-energy clock error, the blocking-power term below
+ * and, for A100, 2 points per percent of GEMM throughput error against 258
+ * TFLOP/s at 400 W. */
+static double fit_objective(FitProblem *fp, const double *x)
+{
+  for (int i = 0; i < FIT_N; i++)
+    if (x[i] < fp->lo[i] || x[i] > fp->hi[i])
+      return 1e9;
+  fit_apply(fp->spec, x);
+  StageFit r;
+  stage_fit(fp->spec, fp->pr, &r);
+  double f = 0;
+  for (int b = 0; b < 2; b++)
+    f += r.mape_e[b] + r.mape_p[b] +
+         0.5 * fabs((double)r.min_mhz[b] - r.meas_min_mhz[b]) /
+             fp->spec->sm_step_mhz.v;
+  /* A GPU blocked in NCCL spins at full clocks with its SMs idle: it draws
+   * the model's floor P_const + P_leak(V_max); 1 point per 2% off the
+   * published blocking power.  This separates P_const from P_leak, which
+   * the stage curves alone do not. */
+  f += 50 * fabs((x[FIT_P_CONST] + x[FIT_P_LEAK]) /
+                     fp->spec->blocked_power_w.v -
+                 1);
+  if (fp->gemm != NULL) {
+    fit_apply(fp->gemm, x);
+    GpuKernel k = gemm8192();
+    GpuCost cost;
+    gpu_kernel_cost(fp->gemm, &k, 1410, 0, 400, &cost);
+    f += 200 * fabs(k.flops / cost.time_s / 1e12 / 258 - 1);
+  }
+  return f;
+}
+
+/* Plain Nelder-Mead; x0 in/out.  Returns the objective at x0. */
+static double nelder_mead(FitProblem *fp, double *x0, int iters)
+{
+  double x[FIT_N + 1][FIT_N], fx[FIT_N + 1];
+  for (int i = 0; i <= FIT_N; i++) {
+    memcpy(x[i], x0, sizeof x[i]);
+    if (i > 0) {
+      /* Step 15% of the range, inwards. */
+      double d = 0.15 * (fp->hi[i - 1] - fp->lo[i - 1]);
+      x[i][i - 1] += x[i][i - 1] + d <= fp->hi[i - 1] ? d : -d;
+    }
+    fx[i] = fit_objective(fp, x[i]);
+  }
+  for (int it = 0; it < iters; it++) {
+    /* Sort, best first. */
+    for (int i = 1; i <= FIT_N; i++)
+      for (int j = i; j > 0 && fx[j] < fx[j - 1]; j--) {
+        double t[FIT_N];
+        memcpy(t, x[j], sizeof t);
+        memcpy(x[j], x[j - 1], sizeof t);
+        memcpy(x[j - 1], t, sizeof t);
+        double tf = fx[j];
+        fx[j] = fx[j - 1];
+        fx[j - 1] = tf;
+      }
+    double cen[FIT_N] = {0}, xr[FIT_N], xe[FIT_N], xc[FIT_N];
+    for (int i = 0; i < FIT_N; i++)
+      for (int j = 0; j < FIT_N; j++)
+        cen[j] += x[i][j] / FIT_N;
+    for (int j = 0; j < FIT_N; j++)
+      xr[j] = cen[j] + (cen[j] - x[FIT_N][j]);
+    double fr = fit_objective(fp, xr);
+    if (fr < fx[0]) {
+      for (int j = 0; j < FIT_N; j++)
+        xe[j] = cen[j] + 2 * (cen[j] - x[FIT_N][j]);
+      double fe = fit_objective(fp, xe);
+      memcpy(x[FIT_N], fe < fr ? xe : xr, sizeof xe);
+      fx[FIT_N] = MIN(fe, fr);
+    } else if (fr < fx[FIT_N - 1]) {
+      memcpy(x[FIT_N], xr, sizeof xr);
+      fx[FIT_N] = fr;
+    } else {
+      for (int j = 0; j < FIT_N; j++)
+        xc[j] = cen[j] + 0.5 * (x[FIT_N][j] - cen[j]);
+      double fc = fit_objective(fp, xc);
+      if (fc < fx[FIT_N]) {
+        memcpy(x[FIT_N], xc, sizeof xc);
+        fx[FIT_N] = fc;
+      } else {
+        for (int i = 1; i <= FIT_N; i++) {
+          for (int j = 0; j < FIT_N; j++)
+            x[i][j] = x[0][j] + 0.5 * (x[i][j] - x[0][j]);
+          fx[i] = fit_objective(fp, x[i]);
+        }
+      }
+    }
+  }
+  int best = 0;
+  for (int i = 1; i <= FIT_N; i++)
+    if (fx[i] < fx[best])
+      best = i;
+  memcpy(x0, x[best], sizeof x[best]);
+  return fx[best];
+}
+
+static void test_calibration_fit(gconstpointer data)
+{
+  const Profile *pr = data;
+  if (!g_test_thorough()) {
+    g_test_skip("the fit runs with -m thorough");
+    return;
+  }
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, pr->gpu);
+  g_autoptr(GpuSpec) spec = gpu_spec_copy(g);
+  g_autoptr(GpuSpec) gemm_spec = NULL;
+  if (strncmp(pr->gpu, "A100", 4) == 0)
+    gemm_spec = gpu_spec_copy(lookup(c, "A100-SXM4-40GB"));
+  double fmin = g->sm_min_mhz.v, fmax = g->sm_max_mhz.v;
+  FitProblem fp = {
+    .pr = pr, .spec = spec, .gemm = gemm_spec,
+    .lo = {10, 100, 0, 0.5, fmin + 0.3 * (fmax - fmin),
+           0.05},
+    .hi = {150, 900, 250, 0.98, fmax - 2 * g->sm_step_mhz.v, 1.0},
+  };
+  double x[FIT_N] = {g->p_const_w.v, g->p_dyn_w.v, g->p_leak_w.v, g->v_min.v,
+                     g->f_knee_mhz.v, g->activity[SIM_CLASS_ELEMENTWISE].v};
+  for (int i = 0; i < FIT_N; i++)
+    x[i] = CLAMP(x[i], fp.lo[i], fp.hi[i]);
+  double f = 0;
+  for (int restart = 0; restart < 6; restart++)
+    f = nelder_mead(&fp, x, 1500);
+  g_autoptr(GString) out = g_string_new(NULL);
+  for (int i = 0; i < FIT_N; i++)
+    g_string_append_printf(out, " %s %.4g", fit_names[i], x[i]);
+  g_test_message("fit %s (%s): objective %.3f:%s", pr->gpu, pr->file, f,
+                 out->str);
+  fit_apply(spec, x);
+  StageFit r;
+  stage_fit(spec, pr, &r);
+  g_test_message("fitted: energy MAPE %.2f/%.2f%%, power MAPE %.2f/%.2f%%, "
+                 "min at %u/%u MHz (measured %u/%u)",
+                 r.mape_e[0], r.mape_e[1], r.mape_p[0], r.mape_p[1],
+                 r.min_mhz[0], r.min_mhz[1], r.meas_min_mhz[0],
+                 r.meas_min_mhz[1]);
+  if (gemm_spec != NULL) {
+    GpuKernel k = gemm8192();
+    GpuCost cost;
+    gpu_kernel_cost(gemm_spec, &k, 1410, 0, 400, &cost);
+    g_test_message("fitted: A100 40GB GEMM %.1f TFLOP/s at %u MHz",
+                   k.flops / cost.time_s / 1e12, cost.sm_mhz);
+  }
+  /* The catalogue's rounded values are no worse than 10% above the fit. */
+  double cat[FIT_N] = {g->p_const_w.v, g->p_dyn_w.v, g->p_leak_w.v,
+                       g->v_min.v, g->f_knee_mhz.v,
+                       g->activity[SIM_CLASS_ELEMENTWISE].v};
+  double fc = fit_objective(&fp, cat);
+  g_test_message("catalogue values: objective %.3f", fc);
+  g_assert_cmpfloat(fc, <=, 1.1 * f + 0.5);
+}
+
+/* Prints the calibration figures quoted in docs/gpu-model.md for every
+ * catalogue GPU: GEMM under the default cap, stage min-energy clock. */
+static void test_calibration_report(void)
+{
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(c);
+  for (guint j = 0; j < names->len; j++) {
+    const GpuSpec *g = lookup(c, g_ptr_array_index(names, j));
+    GpuKernel k = gemm8192();
+    GpuCost capped, top;
+    gpu_kernel_cost(g, &k, 0, 0, 0, &capped);
+    gpu_kernel_cost(g, &k, 0, 0, GPU_POWER_UNCAPPED, &top);
+    Mix m;
+    stage_mix(&m, TRUE);
+    double t0, e0, best = G_MAXDOUBLE, best_t = 0;
+    guint best_f = 0;
+    mix_cost(g, &m, 0, 0, &t0, &e0);
+    for (guint i = 0; i < gpu_sm_n_steps(g); i++) {
+      double t, e;
+      mix_cost(g, &m, gpu_sm_clock_at(g, i), 0, &t, &e);
+      if (e < best) {
+        best = e;
+        best_t = t;
+        best_f = gpu_sm_clock_at(g, i);
+      }
+    }
+    g_test_message("%-16s GEMM8192 %.0f W uncapped at %u MHz (%.0f TFLOP/s); "
+                   "at %.0f W: %u MHz %.0f TFLOP/s; stage bwd min energy %u "
+                   "MHz (E %.3f, t %.3f); knee %.0f MHz",
+                   g->name, top.power_w, top.sm_mhz,
+                   k.flops / top.time_s / 1e12, g->power_limit_w.v,
+                   capped.sm_mhz, k.flops / capped.time_s / 1e12, best_f,
+                   best / e0, best_t / t0, gpu_memory_knee_mhz(g, 0));
+    g_assert_cmpfloat(best, <=, e0);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/gpu/catalogue/validates", test_catalogue_validates);
+  g_test_add_func("/gpu/catalogue/facts", test_catalogue_facts);
+  g_test_add_func("/gpu/catalogue/lookup-unknown", test_lookup_unknown);
+  g_test_add_func("/gpu/catalogue/define", test_define);
+  for (gsize i = 0; i < G_N_ELEMENTS(invalid_cases); i++) {
+    g_autofree char *p =
+        g_strdup_printf("/gpu/catalogue/define-invalid/%s",
+                        invalid_cases[i].what);
+    g_test_add_data_func(p, &invalid_cases[i], test_define_invalid);
+  }
+  g_test_add_func("/gpu/spec/copy-roundtrip", test_copy_roundtrip);
+  g_test_add_func("/gpu/spec/param", test_spec_param);
+  g_test_add_func("/gpu/clocks/snap", test_snap);
+  g_test_add_func("/gpu/clocks/voltage", test_voltage);
+  for (gsize i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    g_autofree char *p =
+        g_strdup_printf("/gpu/time/monotone/%s", shapes[i].name);
+    g_test_add_data_func(p, &shapes[i], test_time_monotone);
+  }
+  g_test_add_func("/gpu/time/relative", test_relative_time);
+  g_test_add_func("/gpu/time/compute-bound", test_compute_bound_scaling);
+  g_test_add_func("/gpu/time/memory-knee", test_memory_knee);
+  g_test_add_func("/gpu/power/gemm-power-limited", test_gemm_power_limited);
+  g_test_add_func("/gpu/power/cap-respects-limit", test_cap_respects_limit);
+  g_test_add_func("/gpu/power/mem-clock-frees-power",
+                  test_mem_clock_frees_power);
+  g_test_add_func("/gpu/power/stage-energy-u-shape",
+                  test_stage_energy_u_shape);
+  for (gsize i = 0; i < G_N_ELEMENTS(profiles); i++) {
+    g_autofree char *p =
+        g_strdup_printf("/gpu/calibration/perseus/%s", profiles[i].gpu);
+    g_test_add_data_func(p, &profiles[i], test_calibration_perseus);
+    g_autofree char *q =
+        g_strdup_printf("/gpu/calibration/fit/%s", profiles[i].gpu);
+    g_test_add_data_func(q, &profiles[i], test_calibration_fit);
+  }
+  g_test_add_func("/gpu/calibration/report", test_calibration_report);
+  return g_test_run();
+}

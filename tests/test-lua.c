@@ -1,0 +1,245 @@
+/* tests/test-lua.c -- the Lua binding: the API works end to end, and every
+ * kind of bad argument gives an error naming the function, the argument and
+ * the script line. */
+#include "lua/bind.h"
+#include "lua/results.h"
+#include "testutil.h"
+
+#include <string.h>
+
+static gboolean run(const char *src, GError **error)
+{
+  g_autoptr(JsSession) s = js_session_new(7);
+  return js_run_string(s, "=test", src, error);
+}
+
+static void expect_ok(const char *src)
+{
+  GError *error = NULL;
+  gboolean ok = run(src, &error);
+  if (!ok)
+    g_printerr("script failed: %s\n", error->message);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+static void test_simulate(void)
+{
+  expect_ok(
+    "local js = require 'joulesim'\n"
+    "local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 4 }\n"
+    "assert(c.n_gpus == 4 and c.gpu == 'A100-SXM4-80GB')\n"
+    "local w = js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, dp = 1,\n"
+    "                  microbatches = 4, seq_len = 512 }\n"
+    "assert(w.ranks == 4 and w.ops > 0)\n"
+    "local r = js.simulate{ cluster = c, workload = w, iterations = 2 }\n"
+    "assert(r.time_s > 0 and r.energy_j > 0)\n"
+    "assert(#r.iterations == 2 and #r.per_gpu == 4)\n"
+    "assert(math.abs(r.iterations[1].time_s + r.iterations[2].time_s\n"
+    "                - r.time_s) < 1e-9)\n"
+    "assert(r.avg_power_w > 50 and r.avg_power_w < 400, r.avg_power_w)\n"
+    "assert(r.by_class.gemm.energy_j > 0 and r.by_phase.backward.time_s > 0)\n"
+    "assert(r.policy == 'max' and r.switches == 0)\n"
+    "-- energy partition: classes + blocked + idle = total\n"
+    "local sum = r.blocked_j + r.idle_j\n"
+    "for _, v in pairs(r.by_class) do sum = sum + v.energy_j end\n"
+    "assert(math.abs(sum - r.energy_j) < 1e-6 * r.energy_j)\n"
+    "local f = js.simulate{ cluster = c, workload = w,\n"
+    "                       policy = js.policy.fixed{ sm = 900 } }\n"
+    "assert(f.policy == 'fixed(sm=900)')\n"
+    "assert(f.iteration_time_s > r.iteration_time_s)\n"
+    "local cmp = js.compare(r, f)\n"
+    "assert(cmp.slowdown > 0)\n"
+    "assert(tostring(cmp):find('energy saving'))\n"
+    "assert(js.summary(r):find('energy by class'))\n");
+}
+
+static void test_determinism(void)
+{
+  /* Same script, same seed: identical numbers (compared as strings with
+   * full precision). */
+  const char *src =
+    "local js = require 'joulesim'\n"
+    "local c = js.cluster{ gpus = 8, variability = { perf = 0.05, power = 0.05 } }\n"
+    "local w = js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, dp = 2,\n"
+    "                  microbatches = 4, seq_len = 256 }\n"
+    "local r = js.simulate{ cluster = c, workload = w, seed = 3 }\n"
+    "RESULT = string.format('%.17g %.17g %d', r.time_s, r.energy_j,\n"
+    "                       math.random(1, 1000000))\n"
+    "local f = assert(io.open(OUT, 'w')) f:write(RESULT) f:close()\n";
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *a = g_build_filename(dir, "a", NULL);
+  g_autofree char *b = g_build_filename(dir, "b", NULL);
+  const char *outs[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    g_autofree char *full = g_strdup_printf("OUT = [[%s]]\n%s", outs[i], src);
+    expect_ok(full);
+  }
+  g_autofree char *ta = NULL, *tb = NULL;
+  g_assert_true(g_file_get_contents(a, &ta, NULL, NULL));
+  g_assert_true(g_file_get_contents(b, &tb, NULL, NULL));
+  g_assert_cmpstr(ta, ==, tb);
+  test_rmdir(dir);
+}
+
+static void test_results_roundtrip(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "r.h5", NULL);
+  g_autofree char *src = g_strdup_printf(
+    "local js = require 'joulesim'\n"
+    "local out = js.results([[%s]], 'runs')\n"
+    "out:append{ policy = 'max', time_s = 1.5, n = 3, ok = true }\n"
+    "out:append{ policy = 'fixed', time_s = 2.5, n = 4, ok = false }\n"
+    "assert(out:rows() == 2)\n"
+    "out:close()\n"
+    "local again = js.results([[%s]], 'runs')\n"
+    "again:append{ policy = 'x', time_s = 3, n = 5, ok = true }\n"
+    "assert(again:rows() == 3)\n"
+    "again:close()\n"
+    "local r = js.results([[%s]], 'runs', { mode = 'replace' })\n"
+    "assert(r:rows() == 0)\n"
+    "r:append{ policy = 'y', time_s = 1.0, n = 1, ok = true }\n"
+    "r:close()\n",
+    path, path, path);
+  expect_ok(src);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = res_table_read(path, "runs", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 1);
+  test_rmdir(dir);
+}
+
+/* ---- bad arguments: (script, expected fragments) ------------------------- */
+
+typedef struct {
+  const char *name;
+  const char *src;
+  const char *expect1;
+  const char *expect2;
+} BadCase;
+
+#define W "local js = require 'joulesim'\n"
+
+static const BadCase bad_cases[] = {
+  {"unknown-gpu", W "js.cluster{ gpu = 'A100-SXM9', gpus = 8 }",
+   "test:2:", "A100-SXM4-80GB"},
+  {"unknown-key", W "js.cluster{ gpus = 8, gpus_per_nod = 8 }",
+   "did you mean 'gpus_per_node'", "test:2:"},
+  {"negative-gpus", W "js.cluster{ gpus = -8 }", "'gpus'", "got -8"},
+  {"zero-tp", W "js.gpt{ model = 'gpt3-125m', tp = 0 }", "'tp'", "got 0"},
+  {"string-tp", W "js.gpt{ model = 'gpt3-125m', tp = 'eight' }", "'tp'",
+   "integer"},
+  {"fractional-pp", W "js.gpt{ model = 'gpt3-125m', pp = 1.5 }", "'pp'",
+   "integer"},
+  {"unknown-model", W "js.gpt{ model = 'gpt3-9000b' }", "gpt3-175b",
+   "test:2:"},
+  {"bad-schedule", W "js.gpt{ model = 'gpt3-125m', schedule = 'zigzag' }",
+   "'schedule'", "1f1b"},
+  {"heads-vs-tp", W "js.gpt{ model = 'gpt3-125m', tp = 5 }", "tp", "js.gpt"},
+  {"rank-mismatch",
+   W "local c = js.cluster{ gpus = 8 }\n"
+     "local w = js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, microbatches = 2 }\n"
+     "js.simulate{ cluster = c, workload = w }",
+   "4 ranks", "8 GPUs"},
+  {"missing-cluster",
+   W "local w = js.gpt{ model = 'gpt3-125m' }\njs.simulate{ workload = w }",
+   "'cluster'", "test:3:"},
+  {"fixed-out-of-range",
+   W "local c = js.cluster{ gpus = 1 }\n"
+     "local w = js.gpt{ model = 'gpt3-125m', microbatches = 1 }\n"
+     "js.simulate{ cluster = c, workload = w,\n"
+     "             policy = js.policy.fixed{ sm = 5000 } }",
+   "5000", "210-1410"},
+  {"fixed-no-clock", W "js.policy.fixed{}", "js.policy.fixed", "sm"},
+  {"unwritable-results", W "js.results('/nonexistent-dir/x.h5', 't')",
+   "/nonexistent-dir/x.h5", "test:2:"},
+  {"bad-row-value",
+   W "local out = js.results(OUT, 't')\nout:append{ f = function() end }",
+   "column 'f'", "allowed"},
+  {"syntax-error", W "local x = = 1", "test:2:", "unexpected symbol"},
+  {"iterations-zero",
+   W "local c = js.cluster{ gpus = 1 }\n"
+     "local w = js.gpt{ model = 'gpt3-125m', microbatches = 1 }\n"
+     "js.simulate{ cluster = c, workload = w, iterations = 0 }",
+   "'iterations'", "got 0"},
+  {"power-limit-absurd", W "js.cluster{ gpus = 1, power_limit_w = 10 }",
+   "power", "js.cluster"},
+  {"huge-cluster", W "js.cluster{ gpus = 1e12 }", "'gpus'", "1048576"},
+  {"unknown-network", W "js.cluster{ gpus = 8, network = 'carrier-pigeon' }",
+   "dgx-a100", "js.cluster"},
+};
+
+static void test_bad(gconstpointer data)
+{
+  const BadCase *bc = data;
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *out = g_build_filename(dir, "o.h5", NULL);
+  g_autofree char *src = g_strdup_printf("OUT = [[%s]]\n%s", out, bc->src);
+  /* OUT adds a line: shift expected line numbers by one. */
+  GError *error = NULL;
+  g_autofree char *shifted1 = NULL, *shifted2 = NULL;
+  const char *e[2] = {bc->expect1, bc->expect2};
+  char *shifted[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    int line;
+    if (sscanf(e[i], "test:%d:", &line) == 1)
+      shifted[i] = g_strdup_printf("test:%d:", line + 1);
+  }
+  shifted1 = shifted[0];
+  shifted2 = shifted[1];
+  gboolean ok = run(src, &error);
+  g_assert_false(ok);
+  g_assert_error(error, JS_ERROR, JS_ERROR_SCRIPT);
+  const char *want1 = shifted1 ? shifted1 : bc->expect1;
+  const char *want2 = shifted2 ? shifted2 : bc->expect2;
+  if (strstr(error->message, want1) == NULL ||
+      strstr(error->message, want2) == NULL)
+    g_printerr("case %s: message was: %s\n", bc->name, error->message);
+  g_assert_nonnull(strstr(error->message, want1));
+  g_assert_nonnull(strstr(error->message, want2));
+  g_clear_error(&error);
+  /* nothing half-written */
+  g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS) &&
+                 strcmp(bc->name, "bad-row-value") != 0);
+  test_rmdir(dir);
+}
+
+static void test_random_is_seeded(void)
+{
+  expect_ok(
+    "math.randomseed(5)\n"
+    "local a = { math.random(), math.random(1, 6), math.random(10) }\n"
+    "math.randomseed(5)\n"
+    "local b = { math.random(), math.random(1, 6), math.random(10) }\n"
+    "for i = 1, 3 do assert(a[i] == b[i]) end\n"
+    "for i = 1, 1000 do local v = math.random(3, 4)\n"
+    "  assert(v == 3 or v == 4) end\n");
+}
+
+static void test_gpu_table(void)
+{
+  expect_ok(
+    "local js = require 'joulesim'\n"
+    "local g = js.gpu('H100-SXM5-80GB')\n"
+    "assert(g.n_sm == 132 and g.sm_max_mhz == 1980)\n"
+    "assert(g.power_limit_w == 700)\n"
+    "assert(g.description:find('source') or g.description:find('datasheet'))\n"
+    "local names = js.gpus()\n"
+    "assert(#names >= 3)\n");
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/lua/simulate", test_simulate);
+  g_test_add_func("/lua/determinism", test_determinism);
+  g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);
+  g_test_add_func("/lua/random-is-seeded", test_random_is_seeded);
+  g_test_add_func("/lua/gpu-table", test_gpu_table);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+    g_autofree char *p = g_strdup_printf("/lua/bad/%s", bad_cases[i].name);
+    g_test_add_data_func(p, &bad_cases[i], test_bad);
+  }
+  return g_test_run();
+}

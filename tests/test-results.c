@@ -1,0 +1,840 @@
+/* tests/test-results.c -- HDF5 results tables: round trips, APPEND and
+ * REPLACE, schema errors, unwritable paths, attributes, a crash that keeps
+ * completed rows, and reading the file with h5py. */
+#include "lua/results.h"
+
+#include <hdf5.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/testutil.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+#define I(n, v) { .name = (n), .type = RES_INT, .i = (v) }
+#define F(n, v) { .name = (n), .type = RES_FLOAT, .f = (v) }
+#define B(n, v) { .name = (n), .type = RES_BOOL, .i = (v) }
+#define S(n, v) { .name = (n), .type = RES_STRING, .s = (v) }
+
+/* Open HDF5 identifiers.  Every test compares the counts at its end with
+ * those at its start, so a handle left open on any path (success or error)
+ * fails the test.  (AddressSanitizer cannot see these leaks: HDF5 frees its
+ * ids at exit.)  File objects (files, groups, datasets, attributes) are
+ * counted by H5Fget_obj_count.  HDF5 1.10 has no public counter for
+ * dataspaces, datatypes and property lists, so those are counted by asking
+ * H5Iis_valid about every id the library has handed out: an id is the type
+ * number above bit 56 and a serial number below it (H5Ipkg.h), and a fresh
+ * probe id gives the highest serial so far.  H5Iis_valid is FALSE for
+ * library-internal ids such as H5T_NATIVE_INT.  counting_works() checks
+ * that this encoding still holds. */
+typedef struct {
+  gint64 n[4];
+} HidCounts;
+
+#define HID_ID_BITS 56
+
+static gint64 count_valid_ids(H5I_type_t type, hid_t probe)
+{
+  hid_t top = probe & (((hid_t)1 << HID_ID_BITS) - 1);
+  gint64 n = 0;
+  for (hid_t serial = 0; serial <= top; serial++) {
+    hid_t id = ((hid_t)type << HID_ID_BITS) | serial;
+    if (id != probe && H5Iis_valid(id) > 0)
+      n++;
+  }
+  return n;
+}
+
+static HidCounts hid_counts(void)
+{
+  HidCounts c;
+  hid_t probe = H5Screate(H5S_SCALAR);
+  c.n[0] = count_valid_ids(H5I_DATASPACE, probe);
+  H5Sclose(probe);
+  probe = H5Tcopy(H5T_NATIVE_INT);
+  c.n[1] = count_valid_ids(H5I_DATATYPE, probe);
+  H5Tclose(probe);
+  probe = H5Pcreate(H5P_DATASET_XFER);
+  c.n[2] = count_valid_ids(H5I_GENPROP_LST, probe);
+  H5Pclose(probe);
+  c.n[3] = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  return c;
+}
+
+static void assert_no_leaked_hids(const HidCounts *before)
+{
+  HidCounts after = hid_counts();
+  for (guint i = 0; i < G_N_ELEMENTS(after.n); i++)
+    g_assert_cmpint(after.n[i], ==, before->n[i]);
+  g_assert_cmpint(after.n[3], ==, 0);
+}
+
+/* The id counting above sees an id left open, and its closing. */
+static void test_hid_counting(void)
+{
+  HidCounts before = hid_counts();
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t type = H5Tcopy(H5T_NATIVE_DOUBLE);
+  hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+  HidCounts during = hid_counts();
+  g_assert_cmpint(during.n[0], ==, before.n[0] + 1);
+  g_assert_cmpint(during.n[1], ==, before.n[1] + 1);
+  g_assert_cmpint(during.n[2], ==, before.n[2] + 1);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Pclose(plist);
+  assert_no_leaked_hids(&before);
+}
+
+/* A scratch directory per test, with the results file path in it. */
+typedef struct {
+  char *dir;
+  char *path;
+  HidCounts hids;
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data)
+{
+  fx->dir = test_tmpdir();
+  fx->path = g_build_filename(fx->dir, "results.h5", NULL);
+  fx->hids = hid_counts();
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data)
+{
+  assert_no_leaked_hids(&fx->hids);
+  test_rmdir(fx->dir);
+  g_free(fx->path);
+  g_free(fx->dir);
+}
+
+static ResTable *open_ok(const char *path, const char *table, ResMode mode)
+{
+  g_autoptr(GError) error = NULL;
+  ResMeta meta = { "9.9.9", "scenarios/test.lua", "-- source\n", 42u };
+  ResTable *t = res_table_open(path, table, mode, &meta, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(t);
+  return t;
+}
+
+static void append_ok(ResTable *t, const ResValue *row, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean ok = res_table_append(t, row, n, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+static void close_ok(ResTable *t)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean ok = res_table_close(t, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+static GPtrArray *read_ok(const char *path, const char *table)
+{
+  g_autoptr(GError) error = NULL;
+  GPtrArray *rows = res_table_read(path, table, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(rows);
+  return rows;
+}
+
+/* The value of column `name` in a read row (fails the test when absent). */
+static const ResValue *cell(GPtrArray *row, const char *name)
+{
+  for (guint i = 0; i < row->len; i++) {
+    const ResValue *v = g_ptr_array_index(row, i);
+    if (strcmp(v->name, name) == 0)
+      return v;
+  }
+  g_error("no column '%s' in row", name);
+  return NULL;
+}
+
+/* Bit-exact double comparison (NaN and -0.0 included). */
+static void assert_same_double(double got, double want)
+{
+  g_assert_cmpmem(&got, sizeof got, &want, sizeof want);
+}
+
+static gboolean dir_is_empty(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  g_assert_nonnull(d);
+  return g_dir_read_name(d) == NULL;
+}
+
+/* ---- round trip --------------------------------------------------------- */
+
+static const char snowman[] = "policy \xe2\x98\x83 k\xc3\xa9rnel";
+
+/* Rows with all four types; close; reopen in APPEND; more rows (columns in
+ * another order, an int into the float column); every value reads back
+ * exactly. */
+static void test_roundtrip(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_assert_cmpuint(res_table_rows(t), ==, 0);
+  const ResValue r0[] = {
+    I("run", 0), F("energy_j", 0.1), B("ok", 1), S("policy", "kernel"),
+  };
+  const ResValue r1[] = {
+    I("run", G_MININT64), F("energy_j", -0.0), B("ok", 0), S("policy", ""),
+  };
+  const ResValue r2[] = {
+    I("run", G_MAXINT64), F("energy_j", NAN), B("ok", 7), S("policy", snowman),
+  };
+  append_ok(t, r0, G_N_ELEMENTS(r0));
+  append_ok(t, r1, G_N_ELEMENTS(r1));
+  append_ok(t, r2, G_N_ELEMENTS(r2));
+  g_assert_cmpuint(res_table_rows(t), ==, 3);
+  close_ok(t);
+
+  t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_assert_cmpuint(res_table_rows(t), ==, 3);
+  const ResValue r3[] = {
+    S("policy", "pass"), B("ok", 1), F("energy_j", 1e300), I("run", 3),
+  };
+  const ResValue r4[] = {
+    I("energy_j", 123456789), S("policy", NULL), I("run", -4), B("ok", 0),
+  };
+  append_ok(t, r3, G_N_ELEMENTS(r3));
+  append_ok(t, r4, G_N_ELEMENTS(r4));
+  g_assert_cmpuint(res_table_rows(t), ==, 5);
+  close_ok(t);
+
+  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, 5);
+  static const char *const order[] = { "run", "energy_j", "ok", "policy" };
+  static const gint64 runs[] = { 0, G_MININT64, G_MAXINT64, 3, -4 };
+  const double energy[] = { 0.1, -0.0, NAN, 1e300, 123456789.0 };
+  static const gint64 oks[] = { 1, 0, 1, 1, 0 };
+  static const char *const policy[] = { "kernel", "", snowman, "pass", "" };
+  for (guint r = 0; r < rows->len; r++) {
+    GPtrArray *row = g_ptr_array_index(rows, r);
+    g_assert_cmpuint(row->len, ==, 4);
+    /* Column order is the first row's. */
+    for (guint c = 0; c < row->len; c++)
+      g_assert_cmpstr(((ResValue *)g_ptr_array_index(row, c))->name, ==,
+                      order[c]);
+    g_assert_cmpint(cell(row, "run")->type, ==, RES_INT);
+    g_assert_cmpint(cell(row, "run")->i, ==, runs[r]);
+    g_assert_cmpint(cell(row, "energy_j")->type, ==, RES_FLOAT);
+    assert_same_double(cell(row, "energy_j")->f, energy[r]);
+    g_assert_cmpint(cell(row, "ok")->type, ==, RES_BOOL);
+    g_assert_cmpint(cell(row, "ok")->i, ==, oks[r]);
+    g_assert_cmpint(cell(row, "policy")->type, ==, RES_STRING);
+    g_assert_cmpstr(cell(row, "policy")->s, ==, policy[r]);
+  }
+}
+
+/* A table opened but never written has no rows and no dataset; reading a
+ * missing table or file is RES_ERROR_IO. */
+static void test_read_missing(Fixture *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_assert_null(res_table_read(fx->path, "runs", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_clear_error(&error);
+
+  ResTable *t = open_ok(fx->path, "empty", RES_MODE_APPEND);
+  close_ok(t);
+  g_assert_null(res_table_read(fx->path, "empty", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "empty"));
+  g_clear_error(&error);
+
+  t = open_ok(fx->path, "one", RES_MODE_APPEND);
+  const ResValue r[] = { I("x", 1) };
+  append_ok(t, r, 1);
+  close_ok(t);
+  g_assert_null(res_table_read(fx->path, "other", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+}
+
+/* REPLACE empties only its own table, and the new table may have other
+ * columns. */
+static void test_replace(Fixture *fx, gconstpointer data)
+{
+  const ResValue a[] = { I("step", 1), F("power_w", 250.5) };
+  const ResValue b[] = { S("gpu", "A100"), I("count", 8) };
+  ResTable *t = open_ok(fx->path, "a", RES_MODE_APPEND);
+  append_ok(t, a, 2);
+  append_ok(t, a, 2);
+  close_ok(t);
+  t = open_ok(fx->path, "b", RES_MODE_APPEND);
+  append_ok(t, b, 2);
+  close_ok(t);
+
+  t = open_ok(fx->path, "a", RES_MODE_REPLACE);
+  g_assert_cmpuint(res_table_rows(t), ==, 0);
+  const ResValue a2[] = { B("done", 1) };
+  append_ok(t, a2, 1);
+  g_assert_cmpuint(res_table_rows(t), ==, 1);
+  close_ok(t);
+
+  g_autoptr(GPtrArray) ra = read_ok(fx->path, "a");
+  g_assert_cmpuint(ra->len, ==, 1);
+  GPtrArray *row = g_ptr_array_index(ra, 0);
+  g_assert_cmpuint(row->len, ==, 1);
+  g_assert_cmpint(cell(row, "done")->i, ==, 1);
+
+  g_autoptr(GPtrArray) rb = read_ok(fx->path, "b");
+  g_assert_cmpuint(rb->len, ==, 1);
+  g_assert_cmpstr(cell(g_ptr_array_index(rb, 0), "gpu")->s, ==, "A100");
+
+  /* REPLACE of a table that does not exist yet is a plain create. */
+  t = open_ok(fx->path, "c", RES_MODE_REPLACE);
+  append_ok(t, b, 2);
+  close_ok(t);
+  g_autoptr(GPtrArray) rc = read_ok(fx->path, "c");
+  g_assert_cmpuint(rc->len, ==, 1);
+}
+
+/* Two tables of one file open at the same time, appends interleaved. */
+static void test_two_tables(Fixture *fx, gconstpointer data)
+{
+  ResTable *t1 = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  ResTable *t2 = open_ok(fx->path, "gpus", RES_MODE_APPEND);
+  for (gint64 i = 0; i < 300; i++) { /* more than one chunk */
+    const ResValue r1[] = { I("run", i), F("time_s", i * 0.5) };
+    const ResValue r2[] = { I("gpu", i), S("name", i % 2 ? "H100" : "A100"),
+                            F("energy_j", i * 1.25) };
+    append_ok(t1, r1, 2);
+    if (i % 3 == 0)
+      append_ok(t2, r2, 3);
+  }
+  g_assert_cmpuint(res_table_rows(t1), ==, 300);
+  g_assert_cmpuint(res_table_rows(t2), ==, 100);
+  close_ok(t1);
+  close_ok(t2);
+
+  g_autoptr(GPtrArray) r1 = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) r2 = read_ok(fx->path, "gpus");
+  g_assert_cmpuint(r1->len, ==, 300);
+  g_assert_cmpuint(r2->len, ==, 100);
+  for (guint i = 0; i < r1->len; i++) {
+    GPtrArray *row = g_ptr_array_index(r1, i);
+    g_assert_cmpint(cell(row, "run")->i, ==, i);
+    assert_same_double(cell(row, "time_s")->f, i * 0.5);
+  }
+  for (guint i = 0; i < r2->len; i++) {
+    GPtrArray *row = g_ptr_array_index(r2, i);
+    g_assert_cmpint(cell(row, "gpu")->i, ==, 3 * i);
+    g_assert_cmpstr(cell(row, "name")->s, ==, (3 * i) % 2 ? "H100" : "A100");
+    assert_same_double(cell(row, "energy_j")->f, 3 * i * 1.25);
+  }
+}
+
+/* ---- schema errors ------------------------------------------------------ */
+
+typedef struct {
+  const char *name;
+  ResValue row[4];
+  guint n;
+  const char *must_mention[3]; /* substrings of the message */
+  gboolean after_reopen;       /* check against a schema read from file */
+} SchemaCase;
+
+/* The table's schema: id int64, energy_j float64, ok bool, gpu string. */
+static const ResValue schema_first[] = {
+  I("id", 1), F("energy_j", 2.5), B("ok", 1), S("gpu", "A100"),
+};
+
+static const SchemaCase schema_cases[] = {
+  { "missing-column",
+    { I("id", 1), F("energy_j", 2.5), S("gpu", "x") }, 3,
+    { "missing column", "'ok'", "bool" }, FALSE },
+  { "extra-column",
+    { I("id", 1), F("energy_j", 2.5), B("ok", 1), S("gpux", "x") }, 4,
+    { "unknown column", "'gpux'", NULL }, FALSE },
+  { "string-into-int",
+    { S("id", "seven"), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
+    { "'id'", "expects int64", "got string" }, FALSE },
+  { "float-into-int",
+    { F("id", 1.0), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
+    { "'id'", "expects int64", "got float64" }, FALSE },
+  { "bool-into-int",
+    { B("id", 1), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
+    { "'id'", "expects int64", "got bool" }, FALSE },
+  { "int-into-bool",
+    { I("id", 1), F("energy_j", 2.5), I("ok", 1), S("gpu", "x") }, 4,
+    { "'ok'", "expects bool", "got int64" }, FALSE },
+  { "string-into-float",
+    { I("id", 1), S("energy_j", "2.5"), B("ok", 1), S("gpu", "x") }, 4,
+    { "'energy_j'", "expects float64", "got string" }, FALSE },
+  { "duplicate-column",
+    { I("id", 1), F("energy_j", 2.5), B("ok", 1), I("id", 2) }, 4,
+    { "'id'", "twice", NULL }, FALSE },
+  { "invalid-utf8",
+    { I("id", 1), F("energy_j", 2.5), B("ok", 1), S("gpu", "\xff\xfe") }, 4,
+    { "'gpu'", "UTF-8", NULL }, FALSE },
+  { "reopened-missing-column",
+    { I("id", 1), F("energy_j", 2.5), B("ok", 1) }, 3,
+    { "missing column", "'gpu'", "string" }, TRUE },
+  { "reopened-string-into-int",
+    { S("id", "1"), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
+    { "'id'", "expects int64", "got string" }, TRUE },
+};
+
+/* A bad row is RES_ERROR_SCHEMA naming the column and types, leaves the
+ * table as it was, and a good row still goes in afterwards. */
+static void test_schema_error(Fixture *fx, gconstpointer data)
+{
+  const SchemaCase *c = data;
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  append_ok(t, schema_first, G_N_ELEMENTS(schema_first));
+  if (c->after_reopen) {
+    close_ok(t);
+    t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  }
+
+  g_autoptr(GError) error = NULL;
+  g_assert_false(res_table_append(t, c->row, c->n, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_test_message("%s", error->message);
+  for (guint i = 0; i < G_N_ELEMENTS(c->must_mention); i++)
+    if (c->must_mention[i] != NULL)
+      g_assert_nonnull(strstr(error->message, c->must_mention[i]));
+  g_assert_nonnull(strstr(error->message, fx->path));
+  g_assert_nonnull(strstr(error->message, "runs"));
+  g_assert_cmpuint(res_table_rows(t), ==, 1);
+
+  append_ok(t, schema_first, G_N_ELEMENTS(schema_first));
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, 2);
+}
+
+/* First rows that cannot define a table, and invalid table names. */
+static void test_bad_definitions(Fixture *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_assert_false(res_table_append(t, NULL, 0, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_clear_error(&error);
+  const ResValue dup[] = { I("a", 1), F("a", 2.0) };
+  g_assert_false(res_table_append(t, dup, 2, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_assert_nonnull(strstr(error->message, "'a'"));
+  g_clear_error(&error);
+  const ResValue noname[] = { I("", 1) };
+  g_assert_false(res_table_append(t, noname, 1, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_clear_error(&error);
+  /* Still undefined: a good first row now fixes the columns. */
+  const ResValue good[] = { F("a", 2.0) };
+  append_ok(t, good, 1);
+  close_ok(t);
+
+  static const char *const bad_names[] = { "", "a/b", "/abs", "." };
+  for (guint i = 0; i < G_N_ELEMENTS(bad_names); i++) {
+    g_assert_null(res_table_open(fx->path, bad_names[i], RES_MODE_APPEND,
+                                 NULL, &error));
+    g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+    g_clear_error(&error);
+  }
+}
+
+/* ---- unwritable paths --------------------------------------------------- */
+
+/* A path in a directory that does not exist: RES_ERROR_IO naming the path,
+ * and nothing is created. */
+static void test_unwritable_nodir(Fixture *fx, gconstpointer data)
+{
+  g_autofree char *missing = g_build_filename(fx->dir, "no-such-dir", NULL);
+  g_autofree char *path = g_build_filename(missing, "r.h5", NULL);
+  g_autoptr(GError) error = NULL;
+  g_assert_null(res_table_open(path, "runs", RES_MODE_APPEND, NULL, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_test_message("%s", error->message);
+  g_assert_nonnull(strstr(error->message, path));
+  g_assert_false(g_file_test(missing, G_FILE_TEST_EXISTS));
+  g_assert_true(dir_is_empty(fx->dir));
+}
+
+/* A directory as the path: RES_ERROR_IO, the directory is left alone. */
+static void test_unwritable_isdir(Fixture *fx, gconstpointer data)
+{
+  g_autofree char *sub = g_build_filename(fx->dir, "sub", NULL);
+  g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
+  g_autoptr(GError) error = NULL;
+  g_assert_null(res_table_open(sub, "runs", RES_MODE_REPLACE, NULL, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, sub));
+  g_assert_true(g_file_test(sub, G_FILE_TEST_IS_DIR));
+  g_assert_true(dir_is_empty(sub));
+  g_assert_cmpint(g_rmdir(sub), ==, 0);
+  g_assert_true(dir_is_empty(fx->dir));
+
+  g_clear_error(&error);
+  g_assert_null(res_table_read(fx->dir, "runs", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+}
+
+/* An existing file that is not HDF5: RES_ERROR_IO, the file is untouched. */
+static void test_not_hdf5(Fixture *fx, gconstpointer data)
+{
+  static const char text[] = "stage,instruction,frequency,time,energy\n";
+  g_assert_true(g_file_set_contents(fx->path, text, -1, NULL));
+  g_autoptr(GError) error = NULL;
+  g_assert_null(res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL,
+                               &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_test_message("%s", error->message);
+  g_autofree char *after = NULL;
+  g_assert_true(g_file_get_contents(fx->path, &after, NULL, NULL));
+  g_assert_cmpstr(after, ==, text);
+  g_clear_error(&error);
+  g_assert_null(res_table_read(fx->path, "runs", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_unlink(fx->path);
+}
+
+/* A dataset that is not a results table (not compound) is
+ * RES_ERROR_SCHEMA, for APPEND and for read. */
+static void test_foreign_dataset(Fixture *fx, gconstpointer data)
+{
+  hid_t file = H5Fcreate(fx->path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t group =
+    H5Gcreate2(file, "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t dims[1] = { 3 };
+  hid_t space = H5Screate_simple(1, dims, NULL);
+  hid_t dset = H5Dcreate2(group, "runs", H5T_NATIVE_INT, space, H5P_DEFAULT,
+                          H5P_DEFAULT, H5P_DEFAULT);
+  g_assert_cmpint(file, >=, 0);
+  g_assert_cmpint(dset, >=, 0);
+  H5Dclose(dset);
+  H5Sclose(space);
+  H5Gclose(group);
+  H5Fclose(file);
+
+  g_autoptr(GError) error = NULL;
+  g_assert_null(res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL,
+                               &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_clear_error(&error);
+  g_assert_null(res_table_read(fx->path, "runs", &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  /* The existing file is not removed on error. */
+  g_assert_true(g_file_test(fx->path, G_FILE_TEST_IS_REGULAR));
+  /* REPLACE takes the name over. */
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_REPLACE);
+  const ResValue r[] = { I("x", 5) };
+  append_ok(t, r, 1);
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, 1);
+}
+
+/* ---- attributes and layout ---------------------------------------------- */
+
+static char *read_string_attr(hid_t obj, const char *name)
+{
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  g_assert_cmpint(attr, >=, 0);
+  hid_t ftype = H5Aget_type(attr);
+  g_assert_cmpint(H5Tget_class(ftype), ==, H5T_STRING);
+  g_assert_cmpint(H5Tis_variable_str(ftype), >, 0);
+  g_assert_cmpint(H5Tget_cset(ftype), ==, H5T_CSET_UTF8);
+  char *value = NULL;
+  g_assert_cmpint(H5Aread(attr, ftype, &value), >=, 0);
+  char *copy = g_strdup(value);
+  H5free_memory(value);
+  H5Tclose(ftype);
+  H5Aclose(attr);
+  return copy;
+}
+
+/* A 1-D string array attribute as a NULL-terminated strv (an empty one for
+ * a null dataspace). */
+static GStrv read_strings_attr(hid_t obj, const char *name)
+{
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  g_assert_cmpint(attr, >=, 0);
+  hid_t ftype = H5Aget_type(attr);
+  hid_t space = H5Aget_space(attr);
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  if (H5Sget_simple_extent_type(space) != H5S_NULL) {
+    hssize_t n = H5Sget_simple_extent_npoints(space);
+    g_autofree char **v = g_new0(char *, n);
+    g_assert_cmpint(H5Aread(attr, ftype, v), >=, 0);
+    for (hssize_t i = 0; i < n; i++) {
+      g_strv_builder_add(b, v[i]);
+      H5free_memory(v[i]);
+    }
+  }
+  H5Sclose(space);
+  H5Tclose(ftype);
+  H5Aclose(attr);
+  return g_strv_builder_end(b);
+}
+
+static void test_attributes(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r[] = {
+    I("time_ns", 1), F("time_s", 1e-9), F("energy_j", 3.0), F("power_w", 400),
+    I("clock_mhz", 1410), F("util_pct", 55), F("bw_gbps", 900),
+    F("perf_tflops", 312), S("policy", "x"), B("ok", 1), B("capped", 0),
+  };
+  append_ok(t, r, G_N_ELEMENTS(r));
+  close_ok(t);
+
+  hid_t file = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_assert_cmpint(file, >=, 0);
+  g_autofree char *version = read_string_attr(file, "joulesim_version");
+  g_autofree char *scenario = read_string_attr(file, "scenario");
+  g_autofree char *source = read_string_attr(file, "scenario_source");
+  g_autofree char *created = read_string_attr(file, "created");
+  g_assert_cmpstr(version, ==, "9.9.9");
+  g_assert_cmpstr(scenario, ==, "scenarios/test.lua");
+  g_assert_cmpstr(source, ==, "-- source\n");
+  g_assert_true(g_regex_match_simple(
+    "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", created, 0, 0));
+  g_autoptr(GDateTime) when = g_date_time_new_from_iso8601(created, NULL);
+  g_assert_nonnull(when);
+
+  hid_t attr = H5Aopen(file, "seed", H5P_DEFAULT);
+  hid_t stype = H5Aget_type(attr);
+  g_assert_cmpint(H5Tget_class(stype), ==, H5T_INTEGER);
+  g_assert_cmpint(H5Tget_sign(stype), ==, H5T_SGN_NONE);
+  g_assert_cmpuint(H5Tget_size(stype), ==, 8);
+  guint64 seed = 0;
+  g_assert_cmpint(H5Aread(attr, H5T_NATIVE_UINT64, &seed), >=, 0);
+  g_assert_cmpuint(seed, ==, 42u);
+  H5Tclose(stype);
+  H5Aclose(attr);
+
+  hid_t dset = H5Dopen2(file, "/results/runs", H5P_DEFAULT);
+  g_assert_cmpint(dset, >=, 0);
+  g_auto(GStrv) columns = read_strings_attr(dset, "columns");
+  g_auto(GStrv) units = read_strings_attr(dset, "units");
+  g_auto(GStrv) bools = read_strings_attr(dset, "bool_columns");
+  static const char *const want_cols[] = {
+    "time_ns",  "time_s",  "energy_j",    "power_w", "clock_mhz", "util_pct",
+    "bw_gbps", "perf_tflops", "policy", "ok",      "capped",    NULL,
+  };
+  static const char *const want_units[] = {
+    "ns", "s", "J", "W", "MHz", "%", "GB/s", "TFLOP/s", "", "", "", NULL,
+  };
+  static const char *const want_bools[] = { "ok", "capped", NULL };
+  g_assert_cmpstrv(columns, want_cols);
+  g_assert_cmpstrv(units, want_units);
+  g_assert_cmpstrv(bools, want_bools);
+
+  /* Layout: compound, 1-D, unlimited, chunked 256 rows, deflate 4. */
+  hid_t ftype = H5Dget_type(dset);
+  g_assert_cmpint(H5Tget_class(ftype), ==, H5T_COMPOUND);
+  g_assert_cmpint(H5Tget_nmembers(ftype), ==, G_N_ELEMENTS(r));
+  hid_t okt = H5Tget_member_type(ftype, 9);
+  g_assert_cmpuint(H5Tget_size(okt), ==, 1);
+  H5Tclose(okt);
+  H5Tclose(ftype);
+  hid_t space = H5Dget_space(dset);
+  hsize_t dims[1], maxdims[1];
+  g_assert_cmpint(H5Sget_simple_extent_dims(space, dims, maxdims), ==, 1);
+  g_assert_cmpuint(dims[0], ==, 1);
+  g_assert_true(maxdims[0] == H5S_UNLIMITED);
+  H5Sclose(space);
+  hid_t dcpl = H5Dget_create_plist(dset);
+  g_assert_cmpint(H5Pget_layout(dcpl), ==, H5D_CHUNKED);
+  hsize_t chunk[1] = { 0 };
+  g_assert_cmpint(H5Pget_chunk(dcpl, 1, chunk), ==, 1);
+  g_assert_cmpuint(chunk[0], ==, 256);
+  unsigned flags = 0, level = 0;
+  size_t nelmts = 1;
+  g_assert_cmpint(H5Pget_filter_by_id2(dcpl, H5Z_FILTER_DEFLATE, &flags,
+                                       &nelmts, &level, 0, NULL, NULL),
+                  >=, 0);
+  g_assert_cmpuint(level, ==, 4);
+  H5Pclose(dcpl);
+  H5Dclose(dset);
+  H5Fclose(file);
+
+  /* A table without booleans has an empty bool_columns. */
+  t = open_ok(fx->path, "nobool", RES_MODE_APPEND);
+  const ResValue r2[] = { I("x", 1) };
+  append_ok(t, r2, 1);
+  close_ok(t);
+  file = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  dset = H5Dopen2(file, "/results/nobool", H5P_DEFAULT);
+  g_auto(GStrv) nobools = read_strings_attr(dset, "bool_columns");
+  g_assert_cmpuint(g_strv_length(nobools), ==, 0);
+  H5Dclose(dset);
+  H5Fclose(file);
+}
+
+/* File attributes come from the first open; meta may be NULL. */
+static void test_attributes_default(Fixture *fx, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  ResTable *t = res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL, &error);
+  g_assert_no_error(error);
+  close_ok(t);
+  hid_t file = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_autofree char *scenario = read_string_attr(file, "scenario");
+  g_autofree char *version = read_string_attr(file, "joulesim_version");
+  g_assert_cmpstr(scenario, ==, "");
+  g_assert_cmpstr(version, !=, "");
+  guint64 seed = 1;
+  hid_t attr = H5Aopen(file, "seed", H5P_DEFAULT);
+  H5Aread(attr, H5T_NATIVE_UINT64, &seed);
+  g_assert_cmpuint(seed, ==, 0);
+  H5Aclose(attr);
+  H5Fclose(file);
+}
+
+/* ---- durability --------------------------------------------------------- */
+
+/* The child writes three rows and dies without closing anything (_exit
+ * skips HDF5's own atexit close); the parent finds all three rows.  (No
+ * fixture: the child must not make a scratch directory it cannot remove.) */
+static void test_crash_keeps_rows(void)
+{
+  if (g_test_subprocess()) {
+    const char *path = g_getenv("JOULESIM_TEST_RESULTS");
+    g_assert_nonnull(path);
+    ResTable *t = open_ok(path, "runs", RES_MODE_APPEND);
+    for (gint64 i = 0; i < 3; i++) {
+      const ResValue r[] = { I("i", i), S("s", "row") };
+      append_ok(t, r, 2);
+    }
+    _exit(0);
+  }
+  Fixture fx;
+  fixture_setup(&fx, NULL);
+  g_setenv("JOULESIM_TEST_RESULTS", fx.path, TRUE);
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+  g_unsetenv("JOULESIM_TEST_RESULTS");
+
+  g_autoptr(GPtrArray) rows = read_ok(fx.path, "runs");
+  g_assert_cmpuint(rows->len, ==, 3);
+  for (guint i = 0; i < 3; i++)
+    g_assert_cmpint(cell(g_ptr_array_index(rows, i), "i")->i, ==, i);
+  ResTable *t = open_ok(fx.path, "runs", RES_MODE_APPEND);
+  g_assert_cmpuint(res_table_rows(t), ==, 3);
+  close_ok(t);
+  fixture_teardown(&fx, NULL);
+}
+
+/* Rows are visible to a reader while the writer is still open. */
+static void test_read_while_open(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r[] = { I("i", 1) };
+  append_ok(t, r, 1);
+  append_ok(t, r, 1);
+  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, 2);
+  close_ok(t);
+}
+
+/* ---- h5py --------------------------------------------------------------- */
+
+#define PYTHON "/usr/bin/python3"
+
+static gboolean python_has_h5py(void)
+{
+  const char *argv[] = { PYTHON, "-c", "import h5py", NULL };
+  int status = 0;
+  if (!g_file_test(PYTHON, G_FILE_TEST_IS_EXECUTABLE))
+    return FALSE;
+  if (!g_spawn_sync(NULL, (char **)argv, NULL,
+                    G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                    NULL, NULL, NULL, NULL, &status, NULL))
+    return FALSE;
+  return g_spawn_check_wait_status(status, NULL);
+}
+
+/* h5py reads the table as a structured array, strings as str (or bytes,
+ * by h5py version), booleans as 0/1, and the attributes as str. */
+static const char h5py_script[] =
+  "import sys, h5py\n"
+  "def s(x):\n"
+  "    return x.decode('utf-8') if isinstance(x, bytes) else str(x)\n"
+  "f = h5py.File(sys.argv[1], 'r')\n"
+  "d = f['results/runs']\n"
+  "assert d.shape == (3,), d.shape\n"
+  "assert list(d.dtype.names) == ['run', 'energy_j', 'ok', 'policy']\n"
+  "assert [int(x) for x in d['run']] == [0, 1, 2]\n"
+  "assert [float(x) for x in d['energy_j']] == [0.5, 1.5, 2.5]\n"
+  "assert [int(x) for x in d['ok']] == [1, 0, 1]\n"
+  "assert [s(x) for x in d['policy']] == ['kernel', 'pass', "
+  "'\\u2603']\n"
+  "assert [s(x) for x in d.attrs['units']] == ['', 'J', '', '']\n"
+  "assert [s(x) for x in d.attrs['bool_columns']] == ['ok']\n"
+  "assert s(f.attrs['scenario']) == 'scenarios/test.lua'\n"
+  "assert int(f.attrs['seed']) == 42\n"
+  "print('h5py-ok')\n";
+
+static void test_h5py(Fixture *fx, gconstpointer data)
+{
+  if (!python_has_h5py()) {
+    g_test_skip(PYTHON " has no h5py");
+    return;
+  }
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r0[] = { I("run", 0), F("energy_j", 0.5), B("ok", 1),
+                          S("policy", "kernel") };
+  const ResValue r1[] = { I("run", 1), F("energy_j", 1.5), B("ok", 0),
+                          S("policy", "pass") };
+  const ResValue r2[] = { I("run", 2), F("energy_j", 2.5), B("ok", 1),
+                          S("policy", "\xe2\x98\x83") };
+  append_ok(t, r0, 4);
+  append_ok(t, r1, 4);
+  append_ok(t, r2, 4);
+  close_ok(t);
+
+  const char *argv[] = { PYTHON, "-c", h5py_script, fx->path, NULL };
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  int status = 0;
+  g_autoptr(GError) error = NULL;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL,
+                             NULL, &out, &err, &status, &error));
+  g_assert_no_error(error);
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("h5py check failed:\n%s%s", out, err);
+  g_assert_cmpstr(out, ==, "h5py-ok\n");
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  H5open(); /* so the id counts of the first test start from a set-up library */
+
+#define ADD(name, fn) \
+  g_test_add("/results/" name, Fixture, NULL, fixture_setup, fn, \
+             fixture_teardown)
+  ADD("roundtrip", test_roundtrip);
+  ADD("read-missing", test_read_missing);
+  ADD("replace", test_replace);
+  ADD("two-tables", test_two_tables);
+  ADD("bad-definitions", test_bad_definitions);
+  ADD("unwritable-nodir", test_unwritable_nodir);
+  ADD("unwritable-isdir", test_unwritable_isdir);
+  ADD("not-hdf5", test_not_hdf5);
+  ADD("foreign-dataset", test_foreign_dataset);
+  ADD("attributes", test_attributes);
+  ADD("attributes-default", test_attributes_default);
+  ADD("read-while-open", test_read_while_open);
+  ADD("h5py", test_h5py);
+#undef ADD
+  g_test_add_func("/results/hid-counting", test_hid_counting);
+  g_test_add_func("/results/crash-keeps-rows", test_crash_keeps_rows);
+  for (guint i = 0; i < G_N_ELEMENTS(schema_cases); i++) {
+    g_autofree char *name =
+      g_strdup_printf("/results/schema/%s", schema_cases[i].name);
+    g_test_add(name, Fixture, &schema_cases[i], fixture_setup,
+               test_schema_error, fixture_teardown);
+  }
+  return g_test_run();
+}

@@ -1,0 +1,42 @@
+/* tests/testutil.h -- small helpers shared by the GTest binaries. */
+#ifndef TESTS_TESTUTIL_H
+#define TESTS_TESTUTIL_H
+
+#include <glib.h>
+#include <glib/gstdio.h>
+
+/* Path of a file under tests/data (tests run from the repository root). */
+#define TEST_DATA(name) ("tests/data/" name)
+
+/* Relative closeness: |a - b| <= tol * max(|a|, |b|, tiny). */
+static inline gboolean test_close(double a, double b, double tol)
+{
+  double m = MAX(MAX(ABS(a), ABS(b)), 1e-300);
+  return ABS(a - b) <= tol * m;
+}
+
+/* A fresh temporary directory (removed by the caller with test_rmdir). */
+static inline char *test_tmpdir(void)
+{
+  GError *error = NULL;
+  char *d = g_dir_make_tmp("joulesim-test-XXXXXX", &error);
+  g_assert_no_error(error);
+  return d;
+}
+
+static inline void test_rmdir(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *n;
+  if (d == NULL)
+    return;
+  while ((n = g_dir_read_name(d)) != NULL) {
+    char *p = g_build_filename(dir, n, NULL);
+    g_unlink(p);
+    g_free(p);
+  }
+  g_dir_close(d);
+  g_rmdir(dir);
+}
+
+#endif

@@ -1,0 +1,1175 @@
+/* traces/gpt.c -- Megatron-style GPT training-iteration generator.
+ *
+ * What it produces
+ * ----------------
+ * One training iteration of a GPT (decoder-only transformer) trained the way
+ * Megatron-LM trains it: tensor parallelism (TP, degree t) inside every
+ * layer, pipeline parallelism (PP, p stages of l/p consecutive layers),
+ * data parallelism (DP, degree d) with bucketed fp32 gradient all-reduces,
+ * 1F1B or GPipe microbatch schedules, optional full activation
+ * recomputation, tied input/output embeddings, mixed-precision Adam.  The
+ * result is a SimWorkload: one op per kernel or communication call of every
+ * rank, with matmul FLOPs and DRAM bytes per shape and a reference duration
+ * priced on a reference GPU.
+ *
+ * Ranks and groups
+ * ----------------
+ * rank = tp_i + t * (dp_i + d * pp_i) (Megatron order, TP innermost, so a TP
+ * group is t consecutive ranks and a DP group strides by t).  Group ids are
+ * allocated in three blocks so that ranks of one stage differ only by a
+ * constant offset (see "Templates" below):
+ *   TP group  (dp_i, pp_i):  id = dp_i + d * pp_i                 (t > 1)
+ *   DP group  (tp_i, pp_i):  id = n_tp + tp_i + t * pp_i          (d > 1)
+ *   tie group (tp_i, dp_i):  id = n_tp + n_dp + tp_i + t * dp_i   (p > 1)
+ * The tie group {first-stage rank, last-stage rank} all-reduces the gradient
+ * of the word embedding, which the last stage holds a copy of for the
+ * logits (Megatron's _allreduce_embedding_grads).
+ *
+ * Kernels of one layer, one TP rank, one microbatch
+ * -------------------------------------------------
+ * b = microbatch size, s = sequence length, h = hidden, a = heads, t = TP,
+ * ht = h/t, at = a/t, N = b*at*s*s (attention matrix elements per rank),
+ * X = b*s*h, E = 2 (bf16 bytes).  FLOPs are counted for matmuls only
+ * (Megatron's model-FLOPs convention, so summed FLOPs over time is the
+ * TFLOP/s papers report); every other kernel has flops = 0 and is priced by
+ * its bytes.  Bytes = inputs read + weights read + outputs written, bf16,
+ * dropout masks 1 byte per element, biases ignored in GEMMs, weight
+ * gradients accumulated into fp32 main grads (read + write, 8 bytes per
+ * parameter, Megatron's gradient_accumulation_fusion).
+ *
+ *  forward                 class      FLOPs           bytes
+ *  fwd.layernorm           norm       0               2E*X + 2E*h
+ *  fwd.qkv_gemm            gemm  T    2*X*3ht         E*(X + 3h*ht + 3bs*ht)
+ *  fwd.attn_scores         attention T 2*b*s*s*ht     E*(2bs*ht + N)
+ *  fwd.softmax             softmax    0               5N (scale+mask+softmax+
+ *                                                        dropout, fused)
+ *  fwd.attn_context        attention T 2*b*s*s*ht     E*(N + 2bs*ht)
+ *  fwd.proj_gemm           gemm  T    2*X*ht          E*(bs*ht + ht*h + X)
+ *  tp.all_reduce           comm       -               E*X          (t > 1)
+ *  fwd.bias_dropout_add    elementwise 0              3E*X + X
+ *  fwd.layernorm           norm
+ *  fwd.fc1_gemm            gemm  T    2*X*4ht         E*(X + 4h*ht + 4bs*ht)
+ *  fwd.gelu                elementwise 0              2E*4bs*ht
+ *  fwd.fc2_gemm            gemm  T    2*X*4ht         E*(4bs*ht + 4ht*h + X)
+ *  tp.all_reduce           comm       -               E*X          (t > 1)
+ *  fwd.bias_dropout_add    elementwise
+ * Matmul FLOPs per layer forward: 24*b*s*h^2/t + 4*b*s^2*h/t.
+ *
+ *  backward (reverse order; each GEMM's dgrad and wgrad = its forward FLOPs)
+ *  bwd.bias_dropout_add    elementwise 0              2E*X + X
+ *  bwd.fc2_dgrad           gemm  T    2*X*4ht         E*(X + 4ht*h + 4bs*ht)
+ *  bwd.fc2_wgrad           gemm  T    2*X*4ht         E*(4bs*ht + X) + 8*4ht*h
+ *  bwd.gelu                elementwise 0              3E*4bs*ht
+ *  bwd.fc1_dgrad, bwd.fc1_wgrad       (as fc2, operands swapped)
+ *  tp.all_reduce           comm                       E*X          (t > 1)
+ *  bwd.layernorm           norm       0               4E*X + 16h (incl. the
+ *                                                        residual-grad add)
+ *  bwd.bias_dropout_add
+ *  bwd.proj_dgrad          gemm  T    2*X*ht          E*(X + ht*h + bs*ht)
+ *  bwd.proj_wgrad          gemm  T    2*X*ht          E*(bs*ht + X) + 8*ht*h
+ *  bwd.attn_context        attention T 4*b*s*s*ht     E*(3bs*ht + 2N)
+ *  bwd.softmax             softmax    0               7N
+ *  bwd.attn_scores         attention T 4*b*s*s*ht     E*(N + 4bs*ht)
+ *  bwd.qkv_dgrad           gemm  T    2*X*3ht         E*(3bs*ht + 3ht*h + X)
+ *  bwd.qkv_wgrad           gemm  T    2*X*3ht         E*(X + 3bs*ht) + 8*3ht*h
+ *  tp.all_reduce           comm                       E*X          (t > 1)
+ *  bwd.layernorm           norm
+ * Backward FLOPs = 2 x forward.  With recompute, each layer's forward
+ * kernels (same names and shapes, phase backward) run again right before its
+ * backward (Megatron full recompute, one layer per checkpoint).
+ *
+ *  first stage: fwd.embedding (embedding, 8bs + 2E*X: token ids, gathered
+ *  rows of the vocab shard, output), tp.all_reduce (t > 1; vocab-parallel
+ *  embedding), fwd.embedding_add (elementwise, position add + dropout,
+ *  3E*X + X); backward bwd.embedding (embedding, 5X + 8bs + 12*(V/t + s)*h:
+ *  dense embedding gradient of the vocab shard and the positions, then
+ *  accumulated into fp32 main grads, 2+2+4+4 bytes per element).
+ *
+ *  last stage: fwd.layernorm (final), fwd.logits_gemm (gemm, 2*X*V/t,
+ *  E*(X + V/t*h + bs*V/t)), vocab-parallel cross entropy: fwd.xent_max
+ *  (reduction, E*bs*V/t + 4bs), tp.all_reduce (4bs), fwd.xent_softmax
+ *  (softmax, 2E*bs*V/t + 8bs), tp.all_reduce (4bs, predicted logits),
+ *  tp.all_reduce (4bs, sum of exp), fwd.xent_loss (elementwise, in-place
+ *  normalisation kept for backward, 2E*bs*V/t + 12bs); backward bwd.xent
+ *  (elementwise, 2E*bs*V/t + 8bs), bwd.logits_dgrad, bwd.logits_wgrad
+ *  (gemm, 2*X*V/t each), tp.all_reduce (E*X), bwd.layernorm.  The 4bs
+ *  all-reduces only when t > 1.
+ *
+ * V is the vocabulary padded Megatron-style to a multiple of 128*t
+ * (50257 -> 50304 for t = 1, 51200 for t = 8).
+ *
+ * Parameters and the optimizer
+ * ----------------------------
+ * Per TP rank, a layer holds 12h^2/t + 7h/t + 6h parameters (sharded GEMM
+ * weights and column-parallel biases; replicated row-parallel biases and
+ * LayerNorms); the first stage adds V/t*h + s*h (word and position
+ * embeddings; positions = seq_len), the last stage 2h (final LayerNorm) plus
+ * V/t*h when p > 1 (the tied copy).  optimizer.adam (class optimizer, phase
+ * optimizer) moves 30 bytes per parameter of the rank: fused Adam reads the
+ * fp32 grad, master weight and both moments (16) and writes weight and
+ * moments (12), plus the bf16 model copy (2).
+ *
+ * Streams and dependencies
+ * ------------------------
+ *   0  compute: kernels and TP/tie collectives, in program order
+ *   1  DP gradient all-reduces (d > 1)
+ *   2  sends to the next stage     3  sends to the previous stage
+ *   4  recvs from the previous     5  recvs from the next stage
+ * One stream per p2p direction, so stream order alone never creates a
+ * rendezvous deadlock.  A send waits for the last compute op of the
+ * microbatch's forward (or backward) it ships; a recv waits for the compute
+ * op that precedes it in program order (it is "posted" when the rank gets
+ * there, and the GPU sits blocked until it lands, as with Megatron's
+ * synchronous p2p); the first compute op of the consuming forward/backward
+ * waits for the recv.  Activation and gradient messages are E*X bytes (no
+ * scatter/gather optimisation).
+ *
+ * DP gradients are fp32 (4 bytes per parameter) in buckets of dp_bucket_mb
+ * MiB (0 = one bucket).  Bucketing walks gradients in the order the last
+ * microbatch's backward produces them (the head's tied embedding copy and
+ * final LayerNorm, then per layer fc2, fc1, ln2, proj, qkv, ln1 from the last
+ * layer down, then the embeddings), never splitting a parameter tensor (a
+ * weight with its bias), and closes a bucket when it reaches the cap, as
+ * PyTorch DDP and Megatron's DDP do.  With dp_overlap each bucket waits for
+ * the op that produced its last gradient (a wgrad GEMM, a LayerNorm or
+ * embedding backward) of the last microbatch; without, for the last backward
+ * op.  Then, on the compute stream: the tie all-reduce (p > 1, first and
+ * last stage, 4*V/t*h bytes) and optimizer.adam, each waiting for the last
+ * DP all-reduce (Megatron: finish_grad_sync, then the embedding all-reduce,
+ * then the step).
+ *
+ * Schedules: gpipe = all forwards, then all backwards; 1f1b on stage p =
+ * w = min(p_count - p - 1, m) warmup forwards, then F(w+i), B(i) alternating,
+ * then the remaining backwards (Megatron's non-interleaved schedule).
+ *
+ * Op counts per rank of stage p (c = 1 when t > 1, else 0; R = recompute;
+ * first/last = 1 on the first/last stage, both when p_count = 1; L = l/p):
+ *   F   = L*(12 + 2c) + first*(2 + c) + last*(5 + 3c)
+ *   B   = L*(16 + 2c) + R*L*(12 + 2c) + first + last*(4 + c)
+ *   P2P = 2*(p > 0) + 2*(p < p_count - 1)
+ *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
+ * (gpt_rank_ops computes it, n_buckets included).
+ *
+ * Durations
+ * ---------
+ * Kernel ref_ns = round(gpu_kernel_cost(ref, k, auto clocks, no power cap)
+ * * 1e9), at least 1 ns, once per shape.  Communication ops have ref_ns = 0
+ * (the network model prices them).
+ *
+ * Templates
+ * ---------
+ * Ranks of one stage run the same program; only group ids and p2p peers
+ * differ, by the constant offsets above.  Each stage is generated once with
+ * a SimRankBuilder (rank (0, 0, p)) and copied to the other t*d - 1 ranks
+ * with patched ids: 32 bytes per op and a memcpy per rank.  The 175B
+ * 1,024-rank iteration (25.6M ops, 820 MB) takes ~2 s, nearly all of it the
+ * kernel faulting in fresh pages.
+ *
+ * Known limits
+ * ------------
+ * - No interleaved (virtual-stage) schedule, sequence parallelism, flash
+ *   attention, distributed optimizer (reduce-scatter + all-gather) or
+ *   scatter/gather p2p; no gradient clipping / inf-check passes, no
+ *   grad-buffer zeroing, no data loading or CPU gaps.
+ * - Bytes assume every operand crosses DRAM once (no L2 reuse across
+ *   kernels); attention bytes are those of unfused (non-flash) attention.
+ * - The causal mask halves nothing: attention FLOPs are dense, as in
+ *   Megatron's FLOP count.
+ * - One microbatch size and sequence length for the whole iteration.
+ * - Layer indices are 8-bit in SimOp (<= 255 layers), microbatch indices
+ *   16-bit (<= 65535 microbatches).
+ */
+#include "traces/gpt.h"
+
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK(gpt-error-quark, gpt_error)
+
+/* ---------------------------------------------------------------------- */
+/* Models and configuration                                               */
+
+typedef struct {
+  const char *name;
+  guint layers, hidden, heads;
+} GptModel;
+
+/* GPT-3 paper table 2.1 sizes.  The 1.3B row says 24 heads of 128, which
+ * does not divide h = 2048; we use 16 heads of 128 (hidden % heads == 0),
+ * as Megatron and the kernel-level DVFS study do. */
+static const GptModel gpt_models[] = {
+  {"gpt3-125m", 12, 768, 12},   {"gpt3-350m", 24, 1024, 16},
+  {"gpt3-760m", 24, 1536, 16},  {"gpt3-1.3b", 24, 2048, 16},
+  {"gpt3-2.7b", 32, 2560, 32},  {"gpt3-6.7b", 32, 4096, 32},
+  {"gpt3-13b", 40, 5120, 40},   {"gpt3-175b", 96, 12288, 96},
+};
+static const char *const gpt_model_name_list[] = {
+  "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
+  "gpt3-6.7b", "gpt3-13b",  "gpt3-175b", NULL};
+G_STATIC_ASSERT(G_N_ELEMENTS(gpt_models) + 1 ==
+                G_N_ELEMENTS(gpt_model_name_list));
+
+#define GPT3_VOCAB 50257
+#define GPT3_SEQ 2048
+#define VOCAB_ALIGN 128 /* Megatron's make_vocab_size_divisible_by */
+
+/* Limits: either what the op record can express (8-bit layer, 16-bit
+ * microbatch with 255 / 65535 meaning "n/a") or sizes no real run has. */
+#define MAX_LAYERS 255u
+#define MAX_MICROBATCHES 65535u
+#define MAX_RANKS (1u << 20)
+#define MAX_HIDDEN (1u << 20)
+#define MAX_SEQ (1u << 20)
+#define MAX_VOCAB (1u << 24)
+#define MAX_MBS (1u << 16)
+#define MAX_TOTAL_OPS ((guint64)1 << 32) /* 128 GiB of op records */
+
+static const char *const schedule_names[] = {"1f1b", "gpipe", "interleaved"};
+
+const char *const *gpt_model_names(void)
+{
+  return gpt_model_name_list;
+}
+
+const char *gpt_schedule_name(GptSchedule s)
+{
+  return (guint)s < G_N_ELEMENTS(schedule_names) ? schedule_names[s] : "?";
+}
+
+gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
+                                GError **error)
+{
+  g_return_val_if_fail(out != NULL, FALSE);
+  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(schedule_names); i++) {
+    if (strcmp(name, schedule_names[i]) == 0) {
+      *out = (GptSchedule)i;
+      return TRUE;
+    }
+  }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "schedule = \"%s\": unknown (known: 1f1b, gpipe, interleaved)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
+
+void gpt_config_init(GptConfig *cfg)
+{
+  g_return_if_fail(cfg != NULL);
+  memset(cfg, 0, sizeof *cfg);
+  gboolean ok = gpt_config_set_model(cfg, "gpt3-1.3b", NULL);
+  g_assert(ok);
+  cfg->seq_len = GPT3_SEQ;
+  cfg->microbatch_size = 1;
+  cfg->microbatches = 8;
+  cfg->tp = cfg->pp = cfg->dp = 1;
+  cfg->schedule = GPT_SCHEDULE_1F1B;
+  cfg->recompute = FALSE;
+  cfg->dp_bucket_mb = 25;
+  cfg->dp_overlap = TRUE;
+}
+
+gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
+                              GError **error)
+{
+  g_return_val_if_fail(cfg != NULL, FALSE);
+  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(gpt_models); i++) {
+    const GptModel *m = &gpt_models[i];
+    if (strcmp(name, m->name) != 0)
+      continue;
+    g_strlcpy(cfg->model, m->name, sizeof cfg->model);
+    cfg->layers = m->layers;
+    cfg->hidden = m->hidden;
+    cfg->heads = m->heads;
+    cfg->vocab = GPT3_VOCAB;
+    return TRUE;
+  }
+  g_autofree char *known = g_strjoinv(", ", (char **)gpt_model_name_list);
+  g_set_error(error, GPT_ERROR, GPT_ERROR_UNKNOWN_MODEL,
+              "model = \"%s\": unknown (known: %s)",
+              name != NULL ? name : "(null)", known);
+  return FALSE;
+}
+
+guint gpt_padded_vocab(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 0);
+  guint64 mult = (guint64)VOCAB_ALIGN * MAX(cfg->tp, 1);
+  return (guint)((cfg->vocab + mult - 1) / mult * mult);
+}
+
+double gpt_n_params(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 0);
+  double l = cfg->layers, h = cfg->hidden;
+  double v = gpt_padded_vocab(cfg), s = cfg->seq_len;
+  return l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h;
+}
+
+double gpt_megatron_flops(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 0);
+  double B = (double)cfg->microbatch_size * cfg->microbatches * cfg->dp;
+  double s = cfg->seq_len, l = cfg->layers, h = cfg->hidden;
+  double v = gpt_padded_vocab(cfg);
+  return 72 * B * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parameter units and DP buckets                                         */
+
+/* A parameter tensor (weight with its bias, a LayerNorm, the embeddings)
+ * whose gradient one backward op completes; the DP buckets are built from
+ * them in the order the backward produces them. */
+typedef enum {
+  UNIT_FC2 = 0,
+  UNIT_FC1,
+  UNIT_LN2,
+  UNIT_PROJ,
+  UNIT_QKV,
+  UNIT_LN1,
+  UNIT_HEAD_EMB, /* last stage's tied copy of the word embedding (p > 1) */
+  UNIT_HEAD_LN,  /* final LayerNorm */
+  UNIT_EMB,      /* word (vocab shard) + position embeddings */
+  UNIT_COUNT
+} Unit;
+
+/* Parameters per TP rank of each unit. */
+static void unit_params(const GptConfig *cfg, double *out)
+{
+  double h = cfg->hidden, ht = h / cfg->tp;
+  double vt = (double)gpt_padded_vocab(cfg) / cfg->tp;
+  out[UNIT_FC2] = 4 * ht * h + h;
+  out[UNIT_FC1] = 4 * ht * h + 4 * ht;
+  out[UNIT_LN2] = 2 * h;
+  out[UNIT_PROJ] = ht * h + h;
+  out[UNIT_QKV] = 3 * ht * h + 3 * ht;
+  out[UNIT_LN1] = 2 * h;
+  out[UNIT_HEAD_EMB] = cfg->pp > 1 ? vt * h : 0;
+  out[UNIT_HEAD_LN] = 2 * h;
+  out[UNIT_EMB] = vt * h + (double)cfg->seq_len * h;
+}
+
+static const Unit layer_units[] = {UNIT_FC2, UNIT_FC1, UNIT_LN2,
+                                   UNIT_PROJ, UNIT_QKV, UNIT_LN1};
+
+/* Appends the units of stage p, in backward order, to `out` (of Unit). */
+static void stage_units(const GptConfig *cfg, guint p, GArray *out)
+{
+  guint lps = cfg->layers / cfg->pp;
+  if (p == cfg->pp - 1) {
+    if (cfg->pp > 1) {
+      Unit u = UNIT_HEAD_EMB;
+      g_array_append_val(out, u);
+    }
+    Unit u = UNIT_HEAD_LN;
+    g_array_append_val(out, u);
+  }
+  for (guint j = 0; j < lps; j++)
+    g_array_append_vals(out, layer_units, G_N_ELEMENTS(layer_units));
+  if (p == 0) {
+    Unit u = UNIT_EMB;
+    g_array_append_val(out, u);
+  }
+}
+
+/* Splits n gradient tensors of `bytes` each (backward order) into buckets
+ * of at least cap bytes (cap <= 0: one bucket); a tensor is never split.
+ * Writes the index of each bucket's last tensor to end[] and its size to
+ * size[] (both may be NULL) and returns the number of buckets. */
+static guint make_buckets(const double *bytes, guint n, double cap,
+                          guint *end, double *size)
+{
+  guint nb = 0;
+  double acc = 0;
+  for (guint i = 0; i < n; i++) {
+    acc += bytes[i];
+    if ((cap > 0 && acc >= cap) || i == n - 1) {
+      if (end != NULL)
+        end[nb] = i;
+      if (size != NULL)
+        size[nb] = acc;
+      nb++;
+      acc = 0;
+    }
+  }
+  return nb;
+}
+
+static double bucket_cap_bytes(const GptConfig *cfg)
+{
+  return cfg->dp_bucket_mb * 1048576.0;
+}
+
+/* Gradient bytes (fp32) of stage p's units in backward order. */
+static GArray *stage_grad_bytes(const GptConfig *cfg, guint p)
+{
+  double params[UNIT_COUNT];
+  unit_params(cfg, params);
+  g_autoptr(GArray) units = g_array_new(FALSE, FALSE, sizeof(Unit));
+  stage_units(cfg, p, units);
+  GArray *bytes = g_array_sized_new(FALSE, FALSE, sizeof(double), units->len);
+  for (guint i = 0; i < units->len; i++) {
+    double b = 4 * params[g_array_index(units, Unit, i)];
+    g_array_append_val(bytes, b);
+  }
+  return bytes;
+}
+
+/* Parameters of one rank of stage p. */
+static double stage_params(const GptConfig *cfg, guint p)
+{
+  g_autoptr(GArray) bytes = stage_grad_bytes(cfg, p);
+  double sum = 0;
+  for (guint i = 0; i < bytes->len; i++)
+    sum += g_array_index(bytes, double, i) / 4;
+  return sum;
+}
+
+guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
+{
+  g_return_val_if_fail(cfg != NULL && cfg->pp > 0 && stage < cfg->pp, 0);
+  guint64 c = cfg->tp > 1, R = cfg->recompute != FALSE;
+  guint64 first = stage == 0, last = stage == cfg->pp - 1;
+  guint64 L = cfg->layers / cfg->pp;
+  guint64 f = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
+  guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
+              last * (4 + c);
+  guint64 p2p = 2 * (guint64)(stage > 0) + 2 * (guint64)(stage + 1 < cfg->pp);
+  guint64 n = cfg->microbatches * (f + b + p2p) + 1;
+  if (cfg->pp > 1 && (first || last))
+    n++;
+  if (cfg->dp > 1) {
+    g_autoptr(GArray) bytes = stage_grad_bytes(cfg, stage);
+    n += make_buckets((const double *)(void *)bytes->data, bytes->len,
+                      bucket_cap_bytes(cfg), NULL, NULL);
+  }
+  return n;
+}
+
+guint64 gpt_n_ops(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 0);
+  guint64 n = 0;
+  for (guint p = 0; p < cfg->pp; p++)
+    n += gpt_rank_ops(cfg, p) * cfg->tp * cfg->dp;
+  return n;
+}
+
+static gboolean invalid(GError **error, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+static gboolean invalid(GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, GPT_ERROR, GPT_ERROR_INVALID, msg);
+  return FALSE;
+}
+
+gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
+{
+  g_return_val_if_fail(cfg != NULL, FALSE);
+  const struct {
+    const char *name;
+    guint v, max;
+  } sizes[] = {
+    {"layers", cfg->layers, MAX_LAYERS},
+    {"hidden", cfg->hidden, MAX_HIDDEN},
+    {"heads", cfg->heads, MAX_HIDDEN},
+    {"vocab", cfg->vocab, MAX_VOCAB},
+    {"seq_len", cfg->seq_len, MAX_SEQ},
+    {"microbatch_size", cfg->microbatch_size, MAX_MBS},
+    {"microbatches", cfg->microbatches, MAX_MICROBATCHES},
+    {"tp", cfg->tp, MAX_RANKS},
+    {"pp", cfg->pp, MAX_RANKS},
+    {"dp", cfg->dp, MAX_RANKS},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+    if (sizes[i].v == 0)
+      return invalid(error, "%s = 0: must be > 0", sizes[i].name);
+    if (sizes[i].v > sizes[i].max)
+      return invalid(error, "%s = %u: must be <= %u", sizes[i].name,
+                     sizes[i].v, sizes[i].max);
+  }
+  guint64 ranks = (guint64)cfg->tp * cfg->pp * cfg->dp;
+  if (ranks > MAX_RANKS)
+    return invalid(error,
+                   "tp * pp * dp = %u * %u * %u = %" G_GUINT64_FORMAT
+                   " ranks: must be <= %u",
+                   cfg->tp, cfg->pp, cfg->dp, ranks, MAX_RANKS);
+  if (cfg->hidden % cfg->heads != 0)
+    return invalid(error, "hidden = %u is not a multiple of heads = %u",
+                   cfg->hidden, cfg->heads);
+  if (cfg->heads % cfg->tp != 0)
+    return invalid(error, "heads = %u is not a multiple of tp = %u",
+                   cfg->heads, cfg->tp);
+  if (cfg->layers % cfg->pp != 0)
+    return invalid(error, "layers = %u is not a multiple of pp = %u",
+                   cfg->layers, cfg->pp);
+  if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED)
+    return invalid(error, "schedule = \"interleaved\": not supported yet "
+                          "(use \"1f1b\" or \"gpipe\")");
+  if (cfg->schedule != GPT_SCHEDULE_1F1B &&
+      cfg->schedule != GPT_SCHEDULE_GPIPE)
+    return invalid(error, "schedule = %d: unknown (1f1b, gpipe)",
+                   (int)cfg->schedule);
+  if (!isfinite(cfg->dp_bucket_mb) || cfg->dp_bucket_mb < 0 ||
+      cfg->dp_bucket_mb > 1048576.0)
+    return invalid(error,
+                   "dp_bucket_mb = %g: must be in [0, 1048576] (0 = one "
+                   "bucket)",
+                   cfg->dp_bucket_mb);
+  for (guint p = 0; p < cfg->pp; p++) {
+    guint64 n = gpt_rank_ops(cfg, p);
+    if (n >= G_MAXUINT32)
+      return invalid(error,
+                     "stage %u would have %" G_GUINT64_FORMAT " ops per "
+                     "rank: must be < %u (fewer microbatches or layers per "
+                     "stage)",
+                     p, n, G_MAXUINT32);
+  }
+  guint64 total = gpt_n_ops(cfg);
+  if (total > MAX_TOTAL_OPS)
+    return invalid(error,
+                   "the iteration would have %" G_GUINT64_FORMAT
+                   " ops: must be <= %" G_GUINT64_FORMAT
+                   " (fewer ranks or microbatches)",
+                   total, MAX_TOTAL_OPS);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Generator                                                              */
+
+enum {
+  STREAM_COMPUTE = 0,
+  STREAM_DP = 1,
+  STREAM_SEND_NEXT = 2,
+  STREAM_SEND_PREV = 3,
+  STREAM_RECV_PREV = 4,
+  STREAM_RECV_NEXT = 5
+};
+
+typedef enum { GROUP_NONE = 0, GROUP_TP, GROUP_DP, GROUP_TIE } GroupKind;
+
+#define NO_LAYER 255u
+#define NO_MB G_MAXUINT16
+
+/* An op with everything but its position (phase, layer, microbatch,
+ * stream, peer, wait) filled in. */
+typedef struct {
+  gint64 ref_ns;
+  guint32 shape;
+  guint32 name;
+  guint8 kind, klass;
+  guint8 group; /* GroupKind of a compute-stream collective */
+  gint8 unit;   /* Unit whose gradient this op completes, or -1 */
+} Proto;
+
+#define SEQ_MAX 24
+typedef struct {
+  Proto p[SEQ_MAX];
+  guint n;
+} Seq;
+
+/* Shape de-duplication key (memset to 0 so padding hashes the same). */
+typedef struct {
+  double flops, bytes;
+  guint32 name;
+  guint8 klass, coll, tensor, pad_;
+} ShapeKey;
+
+static guint shape_key_hash(gconstpointer p)
+{
+  const guint8 *b = p;
+  guint32 h = 2166136261u; /* FNV-1a */
+  for (gsize i = 0; i < sizeof(ShapeKey); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+static gboolean shape_key_equal(gconstpointer a, gconstpointer b)
+{
+  return memcmp(a, b, sizeof(ShapeKey)) == 0;
+}
+
+typedef struct {
+  const GptConfig *cfg;
+  const GpuSpec *ref;
+  SimWorkload *w;
+  GHashTable *shapes;  /* ShapeKey (owned) -> shape index + 1 */
+  GArray *shape_ns;    /* gint64 ref_ns per shape */
+  GError *error;       /* first failure while pricing shapes */
+
+  /* Sizes as doubles (see the opening comment). */
+  double b, s, h, t, ht, n_att, x, vt;
+  guint lps;
+
+  Seq emb_fwd, layer_fwd, head_fwd, head_bwd, layer_bwd, emb_bwd;
+  Proto send_fwd, recv_fwd, send_bwd, recv_bwd, tie;
+
+  /* Group-id blocks (see "Ranks and groups"). */
+  guint32 dp_base, tie_base;
+
+  /* State of the rank being generated. */
+  SimRankBuilder *rb;
+  guint32 tp_group, dp_group, tie_group, prev, next;
+  guint32 last_compute; /* handle of the last compute-stream op */
+  guint32 pending_wait; /* recv the next compute op must wait for */
+  gboolean record_units;
+  GArray *unit_ops;     /* guint32 handles, backward order */
+} Gen;
+
+/* Returns the shape index for (name, class, coll, tensor, flops, bytes),
+ * adding and pricing it on first use; sets g->error if the GPU model gives
+ * a non-finite or negative time. */
+static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
+                         SimCollType coll, gboolean tensor, double flops,
+                         double bytes)
+{
+  ShapeKey key;
+  memset(&key, 0, sizeof key);
+  key.flops = flops;
+  key.bytes = bytes;
+  key.name = name;
+  key.klass = (guint8)klass;
+  key.coll = (guint8)coll;
+  key.tensor = tensor != FALSE;
+  gpointer v = g_hash_table_lookup(g->shapes, &key);
+  if (v != NULL)
+    return GPOINTER_TO_UINT(v) - 1;
+
+  gint64 ns = 0;
+  if (klass != SIM_CLASS_COMM) {
+    GpuKernel k = {.klass = klass, .flops = flops, .bytes = bytes,
+                   .tensor = tensor};
+    GpuCost cost;
+    memset(&cost, 0, sizeof cost);
+    /* Auto clocks, no power cap: the reference duration. */
+    gpu_kernel_cost(g->ref, &k, 0, 0, G_MAXDOUBLE, &cost);
+    if (!isfinite(cost.time_s) || cost.time_s < 0 || cost.time_s > 1e6) {
+      if (g->error == NULL)
+        g_set_error(&g->error, GPT_ERROR, GPT_ERROR_INVALID,
+                    "GPU %s gives time %g s for kernel %s (flops %g, bytes "
+                    "%g)",
+                    g->ref->name, cost.time_s,
+                    sim_workload_name(g->w, name), flops, bytes);
+    } else {
+      ns = MAX((gint64)llround(cost.time_s * 1e9), 1);
+    }
+  }
+  SimShape sh = {.flops = flops, .bytes = bytes, .name = name,
+                 .klass = (guint8)klass, .coll = (guint8)coll,
+                 .tensor = tensor != FALSE};
+  guint32 id = sim_workload_add_shape(g->w, &sh);
+  g_array_append_val(g->shape_ns, ns);
+  g_hash_table_insert(g->shapes, g_memdup2(&key, sizeof key),
+                      GUINT_TO_POINTER(id + 1));
+  return id;
+}
+
+static Proto make_proto(Gen *g, const char *name, SimOpKind kind,
+                        SimOpClass klass, SimCollType coll, gboolean tensor,
+                        double flops, double bytes)
+{
+  Proto p;
+  memset(&p, 0, sizeof p);
+  p.name = sim_workload_intern(g->w, name);
+  p.shape = get_shape(g, p.name, klass, coll, tensor, flops, bytes);
+  p.ref_ns = g_array_index(g->shape_ns, gint64, p.shape);
+  p.kind = (guint8)kind;
+  p.klass = (guint8)klass;
+  p.group = GROUP_NONE;
+  p.unit = -1;
+  return p;
+}
+
+/* Appends a kernel to a sequence. */
+static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
+                 double flops, double bytes, int unit)
+{
+  g_assert(q->n < SEQ_MAX);
+  gboolean tensor = klass == SIM_CLASS_GEMM || klass == SIM_CLASS_ATTENTION;
+  /* coll is meaningless for kernels; 0 keeps every shape field in range. */
+  Proto p = make_proto(g, name, SIM_OP_KERNEL, klass, SIM_COLL_ALL_REDUCE,
+                       tensor, flops, bytes);
+  p.unit = (gint8)unit;
+  q->p[q->n++] = p;
+}
+
+/* Appends a TP all-reduce of `bytes` (only when t > 1). */
+static void tp_allreduce(Gen *g, Seq *q, double bytes)
+{
+  if (g->cfg->tp == 1)
+    return;
+  g_assert(q->n < SEQ_MAX);
+  Proto p = make_proto(g, "tp.all_reduce", SIM_OP_COLLECTIVE,
+                       SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, FALSE, 0, bytes);
+  p.group = GROUP_TP;
+  q->p[q->n++] = p;
+}
+
+/* Builds every op prototype of the iteration (see the opening comment for
+ * the formulas; the code follows the table line by line). */
+static void build_protos(Gen *g)
+{
+  const double E = 2, b = g->b, s = g->s, h = g->h, ht = g->ht;
+  const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
+  const double gemm_qkv = 2 * X * 3 * ht, gemm_proj = 2 * X * ht;
+  const double gemm_fc = 2 * X * 4 * ht, att = 2 * b * s * s * ht;
+  const double logits = 2 * X * vt;
+
+  /* Layer forward. */
+  Seq *q = &g->layer_fwd;
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
+       E * (X + 3 * h * ht + 3 * bs * ht), -1);
+  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
+       E * (2 * bs * ht + N), -1);
+  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * N, -1);
+  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
+       E * (N + 2 * bs * ht), -1);
+  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, gemm_proj,
+       E * (bs * ht + ht * h + X), -1);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       3 * E * X + X, -1);
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * h * ht + 4 * bs * ht), -1);
+  kern(g, q, "fwd.gelu", SIM_CLASS_ELEMENTWISE, 0, 2 * E * 4 * bs * ht, -1);
+  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * ht + 4 * ht * h + X), -1);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       3 * E * X + X, -1);
+
+  /* Layer backward, reverse order. */
+  q = &g->layer_bwd;
+  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+       -1);
+  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * ht * h + 4 * bs * ht), -1);
+  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * ht + X) + 8 * 4 * ht * h, UNIT_FC2);
+  kern(g, q, "bwd.gelu", SIM_CLASS_ELEMENTWISE, 0, 3 * E * 4 * bs * ht, -1);
+  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * ht + 4 * h * ht + X), -1);
+  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * bs * ht) + 8 * 4 * h * ht, UNIT_FC1);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
+       UNIT_LN2);
+  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+       -1);
+  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, gemm_proj,
+       E * (X + ht * h + bs * ht), -1);
+  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, gemm_proj,
+       E * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
+  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * att,
+       E * (3 * bs * ht + 2 * N), -1);
+  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * N, -1);
+  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * att,
+       E * (N + 4 * bs * ht), -1);
+  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, gemm_qkv,
+       E * (3 * bs * ht + 3 * ht * h + X), -1);
+  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, gemm_qkv,
+       E * (X + 3 * bs * ht) + 8 * 3 * ht * h, UNIT_QKV);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
+       UNIT_LN1);
+
+  /* First stage: embeddings. */
+  q = &g->emb_fwd;
+  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X + X,
+       -1);
+  q = &g->emb_bwd;
+  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+       5 * X + 8 * bs + 12 * (vt + s) * h, UNIT_EMB);
+
+  /* Last stage: final LayerNorm, logits, vocab-parallel cross entropy. */
+  q = &g->head_fwd;
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, logits,
+       E * (X + vt * h + bs * vt), -1);
+  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
+       -1);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
+       2 * E * bs * vt + 8 * bs, -1);
+  tp_allreduce(g, q, 4 * bs);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * bs * vt + 12 * bs, -1);
+  q = &g->head_bwd;
+  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
+       -1);
+  kern(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, logits,
+       E * (bs * vt + vt * h + X), -1);
+  kern(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, logits,
+       E * (X + bs * vt) + 8 * vt * h, g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
+  tp_allreduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
+       UNIT_HEAD_LN);
+
+  /* Point to point and the embedding tie. */
+  g->send_fwd = make_proto(g, "pp.send_fwd", SIM_OP_SEND, SIM_CLASS_COMM,
+                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+  g->recv_fwd = make_proto(g, "pp.recv_fwd", SIM_OP_RECV, SIM_CLASS_COMM,
+                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+  g->send_bwd = make_proto(g, "pp.send_bwd", SIM_OP_SEND, SIM_CLASS_COMM,
+                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+  g->recv_bwd = make_proto(g, "pp.recv_bwd", SIM_OP_RECV, SIM_CLASS_COMM,
+                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+  g->tie = make_proto(g, "pp.embedding_all_reduce", SIM_OP_COLLECTIVE,
+                      SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, FALSE, 0,
+                      4 * vt * h);
+  g->tie.group = GROUP_TIE;
+}
+
+/* Appends one op to the rank being built; returns its handle. */
+static guint32 put(Gen *g, const Proto *p, guint stream, SimPhase phase,
+                   guint layer, guint mb, guint32 peer, guint32 wait)
+{
+  SimOp op;
+  memset(&op, 0, sizeof op);
+  op.ref_ns = p->ref_ns;
+  op.shape = p->shape;
+  op.name = p->name;
+  op.peer = peer;
+  op.wait = wait;
+  op.microbatch = (guint16)mb;
+  op.layer = (guint8)layer;
+  op.kind = p->kind;
+  op.klass = p->klass;
+  op.phase = (guint8)phase;
+  op.stream = (guint8)stream;
+  return sim_rank_builder_add(g->rb, &op);
+}
+
+/* Appends a compute-stream op; the first one after a recv waits for it. */
+static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
+                           guint layer, guint mb)
+{
+  guint32 peer = 0;
+  if (p->group == GROUP_TP)
+    peer = g->tp_group;
+  else if (p->group == GROUP_TIE)
+    peer = g->tie_group;
+  guint32 h = put(g, p, STREAM_COMPUTE, phase, layer, mb, peer,
+                  g->pending_wait);
+  g->pending_wait = SIM_NO_WAIT;
+  g->last_compute = h;
+  if (g->record_units && p->unit >= 0)
+    g_array_append_val(g->unit_ops, h);
+  return h;
+}
+
+/* Appends a whole kernel sequence to the compute stream. */
+static void put_seq(Gen *g, const Seq *q, SimPhase phase, guint layer,
+                    guint mb)
+{
+  for (guint i = 0; i < q->n; i++)
+    put_compute(g, &q->p[i], phase, layer, mb);
+}
+
+/* Posts a recv after the last compute op; the next compute op consumes it. */
+static void post_recv(Gen *g, const Proto *p, guint stream, SimPhase phase,
+                      guint peer, guint mb)
+{
+  g->pending_wait = put(g, p, stream, phase, NO_LAYER, mb, peer,
+                        g->last_compute);
+}
+
+/* Forward of microbatch mb on stage p: [recv activations], [embedding],
+ * the stage's layers, [head] or [send activations]. */
+static void emit_forward(Gen *g, guint p, guint mb)
+{
+  const GptConfig *cfg = g->cfg;
+  if (p > 0)
+    post_recv(g, &g->recv_fwd, STREAM_RECV_PREV, SIM_PHASE_FORWARD, g->prev,
+              mb);
+  if (p == 0)
+    put_seq(g, &g->emb_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
+  for (guint j = 0; j < g->lps; j++)
+    put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, p * g->lps + j, mb);
+  if (p == cfg->pp - 1)
+    put_seq(g, &g->head_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
+  else
+    put(g, &g->send_fwd, STREAM_SEND_NEXT, SIM_PHASE_FORWARD, NO_LAYER, mb,
+        g->next, g->last_compute);
+}
+
+/* Backward of microbatch mb on stage p: [recv gradients], [head], the
+ * layers from the last down (each after its recompute when enabled),
+ * [embedding] or [send gradients].  During the last microbatch the ops that
+ * complete a parameter gradient are recorded for the DP buckets. */
+static void emit_backward(Gen *g, guint p, guint mb)
+{
+  const GptConfig *cfg = g->cfg;
+  g->record_units = cfg->dp > 1 && mb == cfg->microbatches - 1;
+  if (p < cfg->pp - 1)
+    post_recv(g, &g->recv_bwd, STREAM_RECV_NEXT, SIM_PHASE_BACKWARD, g->next,
+              mb);
+  if (p == cfg->pp - 1)
+    put_seq(g, &g->head_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
+  for (guint j = g->lps; j-- > 0;) {
+    guint layer = p * g->lps + j;
+    if (cfg->recompute)
+      put_seq(g, &g->layer_fwd, SIM_PHASE_BACKWARD, layer, mb);
+    put_seq(g, &g->layer_bwd, SIM_PHASE_BACKWARD, layer, mb);
+  }
+  if (p == 0)
+    put_seq(g, &g->emb_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
+  else
+    put(g, &g->send_bwd, STREAM_SEND_PREV, SIM_PHASE_BACKWARD, NO_LAYER, mb,
+        g->prev, g->last_compute);
+  g->record_units = FALSE;
+}
+
+/* DP all-reduce buckets (after the last microbatch's backward has been
+ * emitted, so the unit handles are known), the tie all-reduce and the
+ * optimizer step.  The builder lays streams out itself, so emitting stream
+ * 1 after stream 0's ops changes nothing but the handles. */
+static void emit_tail(Gen *g, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  guint32 last_dp = SIM_NO_WAIT;
+  if (cfg->dp > 1) {
+    g_autoptr(GArray) bytes = stage_grad_bytes(cfg, p);
+    g_assert(bytes->len == g->unit_ops->len);
+    g_autofree guint *end = g_new(guint, bytes->len);
+    g_autofree double *size = g_new(double, bytes->len);
+    guint nb = make_buckets((const double *)(void *)bytes->data, bytes->len,
+                            bucket_cap_bytes(cfg), end, size);
+    guint32 name = sim_workload_intern(g->w, "dp.all_reduce");
+    for (guint i = 0; i < nb; i++) {
+      Proto pr;
+      memset(&pr, 0, sizeof pr);
+      pr.name = name;
+      pr.shape = get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+                           FALSE, 0, size[i]);
+      pr.kind = SIM_OP_COLLECTIVE;
+      pr.klass = SIM_CLASS_COMM;
+      guint32 wait = cfg->dp_overlap
+                         ? g_array_index(g->unit_ops, guint32, end[i])
+                         : g->last_compute;
+      last_dp = put(g, &pr, STREAM_DP, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB,
+                    g->dp_group, wait);
+    }
+  }
+  if (cfg->pp > 1 && (p == 0 || p == cfg->pp - 1)) {
+    g->pending_wait = last_dp;
+    put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
+  }
+  Proto adam = make_proto(g, "optimizer.adam", SIM_OP_KERNEL,
+                          SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE, FALSE, 0,
+                          30 * stage_params(cfg, p));
+  g->pending_wait = last_dp;
+  put_compute(g, &adam, SIM_PHASE_OPTIMIZER, NO_LAYER, NO_MB);
+}
+
+/* Megatron rank order: TP innermost, then DP, then PP. */
+static guint32 rank_of(const GptConfig *cfg, guint tp_i, guint dp_i,
+                       guint pp_i)
+{
+  return tp_i + cfg->tp * (dp_i + cfg->dp * pp_i);
+}
+
+/* Generates rank (0, 0, p), the template of stage p. */
+static void emit_stage(Gen *g, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  guint m = cfg->microbatches;
+  g->tp_group = cfg->dp * p;
+  g->dp_group = g->dp_base + cfg->tp * p;
+  g->tie_group = g->tie_base;
+  g->prev = p > 0 ? rank_of(cfg, 0, 0, p - 1) : 0;
+  g->next = p + 1 < cfg->pp ? rank_of(cfg, 0, 0, p + 1) : 0;
+  g->last_compute = SIM_NO_WAIT;
+  g->pending_wait = SIM_NO_WAIT;
+  g->record_units = FALSE;
+  g_array_set_size(g->unit_ops, 0);
+
+  if (cfg->schedule == GPT_SCHEDULE_GPIPE) {
+    for (guint i = 0; i < m; i++)
+      emit_forward(g, p, i);
+    for (guint i = 0; i < m; i++)
+      emit_backward(g, p, i);
+  } else {
+    guint warm = MIN(cfg->pp - p - 1, m);
+    for (guint i = 0; i < warm; i++)
+      emit_forward(g, p, i);
+    for (guint i = 0; i < m - warm; i++) {
+      emit_forward(g, p, warm + i);
+      emit_backward(g, p, i);
+    }
+    for (guint i = m - warm; i < m; i++)
+      emit_backward(g, p, i);
+  }
+  emit_tail(g, p);
+}
+
+/* Copies the template rank r0 of stage p to rank r = (tp_i, dp_i, p),
+ * shifting group ids and peers by the offsets of "Ranks and groups". */
+static void copy_rank(Gen *g, guint r0, guint tp_i, guint dp_i, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  const SimRank *src = &g->w->ranks[r0];
+  guint r = rank_of(cfg, tp_i, dp_i, p);
+  SimOp *ops = g_memdup2(src->ops, sizeof(SimOp) * MAX(src->n_ops, 1));
+  guint32 *off = g_memdup2(src->stream_off,
+                           sizeof(guint32) * (src->n_streams + 1));
+  guint32 d_rank = r - r0; /* = tp_i + t*dp_i: also the tie-group shift */
+  for (guint32 i = 0; i < src->n_ops; i++) {
+    SimOp *op = &ops[i];
+    if (op->kind == SIM_OP_COLLECTIVE) {
+      if (op->peer < g->dp_base)
+        op->peer += dp_i;
+      else if (op->peer < g->tie_base)
+        op->peer += tp_i;
+      else
+        op->peer += d_rank;
+    } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
+      op->peer += d_rank;
+    }
+  }
+  sim_workload_set_rank(g->w, r, ops, src->n_ops, off, src->n_streams);
+  g->w->ranks[r].stage = p;
+}
+
+/* Adds the TP, DP and tie groups in the id blocks of "Ranks and groups"
+ * and records where the DP and tie blocks start. */
+static void add_groups(Gen *g)
+{
+  const GptConfig *cfg = g->cfg;
+  SimWorkload *w = g->w;
+  g_autofree guint32 *m = g_new(guint32, MAX(MAX(cfg->tp, cfg->dp), 2));
+  if (cfg->tp > 1) {
+    for (guint p = 0; p < cfg->pp; p++)
+      for (guint d = 0; d < cfg->dp; d++) {
+        for (guint t = 0; t < cfg->tp; t++)
+          m[t] = rank_of(cfg, t, d, p);
+        guint32 id = sim_workload_add_group(w, m, cfg->tp);
+        g_assert(id == d + cfg->dp * p);
+      }
+  }
+  g->dp_base = sim_workload_n_groups(w);
+  if (cfg->dp > 1) {
+    for (guint p = 0; p < cfg->pp; p++)
+      for (guint t = 0; t < cfg->tp; t++) {
+        for (guint d = 0; d < cfg->dp; d++)
+          m[d] = rank_of(cfg, t, d, p);
+        guint32 id = sim_workload_add_group(w, m, cfg->dp);
+        g_assert(id == g->dp_base + t + cfg->tp * p);
+      }
+  }
+  g->tie_base = sim_workload_n_groups(w);
+  if (cfg->pp > 1) {
+    for (guint d = 0; d < cfg->dp; d++)
+      for (guint t = 0; t < cfg->tp; t++) {
+        m[0] = rank_of(cfg, t, d, 0);
+        m[1] = rank_of(cfg, t, d, cfg->pp - 1);
+        guint32 id = sim_workload_add_group(w, m, 2);
+        g_assert(id == g->tie_base + t + cfg->tp * d);
+      }
+  }
+}
+
+/* Records every generator parameter as a string in w->provenance. */
+static void set_provenance(SimWorkload *w, const GptConfig *cfg)
+{
+  GHashTable *pv = w->provenance;
+#define PV(k, ...) \
+  g_hash_table_insert(pv, g_strdup(k), g_strdup_printf(__VA_ARGS__))
+  PV("generator", "gpt");
+  PV("model", "%s", cfg->model[0] != '\0' ? cfg->model : "custom");
+  PV("layers", "%u", cfg->layers);
+  PV("hidden", "%u", cfg->hidden);
+  PV("heads", "%u", cfg->heads);
+  PV("vocab", "%u", cfg->vocab);
+  PV("vocab_padded", "%u", gpt_padded_vocab(cfg));
+  PV("seq_len", "%u", cfg->seq_len);
+  PV("microbatch_size", "%u", cfg->microbatch_size);
+  PV("microbatches", "%u", cfg->microbatches);
+  PV("tp", "%u", cfg->tp);
+  PV("pp", "%u", cfg->pp);
+  PV("dp", "%u", cfg->dp);
+  PV("schedule", "%s", gpt_schedule_name(cfg->schedule));
+  PV("recompute", "%s", cfg->recompute ? "true" : "false");
+  PV("dp_bucket_mb", "%g", cfg->dp_bucket_mb);
+  PV("dp_overlap", "%s", cfg->dp_overlap ? "true" : "false");
+#undef PV
+}
+
+SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
+                          GError **error)
+{
+  g_return_val_if_fail(cfg != NULL && ref != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  /* Validate a copy with a terminated model name. */
+  GptConfig c = *cfg;
+  c.model[sizeof c.model - 1] = '\0';
+  if (!gpt_config_validate(&c, error))
+    return NULL;
+
+  guint n_ranks = c.tp * c.pp * c.dp;
+  g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
+  w->tp = c.tp;
+  w->pp = c.pp;
+  w->dp = c.dp;
+  w->microbatches = c.microbatches;
+  w->tokens_per_iteration =
+      (double)c.microbatch_size * c.seq_len * c.microbatches * c.dp;
+  w->schedule = g_strdup(gpt_schedule_name(c.schedule));
+  w->ref_gpu = g_strdup(ref->name);
+  set_provenance(w, &c);
+  g_hash_table_insert(w->provenance, g_strdup("ref_gpu"),
+                      g_strdup(ref->name != NULL ? ref->name : ""));
+
+  Gen g;
+  memset(&g, 0, sizeof g);
+  g.cfg = &c;
+  g.ref = ref;
+  g.w = w;
+  g.shapes = g_hash_table_new_full(shape_key_hash, shape_key_equal, g_free,
+                                   NULL);
+  g.shape_ns = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g.unit_ops = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g.rb = sim_rank_builder_new();
+  g.b = c.microbatch_size;
+  g.s = c.seq_len;
+  g.h = c.hidden;
+  g.t = c.tp;
+  g.ht = g.h / g.t;
+  g.n_att = g.b * (double)(c.heads / c.tp) * g.s * g.s;
+  g.x = g.b * g.s * g.h;
+  g.vt = (double)gpt_padded_vocab(&c) / c.tp;
+  g.lps = c.layers / c.pp;
+
+  add_groups(&g);
+  build_protos(&g);
+  for (guint p = 0; p < c.pp && g.error == NULL; p++) {
+    guint r0 = rank_of(&c, 0, 0, p);
+    emit_stage(&g, p);
+    sim_rank_builder_finish(g.rb, w, r0);
+    w->ranks[r0].stage = p;
+    for (guint d = 0; d < c.dp; d++)
+      for (guint t = 0; t < c.tp; t++)
+        if (t != 0 || d != 0)
+          copy_rank(&g, r0, t, d, p);
+  }
+
+  sim_rank_builder_free(g.rb);
+  g_array_unref(g.unit_ops);
+  g_array_unref(g.shape_ns);
+  g_hash_table_unref(g.shapes);
+  if (g.error != NULL) {
+    g_propagate_error(error, g.error);
+    return NULL;
+  }
+  return g_steal_pointer(&w);
+}

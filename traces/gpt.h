@@ -1,0 +1,87 @@
+/* traces/gpt.h -- Megatron-style GPT training-iteration generator.
+ *
+ * See traces/gpt.c for the kernel sequence, FLOP/byte formulas, the
+ * calibration of durations and known limits.
+ */
+#ifndef TRACES_GPT_H
+#define TRACES_GPT_H
+
+#include <glib.h>
+#include "sim/workload.h"
+#include "models/gpu.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  GPT_SCHEDULE_1F1B = 0,
+  GPT_SCHEDULE_GPIPE,
+  GPT_SCHEDULE_INTERLEAVED /* not yet generated: rejected with an error */
+} GptSchedule;
+
+typedef struct {
+  char model[32];          /* "gpt3-175b" or "" for explicit sizes */
+  guint layers, hidden, heads, vocab;  /* vocab before Megatron padding */
+  guint seq_len;
+  guint microbatch_size;
+  guint microbatches;      /* per iteration, per pipeline */
+  guint tp, pp, dp;
+  GptSchedule schedule;
+  gboolean recompute;      /* full activation recomputation */
+  double dp_bucket_mb;     /* gradient all-reduce bucket size (MB), 0 = one */
+  gboolean dp_overlap;     /* overlap DP all-reduce with backward */
+} GptConfig;
+
+/* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
+ * microbatches, 1f1b, no recompute, 25 MB buckets, overlap on). */
+void gpt_config_init(GptConfig *cfg);
+
+/* Sets layers/hidden/heads/vocab from a model name (gpt3-125m, gpt3-350m,
+ * gpt3-760m, gpt3-1.3b, gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b).  Error
+ * lists the names on failure. */
+gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
+                              GError **error);
+const char *const *gpt_model_names(void); /* NULL-terminated */
+
+/* Checks every field (positive sizes, heads % tp == 0, layers % pp == 0,
+ * hidden % heads == 0, ...) with an error naming the field. */
+gboolean gpt_config_validate(const GptConfig *cfg, GError **error);
+
+/* Megatron's FLOPs per iteration (model FLOPs, no recompute):
+ * 72 * B * s * l * h^2 * (1 + s/(6h) + V/(12 l h)), B = global batch. */
+double gpt_megatron_flops(const GptConfig *cfg);
+
+/* Generates one iteration for tp*pp*dp ranks (rank = tp_i + tp*(dp_i +
+ * dp*pp_i), Megatron order).  Kernel ref_ns are roofline times on `ref` at
+ * its maximum clocks, without the power cap.  Caller owns the result. */
+SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
+                          GError **error);
+
+/* ---- Added with traces/gpt.c ------------------------------------------ */
+
+/* "1f1b", "gpipe", "interleaved" ("?" when out of range; static string). */
+const char *gpt_schedule_name(GptSchedule s);
+/* Parses a schedule name; FALSE with GPT_ERROR_INVALID naming the allowed
+ * values when unknown. */
+gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
+                                GError **error);
+
+/* The vocabulary padded Megatron-style to a multiple of 128 * tp. */
+guint gpt_padded_vocab(const GptConfig *cfg);
+
+/* Parameters of the whole model (padded vocabulary, tied embeddings,
+ * positions = seq_len): l*(12h^2 + 13h) + V*h + s*h + 2h. */
+double gpt_n_params(const GptConfig *cfg);
+
+/* Ops per rank of pipeline stage `stage` (< pp) and over all ranks, as
+ * gpt_generate() would produce them (formula in traces/gpt.c).  cfg must
+ * pass the divisibility checks of gpt_config_validate(). */
+guint64 gpt_rank_ops(const GptConfig *cfg, guint stage);
+guint64 gpt_n_ops(const GptConfig *cfg);
+
+#define GPT_ERROR (gpt_error_quark())
+GQuark gpt_error_quark(void);
+typedef enum { GPT_ERROR_INVALID, GPT_ERROR_UNKNOWN_MODEL } GptError;
+
+G_END_DECLS
+
+#endif
