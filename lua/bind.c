@@ -15,6 +15,7 @@
  *   registry: no global C state.
  */
 #include "lua/bind.h"
+#include "lua/luautil.h"
 #include "lua/results.h"
 #include "sim/pcg.h"
 #include "traces/gpt.h"
@@ -28,215 +29,10 @@
 
 G_DEFINE_QUARK(js-error-quark, js_error)
 
-#define SESSION_KEY "joulesim.session"
-#define CLUSTER_MT "joulesim.Cluster"
-#define WORKLOAD_MT "joulesim.Workload"
-#define RESULTS_MT "joulesim.Results"
-#define RNG_MT "joulesim.Rng"
 
 GResource *js_res_get_resource(void);
 
-static JsSession *session(lua_State *L)
-{
-  lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
-  JsSession *s = lua_touserdata(L, -1);
-  lua_pop(L, 1);
-  g_assert(s != NULL);
-  return s;
-}
-
-/* Raises a Lua error "fn: message" at the caller's line, freeing err. */
-static int raise_gerror(lua_State *L, const char *fn, GError *err)
-{
-  luaL_where(L, 1);
-  lua_pushfstring(L, "%s: %s", fn, err->message);
-  g_error_free(err);
-  lua_concat(L, 2);
-  return lua_error(L);
-}
-
-/* ---- argument checking ---------------------------------------------------- */
-
-static guint edit_distance(const char *a, const char *b)
-{
-  gsize n = strlen(a), m = strlen(b);
-  g_autofree guint *row = g_new(guint, m + 1);
-  for (gsize j = 0; j <= m; j++)
-    row[j] = (guint)j;
-  for (gsize i = 1; i <= n; i++) {
-    guint diag = row[0];
-    row[0] = (guint)i;
-    for (gsize j = 1; j <= m; j++) {
-      guint up = row[j];
-      guint cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
-      diag = up;
-    }
-  }
-  return row[m];
-}
-
-/* The closest of `names` to `s` within distance 3, or NULL. */
-static const char *closest(const char *s, const char *const *names)
-{
-  const char *best = NULL;
-  guint bd = 4;
-  for (int i = 0; names[i] != NULL; i++) {
-    guint d = edit_distance(s, names[i]);
-    if (d < bd) {
-      bd = d;
-      best = names[i];
-    }
-  }
-  return best;
-}
-
-/* Checks that the table at idx has only string keys from `allowed`. */
-static void check_keys(lua_State *L, int idx, const char *fn,
-                       const char *const *allowed)
-{
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_pushnil(L);
-  while (lua_next(L, idx) != 0) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) != LUA_TSTRING) {
-      luaL_error(L, "%s: arguments must be named (got a %s key)", fn,
-                 luaL_typename(L, -1));
-    }
-    const char *k = lua_tostring(L, -1);
-    gboolean ok = FALSE;
-    for (int i = 0; allowed[i] != NULL; i++)
-      if (strcmp(k, allowed[i]) == 0)
-        ok = TRUE;
-    if (!ok) {
-      g_autofree char *list = g_strjoinv(", ", (char **)allowed);
-      const char *near = closest(k, allowed);
-      if (near != NULL)
-        luaL_error(L, "%s: unknown argument '%s' (did you mean '%s'?); "
-                      "allowed: %s", fn, k, near, list);
-      luaL_error(L, "%s: unknown argument '%s'; allowed: %s", fn, k, list);
-    }
-  }
-}
-
-/* Integer argument `key` of table idx in [lo, hi], or def when absent. */
-static lua_Integer opt_int(lua_State *L, int idx, const char *fn,
-                           const char *key, lua_Integer def, lua_Integer lo,
-                           lua_Integer hi)
-{
-  int t = lua_getfield(L, idx, key);
-  lua_Integer v = def;
-  if (t != LUA_TNIL) {
-    int isnum = 0;
-    v = lua_tointegerx(L, -1, &isnum);
-    if (!isnum)
-      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %s)",
-                 fn, key, lo, hi,
-                 t == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
-    if (v < lo || v > hi)
-      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %I)",
-                 fn, key, lo, hi, v);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static double opt_num(lua_State *L, int idx, const char *fn, const char *key,
-                      double def, double lo, double hi)
-{
-  int t = lua_getfield(L, idx, key);
-  double v = def;
-  if (t != LUA_TNIL) {
-    if (t != LUA_TNUMBER)
-      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %s)",
-                 fn, key, lo, hi, luaL_typename(L, -1));
-    v = lua_tonumber(L, -1);
-    if (!(v >= lo && v <= hi))
-      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %f)",
-                 fn, key, lo, hi, v);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* String argument (borrowed; valid while the table is alive), or def. */
-static const char *opt_str(lua_State *L, int idx, const char *fn,
-                           const char *key, const char *def)
-{
-  int t = lua_getfield(L, idx, key);
-  const char *v = def;
-  if (t != LUA_TNIL) {
-    if (t != LUA_TSTRING)
-      luaL_error(L, "%s: argument '%s' must be a string (got %s)", fn, key,
-                 luaL_typename(L, -1));
-    v = lua_tostring(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static gboolean opt_bool(lua_State *L, int idx, const char *fn,
-                         const char *key, gboolean def)
-{
-  int t = lua_getfield(L, idx, key);
-  gboolean v = def;
-  if (t != LUA_TNIL) {
-    if (t != LUA_TBOOLEAN)
-      luaL_error(L, "%s: argument '%s' must be a boolean (got %s)", fn, key,
-                 luaL_typename(L, -1));
-    v = lua_toboolean(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-/* One of `names` (index), or def when absent. */
-static int opt_choice(lua_State *L, int idx, const char *fn, const char *key,
-                      int def, const char *const *names)
-{
-  const char *v = opt_str(L, idx, fn, key, NULL);
-  if (v == NULL)
-    return def;
-  for (int i = 0; names[i] != NULL; i++)
-    if (strcmp(v, names[i]) == 0)
-      return i;
-  g_autofree char *list = g_strjoinv("\", \"", (char **)names);
-  luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
-             key, list, v);
-  return def;
-}
-
 /* ---- userdata -------------------------------------------------------------- */
-
-typedef struct {
-  Cluster *c;
-} LCluster;
-typedef struct {
-  SimWorkload *w;
-  char *label;
-} LWorkload;
-typedef struct {
-  ResTable *t;
-  char *path;
-} LResults;
-
-static Cluster *check_cluster(lua_State *L, int idx, const char *fn)
-{
-  LCluster *u = luaL_testudata(L, idx, CLUSTER_MT);
-  if (u == NULL || u->c == NULL)
-    luaL_error(L, "%s: argument 'cluster' must be a cluster from js.cluster "
-                  "(got %s)", fn, luaL_typename(L, idx));
-  return u->c;
-}
-
-static LWorkload *check_workload(lua_State *L, int idx, const char *fn)
-{
-  LWorkload *u = luaL_testudata(L, idx, WORKLOAD_MT);
-  if (u == NULL || u->w == NULL)
-    luaL_error(L, "%s: argument 'workload' must be a workload from js.gpt "
-                  "(got %s)", fn, luaL_typename(L, idx));
-  return u;
-}
 
 static int cluster_gc(lua_State *L)
 {
@@ -248,7 +44,7 @@ static int cluster_gc(lua_State *L)
 
 static int cluster_index(lua_State *L)
 {
-  Cluster *c = check_cluster(L, 1, "cluster");
+  Cluster *c = jsl_check_cluster(L, 1, "cluster");
   const char *k = luaL_checkstring(L, 2);
   if (strcmp(k, "n_gpus") == 0 || strcmp(k, "gpus") == 0)
     lua_pushinteger(L, c->n_gpus);
@@ -270,7 +66,7 @@ static int cluster_index(lua_State *L)
 
 static int cluster_tostring(lua_State *L)
 {
-  Cluster *c = check_cluster(L, 1, "cluster");
+  Cluster *c = jsl_check_cluster(L, 1, "cluster");
   lua_pushfstring(L, "cluster(%d x %s, %d per node, %s)", (int)c->n_gpus,
                   c->gpu->name, (int)c->gpus_per_node, c->net->name);
   return 1;
@@ -288,7 +84,7 @@ static int workload_gc(lua_State *L)
 
 static int workload_index(lua_State *L)
 {
-  LWorkload *u = check_workload(L, 1, "workload");
+  LWorkload *u = jsl_check_workload(L, 1, "workload");
   const SimWorkload *w = u->w;
   const char *k = luaL_checkstring(L, 2);
   if (strcmp(k, "ranks") == 0)
@@ -314,7 +110,7 @@ static int workload_index(lua_State *L)
 
 static int workload_tostring(lua_State *L)
 {
-  LWorkload *u = check_workload(L, 1, "workload");
+  LWorkload *u = jsl_check_workload(L, 1, "workload");
   lua_pushfstring(L, "workload(%s, %d ranks, %I ops)", u->label,
                   (int)u->w->n_ranks, (lua_Integer)sim_workload_n_ops(u->w));
   return 1;
@@ -330,16 +126,16 @@ static const char *const cluster_keys[] = {
 static int l_cluster(lua_State *L)
 {
   const char *fn = "js.cluster";
-  JsSession *s = session(L);
-  check_keys(L, 1, fn, cluster_keys);
+  JsSession *s = jsl_session(L);
+  jsl_check_keys(L, 1, fn, cluster_keys);
   GError *err = NULL;
-  const char *gpu_name = opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
+  const char *gpu_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, gpu_name, &err);
   if (gpu == NULL)
-    return raise_gerror(L, fn, err);
-  lua_Integer gpn = opt_int(L, 1, fn, "gpus_per_node", 0, 1, 64);
-  lua_Integer nodes = opt_int(L, 1, fn, "nodes", 0, 1, 1 << 17);
-  lua_Integer gpus = opt_int(L, 1, fn, "gpus", 0, 1, 1 << 20);
+    return jsl_raise_gerror(L, fn, err);
+  lua_Integer gpn = jsl_opt_int(L, 1, fn, "gpus_per_node", 0, 1, 64);
+  lua_Integer nodes = jsl_opt_int(L, 1, fn, "nodes", 0, 1, 1 << 17);
+  lua_Integer gpus = jsl_opt_int(L, 1, fn, "gpus", 0, 1, 1 << 20);
   if (gpus == 0 && nodes == 0)
     luaL_error(L, "%s: give 'gpus' (number of GPUs) or 'nodes'", fn);
   if (gpn == 0)
@@ -352,7 +148,7 @@ static int l_cluster(lua_State *L)
   if (gpus > (1 << 20))
     luaL_error(L, "%s: %I GPUs is more than the 1,048,576 supported", fn,
                gpus);
-  const char *net_name = opt_str(L, 1, fn, "network",
+  const char *net_name = jsl_opt_str(L, 1, fn, "network",
                                  g_str_has_prefix(gpu->name, "H100") &&
                                          strstr(gpu->name, "SXM")
                                      ? "dgx-h100"
@@ -362,27 +158,27 @@ static int l_cluster(lua_State *L)
                                            : "pcie");
   g_autoptr(NetSpec) net = net_preset(net_name, &err);
   if (net == NULL)
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   Cluster *c = cluster_new(gpu, net, (guint)gpus, (guint)gpn, &err);
   if (c == NULL)
-    return raise_gerror(L, fn, err);
-  c->power_limit_w = opt_num(L, 1, fn, "power_limit_w", -1, 1, 5000);
-  c->idle_power_w = opt_num(L, 1, fn, "idle_power_w", -1, 0, 5000);
-  c->blocked_power_w = opt_num(L, 1, fn, "blocking_power_w", -1, 0, 5000);
-  c->comm_power_w = opt_num(L, 1, fn, "comm_power_w", -1, 0, 5000);
-  c->switch_latency_ms = opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+    return jsl_raise_gerror(L, fn, err);
+  c->power_limit_w = jsl_opt_num(L, 1, fn, "power_limit_w", -1, 1, 5000);
+  c->idle_power_w = jsl_opt_num(L, 1, fn, "idle_power_w", -1, 0, 5000);
+  c->blocked_power_w = jsl_opt_num(L, 1, fn, "blocking_power_w", -1, 0, 5000);
+  c->comm_power_w = jsl_opt_num(L, 1, fn, "comm_power_w", -1, 0, 5000);
+  c->switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
   if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
     static const char *const vkeys[] = {"perf", "power", NULL};
-    check_keys(L, lua_gettop(L), "js.cluster{variability}", vkeys);
-    c->perf_spread = opt_num(L, -1, "js.cluster{variability}", "perf", 0, 0,
+    jsl_check_keys(L, lua_gettop(L), "js.cluster{variability}", vkeys);
+    c->perf_spread = jsl_opt_num(L, -1, "js.cluster{variability}", "perf", 0, 0,
                              0.5);
-    c->power_spread = opt_num(L, -1, "js.cluster{variability}", "power", 0,
+    c->power_spread = jsl_opt_num(L, -1, "js.cluster{variability}", "power", 0,
                               0, 0.5);
   }
   lua_pop(L, 1);
   if (!cluster_validate(c, &err)) {
     cluster_free(c);
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   }
   LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->c = c;
@@ -401,81 +197,53 @@ static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 static int l_gpt(lua_State *L)
 {
   const char *fn = "js.gpt";
-  JsSession *s = session(L);
+  JsSession *s = jsl_session(L);
   if (lua_isnoneornil(L, 1))
     lua_newtable(L);
-  check_keys(L, 1, fn, gpt_keys);
+  jsl_check_keys(L, 1, fn, gpt_keys);
   GError *err = NULL;
   GptConfig cfg;
   gpt_config_init(&cfg);
-  const char *model = opt_str(L, 1, fn, "model", NULL);
+  const char *model = jsl_opt_str(L, 1, fn, "model", NULL);
   if (model != NULL && !gpt_config_set_model(&cfg, model, &err))
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   const lua_Integer big = 1 << 20;
-  cfg.layers = (guint)opt_int(L, 1, fn, "layers", cfg.layers, 1, 4096);
-  cfg.hidden = (guint)opt_int(L, 1, fn, "hidden", cfg.hidden, 1, big);
-  cfg.heads = (guint)opt_int(L, 1, fn, "heads", cfg.heads, 1, 65536);
-  cfg.vocab = (guint)opt_int(L, 1, fn, "vocab", cfg.vocab, 1, 1 << 24);
-  cfg.seq_len = (guint)opt_int(L, 1, fn, "seq_len", cfg.seq_len, 1, big);
-  cfg.microbatch_size = (guint)opt_int(L, 1, fn, "microbatch_size",
+  cfg.layers = (guint)jsl_opt_int(L, 1, fn, "layers", cfg.layers, 1, 4096);
+  cfg.hidden = (guint)jsl_opt_int(L, 1, fn, "hidden", cfg.hidden, 1, big);
+  cfg.heads = (guint)jsl_opt_int(L, 1, fn, "heads", cfg.heads, 1, 65536);
+  cfg.vocab = (guint)jsl_opt_int(L, 1, fn, "vocab", cfg.vocab, 1, 1 << 24);
+  cfg.seq_len = (guint)jsl_opt_int(L, 1, fn, "seq_len", cfg.seq_len, 1, big);
+  cfg.microbatch_size = (guint)jsl_opt_int(L, 1, fn, "microbatch_size",
                                        cfg.microbatch_size, 1, 65536);
-  cfg.microbatches = (guint)opt_int(L, 1, fn, "microbatches",
+  cfg.microbatches = (guint)jsl_opt_int(L, 1, fn, "microbatches",
                                     cfg.microbatches, 1, 100000);
-  cfg.tp = (guint)opt_int(L, 1, fn, "tp", cfg.tp, 1, 1024);
-  cfg.pp = (guint)opt_int(L, 1, fn, "pp", cfg.pp, 1, 4096);
-  cfg.dp = (guint)opt_int(L, 1, fn, "dp", cfg.dp, 1, big);
-  cfg.schedule = (GptSchedule)opt_choice(L, 1, fn, "schedule", cfg.schedule,
+  cfg.tp = (guint)jsl_opt_int(L, 1, fn, "tp", cfg.tp, 1, 1024);
+  cfg.pp = (guint)jsl_opt_int(L, 1, fn, "pp", cfg.pp, 1, 4096);
+  cfg.dp = (guint)jsl_opt_int(L, 1, fn, "dp", cfg.dp, 1, big);
+  cfg.schedule = (GptSchedule)jsl_opt_choice(L, 1, fn, "schedule", cfg.schedule,
                                          schedules);
-  cfg.recompute = opt_bool(L, 1, fn, "recompute", cfg.recompute);
-  cfg.dp_bucket_mb = opt_num(L, 1, fn, "dp_bucket_mb", cfg.dp_bucket_mb, 0,
+  cfg.recompute = jsl_opt_bool(L, 1, fn, "recompute", cfg.recompute);
+  cfg.dp_bucket_mb = jsl_opt_num(L, 1, fn, "dp_bucket_mb", cfg.dp_bucket_mb, 0,
                              1e6);
-  cfg.dp_overlap = opt_bool(L, 1, fn, "dp_overlap", cfg.dp_overlap);
+  cfg.dp_overlap = jsl_opt_bool(L, 1, fn, "dp_overlap", cfg.dp_overlap);
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
     luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
                   "supported", fn,
                (lua_Integer)((guint64)cfg.tp * cfg.pp * cfg.dp));
-  const char *ref_name = opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
+  const char *ref_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *ref = gpu_catalogue_lookup(s->catalogue, ref_name, &err);
   if (ref == NULL)
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   if (!gpt_config_validate(&cfg, &err))
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   SimWorkload *w = gpt_generate(&cfg, ref, &err);
   if (w == NULL)
-    return raise_gerror(L, fn, err);
-  LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->w = w;
-  u->label = g_strdup_printf("%s tp%u pp%u dp%u mb%u",
-                             model ? model : "gpt", cfg.tp, cfg.pp, cfg.dp,
-                             cfg.microbatches);
-  luaL_setmetatable(L, WORKLOAD_MT);
+    return jsl_raise_gerror(L, fn, err);
+  g_autofree char *label = g_strdup_printf("%s tp%u pp%u dp%u mb%u",
+                                           model ? model : "gpt", cfg.tp,
+                                           cfg.pp, cfg.dp, cfg.microbatches);
+  jsl_push_workload(L, w, label);
   return 1;
-}
-
-/* ---- policies -------------------------------------------------------------- */
-
-/* Reads a policy table {name = "max"|"fixed", sm =, mem =} at idx. */
-static void check_policy(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
-{
-  memset(p, 0, sizeof *p);
-  if (lua_isnoneornil(L, idx)) {
-    p->kind = DVFS_MAX;
-    return;
-  }
-  if (!lua_istable(L, idx))
-    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
-                  "(got %s)", fn, luaL_typename(L, idx));
-  static const char *const kinds[] = {"max", "fixed", NULL};
-  int k = opt_choice(L, idx, fn, "name", -1, kinds);
-  if (k < 0)
-    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
-                  "(the table has no 'name')", fn);
-  p->kind = (DvfsKind)k;
-  if (p->kind == DVFS_FIXED) {
-    p->sm_mhz = (guint)opt_int(L, idx, "js.policy.fixed", "sm", 0, 0, 65535);
-    p->mem_mhz = (guint)opt_int(L, idx, "js.policy.fixed", "mem", 0, 0,
-                                65535);
-  }
 }
 
 /* ---- results tables ----------------------------------------------------------- */
@@ -580,21 +348,21 @@ static const char *const simulate_keys[] = {
 static int l_simulate(lua_State *L)
 {
   const char *fn = "js.simulate";
-  JsSession *s = session(L);
-  check_keys(L, 1, fn, simulate_keys);
+  JsSession *s = jsl_session(L);
+  jsl_check_keys(L, 1, fn, simulate_keys);
   lua_getfield(L, 1, "cluster");
-  Cluster *c = check_cluster(L, -1, fn);
+  Cluster *c = jsl_check_cluster(L, -1, fn);
   lua_getfield(L, 1, "workload");
-  LWorkload *lw = check_workload(L, -1, fn);
+  LWorkload *lw = jsl_check_workload(L, -1, fn);
   lua_getfield(L, 1, "policy");
   DvfsPolicy pol;
-  check_policy(L, lua_gettop(L), fn, &pol);
+  jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);
   JsRunOptions opt = {0};
-  opt.iterations = (guint)opt_int(L, 1, fn, "iterations", 1, 1, 100000);
-  lua_Integer seed = opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
+  opt.iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
+  lua_Integer seed = jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
                              G_MAXINT64);
   opt.seed = (guint64)seed;
-  opt.switch_latency_ms = opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
   if (lua_getfield(L, 1, "stragglers") != LUA_TNIL)
     luaL_error(L, "%s: argument 'stragglers' is not supported by this "
                   "version yet", fn);
@@ -608,9 +376,9 @@ static int l_simulate(lua_State *L)
   double perf = c->perf_spread, power = c->power_spread;
   if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
     static const char *const vkeys[] = {"perf", "power", NULL};
-    check_keys(L, lua_gettop(L), "js.simulate{variability}", vkeys);
-    perf = opt_num(L, -1, "js.simulate{variability}", "perf", 0, 0, 0.5);
-    power = opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
+    jsl_check_keys(L, lua_gettop(L), "js.simulate{variability}", vkeys);
+    perf = jsl_opt_num(L, -1, "js.simulate{variability}", "perf", 0, 0, 0.5);
+    power = jsl_opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
   }
   lua_pop(L, 1);
   double saved_perf = c->perf_spread, saved_power = c->power_spread;
@@ -621,7 +389,7 @@ static int l_simulate(lua_State *L)
   c->perf_spread = saved_perf;
   c->power_spread = saved_power;
   if (r == NULL)
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   push_result(L, r, c, lw->w, &pol);
   sim_result_free(r);
   return 1;
@@ -637,12 +405,12 @@ static void set_param(lua_State *L, const char *k, const GpuParam *p)
 static int l_gpu(lua_State *L)
 {
   const char *fn = "js.gpu";
-  JsSession *s = session(L);
+  JsSession *s = jsl_session(L);
   const char *name = luaL_checkstring(L, 1);
   GError *err = NULL;
   const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, name, &err);
   if (g == NULL)
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   lua_createtable(L, 0, 24);
   lua_pushstring(L, g->name);
   lua_setfield(L, -2, "name");
@@ -676,7 +444,7 @@ static int l_gpu(lua_State *L)
 
 static int l_gpus(lua_State *L)
 {
-  JsSession *s = session(L);
+  JsSession *s = jsl_session(L);
   g_autoptr(GPtrArray) names = gpu_catalogue_names(s->catalogue);
   lua_createtable(L, (int)names->len, 0);
   for (guint i = 0; i < names->len; i++) {
@@ -751,7 +519,7 @@ static int results_append(lua_State *L)
   g_array_sort(row, compare_names);
   GError *err = NULL;
   if (!res_table_append(u->t, (ResValue *)(void *)row->data, row->len, &err))
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   return 0;
 }
 
@@ -764,7 +532,7 @@ static int results_close(lua_State *L)
   ResTable *t = u->t;
   u->t = NULL;
   if (!res_table_close(t, &err))
-    return raise_gerror(L, "results:close", err);
+    return jsl_raise_gerror(L, "results:close", err);
   return 0;
 }
 
@@ -778,15 +546,15 @@ static int results_rows(lua_State *L)
 static int l_results(lua_State *L)
 {
   const char *fn = "js.results";
-  JsSession *s = session(L);
+  JsSession *s = jsl_session(L);
   const char *path = luaL_checkstring(L, 1);
   const char *table = luaL_optstring(L, 2, "results");
   ResMode mode = RES_MODE_APPEND;
   if (!lua_isnoneornil(L, 3)) {
     static const char *const keys[] = {"mode", NULL};
     static const char *const modes[] = {"append", "replace", NULL};
-    check_keys(L, 3, fn, keys);
-    mode = (ResMode)opt_choice(L, 3, fn, "mode", RES_MODE_APPEND, modes);
+    jsl_check_keys(L, 3, fn, keys);
+    mode = (ResMode)jsl_opt_choice(L, 3, fn, "mode", RES_MODE_APPEND, modes);
   }
   if (*table == '\0' || strchr(table, '/') != NULL)
     luaL_error(L, "%s: table name '%s' must be non-empty and contain no '/'",
@@ -796,7 +564,7 @@ static int l_results(lua_State *L)
   GError *err = NULL;
   ResTable *t = res_table_open(path, table, mode, &meta, &err);
   if (t == NULL)
-    return raise_gerror(L, fn, err);
+    return jsl_raise_gerror(L, fn, err);
   LResults *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->t = t;
   u->path = g_strdup(path);
@@ -858,7 +626,7 @@ static int l_random(lua_State *L)
 static int l_randomseed(lua_State *L)
 {
   SimPcg *rng = script_rng(L);
-  lua_Integer n = luaL_optinteger(L, 1, (lua_Integer)session(L)->seed);
+  lua_Integer n = luaL_optinteger(L, 1, (lua_Integer)jsl_session(L)->seed);
   sim_pcg_for_entity(rng, (guint64)n, SIM_PCG_SCRIPT, 0);
   return 0;
 }
@@ -927,6 +695,7 @@ static int open_joulesim(lua_State *L)
   luaL_newlib(L, module_funcs);
   lua_pushstring(L, JOULESIM_VERSION);
   lua_setfield(L, -2, "version");
+  jsl_register_policy(L);
   if (load_resource(L, "prelude.lua") != LUA_OK)
     return lua_error(L);
   lua_pushvalue(L, -2);

@@ -2,7 +2,7 @@
  *
  * Every number carries its source: a published figure (data/README.md, an
  * NVIDIA datasheet), a fit (docs/gpu-model.md, reproduced by
- * `test-gpu -m thorough -p /gpu/calibration/fit`), or "estimate:" with the
+ * `test-gpu -m thorough -p /gpu/calibration/fit/<GPU>`), or "estimate:" with the
  * reasoning.  The model that reads these numbers is described in
  * models/gpu.c.  gpu_catalogue_new() validates and copies every entry.
  *
@@ -24,8 +24,9 @@
 
 #define SRC_README "data/README.md"
 #define SRC_FIT_A100                                                         \
-  "fit to perseus-emulation gpt3-175b+a100_sxm_bf16.csv and the A100 8192^3 " \
-  "GEMM at 400 W (258 TFLOP/s), see docs/gpu-model.md"
+  "fit to perseus-emulation gpt3-175b+a100_sxm_bf16.csv, the A100 8192^3 "  \
+  "GEMM at 400 W (258 TFLOP/s) and blocking power 83.64 W, see "             \
+  "docs/gpu-model.md"
 #define SRC_VNOM "nominal 1 V: the model uses V(f)/v_max only"
 #define SRC_GEMM_EFF                                                         \
   "data/README.md: 8192^3 BF16 GEMM 295 TFLOP/s unthrottled (zeros) / 312 " \
@@ -39,8 +40,9 @@
 #define SRC_ACT_GEMM "definition: unit of p_dyn_w (dense BF16 GEMM, random data)"
 #define SRC_OVERHEAD "estimate: launch + tail of a kernel, a few microseconds"
 #define SRC_ISSUE                                                           \
-  "estimate: SM-side (LSU + L2, SM clock domain) DRAM traffic per SM clock; " \
-  "puts a streaming kernel's knee near 0.4-0.55 f_max"
+  "estimate: DRAM traffic the SMs (LSU + L2, SM clock domain) sustain per "  \
+  "SM clock; 32 B/clk/SM = 4.9 TB/s on A100 at 1410 MHz, 2.4-3x DRAM; "      \
+  "streaming kernels slow below bw / (n_sm x this)"
 
 /* Per-class efficiencies.  GEMM efficiency is a parameter (the published
  * A100 figure for GA100; estimates elsewhere); the others are estimates
@@ -110,7 +112,9 @@
 #define SRC_SHAPE_A100                                                      \
   "estimate: same voltage/leakage shape as the A100 fit (v_min ratio, "      \
   "f_knee at 0.774 f_max)"
-#define SRC_ISSUE_DC "estimate: as A100 (" SRC_ISSUE ")"
+#define SRC_ISSUE_DC                                                        \
+  "estimate: as A100 (32 B/clk/SM of DRAM traffic from the SMs; streaming "  \
+  "kernels slow below bw / (n_sm x this))"
 
 #define A100_CLOCKS                                                         \
   .sm_min_mhz = P(210, SRC_README ": A100 SM clock 210-1410 MHz"),          \
@@ -151,14 +155,15 @@
 
 /* SXM5: P_dyn and P_leak scale with the TDP ratio 700/400 (so the big GEMM
  * caps at a similar fraction of f_max as on A100), P_const with the idle
- * ratio 82.5/60; voltage shape as A100.  All estimates. */
-#define H100_P_CONST 69.3
-#define H100_P_DYN 772.0
-#define H100_P_LEAK 104.0
+ * ratio 82.5/60; voltage shape as A100.  All estimates.  P_const + P_leak =
+ * 130 W, the blocking-power estimate, as the fit makes it on A100/A40. */
+#define H100_P_CONST 60.4
+#define H100_P_DYN 824.0
+#define H100_P_LEAK 69.5
 #define SRC_H100_SCALE                                                      \
   "estimate: A100 fit scaled by TDP 700/400 W (not measured on H100)"
 #define SRC_H100_CONST                                                      \
-  "estimate: A100 fit 50.4 W scaled by idle 82.5/60 W (" SRC_README         \
+  "estimate: A100 fit 43.9 W scaled by idle 82.5/60 W (" SRC_README         \
   ": H100 idle ~65-100 W)"
 #define SRC_H100_GEMM_EFF                                                   \
   "estimate: large BF16 GEMMs reach a smaller share of peak on H100 than "  \
@@ -176,7 +181,8 @@
 #define A40_F_KNEE 1061.0
 #define A40_ACT_VEC 1.0
 #define SRC_FIT_A40                                                         \
-  "fit to perseus-emulation gpt3-175b+a40_bf16.csv, see docs/gpu-model.md"
+  "fit to perseus-emulation gpt3-175b+a40_bf16.csv and blocking power "     \
+  "70.38 W, see docs/gpu-model.md"
 
 static const GpuSpec builtins[] = {
   {
@@ -300,9 +306,9 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5"),
     .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
                        "2039 GB/s"),
-    .p_dyn_w = P(591, "estimate: same GH100 die as SXM5: 772 W x 114/132 "
+    .p_dyn_w = P(631, "estimate: same GH100 die as SXM5: 824 W x 114/132 "
                       "SMs x 1755/1980 MHz"),
-    .p_leak_w = P(90, "estimate: SXM5 104 W x 114/132 SMs"),
+    .p_leak_w = P(60, "estimate: SXM5 69.5 W x 114/132 SMs"),
     .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
     .v_max = P(1.0, SRC_VNOM),
     .f_knee_mhz = P(1359, SRC_SHAPE_A100),
@@ -394,8 +400,10 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(A40_P_CONST, "estimate: as the A40 fit (GA102)"),
     .p_mem_w = P(52.9, "estimate: ~7.25 pJ/bit GDDR6X access energy x "
                        "912 GB/s"),
-    .p_dyn_w = P(A40_P_DYN * 80.0 / 84.0 * 2100.0 / 1740.0,
-                 "estimate: A40 fit scaled to 80 SMs and 2100/1740 MHz"),
+    .p_dyn_w = P(380, "fit: puts the 8192^3 GEMM at 350 W at 68.6 TFLOP/s "
+                      "(1860 MHz), inside " SRC_README "'s measured ~65-75 "
+                      "TFLOP/s (llm.c GEMMs); other power terms from the "
+                      "A40 fit"),
     .p_leak_w = P(A40_P_LEAK * 80.0 / 84.0, "estimate: A40 fit x 80/84 SMs"),
     .v_min = P(A40_V_MIN, "estimate: A40 fit ratio"),
     .v_max = P(1.0, SRC_VNOM),

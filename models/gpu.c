@@ -55,25 +55,39 @@
  * Calibration (numbers and the commands reproducing them: docs/gpu-model.md)
  * ---------------------------------------------------------------------------
  * Clocks, SM counts, FLOP/clk/SM, bandwidths, power limits, idle and blocked
- * power: published figures (data/README.md, NVIDIA datasheets).  A100
- * P_const, P_dyn, P_leak, v_min, f_knee: fitted jointly to (1) the 8192^3
- * BF16 GEMM at 400 W on A100 (258 TFLOP/s throttled vs 295 with zeros) and
- * (2) the measured stage profile perseus-emulation/gpt3-175b+a100_sxm_bf16
- * (energy and time per microbatch vs SM clock, 500 W card), with the
- * GPT-3 175B TP8 stage kernel mix of tests/test-gpu.c.  H100/A40/PCIe parts
- * are scaled from their own published facts (marked "estimate").
+ * power: published figures (data/README.md, NVIDIA datasheets).  DRAM power
+ * p_mem_w: access energy per bit x bit rate (estimate).  A100 P_const,
+ * P_dyn, P_leak, v_min, f_knee and the vector-class activity: fitted jointly
+ * (tests/test-gpu.c, /gpu/calibration/fit) to
+ *   (1) the measured stage profile perseus-emulation/gpt3-175b+a100_sxm_bf16
+ *       (energy and power per microbatch vs SM clock, 855-1410 MHz, 500 W
+ *       card) with a GPT-3 175B TP8 12-layer stage kernel mix,
+ *   (2) the 8192^3 BF16 GEMM at 400 W: 258 TFLOP/s throttled,
+ *   (3) the A100 blocking power 83.64 W = P_const + P_leak (a blocked GPU
+ *       spins at full clock with idle SMs), which separates P_const from
+ *       P_leak.
+ * A40 is fitted the same way to its own profile (no GEMM figure).  H100,
+ * A100-PCIe, H100-PCIe and RTX 3080 Ti power parameters are scaled from
+ * those fits ("estimate" in their sources).
  *
  * Known limits (measured errors: docs/gpu-model.md)
  * -------------------------------------------------
+ * - A100 stage (normalised at 1410 MHz): energy-curve MAPE 1.5% forward,
+ *   1.9% backward (worst point 4.8% at 1260 MHz); time MAPE 2.2% / 0.5%;
+ *   minimum-energy clock 1080 MHz as measured; absolute stage time within
+ *   1.5% (not fitted).  The 8192^3 GEMM at 400 W: 256.9 TFLOP/s at 1230 MHz
+ *   (published 258).
+ * - A40: forward energy MAPE 2.6%; backward 7.1% (the measured backward
+ *   time drops 6% between 975 and 960 MHz, which no monotone model
+ *   follows); absolute forward time 34% too long.
+ * - H100 and the PCIe/consumer parts are not validated against measurements.
  * - One efficiency per class: real GEMM efficiency depends on shape (tile
  *   quantisation, small N); attention and vector classes are estimates.
  * - Power does not depend on data (the 258 vs 295 TFLOP/s GEMM gap comes from
  *   random vs zero operands); the fit uses random-data figures.
  * - No temperature: leakage and clocks do not drift with heat.
- * - The cap is per kernel (see above); the memory clock is never lowered by
- *   the cap, only the SM clock, as on A100/H100.
- * - The fitted A100 stage energy curve is within a few percent of the
- *   measured one (MAPE in docs/gpu-model.md); absolute time is not fitted.
+ * - The cap is per kernel (see above) and lowers only the SM clock, never
+ *   the memory clock, as on A100/H100.
  */
 #include "models/gpu.h"
 
@@ -739,6 +753,7 @@ void gpu_kernel_cost(const GpuSpec *g, const GpuKernel *k, guint sm_mhz,
   g_return_if_fail(g != NULL && k != NULL && out != NULL);
   g_return_if_fail((guint)k->klass < SIM_CLASS_COUNT);
   g_return_if_fail(isfinite(k->flops) && isfinite(k->bytes));
+  g_return_if_fail(k->flops >= 0 && k->bytes >= 0);
 
   guint f = gpu_snap_sm(g, sm_mhz);
   guint m = gpu_snap_mem(g, mem_mhz);

@@ -813,6 +813,34 @@ static void test_gemm_power_limited(void)
   }
 }
 
+/* Published large-GEMM throughputs (data/README.md) at the default limit. */
+typedef struct {
+  const char *gpu;
+  double lo_tflops, hi_tflops;
+} GemmFigure;
+
+static const GemmFigure gemm_figures[] = {
+  {"A100-SXM4-40GB", 258 * 0.95, 258 * 1.05}, /* throttled, random data */
+  {"A100-SXM4-80GB", 258 * 0.95, 258 * 1.05},
+  {"RTX-3080-Ti", 65, 75},                    /* llm.c GEMMs */
+};
+
+static void test_gemm_published(gconstpointer data)
+{
+  const GemmFigure *gf = data;
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  const GpuSpec *g = lookup(c, gf->gpu);
+  GpuKernel k = gemm8192();
+  GpuCost cost;
+  gpu_kernel_cost(g, &k, 0, 0, 0, &cost);
+  double tflops = k.flops / cost.time_s / 1e12;
+  g_test_message("%s: %.1f TFLOP/s at %u MHz, %.0f W", gf->gpu, tflops,
+                 cost.sm_mhz, cost.power_w);
+  g_assert_true(cost.capped);
+  g_assert_cmpfloat(tflops, >=, gf->lo_tflops);
+  g_assert_cmpfloat(tflops, <=, gf->hi_tflops);
+}
+
 /* After the cap, power never exceeds the limit unless already at sm_min;
  * the chosen clock is the highest that fits. */
 static void test_cap_respects_limit(void)
@@ -1229,6 +1257,11 @@ int main(int argc, char **argv)
   g_test_add_func("/gpu/time/compute-bound", test_compute_bound_scaling);
   g_test_add_func("/gpu/time/memory-knee", test_memory_knee);
   g_test_add_func("/gpu/power/gemm-power-limited", test_gemm_power_limited);
+  for (gsize i = 0; i < G_N_ELEMENTS(gemm_figures); i++) {
+    g_autofree char *p =
+        g_strdup_printf("/gpu/power/gemm-published/%s", gemm_figures[i].gpu);
+    g_test_add_data_func(p, &gemm_figures[i], test_gemm_published);
+  }
   g_test_add_func("/gpu/power/cap-respects-limit", test_cap_respects_limit);
   g_test_add_func("/gpu/power/mem-clock-frees-power",
                   test_mem_clock_frees_power);

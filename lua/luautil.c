@@ -1,0 +1,202 @@
+/* lua/luautil.c -- argument checking and userdata helpers shared by every
+ * file of the Lua binding.  See lua/luautil.h. */
+#include "lua/luautil.h"
+
+#include <lauxlib.h>
+#include <string.h>
+
+JsSession *jsl_session(lua_State *L)
+{
+  lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
+  JsSession *s = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  g_assert(s != NULL);
+  return s;
+}
+
+/* Raises a Lua error "fn: message" at the caller's line, freeing err. */
+int jsl_raise_gerror(lua_State *L, const char *fn, GError *err)
+{
+  luaL_where(L, 1);
+  lua_pushfstring(L, "%s: %s", fn, err->message);
+  g_error_free(err);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
+
+static guint edit_distance(const char *a, const char *b)
+{
+  gsize n = strlen(a), m = strlen(b);
+  g_autofree guint *row = g_new(guint, m + 1);
+  for (gsize j = 0; j <= m; j++)
+    row[j] = (guint)j;
+  for (gsize i = 1; i <= n; i++) {
+    guint diag = row[0];
+    row[0] = (guint)i;
+    for (gsize j = 1; j <= m; j++) {
+      guint up = row[j];
+      guint cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+      diag = up;
+    }
+  }
+  return row[m];
+}
+
+/* The closest of `names` to `s` within distance 3, or NULL. */
+const char *jsl_closest(const char *s, const char *const *names)
+{
+  const char *best = NULL;
+  guint bd = 4;
+  for (int i = 0; names[i] != NULL; i++) {
+    guint d = edit_distance(s, names[i]);
+    if (d < bd) {
+      bd = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+/* Checks that the table at idx has only string keys from `allowed`. */
+void jsl_check_keys(lua_State *L, int idx, const char *fn,
+                       const char *const *allowed)
+{
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx) != 0) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      luaL_error(L, "%s: arguments must be named (got a %s key)", fn,
+                 luaL_typename(L, -1));
+    }
+    const char *k = lua_tostring(L, -1);
+    gboolean ok = FALSE;
+    for (int i = 0; allowed[i] != NULL; i++)
+      if (strcmp(k, allowed[i]) == 0)
+        ok = TRUE;
+    if (!ok) {
+      g_autofree char *list = g_strjoinv(", ", (char **)allowed);
+      const char *near = jsl_closest(k, allowed);
+      if (near != NULL)
+        luaL_error(L, "%s: unknown argument '%s' (did you mean '%s'?); "
+                      "allowed: %s", fn, k, near, list);
+      luaL_error(L, "%s: unknown argument '%s'; allowed: %s", fn, k, list);
+    }
+  }
+}
+
+/* Integer argument `key` of table idx in [lo, hi], or def when absent. */
+lua_Integer jsl_opt_int(lua_State *L, int idx, const char *fn,
+                           const char *key, lua_Integer def, lua_Integer lo,
+                           lua_Integer hi)
+{
+  int t = lua_getfield(L, idx, key);
+  lua_Integer v = def;
+  if (t != LUA_TNIL) {
+    int isnum = 0;
+    v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum)
+      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %s)",
+                 fn, key, lo, hi,
+                 t == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    if (v < lo || v > hi)
+      luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %I)",
+                 fn, key, lo, hi, v);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+double jsl_opt_num(lua_State *L, int idx, const char *fn, const char *key,
+                      double def, double lo, double hi)
+{
+  int t = lua_getfield(L, idx, key);
+  double v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TNUMBER)
+      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %s)",
+                 fn, key, lo, hi, luaL_typename(L, -1));
+    v = lua_tonumber(L, -1);
+    if (!(v >= lo && v <= hi))
+      luaL_error(L, "%s: argument '%s' must be a number in [%f, %f] (got %f)",
+                 fn, key, lo, hi, v);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* String argument (borrowed; valid while the table is alive), or def. */
+const char *jsl_opt_str(lua_State *L, int idx, const char *fn,
+                           const char *key, const char *def)
+{
+  int t = lua_getfield(L, idx, key);
+  const char *v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TSTRING)
+      luaL_error(L, "%s: argument '%s' must be a string (got %s)", fn, key,
+                 luaL_typename(L, -1));
+    v = lua_tostring(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+gboolean jsl_opt_bool(lua_State *L, int idx, const char *fn,
+                         const char *key, gboolean def)
+{
+  int t = lua_getfield(L, idx, key);
+  gboolean v = def;
+  if (t != LUA_TNIL) {
+    if (t != LUA_TBOOLEAN)
+      luaL_error(L, "%s: argument '%s' must be a boolean (got %s)", fn, key,
+                 luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* One of `names` (index), or def when absent. */
+int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
+                      int def, const char *const *names)
+{
+  const char *v = jsl_opt_str(L, idx, fn, key, NULL);
+  if (v == NULL)
+    return def;
+  for (int i = 0; names[i] != NULL; i++)
+    if (strcmp(v, names[i]) == 0)
+      return i;
+  g_autofree char *list = g_strjoinv("\", \"", (char **)names);
+  luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
+             key, list, v);
+  return def;
+}
+
+Cluster *jsl_check_cluster(lua_State *L, int idx, const char *fn)
+{
+  LCluster *u = luaL_testudata(L, idx, CLUSTER_MT);
+  if (u == NULL || u->c == NULL)
+    luaL_error(L, "%s: argument 'cluster' must be a cluster from js.cluster "
+                  "(got %s)", fn, luaL_typename(L, idx));
+  return u->c;
+}
+
+LWorkload *jsl_check_workload(lua_State *L, int idx, const char *fn)
+{
+  LWorkload *u = luaL_testudata(L, idx, WORKLOAD_MT);
+  if (u == NULL || u->w == NULL)
+    luaL_error(L, "%s: argument 'workload' must be a workload from js.gpt "
+                  "(got %s)", fn, luaL_typename(L, idx));
+  return u;
+}
+
+
+void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
+{
+  LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->w = w;
+  u->label = g_strdup(label);
+  luaL_setmetatable(L, WORKLOAD_MT);
+}

@@ -1,0 +1,73 @@
+/* lua/luautil.h -- helpers shared by the files of the Lua binding.
+ *
+ * Every checker raises a Lua error (it does not return) on bad input, with a
+ * message "FN: argument 'KEY' must be ... (got ...)" located at the calling
+ * script line.  Strings returned are borrowed from the Lua stack/table.
+ */
+#ifndef LUA_LUAUTIL_H
+#define LUA_LUAUTIL_H
+
+#include <glib.h>
+#include <lua.h>
+#include "lua/session.h"
+#include "lua/results.h"
+
+G_BEGIN_DECLS
+
+#define SESSION_KEY "joulesim.session"
+#define CLUSTER_MT "joulesim.Cluster"
+#define WORKLOAD_MT "joulesim.Workload"
+#define RESULTS_MT "joulesim.Results"
+#define RNG_MT "joulesim.Rng"
+
+typedef struct {
+  Cluster *c;
+} LCluster;
+typedef struct {
+  SimWorkload *w;
+  char *label;
+} LWorkload;
+typedef struct {
+  ResTable *t;
+  char *path;
+} LResults;
+
+
+/* The session of this Lua state (registry). */
+JsSession *jsl_session(lua_State *L);
+/* Raises "FN: message" at the caller's line and frees err.  Never returns. */
+int jsl_raise_gerror(lua_State *L, const char *fn, GError *err);
+/* The closest of a NULL-terminated list to s (edit distance <= 3) or NULL. */
+const char *jsl_closest(const char *s, const char *const *names);
+/* The table at idx may only have string keys from `allowed`. */
+void jsl_check_keys(lua_State *L, int idx, const char *fn,
+                    const char *const *allowed);
+lua_Integer jsl_opt_int(lua_State *L, int idx, const char *fn,
+                        const char *key, lua_Integer def, lua_Integer lo,
+                        lua_Integer hi);
+double jsl_opt_num(lua_State *L, int idx, const char *fn, const char *key,
+                   double def, double lo, double hi);
+const char *jsl_opt_str(lua_State *L, int idx, const char *fn,
+                        const char *key, const char *def);
+gboolean jsl_opt_bool(lua_State *L, int idx, const char *fn, const char *key,
+                      gboolean def);
+/* Index of the value in `names`, def when absent; error lists names. */
+int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
+                   int def, const char *const *names);
+/* Userdata accessors (raise on a wrong type). */
+Cluster *jsl_check_cluster(lua_State *L, int idx, const char *fn);
+LWorkload *jsl_check_workload(lua_State *L, int idx, const char *fn);
+/* Wraps w (ownership handed over) as a workload userdata on the stack. */
+void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
+
+/* Registration hooks, one per feature file: each adds its functions to the
+ * module table on top of the stack (called by require "joulesim" before the
+ * prelude runs). */
+void jsl_register_policy(lua_State *L);
+
+/* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
+void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+
+G_END_DECLS
+
+#endif
