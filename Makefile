@@ -9,9 +9,10 @@
 
 PREFIX ?= /usr/local
 CC ?= cc
-PKGS := glib-2.0 gio-2.0 hdf5 lua5.4
+PKGS := glib-2.0 gio-2.0 hdf5 lua5.4 yajl sqlite3 libprotobuf-c
 DEB_PKGS := libglib2.0-dev libglib2.0-dev-bin libhdf5-dev liblua5.4-dev \
-            zlib1g-dev pkg-config
+            zlib1g-dev pkg-config libyajl-dev libsqlite3-dev \
+            libprotobuf-c-dev protobuf-c-compiler
 BUILD ?= build
 BIN ?= joulesim
 
@@ -24,14 +25,19 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wno-unused-parameter
 OPT ?= -O2 -g
-override CFLAGS += -std=gnu11 $(OPT) $(WARN) -I. -I$(BUILD) $(PKG_CFLAGS) \
+override CFLAGS += -std=gnu11 $(OPT) $(WARN) -I. -I$(BUILD) -I$(BUILD)/proto \
+        $(PKG_CFLAGS) \
         -DJOULESIM_VERSION='"$(VERSION)"' -DJOULESIM_GIT_REV='"$(GIT_REV)"' \
         -DG_LOG_DOMAIN='"joulesim"'
 override LDLIBS += $(PKG_LIBS) -lz -lm
 
 LIB_SRC := $(filter-out sim/main.c, \
              $(wildcard sim/*.c models/*.c models/dvfs/*.c traces/*.c lua/*.c))
-LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(BUILD)/resources.o
+# Protocol buffer schemas (traces/*.proto) compile to C with protoc-c.
+PROTO := $(wildcard traces/*.proto)
+PROTO_C := $(patsubst traces/%.proto,$(BUILD)/proto/%.pb-c.c,$(PROTO))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(BUILD)/resources.o \
+           $(PROTO_C:.c=.o)
 TEST_SRC := $(wildcard tests/test-*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 RESOURCES := $(wildcard lua/*.lua)
@@ -48,6 +54,14 @@ deps:
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
 	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
 	fi
+
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: traces/%.proto
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=traces --c_out=$(BUILD)/proto $<
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
+# Every object may include generated protobuf headers.
+$(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)): | $(PROTO_C)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,0 +1,80 @@
+/* traces/profile.h -- measured time/energy profiles (DESIGN section 9).
+ *
+ * Two CSV forms:
+ *  - Perseus/Zeus: `stage,instruction,frequency,time,energy` (MHz, s, J):
+ *    one op per (stage, instruction), one point per SM clock.
+ *  - per kernel: `kernel,sm_mhz,mem_mhz,time_s,energy_j` with optional
+ *    `count` and `class` columns: one op per kernel name, one point per
+ *    clock pair.
+ * Columns may come in any order; extra columns are errors.  Every malformed
+ * row gives an error naming the file, line and column.
+ */
+#ifndef TRACES_PROFILE_H
+#define TRACES_PROFILE_H
+
+#include <glib.h>
+#include "sim/workload.h"
+
+G_BEGIN_DECLS
+
+typedef enum { PROFILE_PERSEUS = 0, PROFILE_KERNEL } ProfileFormat;
+
+typedef struct {
+  guint sm_mhz;
+  guint mem_mhz;   /* 0 when the profile does not vary it */
+  double time_s;
+  double energy_j;
+} ProfilePoint;
+
+typedef struct {
+  char *name;          /* "stage3.backward" or the kernel name (owned) */
+  guint stage;         /* Perseus form; 0 otherwise */
+  char *instruction;   /* "forward"/"backward" (Perseus form) or NULL */
+  SimOpClass klass;    /* per-kernel form's class column, else OTHER */
+  double count;        /* per-kernel form's count column, else 1 */
+  GArray *points;      /* ProfilePoint, sorted by (mem_mhz, sm_mhz) */
+} ProfileOp;
+
+typedef struct {
+  char *path;
+  ProfileFormat format;
+  GPtrArray *ops;      /* ProfileOp* (owned), in order of first appearance */
+  guint n_stages;      /* Perseus form: max stage + 1 */
+} Profile;
+
+/* Loads a profile CSV (format detected from the header).  Rejects: missing
+ * or unknown columns, non-numeric or non-finite or non-positive values,
+ * duplicate points.  Caller owns the result. */
+Profile *profile_load(const char *path, GError **error);
+void profile_free(Profile *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Profile, profile_free)
+
+/* The op for (stage, instruction) in a Perseus profile, or NULL. */
+const ProfileOp *profile_find_stage(const Profile *p, guint stage,
+                                    const char *instruction);
+/* The op with this name, or NULL. */
+const ProfileOp *profile_find(const Profile *p, const char *name);
+
+/* Time and energy of op at (sm, mem), linearly interpolated between the two
+ * nearest measured SM clocks (at the nearest measured memory clock; mem 0 =
+ * the op's highest).  A clock outside the measured range is an error
+ * (PROFILE_ERROR_RANGE): never extrapolated silently. */
+gboolean profile_op_at(const ProfileOp *op, guint sm_mhz, guint mem_mhz,
+                       double *time_s, double *energy_j, GError **error);
+
+/* Measured SM clocks of op at memory clock mem (0 = highest), ascending.
+ * Caller frees the array. */
+GArray *profile_op_clocks(const ProfileOp *op, guint mem_mhz);
+
+#define PROFILE_ERROR (profile_error_quark())
+GQuark profile_error_quark(void);
+typedef enum {
+  PROFILE_ERROR_IO,
+  PROFILE_ERROR_FORMAT,   /* header, row, value */
+  PROFILE_ERROR_DUPLICATE,
+  PROFILE_ERROR_RANGE
+} ProfileError;
+
+G_END_DECLS
+
+#endif
