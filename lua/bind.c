@@ -696,6 +696,10 @@ static int open_joulesim(lua_State *L)
   lua_pushstring(L, JOULESIM_VERSION);
   lua_setfield(L, -2, "version");
   jsl_register_policy(L);
+  jsl_register_trace(L);
+  jsl_register_profile(L);
+  jsl_register_pipeline(L);
+  jsl_register_sweep(L);
   if (load_resource(L, "prelude.lua") != LUA_OK)
     return lua_error(L);
   lua_pushvalue(L, -2);

@@ -63,7 +63,11 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
 /* Registration hooks, one per feature file: each adds its functions to the
  * module table on top of the stack (called by require "joulesim" before the
  * prelude runs). */
-void jsl_register_policy(lua_State *L);
+void jsl_register_policy(lua_State *L);   /* lua/policy.c */
+void jsl_register_trace(lua_State *L);    /* lua/trace.c: js.trace */
+void jsl_register_profile(lua_State *L);  /* lua/validate.c: js.profile, js.validate */
+void jsl_register_pipeline(lua_State *L); /* lua/pipeline.c: js.pipeline */
+void jsl_register_sweep(lua_State *L);    /* lua/sweep.c: js.sweep */
 
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);

@@ -5,6 +5,7 @@
  * Only this file prints errors.
  */
 #include "lua/bind.h"
+#include "lua/commands.h"
 #include "lua/session.h"
 #include "models/cluster.h"
 #include "models/gpu.h"
@@ -275,6 +276,10 @@ int main(int argc, char **argv)
     return cmd_gpus(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0)
     return cmd_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "trace") == 0)
+    return js_cmd_trace(argc - 2, argv + 2);
+  if (strcmp(cmd, "validate") == 0)
+    return js_cmd_validate(argc - 2, argv + 2);
   fprintf(stderr, "joulesim: unknown command '%s'\n%s", cmd, usage_main);
   return EXIT_USAGE;
 }
