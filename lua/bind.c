@@ -25,6 +25,7 @@
 #include <lua.h>
 #include <lualib.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 G_DEFINE_QUARK(js-error-quark, js_error)
@@ -156,12 +157,19 @@ static int l_cluster(lua_State *L)
                                                strstr(gpu->name, "SXM")
                                            ? "dgx-a100"
                                            : "pcie");
-  g_autoptr(NetSpec) net = net_preset(net_name, &err);
+  NetSpec *net = net_preset(net_name, &err);
   if (net == NULL)
     return jsl_raise_gerror(L, fn, err);
+  /* The userdata owns the cluster from here on, so a later argument error
+   * (a longjmp) cannot leak it. */
+  LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->c = NULL;
+  luaL_setmetatable(L, CLUSTER_MT);
   Cluster *c = cluster_new(gpu, net, (guint)gpus, (guint)gpn, &err);
+  net_spec_free(net);
   if (c == NULL)
     return jsl_raise_gerror(L, fn, err);
+  u->c = c;
   c->power_limit_w = jsl_opt_num(L, 1, fn, "power_limit_w", -1, 1, 5000);
   c->idle_power_w = jsl_opt_num(L, 1, fn, "idle_power_w", -1, 0, 5000);
   c->blocked_power_w = jsl_opt_num(L, 1, fn, "blocking_power_w", -1, 0, 5000);
@@ -176,13 +184,8 @@ static int l_cluster(lua_State *L)
                               0, 0.5);
   }
   lua_pop(L, 1);
-  if (!cluster_validate(c, &err)) {
-    cluster_free(c);
+  if (!cluster_validate(c, &err))
     return jsl_raise_gerror(L, fn, err);
-  }
-  LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->c = c;
-  luaL_setmetatable(L, CLUSTER_MT);
   return 1;
 }
 
@@ -467,7 +470,7 @@ static int results_gc(lua_State *L)
   return 0;
 }
 
-static int compare_names(gconstpointer a, gconstpointer b)
+static int compare_names(const void *a, const void *b)
 {
   return strcmp(((const ResValue *)a)->name, ((const ResValue *)b)->name);
 }
@@ -481,44 +484,53 @@ static int results_append(lua_State *L)
   if (u->t == NULL)
     luaL_error(L, "%s: the results table is closed", fn);
   luaL_checktype(L, 2, LUA_TTABLE);
-  g_autoptr(GArray) row = g_array_new(FALSE, TRUE, sizeof(ResValue));
+  /* The row array lives in Lua memory (a userdata), so raising an error
+   * halfway through leaks nothing. */
+  guint n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, 2) != 0) {
+    lua_pop(L, 1);
+    n++;
+  }
+  if (n == 0)
+    luaL_error(L, "%s: the row has no columns", fn);
+  ResValue *row = lua_newuserdatauv(L, sizeof(ResValue) * n, 0);
+  memset(row, 0, sizeof(ResValue) * n);
+  guint k = 0;
   lua_pushnil(L);
   while (lua_next(L, 2) != 0) {
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_error(L, "%s: column names must be strings", fn);
-    ResValue v = {0};
-    v.name = lua_tostring(L, -2);
+    ResValue *v = &row[k++];
+    v->name = lua_tostring(L, -2);
     switch (lua_type(L, -1)) {
     case LUA_TNUMBER:
       if (lua_isinteger(L, -1)) {
-        v.type = RES_INT;
-        v.i = lua_tointeger(L, -1);
+        v->type = RES_INT;
+        v->i = lua_tointeger(L, -1);
       } else {
-        v.type = RES_FLOAT;
-        v.f = lua_tonumber(L, -1);
+        v->type = RES_FLOAT;
+        v->f = lua_tonumber(L, -1);
       }
       break;
     case LUA_TBOOLEAN:
-      v.type = RES_BOOL;
-      v.i = lua_toboolean(L, -1);
+      v->type = RES_BOOL;
+      v->i = lua_toboolean(L, -1);
       break;
     case LUA_TSTRING:
-      v.type = RES_STRING;
-      v.s = lua_tostring(L, -1);
+      v->type = RES_STRING;
+      v->s = lua_tostring(L, -1);
       break;
     default:
       luaL_error(L, "%s: column '%s' has a %s value; allowed: number, "
-                    "integer, boolean, string", fn, v.name,
+                    "integer, boolean, string", fn, v->name,
                  luaL_typename(L, -1));
     }
-    g_array_append_val(row, v);
     lua_pop(L, 1);
   }
-  if (row->len == 0)
-    luaL_error(L, "%s: the row has no columns", fn);
-  g_array_sort(row, compare_names);
+  qsort(row, n, sizeof(ResValue), compare_names);
   GError *err = NULL;
-  if (!res_table_append(u->t, (ResValue *)(void *)row->data, row->len, &err))
+  if (!res_table_append(u->t, row, n, &err))
     return jsl_raise_gerror(L, fn, err);
   return 0;
 }

@@ -1,5 +1,11 @@
 /* lua/luautil.c -- argument checking and userdata helpers shared by every
- * file of the Lua binding.  See lua/luautil.h. */
+ * file of the Lua binding.  See lua/luautil.h.
+ *
+ * Rule for every binding function: a Lua error is a longjmp, which skips
+ * g_autofree/g_autoptr cleanups.  So no C allocation may be live when an
+ * error can be raised: check arguments first, keep temporary strings on the
+ * Lua stack, and wrap C objects in userdata (freed by __gc) before calling
+ * anything that may raise. */
 #include "lua/luautil.h"
 
 #include <lauxlib.h>
@@ -77,12 +83,17 @@ void jsl_check_keys(lua_State *L, int idx, const char *fn,
       if (strcmp(k, allowed[i]) == 0)
         ok = TRUE;
     if (!ok) {
-      g_autofree char *list = g_strjoinv(", ", (char **)allowed);
+      /* Build the list on the Lua stack: a Lua error longjmps, so no C
+       * allocation may be live when it is raised. */
+      char *list = g_strjoinv(", ", (char **)allowed);
+      lua_pushstring(L, list);
+      g_free(list);
       const char *near = jsl_closest(k, allowed);
       if (near != NULL)
         luaL_error(L, "%s: unknown argument '%s' (did you mean '%s'?); "
-                      "allowed: %s", fn, k, near, list);
-      luaL_error(L, "%s: unknown argument '%s'; allowed: %s", fn, k, list);
+                      "allowed: %s", fn, k, near, lua_tostring(L, -1));
+      luaL_error(L, "%s: unknown argument '%s'; allowed: %s", fn, k,
+                 lua_tostring(L, -1));
     }
   }
 }
@@ -168,9 +179,11 @@ int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
   for (int i = 0; names[i] != NULL; i++)
     if (strcmp(v, names[i]) == 0)
       return i;
-  g_autofree char *list = g_strjoinv("\", \"", (char **)names);
+  char *list = g_strjoinv("\", \"", (char **)names);
+  lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
+  g_free(list);
   luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
-             key, list, v);
+             key, lua_tostring(L, -1), v);
   return def;
 }
 
