@@ -510,13 +510,15 @@ static void advance(SimEngine *e, guint r, guint s)
     const SimOp *op = &ops[i];
     gint64 ready = t;
     if (op->wait != SIM_NO_WAIT) {
-      gint64 dep = rs->t_end[op->wait];
-      if (dep < 0) {
+      /* Ops of a stream are scheduled in order, so op j is done exactly
+       * when its stream's cursor has moved past it. */
+      const SimOp *wop = &ops[op->wait];
+      if (rs->streams[wop->stream].cur <= op->wait) {
         st->state = ST_WAIT_OP;
         st->waiting_for = op->wait;
         break;
       }
-      ready = MAX(ready, dep);
+      ready = MAX(ready, rs->t_end[op->wait]);
     }
     if (op->kind == SIM_OP_KERNEL) {
       SimClocks req = plan_clocks(e, r, i);
@@ -701,8 +703,6 @@ static gboolean run_iteration(SimEngine *e, gint64 t0, gint64 *t1,
     const SimRank *rk = &w->ranks[r];
     RankState *rs = &e->ranks[r];
     rs->n_unfinished = 0;
-    for (guint32 i = 0; i < rk->n_ops; i++)
-      rs->t_arrive[i] = rs->t_start[i] = rs->t_end[i] = -1;
     for (guint s = 0; s < rs->n_streams; s++) {
       Stream *st = &rs->streams[s];
       st->cur = rk->stream_off[s];

@@ -198,7 +198,7 @@ static gboolean bench_case(JsSession *s, const BenchCase *bc, GError **error)
   g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, error);
   if (c == NULL)
     return FALSE;
-  DvfsPolicy pol = {DVFS_MAX, 0, 0};
+  DvfsPolicy pol = {.kind = DVFS_MAX};
   JsRunOptions opt = {1, s->seed, -1, NULL, NULL};
   g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, error);
   if (r == NULL)

@@ -57,7 +57,7 @@ static void teardown(Setup *st)
 static SimResult *simulate(Setup *st, DvfsKind kind, guint sm, guint iters)
 {
   GError *error = NULL;
-  DvfsPolicy p = {kind, sm, 0};
+  DvfsPolicy p = {.kind = kind, .sm_mhz = sm};
   JsRunOptions opt = {iters, 1, -1, NULL, NULL};
   SimResult *r = js_simulate(st->s, st->c, st->w, &p, &opt, &error);
   g_assert_no_error(error);
@@ -146,7 +146,7 @@ static void test_variability_seeded(void)
   st.c->perf_spread = 0.1;
   st.c->power_spread = 0.1;
   GError *error = NULL;
-  DvfsPolicy p = {DVFS_MAX, 0, 0};
+  DvfsPolicy p = {.kind = DVFS_MAX};
   JsRunOptions o1 = {2, 11, -1, NULL, NULL}, o2 = {2, 12, -1, NULL, NULL};
   g_autoptr(SimResult) a = js_simulate(st.s, st.c, st.w, &p, &o1, &error);
   g_autoptr(SimResult) b = js_simulate(st.s, st.c, st.w, &p, &o1, &error);
