@@ -49,6 +49,36 @@ Profile *profile_load(const char *path, GError **error);
 void profile_free(Profile *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Profile, profile_free)
 
+/* Builds a per-kernel profile (PROFILE_KERNEL, mem_mhz 0 unless sampled)
+ * from an NVML/DCGM power sample series and a list of windows:
+ *  - samples_path: `nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw
+ *    [,clocks.mem,...] --format=csv[,nounits] -lms N` output (header like
+ *    `timestamp, clocks.current.sm [MHz], power.draw [W]`, timestamps like
+ *    `2024/05/01 12:00:00.123` or plain seconds; other columns ignored);
+ *  - windows_path: CSV `kernel,start,end[,count]`, times either in seconds
+ *    since the first sample or in the timestamp format (absolute); count =
+ *    kernel launches inside the window (time and energy are divided by it).
+ * Each window's energy is the trapezoid integral of the sampled power, its
+ * time the window length, its clocks the most frequent sampled clocks in
+ * it; repeated windows of one kernel at one clock pair are averaged.  A
+ * window outside the sampled span or holding no sample is
+ * PROFILE_ERROR_RANGE.  Caller owns the result. */
+Profile *profile_load_nvml(const char *samples_path, const char *windows_path,
+                           GError **error);
+
+/* One rank of a measured training iteration (whole-run validation). */
+typedef struct {
+  guint rank;
+  double time_s;     /* the iteration's wall time on this rank, > 0 */
+  double energy_j;   /* the rank's GPU energy over it, > 0 */
+} ProfileRank;
+
+/* Loads a measured iteration `rank,time_s,energy_j` (one row per rank,
+ * ranks 0..n-1 each once, any order): an array of ProfileRank sorted by
+ * rank.  Errors name the file, line and column (missing or duplicate
+ * rank, non-numeric, non-positive values).  Caller frees the array. */
+GArray *profile_load_run(const char *path, GError **error);
+
 /* The op for (stage, instruction) in a Perseus profile, or NULL. */
 const ProfileOp *profile_find_stage(const Profile *p, guint stage,
                                     const char *instruction);

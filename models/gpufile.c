@@ -1,0 +1,291 @@
+/* models/gpufile.c -- GPU catalogue entries as key files (format in
+ * models/gpufile.h).
+ *
+ * The parameter names are the ones gpu_spec_param() resolves; the list of
+ * scalar names below must follow models/gpu.c's table (tests/test-fit.c
+ * round-trips every catalogue entry through a file and compares
+ * gpu_spec_describe() output, so a parameter missing here fails it).
+ */
+#include "models/gpufile.h"
+
+#include <string.h>
+
+static const char *const scalar_names[] = {
+  "sm_min_mhz", "sm_max_mhz", "sm_step_mhz", "sm_default_mhz", "n_sm",
+  "tensor_flop_per_clk_sm", "vector_flop_per_clk_sm", "mem_bw_gbps",
+  "mem_issue_bytes_per_clk_sm", "kernel_overhead_us", "power_limit_w",
+  "power_min_w", "power_max_w", "idle_power_w", "blocked_power_w",
+  "comm_power_w", "p_const_w", "p_mem_w", "p_dyn_w", "p_leak_w", "v_min",
+  "v_max", "f_knee_mhz", "switch_latency_ms",
+};
+static const char *const array_names[] = {"eff_compute", "eff_memory",
+                                          "activity"};
+
+/* Calls fn(name) for every parameter of a spec with n_mem memory clocks. */
+typedef gboolean (*ParamFn)(const char *name, gpointer data, GError **error);
+
+static gboolean each_param(guint n_mem, ParamFn fn, gpointer data,
+                           GError **error)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(scalar_names); i++)
+    if (!fn(scalar_names[i], data, error))
+      return FALSE;
+  for (guint i = 0; i < n_mem; i++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "mem_mhz.%u", i);
+    if (!fn(name, data, error))
+      return FALSE;
+  }
+  for (gsize a = 0; a < G_N_ELEMENTS(array_names); a++)
+    for (int c = 0; c < SIM_CLASS_COUNT; c++) {
+      g_autofree char *name =
+          g_strdup_printf("%s.%s", array_names[a], gpu_class_name((SimOpClass)c));
+      if (!fn(name, data, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+typedef struct {
+  GKeyFile *kf;
+  GpuSpec *spec;
+  const char *path;
+  gboolean have_base;
+} Ctx;
+
+static gboolean save_one(const char *name, gpointer data, GError **error)
+{
+  Ctx *x = data;
+  GpuParam *p = gpu_spec_param(x->spec, name);
+  g_assert(p != NULL); /* the name list follows gpu.c */
+  g_key_file_set_double(x->kf, "values", name, p->v);
+  if (p->source != NULL)
+    g_key_file_set_string(x->kf, "sources", name, p->source);
+  return TRUE;
+}
+
+gboolean gpu_spec_save_keyfile(const GpuSpec *spec, const char *path,
+                               GError **error)
+{
+  g_return_val_if_fail(spec != NULL && path != NULL, FALSE);
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  g_key_file_set_comment(kf, NULL, NULL,
+                         " joulesim GPU catalogue entry (models/gpufile.h); "
+                         "load with JOULESIM_GPU_PATH",
+                         NULL);
+  g_key_file_set_string(kf, "gpu", "name", spec->name);
+  if (spec->description != NULL)
+    g_key_file_set_string(kf, "gpu", "description", spec->description);
+  g_key_file_set_integer(kf, "gpu", "n_mem_clocks", (gint)spec->n_mem_clocks);
+  /* gpu_spec_param needs a mutable spec; it only returns pointers. */
+  g_autoptr(GpuSpec) copy = gpu_spec_copy(spec);
+  Ctx x = {kf, copy, path, FALSE};
+  each_param(MIN(spec->n_mem_clocks, GPU_MAX_MEM_CLOCKS), save_one, &x, NULL);
+  gsize len = 0;
+  g_autofree char *text = g_key_file_to_data(kf, &len, NULL);
+  GError *err = NULL;
+  if (!g_file_set_contents(path, text, (gssize)len, &err)) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "cannot write GPU file %s: %s", path, err->message);
+    g_error_free(err);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean load_one(const char *name, gpointer data, GError **error)
+{
+  Ctx *x = data;
+  GpuParam *p = gpu_spec_param(x->spec, name);
+  g_assert(p != NULL);
+  GError *err = NULL;
+  if (!g_key_file_has_key(x->kf, "values", name, NULL)) {
+    if (x->have_base)
+      return TRUE;
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "%s: missing key '%s' in [values] (give every parameter, or "
+                "base= in [gpu])",
+                x->path, name);
+    return FALSE;
+  }
+  double v = g_key_file_get_double(x->kf, "values", name, &err);
+  if (err != NULL) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "%s: [values] %s: %s", x->path, name, err->message);
+    g_error_free(err);
+    return FALSE;
+  }
+  p->v = v;
+  g_autofree char *src = g_key_file_get_string(x->kf, "sources", name, NULL);
+  p->source = g_intern_string(src != NULL ? src : x->path);
+  return TRUE;
+}
+
+/* Checks that every key of [values] and [sources] names a parameter. */
+static gboolean check_keys(GKeyFile *kf, GpuSpec *spec, const char *path,
+                           GError **error)
+{
+  static const char *const groups[] = {"values", "sources"};
+  for (gsize g = 0; g < G_N_ELEMENTS(groups); g++) {
+    if (!g_key_file_has_group(kf, groups[g]))
+      continue;
+    g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[g], NULL, NULL);
+    for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
+      if (gpu_spec_param(spec, keys[i]) == NULL) {
+        g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                    "%s: [%s] unknown parameter '%s' (names as `joulesim "
+                    "gpus NAME` lists them)",
+                    path, groups[g], keys[i]);
+        return FALSE;
+      }
+  }
+  g_auto(GStrv) gkeys = g_key_file_get_keys(kf, "gpu", NULL, NULL);
+  static const char *const known[] = {"name", "description", "base",
+                                      "n_mem_clocks", NULL};
+  for (guint i = 0; gkeys != NULL && gkeys[i] != NULL; i++)
+    if (!g_strv_contains(known, gkeys[i])) {
+      g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                  "%s: [gpu] unknown key '%s' (name, description, base, "
+                  "n_mem_clocks)",
+                  path, gkeys[i]);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+GpuSpec *gpu_spec_load_keyfile(const char *path, const GpuCatalogue *base,
+                               GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  GError *err = NULL;
+  if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID, "%s: %s", path,
+                err->message);
+    g_error_free(err);
+    return NULL;
+  }
+  g_autofree char *name = g_key_file_get_string(kf, "gpu", "name", NULL);
+  if (name == NULL || name[0] == '\0') {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "%s: missing [gpu] name", path);
+    return NULL;
+  }
+  g_autofree char *base_name = g_key_file_get_string(kf, "gpu", "base", NULL);
+  g_autoptr(GpuSpec) spec = NULL;
+  if (base_name != NULL) {
+    const GpuSpec *b =
+        base != NULL ? gpu_catalogue_lookup(base, base_name, &err) : NULL;
+    if (b == NULL) {
+      g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID, "%s: [gpu] base: %s",
+                  path, err != NULL ? err->message : "no catalogue to look in");
+      g_clear_error(&err);
+      return NULL;
+    }
+    spec = gpu_spec_copy(b);
+  } else {
+    spec = g_new0(GpuSpec, 1);
+  }
+  g_free(spec->name);
+  spec->name = g_strdup(name);
+  g_autofree char *desc = g_key_file_get_string(kf, "gpu", "description", NULL);
+  if (desc != NULL) {
+    g_free(spec->description);
+    spec->description = g_steal_pointer(&desc);
+  }
+  if (g_key_file_has_key(kf, "gpu", "n_mem_clocks", NULL)) {
+    gint n = g_key_file_get_integer(kf, "gpu", "n_mem_clocks", &err);
+    if (err != NULL || n < 1 || n > GPU_MAX_MEM_CLOCKS) {
+      g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                  "%s: [gpu] n_mem_clocks must be an integer in 1..%d", path,
+                  GPU_MAX_MEM_CLOCKS);
+      g_clear_error(&err);
+      return NULL;
+    }
+    spec->n_mem_clocks = (guint)n;
+  } else if (base_name == NULL) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "%s: missing [gpu] n_mem_clocks", path);
+    return NULL;
+  }
+  if (!check_keys(kf, spec, path, error))
+    return NULL;
+  Ctx x = {kf, spec, path, base_name != NULL};
+  if (!each_param(spec->n_mem_clocks, load_one, &x, error))
+    return NULL;
+  if (!gpu_spec_validate(spec, &err)) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID, "%s: %s", path,
+                err->message);
+    g_error_free(err);
+    return NULL;
+  }
+  return g_steal_pointer(&spec);
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+gboolean gpu_catalogue_load_dir(GpuCatalogue *c, const char *dir,
+                                GError **error)
+{
+  g_return_val_if_fail(c != NULL && dir != NULL, FALSE);
+  GError *err = NULL;
+  g_autoptr(GDir) d = g_dir_open(dir, 0, &err);
+  if (d == NULL) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "GPU catalogue directory %s: %s", dir, err->message);
+    g_error_free(err);
+    return FALSE;
+  }
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  const char *n;
+  while ((n = g_dir_read_name(d)) != NULL)
+    if (g_str_has_suffix(n, GPU_FILE_EXT))
+      g_ptr_array_add(names, g_strdup(n));
+  g_ptr_array_sort(names, cmp_str);
+  GError *first = NULL;
+  for (guint i = 0; i < names->len; i++) {
+    g_autofree char *path =
+        g_build_filename(dir, (char *)g_ptr_array_index(names, i), NULL);
+    g_autoptr(GpuSpec) s = gpu_spec_load_keyfile(path, c, &err);
+    if (s == NULL || !gpu_catalogue_define(c, s, &err)) {
+      if (first == NULL)
+        first = err;
+      else
+        g_error_free(err);
+      err = NULL;
+    }
+  }
+  if (first != NULL) {
+    g_propagate_error(error, first);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean gpu_catalogue_load_path(GpuCatalogue *c, const char *path,
+                                 GError **error)
+{
+  g_return_val_if_fail(c != NULL && path != NULL, FALSE);
+  g_auto(GStrv) dirs = g_strsplit(path, G_SEARCHPATH_SEPARATOR_S, -1);
+  GError *first = NULL;
+  for (guint i = 0; dirs[i] != NULL; i++) {
+    if (dirs[i][0] == '\0')
+      continue;
+    GError *err = NULL;
+    if (!gpu_catalogue_load_dir(c, dirs[i], &err)) {
+      if (first == NULL)
+        first = err;
+      else
+        g_error_free(err);
+    }
+  }
+  if (first != NULL) {
+    g_propagate_error(error, first);
+    return FALSE;
+  }
+  return TRUE;
+}
