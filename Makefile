@@ -2,7 +2,9 @@
 #
 #   make deps     install the Debian packages the build needs (when missing)
 #   make          build ./joulesim (one self-contained binary)
-#   make run      deps + build + the quickstart scenario
+#   make run      deps + build + the quickstart scenario (+ figures when
+#                 python3-h5py is installed)
+#   make plot-deps  install python3-h5py, -matplotlib, -pandas (scenarios/plot.py)
 #   make test     deps + build + every test; ends with "N passed, N failed"
 #   make asan     build and test under AddressSanitizer + UBSan (build-asan/)
 #   make install  PREFIX=/usr/local
@@ -42,12 +44,23 @@ TEST_SRC := $(wildcard tests/test-*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 RESOURCES := $(wildcard lua/*.lua)
 
-.PHONY: all deps run test check-layering asan install clean unit-tests
+.PHONY: all deps plot-deps run test check-layering asan install clean unit-tests
 
 all: $(BIN)
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
+	fi
+
+# scenarios/plot.py's Python packages (Debian's, not pip's).
+PLOT_DEB_PKGS := python3-h5py python3-matplotlib python3-pandas
+plot-deps:
+	@missing=""; for p in $(PLOT_DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -89,6 +102,13 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a tests/testutil.h
 run: deps
 	$(MAKE) joulesim
 	./joulesim run scenarios/quickstart.lua
+	@if /usr/bin/python3 -c 'import h5py, matplotlib' 2>/dev/null; then \
+	  /usr/bin/python3 scenarios/plot.py results.h5 -o figures && \
+	  echo "figures: $(CURDIR)/figures/"; \
+	elif /usr/bin/python3 -c 'import h5py' 2>/dev/null; then \
+	  echo "figures: run 'make plot-deps' (installs matplotlib), then" \
+	       "'python3 scenarios/plot.py results.h5 -o figures'"; \
+	fi
 
 unit-tests: $(BIN) $(TEST_BIN)
 

@@ -1,4 +1,5 @@
-/* lua/results.c -- appendable HDF5 results tables (DESIGN section 9).
+/* lua/results.c -- appendable HDF5 results tables and run timelines
+ * (DESIGN section 9).
  *
  * File layout:
  *
@@ -7,11 +8,22 @@
  *                           seed (uint64); written once, when the file is
  *                           created
  *   /results/<table>        1-D compound dataset, max dims unlimited,
- *                           chunked 256 rows, deflate level 4; attributes
- *                           "columns" (names), "units" (parallel to
- *                           columns), "bool_columns" (names of the uint8
+ *                           chunked 256 rows, no filter (see Durability);
+ *                           attributes "columns" (names), "units" (parallel
+ *                           to columns), "bool_columns" (names of the uint8
  *                           columns that hold booleans; a null dataspace
- *                           when there are none)
+ *                           when there are none), and any notes written by
+ *                           res_table_set_note (js.sweep: "sweep_keys")
+ *   /timelines/<run>        1-D compound dataset (gpu int64, time_s,
+ *                           power_w, sm_mhz float64), written once, chunked
+ *                           4096 rows, shuffle + deflate 4; attributes
+ *                           columns, units, bool_columns as above, n_gpus,
+ *                           interpolation = "previous" (a sample's power
+ *                           and clock hold until the GPU's next sample)
+ *
+ * Names starting with '.' are reserved: "/results/.<table>.rewrite" and
+ * "/timelines/.<run>.partial" are the temporary datasets of a rewrite
+ * (res_table_filter) and of a timeline being written.
  *
  * Column types: int64 (H5T_NATIVE_INT64), float64 (H5T_NATIVE_DOUBLE),
  * bool as uint8 0/1, strings as variable-length UTF-8 C strings.  h5py reads
@@ -28,10 +40,50 @@
  *   - mem_type describes row_buf: one row in column order, each member at
  *     cols[i].offset, strings as `const char *` borrowed from the caller for
  *     the duration of one append.
+ *   - owner is the process that opened it.  A forked child that inherits
+ *     the table (js.sweep's workers) never writes, flushes or closes the
+ *     HDF5 file through it: that would race with the parent's writes.
  *
- * Durability: each append extends, writes and H5Fflush()es before it
- * returns, so completed rows are on disk when the call returns (a crash may
- * lose at most the row being written).
+ * Durability (what a kill -9 at any instant leaves behind).  Measured with
+ * a writer that opens a fresh file, appends rows of four types 50 at a
+ * time, closes, reopens, ..., and is SIGKILLed after a random 0-120 ms,
+ * then read with the HDF5 C API (rows must be exactly 0..n-1 with their
+ * values) and with h5py; tests/test-results.c /results/kill-loop runs 60
+ * such kills on every `make test`.
+ *   - A new file appears atomically: it is built under a temporary name in
+ *     the same directory (".NAME.XXXXXX": root attributes and /results
+ *     written, file closed) and then linked to its name.  A kill leaves no
+ *     file, or a complete one (and at worst a stray temporary file).
+ *     Creating in place left an empty, unreadable file ("file signature
+ *     not found") in 2 of 200 kills.
+ *   - Each append extends, writes and H5Fflush()es before it returns, so
+ *     every row appended before the kill reads back, and the file opens.
+ *     The row being appended is either absent or complete.
+ *   - Tables are not compressed.  With deflate, appending a row rewrites
+ *     the last chunk at a new size: HDF5 frees the old chunk and may reuse
+ *     its space, or rewrites it in place when the compressed size is
+ *     unchanged, so a kill between the raw-data and metadata writes of a
+ *     flush left a chunk that no longer inflates ("inflate() failed", or
+ *     "addr overflow": rows lost) in 10 of 200 kills, and in 16 of 200
+ *     with the file-space strategy that never reuses freed space.
+ *     Uncompressed chunks never move; a row is written into its place.
+ *     The cost is small: 2,000 rows of that writer take 237 KB instead of
+ *     218 KB (+9%), as their strings live in HDF5's global heap, which is
+ *     never compressed.  Timelines are written once, so they are
+ *     compressed.
+ *   - Result with both: 0 bad files in 1,000 kills (13 kills came before
+ *     the first file existed).
+ *   - Not used: SWMR (it needs the 1.10 file format, whose superblock marks
+ *     a file open for writing, so that after a kill HDF5 and h5py refuse to
+ *     open it until `h5clear -s`: with that format, 100 of 100 kills in the
+ *     same test left such a file; and SWMR cannot write variable-length
+ *     strings); fsync per row (a flush
+ *     reaches the OS page cache, which a killed process cannot lose; only
+ *     an OS crash or power loss can; res_table_close fsyncs).
+ *   - Locks: HDF5 flock()s a file it opens.  A writable file's descriptor
+ *     is close-on-exec, and js.sweep's workers close their copies
+ *     (res_release_files_in_child), so that no leftover process keeps a
+ *     killed writer's file locked.
  *
  * Errors: HDF5's automatic error printing is switched off while a function
  * of this module runs (and restored afterwards, so other modules keep their
@@ -42,9 +94,14 @@
  */
 #include "lua/results.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <hdf5.h>
+#include <math.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #ifndef JOULESIM_VERSION
 #define JOULESIM_VERSION "unknown"
@@ -52,9 +109,11 @@
 
 G_DEFINE_QUARK(res-error-quark, res_error)
 
-/* Rows per chunk, and deflate level, of every results dataset. */
+/* Rows per chunk of every results table. */
 #define RES_CHUNK_ROWS 256
-#define RES_DEFLATE_LEVEL 4
+/* Rows per chunk, and deflate level, of timelines. */
+#define RES_TIMELINE_CHUNK_ROWS 4096
+#define RES_TIMELINE_DEFLATE_LEVEL 4
 
 /* ---- HDF5 handles and errors ------------------------------------------ */
 
@@ -382,6 +441,44 @@ static gboolean res_write_file_attrs(hid_t file, const ResMeta *meta,
   return TRUE;
 }
 
+/* fsync()s the file behind an open HDF5 file (sec2 driver); TRUE when it
+ * worked or the driver has no file descriptor. */
+static gboolean res_fsync(hid_t file)
+{
+  void *handle = NULL;
+  if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
+    return TRUE;
+  return fsync(*(int *)handle) == 0 || errno == EINVAL || errno == EROFS;
+}
+
+/* In a fork()ed child: closes the descriptors of every HDF5 file open in
+ * the parent (see lua/results.h). */
+void res_release_files_in_child(void)
+{
+  g_auto(ResQuiet) quiet = res_quiet();
+  ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE);
+  if (n <= 0)
+    return;
+  g_autofree hid_t *ids = g_new0(hid_t, n);
+  n = H5Fget_obj_ids(H5F_OBJ_ALL, H5F_OBJ_FILE, (size_t)n, ids);
+  /* /dev/null takes each descriptor's place: that drops this process's
+   * reference to the file (and its lock), and should a stray HDF5 call
+   * still use the descriptor, it writes nowhere rather than into whatever
+   * file would reuse the number. */
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (ssize_t i = 0; i < n; i++) {
+    void *handle = NULL;
+    if (H5Fget_vfd_handle(ids[i], H5P_DEFAULT, &handle) < 0 ||
+        handle == NULL || *(int *)handle < 0)
+      continue;
+    int fd = *(int *)handle;
+    if (null_fd < 0 || dup2(null_fd, fd) < 0)
+      close(fd);
+  }
+  if (null_fd >= 0)
+    close(null_fd);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 struct ResTable {
@@ -398,6 +495,7 @@ struct ResTable {
   guchar *row_buf;    /* one memory row */
   guint8 *seen;       /* per column: set by the current append */
   guint64 rows;
+  pid_t owner;        /* the process that opened the table */
 };
 
 /* Closes every handle of t, frees t; returns FALSE (setting error when it
@@ -405,8 +503,16 @@ struct ResTable {
 static gboolean res_table_destroy(ResTable *t, GError **error)
 {
   gboolean ok = TRUE;
+  if (t->owner != getpid()) {
+    /* A forked copy: the handles belong to the parent's file, which only
+     * the parent may flush or close.  Free the memory and nothing else. */
+    t->file = t->dset = t->mem_type = H5I_INVALID_HID;
+  }
   if (t->file >= 0 && H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
+  if (t->file >= 0 && ok && !res_fsync(t->file))
+    ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "syncing to disk: %s",
+                  g_strerror(errno));
   if (t->dset >= 0 && H5Dclose(t->dset) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing");
   if (t->mem_type >= 0)
@@ -443,11 +549,11 @@ static gboolean res_table_set_columns(ResTable *t, GError **error)
 static gboolean res_check_table_name(const char *path, const char *table,
                                      GError **error)
 {
-  if (table[0] == '\0' || strchr(table, '/') != NULL ||
-      strcmp(table, ".") == 0 || !g_utf8_validate(table, -1, NULL)) {
+  if (table[0] == '\0' || table[0] == '.' || strchr(table, '/') != NULL ||
+      !g_utf8_validate(table, -1, NULL)) {
     g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
-                "%s: invalid table name '%s' (need a non-empty UTF-8 name "
-                "without '/')",
+                "%s: invalid name '%s' (need a non-empty UTF-8 name without "
+                "'/' that does not start with '.')",
                 path, table);
     return FALSE;
   }
@@ -478,19 +584,96 @@ static gboolean res_table_load(ResTable *t, GError **error)
   return res_table_set_columns(t, error);
 }
 
-/* Ensures the group /results exists in t's file. */
-static gboolean res_ensure_group(ResTable *t, GError **error)
+/* Ensures the top-level group `name` ("results", "timelines") exists in
+ * file. */
+static gboolean res_ensure_group(hid_t file, const char *name,
+                                 const char *path, GError **error)
 {
-  htri_t exists = H5Lexists(t->file, "results", H5P_DEFAULT);
+  htri_t exists = H5Lexists(file, name, H5P_DEFAULT);
   if (exists < 0)
-    return res_fail(error, RES_ERROR_IO, t->path, NULL, "looking up /results");
+    return res_fail(error, RES_ERROR_IO, path, NULL, "looking up /%s", name);
   if (exists > 0)
     return TRUE;
   g_auto(ResHid) group =
-    H5Gcreate2(t->file, "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (group < 0)
-    return res_fail(error, RES_ERROR_IO, t->path, NULL, "creating /results");
+    return res_fail(error, RES_ERROR_IO, path, NULL, "creating /%s", name);
   return TRUE;
+}
+
+/* The file descriptor behind an open HDF5 file (sec2 driver), or -1. */
+static int res_file_fd(hid_t file)
+{
+  void *handle = NULL;
+  if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
+    return -1;
+  return *(int *)handle;
+}
+
+/* Marks a writable file's descriptor close-on-exec: a program started by
+ * the script (os.execute) must not inherit it, and with it HDF5's lock on
+ * the file, which would outlive a killed joulesim. */
+static void res_set_cloexec(hid_t file)
+{
+  int fd = res_file_fd(file);
+  if (fd >= 0) {
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0)
+      fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
+/* Creates a new results file at `path` atomically (see Durability): it is
+ * built under a temporary name in the same directory, with the root
+ * attributes and the /results group, closed, and then linked to `path`.
+ * link(2) fails rather than replace a file that appeared in the meantime;
+ * that is not an error (*created = FALSE: open the other one).  Errors
+ * name `path`; no temporary file is left behind on any error. */
+static gboolean res_create_file(const char *path, const ResMeta *meta,
+                                gboolean *created, GError **error)
+{
+  *created = FALSE;
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *base_tmpl = g_strdup_printf(".%s.XXXXXX", base);
+  g_autofree char *tmp = g_build_filename(dir, base_tmpl, NULL);
+  int fd = g_mkstemp_full(tmp, O_RDWR, 0666); /* umask applies */
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: cannot create results file: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  close(fd);
+
+  gboolean ok = FALSE;
+  hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file < 0)
+    res_fail(error, RES_ERROR_IO, path, NULL, "cannot create results file");
+  else
+    ok = res_write_file_attrs(file, meta, path, error) &&
+         res_ensure_group(file, "results", path, error);
+  if (file >= 0 && H5Fclose(file) < 0 && ok)
+    ok = res_fail(error, RES_ERROR_IO, path, NULL,
+                  "writing the new results file");
+  if (ok) {
+    if (link(tmp, path) == 0) {
+      *created = TRUE;
+    } else if (errno == EEXIST) {
+      *created = FALSE; /* another writer was first: use its file */
+    } else if ((errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP) &&
+               !g_file_test(path, G_FILE_TEST_EXISTS) &&
+               g_rename(tmp, path) == 0) {
+      *created = TRUE; /* a file system without hard links */
+    } else {
+      int e = errno;
+      g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                  "%s: cannot create results file: %s", path, g_strerror(e));
+      ok = FALSE;
+    }
+  }
+  g_unlink(tmp);
+  return ok;
 }
 
 /* Opens `path` read-write, creating it (with its root attributes) when it
@@ -499,7 +682,10 @@ static hid_t res_open_file(const char *path, const ResMeta *meta,
                            gboolean *created, GError **error)
 {
   *created = FALSE;
-  if (g_file_test(path, G_FILE_TEST_EXISTS)) {
+  if (!g_file_test(path, G_FILE_TEST_EXISTS) &&
+      !res_create_file(path, meta, created, error))
+    return H5I_INVALID_HID;
+  {
     if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
       g_set_error(error, RES_ERROR, RES_ERROR_IO,
                   "%s: cannot open results file: not a regular file", path);
@@ -509,22 +695,43 @@ static hid_t res_open_file(const char *path, const ResMeta *meta,
     if (file < 0)
       res_fail(error, RES_ERROR_IO, path, NULL,
                "cannot open results file for writing");
+    else
+      res_set_cloexec(file);
     return file;
   }
+}
 
-  g_auto(ResHid) file =
-    H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
-  if (file < 0) {
-    res_fail(error, RES_ERROR_IO, path, NULL, "cannot create results file");
-    /* A failed create must not leave a partial file behind. */
-    if (g_file_test(path, G_FILE_TEST_IS_REGULAR))
-      g_unlink(path);
-    return H5I_INVALID_HID;
-  }
-  *created = TRUE;
-  if (!res_write_file_attrs(file, meta, path, error))
-    return H5I_INVALID_HID; /* the caller removes the file */
-  return res_steal(&file);
+/* The temporary name of table's rewrite ("/results/.<table>.rewrite"). */
+static char *res_rewrite_path(const char *table)
+{
+  return g_strconcat("/results/.", table, ".rewrite", NULL);
+}
+
+/* Finishes or undoes a rewrite of `table` that a kill interrupted (see
+ * res_table_filter): when the table is missing, the rewrite had been
+ * complete and flushed before the old table was unlinked, so it becomes
+ * the table; when the table is still there, the partial rewrite is
+ * dropped.  The /results group must exist. */
+static gboolean res_recover_rewrite(hid_t file, const char *path,
+                                    const char *table, GError **error)
+{
+  g_autofree char *tmp = res_rewrite_path(table);
+  g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
+  htri_t has_tmp = H5Lexists(file, tmp, H5P_DEFAULT);
+  if (has_tmp < 0)
+    return res_fail(error, RES_ERROR_IO, path, table, "looking up %s", tmp);
+  if (has_tmp == 0)
+    return TRUE;
+  htri_t has = H5Lexists(file, dset_path, H5P_DEFAULT);
+  if (has < 0)
+    return res_fail(error, RES_ERROR_IO, path, table, "looking up the table");
+  herr_t rc = has > 0 ? H5Ldelete(file, tmp, H5P_DEFAULT)
+                      : H5Lmove(file, tmp, file, dset_path, H5P_DEFAULT,
+                                H5P_DEFAULT);
+  if (rc < 0 || H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+    return res_fail(error, RES_ERROR_IO, path, table,
+                    "recovering from an interrupted rewrite");
+  return TRUE;
 }
 
 /* Opens `table` in the results file at `path` (see lua/results.h).
@@ -552,12 +759,14 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   t->dset_path = g_strconcat("/results/", table, NULL);
   t->dset = H5I_INVALID_HID;
   t->mem_type = H5I_INVALID_HID;
+  t->owner = getpid();
 
   gboolean created = FALSE;
   t->file = res_open_file(path, meta, &created, error);
   if (t->file < 0)
     goto fail;
-  if (!res_ensure_group(t, error))
+  if (!res_ensure_group(t->file, "results", path, error) ||
+      !res_recover_rewrite(t->file, path, table, error))
     goto fail;
 
   htri_t exists = H5Lexists(t->file, t->dset_path, H5P_DEFAULT);
@@ -651,11 +860,11 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
     res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the file type");
     goto out;
   }
+  /* Chunked so that it can grow; no filter, so that a chunk never moves
+   * (see Durability). */
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 ||
-      H5Pset_deflate(dcpl, RES_DEFLATE_LEVEL) < 0) {
-    res_fail(error, RES_ERROR_IO, t->path, t->table,
-             "setting up chunking and compression");
+  if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "setting up chunking");
     goto out;
   }
   space = H5Screate_simple(1, dims, maxdims);
@@ -779,6 +988,13 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   g_auto(ResQuiet) quiet = res_quiet();
 
+  if (t->owner != getpid()) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': opened by process %ld; a forked process "
+                "cannot write it",
+                t->path, t->table, (long)t->owner);
+    return FALSE;
+  }
   if (t->ncols == 0 && !res_table_define(t, row, n, error))
     return FALSE;
 
@@ -843,6 +1059,62 @@ void res_table_free(ResTable *t)
     res_table_close(t, NULL);
 }
 
+/* ---- columns of an open table ------------------------------------------- */
+
+/* Columns of t (0 until its first row). */
+guint res_table_n_columns(const ResTable *t)
+{
+  g_return_val_if_fail(t != NULL, 0);
+  return t->ncols;
+}
+
+/* Name of column i (borrowed from t, valid while t is open). */
+const char *res_table_column_name(const ResTable *t, guint i)
+{
+  g_return_val_if_fail(t != NULL && i < t->ncols, NULL);
+  return t->cols[i].name;
+}
+
+ResType res_table_column_type(const ResTable *t, guint i)
+{
+  g_return_val_if_fail(t != NULL && i < t->ncols, RES_STRING);
+  return t->cols[i].type;
+}
+
+/* Writes (or rewrites) the string-list attribute `name` on t's dataset and
+ * flushes.  The table must have columns; the names this module manages
+ * (columns, units, bool_columns) are refused. */
+gboolean res_table_set_note(ResTable *t, const char *name,
+                            const char *const *values, gsize n,
+                            GError **error)
+{
+  g_return_val_if_fail(t != NULL && name != NULL, FALSE);
+  g_return_val_if_fail(values != NULL || n == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_return_val_if_fail(strcmp(name, "columns") != 0 &&
+                         strcmp(name, "units") != 0 &&
+                         strcmp(name, "bool_columns") != 0,
+                       FALSE);
+  g_auto(ResQuiet) quiet = res_quiet();
+  if (t->owner != getpid() || t->dset < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': cannot write attribute '%s' %s", t->path,
+                t->table, name,
+                t->dset < 0 ? "before the first row"
+                            : "from a forked process");
+    return FALSE;
+  }
+  htri_t exists = H5Aexists(t->dset, name);
+  if (exists < 0 || (exists > 0 && H5Adelete(t->dset, name) < 0))
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "replacing attribute '%s'", name);
+  if (!res_attr_strings(t->dset, name, values, n, t->path, t->table, error))
+    return FALSE;
+  if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
+  return TRUE;
+}
+
 /* ---- reading back ------------------------------------------------------- */
 
 /* One read value in a single allocation (freed with g_free): the ResValue,
@@ -874,11 +1146,137 @@ static ResValue *res_value_new(const ResCol *col, const guchar *src)
   return v;
 }
 
+/* A whole dataset read into memory rows. */
+typedef struct {
+  ResCol *cols;
+  guint ncols;
+  hid_t mem_type;
+  hid_t space;
+  size_t row_size;
+  hsize_t n;
+  guchar *buf; /* n rows; strings allocated by HDF5 */
+} ResRaw;
+
+static void res_raw_clear(ResRaw *raw)
+{
+  if (raw->buf != NULL && raw->n > 0)
+    res_reclaim(raw->mem_type, raw->space, raw->buf);
+  g_clear_pointer(&raw->buf, g_free);
+  if (raw->mem_type >= 0)
+    H5Tclose(raw->mem_type);
+  if (raw->space >= 0)
+    H5Sclose(raw->space);
+  res_cols_free(raw->cols, raw->ncols);
+  memset(raw, 0, sizeof *raw);
+  raw->mem_type = raw->space = H5I_INVALID_HID;
+}
+
+/* Reads every row of the results-table-shaped dataset dset into raw (to
+ * be cleared with res_raw_clear, also on failure).  label names the table
+ * in errors. */
+static gboolean res_raw_read(hid_t dset, ResRaw *raw, const char *path,
+                             const char *label, GError **error)
+{
+  memset(raw, 0, sizeof *raw);
+  raw->mem_type = raw->space = H5I_INVALID_HID;
+  if (!res_cols_from_dataset(dset, &raw->cols, &raw->ncols, path, label,
+                             error))
+    return FALSE;
+  raw->mem_type = res_mem_type(raw->cols, raw->ncols, &raw->row_size, path,
+                               label, error);
+  if (raw->mem_type < 0)
+    return FALSE;
+  raw->space = H5Dget_space(dset);
+  hsize_t dims[1] = { 0 };
+  if (raw->space < 0 || H5Sget_simple_extent_ndims(raw->space) != 1 ||
+      H5Sget_simple_extent_dims(raw->space, dims, NULL) < 0)
+    return res_fail(error, RES_ERROR_SCHEMA, path, label,
+                    "not a results table (not one-dimensional)");
+  if (dims[0] > G_MAXSIZE / raw->row_size) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': too many rows to read (%" G_GUINT64_FORMAT
+                ")",
+                path, label, (guint64)dims[0]);
+    return FALSE;
+  }
+  if (dims[0] == 0)
+    return TRUE;
+  raw->buf = g_malloc0(dims[0] * raw->row_size);
+  if (H5Dread(dset, raw->mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw->buf) <
+      0) {
+    res_fail(error, RES_ERROR_IO, path, label, "reading the rows");
+    /* A failed read may have allocated some strings already. */
+    raw->n = dims[0];
+    return FALSE;
+  }
+  raw->n = dims[0];
+  return TRUE;
+}
+
+/* Row r of raw as a GPtrArray of ResValue* (owned by the caller). */
+static GPtrArray *res_raw_row(const ResRaw *raw, hsize_t r)
+{
+  GPtrArray *row = g_ptr_array_new_full(raw->ncols, g_free);
+  for (guint c = 0; c < raw->ncols; c++)
+    g_ptr_array_add(row, res_value_new(&raw->cols[c],
+                                       raw->buf + r * raw->row_size +
+                                         raw->cols[c].offset));
+  return row;
+}
+
+/* Reads the dataset at dset_path of an open file as rows (see
+ * res_table_read). */
+static GPtrArray *res_read_rows(hid_t file, const char *dset_path,
+                                const char *path, const char *label,
+                                GError **error)
+{
+  g_auto(ResHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
+  if (dset < 0) {
+    res_fail(error, RES_ERROR_IO, path, label, "opening the dataset");
+    return NULL;
+  }
+  ResRaw raw;
+  if (!res_raw_read(dset, &raw, path, label, error)) {
+    res_raw_clear(&raw);
+    return NULL;
+  }
+  GPtrArray *rows = g_ptr_array_new_full((guint)raw.n,
+                                         (GDestroyNotify)g_ptr_array_unref);
+  for (hsize_t r = 0; r < raw.n; r++)
+    g_ptr_array_add(rows, res_raw_row(&raw, r));
+  res_raw_clear(&raw);
+  return rows;
+}
+
+/* Opens `path` read-only for reading back, with errors naming it. */
+static hid_t res_open_read(const char *path, GError **error)
+{
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: cannot read results: no such file", path);
+    return H5I_INVALID_HID;
+  }
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0)
+    res_fail(error, RES_ERROR_IO, path, NULL, "cannot open results file");
+  return file;
+}
+
+/* 1 when `link` (an absolute path, its group may be missing) exists, 0
+ * when not, -1 on an HDF5 error. */
+static htri_t res_link_exists(hid_t file, const char *group,
+                              const char *link)
+{
+  htri_t g = H5Lexists(file, group, H5P_DEFAULT);
+  return g > 0 ? H5Lexists(file, link, H5P_DEFAULT) : g;
+}
+
 /* Reads every row of `table` from `path` (see lua/results.h).  Returns a
  * new array (owned by the caller; g_ptr_array_unref frees everything) of
  * rows in file order, each a GPtrArray of ResValue* in column order; NULL
  * with RES_ERROR_IO when the file or table cannot be read, RES_ERROR_SCHEMA
- * when the dataset is not a results table. */
+ * when the dataset is not a results table.  A rewrite that a kill
+ * interrupted after the old table was unlinked is read in its place. */
 GPtrArray *res_table_read(const char *path, const char *table, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
@@ -888,82 +1286,341 @@ GPtrArray *res_table_read(const char *path, const char *table, GError **error)
 
   if (!res_check_table_name(path, table, error))
     return NULL;
-  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-    g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: cannot read results: no such file", path);
+  g_auto(ResHid) file = res_open_read(path, error);
+  if (file < 0)
     return NULL;
-  }
-  g_auto(ResHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) {
-    res_fail(error, RES_ERROR_IO, path, NULL, "cannot open results file");
-    return NULL;
-  }
   g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
-  htri_t has_group = H5Lexists(file, "results", H5P_DEFAULT);
-  htri_t has_table =
-    has_group > 0 ? H5Lexists(file, dset_path, H5P_DEFAULT) : has_group;
+  g_autofree char *tmp_path = res_rewrite_path(table);
+  htri_t has_table = res_link_exists(file, "results", dset_path);
+  if (has_table == 0 && res_link_exists(file, "results", tmp_path) > 0)
+    return res_read_rows(file, tmp_path, path, table, error);
   if (has_table <= 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: table '%s': no such table", path, table);
     return NULL;
   }
-  g_auto(ResHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
-  if (dset < 0) {
-    res_fail(error, RES_ERROR_IO, path, table, "opening the dataset");
-    return NULL;
-  }
+  return res_read_rows(file, dset_path, path, table, error);
+}
 
-  ResCol *cols = NULL;
-  guint ncols = 0;
-  if (!res_cols_from_dataset(dset, &cols, &ncols, path, table, error))
-    return NULL;
-  size_t row_size = 0;
-  g_auto(ResHid) mem_type =
-    res_mem_type(cols, ncols, &row_size, path, table, error);
-  g_auto(ResHid) space = H5Dget_space(dset);
-  hsize_t dims[1] = { 0 };
-  GPtrArray *rows = NULL;
-  guchar *buf = NULL;
+/* ---- removing rows -------------------------------------------------------- */
 
-  if (mem_type < 0)
-    goto out;
-  if (space < 0 || H5Sget_simple_extent_ndims(space) != 1 ||
-      H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
-    res_fail(error, RES_ERROR_SCHEMA, path, table,
-             "not a results table (not one-dimensional)");
-    goto out;
-  }
-  if (dims[0] > G_MAXSIZE / row_size) {
+/* Removes the rows of `table` for which keep(row, data) is FALSE (see
+ * lua/results.h).  The kept rows are written, in order, to a copy of the
+ * table made with H5Ocopy (attributes included) at "/results/.<table>
+ * .rewrite", which is flushed before the table is unlinked and the copy
+ * moved to its name and flushed again; res_table_open and res_table_read
+ * finish or undo a rewrite that a kill interrupted, so the table is always
+ * either the old one or the new one. */
+gboolean res_table_filter(const char *path, const char *table,
+                          ResRowKeep keep, gpointer data, guint64 *removed,
+                          GError **error)
+{
+  g_return_val_if_fail(path != NULL && table != NULL && keep != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(ResQuiet) quiet = res_quiet();
+  if (removed != NULL)
+    *removed = 0;
+
+  if (!res_check_table_name(path, table, error))
+    return FALSE;
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: table '%s': too many rows to read (%" G_GUINT64_FORMAT
-                ")",
-                path, table, (guint64)dims[0]);
+                "%s: cannot rewrite results: no such file", path);
+    return FALSE;
+  }
+  g_auto(ResHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (file < 0)
+    return res_fail(error, RES_ERROR_IO, path, NULL,
+                    "cannot open results file for writing");
+  g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
+  g_autofree char *tmp_path = res_rewrite_path(table);
+  if (!res_ensure_group(file, "results", path, error) ||
+      !res_recover_rewrite(file, path, table, error))
+    return FALSE;
+  htri_t exists = H5Lexists(file, dset_path, H5P_DEFAULT);
+  if (exists < 0)
+    return res_fail(error, RES_ERROR_IO, path, table, "looking up the table");
+  if (exists == 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': no such table", path, table);
+    return FALSE;
+  }
+
+  ResRaw raw;
+  gboolean ok = FALSE;
+  g_autofree guint8 *keep_row = NULL;
+  guchar *kept_buf = NULL;
+  hsize_t kept = 0;
+  {
+    g_auto(ResHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
+    if (dset < 0) {
+      memset(&raw, 0, sizeof raw);
+      raw.mem_type = raw.space = H5I_INVALID_HID;
+      res_fail(error, RES_ERROR_IO, path, table, "opening the dataset");
+      goto out;
+    }
+    if (!res_raw_read(dset, &raw, path, table, error))
+      goto out;
+  }
+  keep_row = g_malloc0(MAX(raw.n, 1));
+  for (hsize_t r = 0; r < raw.n; r++) {
+    g_autoptr(GPtrArray) row = res_raw_row(&raw, r);
+    keep_row[r] = keep(row, data) ? 1 : 0;
+    kept += keep_row[r];
+  }
+  if (removed != NULL)
+    *removed = raw.n - kept;
+  if (kept == raw.n) {
+    ok = TRUE;
     goto out;
   }
-  if (dims[0] > 0) {
-    buf = g_malloc0(dims[0] * row_size);
-    if (H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-      res_fail(error, RES_ERROR_IO, path, table, "reading the rows");
-      /* A failed read may have allocated some strings already. */
-      res_reclaim(mem_type, space, buf);
+  if (kept == 0) {
+    /* Nothing left: drop the table, so that its next first row fixes its
+     * columns afresh. */
+    if (H5Ldelete(file, dset_path, H5P_DEFAULT) < 0 ||
+        H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+      res_fail(error, RES_ERROR_IO, path, table, "deleting the table");
+    else
+      ok = TRUE;
+    goto out;
+  }
+
+  /* The kept rows, packed (their strings still belong to raw.buf). */
+  kept_buf = g_malloc(kept * raw.row_size);
+  hsize_t k = 0;
+  for (hsize_t r = 0; r < raw.n; r++)
+    if (keep_row[r])
+      memcpy(kept_buf + (k++) * raw.row_size, raw.buf + r * raw.row_size,
+             raw.row_size);
+  {
+    hsize_t dims[1] = { kept };
+    g_auto(ResHid) tmp = H5I_INVALID_HID;
+    g_auto(ResHid) mspace = H5Screate_simple(1, dims, NULL);
+    if (H5Lexists(file, tmp_path, H5P_DEFAULT) > 0)
+      H5Ldelete(file, tmp_path, H5P_DEFAULT);
+    if (mspace < 0 ||
+        H5Ocopy(file, dset_path, file, tmp_path, H5P_DEFAULT, H5P_DEFAULT) <
+          0 ||
+        (tmp = H5Dopen2(file, tmp_path, H5P_DEFAULT)) < 0 ||
+        H5Dset_extent(tmp, dims) < 0 ||
+        H5Dwrite(tmp, raw.mem_type, mspace, H5S_ALL, H5P_DEFAULT, kept_buf) <
+          0 ||
+        H5Fflush(file, H5F_SCOPE_LOCAL) < 0) {
+      res_fail(error, RES_ERROR_IO, path, table, "writing the kept rows");
+      if (tmp >= 0) {
+        H5Dclose(tmp);
+        tmp = H5I_INVALID_HID;
+      }
+      H5Ldelete(file, tmp_path, H5P_DEFAULT);
       goto out;
     }
   }
-
-  rows = g_ptr_array_new_full((guint)dims[0],
-                              (GDestroyNotify)g_ptr_array_unref);
-  for (hsize_t r = 0; r < dims[0]; r++) {
-    GPtrArray *row = g_ptr_array_new_full(ncols, g_free);
-    for (guint c = 0; c < ncols; c++)
-      g_ptr_array_add(row,
-                      res_value_new(&cols[c], buf + r * row_size + cols[c].offset));
-    g_ptr_array_add(rows, row);
+  if (H5Ldelete(file, dset_path, H5P_DEFAULT) < 0 ||
+      H5Lmove(file, tmp_path, file, dset_path, H5P_DEFAULT, H5P_DEFAULT) < 0 ||
+      H5Fflush(file, H5F_SCOPE_LOCAL) < 0) {
+    res_fail(error, RES_ERROR_IO, path, table, "replacing the table");
+    goto out;
   }
-  if (buf != NULL)
-    res_reclaim(mem_type, space, buf);
+  ok = TRUE;
 
 out:
-  g_free(buf);
-  res_cols_free(cols, ncols);
-  return rows;
+  g_free(kept_buf);
+  res_raw_clear(&raw);
+  return ok;
+}
+
+/* ---- timelines ------------------------------------------------------------ */
+
+/* The timeline name check: like a table name. */
+static gboolean res_check_run_name(const char *path, const char *run,
+                                   GError **error)
+{
+  return res_check_table_name(path, run, error);
+}
+
+/* Checks the samples of gpus[0..n_gpus); returns the total row count. */
+static gboolean res_timeline_check(const ResTimelineGpu *gpus, guint n_gpus,
+                                   const char *path, const char *run,
+                                   hsize_t *total, GError **error)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  *total = 0;
+  for (guint g = 0; g < n_gpus; g++) {
+    const ResTimelineGpu *tg = &gpus[g];
+    if (!g_hash_table_add(seen, GUINT_TO_POINTER(tg->gpu + 1))) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: timeline '%s': GPU %u given twice", path, run, tg->gpu);
+      return FALSE;
+    }
+    if (tg->n > 0 && (tg->time_s == NULL || tg->power_w == NULL)) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: timeline '%s': GPU %u has samples but no %s", path,
+                  run, tg->gpu, tg->time_s == NULL ? "time_s" : "power_w");
+      return FALSE;
+    }
+    for (gsize i = 0; i < tg->n; i++) {
+      if (!isfinite(tg->time_s[i]) || (i > 0 && tg->time_s[i] < tg->time_s[i - 1])) {
+        g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                    "%s: timeline '%s': GPU %u sample %" G_GSIZE_FORMAT
+                    ": time_s = %g is %s",
+                    path, run, tg->gpu, i, tg->time_s[i],
+                    isfinite(tg->time_s[i]) ? "before the previous sample"
+                                            : "not finite");
+        return FALSE;
+      }
+    }
+    *total += tg->n;
+  }
+  return TRUE;
+}
+
+/* Writes the timeline dataset at dset_path (a new name) in file. */
+static gboolean res_timeline_put(hid_t file, const char *dset_path,
+                                 const ResTimelineGpu *gpus, guint n_gpus,
+                                 hsize_t total, const char *path,
+                                 const char *run, GError **error)
+{
+  ResCol cols[] = {
+    { (char *)"gpu", RES_INT, 0 },
+    { (char *)"time_s", RES_FLOAT, 0 },
+    { (char *)"power_w", RES_FLOAT, 0 },
+    { (char *)"sm_mhz", RES_FLOAT, 0 },
+  };
+  size_t row_size = 0;
+  g_auto(ResHid) mem_type =
+    res_mem_type(cols, G_N_ELEMENTS(cols), &row_size, path, run, error);
+  if (mem_type < 0)
+    return FALSE;
+  g_auto(ResHid) ftype = H5Tcopy(mem_type);
+  g_auto(ResHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  hsize_t dims[1] = { total }, maxdims[1] = { H5S_UNLIMITED };
+  hsize_t chunk[1] = { RES_TIMELINE_CHUNK_ROWS };
+  g_auto(ResHid) space = H5Screate_simple(1, dims, maxdims);
+  if (ftype < 0 || H5Tpack(ftype) < 0 || dcpl < 0 ||
+      H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
+      H5Pset_deflate(dcpl, RES_TIMELINE_DEFLATE_LEVEL) < 0 || space < 0)
+    return res_fail(error, RES_ERROR_IO, path, run,
+                    "setting up the timeline dataset");
+  g_auto(ResHid) dset = H5Dcreate2(file, dset_path, ftype, space, H5P_DEFAULT,
+                                   dcpl, H5P_DEFAULT);
+  if (dset < 0)
+    return res_fail(error, RES_ERROR_IO, path, run,
+                    "creating the timeline dataset");
+
+  /* Rows in GPU order, each GPU's samples in time order; written once
+   * (every chunk is filtered exactly once). */
+  g_autofree guchar *buf = g_malloc0(MAX(total, 1) * row_size);
+  hsize_t r = 0;
+  for (guint g = 0; g < n_gpus; g++) {
+    const ResTimelineGpu *tg = &gpus[g];
+    for (gsize i = 0; i < tg->n; i++, r++) {
+      guchar *row = buf + r * row_size;
+      gint64 gpu = tg->gpu;
+      double sm = tg->sm_mhz != NULL ? tg->sm_mhz[i] : NAN;
+      memcpy(row + cols[0].offset, &gpu, sizeof gpu);
+      memcpy(row + cols[1].offset, &tg->time_s[i], sizeof(double));
+      memcpy(row + cols[2].offset, &tg->power_w[i], sizeof(double));
+      memcpy(row + cols[3].offset, &sm, sizeof sm);
+    }
+  }
+  if (total > 0 &&
+      H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    return res_fail(error, RES_ERROR_IO, path, run, "writing the timeline");
+
+  static const char *const names[] = { "gpu", "time_s", "power_w", "sm_mhz" };
+  static const char *const units[] = { "", "s", "W", "MHz" };
+  if (!res_attr_strings(dset, "columns", names, 4, path, run, error) ||
+      !res_attr_strings(dset, "units", units, 4, path, run, error) ||
+      !res_attr_strings(dset, "bool_columns", NULL, 0, path, run, error) ||
+      !res_attr_string(dset, "interpolation", "previous", path, run, error))
+    return FALSE;
+  g_auto(ResHid) aspace = H5Screate(H5S_SCALAR);
+  g_auto(ResHid) attr = aspace < 0 ? H5I_INVALID_HID
+                                   : H5Acreate2(dset, "n_gpus", H5T_STD_I64LE,
+                                                aspace, H5P_DEFAULT,
+                                                H5P_DEFAULT);
+  gint64 ng = n_gpus;
+  if (attr < 0 || H5Awrite(attr, H5T_NATIVE_INT64, &ng) < 0)
+    return res_fail(error, RES_ERROR_IO, path, run,
+                    "writing attribute 'n_gpus'");
+  return TRUE;
+}
+
+/* Writes the timeline of one run (see lua/results.h).  The dataset is
+ * written complete under "/timelines/.<run>.partial", flushed, and then
+ * moved to "/timelines/<run>", so a kill never leaves a partial timeline
+ * under the run's name. */
+gboolean res_timeline_write(const char *path, const char *run,
+                            const ResTimelineGpu *gpus, guint n_gpus,
+                            gboolean replace, const ResMeta *meta,
+                            GError **error)
+{
+  g_return_val_if_fail(path != NULL && run != NULL, FALSE);
+  g_return_val_if_fail(gpus != NULL || n_gpus == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(ResQuiet) quiet = res_quiet();
+
+  if (!res_check_run_name(path, run, error))
+    return FALSE;
+  hsize_t total = 0;
+  if (!res_timeline_check(gpus, n_gpus, path, run, &total, error))
+    return FALSE;
+
+  gboolean created = FALSE;
+  g_auto(ResHid) file = res_open_file(path, meta, &created, error);
+  if (file < 0)
+    return FALSE;
+  g_autofree char *dset_path = g_strconcat("/timelines/", run, NULL);
+  g_autofree char *tmp_path =
+    g_strconcat("/timelines/.", run, ".partial", NULL);
+  if (!res_ensure_group(file, "timelines", path, error))
+    return FALSE;
+  htri_t exists = H5Lexists(file, dset_path, H5P_DEFAULT);
+  htri_t has_tmp = H5Lexists(file, tmp_path, H5P_DEFAULT);
+  if (exists < 0 || has_tmp < 0)
+    return res_fail(error, RES_ERROR_IO, path, run, "looking up the timeline");
+  if (exists > 0 && !replace) {
+    g_set_error(error, RES_ERROR, RES_ERROR_EXISTS,
+                "%s: timeline '%s' exists (write it with replace, or use "
+                "another run name)",
+                path, run);
+    return FALSE;
+  }
+  if (has_tmp > 0 && H5Ldelete(file, tmp_path, H5P_DEFAULT) < 0)
+    return res_fail(error, RES_ERROR_IO, path, run,
+                    "removing an interrupted timeline");
+  if (!res_timeline_put(file, tmp_path, gpus, n_gpus, total, path, run,
+                        error)) {
+    H5Ldelete(file, tmp_path, H5P_DEFAULT);
+    return FALSE;
+  }
+  if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0 ||
+      (exists > 0 && H5Ldelete(file, dset_path, H5P_DEFAULT) < 0) ||
+      H5Lmove(file, tmp_path, file, dset_path, H5P_DEFAULT, H5P_DEFAULT) <
+        0 ||
+      H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+    return res_fail(error, RES_ERROR_IO, path, run, "storing the timeline");
+  return TRUE;
+}
+
+/* Reads a timeline back as rows gpu, time_s, power_w, sm_mhz (like
+ * res_table_read). */
+GPtrArray *res_timeline_read(const char *path, const char *run,
+                             GError **error)
+{
+  g_return_val_if_fail(path != NULL && run != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_auto(ResQuiet) quiet = res_quiet();
+  if (!res_check_run_name(path, run, error))
+    return NULL;
+  g_auto(ResHid) file = res_open_read(path, error);
+  if (file < 0)
+    return NULL;
+  g_autofree char *dset_path = g_strconcat("/timelines/", run, NULL);
+  if (res_link_exists(file, "timelines", dset_path) <= 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: timeline '%s': no such timeline", path, run);
+    return NULL;
+  }
+  return res_read_rows(file, dset_path, path, run, error);
 }

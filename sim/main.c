@@ -7,6 +7,7 @@
 #include "lua/bind.h"
 #include "lua/commands.h"
 #include "lua/session.h"
+#include "lua/sweep.h"
 #include "models/cluster.h"
 #include "models/gpu.h"
 #include "models/net.h"
@@ -26,22 +27,28 @@ static const char usage_main[] =
   "usage: joulesim COMMAND [ARGS...]\n"
   "\n"
   "commands:\n"
-  "  run SCENARIO.lua [--seed N] [--sandbox] [--quiet] [ARGS...]\n"
+  "  run SCENARIO.lua [--seed N] [--jobs N] [--sandbox] [--quiet] [ARGS...]\n"
   "                      run a Lua scenario script\n"
   "  gpus [NAME]         list the GPU catalogue, or describe one GPU model\n"
   "  bench [--quick]     engine throughput and scale figures\n"
+  "  trace gen|import|info|export ...\n"
+  "                      generate, import, inspect and export traces\n"
+  "  validate PROFILE.csv --gpu NAME [...]\n"
+  "                      compare a measured profile with the model\n"
   "\n"
   "options:\n"
   "  --version           print the version and git revision\n"
   "  --help              this text (also: joulesim COMMAND --help)\n";
 
 static const char usage_run[] =
-  "usage: joulesim run SCENARIO.lua [--seed N] [--sandbox] [--quiet] "
-  "[ARGS...]\n"
+  "usage: joulesim run SCENARIO.lua [--seed N] [--jobs N] [--sandbox] "
+  "[--quiet] [ARGS...]\n"
   "\n"
   "Runs a Lua scenario.  Options before the script path are joulesim's;\n"
   "everything after it is passed to the script as the table `arg`.\n"
   "  --seed N     seed for js.simulate and math.random (default 1)\n"
+  "  --jobs N     worker processes of js.sweep (default: the number of "
+  "cores)\n"
   "  --sandbox    no os/io access; only the joulesim API writes files\n"
   "  --quiet      no progress output\n";
 
@@ -80,7 +87,7 @@ static gboolean parse_u64(const char *s, guint64 *out)
 
 static int cmd_run(int argc, char **argv)
 {
-  guint64 seed = 1;
+  guint64 seed = 1, jobs = 0;
   gboolean sandbox = FALSE, quiet = FALSE;
   int i = 0;
   for (; i < argc; i++) {
@@ -91,6 +98,13 @@ static int cmd_run(int argc, char **argv)
     } else if (strcmp(a, "--seed") == 0) {
       if (i + 1 >= argc || !parse_u64(argv[i + 1], &seed)) {
         fprintf(stderr, "joulesim run: --seed needs a non-negative integer\n");
+        return EXIT_USAGE;
+      }
+      i++;
+    } else if (strcmp(a, "--jobs") == 0) {
+      if (i + 1 >= argc || !parse_u64(argv[i + 1], &jobs) || jobs < 1 ||
+          jobs > 4096) {
+        fprintf(stderr, "joulesim run: --jobs needs an integer in 1..4096\n");
         return EXIT_USAGE;
       }
       i++;
@@ -112,9 +126,19 @@ static int cmd_run(int argc, char **argv)
   const char *path = argv[i];
   g_autoptr(JsSession) s = js_session_new(seed);
   s->quiet = quiet;
+  s->jobs = (guint)jobs; /* 0: js.sweep uses the number of cores */
   GError *err = NULL;
-  if (!js_run_script(s, path, argc - i - 1, argv + i + 1, sandbox, &err))
+  gboolean ok = js_run_script(s, path, argc - i - 1, argv + i + 1, sandbox,
+                              &err);
+  guint failed = js_sweep_take_failed(s);
+  if (!ok)
     return fail(err);
+  if (failed > 0) {
+    fprintf(stderr, "joulesim: %u sweep point%s failed (%s error recorded "
+            "in the 'error' column of the results)\n", failed,
+            failed == 1 ? "" : "s", failed == 1 ? "its" : "their");
+    return EXIT_USER;
+  }
   return 0;
 }
 
