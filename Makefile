@@ -143,6 +143,6 @@ install: $(BIN)
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
 
 clean:
-	rm -rf build build-asan joulesim joulesim-asan results.h5
+	rm -rf build build-asan joulesim joulesim-asan results.h5 figures
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
