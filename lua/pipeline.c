@@ -1,7 +1,567 @@
-/* lua/pipeline.c -- js.pipeline (being written). */
+/* lua/pipeline.c -- computation-level pipelines and the pipeline policies
+ * from Lua:
+ *
+ *   js.pipeline{ profile, microbatches, schedule, stages, dp,
+ *                activation_bytes, grad_bytes }          -> workload
+ *   js.perseus_frontier{ cluster, workload, resolution, exact }
+ *                                                        -> frontier
+ *   js.pipeline_run{ cluster, workload, policy, slowdown, straggler_aware,
+ *                    lag, eta, step_w, stragglers, iterations, seed,
+ *                    switch_latency_ms }                 -> result
+ *
+ * A frontier is a list of { time_s, energy_j } from fastest to slowest
+ * (energy of one whole pipeline: its simulated GPUs x tp), with fields
+ * exact, steps, allmax = { time_s, energy_j }, and a method
+ * fr:plan(i) -> { [stage] = { forward = { mhz per microbatch },
+ * backward = { ... } } } (stages and microbatches 1-based).
+ *
+ * pipeline_run is how scenarios run Perseus, EnvPipe and Zeus until
+ * js.simulate knows those policies: it plans, applies stragglers, runs the
+ * engine and returns a result table (time_s, energy_j, iteration_time_s,
+ * energy_per_iteration_j, iterations, ... plus the plan's figures).
+ *
+ * Indices in Lua are 1-based: stragglers' gpu (r.per_gpu[gpu]), pipeline,
+ * from_iteration and to_iteration (r.iterations[i]) all count from 1.
+ *
+ * Every argument is checked before any C object is made (a Lua error is a
+ * longjmp); C objects that must outlive a possible error live in userdata.
+ */
 #include "lua/luautil.h"
+
+#include <lauxlib.h>
+#include <math.h>
+#include <string.h>
+
+#include "models/dvfs/perseus.h"
+#include "models/straggler.h"
+#include "traces/pipeline.h"
+#include "traces/profile.h"
+
+#define FRONTIER_MT "joulesim.PerseusFrontier"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* The profile path of argument `profile` of the table at idx: a string, or
+ * any value with a string field `path` (a profile from js.profile.load).
+ * Borrowed from the Lua stack (left on it). */
+static const char *profile_path(lua_State *L, int idx, const char *fn)
+{
+  int t = lua_getfield(L, idx, "profile");
+  if (t == LUA_TSTRING)
+    return lua_tostring(L, -1);
+  if (t == LUA_TTABLE || t == LUA_TUSERDATA) {
+    if (lua_getfield(L, -1, "path") == LUA_TSTRING)
+      return lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  luaL_error(L, "%s: argument 'profile' must be a profile CSV path or a "
+                "profile from js.profile.load (got %s)", fn,
+             luaL_typename(L, -1));
+  return NULL;
+}
+
+/* ---- js.pipeline ----------------------------------------------------------- */
+
+static const char *const pipeline_keys[] = {
+  "profile", "microbatches", "schedule", "stages", "dp", "activation_bytes",
+  "grad_bytes", NULL};
+static const char *const schedules[] = {"1f1b", "gpipe", NULL};
+
+static int l_pipeline(lua_State *L)
+{
+  const char *fn = "js.pipeline";
+  jsl_check_keys(L, 1, fn, pipeline_keys);
+  const char *path = profile_path(L, 1, fn);
+  PipelineConfig cfg;
+  pipeline_config_init(&cfg);
+  cfg.microbatches = (guint)jsl_opt_int(L, 1, fn, "microbatches", 0, 1,
+                                        PIPELINE_MAX_MICROBATCHES);
+  if (cfg.microbatches == 0)
+    luaL_error(L, "%s: argument 'microbatches' is required (an integer in "
+                  "1..%d)", fn, (int)PIPELINE_MAX_MICROBATCHES);
+  cfg.schedule = (PipelineSchedule)jsl_opt_choice(L, 1, fn, "schedule", 0,
+                                                  schedules);
+  cfg.stages = (guint)jsl_opt_int(L, 1, fn, "stages", 0, 0, 256);
+  cfg.dp = (guint)jsl_opt_int(L, 1, fn, "dp", 1, 1, PIPELINE_MAX_RANKS);
+  cfg.activation_bytes = jsl_opt_num(L, 1, fn, "activation_bytes", 0, 0,
+                                     1e15);
+  cfg.grad_bytes = jsl_opt_num(L, 1, fn, "grad_bytes", 0, 0, 1e15);
+
+  GError *err = NULL;
+  Profile *prof = profile_load(path, &err);
+  if (prof == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  SimWorkload *w = pipeline_from_profile(prof, &cfg, &err);
+  profile_free(prof);
+  if (w == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  char *base = g_path_get_basename(path);
+  char *dot = strrchr(base, '.');
+  if (dot != NULL)
+    *dot = '\0';
+  char *label = g_strdup_printf("pipeline %s S%u M%u dp%u %s", base, w->pp,
+                                cfg.microbatches, cfg.dp,
+                                pipeline_schedule_name(cfg.schedule));
+  g_free(base);
+  lua_pushstring(L, label); /* keep the label in Lua memory */
+  g_free(label);
+  jsl_push_workload(L, w, lua_tostring(L, -1));
+  return 1;
+}
+
+/* ---- frontiers --------------------------------------------------------------- */
+
+typedef struct {
+  PerseusFrontier *f;
+  guint S, M, tp;
+  guint n_clocks;
+  guint16 *clocks;
+} LFrontier;
+
+static int frontier_gc(lua_State *L)
+{
+  LFrontier *u = luaL_checkudata(L, 1, FRONTIER_MT);
+  perseus_frontier_free(u->f);
+  g_free(u->clocks);
+  u->f = NULL;
+  u->clocks = NULL;
+  return 0;
+}
+
+/* fr:plan(i): the clocks of point i, by stage, pass and microbatch. */
+static int frontier_plan(lua_State *L)
+{
+  const char *fn = "frontier:plan";
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "_frontier");
+  LFrontier *u = luaL_testudata(L, -1, FRONTIER_MT);
+  if (u == NULL || u->f == NULL)
+    return luaL_error(L, "%s: call it on a frontier from js.perseus_frontier "
+                         "(fr:plan(i))", fn);
+  lua_Integer i = luaL_checkinteger(L, 2);
+  if (i < 1 || i > (lua_Integer)u->f->n_points)
+    return luaL_error(L, "%s: point %I is out of range 1..%d", fn, i,
+                      (int)u->f->n_points);
+  const guint16 *ch = u->f->points[i - 1].choice;
+  lua_createtable(L, (int)u->S, 0);
+  for (guint s = 0; s < u->S; s++) {
+    lua_createtable(L, 0, 2);
+    for (guint b = 0; b < 2; b++) {
+      lua_createtable(L, (int)u->M, 0);
+      for (guint m = 0; m < u->M; m++) {
+        guint16 k = ch[perseus_node_id(u->M, s, m, b)];
+        lua_pushinteger(L, k < u->n_clocks ? u->clocks[k] : 0);
+        lua_rawseti(L, -2, m + 1);
+      }
+      lua_setfield(L, -2, b ? "backward" : "forward");
+    }
+    lua_rawseti(L, -2, s + 1);
+  }
+  return 1;
+}
+
+/* Pushes the frontier table (takes ownership of f). */
+static void push_frontier(lua_State *L, PerseusFrontier *f,
+                          const PerseusModel *pm)
+{
+  LFrontier *u = lua_newuserdatauv(L, sizeof *u, 0);
+  memset(u, 0, sizeof *u);
+  u->f = f;
+  luaL_setmetatable(L, FRONTIER_MT);
+  const PerseusGroups *g = perseus_model_groups(pm);
+  u->S = g->n_stages;
+  u->M = g->n_microbatches;
+  u->tp = perseus_model_tp(pm);
+  const guint16 *clk = perseus_model_clocks(pm, &u->n_clocks);
+  u->clocks = g_memdup2(clk, sizeof(guint16) * u->n_clocks);
+  int ud = lua_gettop(L);
+
+  lua_createtable(L, (int)f->n_points, 6);
+  for (guint j = 0; j < f->n_points; j++) {
+    lua_createtable(L, 0, 2);
+    set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
+    set_num(L, "energy_j", f->points[j].energy_j * u->tp);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_pushboolean(L, f->exact);
+  lua_setfield(L, -2, "exact");
+  set_int(L, "steps", (lua_Integer)f->steps);
+  set_int(L, "computations", (lua_Integer)f->n_nodes);
+  g_autofree guint16 *mx = perseus_dag_max_choice(perseus_model_dag(pm));
+  gint64 t;
+  double e;
+  perseus_dag_eval(perseus_model_dag(pm), mx, NULL, &t, &e);
+  lua_createtable(L, 0, 2);
+  set_num(L, "time_s", (double)t * 1e-9);
+  set_num(L, "energy_j", e * u->tp);
+  lua_setfield(L, -2, "allmax");
+  lua_pushvalue(L, ud);
+  lua_setfield(L, -2, "_frontier");
+  lua_pushcfunction(L, frontier_plan);
+  lua_setfield(L, -2, "plan");
+  lua_remove(L, ud);
+}
+
+static const char *const frontier_keys[] = {"cluster", "workload",
+                                            "resolution", "exact", NULL};
+
+/* A model (and a machine for it) in a userdata, freed by __gc, so that a
+ * later Lua error cannot leak it. */
+typedef struct {
+  ClusterMachine *m;
+  PerseusModel *pm;
+} LModel;
+
+static int model_gc(lua_State *L)
+{
+  LModel *u = lua_touserdata(L, 1);
+  perseus_model_free(u->pm);
+  cluster_machine_free(u->m);
+  u->pm = NULL;
+  u->m = NULL;
+  return 0;
+}
+
+static int l_perseus_frontier(lua_State *L)
+{
+  const char *fn = "js.perseus_frontier";
+  JsSession *s = jsl_session(L);
+  jsl_check_keys(L, 1, fn, frontier_keys);
+  lua_getfield(L, 1, "cluster");
+  Cluster *c = jsl_check_cluster(L, -1, fn);
+  lua_getfield(L, 1, "workload");
+  LWorkload *lw = jsl_check_workload(L, -1, fn);
+  PerseusOptions o;
+  perseus_options_init(&o);
+  o.resolution = jsl_opt_num(L, 1, fn, "resolution", o.resolution, 0, 0.1);
+  o.exact = jsl_opt_bool(L, 1, fn, "exact", o.exact);
+
+  LModel *u = lua_newuserdatauv(L, sizeof *u, 0);
+  memset(u, 0, sizeof *u);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, model_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  GError *err = NULL;
+  u->m = cluster_machine_new(c, lw->w, s->catalogue, &err);
+  if (u->m == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  u->pm = perseus_model_new(lw->w, cluster_machine_sim(u->m), c->gpu,
+                            cluster_machine_table(u->m), &err);
+  if (u->pm == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  PerseusFrontier *f = perseus_frontier_with(perseus_model_dag(u->pm), &o,
+                                             &err);
+  if (f == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  push_frontier(L, f, u->pm);
+  return 1;
+}
+
+/* ---- stragglers ---------------------------------------------------------------- */
+
+/* Reads {lo, hi} of a random straggler model. */
+static void read_pair(lua_State *L, int idx, const char *fn, const char *key,
+                      double *lo, double *hi, gboolean integer)
+{
+  if (lua_getfield(L, idx, key) != LUA_TTABLE)
+    luaL_error(L, "%s: random stragglers need '%s' = {lo, hi} (got %s)", fn,
+               key, luaL_typename(L, -1));
+  for (int k = 1; k <= 2; k++) {
+    int isnum = 0;
+    lua_rawgeti(L, -1, k);
+    double v = integer ? (double)lua_tointegerx(L, -1, &isnum)
+                       : lua_tonumberx(L, -1, &isnum);
+    if (!isnum)
+      luaL_error(L, "%s: '%s' = {lo, hi} must hold two %s", fn, key,
+                 integer ? "integers" : "numbers");
+    *(k == 1 ? lo : hi) = v;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static const char *const explicit_keys[] = {"gpu", "pipeline", "slowdown",
+                                            "from_iteration", "to_iteration",
+                                            NULL};
+static const char *const random_keys[] = {"rate", "slowdown", "duration",
+                                          NULL};
+
+/* Adds the straggler table at idx (explicit or random) to set; raises on
+ * a bad argument, returns the set's error otherwise. */
+static gboolean add_straggler(lua_State *L, int idx, const char *fn,
+                              StragglerSet *set, guint64 seed,
+                              GError **error)
+{
+  if (!lua_istable(L, idx))
+    luaL_error(L, "%s: each straggler must be a table (got %s)", fn,
+               luaL_typename(L, idx));
+  lua_getfield(L, idx, "rate");
+  gboolean random = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (random) {
+    jsl_check_keys(L, idx, fn, random_keys);
+    StragglerRandom r;
+    r.rate = jsl_opt_num(L, idx, fn, "rate", 0, 0, 1);
+    read_pair(L, idx, fn, "slowdown", &r.slow_lo, &r.slow_hi, FALSE);
+    double dlo, dhi;
+    read_pair(L, idx, fn, "duration", &dlo, &dhi, TRUE);
+    if (dlo < 1 || dhi < dlo || dhi > 1e9)
+      luaL_error(L, "%s: 'duration' = {%d, %d} must be {lo, hi} iterations "
+                    "with 1 <= lo <= hi", fn, (int)dlo, (int)dhi);
+    r.dur_lo = (guint)dlo;
+    r.dur_hi = (guint)dhi;
+    return straggler_set_add_random(set, &r, seed, error);
+  }
+  jsl_check_keys(L, idx, fn, explicit_keys);
+  StragglerSpec sp;
+  sp.gpu = (gint)jsl_opt_int(L, idx, fn, "gpu", 0, 1, 1 << 20) - 1;
+  sp.pipeline = (gint)jsl_opt_int(L, idx, fn, "pipeline", 0, 1, 1 << 20) - 1;
+  lua_getfield(L, idx, "slowdown");
+  if (!lua_isnumber(L, -1))
+    luaL_error(L, "%s: a straggler needs 'slowdown' = a time factor >= 1 "
+                  "(got %s)", fn, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  sp.slowdown = jsl_opt_num(L, idx, fn, "slowdown", 1, 1,
+                            STRAGGLER_MAX_SLOWDOWN);
+  sp.from_iteration = (guint)jsl_opt_int(L, idx, fn, "from_iteration", 1, 1,
+                                         G_MAXINT32) - 1;
+  lua_Integer to = jsl_opt_int(L, idx, fn, "to_iteration", 0, 1, G_MAXINT32);
+  sp.to_iteration = to == 0 ? STRAGGLER_FOREVER : (guint)to - 1;
+  return straggler_set_add(set, &sp, error);
+}
+
+typedef struct {
+  StragglerSet *set;
+} LStragglers;
+
+static int stragglers_gc(lua_State *L)
+{
+  LStragglers *u = lua_touserdata(L, 1);
+  straggler_set_free(u->set);
+  u->set = NULL;
+  return 0;
+}
+
+/* Builds the straggler set of argument `stragglers` of the table at idx
+ * (a list of specs, or one random model) for workload w simulated for
+ * `iterations` iterations; NULL when absent.  The set lives in a userdata
+ * pushed on the stack (always pushed), valid while that stays there.
+ * Raises on a bad argument.  Exported for js.simulate: its prototype
+ * belongs in lua/luautil.h. */
+StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
+                                      const SimWorkload *w, guint iterations,
+                                      guint64 seed);
+StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
+                                      const SimWorkload *w, guint iterations,
+                                      guint64 seed)
+{
+  LStragglers *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->set = NULL;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, stragglers_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  int t = lua_getfield(L, idx, "stragglers");
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  if (t != LUA_TTABLE)
+    luaL_error(L, "%s: argument 'stragglers' must be a list of stragglers "
+                  "or a random model (got %s)", fn, luaL_typename(L, -1));
+  int st = lua_gettop(L);
+  GError *err = NULL;
+  if (w->tp == 0 || w->dp == 0)
+    luaL_error(L, "%s: stragglers need a workload with a tp x dp x pp "
+                  "layout", fn);
+  u->set = straggler_set_new(w->n_ranks, w->tp, w->dp, iterations, &err);
+  if (u->set == NULL) {
+    jsl_raise_gerror(L, fn, err);
+    return NULL;
+  }
+  lua_getfield(L, st, "rate");
+  gboolean single = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (single) {
+    if (!add_straggler(L, st, fn, u->set, seed, &err)) {
+      jsl_raise_gerror(L, fn, err);
+      return NULL;
+    }
+  } else {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, st);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_rawgeti(L, st, i);
+      if (!add_straggler(L, lua_gettop(L), fn, u->set, seed, &err)) {
+        jsl_raise_gerror(L, fn, err);
+        return NULL;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return u->set;
+}
+
+/* ---- js.pipeline_run -------------------------------------------------------------- */
+
+static const char *const run_keys[] = {
+  "cluster", "workload", "policy", "slowdown", "straggler_aware", "lag",
+  "eta", "step_w", "stragglers", "iterations", "seed", "switch_latency_ms",
+  "resolution", NULL};
+static const char *const run_policies[] = {"max", "perseus", "envpipe",
+                                           "zeus", NULL};
+
+typedef struct {
+  PerseusRun *r;
+  Cluster *c;
+} LRun;
+
+static int run_gc(lua_State *L)
+{
+  LRun *u = lua_touserdata(L, 1);
+  perseus_run_free(u->r);
+  cluster_free(u->c);
+  u->r = NULL;
+  u->c = NULL;
+  return 0;
+}
+
+static int l_pipeline_run(lua_State *L)
+{
+  const char *fn = "js.pipeline_run";
+  JsSession *s = jsl_session(L);
+  jsl_check_keys(L, 1, fn, run_keys);
+  lua_getfield(L, 1, "cluster");
+  Cluster *c = jsl_check_cluster(L, -1, fn);
+  lua_getfield(L, 1, "workload");
+  LWorkload *lw = jsl_check_workload(L, -1, fn);
+  PerseusPolicy pol;
+  PerseusRunKind kind = (PerseusRunKind)jsl_opt_choice(L, 1, fn, "policy", 0,
+                                                       run_policies);
+  perseus_policy_init(&pol, kind);
+  pol.slowdown = jsl_opt_num(L, 1, fn, "slowdown", 0, 0, 10);
+  pol.straggler_aware = jsl_opt_bool(L, 1, fn, "straggler_aware", FALSE);
+  pol.lag = (guint)jsl_opt_int(L, 1, fn, "lag", 0, 0, 1000000);
+  pol.eta = jsl_opt_num(L, 1, fn, "eta", pol.eta, 0, 1);
+  pol.step_w = jsl_opt_num(L, 1, fn, "step_w", pol.step_w, 0.1, 1000);
+  pol.frontier.resolution = jsl_opt_num(L, 1, fn, "resolution",
+                                        pol.frontier.resolution, 0, 0.1);
+  guint iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
+  guint64 seed = (guint64)jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed,
+                                      0, G_MAXINT64);
+  double lat = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  StragglerSet *set = jsl_stragglers_from_lua(L, 1, fn, lw->w, iterations,
+                                              seed);
+
+  LRun *u = lua_newuserdatauv(L, sizeof *u, 0);
+  memset(u, 0, sizeof *u);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, run_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  GError *err = NULL;
+  /* The run's own copy of the cluster: seed and latency overrides. */
+  u->c = cluster_new(c->gpu, c->net, c->n_gpus, c->gpus_per_node, &err);
+  if (u->c == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  u->c->power_limit_w = c->power_limit_w;
+  u->c->idle_power_w = c->idle_power_w;
+  u->c->blocked_power_w = c->blocked_power_w;
+  u->c->comm_power_w = c->comm_power_w;
+  u->c->switch_latency_ms = lat >= 0 ? lat : c->switch_latency_ms;
+  u->c->perf_spread = c->perf_spread;
+  u->c->power_spread = c->power_spread;
+  u->c->seed = seed;
+  if (lw->w->n_ranks != u->c->n_gpus)
+    luaL_error(L, "%s: the workload has %d ranks but the cluster has %d GPUs",
+               fn, (int)lw->w->n_ranks, (int)u->c->n_gpus);
+  u->r = perseus_run(&pol, u->c, lw->w, s->catalogue, set, iterations, &err);
+  if (u->r == NULL)
+    return jsl_raise_gerror(L, fn, err);
+
+  const PerseusRun *r = u->r;
+  const SimResult *res = r->result;
+  double t = (double)res->time_ns * 1e-9;
+  lua_createtable(L, 0, 24);
+  g_autofree char *label = NULL;
+  if (kind == PERSEUS_RUN_PERSEUS)
+    label = g_strdup_printf("perseus(s=%g%s)", pol.slowdown,
+                            pol.straggler_aware ? ",straggler-aware" : "");
+  else if (kind == PERSEUS_RUN_ZEUS)
+    label = g_strdup_printf("zeus(eta=%g,%gW)", pol.eta, r->limit_w);
+  else
+    label = g_strdup(perseus_run_kind_name(kind));
+  lua_pushstring(L, label);
+  lua_setfield(L, -2, "policy");
+  lua_pushstring(L, u->c->gpu->name);
+  lua_setfield(L, -2, "gpu");
+  set_int(L, "n_gpus", res->n_gpus);
+  set_num(L, "time_s", t);
+  set_num(L, "energy_j", res->energy_j);
+  set_num(L, "avg_power_w", t > 0 ? res->energy_j / t / res->n_gpus : 0);
+  set_num(L, "waste_j", res->waste_j);
+  set_num(L, "blocked_j", res->blocked.energy_j);
+  set_num(L, "idle_j", res->idle.energy_j);
+  set_int(L, "switches", (lua_Integer)res->switches);
+  set_num(L, "iteration_time_s", t / res->n_iterations);
+  set_num(L, "energy_per_iteration_j", res->energy_j / res->n_iterations);
+  lua_createtable(L, (int)res->n_iterations, 0);
+  for (guint i = 0; i < res->n_iterations; i++) {
+    lua_createtable(L, 0, 2);
+    set_num(L, "time_s", (double)res->iterations[i].time_ns * 1e-9);
+    set_num(L, "energy_j", res->iterations[i].energy_j);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "iterations");
+  /* The plan on the DAG model, one whole pipeline (x tp). */
+  set_num(L, "allmax_time_s", (double)r->allmax_time_ns * 1e-9);
+  set_num(L, "allmax_energy_j", r->allmax_energy_j * r->tp);
+  set_num(L, "plan_time_s", (double)r->plan_time_ns * 1e-9);
+  set_num(L, "plan_energy_j", r->plan_energy_j * r->tp);
+  if (kind == PERSEUS_RUN_ZEUS) {
+    set_num(L, "limit_w", r->limit_w);
+    set_int(L, "limits_tried", r->n_tried);
+  }
+  if (r->frontier != NULL) {
+    const PerseusFrontier *f = r->frontier;
+    set_int(L, "point", r->point + 1);
+    lua_createtable(L, (int)f->n_points, 0);
+    for (guint j = 0; j < f->n_points; j++) {
+      lua_createtable(L, 0, 2);
+      set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
+      set_num(L, "energy_j", f->points[j].energy_j * r->tp);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_setfield(L, -2, "frontier");
+  }
+  return 1;
+}
+
+/* ---- registration ------------------------------------------------------------------ */
 
 void jsl_register_pipeline(lua_State *L)
 {
-  (void)L;
+  luaL_newmetatable(L, FRONTIER_MT);
+  lua_pushcfunction(L, frontier_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  static const luaL_Reg funcs[] = {
+    {"pipeline", l_pipeline},
+    {"perseus_frontier", l_perseus_frontier},
+    {"pipeline_run", l_pipeline_run},
+    {NULL, NULL}};
+  luaL_setfuncs(L, funcs, 0);
 }

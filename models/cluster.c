@@ -11,7 +11,10 @@
  * (w->ref_gpu, looked up in the catalogue) at its auto clocks.  For a shape
  * with kernel k (class, FLOPs, bytes, tensor):
  *
- *   t_ref          = gpu_kernel_cost(ref, k, auto, auto, no cap).time_s
+ *   t_ref          = gpu_kernel_cost(ref, k, auto, auto, cap).time_s
+ *                    (cap: none for kernels with FLOPs/bytes; the reference
+ *                    GPU's default limit for measured kernels without them,
+ *                    whose recorded durations already include the real cap)
  *   cost           = gpu_kernel_cost(gpu, k, sm, mem, power_limit)
  *   time_scale     = cost.time_s / t_ref * perf[g]
  *   power_w        = cost.power_w * power_factor[g]
@@ -44,6 +47,14 @@
  * hash table guarded by a mutex (the callbacks may be called from several
  * threads).  Per-GPU factors are applied on the way out, so the callbacks
  * are pure functions of their arguments.
+ *
+ * Table-driven shapes.  When the workload carries a measured price table
+ * (models/table.h, in its provenance), the shapes the table maps are priced
+ * from it instead of the GPU model: time_scale = t(f)/t(f_max) * perf[g],
+ * power_w = E(f)/t(f) * power_factor[g] (models/table.c), capped only by an
+ * explicit power_limit_w override.  A clock outside an entry's measured range
+ * is priced at the nearest measured clock and remembered as an error that
+ * cluster_machine_check() reports (the callback itself cannot fail).
  *
  * Known limits
  * ------------
@@ -233,8 +244,10 @@ struct ClusterMachine {
   guint n_groups;
   NetGroupShape *groups;
 
-  GMutex lock;             /* guards cache */
+  GMutex lock;             /* guards cache and table_error */
   GHashTable *cache;       /* CostEntry* (key and value) */
+  PriceTable *table;       /* measured prices of some shapes, or NULL */
+  GError *table_error;     /* first out-of-range table request */
 };
 
 static guint64 cache_key(guint32 shape, guint sm, guint mem)
@@ -282,6 +295,23 @@ static void cost_lookup(ClusterMachine *m, guint32 shape, guint sm, guint mem,
   g_mutex_unlock(&m->lock);
 }
 
+/* Prices a table-driven shape (see the opening comment). */
+static void table_kernel_cost(ClusterMachine *m, guint entry, guint gpu,
+                              SimClocks req, SimCost *out)
+{
+  GError *err = NULL;
+  if (!price_table_cost(m->table, entry, req.sm_mhz, m->power_limit_w, out,
+                        &err)) {
+    g_mutex_lock(&m->lock);
+    if (m->table_error == NULL)
+      m->table_error = g_steal_pointer(&err);
+    g_mutex_unlock(&m->lock);
+    g_clear_error(&err);
+  }
+  out->time_scale *= m->perf[gpu];
+  out->power_w *= m->power_factor[gpu];
+}
+
 /* SimMachine.kernel_cost: see the opening comment. */
 static void machine_kernel_cost(gpointer ctx, guint gpu, guint32 shape,
                                 SimClocks req, guint iter, SimCost *out)
@@ -289,6 +319,14 @@ static void machine_kernel_cost(gpointer ctx, guint gpu, guint32 shape,
   ClusterMachine *m = ctx;
   g_return_if_fail(m != NULL && out != NULL);
   g_return_if_fail(gpu < m->n_gpus && shape < m->n_shapes);
+
+  if (m->table != NULL) {
+    gint entry = price_table_shape_entry(m->table, shape);
+    if (entry >= 0) {
+      table_kernel_cost(m, (guint)entry, gpu, req, out);
+      return;
+    }
+  }
 
   guint sm = req.sm_mhz != 0 ? gpu_snap_sm(m->gpu, req.sm_mhz) : 0;
   guint mem = req.mem_mhz != 0 ? gpu_snap_mem(m->gpu, req.mem_mhz) : 0;
@@ -405,7 +443,11 @@ static gboolean build_shapes(ClusterMachine *m, const SimWorkload *w,
     if (si->kernel.klass == SIM_CLASS_COMM)
       continue; /* priced by the network model, never by the GPU model */
     GpuCost cost = { 0 };
-    gpu_kernel_cost(ref, &si->kernel, 0, 0, G_MAXDOUBLE, &cost);
+    /* Measured (relative) kernels were timed under the reference GPU's
+     * default power limit; modelled ones are referenced without a cap. */
+    gboolean relative = !(si->kernel.flops > 0) && !(si->kernel.bytes > 0);
+    gpu_kernel_cost(ref, &si->kernel, 0, 0,
+                    relative ? ref->power_limit_w.v : G_MAXDOUBLE, &cost);
     if (isfinite(cost.time_s) && cost.time_s > 0.0)
       si->t_ref_s = cost.time_s;
   }
@@ -487,6 +529,12 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   if (!build_groups(m, w, error) || !build_shapes(m, w, ref, error))
     return NULL;
   build_gpus(m, c);
+  GError *terr = NULL;
+  m->table = price_table_from_workload(w, &terr);
+  if (terr != NULL) {
+    g_propagate_error(error, terr);
+    return NULL;
+  }
 
   double switch_ms = c->switch_latency_ms >= 0.0
                        ? c->switch_latency_ms
@@ -513,6 +561,8 @@ void cluster_machine_free(ClusterMachine *m)
     return;
   g_hash_table_destroy(m->cache);
   g_mutex_clear(&m->lock);
+  price_table_free(m->table);
+  g_clear_error(&m->table_error);
   g_free(m->shapes);
   g_free(m->groups);
   g_free(m->perf);
@@ -548,4 +598,22 @@ const NetGroupShape *cluster_machine_group_shape(const ClusterMachine *m,
   if (group >= m->n_groups)
     return NULL;
   return &m->groups[group];
+}
+
+const PriceTable *cluster_machine_table(const ClusterMachine *m)
+{
+  g_return_val_if_fail(m != NULL, NULL);
+  return m->table;
+}
+
+gboolean cluster_machine_check(ClusterMachine *m, GError **error)
+{
+  g_return_val_if_fail(m != NULL, FALSE);
+  g_mutex_lock(&m->lock);
+  gboolean ok = m->table_error == NULL;
+  if (!ok)
+    g_set_error_literal(error, m->table_error->domain, m->table_error->code,
+                        m->table_error->message);
+  g_mutex_unlock(&m->lock);
+  return ok;
 }

@@ -9,6 +9,7 @@
 #include "sim/engine.h"
 #include "models/gpu.h"
 #include "models/net.h"
+#include "models/table.h"
 
 G_BEGIN_DECLS
 
@@ -70,6 +71,15 @@ double cluster_machine_power_factor(const ClusterMachine *m, guint gpu);
  * network model is given).  Borrowed; NULL when group is out of range. */
 const NetGroupShape *cluster_machine_group_shape(const ClusterMachine *m,
                                                  guint32 group);
+
+/* The measured price table the machine uses for the shapes it maps (taken
+ * from the workload's provenance, models/table.h), or NULL.  Borrowed. */
+const PriceTable *cluster_machine_table(const ClusterMachine *m);
+/* FALSE with the first TABLE_ERROR_RANGE met while pricing (a table-driven
+ * op asked for a clock outside its measured range; it was priced at the
+ * nearest measured clock instead); TRUE when there was none.  Callers check
+ * it after a run. */
+gboolean cluster_machine_check(ClusterMachine *m, GError **error);
 
 #define CLUSTER_ERROR (cluster_error_quark())
 GQuark cluster_error_quark(void);
