@@ -6,11 +6,11 @@
  * Megatron-LM trains it: tensor parallelism (TP, degree t) inside every
  * layer, pipeline parallelism (PP, p stages of l/p consecutive layers),
  * data parallelism (DP, degree d) with bucketed fp32 gradient all-reduces,
- * 1F1B or GPipe microbatch schedules, optional full activation
- * recomputation, tied input/output embeddings, mixed-precision Adam.  The
- * result is a SimWorkload: one op per kernel or communication call of every
- * rank, with matmul FLOPs and DRAM bytes per shape and a reference duration
- * priced on a reference GPU.
+ * 1F1B, GPipe or interleaved 1F1B (virtual pipeline stages) microbatch
+ * schedules, optional full activation recomputation, tied input/output
+ * embeddings, mixed-precision Adam.  The result is a SimWorkload: one op per
+ * kernel or communication call of every rank, with matmul FLOPs and DRAM
+ * bytes per shape and a reference duration priced on a reference GPU.
  *
  * Ranks and groups
  * ----------------
@@ -113,40 +113,82 @@
  * ------------------------
  *   0  compute: kernels and TP/tie collectives, in program order
  *   1  DP gradient all-reduces (d > 1)
- *   2  sends to the next stage     3  sends to the previous stage
- *   4  recvs from the previous     5  recvs from the next stage
- * One stream per p2p direction, so stream order alone never creates a
- * rendezvous deadlock.  A send waits for the last compute op of the
- * microbatch's forward (or backward) it ships; a recv waits for the compute
- * op that precedes it in program order (it is "posted" when the rank gets
- * there, and the GPU sits blocked until it lands, as with Megatron's
- * synchronous p2p); the first compute op of the consuming forward/backward
+ *   2  sends of activations to the next stage
+ *   3  sends of gradients to the previous stage
+ *   4  recvs of activations from the previous stage
+ *   5  recvs of gradients from the next stage
+ * "Next" and "previous" are taken around the ring of stages: the
+ * interleaved schedule sends the last stage's activations to stage 0 and
+ * stage 0's gradients to the last stage (stage 0 uses streams 3 and 4, the
+ * last stage 2 and 5, for that wrap-around); 1f1b and gpipe never do.  So a
+ * rank has one stream per (direction, peer) and stream order alone never
+ * creates a rendezvous deadlock.  One exception: with p = 2 and the
+ * interleaved schedule the neighbour is both next and previous, and
+ * activations and gradients both travel both ways.  The engine pairs the
+ * sends and recvs of one (src, dst) first come, first served whatever
+ * their streams, so there all sends go on stream 2 and all recvs on stream
+ * 4 (3 and 5 stay empty): the n-th send then meets the n-th recv, and both
+ * sides list their messages in the same order (the schedule guarantees it;
+ * tests/test-gpt.c checks every pairing).
+ * A send waits for the last compute op of the pass (forward or backward
+ * of one microbatch through one chunk) it ships; a recv waits for the
+ * compute op that precedes it in program order (it is "posted" when the
+ * rank gets there, and the GPU sits blocked until it lands, as with
+ * Megatron's synchronous p2p); the first compute op of the consuming pass
  * waits for the recv.  Activation and gradient messages are E*X bytes (no
  * scatter/gather optimisation).
  *
  * DP gradients are fp32 (4 bytes per parameter) in buckets of dp_bucket_mb
- * MiB (0 = one bucket).  Bucketing walks gradients in the order the last
- * microbatch's backward produces them (the head's tied embedding copy and
- * final LayerNorm, then per layer fc2, fc1, ln2, proj, qkv, ln1 from the last
- * layer down, then the embeddings), never splitting a parameter tensor (a
- * weight with its bias), and closes a bucket when it reaches the cap, as
- * PyTorch DDP and Megatron's DDP do.  With dp_overlap each bucket waits for
- * the op that produced its last gradient (a wgrad GEMM, a LayerNorm or
- * embedding backward) of the last microbatch; without, for the last backward
- * op.  Then, on the compute stream: the tie all-reduce (p > 1, first and
- * last stage, 4*V/t*h bytes) and optimizer.adam, each waiting for the last
- * DP all-reduce (Megatron: finish_grad_sync, then the embedding all-reduce,
- * then the step).
+ * MiB (0 = one bucket per chunk).  Bucketing walks gradients in the order
+ * the last microbatch's backward produces them (the head's tied embedding
+ * copy and final LayerNorm, then per layer fc2, fc1, ln2, proj, qkv, ln1
+ * from the last layer down, then the embeddings), never splitting a
+ * parameter tensor (a weight with its bias), and closes a bucket when it
+ * reaches the cap, as PyTorch DDP and Megatron's DDP do.  Each model chunk
+ * is its own DDP module in Megatron, so chunks are bucketed separately, in
+ * the order their last backwards run (chunk v-1 first).  With dp_overlap
+ * each bucket waits for the op that produced its last gradient (a wgrad
+ * GEMM, a LayerNorm or embedding backward) in the last microbatch's
+ * backward of its chunk; without, for the last backward op.  Then, on the
+ * compute stream: the tie all-reduce (p > 1, first and last stage, 4*V/t*h
+ * bytes) and optimizer.adam, each waiting for the last DP all-reduce
+ * (Megatron: finish_grad_sync, then the embedding all-reduce, then the
+ * step).
  *
- * Schedules: gpipe = all forwards, then all backwards; 1f1b on stage p =
- * w = min(p_count - p - 1, m) warmup forwards, then F(w+i), B(i) alternating,
- * then the remaining backwards (Megatron's non-interleaved schedule).
+ * Schedules
+ * ---------
+ * P = p_count stages, m microbatches, v = chunks (model chunks per stage).
+ * Stage p's chunk c holds the l/(P v) consecutive layers starting at
+ * (c*P + p) * l/(P v): it is virtual stage c*P + p of P*v (Megatron's
+ * layout).  The embedding is on stage 0's chunk 0 and the head on stage
+ * P-1's chunk v-1.  For 1f1b and gpipe, v = 1.
+ *  - gpipe: all forwards, then all backwards.
+ *  - 1f1b on stage p: w = min(P - p - 1, m) warmup forwards, then F(w+i),
+ *    B(i) alternating, then the remaining backwards (Megatron's
+ *    forward_backward_pipelining_without_interleaving).
+ *  - interleaved on stage p (Megatron's forward_backward_pipelining_with_
+ *    interleaving, megatron-core version: no special case for m = P):
+ *    n = m*v passes each way; w = min(2(P - p - 1) + (v - 1) P, n) warmup
+ *    forwards, then F(w+i), B(i) alternating, then the remaining
+ *    backwards.  Forward k runs chunk (k / P) % v and backward k chunk
+ *    v-1 - (k / P) % v, both on microbatch (k / (P v)) P + k % P:
+ *    microbatches go through the chunks in groups of P.  Requires P >= 2,
+ *    v >= 2, l % (P v) == 0 and m % P == 0 (Megatron's own checks).
+ * With uniform passes and free messages, every GPU is busy m(t_f + t_b)
+ * (t_f, t_b: one stage's whole forward and backward per microbatch) and
+ * the iteration lasts (m + P - 1)(t_f + t_b) for 1f1b and (m + (P - 1)/v)
+ * (t_f + t_b) interleaved: bubble fractions (P-1)/(m + P - 1) and
+ * (P-1)/(v m + P - 1) of the iteration, i.e. (P-1)/m and (P-1)/(v m) of
+ * the ideal time (Narayanan et al., SC'21).  tests/test-gpt.c checks both
+ * are exact for the generated orders and within 15% in the engine.
  *
  * Op counts per rank of stage p (c = 1 when t > 1, else 0; R = recompute;
- * first/last = 1 on the first/last stage, both when p_count = 1; L = l/p):
+ * first/last = 1 on the first/last stage, both when p_count = 1; L = l/p,
+ * the stage's layers over all its chunks):
  *   F   = L*(12 + 2c) + first*(2 + c) + last*(5 + 3c)
  *   B   = L*(16 + 2c) + R*L*(12 + 2c) + first + last*(4 + c)
- *   P2P = 2*(p > 0) + 2*(p < p_count - 1)
+ *   P2P = 4v - 2*first - 2*last  (each chunk pass receives its input and
+ *         sends its output, but the embedding and head passes)
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
  * (gpt_rank_ops computes it, n_buckets included).
  *
@@ -167,10 +209,16 @@
  *
  * Known limits
  * ------------
- * - No interleaved (virtual-stage) schedule, sequence parallelism, flash
- *   attention, distributed optimizer (reduce-scatter + all-gather) or
- *   scatter/gather p2p; no gradient clipping / inf-check passes, no
- *   grad-buffer zeroing, no data loading or CPU gaps.
+ * - No sequence parallelism, flash attention, distributed optimizer
+ *   (reduce-scatter + all-gather) or scatter/gather p2p; no gradient
+ *   clipping / inf-check passes, no grad-buffer zeroing, no data loading or
+ *   CPU gaps.
+ * - P2P is modelled op by op: Megatron batches a pass's send and the next
+ *   recvs into one synchronous call (sends block the sender until the
+ *   receiver is there); here a send runs on its own stream and never stalls
+ *   the compute stream, and each consumer waits only for its own recv.  The
+ *   overlapped-p2p variant of the interleaved schedule and Megatron-core's
+ *   microbatch_group_size_per_vp_stage != P are not generated.
  * - Bytes assume every operand crosses DRAM once (no L2 reuse across
  *   kernels); attention bytes are those of unfused (non-flash) attention.
  * - The causal mask halves nothing: attention FLOPs are dense, as in
@@ -263,6 +311,7 @@ void gpt_config_init(GptConfig *cfg)
   cfg->microbatches = 8;
   cfg->tp = cfg->pp = cfg->dp = 1;
   cfg->schedule = GPT_SCHEDULE_1F1B;
+  cfg->chunks = 0; /* the schedule's default */
   cfg->recompute = FALSE;
   cfg->dp_bucket_mb = 25;
   cfg->dp_overlap = TRUE;
@@ -288,6 +337,14 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
               "model = \"%s\": unknown (known: %s)",
               name != NULL ? name : "(null)", known);
   return FALSE;
+}
+
+guint gpt_config_chunks(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 1);
+  if (cfg->chunks != 0)
+    return cfg->chunks;
+  return cfg->schedule == GPT_SCHEDULE_INTERLEAVED ? 2 : 1;
 }
 
 guint gpt_padded_vocab(const GptConfig *cfg)
@@ -352,11 +409,14 @@ static void unit_params(const GptConfig *cfg, double *out)
 static const Unit layer_units[] = {UNIT_FC2, UNIT_FC1, UNIT_LN2,
                                    UNIT_PROJ, UNIT_QKV, UNIT_LN1};
 
-/* Appends the units of stage p, in backward order, to `out` (of Unit). */
-static void stage_units(const GptConfig *cfg, guint p, GArray *out)
+/* Appends the units of model chunk c of stage p, in backward order, to
+ * `out` (of Unit).  The head sits on the last stage's last chunk, the
+ * embeddings on the first stage's chunk 0. */
+static void chunk_units(const GptConfig *cfg, guint p, guint c, GArray *out)
 {
-  guint lps = cfg->layers / cfg->pp;
-  if (p == cfg->pp - 1) {
+  guint v = gpt_config_chunks(cfg);
+  guint lpc = cfg->layers / (cfg->pp * v);
+  if (p == cfg->pp - 1 && c == v - 1) {
     if (cfg->pp > 1) {
       Unit u = UNIT_HEAD_EMB;
       g_array_append_val(out, u);
@@ -364,9 +424,9 @@ static void stage_units(const GptConfig *cfg, guint p, GArray *out)
     Unit u = UNIT_HEAD_LN;
     g_array_append_val(out, u);
   }
-  for (guint j = 0; j < lps; j++)
+  for (guint j = 0; j < lpc; j++)
     g_array_append_vals(out, layer_units, G_N_ELEMENTS(layer_units));
-  if (p == 0) {
+  if (p == 0 && c == 0) {
     Unit u = UNIT_EMB;
     g_array_append_val(out, u);
   }
@@ -400,13 +460,15 @@ static double bucket_cap_bytes(const GptConfig *cfg)
   return cfg->dp_bucket_mb * 1048576.0;
 }
 
-/* Gradient bytes (fp32) of stage p's units in backward order. */
-static GArray *stage_grad_bytes(const GptConfig *cfg, guint p)
+/* Gradient bytes (fp32) of the units of chunk c of stage p, in backward
+ * order.  Each chunk is its own DDP module in Megatron, with its own
+ * gradient buffer, so buckets never span two chunks. */
+static GArray *chunk_grad_bytes(const GptConfig *cfg, guint p, guint c)
 {
   double params[UNIT_COUNT];
   unit_params(cfg, params);
   g_autoptr(GArray) units = g_array_new(FALSE, FALSE, sizeof(Unit));
-  stage_units(cfg, p, units);
+  chunk_units(cfg, p, c, units);
   GArray *bytes = g_array_sized_new(FALSE, FALSE, sizeof(double), units->len);
   for (guint i = 0; i < units->len; i++) {
     double b = 4 * params[g_array_index(units, Unit, i)];
@@ -415,14 +477,28 @@ static GArray *stage_grad_bytes(const GptConfig *cfg, guint p)
   return bytes;
 }
 
-/* Parameters of one rank of stage p. */
+/* Parameters of one rank of stage p (all its chunks). */
 static double stage_params(const GptConfig *cfg, guint p)
 {
-  g_autoptr(GArray) bytes = stage_grad_bytes(cfg, p);
   double sum = 0;
-  for (guint i = 0; i < bytes->len; i++)
-    sum += g_array_index(bytes, double, i) / 4;
+  for (guint c = 0; c < gpt_config_chunks(cfg); c++) {
+    g_autoptr(GArray) bytes = chunk_grad_bytes(cfg, p, c);
+    for (guint i = 0; i < bytes->len; i++)
+      sum += g_array_index(bytes, double, i) / 4;
+  }
   return sum;
+}
+
+/* DP buckets of one rank of stage p (each chunk bucketed on its own). */
+static guint stage_buckets(const GptConfig *cfg, guint p)
+{
+  guint n = 0;
+  for (guint c = 0; c < gpt_config_chunks(cfg); c++) {
+    g_autoptr(GArray) bytes = chunk_grad_bytes(cfg, p, c);
+    n += make_buckets((const double *)(void *)bytes->data, bytes->len,
+                      bucket_cap_bytes(cfg), NULL, NULL);
+  }
+  return n;
 }
 
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
@@ -430,19 +506,19 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0 && stage < cfg->pp, 0);
   guint64 c = cfg->tp > 1, R = cfg->recompute != FALSE;
   guint64 first = stage == 0, last = stage == cfg->pp - 1;
-  guint64 L = cfg->layers / cfg->pp;
+  guint64 L = cfg->layers / cfg->pp, v = gpt_config_chunks(cfg);
   guint64 f = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
   guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
               last * (4 + c);
-  guint64 p2p = 2 * (guint64)(stage > 0) + 2 * (guint64)(stage + 1 < cfg->pp);
+  /* Every chunk pass receives its input and sends its output but the
+   * first stage's chunk 0 (embedding) and the last stage's last chunk
+   * (loss): 2 fewer p2p ops each way per microbatch. */
+  guint64 p2p = 4 * v - 2 * first - 2 * last;
   guint64 n = cfg->microbatches * (f + b + p2p) + 1;
   if (cfg->pp > 1 && (first || last))
     n++;
-  if (cfg->dp > 1) {
-    g_autoptr(GArray) bytes = stage_grad_bytes(cfg, stage);
-    n += make_buckets((const double *)(void *)bytes->data, bytes->len,
-                      bucket_cap_bytes(cfg), NULL, NULL);
-  }
+  if (cfg->dp > 1)
+    n += stage_buckets(cfg, stage);
   return n;
 }
 
@@ -507,13 +583,41 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
   if (cfg->layers % cfg->pp != 0)
     return invalid(error, "layers = %u is not a multiple of pp = %u",
                    cfg->layers, cfg->pp);
-  if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED)
-    return invalid(error, "schedule = \"interleaved\": not supported yet "
-                          "(use \"1f1b\" or \"gpipe\")");
   if (cfg->schedule != GPT_SCHEDULE_1F1B &&
-      cfg->schedule != GPT_SCHEDULE_GPIPE)
-    return invalid(error, "schedule = %d: unknown (1f1b, gpipe)",
+      cfg->schedule != GPT_SCHEDULE_GPIPE &&
+      cfg->schedule != GPT_SCHEDULE_INTERLEAVED)
+    return invalid(error, "schedule = %d: unknown (1f1b, gpipe, interleaved)",
                    (int)cfg->schedule);
+  guint v = gpt_config_chunks(cfg);
+  if (cfg->chunks > MAX_LAYERS)
+    return invalid(error, "chunks = %u: must be <= %u", cfg->chunks,
+                   MAX_LAYERS);
+  if (cfg->schedule != GPT_SCHEDULE_INTERLEAVED && v != 1)
+    return invalid(error,
+                   "chunks = %u: only schedule = \"interleaved\" splits a "
+                   "stage into model chunks (schedule = \"%s\" takes 1)",
+                   v, gpt_schedule_name(cfg->schedule));
+  if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED) {
+    if (cfg->pp < 2)
+      return invalid(error,
+                     "pp = %u: schedule = \"interleaved\" needs pp >= 2",
+                     cfg->pp);
+    if (v < 2)
+      return invalid(error,
+                     "chunks = %u: schedule = \"interleaved\" needs chunks "
+                     ">= 2 (1 is the plain 1f1b schedule)",
+                     v);
+    if (cfg->layers % (cfg->pp * v) != 0)
+      return invalid(error,
+                     "layers = %u is not a multiple of pp * chunks = %u * %u "
+                     "= %u",
+                     cfg->layers, cfg->pp, v, cfg->pp * v);
+    if (cfg->microbatches % cfg->pp != 0)
+      return invalid(error,
+                     "microbatches = %u is not a multiple of pp = %u (the "
+                     "interleaved schedule needs it, as in Megatron)",
+                     cfg->microbatches, cfg->pp);
+  }
   if (!isfinite(cfg->dp_bucket_mb) || cfg->dp_bucket_mb < 0 ||
       cfg->dp_bucket_mb > 1048576.0)
     return invalid(error,
@@ -604,7 +708,8 @@ typedef struct {
 
   /* Sizes as doubles (see the opening comment). */
   double b, s, h, t, ht, n_att, x, vt;
-  guint lps;
+  guint v;   /* model chunks per stage */
+  guint lpc; /* layers per chunk: l / (p * v) */
 
   Seq emb_fwd, layer_fwd, head_fwd, head_bwd, layer_bwd, emb_bwd;
   Proto send_fwd, recv_fwd, send_bwd, recv_bwd, tie;
@@ -614,11 +719,16 @@ typedef struct {
 
   /* State of the rank being generated. */
   SimRankBuilder *rb;
-  guint32 tp_group, dp_group, tie_group, prev, next;
+  guint32 tp_group, dp_group, tie_group;
+  guint32 prev, next;   /* template ranks of the ring neighbours */
+  /* Streams of the four p2p kinds on this rank (see "Streams"). */
+  guint send_act, send_grad, recv_act, recv_grad;
   guint32 last_compute; /* handle of the last compute-stream op */
   guint32 pending_wait; /* recv the next compute op must wait for */
   gboolean record_units;
   GArray *unit_ops;     /* guint32 handles, backward order */
+  GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in
+                           the order they were recorded */
 } Gen;
 
 /* Returns the shape index for (name, class, coll, tensor, flops, bytes),
@@ -884,50 +994,97 @@ static void post_recv(Gen *g, const Proto *p, guint stream, SimPhase phase,
                         g->last_compute);
 }
 
-/* Forward of microbatch mb on stage p: [recv activations], [embedding],
- * the stage's layers, [head] or [send activations]. */
-static void emit_forward(Gen *g, guint p, guint mb)
+/* Chunk c of stage p is the (c*p_count + p)-th of the p_count*v "virtual
+ * stages", which hold consecutive layers (Megatron's layout).  These say
+ * whether it is the very first (embedding) or very last (head) one. */
+static gboolean chunk_is_first(guint p, guint c)
 {
-  const GptConfig *cfg = g->cfg;
-  if (p > 0)
-    post_recv(g, &g->recv_fwd, STREAM_RECV_PREV, SIM_PHASE_FORWARD, g->prev,
-              mb);
-  if (p == 0)
+  return p == 0 && c == 0;
+}
+
+static gboolean chunk_is_last(const Gen *g, guint p, guint c)
+{
+  return p == g->cfg->pp - 1 && c == g->v - 1;
+}
+
+/* Forward of microbatch mb through chunk c of stage p: [recv activations],
+ * [embedding], the chunk's layers, [head] or [send activations].  The
+ * activations come from the previous stage in the ring (stage p_count-1's
+ * chunk c-1 for stage 0) and go to the next (stage 0's chunk c+1 for the
+ * last stage). */
+static void emit_forward(Gen *g, guint p, guint c, guint mb)
+{
+  guint first_layer = (c * g->cfg->pp + p) * g->lpc;
+  if (!chunk_is_first(p, c))
+    post_recv(g, &g->recv_fwd, g->recv_act, SIM_PHASE_FORWARD, g->prev, mb);
+  else
     put_seq(g, &g->emb_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
-  for (guint j = 0; j < g->lps; j++)
-    put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, p * g->lps + j, mb);
-  if (p == cfg->pp - 1)
+  for (guint j = 0; j < g->lpc; j++)
+    put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, first_layer + j, mb);
+  if (chunk_is_last(g, p, c))
     put_seq(g, &g->head_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
   else
-    put(g, &g->send_fwd, STREAM_SEND_NEXT, SIM_PHASE_FORWARD, NO_LAYER, mb,
+    put(g, &g->send_fwd, g->send_act, SIM_PHASE_FORWARD, NO_LAYER, mb,
         g->next, g->last_compute);
 }
 
-/* Backward of microbatch mb on stage p: [recv gradients], [head], the
- * layers from the last down (each after its recompute when enabled),
- * [embedding] or [send gradients].  During the last microbatch the ops that
- * complete a parameter gradient are recorded for the DP buckets. */
-static void emit_backward(Gen *g, guint p, guint mb)
+/* Backward of microbatch mb through chunk c of stage p: [recv gradients],
+ * [head], the chunk's layers from the last down (each after its recompute
+ * when enabled), [embedding] or [send gradients].  During the last
+ * microbatch the ops that complete a parameter gradient are recorded for
+ * the DP buckets of the chunk. */
+static void emit_backward(Gen *g, guint p, guint c, guint mb)
 {
   const GptConfig *cfg = g->cfg;
+  guint first_layer = (c * cfg->pp + p) * g->lpc;
   g->record_units = cfg->dp > 1 && mb == cfg->microbatches - 1;
-  if (p < cfg->pp - 1)
-    post_recv(g, &g->recv_bwd, STREAM_RECV_NEXT, SIM_PHASE_BACKWARD, g->next,
+  if (g->record_units)
+    g_array_append_val(g->unit_chunks, c);
+  if (!chunk_is_last(g, p, c))
+    post_recv(g, &g->recv_bwd, g->recv_grad, SIM_PHASE_BACKWARD, g->next,
               mb);
-  if (p == cfg->pp - 1)
+  else
     put_seq(g, &g->head_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
-  for (guint j = g->lps; j-- > 0;) {
-    guint layer = p * g->lps + j;
+  for (guint j = g->lpc; j-- > 0;) {
+    guint layer = first_layer + j;
     if (cfg->recompute)
       put_seq(g, &g->layer_fwd, SIM_PHASE_BACKWARD, layer, mb);
     put_seq(g, &g->layer_bwd, SIM_PHASE_BACKWARD, layer, mb);
   }
-  if (p == 0)
+  if (chunk_is_first(p, c))
     put_seq(g, &g->emb_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
   else
-    put(g, &g->send_bwd, STREAM_SEND_PREV, SIM_PHASE_BACKWARD, NO_LAYER, mb,
+    put(g, &g->send_bwd, g->send_grad, SIM_PHASE_BACKWARD, NO_LAYER, mb,
         g->prev, g->last_compute);
   g->record_units = FALSE;
+}
+
+/* The k-th forward (fwd) or backward step of the interleaved schedule:
+ * microbatches go through the chunks in groups of p_count; a forward step
+ * runs chunk (k / p_count) % v, a backward step the chunks in reverse, both
+ * on microbatch (k / (p_count*v)) * p_count + k % p_count (Megatron's
+ * get_model_chunk_id and its microbatch mapping). */
+static void interleaved_step(const Gen *g, guint k, gboolean fwd,
+                             guint *chunk, guint *mb)
+{
+  guint pp = g->cfg->pp, v = g->v;
+  guint c = (k / pp) % v;
+  *chunk = fwd ? c : v - 1 - c;
+  *mb = (k / (pp * v)) * pp + k % pp;
+}
+
+static void emit_interleaved_forward(Gen *g, guint p, guint k)
+{
+  guint c, mb;
+  interleaved_step(g, k, TRUE, &c, &mb);
+  emit_forward(g, p, c, mb);
+}
+
+static void emit_interleaved_backward(Gen *g, guint p, guint k)
+{
+  guint c, mb;
+  interleaved_step(g, k, FALSE, &c, &mb);
+  emit_backward(g, p, c, mb);
 }
 
 /* DP all-reduce buckets (after the last microbatch's backward has been
@@ -939,27 +1096,37 @@ static void emit_tail(Gen *g, guint p)
   const GptConfig *cfg = g->cfg;
   guint32 last_dp = SIM_NO_WAIT;
   if (cfg->dp > 1) {
-    g_autoptr(GArray) bytes = stage_grad_bytes(cfg, p);
-    g_assert(bytes->len == g->unit_ops->len);
-    g_autofree guint *end = g_new(guint, bytes->len);
-    g_autofree double *size = g_new(double, bytes->len);
-    guint nb = make_buckets((const double *)(void *)bytes->data, bytes->len,
-                            bucket_cap_bytes(cfg), end, size);
+    /* Chunk by chunk, in the order their last backwards ran (v-1 down to
+     * 0 under interleaving), each chunk's gradients in their own buckets. */
     guint32 name = sim_workload_intern(g->w, "dp.all_reduce");
-    for (guint i = 0; i < nb; i++) {
-      Proto pr;
-      memset(&pr, 0, sizeof pr);
-      pr.name = name;
-      pr.shape = get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
-                           FALSE, 0, size[i]);
-      pr.kind = SIM_OP_COLLECTIVE;
-      pr.klass = SIM_CLASS_COMM;
-      guint32 wait = cfg->dp_overlap
-                         ? g_array_index(g->unit_ops, guint32, end[i])
-                         : g->last_compute;
-      last_dp = put(g, &pr, STREAM_DP, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB,
-                    g->dp_group, wait);
+    guint off = 0;
+    g_assert(g->unit_chunks->len == g->v);
+    for (guint k = 0; k < g->unit_chunks->len; k++) {
+      guint c = g_array_index(g->unit_chunks, guint, k);
+      g_autoptr(GArray) bytes = chunk_grad_bytes(cfg, p, c);
+      g_assert(off + bytes->len <= g->unit_ops->len);
+      g_autofree guint *end = g_new(guint, bytes->len);
+      g_autofree double *size = g_new(double, bytes->len);
+      guint nb = make_buckets((const double *)(void *)bytes->data,
+                              bytes->len, bucket_cap_bytes(cfg), end, size);
+      for (guint i = 0; i < nb; i++) {
+        Proto pr;
+        memset(&pr, 0, sizeof pr);
+        pr.name = name;
+        pr.shape = get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+                             FALSE, 0, size[i]);
+        pr.kind = SIM_OP_COLLECTIVE;
+        pr.klass = SIM_CLASS_COMM;
+        guint32 wait =
+            cfg->dp_overlap
+                ? g_array_index(g->unit_ops, guint32, off + end[i])
+                : g->last_compute;
+        last_dp = put(g, &pr, STREAM_DP, SIM_PHASE_BACKWARD, NO_LAYER,
+                      NO_MB, g->dp_group, wait);
+      }
+      off += bytes->len;
     }
+    g_assert(off == g->unit_ops->len);
   }
   if (cfg->pp > 1 && (p == 0 || p == cfg->pp - 1)) {
     g->pending_wait = last_dp;
@@ -987,28 +1154,60 @@ static void emit_stage(Gen *g, guint p)
   g->tp_group = cfg->dp * p;
   g->dp_group = g->dp_base + cfg->tp * p;
   g->tie_group = g->tie_base;
-  g->prev = p > 0 ? rank_of(cfg, 0, 0, p - 1) : 0;
-  g->next = p + 1 < cfg->pp ? rank_of(cfg, 0, 0, p + 1) : 0;
+  /* Ring neighbours: only the interleaved schedule uses the wrap-around
+   * (stage 0 <-> stage p_count-1); the others never message them. */
+  g->prev = rank_of(cfg, 0, 0, (p + cfg->pp - 1) % cfg->pp);
+  g->next = rank_of(cfg, 0, 0, (p + 1) % cfg->pp);
+  g->send_act = STREAM_SEND_NEXT;
+  g->send_grad = STREAM_SEND_PREV;
+  g->recv_act = STREAM_RECV_PREV;
+  g->recv_grad = STREAM_RECV_NEXT;
+  if (g->prev == g->next && g->v > 1) {
+    /* Two stages, interleaved: the one neighbour is both previous and
+     * next, and activations and gradients travel both ways between them.
+     * The engine pairs sends and recvs per (src, dst) first come, first
+     * served, whatever their stream, so all sends to the neighbour share
+     * one stream and all recvs from it another: then the n-th send meets
+     * the n-th recv, and both sides list the messages in the same order
+     * (the schedule guarantees it; tests/test-gpt.c checks it). */
+    g->send_grad = STREAM_SEND_NEXT;
+    g->recv_grad = STREAM_RECV_PREV;
+  }
   g->last_compute = SIM_NO_WAIT;
   g->pending_wait = SIM_NO_WAIT;
   g->record_units = FALSE;
   g_array_set_size(g->unit_ops, 0);
+  g_array_set_size(g->unit_chunks, 0);
 
   if (cfg->schedule == GPT_SCHEDULE_GPIPE) {
     for (guint i = 0; i < m; i++)
-      emit_forward(g, p, i);
+      emit_forward(g, p, 0, i);
     for (guint i = 0; i < m; i++)
-      emit_backward(g, p, i);
-  } else {
+      emit_backward(g, p, 0, i);
+  } else if (cfg->schedule == GPT_SCHEDULE_1F1B) {
     guint warm = MIN(cfg->pp - p - 1, m);
     for (guint i = 0; i < warm; i++)
-      emit_forward(g, p, i);
+      emit_forward(g, p, 0, i);
     for (guint i = 0; i < m - warm; i++) {
-      emit_forward(g, p, warm + i);
-      emit_backward(g, p, i);
+      emit_forward(g, p, 0, warm + i);
+      emit_backward(g, p, 0, i);
     }
     for (guint i = m - warm; i < m; i++)
-      emit_backward(g, p, i);
+      emit_backward(g, p, 0, i);
+  } else {
+    /* Interleaved: n = m*v chunk steps each way; stage p runs
+     * 2*(p_count-p-1) + (v-1)*p_count warmup forwards (at most n), then
+     * F(warm+i), B(i) alternating, then the remaining backwards. */
+    guint n = m * g->v;
+    guint warm = MIN(2 * (cfg->pp - p - 1) + (g->v - 1) * cfg->pp, n);
+    for (guint k = 0; k < warm; k++)
+      emit_interleaved_forward(g, p, k);
+    for (guint i = 0; i < n - warm; i++) {
+      emit_interleaved_forward(g, p, warm + i);
+      emit_interleaved_backward(g, p, i);
+    }
+    for (guint k = n - warm; k < n; k++)
+      emit_interleaved_backward(g, p, k);
   }
   emit_tail(g, p);
 }
@@ -1099,6 +1298,7 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
   PV("pp", "%u", cfg->pp);
   PV("dp", "%u", cfg->dp);
   PV("schedule", "%s", gpt_schedule_name(cfg->schedule));
+  PV("chunks", "%u", gpt_config_chunks(cfg));
   PV("recompute", "%s", cfg->recompute ? "true" : "false");
   PV("dp_bucket_mb", "%g", cfg->dp_bucket_mb);
   PV("dp_overlap", "%s", cfg->dp_overlap ? "true" : "false");
@@ -1139,6 +1339,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
                                    NULL);
   g.shape_ns = g_array_new(FALSE, FALSE, sizeof(gint64));
   g.unit_ops = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g.unit_chunks = g_array_new(FALSE, FALSE, sizeof(guint));
   g.rb = sim_rank_builder_new();
   g.b = c.microbatch_size;
   g.s = c.seq_len;
@@ -1148,7 +1349,8 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.n_att = g.b * (double)(c.heads / c.tp) * g.s * g.s;
   g.x = g.b * g.s * g.h;
   g.vt = (double)gpt_padded_vocab(&c) / c.tp;
-  g.lps = c.layers / c.pp;
+  g.v = gpt_config_chunks(&c);
+  g.lpc = c.layers / (c.pp * g.v);
 
   add_groups(&g);
   build_protos(&g);
@@ -1165,6 +1367,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
 
   sim_rank_builder_free(g.rb);
   g_array_unref(g.unit_ops);
+  g_array_unref(g.unit_chunks);
   g_array_unref(g.shape_ns);
   g_hash_table_unref(g.shapes);
   if (g.error != NULL) {

@@ -15,7 +15,7 @@ G_BEGIN_DECLS
 typedef enum {
   GPT_SCHEDULE_1F1B = 0,
   GPT_SCHEDULE_GPIPE,
-  GPT_SCHEDULE_INTERLEAVED /* not yet generated: rejected with an error */
+  GPT_SCHEDULE_INTERLEAVED /* Megatron's interleaved 1F1B (virtual stages) */
 } GptSchedule;
 
 typedef struct {
@@ -26,13 +26,18 @@ typedef struct {
   guint microbatches;      /* per iteration, per pipeline */
   guint tp, pp, dp;
   GptSchedule schedule;
+  guint chunks;            /* model chunks per stage (Megatron's
+                              virtual_pipeline_model_parallel_size); 0 = the
+                              schedule's default: 1 for 1f1b and gpipe, 2 for
+                              interleaved.  Only interleaved takes >= 2. */
   gboolean recompute;      /* full activation recomputation */
   double dp_bucket_mb;     /* gradient all-reduce bucket size (MB), 0 = one */
   gboolean dp_overlap;     /* overlap DP all-reduce with backward */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
- * microbatches, 1f1b, no recompute, 25 MB buckets, overlap on). */
+ * microbatches, 1f1b, chunks 0 (the schedule's default), no recompute,
+ * 25 MB buckets, overlap on). */
 void gpt_config_init(GptConfig *cfg);
 
 /* Sets layers/hidden/heads/vocab from a model name (gpt3-125m, gpt3-350m,
@@ -43,7 +48,9 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
 const char *const *gpt_model_names(void); /* NULL-terminated */
 
 /* Checks every field (positive sizes, heads % tp == 0, layers % pp == 0,
- * hidden % heads == 0, ...) with an error naming the field. */
+ * hidden % heads == 0, ...; for interleaved also pp >= 2, chunks >= 2,
+ * layers % (pp * chunks) == 0 and microbatches % pp == 0) with an error
+ * naming the field. */
 gboolean gpt_config_validate(const GptConfig *cfg, GError **error);
 
 /* Megatron's FLOPs per iteration (model FLOPs, no recompute):
@@ -64,6 +71,11 @@ const char *gpt_schedule_name(GptSchedule s);
  * values when unknown. */
 gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
                                 GError **error);
+
+/* The number of model chunks per stage cfg describes: cfg->chunks, or the
+ * schedule's default when it is 0 (1 for 1f1b and gpipe, 2 for
+ * interleaved). */
+guint gpt_config_chunks(const GptConfig *cfg);
 
 /* The vocabulary padded Megatron-style to a multiple of 128 * tp. */
 guint gpt_padded_vocab(const GptConfig *cfg);
