@@ -194,7 +194,7 @@ static int l_cluster(lua_State *L)
 static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
-  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", NULL};
+  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", NULL};
 static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 
 static int l_gpt(lua_State *L)
@@ -225,6 +225,8 @@ static int l_gpt(lua_State *L)
   cfg.dp = (guint)jsl_opt_int(L, 1, fn, "dp", cfg.dp, 1, big);
   cfg.schedule = (GptSchedule)jsl_opt_choice(L, 1, fn, "schedule", cfg.schedule,
                                          schedules);
+  /* chunks absent: 0, the schedule's default (2 for interleaved, else 1). */
+  cfg.chunks = (guint)jsl_opt_int(L, 1, fn, "chunks", cfg.chunks, 1, 255);
   cfg.recompute = jsl_opt_bool(L, 1, fn, "recompute", cfg.recompute);
   cfg.dp_bucket_mb = jsl_opt_num(L, 1, fn, "dp_bucket_mb", cfg.dp_bucket_mb, 0,
                              1e6);
@@ -388,12 +390,17 @@ static int l_simulate(lua_State *L)
   c->perf_spread = perf;
   c->power_spread = power;
   GError *err = NULL;
-  SimResult *r = js_simulate(s, c, lw->w, &pol, &opt, &err);
+  DvfsPlanResult *plan = NULL;
+  SimResult *r = js_simulate_planned(s, c, lw->w, &pol, &opt, &plan, &err);
   c->perf_spread = saved_perf;
   c->power_spread = saved_power;
-  if (r == NULL)
+  if (r == NULL) {
+    dvfs_plan_result_free(plan);
     return jsl_raise_gerror(L, fn, err);
+  }
   push_result(L, r, c, lw->w, &pol);
+  jsl_push_plan(L, plan);
+  dvfs_plan_result_free(plan);
   sim_result_free(r);
   return 1;
 }
@@ -708,6 +715,7 @@ static int open_joulesim(lua_State *L)
   lua_pushstring(L, JOULESIM_VERSION);
   lua_setfield(L, -2, "version");
   jsl_register_policy(L);
+  jsl_register_gpu(L);
   jsl_register_trace(L);
   jsl_register_profile(L);
   jsl_register_pipeline(L);
@@ -716,6 +724,26 @@ static int open_joulesim(lua_State *L)
     return lua_error(L);
   lua_pushvalue(L, -2);
   lua_call(L, 1, 0);
+  return 1;
+}
+
+/* The sandbox's load(chunk [, name [, mode [, env]]]): mode forced to "t". */
+static int load_text_only(lua_State *L)
+{
+  size_t len;
+  const char *chunk = luaL_checklstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, chunk);
+  int env = !lua_isnone(L, 4) ? 4 : 0;
+  if (luaL_loadbufferx(L, chunk, len, name, "t") != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  if (env != 0) {
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1))
+      lua_pop(L, 1);
+  }
   return 1;
 }
 
@@ -748,7 +776,7 @@ static void open_state(lua_State *L, JsSession *s, gboolean sandbox)
   lua_pop(L, 1);
   if (sandbox) {
     static const char *const drop[] = {"os", "io", "loadfile", "dofile",
-                                       NULL};
+                                       "debug", NULL};
     for (int i = 0; drop[i] != NULL; i++) {
       lua_pushnil(L);
       lua_setglobal(L, drop[i]);
@@ -764,6 +792,9 @@ static void open_state(lua_State *L, JsSession *s, gboolean sandbox)
     lua_pushnil(L);
     lua_setfield(L, -2, "loadlib");
     lua_pop(L, 1);
+    /* load() of text only: malformed bytecode can crash the interpreter. */
+    lua_pushcfunction(L, load_text_only);
+    lua_setglobal(L, "load");
   }
 }
 

@@ -64,6 +64,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
  * module table on top of the stack (called by require "joulesim" before the
  * prelude runs). */
 void jsl_register_policy(lua_State *L);   /* lua/policy.c */
+void jsl_register_gpu(lua_State *L);      /* lua/gpu.c: js.gpu table, js.gpu.define */
 void jsl_register_trace(lua_State *L);    /* lua/trace.c: js.trace */
 void jsl_register_profile(lua_State *L);  /* lua/validate.c: js.profile, js.validate */
 void jsl_register_pipeline(lua_State *L); /* lua/pipeline.c: js.pipeline */

@@ -1,36 +1,391 @@
-/* lua/policy.c -- DVFS policies from Lua: the policy tables built by
- * js.policy.* and their conversion to DvfsPolicy values. */
+/* lua/policy.c -- DVFS policies from Lua.
+ *
+ * js.policy.NAME{...} constructors (max, auto, fixed, powercap, iteration,
+ * pass, kernel, custom) check every argument and return a plain table
+ * {name = NAME, ...} that js.simulate reads back with jsl_policy_from_lua
+ * (so hand-written tables are checked the same way).  A Lua function given
+ * as `policy` is a custom policy: the planner calls it once per distinct
+ * kernel (or op, or segment) with a table describing the unit and its
+ * options, and it returns the clocks.
+ *
+ * The chooser runs the function under lua_pcall with a traceback, inside
+ * the planner (C): a Lua error becomes a GError (DVFS_ERROR_CALLBACK) and
+ * never longjmps through the planner's allocations.
+ */
 #include "lua/luautil.h"
 
 #include <lauxlib.h>
 #include <string.h>
 
-/* Reads a policy table {name = "max"|"fixed", sm =, mem =} at idx. */
+static const char *const kinds[] = {"max", "fixed", "powercap", "iteration",
+                                    "pass", "kernel", "custom", "auto",
+                                    NULL};
+static const char *const granularities[] = {"name", "op", NULL};
+
+/* Allowed keys per kind (constructors: without "name"). */
+static const char *const keys_max[] = {"name", NULL};
+static const char *const keys_fixed[] = {"name", "sm", "mem", NULL};
+static const char *const keys_powercap[] = {"name", "watts", "slowdown",
+                                            NULL};
+static const char *const keys_iteration[] = {"name", "slowdown", NULL};
+static const char *const keys_pass[] = {"name", "slowdown",
+                                        "switch_latency_ms", NULL};
+static const char *const keys_kernel[] = {"name", "slowdown", "granularity",
+                                          "switch_latency_ms",
+                                          "min_segment_ms", NULL};
+static const char *const keys_custom[] = {"name", "fn", "granularity",
+                                          "switch_latency_ms",
+                                          "min_segment_ms", NULL};
+
+static const char *const *keys_of(DvfsKind k)
+{
+  switch (k) {
+  case DVFS_FIXED:
+    return keys_fixed;
+  case DVFS_POWERCAP:
+    return keys_powercap;
+  case DVFS_ITERATION:
+    return keys_iteration;
+  case DVFS_PASS:
+    return keys_pass;
+  case DVFS_KERNEL:
+    return keys_kernel;
+  case DVFS_CUSTOM:
+    return keys_custom;
+  default:
+    return keys_max;
+  }
+}
+
+/* ---- the chooser --------------------------------------------------------- */
+
+typedef struct {
+  lua_State *L;
+  int fn;           /* absolute stack index of the function */
+} LuaChooser;
+
+static int chooser_traceback(lua_State *L)
+{
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL)
+    msg = lua_pushfstring(L, "(error object is a %s value)",
+                          luaL_typename(L, 1));
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static void set_num(lua_State *L, const char *k, double v)
+{
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* Protected: (function, lightuserdata unit) -> the function's 2 results. */
+static int call_chooser(lua_State *L)
+{
+  const DvfsUnitInfo *u = lua_touserdata(L, 2);
+  lua_pushvalue(L, 1);
+  lua_createtable(L, 0, 12);
+  set_str(L, "name", u->name);
+  set_str(L, "kind", u->kind);
+  set_str(L, "class", sim_class_name(u->klass));
+  set_str(L, "phase", sim_phase_name(u->phase));
+  set_int(L, "count", (lua_Integer)u->count);
+  set_num(L, "slack_s", u->slack_s);
+  set_num(L, "critical_frac", u->critical_frac);
+  set_num(L, "time_s", u->n_options > 0 ? u->options[0].time_s : 0);
+  set_num(L, "energy_j", u->n_options > 0 ? u->options[0].energy_j : 0);
+  lua_createtable(L, (int)u->n_options, 0);
+  for (guint i = 0; i < u->n_options; i++) {
+    lua_createtable(L, 0, 4);
+    set_int(L, "sm", u->options[i].clocks.sm_mhz);
+    set_int(L, "mem", u->options[i].clocks.mem_mhz);
+    set_num(L, "time_s", u->options[i].time_s);
+    set_num(L, "energy_j", u->options[i].energy_j);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "options");
+  lua_call(L, 1, 2);
+  return 2;
+}
+
+/* Reads a clock from the value at idx: nil -> 0; else an integer in
+ * 0..65535.  FALSE when it is something else. */
+static gboolean clock_value(lua_State *L, int idx, guint *out)
+{
+  if (lua_isnil(L, idx)) {
+    *out = 0;
+    return TRUE;
+  }
+  int isint = 0;
+  lua_Integer v = lua_tointegerx(L, idx, &isint);
+  if (!isint || v < 0 || v > 65535 || lua_type(L, idx) != LUA_TNUMBER)
+    return FALSE;
+  *out = (guint)v;
+  return TRUE;
+}
+
+static gboolean lua_choose(gpointer data, const DvfsUnitInfo *u,
+                           SimClocks *out, GError **error)
+{
+  LuaChooser *ch = data;
+  lua_State *L = ch->L;
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 8)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
+                "policy function: Lua stack overflow");
+    return FALSE;
+  }
+  lua_pushcfunction(L, chooser_traceback);
+  int h = lua_gettop(L);
+  lua_pushcfunction(L, call_chooser);
+  lua_pushvalue(L, ch->fn);
+  lua_pushlightuserdata(L, (void *)u);
+  if (lua_pcall(L, 2, 2, h) != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
+                "policy function failed for '%s': %s", u->name,
+                msg != NULL ? msg : "error");
+    lua_settop(L, top);
+    return FALSE;
+  }
+  guint sm = 0, mem = 0;
+  gboolean ok;
+  if (lua_istable(L, -2)) {
+    lua_getfield(L, -2, "sm");
+    lua_getfield(L, -3, "mem");
+    ok = clock_value(L, -2, &sm) && clock_value(L, -1, &mem);
+  } else {
+    ok = clock_value(L, -2, &sm) && clock_value(L, -1, &mem);
+  }
+  if (!ok) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
+                "policy function returned %s for '%s': return nil (auto), "
+                "SM and memory clocks in MHz (integers), or a table "
+                "{sm =, mem =}", luaL_typename(L, top + 2), u->name);
+    lua_settop(L, top);
+    return FALSE;
+  }
+  out->sm_mhz = (guint16)sm;
+  out->mem_mhz = (guint16)mem;
+  lua_settop(L, top);
+  return TRUE;
+}
+
+/* ---- parsing --------------------------------------------------------------- */
+
+/* Parses the fields of kind k from the table at idx (or defaults when nil)
+ * into *p.  Raises on a bad key or value. */
+static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
+                         DvfsPolicy *p)
+{
+  dvfs_policy_init(p, k);
+  if (lua_isnoneornil(L, idx))
+    return;
+  jsl_check_keys(L, idx, fn, keys_of(k));
+  switch (k) {
+  case DVFS_FIXED:
+    p->sm_mhz = (guint)jsl_opt_int(L, idx, fn, "sm", 0, 0, 65535);
+    p->mem_mhz = (guint)jsl_opt_int(L, idx, fn, "mem", 0, 0, 65535);
+    break;
+  case DVFS_POWERCAP:
+    p->watts = jsl_opt_num(L, idx, fn, "watts", 0, 1, 1e5);
+    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", -1, 0, 10);
+    if ((p->watts > 0) == (p->slowdown >= 0))
+      luaL_error(L, "%s: give either 'watts' (a power limit) or 'slowdown' "
+                    "(search the lowest-energy limit within that slowdown)",
+                 fn);
+    p->slowdown = MAX(p->slowdown, 0.0);
+    break;
+  case DVFS_ITERATION:
+  case DVFS_PASS:
+  case DVFS_KERNEL:
+    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", 0, 0, 10);
+    break;
+  default:
+    break;
+  }
+  if (k == DVFS_PASS || k == DVFS_KERNEL || k == DVFS_CUSTOM)
+    p->switch_latency_ms = jsl_opt_num(L, idx, fn, "switch_latency_ms", -1, 0,
+                                       1e6);
+  if (k == DVFS_KERNEL || k == DVFS_CUSTOM) {
+    p->granularity = (DvfsGranularity)jsl_opt_choice(
+        L, idx, fn, "granularity", DVFS_GRANULARITY_NAME, granularities);
+    p->min_segment_ms = jsl_opt_num(L, idx, fn, "min_segment_ms", -1, 0, 1e6);
+  }
+}
+
+/* Installs a chooser calling the function at absolute index fn_idx; the
+ * chooser's state is a userdata left on the stack (collected with it). */
+static void attach_chooser(lua_State *L, int fn_idx, DvfsPolicy *p)
+{
+  LuaChooser *ch = lua_newuserdatauv(L, sizeof *ch, 0);
+  ch->L = L;
+  ch->fn = fn_idx;
+  p->choose = lua_choose;
+  p->choose_data = ch;
+}
+
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
 {
-  memset(p, 0, sizeof *p);
-  if (lua_isnoneornil(L, idx)) {
-    p->kind = DVFS_MAX;
+  idx = lua_absindex(L, idx);
+  dvfs_policy_init(p, DVFS_MAX);
+  if (lua_isnoneornil(L, idx))
+    return;
+  if (lua_isfunction(L, idx)) {
+    dvfs_policy_init(p, DVFS_CUSTOM);
+    attach_chooser(L, idx, p);
     return;
   }
   if (!lua_istable(L, idx))
-    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
-                  "(got %s)", fn, luaL_typename(L, idx));
-  static const char *const kinds[] = {"max", "fixed", NULL};
+    luaL_error(L, "%s: argument 'policy' must be a policy from js.policy or "
+                  "a function (got %s)", fn, luaL_typename(L, idx));
   int k = jsl_opt_choice(L, idx, fn, "name", -1, kinds);
   if (k < 0)
     luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
                   "(the table has no 'name')", fn);
-  p->kind = (DvfsKind)k;
-  if (p->kind == DVFS_FIXED) {
-    p->sm_mhz = (guint)jsl_opt_int(L, idx, "js.policy.fixed", "sm", 0, 0, 65535);
-    p->mem_mhz = (guint)jsl_opt_int(L, idx, "js.policy.fixed", "mem", 0, 0,
-                                65535);
+  if (k == 7) /* "auto" */
+    k = DVFS_MAX;
+  /* The function name lives on the Lua stack: an error longjmps. */
+  lua_pushfstring(L, "js.policy.%s", kinds[k]);
+  const char *name = lua_tostring(L, -1);
+  parse_fields(L, idx, (DvfsKind)k, name, p);
+  if (k == DVFS_CUSTOM) {
+    lua_getfield(L, idx, "fn");
+    if (!lua_isfunction(L, -1))
+      luaL_error(L, "%s: argument 'fn' must be a function (got %s)", name,
+                 luaL_typename(L, -1));
+    attach_chooser(L, lua_gettop(L), p);
   }
 }
 
+/* ---- constructors ------------------------------------------------------------ */
+
+/* Common body: checks t (argument 1) for kind k and returns a new table
+ * {name = kind, <the given fields>}. */
+static int construct(lua_State *L, DvfsKind k)
+{
+  const char *fn = lua_tostring(L, lua_upvalueindex(1));
+  if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
+    luaL_error(L, "%s: expects a table of named arguments (got %s)", fn,
+               luaL_typename(L, 1));
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "name");
+    if (!lua_isnil(L, -1))
+      luaL_error(L, "%s: unknown argument 'name'", fn);
+    lua_pop(L, 1);
+  }
+  DvfsPolicy p;
+  parse_fields(L, 1, k, fn, &p);
+  if (k == DVFS_FIXED && p.sm_mhz == 0 && p.mem_mhz == 0)
+    luaL_error(L, "%s: give 'sm' and/or 'mem' (MHz)", fn);
+  if (k == DVFS_POWERCAP && lua_isnoneornil(L, 1))
+    luaL_error(L, "%s: give either 'watts' (a power limit) or 'slowdown' "
+                  "(search the lowest-energy limit within that slowdown)", fn);
+  if (k == DVFS_CUSTOM) {
+    if (!lua_istable(L, 1) || lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
+      luaL_error(L, "%s: argument 'fn' must be a function", fn);
+    lua_pop(L, 1);
+  }
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, kinds[k]);
+  lua_setfield(L, -2, "name");
+  if (lua_istable(L, 1)) {
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_settable(L, -4);
+    }
+  }
+  return 1;
+}
+
+#define CONSTRUCTOR(fname, kind)                                            \
+  static int fname(lua_State *L) { return construct(L, kind); }
+CONSTRUCTOR(l_max, DVFS_MAX)
+CONSTRUCTOR(l_fixed, DVFS_FIXED)
+CONSTRUCTOR(l_powercap, DVFS_POWERCAP)
+CONSTRUCTOR(l_iteration, DVFS_ITERATION)
+CONSTRUCTOR(l_pass, DVFS_PASS)
+CONSTRUCTOR(l_kernel, DVFS_KERNEL)
+CONSTRUCTOR(l_custom, DVFS_CUSTOM)
+#undef CONSTRUCTOR
 
 void jsl_register_policy(lua_State *L)
 {
-  (void)L; /* js.policy constructors live in the prelude */
+  static const struct {
+    const char *name;
+    lua_CFunction f;
+  } ctors[] = {{"max", l_max},         {"auto", l_max},
+               {"fixed", l_fixed},     {"powercap", l_powercap},
+               {"iteration", l_iteration}, {"pass", l_pass},
+               {"kernel", l_kernel},   {"custom", l_custom}};
+  lua_createtable(L, 0, G_N_ELEMENTS(ctors));
+  for (gsize i = 0; i < G_N_ELEMENTS(ctors); i++) {
+    lua_pushfstring(L, "js.policy.%s", ctors[i].name);
+    lua_pushcclosure(L, ctors[i].f, 1);
+    lua_setfield(L, -2, ctors[i].name);
+  }
+  lua_setfield(L, -2, "policy");
+}
+
+/* ---- results ------------------------------------------------------------------- */
+
+void jsl_push_plan(lua_State *L, const DvfsPlanResult *pr)
+{
+  if (pr == NULL)
+    return;
+  lua_createtable(L, 0, 16);
+  set_str(L, "chosen", pr->chosen);
+  set_num(L, "base_time_s", pr->base_time_s);
+  set_num(L, "base_energy_j", pr->base_energy_j);
+  set_num(L, "time_s", pr->time_s);
+  set_num(L, "energy_j", pr->energy_j);
+  set_num(L, "saving", pr->base_energy_j > 0
+                           ? 1 - pr->energy_j / pr->base_energy_j : 0);
+  set_num(L, "slowdown", pr->base_time_s > 0
+                             ? pr->time_s / pr->base_time_s - 1 : 0);
+  set_num(L, "latency_ms", pr->latency_ms);
+  set_num(L, "power_limit_w", pr->power_limit_w);
+  set_int(L, "switches", (lua_Integer)pr->switches);
+  set_int(L, "units", pr->n_units);
+  set_int(L, "candidates", pr->n_candidates);
+  set_int(L, "classes", pr->n_classes);
+  set_int(L, "evaluations", pr->evaluations);
+  set_int(L, "simulations", pr->simulations);
+  lua_setfield(L, -2, "plan");
+  guint n = pr->summary != NULL ? pr->summary->len : 0;
+  lua_createtable(L, (int)n, 0);
+  for (guint i = 0; i < n; i++) {
+    const DvfsSummaryRow *r = &g_array_index(pr->summary, DvfsSummaryRow, i);
+    lua_createtable(L, 0, 13);
+    set_str(L, "kernel", r->name);
+    set_str(L, "class", sim_class_name(r->klass));
+    set_str(L, "phase", sim_phase_name(r->phase));
+    set_int(L, "count", (lua_Integer)r->count);
+    set_num(L, "base_time_s", r->base_time_s);
+    set_num(L, "base_energy_j", r->base_energy_j);
+    set_int(L, "sm_mhz", r->sm_mhz);
+    set_int(L, "mem_mhz", r->mem_mhz);
+    set_int(L, "n_pairs", r->n_pairs);
+    set_num(L, "time_s", r->time_s);
+    set_num(L, "energy_j", r->energy_j);
+    set_num(L, "dtime_s", r->time_s - r->base_time_s);
+    set_num(L, "denergy_j", r->energy_j - r->base_energy_j);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "plan_summary");
 }

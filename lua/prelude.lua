@@ -10,48 +10,9 @@ local function fail(fn, msg, level)
   error(fn .. ": " .. msg, (level or 2) + 1)
 end
 
-local function check_named(fn, t, allowed)
-  if t == nil then return {} end
-  if type(t) ~= "table" then
-    fail(fn, "expects a table of named arguments (got " .. type(t) .. ")", 3)
-  end
-  for k in pairs(t) do
-    if type(k) ~= "string" or not allowed[k] then
-      local names = {}
-      for a in pairs(allowed) do names[#names + 1] = a end
-      table.sort(names)
-      fail(fn, "unknown argument '" .. tostring(k) .. "'; allowed: " ..
-           table.concat(names, ", "), 3)
-    end
-  end
-  return t
-end
-
--- Policies are plain tables with a `name`; js.simulate reads them.
-js.policy = {}
-
---- js.policy.max(): the GPU's own clocks (auto boost): the baseline.
-function js.policy.max()
-  return { name = "max" }
-end
-js.policy.auto = js.policy.max
-
---- js.policy.fixed{ sm = MHz, mem = MHz }: locked clocks for every op.
-function js.policy.fixed(t)
-  t = check_named("js.policy.fixed", t, { sm = true, mem = true })
-  for _, k in ipairs { "sm", "mem" } do
-    local v = t[k]
-    if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
-      fail("js.policy.fixed", "argument '" .. k ..
-           "' must be a clock in MHz (a non-negative integer), got " ..
-           tostring(v), 2)
-    end
-  end
-  if t.sm == nil and t.mem == nil then
-    fail("js.policy.fixed", "give 'sm' and/or 'mem' (MHz)", 2)
-  end
-  return { name = "fixed", sm = t.sm, mem = t.mem }
-end
+-- js.policy.* (max, auto, fixed, powercap, iteration, pass, kernel,
+-- custom) are C constructors (lua/policy.c): they check every argument and
+-- return plain tables {name = ...} that js.simulate reads.
 
 local function fmt_si(v, unit)
   local a = math.abs(v)

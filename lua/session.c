@@ -24,6 +24,16 @@ SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
                        const DvfsPolicy *p, const JsRunOptions *opt,
                        GError **error)
 {
+  return js_simulate_planned(s, c, w, p, opt, NULL, error);
+}
+
+SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
+                               const SimWorkload *w, const DvfsPolicy *p,
+                               const JsRunOptions *opt,
+                               DvfsPlanResult **plan_out, GError **error)
+{
+  if (plan_out != NULL)
+    *plan_out = NULL;
   /* Per-run overrides go on a private copy of the cluster. */
   g_autoptr(Cluster) run = cluster_new(c->gpu, c->net, c->n_gpus,
                                        c->gpus_per_node, error);
@@ -33,7 +43,13 @@ SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
   run->idle_power_w = c->idle_power_w;
   run->blocked_power_w = c->blocked_power_w;
   run->comm_power_w = c->comm_power_w;
+  /* Latency: js.simulate's, else the policy's (a planned policy that names
+   * one is planned for it and, unless the run overrides it, run with it),
+   * else the cluster's. */
+  double policy_latency = dvfs_policy_is_planned(p) ? p->switch_latency_ms
+                                                    : -1.0;
   run->switch_latency_ms = opt->switch_latency_ms >= 0 ? opt->switch_latency_ms
+                           : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
   run->perf_spread = c->perf_spread;
   run->power_spread = c->power_spread;
@@ -46,12 +62,25 @@ SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
                 "GPUs", w->n_ranks, run->n_gpus);
     return NULL;
   }
+  g_autoptr(SimPlan) plan = NULL;
+  if (dvfs_policy_is_planned(p)) {
+    g_autoptr(DvfsPlanResult) pr = dvfs_planner_run(p, run, w, s->catalogue,
+                                                    error);
+    if (pr == NULL)
+      return NULL;
+    plan = g_steal_pointer(&pr->plan);
+    if (pr->power_limit_w >= 0)
+      run->power_limit_w = pr->power_limit_w;
+    if (plan_out != NULL)
+      *plan_out = g_steal_pointer(&pr);
+  } else {
+    plan = dvfs_plan(p, run, w, error);
+    if (plan == NULL)
+      return NULL;
+  }
   g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
                                                     error);
   if (m == NULL)
-    return NULL;
-  g_autoptr(SimPlan) plan = dvfs_plan(p, run, w, error);
-  if (plan == NULL)
     return NULL;
   g_autoptr(SimEngine) e = sim_engine_new(w, cluster_machine_sim(m), error);
   if (e == NULL)

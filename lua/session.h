@@ -11,6 +11,7 @@
 #include "models/gpu.h"
 #include "models/cluster.h"
 #include "models/dvfs/policy.h"
+#include "models/dvfs/planner.h"
 
 G_BEGIN_DECLS
 
@@ -30,16 +31,36 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
 typedef struct {
   guint iterations;          /* >= 1 */
   guint64 seed;
-  double switch_latency_ms;  /* < 0: the cluster's */
+  double switch_latency_ms;  /* < 0: the policy's (when it names one),
+                                else the cluster's */
   SimObserver observer;      /* optional */
   gpointer observer_data;
 } JsRunOptions;
 
-/* Simulates w on c under policy p.  Returns a new result or NULL with an
- * error naming what failed. */
+/* Simulates w on c under policy p: plans it first when it is a planned
+ * policy (powercap, iteration, pass, kernel, custom; models/dvfs/
+ * planner.h), then replays opt->iterations iterations with the plan (and
+ * the power limit a powercap policy chose).  Returns a new result or NULL
+ * with an error naming what failed. */
 SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
                        const DvfsPolicy *p, const JsRunOptions *opt,
                        GError **error);
+
+/* Same, and hands over the planner's report (chosen plan, figures, per-
+ * kernel summary; its `plan` field taken out, NULL) in *plan_out: NULL for
+ * max/fixed, set for a planned policy even when the replay then fails.
+ * Caller frees it with dvfs_plan_result_free. */
+SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
+                               const SimWorkload *w, const DvfsPolicy *p,
+                               const JsRunOptions *opt,
+                               DvfsPlanResult **plan_out, GError **error);
+
+/* Lua binding (lua/policy.c): sets r.plan (the planner's figures) and
+ * r.plan_summary (per-kernel rows) on the result table on top of the
+ * stack.  Declared here because the binding's shared header is not this
+ * module's; pr may be NULL (nothing is set). */
+struct lua_State;
+void jsl_push_plan(struct lua_State *L, const DvfsPlanResult *pr);
 
 G_END_DECLS
 

@@ -275,6 +275,50 @@ static int cmd_bench(int argc, char **argv)
     if (!bench_case(s, &cases[i], &err))
       return fail(err);
   }
+  /* Kernel-level DVFS planner (models/dvfs/planner.c) on the last case:
+   * wall time of dvfs_planner_run, its baseline and check replays
+   * included, at 1% slowdown, by kernel name and by op, switching latency
+   * 0 and the GPU's. */
+  {
+    const BenchCase *bc = &cases[n - 1];
+    GError *err = NULL;
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    if (!gpt_config_set_model(&cfg, bc->model, &err))
+      return fail(err);
+    cfg.tp = bc->tp;
+    cfg.pp = bc->pp;
+    cfg.dp = bc->dp;
+    cfg.microbatches = bc->microbatches;
+    const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, bc->gpu, &err);
+    g_autoptr(SimWorkload) w = gpu ? gpt_generate(&cfg, gpu, &err) : NULL;
+    g_autoptr(NetSpec) net = w ? net_preset(bc->net, &err) : NULL;
+    g_autoptr(Cluster) c =
+        net ? cluster_new(gpu, net, bc->tp * bc->pp * bc->dp, 8, &err) : NULL;
+    if (c == NULL)
+      return fail(err);
+    for (int v = 0; v < 4; v++) {
+      DvfsPolicy p;
+      dvfs_policy_init(&p, DVFS_KERNEL);
+      p.slowdown = 0.01;
+      p.granularity = v % 2 ? DVFS_GRANULARITY_OP : DVFS_GRANULARITY_NAME;
+      c->switch_latency_ms = v < 2 ? 0 : -1;
+      gint64 t0 = g_get_monotonic_time();
+      g_autoptr(DvfsPlanResult) r = dvfs_planner_run(&p, c, w, s->catalogue,
+                                                     &err);
+      if (r == NULL)
+        return fail(err);
+      double wall = (double)(g_get_monotonic_time() - t0) * 1e-6;
+      printf("%-34s kernel(%s) plan, 1%% slowdown, switching %4.0f ms: "
+             "%6.2f s (%u classes, %u evaluations, %u replays; saving "
+             "%.2f%%, slowdown %.3f%%)  peak RSS %7.0f MB\n",
+             bc->label, dvfs_granularity_name(p.granularity), r->latency_ms,
+             wall, r->n_classes, r->evaluations, r->simulations,
+             100 * (1 - r->energy_j / r->base_energy_j),
+             100 * (r->time_s / r->base_time_s - 1), peak_rss_mb());
+      fflush(stdout);
+    }
+  }
   return 0;
 }
 

@@ -19,7 +19,18 @@ typedef struct {
   const char *gpu;       /* GPU to assume when the trace's device is not in
                             the catalogue (NULL: "A100-SXM4-80GB" + warning) */
   GPtrArray *warnings;   /* optional: receives owned warning strings */
+  /* Added by the importers (zero-initialised callers get the defaults): */
+  gint iteration;        /* which iteration to import when the trace marks
+                            them (Kineto ProfilerStep#N, NVTX ranges):
+                            0 = the first (default), k = the k-th in time
+                            order, TRACE_ITERATION_ALL = every GPU event */
+  gboolean comm_recorded; /* replay every communication op at its recorded
+                             duration, even when all members are present
+                             (default: the network model prices matched
+                             collectives; see docs/trace-import.md) */
 } TraceImportOptions;
+
+#define TRACE_ITERATION_ALL (-1)
 
 typedef enum {
   TRACE_FORMAT_UNKNOWN = 0,
@@ -31,6 +42,10 @@ typedef enum {
 
 /* Guesses the format from the name and the first bytes of the file. */
 TraceFormat trace_detect_format(const char *path, GError **error);
+/* (Content first: gzip -> Kineto, SQLite -> Nsight Systems, HDF5 -> native;
+ * then the name: .json[.gz], .sqlite, .et, .h5; then a leading '{' or '['.
+ * TRACE_FORMAT_UNKNOWN comes with an error: IO, FORMAT for an empty file,
+ * UNSUPPORTED otherwise.) */
 
 /* Imports n files of one job (all of one format; one rank per file for
  * Kineto and Chakra) into a new workload.  Ranks come from the files'
@@ -38,14 +53,136 @@ TraceFormat trace_detect_format(const char *path, GError **error);
  * where possible, the byte offset, line or event. */
 SimWorkload *trace_import(const char *const *paths, guint n,
                           const TraceImportOptions *opt, GError **error);
+/* (opt may be NULL for the defaults; the caller owns the workload.  Rules:
+ * docs/trace-import.md.) */
 
 #define TRACE_ERROR (trace_error_quark())
 GQuark trace_error_quark(void);
 typedef enum {
   TRACE_ERROR_IO,        /* cannot read the file */
   TRACE_ERROR_FORMAT,    /* malformed content */
-  TRACE_ERROR_UNSUPPORTED
+  TRACE_ERROR_UNSUPPORTED,
+  TRACE_ERROR_INVALID    /* invalid option (unknown GPU, iteration out of
+                            range, duplicate ranks) */
 } TraceError;
+
+/* "kineto", "nsys", "chakra", "native" or "unknown" (static string). */
+const char *trace_format_name(TraceFormat f);
+
+/* ---- Internal: shared by the importers in traces/ (not a binding API) ----
+ *
+ * Kineto and Nsight Systems files are first read into TraceRawRank records
+ * (one per rank: its GPU activities with their times, the iteration and
+ * phase ranges and the cross-stream waits the file records); then
+ * trace_raw_build() turns them into a workload the same way for both
+ * formats.  Names are interned in a shared pool workload (`names`) so the
+ * raw records stay small.
+ */
+typedef enum {
+  TRACE_RAW_KERNEL = 0,
+  TRACE_RAW_MEMCPY,
+  TRACE_RAW_MEMSET
+} TraceRawKind;
+
+/* Communication described by an NCCL kernel. */
+typedef struct {
+  guint8 kind;         /* TraceCommKind (traces/classify.h) */
+  guint8 coll;         /* SimCollType */
+  double bytes;        /* message bytes (0 = unknown) */
+  gint64 peer;         /* send/recv peer (global rank), -1 unknown */
+  gint64 group_size;   /* -1 unknown */
+  char *ranks;         /* member list as recorded ("[0, 1, 2]"), owned,
+                          NULL when unknown */
+  char *pg_name;       /* process-group name, owned, NULL when unknown */
+} TraceRawComm;
+
+typedef struct {
+  gint64 ts_ns;        /* GPU start */
+  gint64 dur_ns;       /* GPU duration (>= 0) */
+  gint64 launch_ns;    /* CPU launch time (set by the builder from
+                          `launches`; the GPU start when unknown) */
+  gint64 corr;         /* correlation id of the launch, -1 unknown */
+  gint64 device, stream;
+  guint32 name;        /* in the name pool */
+  guint32 comm;        /* index into TraceRawRank.comms or G_MAXUINT32 */
+  guint8 kind;         /* TraceRawKind */
+} TraceRawOp;
+
+/* A CPU-side range: an iteration (step >= 0: its number) or a phase. */
+typedef struct {
+  gint64 start_ns, end_ns;
+  gint64 step;         /* ProfilerStep number, -1 when not an iteration */
+  gint32 phase;        /* SimPhase, or -1 for iteration ranges */
+} TraceRawRange;
+
+/* "Stream `stream` waits for an event recorded on `wait_on_stream`": the
+ * consumer is the first op launched on `stream` after correlation `corr`,
+ * the producer the last op launched on `wait_on_stream` before the event
+ * record's correlation `record_corr`. */
+typedef struct {
+  gint64 device, stream, corr, wait_on_stream, record_corr;
+} TraceRawSync;
+
+typedef struct {
+  gint64 corr, ts_ns;
+} TraceRawLaunch;
+
+typedef struct {
+  char *path;            /* owned */
+  gint64 rank;           /* global rank from the file, -1 unknown */
+  gint64 world_size;     /* -1 unknown */
+  GArray *ops;           /* TraceRawOp */
+  GArray *comms;         /* TraceRawComm (strings freed with the array) */
+  GArray *ranges;        /* TraceRawRange: iterations and phases */
+  GArray *syncs;         /* TraceRawSync */
+  GArray *launches;      /* TraceRawLaunch */
+  GHashTable *devices;   /* device id (gint64*) -> device name (owned) */
+  GHashTable *pg_ranks;  /* process-group name -> canonical member list */
+} TraceRawRank;
+
+TraceRawRank *trace_raw_rank_new(const char *path);
+void trace_raw_rank_free(TraceRawRank *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TraceRawRank, trace_raw_rank_free)
+
+/* Builds the workload from the raw ranks in `raws` (borrowed; their launch
+ * tables are sorted and their ops' launch_ns filled in place) whose names
+ * live in `names` (borrowed).  `format` names the importer in the
+ * provenance.  Returns a new workload or NULL with an error naming the
+ * file.  The algorithm is described at the top of traces/import.c. */
+SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
+                             const TraceImportOptions *opt,
+                             const char *format, GError **error);
+
+/* The per-format readers.  trace_kineto_read() parses one Kineto file into
+ * a new raw rank (names interned in `names`); trace_nsys_read() appends one
+ * raw rank per GPU device of an Nsight Systems SQLite export to `out`;
+ * trace_chakra_import() builds the workload from n Chakra files. */
+TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
+                                GError **error);
+gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
+                         GError **error);
+SimWorkload *trace_chakra_import(const char *const *paths, guint n,
+                                 const TraceImportOptions *opt,
+                                 GError **error);
+
+/* Writes a synthetic single-rank Kineto trace of about target_bytes of
+ * JSON (CPU ops, runtime launches, flows and kernels with real-looking
+ * names and args, one kernel per five events) for throughput benchmarks;
+ * *n_gpu_events receives the kernel count.  Deterministic. */
+gboolean trace_kineto_write_synthetic(const char *path, guint64 target_bytes,
+                                      guint64 *n_gpu_events, GError **error);
+
+/* The workload's reference GPU for a profiler device name (NULL: none
+ * recorded): the matching catalogue name, else opt->gpu, else
+ * "A100-SXM4-80GB", with a warning naming `path` in the last two cases.
+ * Fails (TRACE_ERROR_INVALID) when opt->gpu is not in the catalogue.
+ * Returns a new string. */
+char *trace_ref_gpu(const TraceImportOptions *opt, const char *device,
+                    const char *path, GError **error);
+
+/* Adds a printf-style warning to opt->warnings (when non-NULL). */
+void trace_warn(const TraceImportOptions *opt, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
 
 G_END_DECLS
 

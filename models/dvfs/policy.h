@@ -2,9 +2,13 @@
  * plan (DESIGN section 6).
  *
  * A policy is a small value (kind + parameters) that scripts build with
- * js.policy.NAME{...}; dvfs_plan() turns it into a SimPlan for one workload
- * on one cluster.  Definitions used throughout: baseline = the same workload
- * at auto clocks; energy saving = 1 - E/E_base; slowdown = T/T_base - 1.
+ * js.policy.NAME{...}.  The uniform policies (max, fixed) become a plan
+ * directly through dvfs_plan(); the planned ones (powercap, iteration, pass,
+ * kernel, custom) go through the planner (models/dvfs/planner.h), which
+ * needs the machine.  Definitions used throughout: baseline = the same
+ * workload at auto clocks; energy saving = 1 - E/E_base; slowdown =
+ * T/T_base - 1; a policy with slowdown = s keeps the simulated slowdown
+ * <= s + DVFS_SLOWDOWN_TOL.
  */
 #ifndef MODELS_DVFS_POLICY_H
 #define MODELS_DVFS_POLICY_H
@@ -15,33 +19,114 @@
 
 G_BEGIN_DECLS
 
+/* Tolerance on the slowdown budget: per-op durations are rounded to whole
+ * nanoseconds, so a plan that is exact in the model may end a few ns late.
+ * The planner accepts T <= T_base * (1 + s + DVFS_SLOWDOWN_TOL). */
+#define DVFS_SLOWDOWN_TOL 1e-6
+
 typedef enum {
   DVFS_MAX = 0,   /* auto clocks everywhere: the baseline */
   DVFS_FIXED,     /* locked clocks everywhere */
+  DVFS_POWERCAP,  /* a power limit (watts > 0) or the best one within s */
+  DVFS_ITERATION, /* one clock pair for the whole iteration */
+  DVFS_PASS,      /* one pair per phase (forward, backward, optimizer) */
+  DVFS_KERNEL,    /* one pair per distinct kernel (or op, or segment) */
+  DVFS_CUSTOM,    /* a callback chooses the pair of each kernel/segment */
   DVFS_KIND_COUNT
 } DvfsKind;
 
+typedef enum {
+  DVFS_GRANULARITY_NAME = 0, /* one pair per distinct (kernel name, phase) */
+  DVFS_GRANULARITY_OP        /* one pair per op */
+} DvfsGranularity;
+
+/* What a custom policy is shown for one unit (a distinct kernel, an op or a
+ * segment of consecutive ops): its time and energy at each candidate clock
+ * pair.  Times and energies are per iteration, summed over every op of the
+ * unit on every GPU; energy is board power x time while the ops run. */
+typedef struct {
+  SimClocks clocks;      /* requested pair (0 = auto) */
+  double time_s;
+  double energy_j;
+} DvfsOption;
+
+typedef struct {
+  const char *name;      /* kernel name; a segment: "first .. last" */
+  const char *kind;      /* "kernel", "op" or "segment" */
+  SimOpClass klass;      /* of the first kernel */
+  SimPhase phase;        /* of the first kernel */
+  guint64 count;         /* kernels, all GPUs, per iteration */
+  double slack_s;        /* the least free stretch of its ops at auto
+                            clocks: how much each could grow without
+                            delaying the iteration (0: on a critical path) */
+  double critical_frac;  /* share of its auto time on critical paths */
+  guint n_options;       /* options[0] is auto */
+  const DvfsOption *options;
+} DvfsUnitInfo;
+
+/* A custom policy's chooser: sets *out (0 = auto for either clock) or
+ * returns FALSE with error set to abort the plan. */
+typedef gboolean (*DvfsChooseFn)(gpointer data, const DvfsUnitInfo *unit,
+                                 SimClocks *out, GError **error);
+
 typedef struct {
   DvfsKind kind;
-  guint sm_mhz;   /* DVFS_FIXED: 0 = auto */
-  guint mem_mhz;  /* DVFS_FIXED: 0 = auto */
+  guint sm_mhz;               /* DVFS_FIXED: 0 = auto */
+  guint mem_mhz;              /* DVFS_FIXED: 0 = auto */
+  /* The fields below are zero in a zero-initialised policy; use
+   * dvfs_policy_init() for the planned kinds. */
+  double slowdown;            /* budget s >= 0 (POWERCAP search, ITERATION,
+                                 PASS, KERNEL) */
+  double watts;               /* POWERCAP: > 0 a fixed limit, 0 = search */
+  DvfsGranularity granularity; /* KERNEL, CUSTOM */
+  double switch_latency_ms;   /* KERNEL, CUSTOM, PASS: the latency the plan
+                                 is made and checked for; < 0 = the run's */
+  double min_segment_ms;      /* KERNEL, CUSTOM: < 0 = the latency */
+  DvfsChooseFn choose;        /* CUSTOM */
+  gpointer choose_data;       /* CUSTOM, borrowed */
+  /* Optional restriction of the candidate clocks (borrowed arrays; NULL =
+   * every SM clock step and every memory clock of the GPU). */
+  const guint *sm_clocks;
+  guint n_sm_clocks;
+  const guint *mem_clocks;
+  guint n_mem_clocks;
 } DvfsPolicy;
 
-/* A short readable label: "max", "fixed(sm=1200)". Caller frees. */
+/* Sets every field to its default for `kind` (latency and segment length
+ * from the run, granularity by name, no budget). */
+void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
+
+/* Stable lower-case names ("max", "fixed", "powercap", "iteration", "pass",
+ * "kernel", "custom") and granularity names ("name", "op"). */
+const char *dvfs_kind_name(DvfsKind k);
+const char *dvfs_granularity_name(DvfsGranularity g);
+
+/* TRUE for the kinds that need the planner (dvfs_planner_run). */
+gboolean dvfs_policy_is_planned(const DvfsPolicy *p);
+
+/* A short readable label: "max", "fixed(sm=1200)", "kernel(name,s=0.01)".
+ * Caller frees. */
 char *dvfs_policy_label(const DvfsPolicy *p);
 
 /* Checks the policy's parameters against the cluster's GPU (clocks within
- * range); errors name the parameter, its value and the allowed range. */
+ * range, power limit within the GPU's range, budget >= 0); errors name the
+ * parameter, its value and the allowed range. */
 gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                            GError **error);
 
-/* Builds the plan for workload w on cluster c.  Caller owns the plan. */
+/* Builds the plan of a uniform policy (max, fixed) for workload w on
+ * cluster c.  Caller owns the plan.  Planned kinds fail with
+ * DVFS_ERROR_INVALID (use dvfs_planner_run). */
 SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
                    const SimWorkload *w, GError **error);
 
 #define DVFS_ERROR (dvfs_error_quark())
 GQuark dvfs_error_quark(void);
-typedef enum { DVFS_ERROR_INVALID } DvfsError;
+typedef enum {
+  DVFS_ERROR_INVALID,  /* bad policy parameter */
+  DVFS_ERROR_CALLBACK, /* a custom policy's chooser failed */
+  DVFS_ERROR_INTERNAL  /* the plan model disagrees with the engine */
+} DvfsError;
 
 G_END_DECLS
 

@@ -1,0 +1,1586 @@
+/* models/dvfs/planner.c -- planned DVFS policies (DESIGN section 6).
+ *
+ * Definitions: baseline = the workload at auto clocks; saving = 1 -
+ * E/E_base; slowdown = T/T_base - 1 (per iteration).  A plan made with
+ * budget s keeps every evaluated iteration within T_base + floor(T_base *
+ * s) ns at the switching latency it was made for (replays of more
+ * iterations: within DVFS_SLOWDOWN_TOL more).
+ *
+ * Pipeline
+ * --------
+ * 1. Model (models/dvfs/model.c): one baseline replay on the engine, folded
+ *    into a dependency graph whose evaluator reproduces the engine exactly
+ *    and runs in milliseconds.  Every decision below is judged by that
+ *    evaluator ("eval"), never by the approximate separable model alone.
+ * 2. Candidates: every (SM clock step, memory clock) pair of the GPU
+ *    (optionally restricted), plus auto; each shape priced at each pair
+ *    through the machine (power cap included).
+ * 3. Separable model for the knapsack (models/dvfs/knapsack.c).  For kernel
+ *    op s of class c (m GPUs) at candidate k, with baseline duration d,
+ *    duration t_k, power P_k, baseline power P_b, idle power P_i, longest
+ *    path through s M(s), baseline iteration T and float use phi in [0, 1]:
+ *
+ *      cap   = d * (1 + phi * (T / M(s) - 1))     free stretch (off the
+ *                                                 critical path)
+ *      w     = max(0, t_k - cap)                  added critical time
+ *      c     = m * [(P_k - P_i) t_k - (P_b - P_i) d]
+ *              - m * gamma_c * max(0, min(t_k, cap) - d)
+ *              + lambda * w
+ *
+ *    gamma_c is the class's average waiting power above idle (a stretched
+ *    op shortens a blocked wait), lambda the power of all GPUs during added
+ *    iteration time.  A unit (a kernel name, an op, a segment, a phase)
+ *    sums its ops.  With phi = 1, sum over units of w <= B bounds the
+ *    added time of EVERY path by B (model.c, "Slack"), so the knapsack
+ *    solution is feasible with budget B = s * T; it is conservative when
+ *    parallel paths are both stretched, so the budget is then scaled by
+ *    kappa (grown until the eval says infeasible, then bisected).  If no
+ *    kappa works (switching latency), phi is lowered.
+ * 4. Refinement: for plans with few units (phases, kernel names,
+ *    segments), coordinate descent on the eval: each unit in turn tries its
+ *    undominated options, keeping the best feasible improvement.  For op
+ *    plans (latency 0), slack reclamation (reclaim()): kernels share the
+ *    float of their chain of binding predecessors, each chain is a small
+ *    knapsack, and a repair pass keeps every kernel within its latest
+ *    finish, so the result is feasible by construction.
+ * 5. Nesting: a finer plan space contains the coarser ones, and the
+ *    planner keeps the coarser plans as candidates (kernel includes the
+ *    pass plan, pass includes the iteration plan, op includes name), so
+ *    kernel >= pass >= iteration in saving, by construction.
+ * 6. Final check: the chosen plan is replayed on the engine; if it misses
+ *    the budget (it cannot while the model is exact), the next candidate is
+ *    tried, and auto clocks are the last resort.
+ *
+ * Policies
+ * --------
+ * - powercap{watts}: auto clocks under that limit.  powercap{slowdown}:
+ *   every limit from the GPU's minimum to maximum in 5 W steps, then 1 W
+ *   steps around the best, each evaluated exactly; lowest energy within
+ *   budget.
+ * - iteration: every candidate pair, evaluated exactly (the true optimum
+ *   over uniform clocks).
+ * - pass: one pair per phase; knapsack + descent, starting from the
+ *   iteration plan.
+ * - kernel, granularity name: one pair per (kernel name, phase); knapsack
+ *   + descent, starting from the pass plan.  granularity op: one pair per
+ *   op of every rank class (ops with slack slowed for free); knapsack +
+ *   slack reclamation, starting from the name plan.
+ * - Switching latency L > 0 (or min_segment_ms > 0): kernels are merged
+ *   into segments of consecutive ops on a stream lasting >= S = max(L,
+ *   min_segment) at baseline (also 4S, 16S, ... up to the iteration: a
+ *   coarser plan is valid too); one pair per segment (op granularity) or
+ *   per distinct segment content (name granularity).  Switches are
+ *   requested L ahead of the segment boundary in the plan's own predicted
+ *   timeline (the ops just before it ask for the next pair and still run
+ *   at the old one, as the engine's switch rule gives), so the clocks land
+ *   on time.  Pass plans get the same look-ahead.  All candidates are
+ *   evaluated with the latency over 2 iterations (the second starts with
+ *   the first's clocks).
+ * - custom: a chooser is called once per unit (kernel name, op or segment)
+ *   with the time and energy of the unit at every candidate.
+ *
+ * Known limits
+ * ------------
+ * - The knapsack's separable model is approximate off the critical path
+ *   (parallel paths, blocked-power credit); the evaluator keeps plans
+ *   feasible, so this costs saving, not budget.
+ * - Op-level plans on big workloads skip the descent (too many units).
+ * - Segments are cut greedily by time, not at the best boundaries.
+ * - Costs at iteration 0: stragglers are not planned for.
+ */
+#include "models/dvfs/planner.h"
+#include "models/dvfs/knapsack.h"
+#include "models/dvfs/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- candidates ------------------------------------------------------------- */
+
+typedef struct {
+  guint16 *intent;   /* per slot: the planned pair */
+  guint16 *req;      /* per slot: the requested pair (after look-ahead) */
+  DvfsEval ev;
+  gboolean feasible;
+  char *label;
+  guint n_units;
+} Cand;
+
+static void cand_free(gpointer p)
+{
+  Cand *c = p;
+  if (c == NULL)
+    return;
+  g_free(c->intent);
+  g_free(c->req);
+  g_free(c->label);
+  g_free(c);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cand, cand_free)
+
+typedef struct {
+  const DvfsPolicy *pol;
+  const Cluster *run;
+  const SimWorkload *w;
+  const GpuCatalogue *cat;
+  ClusterMachine *cm;
+  DvfsModel *m;
+  DvfsPrices *pr;
+  gint64 latency_ns;       /* planned and checked for */
+  gint64 min_segment_ns;
+  guint iters;             /* evaluated iterations */
+  double s;
+  gint64 deadline_ns;
+  guint evals, sims, eval_budget;
+  GPtrArray *cands;        /* feasible candidates (Cand*) */
+  /* (class, stream) -> kernel slots in stream order (CSR), for look-ahead
+   * and segments. */
+  guint32 *ks_off, *ks;
+  guint32 n_streams;
+} Planner;
+
+static Cand *cand_new(const Planner *P, const char *label)
+{
+  Cand *c = g_new0(Cand, 1);
+  gsize n = MAX(P->m->n_slots, 1u);
+  c->intent = g_new0(guint16, n);
+  c->req = g_new0(guint16, n);
+  c->label = g_strdup(label);
+  return c;
+}
+
+static Cand *cand_copy(const Planner *P, const Cand *src, const char *label)
+{
+  Cand *c = g_new0(Cand, 1);
+  gsize n = MAX(P->m->n_slots, 1u);
+  c->intent = g_memdup2(src->intent, sizeof(guint16) * n);
+  c->req = g_memdup2(src->req, sizeof(guint16) * n);
+  c->ev = src->ev;
+  c->feasible = src->feasible;
+  c->n_units = src->n_units;
+  c->label = g_strdup(label != NULL ? label : src->label);
+  return c;
+}
+
+/* Builds the per-stream kernel slot lists. */
+static void build_streams(Planner *P)
+{
+  const DvfsModel *m = P->m;
+  P->n_streams = m->n_states;
+  P->ks_off = g_new0(guint32, P->n_streams + 1);
+  for (guint32 s = 0; s < m->n_slots; s++)
+    if (m->slot_kind[s] == SIM_OP_KERNEL)
+      P->ks_off[m->slot_state[s] + 1]++;
+  for (guint32 i = 0; i < P->n_streams; i++)
+    P->ks_off[i + 1] += P->ks_off[i];
+  P->ks = g_new(guint32, MAX(P->ks_off[P->n_streams], 1u));
+  g_autofree guint32 *fill = g_memdup2(P->ks_off,
+                                       sizeof(guint32) * (P->n_streams + 1));
+  /* Slots of a stream are consecutive and in order. */
+  for (guint32 s = 0; s < m->n_slots; s++)
+    if (m->slot_kind[s] == SIM_OP_KERNEL)
+      P->ks[fill[m->slot_state[s]]++] = s;
+}
+
+static gboolean uniform_intent(const Planner *P, const guint16 *intent)
+{
+  const DvfsModel *m = P->m;
+  gint first = -1;
+  for (guint32 s = 0; s < m->n_slots; s++) {
+    if (m->slot_kind[s] != SIM_OP_KERNEL)
+      continue;
+    if (first < 0)
+      first = intent[s];
+    else if (intent[s] != first)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Look-ahead: with latency L, each kernel requests the pair planned for
+ * the kernel running L later (in the plan's own latency-free timeline), so
+ * switches land where the plan changes.  Wraps into the next iteration. */
+static void lookahead(Planner *P, const guint16 *intent, guint16 *req)
+{
+  DvfsModel *m = P->m;
+  memcpy(req, intent, sizeof(guint16) * MAX(m->n_slots, 1u));
+  if (P->latency_ns <= 0 || uniform_intent(P, intent))
+    return;
+  DvfsEvalOptions o = {1, 0};
+  DvfsEval ev;
+  dvfs_model_eval(m, P->pr, intent, &o, &ev);
+  P->evals++;
+  double T = (double)MAX(ev.time_ns[0], 1);
+  for (guint32 st = 0; st < P->n_streams; st++) {
+    const guint32 *ks = &P->ks[P->ks_off[st]];
+    guint32 n = P->ks_off[st + 1] - P->ks_off[st];
+    for (guint32 i = 0; i < n; i++) {
+      double tau = (double)m->ev_start[ks[i]] + (double)P->latency_ns;
+      if (tau >= T)
+        tau = fmod(tau, T);
+      /* last kernel of the stream starting at or before tau */
+      guint32 lo = 0, hi = n; /* answer in [lo, hi) ; first > tau */
+      while (lo < hi) {
+        guint32 mid = lo + (hi - lo) / 2;
+        if ((double)m->ev_start[ks[mid]] <= tau)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      guint32 j = lo > 0 ? lo - 1 : 0;
+      req[ks[i]] = intent[ks[j]];
+    }
+  }
+}
+
+/* Evaluates a candidate (look-ahead included) and records feasibility. */
+static void cand_eval(Planner *P, Cand *c)
+{
+  lookahead(P, c->intent, c->req);
+  DvfsEvalOptions o = {P->iters, P->latency_ns};
+  dvfs_model_eval(P->m, P->pr, c->req, &o, &c->ev);
+  P->evals++;
+  c->feasible = c->ev.max_time_ns <= P->deadline_ns;
+}
+
+/* Keeps a copy of c among the candidates when feasible. */
+static void keep(Planner *P, const Cand *c, const char *label)
+{
+  if (c->feasible)
+    g_ptr_array_add(P->cands, cand_copy(P, c, label));
+}
+
+static Cand *best_cand(Planner *P)
+{
+  Cand *best = NULL;
+  for (guint i = 0; i < P->cands->len; i++) {
+    Cand *c = g_ptr_array_index(P->cands, i);
+    if (best == NULL || c->ev.mean_energy_j < best->ev.mean_energy_j)
+      best = c;
+  }
+  return best;
+}
+
+/* ---- the separable model ------------------------------------------------------- */
+
+/* Adds slot s's w and c at every candidate to tau[] and cost[]. */
+static void slot_items(const Planner *P, guint32 s, double phi, double *tau,
+                       double *cost)
+{
+  const DvfsModel *m = P->m;
+  guint32 c = m->slot_class[s];
+  double mult = m->class_mult[c];
+  double idle = m->class_idle_w[c];
+  double gamma = m->class_wait_w[c];
+  double d = (double)(m->base_end[s] - m->base_start[s]);
+  double pb = m->base_power_w[s];
+  double T = (double)m->base_time_ns;
+  double cap = d * (1.0 + phi * (T / m->slot_longest_ns[s] - 1.0));
+  double ref = (double)m->slot_ref_ns[s];
+  for (guint k = 0; k < P->pr->n_pairs; k++) {
+    const DvfsCost *ck = dvfs_prices_at(P->pr, m, s, k);
+    double t = (double)llround(ref * ck->time_scale);
+    double w = MAX(0.0, t - cap);
+    double absorbed = MAX(0.0, MIN(t, cap) - d);
+    tau[k] += w;
+    cost[k] += (mult * ((ck->power_w - idle) * t - (pb - idle) * d) -
+                mult * gamma * absorbed + m->lambda_t_w * w) *
+               1e-9;
+  }
+}
+
+/* Builds the knapsack of units (slot_unit: per slot a unit id or
+ * DVFS_NONE; every unit has a kernel slot).  Items: tag = candidate. */
+static DvfsKnapsack *build_knapsack(const Planner *P, const guint32 *slot_unit,
+                                    guint n_units, double phi)
+{
+  const DvfsModel *m = P->m;
+  guint K = P->pr->n_pairs;
+  DvfsKnapsack *ks = dvfs_knapsack_new();
+  g_autofree DvfsItem *items = g_new(DvfsItem, K);
+  if ((double)n_units * K <= 4e6) {
+    g_autofree double *tau = g_new0(double, (gsize)n_units * K);
+    g_autofree double *cost = g_new0(double, (gsize)n_units * K);
+    for (guint32 s = 0; s < m->n_slots; s++)
+      if (slot_unit[s] != DVFS_NONE)
+        slot_items(P, s, phi, &tau[(gsize)slot_unit[s] * K],
+                   &cost[(gsize)slot_unit[s] * K]);
+    for (guint u = 0; u < n_units; u++) {
+      for (guint k = 0; k < K; k++)
+        items[k] = (DvfsItem){tau[(gsize)u * K + k], cost[(gsize)u * K + k],
+                              k};
+      dvfs_knapsack_add(ks, items, K);
+    }
+    return ks;
+  }
+  /* Large: units are runs of consecutive slots, in order. */
+  g_autofree double *tau = g_new0(double, K);
+  g_autofree double *cost = g_new0(double, K);
+  guint32 cur = DVFS_NONE;
+  for (guint32 s = 0; s <= m->n_slots; s++) {
+    guint32 u = s < m->n_slots ? slot_unit[s] : DVFS_NONE - 1;
+    if (s < m->n_slots && u == DVFS_NONE)
+      continue;
+    if (u != cur && cur != DVFS_NONE) {
+      g_assert(cur == dvfs_knapsack_n_units(ks));
+      for (guint k = 0; k < K; k++)
+        items[k] = (DvfsItem){tau[k], cost[k], k};
+      dvfs_knapsack_add(ks, items, K);
+      memset(tau, 0, sizeof(double) * K);
+      memset(cost, 0, sizeof(double) * K);
+    }
+    cur = u;
+    if (s < m->n_slots)
+      slot_items(P, s, phi, tau, cost);
+  }
+  g_assert(dvfs_knapsack_n_units(ks) == n_units);
+  return ks;
+}
+
+static void intent_from_tags(const Planner *P, const guint32 *slot_unit,
+                             const guint32 *tags, guint16 *intent)
+{
+  const DvfsModel *m = P->m;
+  for (guint32 s = 0; s < m->n_slots; s++)
+    intent[s] = slot_unit[s] != DVFS_NONE ? (guint16)tags[slot_unit[s]] : 0;
+}
+
+/* Budget search: solves the knapsack at budget kappa * s * T for growing,
+ * then bisected kappa, lowering phi when nothing is feasible.  Returns the
+ * best feasible candidate (owned) or NULL. */
+static Cand *search(Planner *P, const guint32 *slot_unit, guint n_units,
+                    const char *label)
+{
+  static const double phis[] = {1.0, 0.5, 0.0};
+  g_autofree guint32 *tags = g_new(guint32, MAX(n_units, 1u));
+  Cand *best = NULL;
+  Cand *c = cand_new(P, label);
+  c->n_units = n_units;
+  double T = (double)P->m->base_time_ns;
+  for (guint pi = 0; pi < G_N_ELEMENTS(phis) && best == NULL; pi++) {
+    g_autoptr(DvfsKnapsack) ks = build_knapsack(P, slot_unit, n_units,
+                                                phis[pi]);
+    /* try(kappa): returns feasibility; keeps the best. */
+    double lo = -1, hi = -1; /* largest feasible / smallest infeasible */
+    int tries = 0;
+    double kappa = 1.0;
+    while (tries < 14) {
+      tries++;
+      dvfs_knapsack_solve(ks, kappa * P->s * T, tags, NULL, NULL);
+      intent_from_tags(P, slot_unit, tags, c->intent);
+      cand_eval(P, c);
+      if (c->feasible) {
+        if (best == NULL || c->ev.mean_energy_j < best->ev.mean_energy_j) {
+          cand_free(best);
+          best = cand_copy(P, c, NULL);
+        }
+        lo = MAX(lo, kappa);
+      } else {
+        hi = hi < 0 ? kappa : MIN(hi, kappa);
+      }
+      if (P->s <= 0)
+        break;
+      /* next kappa */
+      if (hi < 0) {
+        if (kappa >= 64)
+          break;
+        kappa *= 2;
+      } else if (lo < 0) {
+        if (kappa < 1.0 / 16) {
+          if (kappa == 0)
+            break;
+          kappa = 0;
+        } else {
+          kappa /= 2;
+        }
+      } else {
+        if (hi - lo < 0.02 * hi)
+          break;
+        kappa = 0.5 * (lo + hi);
+      }
+    }
+    /* Smaller budgets too: the separable model overstates what added time
+     * costs on parallel paths, so a plan using less of the budget can be
+     * the better one. */
+    static const double smaller[] = {0.5, 0.2, 0.05};
+    for (guint i = 0; i < G_N_ELEMENTS(smaller) && P->s > 0 && lo >= 1.0;
+         i++) {
+      dvfs_knapsack_solve(ks, smaller[i] * P->s * T, tags, NULL, NULL);
+      intent_from_tags(P, slot_unit, tags, c->intent);
+      cand_eval(P, c);
+      if (c->feasible && c->ev.mean_energy_j < best->ev.mean_energy_j) {
+        cand_free(best);
+        best = cand_copy(P, c, NULL);
+      }
+    }
+  }
+  cand_free(c);
+  return best;
+}
+
+/* Units -> slot CSR (for the descent). */
+typedef struct {
+  guint32 *off, *slots;
+} UnitSlots;
+
+static void unit_slots_build(const Planner *P, const guint32 *slot_unit,
+                             guint n_units, UnitSlots *us)
+{
+  const DvfsModel *m = P->m;
+  us->off = g_new0(guint32, n_units + 1);
+  for (guint32 s = 0; s < m->n_slots; s++)
+    if (slot_unit[s] != DVFS_NONE)
+      us->off[slot_unit[s] + 1]++;
+  for (guint u = 0; u < n_units; u++)
+    us->off[u + 1] += us->off[u];
+  us->slots = g_new(guint32, MAX(us->off[n_units], 1u));
+  g_autofree guint32 *fill = g_memdup2(us->off, sizeof(guint32) *
+                                                    (n_units + 1));
+  for (guint32 s = 0; s < m->n_slots; s++)
+    if (slot_unit[s] != DVFS_NONE)
+      us->slots[fill[slot_unit[s]]++] = s;
+}
+
+static void unit_slots_clear(UnitSlots *us)
+{
+  g_free(us->off);
+  g_free(us->slots);
+}
+
+static void set_unit(Cand *c, const UnitSlots *us, guint u, guint16 k)
+{
+  for (guint32 j = us->off[u]; j < us->off[u + 1]; j++)
+    c->intent[us->slots[j]] = k;
+}
+
+static double unit_base_energy(const Planner *P, const UnitSlots *us, guint u)
+{
+  const DvfsModel *m = P->m;
+  double e = 0;
+  for (guint32 j = us->off[u]; j < us->off[u + 1]; j++) {
+    guint32 s = us->slots[j];
+    e += m->class_mult[m->slot_class[s]] * m->base_power_w[s] *
+         (double)(m->base_end[s] - m->base_start[s]);
+  }
+  return e;
+}
+
+typedef struct {
+  double e;
+  guint u;
+} UnitOrder;
+
+static int cmp_unit_order(const void *a, const void *b)
+{
+  const UnitOrder *x = a, *y = b;
+  if (x->e != y->e)
+    return x->e > y->e ? -1 : 1;
+  return (x->u > y->u) - (x->u < y->u);
+}
+
+/* Coordinate descent from `start` (its intent must be constant on every
+ * unit) over the units' undominated options.  Returns the improved
+ * candidate (owned; a copy of start when nothing improves). */
+static Cand *descend(Planner *P, const guint32 *slot_unit, guint n_units,
+                     const Cand *start, const char *label)
+{
+  UnitSlots us;
+  unit_slots_build(P, slot_unit, n_units, &us);
+  g_autoptr(DvfsKnapsack) ks = build_knapsack(P, slot_unit, n_units, 1.0);
+  Cand *cur = cand_copy(P, start, label);
+  cur->n_units = n_units;
+  Cand *trial = cand_copy(P, start, label);
+  g_autofree UnitOrder *order = g_new(UnitOrder, MAX(n_units, 1u));
+  for (guint u = 0; u < n_units; u++)
+    order[u] = (UnitOrder){unit_base_energy(P, &us, u), u};
+  if (n_units > 1)
+    qsort(order, n_units, sizeof(UnitOrder), cmp_unit_order);
+  guint used = 0;
+  guint budget = MIN(P->eval_budget, 40 * n_units + 100);
+  for (int sweep = 0; sweep < 4 && used < budget; sweep++) {
+    gboolean improved = FALSE;
+    for (guint oi = 0; oi < n_units && used < budget; oi++) {
+      guint u = order[oi].u;
+      if (us.off[u] == us.off[u + 1])
+        continue;
+      guint16 now = cur->intent[us.slots[us.off[u]]];
+      guint16 best_k = now;
+      double best_e = cur->ev.mean_energy_j;
+      DvfsEval best_ev = cur->ev;
+      guint n_items;
+      const DvfsItem *items = dvfs_knapsack_items(ks, u, &n_items);
+      memcpy(trial->intent, cur->intent,
+             sizeof(guint16) * MAX(P->m->n_slots, 1u));
+      for (guint i = 0; i < n_items && used < budget; i++) {
+        guint16 k = (guint16)items[i].tag;
+        if (k == now)
+          continue;
+        set_unit(trial, &us, u, k);
+        cand_eval(P, trial);
+        used++;
+        if (trial->feasible &&
+            trial->ev.mean_energy_j < best_e - 1e-12 * fabs(best_e)) {
+          best_e = trial->ev.mean_energy_j;
+          best_k = k;
+          best_ev = trial->ev;
+        }
+      }
+      if (best_k != now) {
+        set_unit(cur, &us, u, best_k);
+        cur->ev = best_ev;
+        improved = TRUE;
+      }
+    }
+    if (!improved)
+      break;
+  }
+  /* Re-evaluate to refresh req (look-ahead) for the final assignment. */
+  cand_eval(P, cur);
+  cand_free(trial);
+  unit_slots_clear(&us);
+  return cur;
+}
+
+/* ---- slack reclamation (op granularity) ------------------------------------------ */
+
+/* Latest finish of every node (lf, n_nodes) and total float of every slot
+ * (tf, LF - EF) of the schedule last evaluated (one iteration from 0, in
+ * m->ev_*) under the deadline, from a reverse pass. */
+static void plan_floats(const Planner *P, gint64 deadline_ns, double *tf,
+                        double *lf)
+{
+  const DvfsModel *m = P->m;
+  guint32 nn = m->n_nodes;
+  for (guint32 n = 0; n < nn; n++)
+    lf[n] = (double)deadline_ns;
+  for (guint32 k = nn; k-- > 0;) {
+    guint32 n = m->topo[k];
+    guint32 s0 = m->node_slots[m->node_off[n]];
+    guint8 kind = m->slot_kind[s0];
+    double dur = kind == SIM_OP_KERNEL || kind == SIM_OP_MARKER
+                     ? (double)(m->ev_end[s0] - m->ev_start[s0])
+                     : (double)m->node_dur_ns[n];
+    double ls = lf[n] - dur;
+    for (guint32 e = m->node_pred_off[n]; e < m->node_pred_off[n + 1]; e++)
+      if (ls < lf[m->node_preds[e]])
+        lf[m->node_preds[e]] = ls;
+  }
+  for (guint32 s = 0; s < m->n_slots; s++)
+    tf[s] = MAX(0.0, lf[m->slot_node[s]] - (double)m->ev_end[s]);
+}
+
+/* Solves one run of ops [a, b) of ks (a sub-chain) with budget (ns):
+ * ops may only get slower (into their float), cost = energy change less
+ * the waiting power the absorbed float no longer draws. */
+static void reclaim_run(const Planner *P, const guint32 *ks, guint32 a,
+                        guint32 b, double budget, guint16 *intent)
+{
+  const DvfsModel *m = P->m;
+  guint K = P->pr->n_pairs;
+  g_autoptr(DvfsKnapsack) kn = dvfs_knapsack_new();
+  g_autofree DvfsItem *items = g_new(DvfsItem, K);
+  for (guint32 i = a; i < b; i++) {
+    guint32 s = ks[i];
+    guint32 c = m->slot_class[s];
+    double mult = m->class_mult[c], idle = m->class_idle_w[c];
+    double tcur = (double)(m->ev_end[s] - m->ev_start[s]);
+    double pcur = m->ev_power_w[s];
+    guint n = 0;
+    for (guint k = 0; k < K; k++) {
+      const DvfsCost *ck = dvfs_prices_at(P->pr, m, s, k);
+      double t = (double)llround((double)m->slot_ref_ns[s] * ck->time_scale);
+      if (k != intent[s] && t < tcur)
+        continue;
+      double w = k == intent[s] ? 0.0 : t - tcur;
+      double e = k == intent[s]
+                     ? 0.0
+                     : (mult * ((ck->power_w - idle) * t - (pcur - idle) *
+                                                               tcur) -
+                        mult * m->class_wait_w[c] * w) *
+                           1e-9;
+      items[n++] = (DvfsItem){w, e, k};
+    }
+    dvfs_knapsack_add(kn, items, n);
+  }
+  g_autofree guint32 *tags = g_new(guint32, b - a);
+  dvfs_knapsack_solve_greedy(kn, budget, tags, NULL, NULL);
+  for (guint32 i = a; i < b; i++)
+    intent[ks[i]] = (guint16)tags[i - a];
+}
+
+/* The predecessor slot that set slot x's start in the schedule last
+ * evaluated (m->ev_*), through which a delay would propagate; DVFS_NONE
+ * when x started with the iteration or (a transfer) when another member
+ * arrived later, which absorbs a delay up to the gap. */
+static guint32 binder(const DvfsModel *m, guint32 x)
+{
+  gint64 a = m->ev_arrive[x];
+  guint8 kind = m->slot_kind[x];
+  if (kind != SIM_OP_KERNEL && kind != SIM_OP_MARKER && m->ev_start[x] != a)
+    return DVFS_NONE;
+  guint32 p = m->slot_pred[x], w = m->slot_wait[x];
+  if (p != DVFS_NONE && m->ev_end[p] == a)
+    return p;
+  if (w != DVFS_NONE && m->ev_end[w] == a)
+    return w;
+  return DVFS_NONE;
+}
+
+/* The kernel whose end sets kernel b's start through a chain of binding
+ * transfers and markers, or DVFS_NONE. */
+static guint32 parent_kernel(const DvfsModel *m, guint32 b)
+{
+  guint32 x = binder(m, b);
+  while (x != DVFS_NONE && m->slot_kind[x] != SIM_OP_KERNEL)
+    x = binder(m, x);
+  return x;
+}
+
+/* Makes a proposed op-level plan safe: replays it in topological order
+ * (latency 0, exactly as the evaluator) and, wherever a kernel would end
+ * after its latest finish lf (computed for the current plan `cur`), gives
+ * it the slowest option no slower than proposed that ends in time (the
+ * current option always does: every predecessor ends by its own latest
+ * finish, which is at most this kernel's latest start).  The result keeps
+ * every node within lf, hence the iteration within the deadline. */
+static void repair(Planner *P, const guint16 *cur, guint16 *prop,
+                   const double *lf)
+{
+  DvfsModel *m = P->m;
+  gint64 *end = m->ev_end, *arrive = m->ev_arrive;
+  guint K = P->pr->n_pairs;
+  for (guint32 k = 0; k < m->n_nodes; k++) {
+    guint32 n = m->topo[k];
+    guint32 j0 = m->node_off[n], j1 = m->node_off[n + 1];
+    guint32 s0 = m->node_slots[j0];
+    guint8 kind = m->slot_kind[s0];
+    if (kind == SIM_OP_KERNEL || kind == SIM_OP_MARKER) {
+      gint64 a = 0;
+      if (m->slot_pred[s0] != DVFS_NONE)
+        a = MAX(a, end[m->slot_pred[s0]]);
+      if (m->slot_wait[s0] != DVFS_NONE)
+        a = MAX(a, end[m->slot_wait[s0]]);
+      gint64 d = 0;
+      if (kind == SIM_OP_KERNEL) {
+        double ref = (double)m->slot_ref_ns[s0];
+        const DvfsCost *cp = dvfs_prices_at(P->pr, m, s0, prop[s0]);
+        d = (gint64)llround(ref * cp->time_scale);
+        if ((double)(a + d) > lf[n]) {
+          gint64 tp = d, best_t = -1;
+          guint16 best = cur[s0];
+          for (guint o = 0; o < K; o++) {
+            const DvfsCost *co = dvfs_prices_at(P->pr, m, s0, o);
+            gint64 t = (gint64)llround(ref * co->time_scale);
+            if (t <= tp && (double)(a + t) <= lf[n] && t > best_t) {
+              best_t = t;
+              best = (guint16)o;
+            }
+          }
+          prop[s0] = best;
+          d = (gint64)llround(
+              ref * dvfs_prices_at(P->pr, m, s0, best)->time_scale);
+        }
+      }
+      arrive[s0] = a;
+      end[s0] = a + d;
+      continue;
+    }
+    gint64 st = 0;
+    for (guint32 j = j0; j < j1; j++) {
+      guint32 x = m->node_slots[j];
+      gint64 a = 0;
+      if (m->slot_pred[x] != DVFS_NONE)
+        a = MAX(a, end[m->slot_pred[x]]);
+      if (m->slot_wait[x] != DVFS_NONE)
+        a = MAX(a, end[m->slot_wait[x]]);
+      st = MAX(st, a);
+    }
+    for (guint32 j = j0; j < j1; j++)
+      end[m->node_slots[j]] = st + m->node_dur_ns[n];
+  }
+}
+
+/* Rounds of slack reclamation from a feasible op-level plan.  In its
+ * schedule every kernel has a total float TF (plan_floats) and a parent:
+ * the kernel whose delay would reach it (parent_kernel).  Delays add up
+ * along parent chains and TF never decreases from parent to child, so a
+ * chain may use TF(child) - TF(parent) more at each step: kernels with
+ * equal TF in a chain form a run sharing TF(run) - TF(parent run), and no
+ * kernel then finishes after its latest finish.  Each run is a small
+ * knapsack (ops may only get slower; cost = energy change less the
+ * waiting power the absorbed float no longer draws).  Each round is
+ * checked exactly; a failed round halves the floats used (transfers that
+ * absorb only part of a delay are where the rule is optimistic).
+ * Latency 0 only (one iteration). */
+static Cand *reclaim(Planner *P, const Cand *start, gboolean free_only)
+{
+  const DvfsModel *m = P->m;
+  gsize N = MAX(m->n_slots, 1u);
+  Cand *cur = cand_copy(P, start, "kernel(op)");
+  Cand *trial = cand_copy(P, start, "kernel(op)");
+  g_autofree double *tf = g_new(double, N);
+  g_autofree double *lf = g_new(double, MAX(m->n_nodes, 1u));
+  g_autofree guint32 *run_of = g_new(guint32, N);
+  g_autofree gboolean *continued = g_new(gboolean, N);
+  g_autoptr(GArray) budget = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autofree guint32 *run_off = NULL, *run_slots = NULL;
+  double scale = 1.0;
+  for (int round = 0; round < 8 && scale > 1.0 / 16; round++) {
+    DvfsEvalOptions o = {1, 0};
+    DvfsEval ev;
+    dvfs_model_eval(P->m, P->pr, cur->req, &o, &ev);
+    P->evals++;
+    /* free_only: floats up to the plan's own iteration time (stretching
+     * costs no added time); else up to the deadline. */
+    plan_floats(P, free_only ? ev.time_ns[0] : P->deadline_ns, tf, lf);
+    /* Runs, in topological order (parents first). */
+    g_array_set_size(budget, 0);
+    for (guint32 s = 0; s < m->n_slots; s++)
+      run_of[s] = DVFS_NONE;
+    for (guint32 k = 0; k < m->n_nodes; k++) {
+      guint32 s = m->node_slots[m->node_off[m->topo[k]]];
+      continued[s] = FALSE;
+      run_of[s] = DVFS_NONE;
+      if (m->slot_kind[s] != SIM_OP_KERNEL)
+        continue;
+      guint32 par = parent_kernel(m, s);
+      if (par != DVFS_NONE && tf[s] == tf[par] && !continued[par]) {
+        run_of[s] = run_of[par];
+        continued[par] = TRUE;
+        continue;
+      }
+      double b = par != DVFS_NONE ? MAX(0.0, tf[s] - tf[par]) : tf[s];
+      run_of[s] = budget->len;
+      g_array_append_val(budget, b);
+    }
+    guint nr = budget->len;
+    g_free(run_off);
+    g_free(run_slots);
+    run_off = g_new0(guint32, nr + 1);
+    for (guint32 s = 0; s < m->n_slots; s++)
+      if (run_of[s] != DVFS_NONE)
+        run_off[run_of[s] + 1]++;
+    for (guint r = 0; r < nr; r++)
+      run_off[r + 1] += run_off[r];
+    run_slots = g_new(guint32, MAX(run_off[nr], 1u));
+    {
+      g_autofree guint32 *fill = g_memdup2(run_off, sizeof(guint32) *
+                                                        (nr + 1));
+      for (guint32 s = 0; s < m->n_slots; s++)
+        if (run_of[s] != DVFS_NONE)
+          run_slots[fill[run_of[s]]++] = s;
+    }
+    memcpy(trial->intent, cur->intent, sizeof(guint16) * N);
+    for (guint r = 0; r < nr; r++) {
+      double b = g_array_index(budget, double, r) * scale;
+      if (b >= 1.0)
+        reclaim_run(P, run_slots, run_off[r], run_off[r + 1], b,
+                    trial->intent);
+    }
+    repair(P, cur->intent, trial->intent, lf);
+    cand_eval(P, trial);
+    if (trial->feasible && trial->ev.mean_energy_j < cur->ev.mean_energy_j) {
+      double gain = cur->ev.mean_energy_j - trial->ev.mean_energy_j;
+      memcpy(cur->intent, trial->intent, sizeof(guint16) * N);
+      memcpy(cur->req, trial->req, sizeof(guint16) * N);
+      cur->ev = trial->ev;
+      if (gain < 1e-5 * cur->ev.mean_energy_j)
+        break;
+    } else if (trial->feasible) {
+      break; /* no float left to use */
+    } else {
+      scale *= 0.5;
+    }
+  }
+  cand_free(trial);
+  return cur;
+}
+
+/* ---- units -------------------------------------------------------------------- */
+
+/* Phases: unit = phase index among the phases present. */
+static guint units_phase(const Planner *P, guint32 *slot_unit)
+{
+  const DvfsModel *m = P->m;
+  guint32 map[SIM_PHASE_COUNT];
+  for (int i = 0; i < SIM_PHASE_COUNT; i++)
+    map[i] = DVFS_NONE;
+  guint n = 0;
+  for (guint32 s = 0; s < m->n_slots; s++) {
+    slot_unit[s] = DVFS_NONE;
+    if (m->slot_kind[s] != SIM_OP_KERNEL)
+      continue;
+    guint ph = MIN(dvfs_model_op(m, s)->phase, SIM_PHASE_COUNT - 1);
+    if (map[ph] == DVFS_NONE)
+      map[ph] = n++;
+    slot_unit[s] = map[ph];
+  }
+  return n;
+}
+
+/* Kernel names: unit = (name, phase). */
+static guint units_name(const Planner *P, guint32 *slot_unit)
+{
+  const DvfsModel *m = P->m;
+  g_autoptr(GHashTable) ids = g_hash_table_new_full(g_int64_hash,
+                                                    g_int64_equal, g_free,
+                                                    NULL);
+  guint n = 0;
+  for (guint32 s = 0; s < m->n_slots; s++) {
+    slot_unit[s] = DVFS_NONE;
+    if (m->slot_kind[s] != SIM_OP_KERNEL)
+      continue;
+    const SimOp *op = dvfs_model_op(m, s);
+    gint64 key = ((gint64)op->name << 8) | op->phase;
+    gpointer v = g_hash_table_lookup(ids, &key);
+    if (v == NULL) {
+      gint64 *k = g_new(gint64, 1);
+      *k = key;
+      v = GUINT_TO_POINTER(++n);
+      g_hash_table_insert(ids, k, v);
+    }
+    slot_unit[s] = GPOINTER_TO_UINT(v) - 1;
+  }
+  return n;
+}
+
+/* Ops: unit = kernel slot, in slot order. */
+static guint units_op(const Planner *P, guint32 *slot_unit)
+{
+  const DvfsModel *m = P->m;
+  guint n = 0;
+  for (guint32 s = 0; s < m->n_slots; s++)
+    slot_unit[s] = m->slot_kind[s] == SIM_OP_KERNEL ? n++ : DVFS_NONE;
+  return n;
+}
+
+/* Segments of consecutive kernels of a stream lasting >= seg_ns at
+ * baseline (the last, shorter one joins its predecessor).  by_content:
+ * segments with the same (name, phase) sequence share a unit; else units
+ * are numbered in slot order. */
+static guint units_segment(const Planner *P, guint32 *slot_unit,
+                           gint64 seg_ns, gboolean by_content)
+{
+  const DvfsModel *m = P->m;
+  for (guint32 s = 0; s < m->n_slots; s++)
+    slot_unit[s] = DVFS_NONE;
+  /* First pass: segment ids in slot order. */
+  guint nseg = 0;
+  for (guint32 st = 0; st < P->n_streams; st++) {
+    const guint32 *ks = &P->ks[P->ks_off[st]];
+    guint32 n = P->ks_off[st + 1] - P->ks_off[st];
+    if (n == 0)
+      continue;
+    guint first_seg = nseg;
+    gint64 seg_start = m->base_start[ks[0]];
+    nseg++;
+    guint32 last_cut = 0;
+    for (guint32 i = 0; i < n; i++) {
+      if (i > 0 && m->base_start[ks[i]] - seg_start >= seg_ns) {
+        seg_start = m->base_start[ks[i]];
+        nseg++;
+        last_cut = i;
+      }
+      slot_unit[ks[i]] = nseg - 1;
+    }
+    /* Merge a short tail into the previous segment. */
+    if (nseg - 1 > first_seg &&
+        m->base_end[ks[n - 1]] - m->base_start[ks[last_cut]] < seg_ns) {
+      for (guint32 i = last_cut; i < n; i++)
+        slot_unit[ks[i]] = nseg - 2;
+      nseg--;
+    }
+  }
+  if (!by_content)
+    return nseg;
+  /* Content keys: hash of the (name, phase) sequence and its length. */
+  g_autofree guint64 *h = g_new0(guint64, MAX(nseg, 1u));
+  g_autofree guint32 *len = g_new0(guint32, MAX(nseg, 1u));
+  for (guint32 s = 0; s < m->n_slots; s++) {
+    guint32 u = slot_unit[s];
+    if (u == DVFS_NONE)
+      continue;
+    const SimOp *op = dvfs_model_op(m, s);
+    guint64 x = ((guint64)op->name << 8) ^ op->phase ^ ((guint64)len[u] << 40);
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    h[u] = (h[u] * 31u) ^ x ^ (x >> 31);
+    len[u]++;
+  }
+  g_autoptr(GHashTable) ids = g_hash_table_new_full(g_int64_hash,
+                                                    g_int64_equal, g_free,
+                                                    NULL);
+  g_autofree guint32 *remap = g_new(guint32, MAX(nseg, 1u));
+  guint n = 0;
+  for (guint u = 0; u < nseg; u++) {
+    gint64 key = (gint64)(h[u] ^ ((guint64)len[u] << 48));
+    gpointer v = g_hash_table_lookup(ids, &key);
+    if (v == NULL) {
+      gint64 *k = g_new(gint64, 1);
+      *k = key;
+      v = GUINT_TO_POINTER(++n);
+      g_hash_table_insert(ids, k, v);
+    }
+    remap[u] = GPOINTER_TO_UINT(v) - 1;
+  }
+  for (guint32 s = 0; s < m->n_slots; s++)
+    if (slot_unit[s] != DVFS_NONE)
+      slot_unit[s] = remap[slot_unit[s]];
+  return n;
+}
+
+/* ---- policies ------------------------------------------------------------------- */
+
+/* Iteration: every candidate, exactly. */
+static Cand *plan_iteration(Planner *P)
+{
+  const DvfsModel *m = P->m;
+  Cand *c = cand_new(P, "iteration");
+  c->n_units = 1;
+  Cand *best = NULL;
+  for (guint k = 0; k < P->pr->n_pairs; k++) {
+    for (guint32 s = 0; s < m->n_slots; s++)
+      c->intent[s] = m->slot_kind[s] == SIM_OP_KERNEL ? (guint16)k : 0;
+    cand_eval(P, c);
+    if (c->feasible &&
+        (best == NULL || c->ev.mean_energy_j < best->ev.mean_energy_j)) {
+      cand_free(best);
+      best = cand_copy(P, c, NULL);
+    }
+  }
+  cand_free(c);
+  g_assert(best != NULL); /* auto (k = 0) is the baseline: feasible */
+  keep(P, best, NULL);
+  return best;
+}
+
+/* Pass: iteration plan, then per-phase knapsack, then descent. */
+static Cand *plan_pass(Planner *P)
+{
+  g_autoptr(Cand) it = plan_iteration(P);
+  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
+  guint n = units_phase(P, su);
+  Cand *k = search(P, su, n, "pass");
+  Cand *start = k != NULL && k->ev.mean_energy_j < it->ev.mean_energy_j ? k
+                                                                          : it;
+  Cand *best = descend(P, su, n, start, "pass");
+  cand_free(k);
+  keep(P, best, NULL);
+  return best;
+}
+
+/* Kernel names without segments: knapsack + descent from the best of it
+ * and the pass plan. */
+static Cand *plan_kernel_name(Planner *P)
+{
+  g_autoptr(Cand) pass = plan_pass(P);
+  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
+  guint n = units_name(P, su);
+  g_autoptr(Cand) k = search(P, su, n, "kernel(name)");
+  const Cand *start = k != NULL && k->ev.mean_energy_j < pass->ev.mean_energy_j
+                          ? k
+                          : pass;
+  Cand *best;
+  if (n <= 4096) {
+    best = descend(P, su, n, start, "kernel(name)");
+  } else {
+    best = cand_copy(P, start, NULL);
+  }
+  keep(P, best, NULL);
+  return best;
+}
+
+static Cand *plan_kernel(Planner *P)
+{
+  const DvfsPolicy *pol = P->pol;
+  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
+  if (P->min_segment_ns > 0) {
+    /* Segments of at least the minimum length, and (a coarser plan is
+     * also valid) 4x, 16x, ... longer ones, up to the iteration. */
+    g_autoptr(Cand) pass = plan_pass(P);
+    gboolean content = pol->granularity == DVFS_GRANULARITY_NAME;
+    const char *label = content ? "kernel(segments by content)"
+                                : "kernel(segments)";
+    for (gint64 seg = P->min_segment_ns;; seg *= 4) {
+      guint n = units_segment(P, su, seg, content);
+      g_autoptr(Cand) k = search(P, su, n, label);
+      if (k != NULL) {
+        keep(P, k, NULL);
+        if (n <= 1024) { /* exact descent: few enough units */
+          g_autoptr(Cand) d = descend(P, su, n, k, label);
+          keep(P, d, NULL);
+        }
+      }
+      if (seg >= P->m->base_time_ns || seg > G_MAXINT64 / 8)
+        break;
+    }
+    return best_cand(P) != NULL ? cand_copy(P, best_cand(P), NULL) : NULL;
+  }
+  g_autoptr(Cand) name = plan_kernel_name(P);
+  if (pol->granularity == DVFS_GRANULARITY_OP) {
+    guint n = units_op(P, su);
+    g_autoptr(Cand) k = search(P, su, n, "kernel(op)");
+    if (k != NULL)
+      keep(P, k, NULL);
+    /* Slack reclamation from the best op-expressible plan so far: within
+     * its own iteration time (free), and up to the deadline. */
+    for (int mode = 0; mode < 2; mode++) {
+      const Cand *b = best_cand(P);
+      g_autoptr(Cand) r = reclaim(P, b, mode == 0);
+      r->n_units = n;
+      keep(P, r, NULL);
+    }
+  }
+  return cand_copy(P, best_cand(P), NULL);
+}
+
+/* ---- custom ----------------------------------------------------------------------- */
+
+static char *unit_name(const Planner *P, const UnitSlots *us, guint u,
+                       const char *kind)
+{
+  const DvfsModel *m = P->m;
+  const SimOp *a = dvfs_model_op(m, us->slots[us->off[u]]);
+  const char *na = sim_workload_name(m->w, a->name);
+  if (strcmp(kind, "segment") != 0)
+    return g_strdup(na);
+  const SimOp *b = dvfs_model_op(m, us->slots[us->off[u + 1] - 1]);
+  return g_strdup_printf("%s .. %s", na, sim_workload_name(m->w, b->name));
+}
+
+static Cand *plan_custom(Planner *P, GError **error)
+{
+  const DvfsPolicy *pol = P->pol;
+  const DvfsModel *m = P->m;
+  g_autofree guint32 *su = g_new(guint32, MAX(m->n_slots, 1u));
+  guint n;
+  const char *kind;
+  if (P->min_segment_ns > 0) {
+    n = units_segment(P, su, P->min_segment_ns, FALSE);
+    kind = "segment";
+  } else if (pol->granularity == DVFS_GRANULARITY_OP) {
+    n = units_op(P, su);
+    kind = "op";
+  } else {
+    n = units_name(P, su);
+    kind = "kernel";
+  }
+  UnitSlots us;
+  unit_slots_build(P, su, n, &us);
+  guint K = P->pr->n_pairs;
+  g_autofree DvfsOption *opts = g_new(DvfsOption, K);
+  g_autofree guint16 *choice = g_new(guint16, MAX(n, 1u));
+  double T = (double)m->base_time_ns;
+  gboolean ok = TRUE;
+  for (guint u = 0; u < n && ok; u++) {
+    guint64 count = 0;
+    double slack = INFINITY, crit = 0, total = 0;
+    for (guint k = 0; k < K; k++)
+      opts[k] = (DvfsOption){P->pr->pairs[k], 0.0, 0.0};
+    for (guint32 j = us.off[u]; j < us.off[u + 1]; j++) {
+      guint32 s = us.slots[j];
+      double mult = m->class_mult[m->slot_class[s]];
+      double d = (double)(m->base_end[s] - m->base_start[s]);
+      double free_ns = d * (T / m->slot_longest_ns[s] - 1.0);
+      slack = MIN(slack, free_ns);
+      total += d;
+      if (free_ns < 1.0)
+        crit += d;
+      count += m->class_mult[m->slot_class[s]];
+      for (guint k = 0; k < K; k++) {
+        const DvfsCost *ck = dvfs_prices_at(P->pr, m, s, k);
+        double t = (double)llround((double)m->slot_ref_ns[s] *
+                                   ck->time_scale);
+        opts[k].time_s += mult * t * 1e-9;
+        opts[k].energy_j += mult * ck->power_w * t * 1e-9;
+      }
+    }
+    const SimOp *op = dvfs_model_op(m, us.slots[us.off[u]]);
+    g_autofree char *name = unit_name(P, &us, u, kind);
+    DvfsUnitInfo info = {name, kind, (SimOpClass)op->klass,
+                         (SimPhase)op->phase, count,
+                         isfinite(slack) ? slack * 1e-9 : 0.0,
+                         total > 0 ? crit / total : 0.0, K, opts};
+    SimClocks out = {0, 0};
+    if (!pol->choose(pol->choose_data, &info, &out, error)) {
+      ok = FALSE;
+      break;
+    }
+    const GpuSpec *g = P->run->gpu;
+    double mlo = g->mem_mhz[0].v, mhi = g->mem_mhz[g->n_mem_clocks - 1].v;
+    if ((out.sm_mhz != 0 &&
+         (out.sm_mhz < g->sm_min_mhz.v || out.sm_mhz > g->sm_max_mhz.v)) ||
+        (out.mem_mhz != 0 && (out.mem_mhz < mlo || out.mem_mhz > mhi))) {
+      g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
+                  "the policy function chose sm = %u, mem = %u MHz for '%s'; "
+                  "%s allows SM %.0f-%.0f MHz and memory %.0f-%.0f MHz (0 = "
+                  "auto)", out.sm_mhz, out.mem_mhz, name, g->name,
+                  g->sm_min_mhz.v, g->sm_max_mhz.v, mlo, mhi);
+      ok = FALSE;
+      break;
+    }
+    SimClocks snapped = {
+      (guint16)(out.sm_mhz ? gpu_snap_sm(g, out.sm_mhz) : 0),
+      (guint16)(out.mem_mhz ? gpu_snap_mem(g, out.mem_mhz) : 0)};
+    if (g->n_mem_clocks == 1 ||
+        snapped.mem_mhz == (guint)lround(g->mem_mhz[g->n_mem_clocks - 1].v))
+      snapped.mem_mhz = 0;
+    if (snapped.sm_mhz == (guint)lround(g->sm_default_mhz.v) &&
+        snapped.mem_mhz == 0)
+      snapped.sm_mhz = 0;
+    guint k = dvfs_prices_find(P->pr, snapped);
+    if (k == DVFS_NONE) {
+      g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
+                  "the chooser returned sm = %u, mem = %u MHz for '%s', "
+                  "which is not among the candidate clocks", out.sm_mhz,
+                  out.mem_mhz, name);
+      ok = FALSE;
+      break;
+    }
+    choice[u] = (guint16)k;
+  }
+  if (!ok) {
+    unit_slots_clear(&us);
+    return NULL;
+  }
+  Cand *c = cand_new(P, "custom");
+  c->n_units = n;
+  for (guint u = 0; u < n; u++)
+    set_unit(c, &us, u, choice[u]);
+  unit_slots_clear(&us);
+  cand_eval(P, c);
+  return c;
+}
+
+/* ---- power cap --------------------------------------------------------------------- */
+
+static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
+                                   GError **error)
+{
+  Cluster *r = cluster_new(c->gpu, c->net, c->n_gpus, c->gpus_per_node,
+                           error);
+  if (r == NULL)
+    return NULL;
+  r->power_limit_w = limit_w;
+  r->idle_power_w = c->idle_power_w;
+  r->blocked_power_w = c->blocked_power_w;
+  r->comm_power_w = c->comm_power_w;
+  r->switch_latency_ms = c->switch_latency_ms;
+  r->perf_spread = c->perf_spread;
+  r->power_spread = c->power_spread;
+  r->seed = c->seed;
+  return r;
+}
+
+/* Evaluates auto clocks under limit_w.  Returns FALSE on error. */
+static gboolean eval_limit(Planner *P, double limit_w, DvfsEval *ev,
+                           DvfsPrices **prices_out, GError **error)
+{
+  g_autoptr(Cluster) c = cluster_with_limit(P->run, limit_w, error);
+  if (c == NULL)
+    return FALSE;
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, P->w, P->cat, error);
+  if (cm == NULL)
+    return FALSE;
+  DvfsPrices *pr = dvfs_prices_new(P->m, cluster_machine_sim(cm), NULL, 0);
+  DvfsEvalOptions o = {1, 0};
+  dvfs_model_eval(P->m, pr, NULL, &o, ev);
+  P->evals++;
+  if (prices_out != NULL)
+    *prices_out = pr;
+  else
+    dvfs_prices_free(pr);
+  return TRUE;
+}
+
+/* Returns the limit (W) with the lowest energy within the deadline. */
+static gboolean powercap_search(Planner *P, double *limit, GError **error)
+{
+  const GpuSpec *g = P->run->gpu;
+  double lo = g->power_min_w.v, hi = g->power_max_w.v;
+  double best_l = -1, best_e = INFINITY;
+  DvfsEval ev;
+  for (double l = hi; l >= lo - 1e-9; l -= 5.0) {
+    if (!eval_limit(P, l, &ev, NULL, error))
+      return FALSE;
+    if (ev.max_time_ns <= P->deadline_ns && ev.mean_energy_j < best_e) {
+      best_e = ev.mean_energy_j;
+      best_l = l;
+    }
+  }
+  if (best_l > 0) {
+    double c = best_l;
+    for (double l = MAX(lo, c - 4); l <= MIN(hi, c + 4) + 1e-9; l += 1.0) {
+      if (l == c)
+        continue;
+      if (!eval_limit(P, l, &ev, NULL, error))
+        return FALSE;
+      if (ev.max_time_ns <= P->deadline_ns && ev.mean_energy_j < best_e) {
+        best_e = ev.mean_energy_j;
+        best_l = l;
+      }
+    }
+  }
+  *limit = best_l; /* < 0: none fits; auto at the cluster's limit */
+  return TRUE;
+}
+
+/* ---- result -------------------------------------------------------------------------- */
+
+void dvfs_plan_result_free(DvfsPlanResult *r)
+{
+  if (r == NULL)
+    return;
+  sim_plan_free(r->plan);
+  g_free(r->chosen);
+  if (r->summary != NULL) {
+    for (guint i = 0; i < r->summary->len; i++)
+      g_free(g_array_index(r->summary, DvfsSummaryRow, i).name);
+    g_array_unref(r->summary);
+  }
+  g_free(r);
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+  const DvfsSummaryRow *x = a, *y = b;
+  if (x->base_energy_j != y->base_energy_j)
+    return x->base_energy_j > y->base_energy_j ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Per-kernel-name rows from the model's last evaluation (ev_*). */
+static GArray *build_summary(const Planner *P, const DvfsPrices *pr,
+                             const guint16 *intent)
+{
+  const DvfsModel *m = P->m;
+  GArray *rows = g_array_new(FALSE, TRUE, sizeof(DvfsSummaryRow));
+  guint n_names = m->w->names->len;
+  g_autofree guint32 *row_of = g_new(guint32, MAX(n_names, 1u));
+  for (guint i = 0; i < n_names; i++)
+    row_of[i] = DVFS_NONE;
+  /* time per (row, pair) for the dominant pair */
+  g_autoptr(GHashTable) pair_time = g_hash_table_new_full(
+      g_int64_hash, g_int64_equal, g_free, g_free);
+  for (guint32 s = 0; s < m->n_slots; s++) {
+    if (m->slot_kind[s] != SIM_OP_KERNEL)
+      continue;
+    const SimOp *op = dvfs_model_op(m, s);
+    if (row_of[op->name] == DVFS_NONE) {
+      DvfsSummaryRow r = {0};
+      r.name = g_strdup(sim_workload_name(m->w, op->name));
+      r.klass = (SimOpClass)op->klass;
+      r.phase = (SimPhase)op->phase;
+      row_of[op->name] = rows->len;
+      g_array_append_val(rows, r);
+    }
+    guint32 ri = row_of[op->name];
+    DvfsSummaryRow *r = &g_array_index(rows, DvfsSummaryRow, ri);
+    double mult = m->class_mult[m->slot_class[s]];
+    double d = (double)(m->base_end[s] - m->base_start[s]) * 1e-9;
+    double t = (double)(m->ev_end[s] - m->ev_start[s]) * 1e-9;
+    r->count += m->class_mult[m->slot_class[s]];
+    r->base_time_s += mult * d;
+    r->base_energy_j += mult * m->base_power_w[s] * d;
+    r->time_s += mult * t;
+    r->energy_j += mult * m->ev_power_w[s] * t;
+    gint64 key = ((gint64)ri << 16) | intent[s];
+    double *acc = g_hash_table_lookup(pair_time, &key);
+    if (acc == NULL) {
+      gint64 *k = g_new(gint64, 1);
+      *k = key;
+      acc = g_new0(double, 1);
+      g_hash_table_insert(pair_time, k, acc);
+      r->n_pairs++;
+    }
+    *acc += mult * d;
+  }
+  /* Dominant pair per row (ties: lower candidate index). */
+  g_autofree double *best_t = g_new(double, MAX(rows->len, 1u));
+  g_autofree guint *best_k = g_new(guint, MAX(rows->len, 1u));
+  for (guint i = 0; i < rows->len; i++) {
+    best_t[i] = -1;
+    best_k[i] = 0;
+  }
+  GHashTableIter it;
+  gpointer kp, vp;
+  g_hash_table_iter_init(&it, pair_time);
+  while (g_hash_table_iter_next(&it, &kp, &vp)) {
+    gint64 key = *(gint64 *)kp;
+    guint ri = (guint)(key >> 16), k = (guint)(key & 0xffff);
+    double t = *(double *)vp;
+    if (t > best_t[ri] || (t == best_t[ri] && k < best_k[ri])) {
+      best_t[ri] = t;
+      best_k[ri] = k;
+    }
+  }
+  for (guint i = 0; i < rows->len; i++) {
+    DvfsSummaryRow *r = &g_array_index(rows, DvfsSummaryRow, i);
+    r->sm_mhz = pr->pairs[best_k[i]].sm_mhz;
+    r->mem_mhz = pr->pairs[best_k[i]].mem_mhz;
+  }
+  if (rows->len > 1)
+    qsort(rows->data, rows->len, sizeof(DvfsSummaryRow), cmp_rows);
+  return rows;
+}
+
+/* Replays the plan on the engine; TRUE when every iteration meets the
+ * deadline.  *match: the engine agrees with the model's evaluation. */
+static gboolean engine_check(Planner *P, const SimMachine *sm,
+                             const SimPlan *plan, const DvfsEval *ev,
+                             gboolean *match, GError **error)
+{
+  SimMachine vm = *sm;
+  vm.switch_latency_ns = P->latency_ns;
+  g_autoptr(SimEngine) e = sim_engine_new(P->w, &vm, error);
+  if (e == NULL)
+    return FALSE;
+  SimPlan *pl = (SimPlan *)plan;
+  g_autoptr(SimResult) r = sim_engine_run(e, pl, P->iters, error);
+  P->sims++;
+  if (r == NULL)
+    return FALSE;
+  gboolean ok = TRUE;
+  *match = TRUE;
+  for (guint i = 0; i < r->n_iterations; i++) {
+    if (r->iterations[i].time_ns > P->deadline_ns)
+      ok = FALSE;
+    if (r->iterations[i].time_ns != ev->time_ns[i])
+      *match = FALSE;
+  }
+  return ok;
+}
+
+/* The clock pairs to consider: SM steps x memory clocks (restricted by the
+ * policy), the top memory clock written as 0 (auto). */
+static GArray *candidate_pairs(const DvfsPolicy *p, const GpuSpec *g)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(SimClocks));
+  g_autoptr(GArray) sms = g_array_new(FALSE, FALSE, sizeof(guint));
+  if (p->n_sm_clocks > 0) {
+    for (guint i = 0; i < p->n_sm_clocks; i++) {
+      guint v = gpu_snap_sm(g, p->sm_clocks[i]);
+      g_array_append_val(sms, v);
+    }
+  } else {
+    for (guint i = gpu_sm_n_steps(g); i-- > 0;) {
+      guint v = gpu_sm_clock_at(g, i);
+      g_array_append_val(sms, v);
+    }
+  }
+  guint top = (guint)lround(g->mem_mhz[g->n_mem_clocks - 1].v);
+  g_autoptr(GArray) mems = g_array_new(FALSE, FALSE, sizeof(guint));
+  if (p->n_mem_clocks > 0) {
+    for (guint i = 0; i < p->n_mem_clocks; i++) {
+      guint v = gpu_snap_mem(g, p->mem_clocks[i]);
+      v = v == top ? 0 : v;
+      g_array_append_val(mems, v);
+    }
+  } else {
+    for (guint i = g->n_mem_clocks; i-- > 0;) {
+      guint v = (guint)lround(g->mem_mhz[i].v);
+      v = v == top ? 0 : v;
+      g_array_append_val(mems, v);
+    }
+  }
+  for (guint j = 0; j < mems->len; j++)
+    for (guint i = 0; i < sms->len; i++) {
+      SimClocks c = {(guint16)g_array_index(sms, guint, i),
+                     (guint16)g_array_index(mems, guint, j)};
+      g_array_append_val(a, c);
+    }
+  return a;
+}
+
+static void planner_clear(Planner *P)
+{
+  if (P->cands != NULL)
+    g_ptr_array_unref(P->cands);
+  dvfs_prices_free(P->pr);
+  dvfs_model_free(P->m);
+  cluster_machine_free(P->cm);
+  g_free(P->ks_off);
+  g_free(P->ks);
+}
+
+DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
+                                 const SimWorkload *w,
+                                 const GpuCatalogue *catalogue,
+                                 GError **error)
+{
+  g_return_val_if_fail(p != NULL && run != NULL && w != NULL, NULL);
+  if (!dvfs_policy_check(p, run, error))
+    return NULL;
+  if (!dvfs_policy_is_planned(p)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "policy '%s' is not planned (use dvfs_plan)",
+                dvfs_kind_name(p->kind));
+    return NULL;
+  }
+  Planner P = {0};
+  P.pol = p;
+  P.run = run;
+  P.w = w;
+  P.cat = catalogue;
+  P.s = p->slowdown;
+  P.cands = g_ptr_array_new_with_free_func(cand_free);
+  DvfsPlanResult *res = NULL;
+
+  P.cm = cluster_machine_new(run, w, catalogue, error);
+  if (P.cm == NULL)
+    goto out;
+  P.m = dvfs_model_new(w, P.cm, TRUE, error);
+  if (P.m == NULL)
+    goto out;
+  P.sims = 1;
+  build_streams(&P);
+  const SimMachine *sm = cluster_machine_sim(P.cm);
+  gint64 run_latency = sm->switch_latency_ns;
+  P.latency_ns = p->switch_latency_ms >= 0
+                     ? (gint64)llround(p->switch_latency_ms * 1e6)
+                     : run_latency;
+  if (p->kind == DVFS_ITERATION || p->kind == DVFS_POWERCAP)
+    P.latency_ns = 0; /* uniform plans never switch */
+  if (p->kind == DVFS_KERNEL || p->kind == DVFS_CUSTOM) {
+    gint64 seg = p->min_segment_ms >= 0
+                     ? (gint64)llround(p->min_segment_ms * 1e6)
+                     : 0;
+    P.min_segment_ns = MAX(seg, P.latency_ns);
+  }
+  P.iters = P.latency_ns > 0 ? 2 : 1;
+  gint64 T = P.m->base_time_ns;
+  P.deadline_ns = T + (gint64)floor((double)T * P.s);
+  P.eval_budget = (guint)CLAMP(5e7 / (MAX(P.m->n_slots, 1u) * P.iters),
+                               64.0, 4000.0);
+
+  res = g_new0(DvfsPlanResult, 1);
+  res->power_limit_w = -1;
+  res->latency_ms = (double)P.latency_ns * 1e-6;
+  res->n_classes = P.m->n_classes;
+  res->base_time_s = (double)T * 1e-9;
+  res->base_energy_j = P.m->base_energy_j;
+
+  const DvfsPrices *final_prices = NULL;
+  DvfsPrices *cap_prices = NULL;
+  Cand *win = NULL;
+  const SimMachine *check_sm = sm;
+  Cluster *cap_cluster = NULL;     /* must outlive cap_cm */
+  ClusterMachine *cap_cm = NULL;
+
+  if (p->kind == DVFS_POWERCAP) {
+    double limit = p->watts;
+    if (limit <= 0 && !powercap_search(&P, &limit, error))
+      goto fail;
+    res->power_limit_w = limit;
+    P.pr = dvfs_prices_new(P.m, NULL, NULL, 0);
+    win = cand_new(&P, "auto");
+    if (limit > 0) {
+      cap_cluster = cluster_with_limit(run, limit, error);
+      if (cap_cluster == NULL)
+        goto fail;
+      cap_cm = cluster_machine_new(cap_cluster, w, catalogue, error);
+      if (cap_cm == NULL)
+        goto fail;
+      cap_prices = dvfs_prices_new(P.m, cluster_machine_sim(cap_cm), NULL,
+                                   0);
+      check_sm = cluster_machine_sim(cap_cm);
+      g_free(win->label);
+      win->label = g_strdup_printf("powercap(%gW)", limit);
+    }
+    res->n_candidates = 1;
+    final_prices = cap_prices != NULL ? cap_prices : P.pr;
+  } else {
+    g_autoptr(GArray) pairs = candidate_pairs(p, run->gpu);
+    P.pr = dvfs_prices_new(P.m, NULL, (const SimClocks *)(void *)pairs->data,
+                           pairs->len);
+    res->n_candidates = P.pr->n_pairs;
+    final_prices = P.pr;
+    if (p->kind == DVFS_CUSTOM) {
+      win = plan_custom(&P, error);
+      if (win == NULL)
+        goto fail;
+    } else {
+      /* The baseline is always a candidate. */
+      Cand *base = cand_new(&P, "auto");
+      cand_eval(&P, base);
+      keep(&P, base, NULL);
+      cand_free(base);
+      Cand *c = p->kind == DVFS_ITERATION ? plan_iteration(&P)
+                : p->kind == DVFS_PASS    ? plan_pass(&P)
+                                          : plan_kernel(&P);
+      cand_free(c);
+      /* Best first; check on the engine, falling back in order. */
+      for (int attempt = 0; attempt < 3 && P.cands->len > 0; attempt++) {
+        Cand *b = best_cand(&P);
+        g_autoptr(SimPlan) plan = dvfs_model_build_plan(P.m, P.pr, b->req);
+        gboolean match;
+        gboolean ok = engine_check(&P, sm, plan, &b->ev, &match, error);
+        if (error != NULL && *error != NULL)
+          goto fail;
+        if (ok) {
+          win = cand_copy(&P, b, NULL);
+          break;
+        }
+        g_ptr_array_remove_fast(P.cands, b);
+      }
+      if (win == NULL) {
+        win = cand_new(&P, "auto");
+        cand_eval(&P, win);
+      }
+    }
+  }
+  if (p->kind == DVFS_POWERCAP) {
+    DvfsEvalOptions o = {1, 0};
+    dvfs_model_eval(P.m, final_prices, win->req, &o, &win->ev);
+    P.evals++;
+    if (p->watts <= 0 && res->power_limit_w > 0) {
+      gboolean match;
+      g_autoptr(SimPlan) plan = dvfs_model_build_plan(P.m, final_prices, win->req);
+      gboolean ok = engine_check(&P, check_sm, plan, &win->ev, &match, error);
+      if (error != NULL && *error != NULL)
+        goto fail;
+      if (!ok) {
+        res->power_limit_w = -1;
+        final_prices = P.pr;
+        g_free(win->label);
+        win->label = g_strdup("auto");
+        dvfs_model_eval(P.m, final_prices, win->req, &o, &win->ev);
+      }
+    } else if (res->power_limit_w < 0) {
+      res->power_limit_w = -1;
+    }
+  } else {
+    /* Leave the winner's last iteration in the scratch for the summary. */
+    DvfsEvalOptions o = {P.iters, P.latency_ns};
+    dvfs_model_eval(P.m, P.pr, win->req, &o, &win->ev);
+    P.evals++;
+  }
+  res->plan = dvfs_model_build_plan(P.m, final_prices, win->req);
+  res->chosen = g_strdup(win->label);
+  res->time_s = win->ev.mean_time_ns * 1e-9;
+  res->energy_j = win->ev.mean_energy_j;
+  res->switches = win->ev.switches / MAX(P.iters, 1u);
+  res->n_units = win->n_units;
+  res->summary = build_summary(&P, final_prices, win->intent);
+  res->evaluations = P.evals;
+  res->simulations = P.sims;
+  cand_free(win);
+  dvfs_prices_free(cap_prices);
+  cluster_machine_free(cap_cm);
+  cluster_free(cap_cluster);
+  planner_clear(&P);
+  return res;
+
+fail:
+  cand_free(win);
+  dvfs_prices_free(cap_prices);
+  cluster_machine_free(cap_cm);
+  cluster_free(cap_cluster);
+  dvfs_plan_result_free(res);
+  res = NULL;
+out:
+  planner_clear(&P);
+  return NULL;
+}

@@ -1,0 +1,1589 @@
+/* tests/test-import.c -- trace importers (traces/import.c, kineto.c, nsys.c,
+ * chakra.c, classify.c).
+ *
+ * Expected values are computed here independently of the importers: the
+ * Kineto checks scan the raw (decompressed) JSON text with regular
+ * expressions (no JSON parser), the Chakra checks walk the protobuf wire
+ * format by hand, and the Nsight Systems checks build their SQLite file
+ * here and know what they put in it.  Replay fidelity runs the imported
+ * workloads through the engine at the trace's own clocks.
+ */
+#include <math.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "lua/session.h"
+#include "models/cluster.h"
+#include "models/net.h"
+#include "tests/testutil.h"
+#include "traces/classify.h"
+#include "traces/import.h"
+
+#define KINETO_A100 TEST_DATA("traces/a100_2rank_nccl_rank0.json.gz")
+#define KINETO_W0 TEST_DATA("traces/sampled_world128_rank0.json.gz")
+#define KINETO_W1 TEST_DATA("traces/sampled_world128_rank1.json.gz")
+#define TWO_R0 TEST_DATA("traces/two_rank_rank0.json")
+#define TWO_R1 TEST_DATA("traces/two_rank_rank1.json")
+#define CHAKRA TEST_DATA("traces/pytorch_rank0.0.et")
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Whole file, decompressed when gzipped (zlib reads plain files as is). */
+static char *read_text(const char *path, gsize *len)
+{
+  gzFile f = gzopen(path, "rb");
+  g_assert_nonnull(f);
+  GString *s = g_string_new(NULL);
+  char buf[65536];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0)
+    g_string_append_len(s, buf, n);
+  g_assert_cmpint(n, ==, 0);
+  gzclose(f);
+  if (len != NULL)
+    *len = s->len;
+  return g_string_free(s, FALSE);
+}
+
+/* (Not g_file_set_contents: its fsync makes the fuzz loop slow.) */
+static void write_file(const char *path, const void *data, gsize len)
+{
+  FILE *f = fopen(path, "wb");
+  g_assert_nonnull(f);
+  g_assert_cmpuint(fwrite(data, 1, len, f), ==, len);
+  g_assert_cmpint(fclose(f), ==, 0);
+}
+
+static void write_gz(const char *path, const void *data, gsize len)
+{
+  gzFile f = gzopen(path, "wb");
+  g_assert_nonnull(f);
+  if (len > 0)
+    g_assert_cmpint(gzwrite(f, data, (unsigned)len), ==, (int)len);
+  g_assert_cmpint(gzclose(f), ==, Z_OK);
+}
+
+static SimWorkload *import_n(const char *const *paths, guint n, gint iteration,
+                             GPtrArray *warnings, GError **error)
+{
+  TraceImportOptions o = {0};
+  o.iteration = iteration;
+  o.warnings = warnings;
+  return trace_import(paths, n, &o, error);
+}
+
+static SimWorkload *import1(const char *path, gint iteration)
+{
+  GError *error = NULL;
+  const char *p[] = {path};
+  SimWorkload *w = import_n(p, 1, iteration, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(w);
+  return w;
+}
+
+typedef struct {
+  guint ops, markers, streams, waits;
+  guint cls[SIM_CLASS_COUNT];
+  guint kind[SIM_OP_KIND_COUNT];
+  guint phase[SIM_PHASE_COUNT];
+  gint64 busy_ns;          /* sum of ref_ns of non-marker ops */
+} RankStats;
+
+static void rank_stats(const SimWorkload *w, guint r, RankStats *st)
+{
+  memset(st, 0, sizeof *st);
+  const SimRank *rk = &w->ranks[r];
+  st->streams = rk->n_streams;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const SimOp *op = &rk->ops[i];
+    st->waits += op->wait != SIM_NO_WAIT;
+    if (op->kind == SIM_OP_MARKER) {
+      st->markers++;
+      continue;
+    }
+    st->ops++;
+    st->cls[op->klass]++;
+    st->kind[op->kind]++;
+    st->phase[op->phase]++;
+    st->busy_ns += op->ref_ns;
+  }
+}
+
+static gboolean warned(GPtrArray *warnings, const char *needle)
+{
+  for (guint i = 0; i < warnings->len; i++)
+    if (strstr(g_ptr_array_index(warnings, i), needle) != NULL)
+      return TRUE;
+  return FALSE;
+}
+
+/* ---- independent Kineto scan -------------------------------------------- */
+
+typedef struct {
+  gint64 rank;           /* distributedInfo.rank, -1 absent */
+  guint ops, kernels, memops, nccl, streams;
+  guint cls[SIM_CLASS_COUNT];
+  double busy_us;
+} Scan;
+
+/* Scans the Kineto text with regular expressions.  first_step: keep only
+ * GPU events launched (CUDA runtime call with the same correlation id;
+ * the GPU start when there is none) inside the earliest ProfilerStep#N. */
+static void scan_kineto(const char *text, gboolean first_step, Scan *out)
+{
+  memset(out, 0, sizeof *out);
+  out->rank = -1;
+  GError *error = NULL;
+  g_autoptr(GRegex) rk = g_regex_new(
+      "\"distributedInfo\": \\{[^}]*\"rank\": (\\d+)", G_REGEX_RAW, 0, &error);
+  g_assert_no_error(error);
+  g_autoptr(GMatchInfo) mr = NULL;
+  if (g_regex_match(rk, text, 0, &mr)) {
+    g_autofree char *v = g_match_info_fetch(mr, 1);
+    out->rank = g_ascii_strtoll(v, NULL, 10);
+  }
+  /* Launch times by correlation id. */
+  g_autoptr(GHashTable) launch = g_hash_table_new_full(g_int64_hash,
+                                                       g_int64_equal, g_free,
+                                                       g_free);
+  g_autoptr(GRegex) rt = g_regex_new(
+      "\"cat\": \"cuda_runtime\", \"name\": \"[^\"]*\", \"pid\": [^,]+, "
+      "\"tid\": [^,]+,\\s*\"ts\": ([0-9.]+), \"dur\": [0-9.]+,\\s*"
+      "\"args\": \\{[^{}]*\"correlation\": (\\d+)", G_REGEX_RAW, 0, &error);
+  g_assert_no_error(error);
+  g_autoptr(GMatchInfo) m = NULL;
+  for (g_regex_match(rt, text, 0, &m); g_match_info_matches(m);
+       g_match_info_next(m, NULL)) {
+    g_autofree char *ts = g_match_info_fetch(m, 1);
+    g_autofree char *corr = g_match_info_fetch(m, 2);
+    gint64 c = g_ascii_strtoll(corr, NULL, 10);
+    double t = g_ascii_strtod(ts, NULL);
+    g_hash_table_insert(launch, g_memdup2(&c, sizeof c),
+                        g_memdup2(&t, sizeof t));
+  }
+  /* The earliest ProfilerStep. */
+  double w0 = -1, w1 = -1;
+  if (first_step) {
+    g_autoptr(GRegex) rs = g_regex_new(
+        "\"name\": \"ProfilerStep#\\d+\", \"pid\": [^,]+, \"tid\": [^,]+,"
+        "\\s*\"ts\": ([0-9.]+), \"dur\": ([0-9.]+)", G_REGEX_RAW, 0, &error);
+    g_assert_no_error(error);
+    g_autoptr(GMatchInfo) ms = NULL;
+    for (g_regex_match(rs, text, 0, &ms); g_match_info_matches(ms);
+         g_match_info_next(ms, NULL)) {
+      g_autofree char *ts = g_match_info_fetch(ms, 1);
+      g_autofree char *dur = g_match_info_fetch(ms, 2);
+      double t = g_ascii_strtod(ts, NULL);
+      if (w0 < 0 || t < w0) {
+        w0 = t;
+        w1 = t + g_ascii_strtod(dur, NULL);
+      }
+    }
+    g_assert_cmpfloat(w0, >, 0);
+  }
+  g_autoptr(GRegex) rg = g_regex_new(
+      "\"cat\": \"(kernel|gpu_memcpy|gpu_memset)\", \"name\": \"([^\"]*)\", "
+      "\"pid\": ([^,]+), \"tid\": ([^,]+),\\s*\"ts\": ([-0-9.eE+]+), "
+      "\"dur\": ([-0-9.eE+]+),\\s*\"args\": \\{([^{}]*)\\}", G_REGEX_RAW, 0,
+      &error);
+  g_assert_no_error(error);
+  g_autoptr(GRegex) rc = g_regex_new("\"correlation\": (\\d+)",
+                                     G_REGEX_RAW, 0, &error);
+  g_assert_no_error(error);
+  g_autoptr(GHashTable) streams = g_hash_table_new_full(g_str_hash,
+                                                        g_str_equal, g_free,
+                                                        NULL);
+  g_autoptr(GMatchInfo) mg = NULL;
+  for (g_regex_match(rg, text, 0, &mg); g_match_info_matches(mg);
+       g_match_info_next(mg, NULL)) {
+    g_autofree char *cat = g_match_info_fetch(mg, 1);
+    g_autofree char *name = g_match_info_fetch(mg, 2);
+    g_autofree char *pid = g_match_info_fetch(mg, 3);
+    g_autofree char *tid = g_match_info_fetch(mg, 4);
+    g_autofree char *ts = g_match_info_fetch(mg, 5);
+    g_autofree char *dur = g_match_info_fetch(mg, 6);
+    g_autofree char *args = g_match_info_fetch(mg, 7);
+    double t = g_ascii_strtod(ts, NULL);
+    if (first_step) {
+      double lt = t;
+      g_autoptr(GMatchInfo) mc = NULL;
+      if (g_regex_match(rc, args, 0, &mc)) {
+        g_autofree char *corr = g_match_info_fetch(mc, 1);
+        gint64 c = g_ascii_strtoll(corr, NULL, 10);
+        double *l = g_hash_table_lookup(launch, &c);
+        if (l != NULL)
+          lt = *l;
+      }
+      if (lt < w0 || lt >= w1)
+        continue;
+    }
+    out->ops++;
+    out->busy_us += g_ascii_strtod(dur, NULL);
+    g_hash_table_add(streams, g_strdup_printf("%s/%s", pid, tid));
+    if (strcmp(cat, "kernel") != 0) {
+      out->memops++;
+      out->cls[SIM_CLASS_MEMCPY]++;
+      continue;
+    }
+    out->kernels++;
+    g_autofree char *low = g_ascii_strdown(name, -1);
+    if (strstr(low, "nccl") != NULL) {
+      out->nccl++;
+      out->cls[SIM_CLASS_COMM]++;
+    } else {
+      out->cls[trace_classify_kernel(name)]++;
+    }
+  }
+  out->streams = g_hash_table_size(streams);
+}
+
+/* ---- classification tables ---------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  SimOpClass klass;
+} ClassCase;
+
+/* Real kernel names (from the shared traces and public profiles). */
+static const ClassCase class_cases[] = {
+  {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
+   SIM_CLASS_GEMM},
+  {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>"
+   "(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
+   SIM_CLASS_GEMM},
+  {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw",
+   SIM_CLASS_GEMM},
+  {"cudnn_infer_ampere_scudnn_128x64_relu_xregs_large_nn_v1", SIM_CLASS_GEMM},
+  {"nvjet_tst_192x192_64x4_2x1_v_bz_coopA_TNT", SIM_CLASS_GEMM},
+  {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16>",
+   SIM_CLASS_GEMM},
+  {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
+   "false, cutlass::bfloat16_t>, false, true, false, false, true>"
+   "(Flash_fwd_params)", SIM_CLASS_ATTENTION},
+  {"fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::"
+   "AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, "
+   "true, true>::Params)", SIM_CLASS_ATTENTION},
+  {"void (anonymous namespace)::softmax_warp_forward<c10::BFloat16, "
+   "c10::BFloat16, float, 11, false, false>(c10::BFloat16*, "
+   "c10::BFloat16 const*, int, int, int, bool const*, int, bool)",
+   SIM_CLASS_SOFTMAX},
+  {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel"
+   "<c10::BFloat16, float>(int, float, c10::BFloat16 const*, "
+   "c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, "
+   "c10::BFloat16*)", SIM_CLASS_NORM},
+  {"void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<float, "
+   "float>(long, float, float const*, float*, float*)", SIM_CLASS_NORM},
+  {"void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, "
+   "true>(cudnnTensorStruct, float const*)", SIM_CLASS_NORM},
+  {"void rmsnorm_twoPassAlgo_e8<__nv_bfloat16>(float4*, float4 const*, "
+   "float4 const*, int, int, float)", SIM_CLASS_NORM},
+  {"void at::native::(anonymous namespace)::indexSelectLargeIndex<float, "
+   "long, unsigned int, 2, 2, -2, true>", SIM_CLASS_EMBEDDING},
+  {"void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel<float,"
+   " float, int>", SIM_CLASS_EMBEDDING},
+  {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::"
+   "native::(anonymous namespace)::TensorListMetadata<4>, at::native::"
+   "(anonymous namespace)::FusedAdamMathFunctor<float, 4>>",
+   SIM_CLASS_OPTIMIZER},
+  {"void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, "
+   "int const*, int*)", SIM_CLASS_ELEMENTWISE},
+  {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+   "at::native::MeanOps<float, float, float, float>, unsigned int, float, "
+   "4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+   "float, float>, unsigned int, float, 4>)", SIM_CLASS_REDUCTION},
+  {"void at::native::(anonymous namespace)::max_pool_forward_nchw<float, "
+   "float>(int, float const*)", SIM_CLASS_REDUCTION},
+  {"void at::native::vectorized_elementwise_kernel<4, at::native::"
+   "FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::"
+   "FillFunctor<float>, at::detail::Array<char*, 1>)",
+   SIM_CLASS_ELEMENTWISE},
+  {"void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl"
+   "<at::native::AUnaryFunctor<float, float, float, at::native::binary_"
+   "internal::MulFunctor<float> > >(at::TensorIteratorBase&, at::native::"
+   "AUnaryFunctor<float, float, float, at::native::binary_internal::"
+   "MulFunctor<float> > const&)::{lambda(int)#1}>(int, ...)",
+   SIM_CLASS_ELEMENTWISE},
+  {"triton_poi_fused_add_mul_0", SIM_CLASS_ELEMENTWISE},
+  {"triton_red_fused_sum_1", SIM_CLASS_REDUCTION},
+  {"void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
+   "(cudnnKernelDataType_t)2>", SIM_CLASS_ELEMENTWISE},
+  {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, "
+   "ncclWork*)", SIM_CLASS_COMM},
+  {"Memcpy DtoD (Device -> Device)", SIM_CLASS_MEMCPY},
+  {"Memset (Device)", SIM_CLASS_MEMCPY},
+  {"void compute_cuda_kernel<long>(long*, long*, long*, long, long)",
+   SIM_CLASS_OTHER},
+};
+
+static void test_classify_kernels(gconstpointer data)
+{
+  const ClassCase *c = data;
+  g_assert_cmpstr(sim_class_name(trace_classify_kernel(c->name)), ==,
+                  sim_class_name(c->klass));
+}
+
+typedef struct {
+  const char *name;
+  gboolean kernel;  /* kernel name (else a collective name) */
+  TraceCommKind kind;
+  SimCollType coll;
+} CommCase;
+
+static const CommCase comm_cases[] = {
+  {"allreduce", FALSE, TRACE_COMM_COLL, SIM_COLL_ALL_REDUCE},
+  {"_allgather_base", FALSE, TRACE_COMM_COLL, SIM_COLL_ALL_GATHER},
+  {"all_gather_into_tensor_coalesced", FALSE, TRACE_COMM_COLL,
+   SIM_COLL_ALL_GATHER},
+  {"reduce_scatter_tensor", FALSE, TRACE_COMM_COLL,
+   SIM_COLL_REDUCE_SCATTER},
+  {"broadcast", FALSE, TRACE_COMM_COLL, SIM_COLL_BROADCAST},
+  {"all_to_all", FALSE, TRACE_COMM_COLL, SIM_COLL_ALL_TO_ALL},
+  {"alltoall_base", FALSE, TRACE_COMM_COLL, SIM_COLL_ALL_TO_ALL},
+  {"send", FALSE, TRACE_COMM_SEND, SIM_COLL_SEND_RECV},
+  {"recv", FALSE, TRACE_COMM_RECV, SIM_COLL_SEND_RECV},
+  {"barrier", FALSE, TRACE_COMM_COLL, SIM_COLL_ALL_REDUCE},
+  {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, "
+   "ncclWork*)", TRUE, TRACE_COMM_COLL, SIM_COLL_ALL_REDUCE},
+  {"ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, "
+   "ncclWork*)", TRUE, TRACE_COMM_COLL, SIM_COLL_BROADCAST},
+  {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage"
+   "<4096ul>)", TRUE, TRACE_COMM_COLL, SIM_COLL_REDUCE_SCATTER},
+  {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TRUE,
+   TRACE_COMM_COLL, SIM_COLL_ALL_GATHER},
+  {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, "
+   "ncclWork*)", TRUE, TRACE_COMM_SENDRECV, SIM_COLL_SEND_RECV},
+  {"ncclDevKernel_Reduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+   TRUE, TRACE_COMM_COLL, SIM_COLL_ALL_REDUCE},
+};
+
+static void test_classify_comm(gconstpointer data)
+{
+  const CommCase *c = data;
+  TraceCommKind kind = TRACE_COMM_NONE;
+  SimCollType coll = SIM_COLL_COUNT;
+  gboolean ok = c->kernel
+                    ? trace_comm_from_kernel_name(c->name, &kind, &coll)
+                    : trace_comm_from_collective_name(c->name, &kind, &coll);
+  g_assert_true(ok);
+  g_assert_cmpint(kind, ==, c->kind);
+  g_assert_cmpint(coll, ==, c->coll);
+}
+
+static void test_classify_misc(void)
+{
+  TraceCommKind kind;
+  SimCollType coll;
+  g_assert_false(trace_comm_from_collective_name("", &kind, &coll));
+  g_assert_false(trace_comm_from_kernel_name("ncclDevKernel_Generic(x)",
+                                             &kind, &coll));
+  g_assert_cmpint(kind, ==, TRACE_COMM_COLL); /* fallback */
+  g_assert_true(trace_is_nccl_kernel("ncclDevKernel_SendRecv(x)"));
+  g_assert_false(trace_is_nccl_kernel("ampere_sgemm_128x64_nn"));
+
+  g_assert_cmpuint(trace_dtype_bytes("Float"), ==, 4);
+  g_assert_cmpuint(trace_dtype_bytes("BFloat16"), ==, 2);
+  g_assert_cmpuint(trace_dtype_bytes("c10::Half"), ==, 2);
+  g_assert_cmpuint(trace_dtype_bytes("torch.float64"), ==, 8);
+  g_assert_cmpuint(trace_dtype_bytes("Float8_e4m3fn"), ==, 1);
+  g_assert_cmpuint(trace_dtype_bytes("Long"), ==, 8);
+  g_assert_cmpuint(trace_dtype_bytes("Quaternion"), ==, 0);
+
+  gint64 n = -1;
+  g_assert_true(trace_parse_step("ProfilerStep#552", &n));
+  g_assert_cmpint(n, ==, 552);
+  g_assert_true(trace_parse_step("iteration 7", &n));
+  g_assert_cmpint(n, ==, 7);
+  g_assert_true(trace_parse_step("Step_3", &n));
+  g_assert_cmpint(n, ==, 3);
+  g_assert_false(trace_parse_step("ProfilerStep#", &n));
+  g_assert_false(trace_parse_step("step 3 of 4", &n));
+  g_assert_false(trace_parse_step("aten::mm", &n));
+
+  g_assert_cmpint(trace_phase_of_annotation(
+                      "autograd::engine::evaluate_function: MmBackward0"),
+                  ==, SIM_PHASE_BACKWARD);
+  g_assert_cmpint(trace_phase_of_annotation("Optimizer.step#AdamW.step"), ==,
+                  SIM_PHASE_OPTIMIZER);
+  g_assert_cmpint(trace_phase_of_annotation("## forward ##"), ==,
+                  SIM_PHASE_FORWARD);
+  g_assert_cmpint(trace_phase_of_annotation("DistributedDataParallel."
+                                            "forward"), ==,
+                  SIM_PHASE_FORWARD);
+  g_assert_cmpint(trace_phase_of_annotation("forward_backward_func"), ==, -1);
+  g_assert_cmpint(trace_phase_of_annotation("ProfilerStep#4"), ==, -1);
+  g_assert_cmpint(trace_phase_of_annotation("aten::mm"), ==, -1);
+
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  g_assert_cmpstr(trace_gpu_for_device(cat, "NVIDIA A100-SXM4-80GB"), ==,
+                  "A100-SXM4-80GB");
+  g_assert_cmpstr(trace_gpu_for_device(cat, "NVIDIA H100 80GB HBM3"), ==,
+                  "H100-SXM5-80GB");
+  g_assert_cmpstr(trace_gpu_for_device(cat, "NVIDIA H100 PCIe"), ==,
+                  "H100-PCIE-80GB");
+  g_assert_cmpstr(trace_gpu_for_device(cat, "NVIDIA A40"), ==, "A40");
+  g_assert_cmpstr(trace_gpu_for_device(cat, "NVIDIA GeForce RTX 3080 Ti"),
+                  ==, "RTX-3080-Ti");
+  g_assert_null(trace_gpu_for_device(cat, "NVIDIA A100-PG509-200"));
+  g_assert_null(trace_gpu_for_device(cat, NULL));
+}
+
+/* ---- format detection --------------------------------------------------- */
+
+static void test_detect(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_assert_cmpint(trace_detect_format(KINETO_A100, &error), ==,
+                  TRACE_FORMAT_KINETO);
+  g_assert_cmpint(trace_detect_format(TWO_R0, &error), ==,
+                  TRACE_FORMAT_KINETO);
+  g_assert_cmpint(trace_detect_format(CHAKRA, &error), ==,
+                  TRACE_FORMAT_CHAKRA);
+  g_assert_no_error(error);
+  /* Content wins over the name. */
+  g_autofree char *j = g_build_filename(dir, "trace.dat", NULL);
+  write_file(j, "  \n{\"traceEvents\": []}", 22);
+  g_assert_cmpint(trace_detect_format(j, &error), ==, TRACE_FORMAT_KINETO);
+  g_autofree char *h = g_build_filename(dir, "native.json", NULL);
+  write_file(h, "\x89HDF\r\n\x1a\n0000", 12);
+  g_assert_cmpint(trace_detect_format(h, &error), ==, TRACE_FORMAT_NATIVE);
+  g_autofree char *q = g_build_filename(dir, "x.bin", NULL);
+  write_file(q, "SQLite format 3\0rest", 20);
+  g_assert_cmpint(trace_detect_format(q, &error), ==, TRACE_FORMAT_NSYS);
+  g_assert_no_error(error);
+  /* Unknown, empty, missing. */
+  g_autofree char *u = g_build_filename(dir, "x.dat", NULL);
+  write_file(u, "\x01\x02hello", 7);
+  g_assert_cmpint(trace_detect_format(u, &error), ==, TRACE_FORMAT_UNKNOWN);
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED);
+  g_assert_nonnull(strstr(error->message, "x.dat"));
+  g_clear_error(&error);
+  g_autofree char *e = g_build_filename(dir, "empty", NULL);
+  write_file(e, "", 0);
+  g_assert_cmpint(trace_detect_format(e, &error), ==, TRACE_FORMAT_UNKNOWN);
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+  g_clear_error(&error);
+  g_autofree char *m = g_build_filename(dir, "missing.json", NULL);
+  g_assert_cmpint(trace_detect_format(m, &error), ==, TRACE_FORMAT_UNKNOWN);
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_IO);
+  g_clear_error(&error);
+  const char *paths[] = {j, h};
+  g_assert_null(trace_import(paths, 2, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED);
+  g_clear_error(&error);
+  g_assert_null(trace_import(paths + 1, 1, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED);
+  g_clear_error(&error);
+  g_assert_null(trace_import(paths, 0, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
+/* ---- the shared Kineto traces ------------------------------------------- */
+
+typedef struct {
+  const char *path;
+  gboolean first_step;
+} RealCase;
+
+static const RealCase real_cases[] = {
+  {KINETO_A100, FALSE}, {KINETO_A100, TRUE},
+  {KINETO_W0, FALSE},   {KINETO_W0, TRUE},
+  {KINETO_W1, FALSE},   {KINETO_W1, TRUE},
+};
+
+/* Op counts by class, streams, rank and GPU busy time against the
+ * independent scan of the raw JSON. */
+static void test_kineto_real(gconstpointer data)
+{
+  const RealCase *c = data;
+  g_autofree char *text = read_text(c->path, NULL);
+  Scan sc;
+  scan_kineto(text, c->first_step, &sc);
+  g_assert_cmpuint(sc.ops, >, 0);
+  g_autoptr(SimWorkload) w = import1(c->path, c->first_step
+                                                  ? 0 : TRACE_ITERATION_ALL);
+  g_assert_cmpuint(w->n_ranks, ==, 1);
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_test_message("%s (%s): %u ops (%u kernels, %u memcpy/memset, %u NCCL), "
+                 "%u streams, busy %.3f ms", c->path,
+                 c->first_step ? "first step" : "all events", st.ops,
+                 sc.kernels, sc.memops, sc.nccl, st.streams,
+                 st.busy_ns * 1e-6);
+  g_assert_cmpuint(st.ops, ==, sc.ops);
+  g_assert_cmpuint(st.streams, ==, sc.streams);
+  for (guint k = 0; k < SIM_CLASS_COUNT; k++)
+    g_assert_cmpuint(st.cls[k], ==, sc.cls[k]);
+  /* Every NCCL kernel is communication, replayed at its recorded duration
+   * (the files hold one rank of a larger job). */
+  g_assert_cmpuint(st.kind[SIM_OP_COLLECTIVE], ==, sc.nccl);
+  /* GPU busy time: exact to the rounding of each event to 1 ns. */
+  double want_ns = sc.busy_us * 1e3;
+  g_assert_cmpfloat(fabs((double)st.busy_ns - want_ns), <=, sc.ops * 0.5 + 1);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "global_ranks"), ==,
+                  sc.rank == 1 ? "1" : "0");
+  g_assert_cmpint(sc.rank, >=, 0);
+  GError *error = NULL;
+  g_assert_true(sim_workload_validate(w, &error));
+  g_assert_no_error(error);
+}
+
+/* Iteration selection and phases on the A100 trace (ProfilerStep#4..6). */
+static void test_kineto_iterations(void)
+{
+  g_autoptr(SimWorkload) all = import1(KINETO_A100, TRACE_ITERATION_ALL);
+  RankStats sa;
+  rank_stats(all, 0, &sa);
+  gint64 sum = 0;
+  guint ops = 0;
+  for (gint k = 0; k < 3; k++) {
+    g_autoptr(SimWorkload) w = import1(KINETO_A100, k);
+    RankStats s;
+    rank_stats(w, 0, &s);
+    g_autofree char *want = g_strdup_printf("step %d", 4 + k);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "iteration"), ==,
+                    want);
+    /* One data-parallel step: 7 collectives (2 broadcasts, 5 all-reduces),
+     * and every phase present. */
+    g_assert_cmpuint(s.kind[SIM_OP_COLLECTIVE], ==, 7);
+    g_assert_cmpuint(s.phase[SIM_PHASE_FORWARD], >, 0);
+    g_assert_cmpuint(s.phase[SIM_PHASE_BACKWARD], >, 0);
+    g_assert_cmpuint(s.phase[SIM_PHASE_OPTIMIZER], >, 0);
+    /* Backward does about twice the forward's kernels. */
+    g_assert_cmpuint(s.phase[SIM_PHASE_BACKWARD], >,
+                     s.phase[SIM_PHASE_FORWARD]);
+    sum += s.busy_ns;
+    ops += s.ops;
+  }
+  /* The three steps cover the whole trace: every GPU event is launched
+   * inside one of them. */
+  g_assert_cmpuint(ops, ==, sa.ops);
+  g_assert_cmpint(sum, ==, sa.busy_ns);
+  GError *error = NULL;
+  const char *p[] = {KINETO_A100};
+  g_assert_null(import_n(p, 1, 3, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "out of range"));
+  g_clear_error(&error);
+  g_assert_null(import_n(p, 1, -5, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* The two ranks of the sampled 128-rank job: aligned by step number, the
+ * SendRecv kernels (no peers recorded) replay at their recorded
+ * durations, on one-rank groups. */
+static void test_kineto_partial_job(void)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  const char *p[] = {KINETO_W1, KINETO_W0}; /* order does not matter */
+  g_autoptr(SimWorkload) w = import_n(p, 2, 1, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(w->n_ranks, ==, 2);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "global_ranks"), ==,
+                  "0,1");
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "world_size"), ==,
+                  "128");
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "iteration"), ==,
+                  "step 552");
+  g_assert_true(warned(warnings, "names no GPU model"));
+  g_assert_true(warned(warnings, "only some ranks"));
+  for (guint r = 0; r < 2; r++) {
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      if (op->kind != SIM_OP_COLLECTIVE)
+        continue;
+      guint n;
+      const guint32 *m = sim_workload_group(w, op->peer, &n);
+      g_assert_cmpuint(n, ==, 1);
+      g_assert_cmpuint(m[0], ==, r);
+      g_assert_cmpint(op->ref_ns, >, 0);
+    }
+  }
+  /* Same files twice: duplicate rank. */
+  const char *dup[] = {KINETO_W0, KINETO_W0};
+  g_assert_null(import_n(dup, 2, 0, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "both hold rank 0"));
+  g_clear_error(&error);
+}
+
+/* ---- the hand-made two-rank job ----------------------------------------- */
+
+typedef struct {
+  GArray *recs;   /* SimOpRecord */
+} Recorder;
+
+static void record(gpointer data, const SimOpRecord *rec)
+{
+  Recorder *r = data;
+  g_array_append_vals(r->recs, rec, 1);
+}
+
+/* Replays w once on a cluster of its reference GPU.  power_limit_w < 0:
+ * the GPU's default limit; 0: its maximum. */
+static SimResult *replay(const SimWorkload *w, DvfsKind kind, guint sm_mhz,
+                         double power_limit_w, Recorder *rec, GError **error)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, w->ref_gpu, error);
+  if (g == NULL)
+    return NULL;
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
+  if (net == NULL)
+    return NULL;
+  g_autoptr(Cluster) c = cluster_new(g, net, w->n_ranks, 8, error);
+  if (c == NULL)
+    return NULL;
+  if (power_limit_w >= 0)
+    c->power_limit_w = power_limit_w > 0 ? power_limit_w : g->power_max_w.v;
+  DvfsPolicy p;
+  dvfs_policy_init(&p, kind);
+  p.sm_mhz = sm_mhz;
+  JsRunOptions o = {0};
+  o.iterations = 1;
+  o.seed = 1;
+  o.switch_latency_ms = -1;
+  if (rec != NULL) {
+    o.observer = record;
+    o.observer_data = rec;
+  }
+  return js_simulate(s, c, w, &p, &o, error);
+}
+
+static const SimOp *find_op(const SimWorkload *w, guint r, SimOpKind kind,
+                            guint nth)
+{
+  const SimRank *rk = &w->ranks[r];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (rk->ops[i].kind == kind && nth-- == 0)
+      return &rk->ops[i];
+  return NULL;
+}
+
+static void test_kineto_two_rank(void)
+{
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  const char *p[] = {TWO_R1, TWO_R0};
+  g_autoptr(SimWorkload) w = import_n(p, 2, 0, warnings, &error);
+  g_assert_no_error(error);
+  /* The device name maps to the catalogue; all ranks present: no warning. */
+  for (guint i = 0; i < warnings->len; i++)
+    g_test_message("warning: %s", (char *)g_ptr_array_index(warnings, i));
+  g_assert_cmpuint(warnings->len, ==, 0);
+  g_assert_cmpstr(w->ref_gpu, ==, "A100-SXM4-80GB");
+  g_assert_cmpuint(w->n_ranks, ==, 2);
+  g_assert_cmpuint(sim_workload_n_groups(w), ==, 1);
+  guint n;
+  const guint32 *m = sim_workload_group(w, 0, &n);
+  g_assert_cmpuint(n, ==, 2);
+  g_assert_cmpuint(m[0], ==, 0);
+  g_assert_cmpuint(m[1], ==, 1);
+
+  RankStats s0, s1;
+  rank_stats(w, 0, &s0);
+  rank_stats(w, 1, &s1);
+  g_assert_cmpuint(s0.ops, ==, 8);
+  g_assert_cmpuint(s0.streams, ==, 3);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_GEMM], ==, 2);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_ELEMENTWISE], ==, 1);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_OPTIMIZER], ==, 1);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_MEMCPY], ==, 2);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_COMM], ==, 2);
+  g_assert_cmpuint(s0.kind[SIM_OP_COLLECTIVE], ==, 1);
+  g_assert_cmpuint(s0.kind[SIM_OP_SEND], ==, 1);
+  g_assert_cmpuint(s0.phase[SIM_PHASE_OPTIMIZER], ==, 1);
+  g_assert_cmpuint(s0.phase[SIM_PHASE_BACKWARD], ==, 3);
+  g_assert_cmpuint(s1.ops, ==, 6);
+  g_assert_cmpuint(s1.kind[SIM_OP_RECV], ==, 1);
+  g_assert_cmpuint(s1.kind[SIM_OP_COLLECTIVE], ==, 1);
+
+  /* Matched communication is priced by the network model. */
+  const SimOp *ar = find_op(w, 0, SIM_OP_COLLECTIVE, 0);
+  const SimOp *send = find_op(w, 0, SIM_OP_SEND, 0);
+  const SimOp *recv = find_op(w, 1, SIM_OP_RECV, 0);
+  g_assert_nonnull(ar);
+  g_assert_cmpint(ar->ref_ns, ==, 0);
+  g_assert_cmpuint(ar->peer, ==, 0);
+  const SimShape *ash = &g_array_index(w->shapes, SimShape, ar->shape);
+  g_assert_cmpfloat(ash->bytes, ==, 1048576.0 * 2);
+  g_assert_cmpint(ash->coll, ==, SIM_COLL_ALL_REDUCE);
+  g_assert_cmpuint(send->peer, ==, 1);
+  g_assert_cmpuint(recv->peer, ==, 0);
+  g_assert_cmpfloat(g_array_index(w->shapes, SimShape, send->shape).bytes,
+                    ==, 4096.0 * 4);
+  /* The recorded stream wait: the all-reduce (stream 20) waits for the
+   * backward GEMM (stream 7, 40 us). */
+  g_assert_cmpuint(s0.waits, ==, 1);
+  g_assert_cmpuint(ar->wait, !=, SIM_NO_WAIT);
+  const SimOp *prod = &w->ranks[0].ops[ar->wait];
+  g_assert_cmpint(prod->ref_ns, ==, 40000);
+  g_assert_cmpstr(sim_workload_name(w, prod->name), ==,
+                  "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_"
+                  "nn");
+  /* Float microseconds: 20.5 us and 5.25 us exactly. */
+  g_assert_cmpint(w->ranks[0].ops[0].ref_ns, ==, 20500);
+  g_assert_cmpint(w->ranks[0].ops[1].ref_ns, ==, 5250);
+
+  /* Replay: matched collectives start together on both GPUs. */
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  gint64 start[2] = {-1, -1};
+  for (guint i = 0; i < rec.recs->len; i++) {
+    const SimOpRecord *x = &g_array_index(rec.recs, SimOpRecord, i);
+    if (w->ranks[x->gpu].ops[x->op].kind == SIM_OP_COLLECTIVE)
+      start[x->gpu] = x->start_ns;
+  }
+  g_assert_cmpint(start[0], >=, 0);
+  g_assert_cmpint(start[0], ==, start[1]);
+  g_array_unref(rec.recs);
+
+  /* comm_recorded: the recorded durations instead. */
+  TraceImportOptions o = {0};
+  o.comm_recorded = TRUE;
+  g_autoptr(SimWorkload) wr = trace_import(p, 2, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(find_op(wr, 0, SIM_OP_COLLECTIVE, 0)->ref_ns, ==, 30000);
+  g_assert_cmpint(find_op(wr, 1, SIM_OP_RECV, 0)->ref_ns, ==, 7500);
+
+  /* Step 2: the all-reduce names only its process group; the group's ranks
+   * come from distributedInfo.pg_config. */
+  g_autoptr(SimWorkload) w2 = import_n(p, 2, 1, NULL, &error);
+  g_assert_no_error(error);
+  RankStats t0;
+  rank_stats(w2, 0, &t0);
+  g_assert_cmpuint(t0.ops, ==, 2);
+  const SimOp *ar2 = find_op(w2, 0, SIM_OP_COLLECTIVE, 0);
+  g_assert_cmpint(ar2->ref_ns, ==, 0);
+  m = sim_workload_group(w2, ar2->peer, &n);
+  g_assert_cmpuint(n, ==, 2);
+
+  /* Every event: both steps. */
+  g_autoptr(SimWorkload) wa = import_n(p, 2, TRACE_ITERATION_ALL, NULL,
+                                       &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_workload_n_ops(wa), ==, 14 + 4);
+}
+
+/* When the files disagree on a group's collectives, that group falls back
+ * to recorded durations (and the import still validates). */
+static void test_kineto_unpaired(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *t1 = read_text(TWO_R1, NULL);
+  /* Turn rank 1's first all-reduce into a plain kernel. */
+  static const char nm[] = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+                           "(ncclDevKernelArgsStorage<4096ul>)";
+  char *at = strstr(t1, nm);
+  g_assert_nonnull(at);
+  for (char *q = at; q < at + sizeof nm - 1; q++)
+    if (g_str_has_prefix(q, "nccl"))
+      memcpy(q, "xxxx", 4);
+  g_autofree char *f1 = g_build_filename(dir, "r1.json", NULL);
+  write_file(f1, t1, strlen(t1));
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  const char *p[] = {TWO_R0, f1};
+  g_autoptr(SimWorkload) w = import_n(p, 2, 0, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_true(warned(warnings, "do not pair up"));
+  const SimOp *ar = find_op(w, 0, SIM_OP_COLLECTIVE, 0);
+  g_assert_cmpint(ar->ref_ns, ==, 30000);
+  guint n;
+  sim_workload_group(w, ar->peer, &n);
+  g_assert_cmpuint(n, ==, 1);
+  /* The p2p pair still matches. */
+  g_assert_nonnull(find_op(w, 0, SIM_OP_SEND, 0));
+  test_rmdir(dir);
+}
+
+/* A kernel waiting on two other streams gets one marker: both waits are
+ * exact in replay. */
+static void test_kineto_multi_wait(void)
+{
+  static const char json[] =
+      "{\"traceEvents\": ["
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ampere_sgemm_a\",\"pid\":0,"
+      "\"tid\":7,\"ts\":10,\"dur\":50,\"args\":{\"stream\":7,"
+      "\"correlation\":1}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ampere_sgemm_b\",\"pid\":0,"
+      "\"tid\":9,\"ts\":10,\"dur\":80,\"args\":{\"stream\":9,"
+      "\"correlation\":2}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait Event\","
+      "\"pid\":0,\"tid\":11,\"ts\":95,\"dur\":0,\"args\":{\"stream\":11,"
+      "\"correlation\":4,\"wait_on_stream\":7,"
+      "\"wait_on_cuda_event_record_corr_id\":3}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait Event\","
+      "\"pid\":0,\"tid\":11,\"ts\":95,\"dur\":0,\"args\":{\"stream\":11,"
+      "\"correlation\":6,\"wait_on_stream\":9,"
+      "\"wait_on_cuda_event_record_corr_id\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"triton_poi_fused_add\","
+      "\"pid\":0,\"tid\":11,\"ts\":95,\"dur\":5,\"args\":{\"stream\":11,"
+      "\"correlation\":7}}]}";
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *f = g_build_filename(dir, "waits.json", NULL);
+  write_file(f, json, sizeof json - 1);
+  g_autoptr(SimWorkload) w = import1(f, 0);
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.ops, ==, 3);
+  g_assert_cmpuint(st.markers, ==, 1);
+  g_assert_cmpuint(st.waits, ==, 2);
+  g_assert_cmpuint(st.phase[SIM_PHASE_OTHER], ==, 3); /* no phase marks */
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  GError *error = NULL;
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  gint64 end_a = -1, end_b = -1, start_c = -1;
+  for (guint i = 0; i < rec.recs->len; i++) {
+    const SimOpRecord *x = &g_array_index(rec.recs, SimOpRecord, i);
+    const char *nm = sim_workload_name(w, w->ranks[0].ops[x->op].name);
+    if (strcmp(nm, "ampere_sgemm_a") == 0)
+      end_a = x->end_ns;
+    else if (strcmp(nm, "ampere_sgemm_b") == 0)
+      end_b = x->end_ns;
+    else if (strcmp(nm, "triton_poi_fused_add") == 0)
+      start_c = x->start_ns;
+  }
+  g_array_unref(rec.recs);
+  g_assert_cmpint(end_a, >=, 50000);
+  g_assert_cmpint(end_b, >=, 80000);
+  g_assert_cmpint(start_c, ==, MAX(end_a, end_b));
+  test_rmdir(dir);
+}
+
+/* A bare top-level array of events (the Chrome "JSON Array Format"). */
+static void test_kineto_array_format(void)
+{
+  static const char json[] =
+      "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":3,"
+      "\"ts\":1.5e3,\"dur\":2.0005},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\","
+      "\"pid\":0,\"tid\":3,\"ts\":1502,\"dur\":1},"
+      /* the spelling of PyTorch <= 1.10 */
+      "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm_128x64_nn\","
+      "\"pid\":0,\"tid\":3,\"ts\":1503,\"dur\":4}]";
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *f = g_build_filename(dir, "array.json", NULL);
+  write_file(f, json, sizeof json - 1);
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  const char *p[] = {f};
+  g_autoptr(SimWorkload) w = import_n(p, 1, 0, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(w->ranks[0].n_ops, ==, 3);
+  g_assert_cmpint(w->ranks[0].ops[0].ref_ns, ==, 2001); /* 2.0005 us */
+  g_assert_cmpint(w->ranks[0].ops[2].klass, ==, SIM_CLASS_GEMM);
+  g_assert_true(warned(warnings, "names no GPU model"));
+  /* The GPU to assume: the option, checked against the catalogue. */
+  TraceImportOptions o = {0};
+  o.gpu = "H100-SXM5-80GB";
+  g_autoptr(SimWorkload) wh = trace_import(p, 1, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(wh->ref_gpu, ==, "H100-SXM5-80GB");
+  o.gpu = "H200-imaginary";
+  g_assert_null(trace_import(p, 1, &o, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "H200-imaginary"));
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
+/* The benchmark's synthetic trace imports completely. */
+static void test_kineto_synthetic(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *f = g_build_filename(dir, "synthetic.json", NULL);
+  GError *error = NULL;
+  guint64 n = 0;
+  g_assert_true(trace_kineto_write_synthetic(f, 200000, &n, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(n, >, 100);
+  g_autoptr(SimWorkload) w = import1(f, TRACE_ITERATION_ALL);
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.ops, ==, n);
+  g_assert_cmpuint(st.cls[SIM_CLASS_GEMM], ==, (n + 3) / 4);
+  g_assert_cmpuint(st.cls[SIM_CLASS_ATTENTION], ==, n / 4);
+  g_assert_cmpstr(w->ref_gpu, ==, "A100-SXM4-80GB");
+  test_rmdir(dir);
+}
+
+/* ---- malformed input ---------------------------------------------------- */
+
+typedef struct {
+  const char *file;      /* name in the temporary directory */
+  const char *content;   /* NULL: built by the test from real data */
+  gboolean gzip;
+  gint code;
+  const char *needle;    /* substring of the message */
+} BadCase;
+
+static const BadCase bad_cases[] = {
+  {"empty.json", "", FALSE, TRACE_ERROR_FORMAT, "empty"},
+  {"empty.json.gz", "", TRUE, TRACE_ERROR_FORMAT, "empty"},
+  {"blank.json", "  \n\t ", FALSE, TRACE_ERROR_FORMAT, "no JSON value"},
+  {"truncated.json.gz", NULL, TRUE, TRACE_ERROR_FORMAT, "gzip"},
+  /* corrupt deflate data: zlib or the JSON parser notices first */
+  {"corrupt.json.gz", NULL, TRUE, TRACE_ERROR_FORMAT, "corrupt.json.gz"},
+  {"truncated.json", NULL, FALSE, TRACE_ERROR_FORMAT, "truncated JSON"},
+  {"syntax.json", "{\"traceEvents\": [{\"ph\": \"X\",, }]}", FALSE,
+   TRACE_ERROR_FORMAT, "malformed JSON at byte"},
+  {"ts-string.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+   "\"ts\": \"12\", \"dur\": 1}]}", FALSE, TRACE_ERROR_FORMAT,
+   "\"ts\" must be a number"},
+  {"dur-bool.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+   "\"ts\": 12, \"dur\": true}]}", FALSE, TRACE_ERROR_FORMAT,
+   "\"dur\" must be a number"},
+  {"name-number.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"name\": 5}]}", FALSE,
+   TRACE_ERROR_FORMAT, "\"name\" must be a string"},
+  {"args-array.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"args\": [1]}]}",
+   FALSE, TRACE_ERROR_FORMAT, "\"args\" must be an object"},
+  {"events-object.json", "{\"traceEvents\": {\"ph\": \"X\"}}", FALSE,
+   TRACE_ERROR_FORMAT, "must be an array"},
+  {"event-number.json", "{\"traceEvents\": [1, 2]}", FALSE,
+   TRACE_ERROR_FORMAT, "traceEvents[0] is a number"},
+  {"rank-string.json",
+   "{\"distributedInfo\": {\"rank\": \"zero\"}, \"traceEvents\": []}", FALSE,
+   TRACE_ERROR_FORMAT, "distributedInfo.rank must be an integer"},
+  {"rank-negative.json",
+   "{\"distributedInfo\": {\"rank\": -1}, \"traceEvents\": []}", FALSE,
+   TRACE_ERROR_FORMAT, "distributedInfo.rank"},
+  {"missing-events.json", "{\"schemaVersion\": 1, \"traceName\": \"x\"}",
+   FALSE, TRACE_ERROR_FORMAT, "no \"traceEvents\""},
+  {"top-scalar.json", "42", FALSE, TRACE_ERROR_FORMAT, "top-level value"},
+  {"no-gpu.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": "
+   "\"aten::mm\", \"ts\": 1, \"dur\": 2}]}", FALSE, TRACE_ERROR_FORMAT,
+   "no GPU activity"},
+  {"missing-dur.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+   "\"ampere_sgemm\", \"ts\": 1}]}", FALSE, TRACE_ERROR_FORMAT,
+   "missing \"dur\""},
+  {"negative-dur.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": "
+   "\"Memcpy\", \"ts\": 1, \"dur\": -3.5}]}", FALSE, TRACE_ERROR_FORMAT,
+   "negative duration"},
+  {"huge-ts.json",
+   "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+   "\"ts\": 99999999999999999999999, \"dur\": 1}]}", FALSE,
+   TRACE_ERROR_FORMAT, "out of range"},
+  {"garbage.et", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", FALSE,
+   TRACE_ERROR_FORMAT, "length prefix"},
+  {"empty.et", "", FALSE, TRACE_ERROR_FORMAT, "empty file"},
+  {"truncated.et", NULL, FALSE, TRACE_ERROR_FORMAT, "truncated"},
+  {"metadata-only.et", "\x07\x0a\x05" "1.0.1", FALSE, TRACE_ERROR_FORMAT,
+   "no nodes"},
+  {"not-metadata.et", "\x03\x0a\x05x", FALSE, TRACE_ERROR_FORMAT,
+   "GlobalMetadata"},
+  {"junk.sqlite", "this is not a database, not at all, no no no", FALSE,
+   TRACE_ERROR_FORMAT, "junk.sqlite"},
+};
+
+static void test_malformed(gconstpointer data)
+{
+  const BadCase *c = data;
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, c->file, NULL);
+  if (c->content != NULL) {
+    gsize len = strlen(c->content);
+    if (strcmp(c->file, "metadata-only.et") == 0 ||
+        strcmp(c->file, "not-metadata.et") == 0)
+      len = (guchar)c->content[0] + 1;
+    if (c->gzip)
+      write_gz(path, c->content, len);
+    else
+      write_file(path, c->content, len);
+  } else if (g_str_has_suffix(c->file, ".et")) {
+    g_autofree char *raw = NULL;
+    gsize len;
+    g_assert_true(g_file_get_contents(CHAKRA, &raw, &len, NULL));
+    write_file(path, raw, len / 3);
+  } else if (c->gzip) {
+    g_autofree char *raw = NULL;
+    gsize len;
+    g_assert_true(g_file_get_contents(KINETO_W0, &raw, &len, NULL));
+    if (strcmp(c->file, "corrupt.json.gz") == 0) {
+      for (gsize i = len / 3; i < len / 3 + 64; i++)
+        raw[i] ^= 0x5a;
+      write_file(path, raw, len);
+    } else {
+      write_file(path, raw, len / 2);
+    }
+  } else {
+    g_autofree char *t = read_text(TWO_R0, NULL);
+    write_file(path, t, strlen(t) * 6 / 10);
+  }
+  GError *error = NULL;
+  const char *p[] = {path};
+  g_autoptr(SimWorkload) w = trace_import(p, 1, NULL, &error);
+  g_assert_null(w);
+  g_assert_error(error, TRACE_ERROR, c->code);
+  g_test_message("%s: %s", c->file, error->message);
+  g_assert_nonnull(strstr(error->message, c->file));
+  g_assert_nonnull(strstr(error->message, c->needle));
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
+/* Robustness: every truncation of a small trace is a clean error, and
+ * single-byte corruptions either import or fail cleanly (run under the
+ * sanitizers: no crash, no leak). */
+static void test_kineto_fuzz(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  gsize len;
+  g_autofree char *t = read_text(TWO_R0, &len);
+  g_autofree char *path = g_build_filename(dir, "cut.json", NULL);
+  const char *p[] = {path};
+  guint cuts = 0, flips_ok = 0, flips_err = 0;
+  /* Every cut that leaves the JSON incomplete must fail (the last "\n}"
+   * and trailing whitespace aside). */
+  for (gsize cut = 0; cut + 4 < len; cut += 41) {
+    write_file(path, t, cut);
+    GError *error = NULL;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, NULL, &error);
+    g_assert_null(w);
+    g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+    g_clear_error(&error);
+    cuts++;
+  }
+  for (gsize at = 1; at < len; at += 53) {
+    g_autofree char *m = g_memdup2(t, len);
+    m[at] = (char)(m[at] ^ 0x21);
+    write_file(path, m, len);
+    GError *error = NULL;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, NULL, &error);
+    if (w != NULL) {
+      g_assert_no_error(error);
+      g_assert_true(sim_workload_validate(w, NULL));
+      flips_ok++;
+    } else {
+      g_assert_nonnull(error);
+      g_assert_true(error->domain == TRACE_ERROR);
+      g_clear_error(&error);
+      flips_err++;
+    }
+  }
+  g_test_message("%u truncations, %u corruptions imported, %u rejected",
+                 cuts, flips_ok, flips_err);
+  g_assert_cmpuint(flips_err, >, 0);
+  test_rmdir(dir);
+}
+
+/* ---- Nsight Systems ----------------------------------------------------- */
+
+static void exec_sql(sqlite3 *db, const char *sql)
+{
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  if (rc != SQLITE_OK)
+    g_error("sql: %s: %s", sql, err);
+}
+
+/* The tables and columns of `nsys export --type sqlite` that the importer
+ * reads (plus a few it ignores), with a two-GPU, two-iteration run. */
+static void make_nsys(const char *path)
+{
+  sqlite3 *db = NULL;
+  g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
+  exec_sql(db,
+    "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT "
+    "NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end "
+    "INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT "
+    "NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
+    "INTEGER, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, "
+    "mangledName INTEGER, gridX INTEGER NOT NULL, registersPerThread "
+    "INTEGER NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end "
+    "INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT "
+    "NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
+    "INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind "
+    "INTEGER, dstKind INTEGER);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end "
+    "INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT "
+    "NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid "
+    "INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end "
+    "INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
+    "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER "
+    "NOT NULL, callchainId INTEGER);"
+    "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
+    "eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, color "
+    "INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId "
+    "INTEGER, domainId INTEGER, uint64Value INTEGER);"
+    "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT "
+    "NULL, name TEXT, busLocation TEXT, totalMemory INTEGER);"
+    "INSERT INTO StringIds VALUES (1, 'ampere_sgemm_128x64_nn'), "
+    "(2, 'ampere_sgemm'), (3, 'void at::native::vectorized_elementwise_"
+    "kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> "
+    ">(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)'), "
+    "(4, 'vectorized_elementwise_kernel'), (5, 'ncclDevKernel_AllReduce_Sum_"
+    "f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)'), "
+    "(6, 'ncclDevKernel_AllReduce'), (7, 'Optimizer.step#SGD.step'), "
+    "(8, 'cudaLaunchKernel');"
+    "INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA H100 80GB HBM3', "
+    "'0000:18:00.0', 85899345920), (0, 1, 'NVIDIA H100 80GB HBM3', "
+    "'0000:2a:00.0', 85899345920);"
+    /* NVTX: two iterations; phases; one range still open (end NULL). */
+    "INSERT INTO NVTX_EVENTS (start, end, eventType, text, textId) VALUES "
+    "(1000, 2000, 59, 'ProfilerStep#0', NULL), "
+    "(2000, 3000, 59, 'ProfilerStep#1', NULL), "
+    "(1000, 1040, 59, '## forward ##', NULL), "
+    "(1040, 1060, 59, '## backward ##', NULL), "
+    "(1060, 1080, 59, NULL, 7), "
+    "(1500, NULL, 59, 'unfinished', NULL), "
+    "(1000, 3000, 34, 'a marker', NULL);"
+    /* Launches (CPU times). */
+    "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, "
+    "correlationId, nameId, returnValue) VALUES "
+    "(1010, 1012, 0, 1, 8, 0), (1020, 1022, 0, 2, 8, 0), "
+    "(1045, 1047, 0, 3, 8, 0), (1065, 1067, 0, 4, 8, 0), "
+    "(2010, 2012, 0, 5, 8, 0), (2020, 2022, 0, 6, 8, 0), "
+    "(2030, 2032, 0, 7, 8, 0), (1011, 1013, 0, 101, 8, 0), "
+    "(1031, 1033, 0, 102, 8, 0), (2011, 2013, 0, 103, 8, 0);"
+    /* Device 0: step 0 = gemm, fill, nccl (stream 13), gemm; step 1 = gemm,
+     * then a memcpy and a memset.  Device 1: gemm, nccl; gemm. */
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, "
+    "contextId, streamId, correlationId, demangledName, shortName, gridX, "
+    "registersPerThread) VALUES "
+    "(1100, 1300, 0, 1, 7, 1, 1, 2, 1, 1), "
+    "(1300, 1350, 0, 1, 7, 2, 3, 4, 1, 1), "
+    "(1400, 1600, 0, 1, 13, 3, 5, 6, 1, 1), "
+    "(1700, 1900, 0, 1, 7, 4, 1, 2, 1, 1), "
+    "(2100, 2300, 0, 1, 7, 5, 1, 2, 1, 1), "
+    "(1100, 1290, 1, 1, 7, 101, 1, 2, 1, 1), "
+    "(1400, 1590, 1, 1, 13, 102, 5, 6, 1, 1), "
+    "(2100, 2280, 1, 1, 7, 103, 1, 2, 1, 1);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, "
+    "contextId, streamId, correlationId, bytes, copyKind) VALUES "
+    "(2300, 2310, 0, 1, 7, 6, 4096, 1);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET (start, end, deviceId, "
+    "contextId, streamId, correlationId, value, bytes) VALUES "
+    "(2310, 2315, 0, 1, 7, 7, 0, 4096);");
+  sqlite3_close(db);
+}
+
+static void test_nsys(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "report.sqlite", NULL);
+  make_nsys(path);
+  GError *error = NULL;
+  g_assert_cmpint(trace_detect_format(path, &error), ==, TRACE_FORMAT_NSYS);
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  const char *p[] = {path};
+  g_autoptr(SimWorkload) w = import_n(p, 1, 0, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(w->ref_gpu, ==, "H100-SXM5-80GB");
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "importer"), ==, "nsys");
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "iteration"), ==,
+                  "step 0");
+  g_assert_cmpuint(w->n_ranks, ==, 2);
+  RankStats s0, s1;
+  rank_stats(w, 0, &s0);
+  rank_stats(w, 1, &s1);
+  g_assert_cmpuint(s0.ops, ==, 4);
+  g_assert_cmpuint(s0.streams, ==, 2);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_GEMM], ==, 2);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_ELEMENTWISE], ==, 1);
+  g_assert_cmpuint(s0.cls[SIM_CLASS_COMM], ==, 1);
+  g_assert_cmpuint(s0.phase[SIM_PHASE_FORWARD], ==, 2);
+  g_assert_cmpuint(s0.phase[SIM_PHASE_BACKWARD], ==, 1);
+  g_assert_cmpuint(s0.phase[SIM_PHASE_OPTIMIZER], ==, 1);
+  g_assert_cmpint(s0.busy_ns, ==, 200 + 50 + 200 + 200);
+  g_assert_cmpuint(s1.ops, ==, 2);
+  g_assert_cmpint(s1.busy_ns, ==, 190 + 190);
+  /* Names from StringIds (demangled); NCCL at its recorded duration. */
+  const SimOp *k0 = &w->ranks[0].ops[0];
+  g_assert_cmpstr(sim_workload_name(w, k0->name), ==,
+                  "ampere_sgemm_128x64_nn");
+  const SimOp *nc = find_op(w, 0, SIM_OP_COLLECTIVE, 0);
+  g_assert_cmpint(nc->ref_ns, ==, 200);
+  g_assert_true(warned(warnings, "recorded durations"));
+  /* Every event. */
+  g_autoptr(SimWorkload) wa = import_n(p, 1, TRACE_ITERATION_ALL, NULL,
+                                       &error);
+  g_assert_no_error(error);
+  RankStats a0;
+  rank_stats(wa, 0, &a0);
+  g_assert_cmpuint(a0.ops, ==, 7);
+  g_assert_cmpuint(a0.cls[SIM_CLASS_MEMCPY], ==, 2);
+  gboolean htod = FALSE;
+  for (guint32 i = 0; i < wa->ranks[0].n_ops; i++)
+    htod |= strcmp(sim_workload_name(wa, wa->ranks[0].ops[i].name),
+                   "Memcpy HtoD") == 0;
+  g_assert_true(htod);
+  /* Second iteration; a third does not exist. */
+  g_autoptr(SimWorkload) w1 = import_n(p, 1, 1, NULL, &error);
+  g_assert_no_error(error);
+  rank_stats(w1, 0, &s0);
+  g_assert_cmpuint(s0.ops, ==, 3);
+  g_assert_null(import_n(p, 1, 2, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
+/* An older export: names stored as text, no StringIds, no correlation ids,
+ * no NVTX, no runtime table. */
+static void test_nsys_old_schema(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "old.sqlite", NULL);
+  sqlite3 *db = NULL;
+  g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
+  exec_sql(db,
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, "
+    "deviceId INTEGER, streamId INTEGER, name TEXT);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES "
+    "(10, 30, 0, 7, 'volta_sgemm_128x64_nn'), "
+    "(30, 35, 0, 7, 'softmax_warp_forward'), "
+    "(31, 40, 0, 9, 'vectorized_elementwise_kernel');");
+  sqlite3_close(db);
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  const char *p[] = {path};
+  g_autoptr(SimWorkload) w = import_n(p, 1, 0, warnings, &error);
+  g_assert_no_error(error);
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.ops, ==, 3);
+  g_assert_cmpuint(st.streams, ==, 2);
+  g_assert_cmpuint(st.cls[SIM_CLASS_GEMM], ==, 1);
+  g_assert_cmpuint(st.cls[SIM_CLASS_SOFTMAX], ==, 1);
+  g_assert_cmpint(st.busy_ns, ==, 20 + 5 + 9);
+  g_assert_true(warned(warnings, "names no GPU model"));
+  test_rmdir(dir);
+}
+
+static void test_nsys_errors(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  /* No kernel table. */
+  g_autofree char *nk = g_build_filename(dir, "nokernel.sqlite", NULL);
+  sqlite3 *db = NULL;
+  g_assert_cmpint(sqlite3_open(nk, &db), ==, SQLITE_OK);
+  exec_sql(db, "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
+               "INSERT INTO StringIds VALUES (1, 'x');");
+  sqlite3_close(db);
+  const char *p[] = {nk};
+  g_assert_null(trace_import(p, 1, NULL, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "nokernel.sqlite"));
+  g_assert_nonnull(strstr(error->message, "CUPTI_ACTIVITY_KIND_KERNEL"));
+  g_clear_error(&error);
+  /* Empty kernel table; a kernel table without start/end; NULL times. */
+  static const char *const sql[] = {
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER);",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin INTEGER, finish "
+    "INTEGER);",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 5);",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 5);",
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, end);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 'later');",
+  };
+  static const char *const needle[] = {"no GPU activity", "start/end",
+                                       "start is NULL", "before start",
+                                       "end is text"};
+  for (gsize i = 0; i < G_N_ELEMENTS(sql); i++) {
+    g_autofree char *f = g_strdup_printf("%s/bad%zu.sqlite", dir, i);
+    g_assert_cmpint(sqlite3_open(f, &db), ==, SQLITE_OK);
+    exec_sql(db, sql[i]);
+    sqlite3_close(db);
+    const char *q[] = {f};
+    g_assert_null(trace_import(q, 1, NULL, &error));
+    g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+    g_assert_nonnull(strstr(error->message, needle[i]));
+    g_clear_error(&error);
+  }
+  test_rmdir(dir);
+}
+
+/* ---- Chakra ------------------------------------------------------------- */
+
+static guint64 varint(const guint8 *d, gsize n, gsize *i)
+{
+  guint64 v = 0;
+  for (int s = 0; *i < n && s < 64; s += 7) {
+    guint8 c = d[(*i)++];
+    v |= (guint64)(c & 0x7f) << s;
+    if (!(c & 0x80))
+      break;
+  }
+  return v;
+}
+
+/* Independent walk of the wire format: nodes, GPU nodes (is_cpu_op false),
+ * communication nodes, and the sum of the GPU nodes' durations. */
+static void scan_chakra(const guint8 *d, gsize n, guint *nodes, guint *gpu,
+                        guint *comm, guint64 *dur_us)
+{
+  *nodes = *gpu = *comm = 0;
+  *dur_us = 0;
+  gsize i = 0;
+  gboolean first = TRUE;
+  while (i < n) {
+    gsize len = varint(d, n, &i), end = i + len;
+    g_assert_cmpuint(end, <=, n);
+    if (first) {
+      first = FALSE;
+      i = end;
+      continue;
+    }
+    guint64 type = 0, dur = 0;
+    gboolean cpu = TRUE;
+    while (i < end) {
+      guint64 key = varint(d, n, &i);
+      guint f = (guint)(key >> 3), wt = (guint)(key & 7);
+      if (wt == 0) {
+        guint64 v = varint(d, n, &i);
+        if (f == 3)
+          type = v;
+        else if (f == 7)
+          dur = v;
+      } else if (wt == 2) {
+        gsize l = varint(d, n, &i), e2 = i + l;
+        if (f == 10) { /* an attribute: name (1), bool_val (27) */
+          gboolean is_cpu_attr = FALSE;
+          guint64 bv = 1;
+          while (i < e2) {
+            guint64 k2 = varint(d, n, &i);
+            if ((k2 & 7) == 2) {
+              gsize l2 = varint(d, n, &i);
+              if ((k2 >> 3) == 1 && l2 == 9 &&
+                  memcmp(d + i, "is_cpu_op", 9) == 0)
+                is_cpu_attr = TRUE;
+              i += l2;
+            } else if ((k2 & 7) == 0) {
+              guint64 v = varint(d, n, &i);
+              if ((k2 >> 3) == 27)
+                bv = v;
+            } else if ((k2 & 7) == 1) {
+              i += 8;
+            } else {
+              i += 4;
+            }
+          }
+          if (is_cpu_attr)
+            cpu = bv != 0;
+        }
+        i = e2;
+      } else if (wt == 1) {
+        i += 8;
+      } else {
+        i += 4;
+      }
+    }
+    (*nodes)++;
+    if (!cpu) {
+      (*gpu)++;
+      *dur_us += dur;
+      if (type >= 5 && type <= 7)
+        (*comm)++;
+    }
+  }
+}
+
+static void test_chakra(void)
+{
+  g_autofree char *raw = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(CHAKRA, &raw, &len, NULL));
+  guint nodes, gpu, comm;
+  guint64 dur_us;
+  scan_chakra((const guint8 *)raw, len, &nodes, &gpu, &comm, &dur_us);
+  g_assert_cmpuint(nodes, ==, 3664); /* data/README.md */
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  const char *p[] = {CHAKRA};
+  g_autoptr(SimWorkload) w = import_n(p, 1, 0, warnings, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < warnings->len; i++)
+    g_test_message("warning: %s", (char *)g_ptr_array_index(warnings, i));
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_test_message("chakra: %u nodes, %u GPU (%u comm); imported %u ops on %u "
+                 "streams, %u markers, busy %.3f ms", nodes, gpu, comm,
+                 st.ops, st.streams, st.markers, st.busy_ns * 1e-6);
+  g_assert_cmpuint(st.ops, ==, gpu);
+  g_assert_cmpuint(st.cls[SIM_CLASS_COMM], ==, comm);
+  g_assert_cmpuint(st.kind[SIM_OP_COLLECTIVE], ==, comm);
+  g_assert_cmpint(st.busy_ns, ==, (gint64)dur_us * 1000);
+  g_assert_cmpuint(st.streams, ==, 2);
+  g_assert_cmpuint(st.waits, >, 0);
+  g_assert_cmpuint(st.phase[SIM_PHASE_BACKWARD], >, 0);
+  g_assert_true(sim_workload_validate(w, &error));
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "importer"), ==,
+                  "chakra");
+  /* It replays. */
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->time_ns, >, 0);
+  g_assert_cmpfloat(r->energy_j, >, 0);
+}
+
+/* Two Chakra ranks (the same file under two rank names): collectives are
+ * matched on the group of both and priced by the network model. */
+static void test_chakra_two_ranks(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *raw = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(CHAKRA, &raw, &len, NULL));
+  g_autofree char *a = g_build_filename(dir, "job.1.et", NULL);
+  g_autofree char *b = g_build_filename(dir, "job.0.et", NULL);
+  write_file(a, raw, len);
+  write_file(b, raw, len);
+  GError *error = NULL;
+  const char *p[] = {a, b};
+  g_autoptr(SimWorkload) w = import_n(p, 2, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "global_ranks"), ==,
+                  "0,1");
+  const SimOp *c = find_op(w, 0, SIM_OP_COLLECTIVE, 0);
+  g_assert_nonnull(c);
+  g_assert_cmpint(c->ref_ns, ==, 0);
+  guint n;
+  sim_workload_group(w, c->peer, &n);
+  g_assert_cmpuint(n, ==, 2);
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->n_gpus, ==, 2);
+  test_rmdir(dir);
+}
+
+/* ---- replay fidelity ---------------------------------------------------- */
+
+typedef struct {
+  const char *label;
+  const char *paths[2];
+  guint n;
+} FidelityCase;
+
+static const FidelityCase fidelity_cases[] = {
+  {"a100_2rank_nccl_rank0", {KINETO_A100}, 1},
+  {"sampled_world128_rank0", {KINETO_W0}, 1},
+  {"sampled_world128_rank1", {KINETO_W1}, 1},
+  {"sampled_world128 both ranks", {KINETO_W0, KINETO_W1}, 2},
+  {"pytorch_rank0.0.et", {CHAKRA}, 1},
+};
+
+/* Replayed at the trace's own clocks (the reference GPU at its default
+ * clocks), each rank's GPU busy time -- the summed durations of its
+ * kernels, copies and communication -- matches the trace's. */
+static void test_fidelity(gconstpointer data)
+{
+  const FidelityCase *c = data;
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = import_n(c->paths, c->n, 0, NULL, &error);
+  g_assert_no_error(error);
+  static const double limits[] = {-1, 0};
+  double worst[2] = {0, 0};
+  g_autoptr(SimResult) r0 = NULL;
+  for (guint li = 0; li < 2; li++) {
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, limits[li], &rec, &error);
+    g_assert_no_error(error);
+    g_autofree double *busy = g_new0(double, w->n_ranks);
+    for (guint i = 0; i < rec.recs->len; i++) {
+      const SimOpRecord *x = &g_array_index(rec.recs, SimOpRecord, i);
+      busy[x->gpu] += (double)(x->end_ns - x->start_ns);
+    }
+    g_array_unref(rec.recs);
+    for (guint g = 0; g < w->n_ranks; g++) {
+      RankStats st;
+      rank_stats(w, g, &st);
+      double err = fabs(busy[g] - (double)st.busy_ns) / (double)st.busy_ns;
+      g_test_message("%s rank %u (%s power limit): trace busy %.6f ms, "
+                     "replay busy %.6f ms, error %.4f%%", c->label, g,
+                     li == 0 ? "default" : "maximum", st.busy_ns * 1e-6,
+                     busy[g] * 1e-6, err * 100);
+      worst[li] = MAX(worst[li], err);
+    }
+    if (li == 0)
+      r0 = g_steal_pointer(&r);
+  }
+  /* The acceptance figure: within 2% at the trace's own clocks and power
+   * limit (the default: measured kernels are referenced under the reference
+   * GPU's default limit, models/cluster.c, so replay reproduces them).
+   * Raising the limit to the maximum lets the model run capped kernels
+   * faster than recorded (up to -3.9% here, docs/trace-import.md). */
+  g_assert_cmpfloat(worst[0], <=, 0.02);
+  g_assert_cmpfloat(worst[1], <=, 0.05);
+
+  /* A lower locked SM clock never makes the replay shorter (every DVFS
+   * policy prices imported kernels through the relative model). */
+  g_autoptr(SimResult) slow = replay(w, DVFS_FIXED, 900, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(slow->time_ns, >=, r0->time_ns);
+  double kt = 0, ks = 0;
+  for (guint g = 0; g < w->n_ranks; g++) {
+    kt += r0->per_gpu[g].kernel_ns;
+    ks += slow->per_gpu[g].kernel_ns;
+  }
+  g_assert_cmpfloat(ks, >, kt);
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(class_cases); i++) {
+    g_autofree char *n = g_strdup_printf("/import/classify/kernel/%zu", i);
+    g_test_add_data_func(n, &class_cases[i], test_classify_kernels);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(comm_cases); i++) {
+    g_autofree char *n = g_strdup_printf("/import/classify/comm/%zu", i);
+    g_test_add_data_func(n, &comm_cases[i], test_classify_comm);
+  }
+  g_test_add_func("/import/classify/misc", test_classify_misc);
+  g_test_add_func("/import/detect", test_detect);
+  for (gsize i = 0; i < G_N_ELEMENTS(real_cases); i++) {
+    g_autofree char *base = g_path_get_basename(real_cases[i].path);
+    g_autofree char *n = g_strdup_printf("/import/kineto/real/%s/%s", base,
+                                         real_cases[i].first_step ? "step"
+                                                                  : "all");
+    g_test_add_data_func(n, &real_cases[i], test_kineto_real);
+  }
+  g_test_add_func("/import/kineto/iterations", test_kineto_iterations);
+  g_test_add_func("/import/kineto/partial-job", test_kineto_partial_job);
+  g_test_add_func("/import/kineto/two-rank", test_kineto_two_rank);
+  g_test_add_func("/import/kineto/unpaired", test_kineto_unpaired);
+  g_test_add_func("/import/kineto/multi-wait", test_kineto_multi_wait);
+  g_test_add_func("/import/kineto/array-format", test_kineto_array_format);
+  g_test_add_func("/import/kineto/fuzz", test_kineto_fuzz);
+  g_test_add_func("/import/kineto/synthetic", test_kineto_synthetic);
+  for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+    g_autofree char *n = g_strdup_printf("/import/malformed/%s",
+                                         bad_cases[i].file);
+    g_test_add_data_func(n, &bad_cases[i], test_malformed);
+  }
+  g_test_add_func("/import/nsys/basic", test_nsys);
+  g_test_add_func("/import/nsys/old-schema", test_nsys_old_schema);
+  g_test_add_func("/import/nsys/errors", test_nsys_errors);
+  g_test_add_func("/import/chakra/real", test_chakra);
+  g_test_add_func("/import/chakra/two-ranks", test_chakra_two_ranks);
+  for (gsize i = 0; i < G_N_ELEMENTS(fidelity_cases); i++) {
+    g_autofree char *n = g_strdup_printf("/import/fidelity/%zu", i);
+    g_test_add_data_func(n, &fidelity_cases[i], test_fidelity);
+  }
+  return g_test_run();
+}

@@ -1,0 +1,1096 @@
+/* traces/kineto.c -- streaming reader of PyTorch profiler (Kineto) traces.
+ *
+ * Format: Chrome trace-event JSON, one file per rank, optionally gzipped:
+ *
+ *   { "distributedInfo": {"rank": 0, "world_size": 2, "pg_config": [...]},
+ *     "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}, ...],
+ *     "traceEvents": [ {"ph": "X", "cat": "kernel", "name": "...",
+ *                       "pid": 0, "tid": 7, "ts": 123.456, "dur": 7.5,
+ *                       "args": {"device": 0, "stream": 7,
+ *                                "correlation": 57541, ...}}, ... ] }
+ *
+ * (a bare top-level array of events is accepted too).  ts and dur are
+ * microseconds, often with fractions; they are converted to integer
+ * nanoseconds exactly from their decimal text (no binary rounding).
+ *
+ * What is kept (everything else is skipped as it streams past):
+ *  - GPU activity: complete ("X") events of cat "kernel", "gpu_memcpy",
+ *    "gpu_memset" (older profilers: "Kernel", "Memcpy", "Memset") ->
+ *    TraceRawOp (device = args.device or pid, stream =
+ *    args.stream or tid, correlation = args.correlation).  NCCL kernels
+ *    also carry their communication args: "Collective name", "In msg
+ *    nelems", "Out msg nelems", "dtype", "Group size", "Process Group
+ *    Ranks", "Process Group Name", "Src Rank", "Dst Rank".
+ *  - CPU launches: cat "cuda_runtime"/"cuda_driver"/"Runtime" events with a
+ *    correlation id -> their CPU start time (to place GPU ops in
+ *    iterations and phases by when they were launched).
+ *  - CPU ranges: "ProfilerStep#N" (iterations) and phase markers
+ *    (traces/classify.c) among the other complete CPU events.
+ *  - Cross-stream waits: cat "cuda_sync" "Stream Wait Event" events
+ *    (recorded when the profiler runs with enable_cuda_sync_events) with
+ *    args stream, correlation, wait_on_stream and
+ *    wait_on_cuda_event_record_corr_id.
+ *
+ * The parser is yajl's event (SAX) interface fed 256 KiB chunks from read()
+ * or zlib's gzread(), so memory is proportional to the kept records, not
+ * to the file.  The position in the JSON is a stack of container roles
+ * (root, traceEvents, an event, its args, ...); scalars are interpreted by
+ * (role, key).  Malformed input of any kind -- truncated or corrupt gzip,
+ * truncated or invalid JSON, wrong types for the fields used, a missing
+ * traceEvents array, an empty file -- ends the parse with TRACE_ERROR_FORMAT
+ * naming the file and the byte offset or event index.
+ */
+#include "traces/import.h"
+#include "traces/classify.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#define CHUNK (256 * 1024)
+#define MAX_ROLES 64
+
+typedef enum {
+  R_IGNORE = 0, R_ROOT, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_RANKS, R_DIST,
+  R_PGCONF, R_PG, R_PG_RANKS, R_DEVPROPS, R_DEVPROP
+} Role;
+
+typedef enum {
+  K_OTHER = 0,
+  /* root */
+  K_TRACE_EVENTS, K_DIST, K_DEVPROPS,
+  /* event */
+  K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,
+  /* args */
+  K_DEVICE, K_STREAM, K_CORR, K_COLL_NAME, K_IN_NELEMS, K_OUT_NELEMS,
+  K_DTYPE, K_GROUP_SIZE, K_PG_RANKS, K_PG_NAME, K_SRC_RANK, K_DST_RANK,
+  K_WAIT_STREAM, K_WAIT_CORR,
+  /* distributedInfo / pg_config / deviceProperties */
+  K_RANK, K_WORLD, K_PG_CONFIG, K_PGC_NAME, K_PGC_RANKS, K_ID, K_DEV_NAME
+} Key;
+
+typedef enum {
+  C_OTHER = 0, C_KERNEL, C_MEMCPY, C_MEMSET, C_RUNTIME, C_SYNC, C_GPU_ANNOT
+} Cat;
+
+typedef struct {
+  gboolean has_ts, has_dur, has_pid, has_tid, has_device, has_stream,
+      has_corr, has_coll, has_dtype, has_pg_ranks, has_pg_name;
+  char ph;
+  Cat cat;
+  gint64 ts_ns, dur_ns, pid, tid, device, stream, corr;
+  gint64 in_nelems, out_nelems, group_size, src_rank, dst_rank;
+  gint64 wait_stream, wait_corr;
+  GString *name, *coll, *dtype, *pg_ranks, *pg_name;
+} Event;
+
+typedef struct {
+  const char *path;
+  TraceRawRank *raw;
+  SimWorkload *names;
+  GError *error;            /* first error raised in a callback */
+  guint8 roles[MAX_ROLES];
+  gint depth;               /* open containers */
+  Key key;                  /* last key of the innermost map */
+  gboolean root_seen, events_seen;
+  guint64 n_events;         /* traceEvents elements so far */
+  Event ev;
+  /* distributedInfo / pg_config / deviceProperties scratch */
+  GString *pgc_name, *pgc_ranks;
+  gboolean has_dev_id;
+  gint64 dev_id;
+  GString *dev_name;
+  /* caches */
+  GByteArray *nccl;         /* per name id: 0 unknown, 1 no, 2 yes */
+  GHashTable *cpu_names;    /* CPU event name -> (phase + 2) or 1 (none) */
+} Kin;
+
+#define FAIL(k, ...)                                                        \
+  do {                                                                      \
+    if ((k)->error == NULL) {                                               \
+      g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                   \
+      g_set_error(&(k)->error, TRACE_ERROR, TRACE_ERROR_FORMAT, "%s: %s",   \
+                  (k)->path, m_);                                           \
+    }                                                                       \
+    return 0;                                                               \
+  } while (0)
+
+static inline Role top_role(const Kin *k)
+{
+  if (k->depth <= 0 || k->depth > MAX_ROLES)
+    return R_IGNORE;
+  return (Role)k->roles[k->depth - 1];
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+/* Decimal microseconds -> integer nanoseconds, rounded half away from zero.
+ * Exact for plain decimals; exponents go through strtod. */
+static gboolean us_to_ns(const char *s, size_t len, gint64 *out)
+{
+  size_t i = 0;
+  gboolean neg = FALSE;
+  if (i < len && (s[i] == '-' || s[i] == '+'))
+    neg = s[i++] == '-';
+  guint64 ip = 0;
+  size_t d0 = i;
+  for (; i < len && g_ascii_isdigit(s[i]); i++) {
+    /* ip stays below 9.3e15 us, so ip * 1000 + 999 fits in a guint64;
+     * the final check keeps it within gint64. */
+    if (ip > (guint64)G_MAXINT64 / 10000)
+      return FALSE;
+    ip = ip * 10 + (guint64)(s[i] - '0');
+  }
+  gboolean digits = i > d0;
+  guint64 frac = 0;
+  int fd = 0, round = 0;
+  if (i < len && s[i] == '.') {
+    i++;
+    for (; i < len && g_ascii_isdigit(s[i]); i++, digits = TRUE) {
+      if (fd < 3)
+        frac = frac * 10 + (guint64)(s[i] - '0');
+      else if (fd == 3)
+        round = s[i] >= '5';
+      fd++;
+    }
+  }
+  if (!digits)
+    return FALSE;
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    char buf[64];
+    if (len >= sizeof buf)
+      return FALSE;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end = NULL;
+    double v = g_ascii_strtod(buf, &end);
+    if (end != buf + len || !isfinite(v) || fabs(v) * 1e3 > 9.2e18)
+      return FALSE;
+    *out = (gint64)llround(v * 1e3);
+    return TRUE;
+  }
+  if (i != len)
+    return FALSE;
+  for (; fd < 3; fd++)
+    frac *= 10;
+  guint64 v = ip * 1000 + frac + (guint64)round;
+  if (v > (guint64)G_MAXINT64)
+    return FALSE;
+  *out = neg ? -(gint64)v : (gint64)v;
+  return TRUE;
+}
+
+/* An integer (a float with a zero fraction is accepted). */
+static gboolean parse_int(const char *s, size_t len, gint64 *out)
+{
+  /* Fast path: plain decimal integers (nearly every id and size). */
+  size_t i = 0;
+  gboolean neg = len > 0 && s[0] == '-';
+  i = neg ? 1 : 0;
+  if (len > i && len - i <= 18) {
+    gint64 v = 0;
+    for (; i < len && g_ascii_isdigit(s[i]); i++)
+      v = v * 10 + (s[i] - '0');
+    if (i == len && len > (size_t)neg) {
+      *out = neg ? -v : v;
+      return TRUE;
+    }
+  }
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return FALSE;
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  char *end = NULL;
+  errno = 0;
+  gint64 v = g_ascii_strtoll(buf, &end, 10);
+  if (end == buf + len && errno == 0) {
+    *out = v;
+    return TRUE;
+  }
+  double d = g_ascii_strtod(buf, &end);
+  if (end != buf + len || !isfinite(d) || d != floor(d) || fabs(d) > 9e18)
+    return FALSE;
+  *out = (gint64)d;
+  return TRUE;
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(s, lit, len) == 0)
+
+static Key event_key(const unsigned char *us, size_t len)
+{
+  const char *s = (const char *)us;
+  switch (len) {
+  case 2:
+    if (IS("ph")) return K_PH;
+    if (IS("ts")) return K_TS;
+    break;
+  case 3:
+    if (IS("cat")) return K_CAT;
+    if (IS("dur")) return K_DUR;
+    if (IS("pid")) return K_PID;
+    if (IS("tid")) return K_TID;
+    break;
+  case 4:
+    if (IS("name")) return K_NAME;
+    if (IS("args")) return K_ARGS;
+    break;
+  default:
+    break;
+  }
+  return K_OTHER;
+}
+
+static Key args_key(const unsigned char *us, size_t len)
+{
+  const char *s = (const char *)us;
+  switch (s[0]) {
+  case 'd':
+    if (IS("device")) return K_DEVICE;
+    if (IS("dtype")) return K_DTYPE;
+    break;
+  case 's':
+    if (IS("stream")) return K_STREAM;
+    break;
+  case 'c':
+    if (IS("correlation")) return K_CORR;
+    break;
+  case 'C':
+    if (IS("Collective name")) return K_COLL_NAME;
+    break;
+  case 'I':
+    if (IS("In msg nelems")) return K_IN_NELEMS;
+    break;
+  case 'O':
+    if (IS("Out msg nelems")) return K_OUT_NELEMS;
+    break;
+  case 'G':
+    if (IS("Group size")) return K_GROUP_SIZE;
+    break;
+  case 'P':
+    if (IS("Process Group Ranks")) return K_PG_RANKS;
+    if (IS("Process Group Name")) return K_PG_NAME;
+    break;
+  case 'S':
+    if (IS("Src Rank")) return K_SRC_RANK;
+    break;
+  case 'D':
+    if (IS("Dst Rank")) return K_DST_RANK;
+    break;
+  case 'w':
+    if (IS("wait_on_stream")) return K_WAIT_STREAM;
+    if (IS("wait_on_cuda_event_record_corr_id")) return K_WAIT_CORR;
+    break;
+  default:
+    break;
+  }
+  return K_OTHER;
+}
+
+static Key other_key(Role role, const unsigned char *us, size_t len)
+{
+  const char *s = (const char *)us;
+  switch (role) {
+  case R_ROOT:
+    if (IS("traceEvents")) return K_TRACE_EVENTS;
+    if (IS("distributedInfo")) return K_DIST;
+    if (IS("deviceProperties")) return K_DEVPROPS;
+    break;
+  case R_DIST:
+    if (IS("rank")) return K_RANK;
+    if (IS("world_size")) return K_WORLD;
+    if (IS("pg_config")) return K_PG_CONFIG;
+    break;
+  case R_PG:
+    if (IS("pg_name")) return K_PGC_NAME;
+    if (IS("ranks")) return K_PGC_RANKS;
+    break;
+  case R_DEVPROP:
+    if (IS("id")) return K_ID;
+    if (IS("name")) return K_DEV_NAME;
+    break;
+  default:
+    break;
+  }
+  return K_OTHER;
+}
+
+static Cat cat_of(const char *s, size_t len)
+{
+  switch (len) {
+  case 6:
+    if (IS("kernel")) return C_KERNEL;
+    if (IS("Kernel")) return C_KERNEL; /* PyTorch <= 1.10 spellings */
+    if (IS("Memcpy")) return C_MEMCPY;
+    if (IS("Memset")) return C_MEMSET;
+    break;
+  case 7:
+    if (IS("Runtime")) return C_RUNTIME;
+    break;
+  case 9:
+    if (IS("cuda_sync")) return C_SYNC;
+    break;
+  case 10:
+    if (IS("gpu_memcpy")) return C_MEMCPY;
+    if (IS("gpu_memset")) return C_MEMSET;
+    break;
+  case 11:
+    if (IS("cuda_driver")) return C_RUNTIME;
+    break;
+  case 12:
+    if (IS("cuda_runtime")) return C_RUNTIME;
+    break;
+  case 19:
+    if (IS("gpu_user_annotation")) return C_GPU_ANNOT;
+    break;
+  default:
+    break;
+  }
+  return C_OTHER;
+}
+
+#undef IS
+
+/* ---- events ------------------------------------------------------------- */
+
+static void event_reset(Event *e)
+{
+  GString *name = e->name, *coll = e->coll, *dtype = e->dtype,
+          *pgr = e->pg_ranks, *pgn = e->pg_name;
+  memset(e, 0, sizeof *e);
+  e->name = name;
+  e->coll = coll;
+  e->dtype = dtype;
+  e->pg_ranks = pgr;
+  e->pg_name = pgn;
+  g_string_truncate(e->name, 0);
+  g_string_truncate(e->coll, 0);
+  g_string_truncate(e->dtype, 0);
+  g_string_truncate(e->pg_ranks, 0);
+  g_string_truncate(e->pg_name, 0);
+  e->in_nelems = e->out_nelems = e->group_size = -1;
+  e->src_rank = e->dst_rank = e->wait_stream = e->wait_corr = -1;
+}
+
+static gboolean is_nccl(Kin *k, guint32 name)
+{
+  if (name >= k->nccl->len) {
+    guint old = k->nccl->len;
+    g_byte_array_set_size(k->nccl, name + 1);
+    memset(k->nccl->data + old, 0, name + 1 - old);
+  }
+  if (k->nccl->data[name] == 0)
+    k->nccl->data[name] = trace_is_nccl_kernel(sim_workload_name(k->names,
+                                                                 name))
+                              ? 2 : 1;
+  return k->nccl->data[name] == 2;
+}
+
+/* Communication record of an NCCL kernel event. */
+static guint32 add_comm(Kin *k, const Event *e)
+{
+  TraceRawComm c = {0};
+  TraceCommKind kind = TRACE_COMM_COLL;
+  SimCollType coll = SIM_COLL_ALL_REDUCE;
+  if (!(e->has_coll &&
+        trace_comm_from_collective_name(e->coll->str, &kind, &coll)))
+    trace_comm_from_kernel_name(e->name->str, &kind, &coll);
+  c.kind = (guint8)kind;
+  c.coll = (guint8)coll;
+  guint elem = e->has_dtype ? trace_dtype_bytes(e->dtype->str) : 0;
+  if (elem == 0)
+    elem = 4; /* float when the dtype is missing or unknown */
+  gint64 nel = e->in_nelems;
+  if ((kind == TRACE_COMM_COLL && coll == SIM_COLL_ALL_GATHER) ||
+      kind == TRACE_COMM_RECV || nel < 0)
+    nel = e->out_nelems >= 0 ? e->out_nelems : e->in_nelems;
+  c.bytes = nel > 0 ? (double)nel * elem : 0.0;
+  c.peer = kind == TRACE_COMM_SEND ? e->dst_rank
+           : kind == TRACE_COMM_RECV ? e->src_rank : -1;
+  c.group_size = e->group_size;
+  c.ranks = e->has_pg_ranks && e->pg_ranks->len > 0
+                ? g_strdup(e->pg_ranks->str) : NULL;
+  c.pg_name = e->has_pg_name ? g_strdup(e->pg_name->str) : NULL;
+  g_array_append_val(k->raw->comms, c);
+  return k->raw->comms->len - 1;
+}
+
+/* Phase or step marked by a CPU event name.  The answer is cached per name
+ * (value: code + 1; code 0 = nothing, 1 = a step, phase + 2 = a phase);
+ * step names are unique per step and not cached. */
+static void cpu_range(Kin *k, const Event *e)
+{
+  const char *name = e->name->str;
+  gpointer v = g_hash_table_lookup(k->cpu_names, name);
+  gint code;
+  if (v != NULL) {
+    code = GPOINTER_TO_INT(v) - 1;
+  } else if (g_str_has_prefix(name, "ProfilerStep#")) {
+    code = 1;
+  } else {
+    gint ph = trace_phase_of_annotation(name);
+    code = ph >= 0 ? ph + 2 : 0;
+    g_hash_table_insert(k->cpu_names, g_strdup(name),
+                        GINT_TO_POINTER(code + 1));
+  }
+  if (code == 0)
+    return;
+  TraceRawRange r = {e->ts_ns, e->ts_ns + e->dur_ns, -1, -1};
+  if (code == 1) {
+    if (!trace_parse_step(name, &r.step))
+      return;
+  } else {
+    r.phase = code - 2;
+  }
+  g_array_append_val(k->raw->ranges, r);
+}
+
+static int event_end(Kin *k)
+{
+  Event *e = &k->ev;
+  guint64 idx = k->n_events++;
+  if (e->ph != 'X' && e->ph != '\0')
+    return 1;
+  switch (e->cat) {
+  case C_KERNEL:
+  case C_MEMCPY:
+  case C_MEMSET: {
+    if (!e->has_ts || !e->has_dur)
+      FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (%s \"%.60s\"): missing "
+           "\"%s\"", idx, e->cat == C_KERNEL ? "kernel" : "memory op",
+           e->name->str, e->has_ts ? "dur" : "ts");
+    if (e->dur_ns < 0)
+      FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (\"%.60s\"): negative "
+           "duration", idx, e->name->str);
+    TraceRawOp op = {0};
+    op.ts_ns = e->ts_ns;
+    op.dur_ns = e->dur_ns;
+    op.launch_ns = e->ts_ns;
+    op.corr = e->has_corr ? e->corr : -1;
+    op.device = e->has_device ? e->device : e->has_pid ? e->pid : 0;
+    op.stream = e->has_stream ? e->stream : e->has_tid ? e->tid : 0;
+    op.kind = e->cat == C_KERNEL ? TRACE_RAW_KERNEL
+              : e->cat == C_MEMCPY ? TRACE_RAW_MEMCPY : TRACE_RAW_MEMSET;
+    if (e->name->len == 0)
+      g_string_assign(e->name, e->cat == C_KERNEL ? "(unnamed kernel)"
+                               : e->cat == C_MEMCPY ? "Memcpy" : "Memset");
+    op.name = sim_workload_intern(k->names, e->name->str);
+    op.comm = G_MAXUINT32;
+    if (e->cat == C_KERNEL && is_nccl(k, op.name))
+      op.comm = add_comm(k, e);
+    g_array_append_val(k->raw->ops, op);
+    return 1;
+  }
+  case C_RUNTIME:
+    if (e->has_corr && e->has_ts) {
+      TraceRawLaunch l = {e->corr, e->ts_ns};
+      g_array_append_val(k->raw->launches, l);
+    }
+    return 1;
+  case C_SYNC:
+    if (e->has_stream && e->has_corr && e->wait_stream >= 0 &&
+        e->wait_corr >= 0 && strstr(e->name->str, "Wait") != NULL) {
+      TraceRawSync s = {e->has_device ? e->device : e->has_pid ? e->pid : 0,
+                        e->stream, e->corr, e->wait_stream, e->wait_corr};
+      g_array_append_val(k->raw->syncs, s);
+    }
+    return 1;
+  case C_GPU_ANNOT:
+    return 1;
+  default:
+    if (e->has_ts && e->has_dur && e->name->len > 0)
+      cpu_range(k, e);
+    return 1;
+  }
+}
+
+/* ---- yajl callbacks ----------------------------------------------------- */
+
+/* A scalar of the wrong type for (role, key): message or NULL if fine. */
+static int type_error(Kin *k, const char *got)
+{
+  Role r = top_role(k);
+  if (r == R_EVENTS)
+    FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] is %s, not an object",
+         k->n_events, got);
+  if (r == R_EVENT) {
+    const char *want = NULL;
+    switch (k->key) {
+    case K_TS: want = "\"ts\" must be a number"; break;
+    case K_DUR: want = "\"dur\" must be a number"; break;
+    case K_NAME: want = "\"name\" must be a string"; break;
+    case K_CAT: want = "\"cat\" must be a string"; break;
+    case K_PH: want = "\"ph\" must be a string"; break;
+    case K_ARGS: want = "\"args\" must be an object"; break;
+    default: break;
+    }
+    if (want != NULL)
+      FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "]: %s, not %s",
+           k->n_events, want, got);
+  }
+  if (r == R_ROOT && k->key == K_TRACE_EVENTS)
+    FAIL(k, "\"traceEvents\" must be an array, not %s", got);
+  if (r == R_DIST && (k->key == K_RANK || k->key == K_WORLD))
+    FAIL(k, "distributedInfo.%s must be an integer, not %s",
+         k->key == K_RANK ? "rank" : "world_size", got);
+  if (k->depth == 0)
+    FAIL(k, "the top-level value is %s, not a trace object", got);
+  return 1;
+}
+
+static int cb_null(void *ctx)
+{
+  Kin *k = ctx;
+  Role r = top_role(k);
+  if (r == R_EVENT && k->key == K_ARGS)
+    return 1; /* "args": null is harmless */
+  return type_error(k, "null");
+}
+
+static int cb_boolean(void *ctx, int v)
+{
+  (void)v;
+  return type_error(ctx, "a boolean");
+}
+
+static int cb_number(void *ctx, const char *s, size_t len)
+{
+  Kin *k = ctx;
+  Role r = top_role(k);
+  Event *e = &k->ev;
+  gint64 v;
+  switch (r) {
+  case R_EVENT:
+    switch (k->key) {
+    case K_TS:
+    case K_DUR:
+      if (!us_to_ns(s, len, &v))
+        FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "]: \"%s\" value %.*s is "
+             "out of range", k->n_events, k->key == K_TS ? "ts" : "dur",
+             (int)MIN(len, 40), s);
+      if (k->key == K_TS) {
+        e->ts_ns = v;
+        e->has_ts = TRUE;
+      } else {
+        e->dur_ns = v;
+        e->has_dur = TRUE;
+      }
+      return 1;
+    case K_PID:
+      e->has_pid = parse_int(s, len, &e->pid);
+      return 1;
+    case K_TID:
+      e->has_tid = parse_int(s, len, &e->tid);
+      return 1;
+    default:
+      return type_error(k, "a number");
+    }
+  case R_ARGS:
+    if (k->key == K_OTHER || !parse_int(s, len, &v))
+      return 1;
+    switch (k->key) {
+    case K_DEVICE: e->device = v; e->has_device = TRUE; break;
+    case K_STREAM: e->stream = v; e->has_stream = TRUE; break;
+    case K_CORR: e->corr = v; e->has_corr = TRUE; break;
+    case K_IN_NELEMS: e->in_nelems = v; break;
+    case K_OUT_NELEMS: e->out_nelems = v; break;
+    case K_GROUP_SIZE: e->group_size = v; break;
+    case K_SRC_RANK: e->src_rank = v; break;
+    case K_DST_RANK: e->dst_rank = v; break;
+    case K_WAIT_STREAM: e->wait_stream = v; break;
+    case K_WAIT_CORR: e->wait_corr = v; break;
+    default: break;
+    }
+    return 1;
+  case R_ARGS_RANKS:
+    if (parse_int(s, len, &v)) {
+      g_string_append_printf(e->pg_ranks, "%s%" G_GINT64_FORMAT,
+                             e->pg_ranks->len ? "," : "", v);
+      e->has_pg_ranks = TRUE;
+    }
+    return 1;
+  case R_DIST:
+    if (k->key == K_RANK || k->key == K_WORLD) {
+      if (!parse_int(s, len, &v) || v < 0 || v > G_MAXINT32)
+        FAIL(k, "distributedInfo.%s: %.*s is not a valid %s",
+             k->key == K_RANK ? "rank" : "world_size", (int)MIN(len, 40), s,
+             k->key == K_RANK ? "rank" : "size");
+      if (k->key == K_RANK)
+        k->raw->rank = v;
+      else
+        k->raw->world_size = v;
+    }
+    return 1;
+  case R_PG_RANKS:
+    if (parse_int(s, len, &v))
+      g_string_append_printf(k->pgc_ranks, "%s%" G_GINT64_FORMAT,
+                             k->pgc_ranks->len ? "," : "", v);
+    return 1;
+  case R_DEVPROP:
+    if (k->key == K_ID && parse_int(s, len, &v)) {
+      k->dev_id = v;
+      k->has_dev_id = TRUE;
+    }
+    return 1;
+  default:
+    return type_error(k, "a number");
+  }
+}
+
+static int cb_string(void *ctx, const unsigned char *us, size_t len)
+{
+  Kin *k = ctx;
+  Role r = top_role(k);
+  Event *e = &k->ev;
+  const char *s = (const char *)us;
+  switch (r) {
+  case R_EVENT:
+    switch (k->key) {
+    case K_NAME:
+      g_string_append_len(e->name, s, (gssize)len);
+      return 1;
+    case K_CAT:
+      e->cat = cat_of(s, len);
+      return 1;
+    case K_PH:
+      e->ph = len > 0 ? s[0] : '\0';
+      return 1;
+    case K_PID:
+    case K_TID:
+      return 1; /* "Spans", "PyTorch Profiler": not a device */
+    default:
+      return type_error(k, "a string");
+    }
+  case R_ARGS:
+    switch (k->key) {
+    case K_COLL_NAME:
+      g_string_append_len(e->coll, s, (gssize)len);
+      e->has_coll = TRUE;
+      break;
+    case K_DTYPE:
+      g_string_append_len(e->dtype, s, (gssize)len);
+      e->has_dtype = TRUE;
+      break;
+    case K_PG_RANKS:
+      g_string_append_len(e->pg_ranks, s, (gssize)len);
+      e->has_pg_ranks = TRUE;
+      break;
+    case K_PG_NAME:
+      g_string_append_len(e->pg_name, s, (gssize)len);
+      e->has_pg_name = TRUE;
+      break;
+    default:
+      break;
+    }
+    return 1;
+  case R_PG:
+    if (k->key == K_PGC_NAME) {
+      g_string_truncate(k->pgc_name, 0);
+      g_string_append_len(k->pgc_name, s, (gssize)len);
+    }
+    else if (k->key == K_PGC_RANKS)
+      g_string_append_len(k->pgc_ranks, s, (gssize)len);
+    return 1;
+  case R_DEVPROP:
+    if (k->key == K_DEV_NAME) {
+      g_string_truncate(k->dev_name, 0);
+      g_string_append_len(k->dev_name, s, (gssize)len);
+    }
+    return 1;
+  default:
+    return type_error(k, "a string");
+  }
+}
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
+{
+  Kin *k = ctx;
+  Role r = top_role(k);
+  if (r == R_EVENT)
+    k->key = event_key(s, len);
+  else if (r == R_ARGS)
+    k->key = len > 0 ? args_key(s, len) : K_OTHER;
+  else
+    k->key = other_key(r, s, len);
+  return 1;
+}
+
+/* Role of a container opened in the current position. */
+static int push(Kin *k, gboolean is_map)
+{
+  Role parent = top_role(k);
+  Role role = R_IGNORE;
+  if (k->depth == 0) {
+    k->root_seen = TRUE;
+    role = is_map ? R_ROOT : R_EVENTS;
+    k->events_seen = !is_map;
+  } else {
+    switch (parent) {
+    case R_ROOT:
+      if (k->key == K_TRACE_EVENTS) {
+        if (!is_map) {
+          role = R_EVENTS;
+          k->events_seen = TRUE;
+        } else {
+          return type_error(k, "an object");
+        }
+      } else if (k->key == K_DIST && is_map) {
+        role = R_DIST;
+      } else if (k->key == K_DEVPROPS && !is_map) {
+        role = R_DEVPROPS;
+      }
+      break;
+    case R_EVENTS:
+      if (!is_map)
+        return type_error(k, "an array");
+      role = R_EVENT;
+      event_reset(&k->ev);
+      k->key = K_OTHER;
+      break;
+    case R_EVENT:
+      if (k->key == K_ARGS) {
+        if (!is_map)
+          return type_error(k, "an array");
+        role = R_ARGS;
+      } else if (k->key == K_TS || k->key == K_DUR || k->key == K_NAME ||
+                 k->key == K_CAT || k->key == K_PH) {
+        return type_error(k, is_map ? "an object" : "an array");
+      }
+      break;
+    case R_ARGS:
+      if (k->key == K_PG_RANKS && !is_map) {
+        role = R_ARGS_RANKS;
+        g_string_truncate(k->ev.pg_ranks, 0);
+      }
+      break;
+    case R_DIST:
+      if (k->key == K_PG_CONFIG && !is_map)
+        role = R_PGCONF;
+      else if (k->key == K_RANK || k->key == K_WORLD)
+        return type_error(k, is_map ? "an object" : "an array");
+      break;
+    case R_PGCONF:
+      if (is_map) {
+        role = R_PG;
+        g_string_truncate(k->pgc_name, 0);
+        g_string_truncate(k->pgc_ranks, 0);
+      }
+      break;
+    case R_PG:
+      if (k->key == K_PGC_RANKS && !is_map)
+        role = R_PG_RANKS;
+      break;
+    case R_DEVPROPS:
+      if (is_map) {
+        role = R_DEVPROP;
+        k->has_dev_id = FALSE;
+        g_string_truncate(k->dev_name, 0);
+      }
+      break;
+    default:
+      break;
+    }
+  }
+  if (k->depth < MAX_ROLES)
+    k->roles[k->depth] = (guint8)role;
+  k->depth++;
+  return 1;
+}
+
+static int pop(Kin *k)
+{
+  Role r = top_role(k);
+  k->depth--;
+  switch (r) {
+  case R_EVENT:
+    return event_end(k);
+  case R_PG:
+    if (k->pgc_name->len > 0 && k->pgc_ranks->len > 0)
+      g_hash_table_insert(k->raw->pg_ranks, g_strdup(k->pgc_name->str),
+                          g_strdup(k->pgc_ranks->str));
+    return 1;
+  case R_DEVPROP:
+    if (k->has_dev_id && k->dev_name->len > 0)
+      g_hash_table_insert(k->raw->devices,
+                          g_memdup2(&k->dev_id, sizeof k->dev_id),
+                          g_strdup(k->dev_name->str));
+    return 1;
+  default:
+    return 1;
+  }
+}
+
+static int cb_start_map(void *ctx)
+{
+  return push(ctx, TRUE);
+}
+static int cb_end_map(void *ctx)
+{
+  return pop(ctx);
+}
+static int cb_start_array(void *ctx)
+{
+  return push(ctx, FALSE);
+}
+static int cb_end_array(void *ctx)
+{
+  return pop(ctx);
+}
+
+static const yajl_callbacks callbacks = {
+  cb_null, cb_boolean, NULL, NULL, cb_number, cb_string,
+  cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array};
+
+/* ---- driver ------------------------------------------------------------- */
+
+/* Feeds one chunk; on failure sets *error (naming the byte offset). */
+static gboolean feed(Kin *k, yajl_handle h, const unsigned char *buf,
+                     size_t n, guint64 base, gboolean last, GError **error)
+{
+  yajl_status st = last ? yajl_complete_parse(h) : yajl_parse(h, buf, n);
+  if (st == yajl_status_ok)
+    return TRUE;
+  if (st == yajl_status_client_canceled || k->error != NULL) {
+    g_propagate_error(error, g_steal_pointer(&k->error));
+    return FALSE;
+  }
+  unsigned char *msg = yajl_get_error(h, 0, buf, n);
+  g_autofree char *m = g_strstrip(g_strdup((const char *)msg));
+  yajl_free_error(h, msg);
+  guint64 at = base + (last ? 0 : yajl_get_bytes_consumed(h));
+  if (last && !k->root_seen)
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no JSON value (empty file?)", k->path);
+  else if (last)
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: truncated JSON (%s at end of file, byte %"
+                G_GUINT64_FORMAT ")", k->path, m, at);
+  else
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: malformed JSON at byte %" G_GUINT64_FORMAT ": %s",
+                k->path, at, m);
+  return FALSE;
+}
+
+static void kin_clear(Kin *k)
+{
+  g_string_free(k->ev.name, TRUE);
+  g_string_free(k->ev.coll, TRUE);
+  g_string_free(k->ev.dtype, TRUE);
+  g_string_free(k->ev.pg_ranks, TRUE);
+  g_string_free(k->ev.pg_name, TRUE);
+  g_string_free(k->pgc_name, TRUE);
+  g_string_free(k->pgc_ranks, TRUE);
+  g_string_free(k->dev_name, TRUE);
+  g_byte_array_unref(k->nccl);
+  g_hash_table_unref(k->cpu_names);
+  g_clear_error(&k->error);
+}
+
+TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
+                                GError **error)
+{
+  g_return_val_if_fail(path != NULL && names != NULL, NULL);
+  /* gzip or plain: look at the magic bytes. */
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    int e = errno;
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
+                g_strerror(e));
+    return NULL;
+  }
+  unsigned char magic[2] = {0, 0};
+  size_t nm = fread(magic, 1, 2, f);
+  gboolean gz = nm == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  gzFile zf = NULL;
+  if (gz) {
+    fclose(f);
+    f = NULL;
+    zf = gzopen(path, "rb");
+    if (zf == NULL) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open",
+                  path);
+      return NULL;
+    }
+    gzbuffer(zf, CHUNK);
+  } else {
+    rewind(f);
+  }
+
+  g_autoptr(TraceRawRank) raw = trace_raw_rank_new(path);
+  Kin k = {0};
+  k.path = path;
+  k.raw = raw;
+  k.names = names;
+  k.ev.name = g_string_sized_new(256);
+  k.ev.coll = g_string_new(NULL);
+  k.ev.dtype = g_string_new(NULL);
+  k.ev.pg_ranks = g_string_new(NULL);
+  k.ev.pg_name = g_string_new(NULL);
+  k.pgc_name = g_string_new(NULL);
+  k.pgc_ranks = g_string_new(NULL);
+  k.dev_name = g_string_new(NULL);
+  k.nccl = g_byte_array_new();
+  k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  yajl_handle h = yajl_alloc(&callbacks, NULL, &k);
+  g_autofree unsigned char *buf = g_malloc(CHUNK);
+  guint64 total = 0;
+  gboolean ok = TRUE;
+  for (;;) {
+    size_t n;
+    if (gz) {
+      int got = gzread(zf, buf, CHUNK);
+      int zerr = Z_OK;
+      const char *zmsg = gzerror(zf, &zerr);
+      if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+        g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                    "%s: corrupt or truncated gzip data after %"
+                    G_GUINT64_FORMAT " decompressed bytes (%s)", path,
+                    total + (got > 0 ? (guint64)got : 0),
+                    zerr == Z_BUF_ERROR ? "unexpected end of file" : zmsg);
+        ok = FALSE;
+        break;
+      }
+      n = (size_t)got;
+    } else {
+      n = fread(buf, 1, CHUNK, f);
+      if (n < CHUNK && ferror(f)) {
+        g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error",
+                    path);
+        ok = FALSE;
+        break;
+      }
+    }
+    if (n == 0)
+      break;
+    if (!feed(&k, h, buf, n, total, FALSE, error)) {
+      ok = FALSE;
+      break;
+    }
+    total += n;
+  }
+  if (ok && total == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT, "%s: empty %sfile",
+                path, gz ? "compressed " : "");
+    ok = FALSE;
+  }
+  if (ok)
+    ok = feed(&k, h, buf, 0, total, TRUE, error);
+  if (ok && !k.events_seen) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no \"traceEvents\" array (not a Kineto/Chrome trace)",
+                path);
+    ok = FALSE;
+  }
+  if (gz) {
+    int rc = gzclose_r(zf);
+    if (ok && rc != Z_OK) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  "%s: truncated gzip data", path);
+      ok = FALSE;
+    }
+  } else {
+    fclose(f);
+  }
+  yajl_free(h);
+  kin_clear(&k);
+  if (!ok)
+    return NULL;
+  return g_steal_pointer(&raw);
+}
+
+/* ---- synthetic traces (benchmarks) -------------------------------------- */
+
+/* Kernel names as real traces spell them (templates and all). */
+static const char *const synth_kernels[] = {
+  "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
+  "void at::native::vectorized_elementwise_kernel<4, at::native::"
+  "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::"
+  "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+  "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native"
+  "::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::"
+  "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+  "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
+  "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel"
+  "<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 "
+  "const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+  "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
+  "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, "
+  "cutlass::bfloat16_t> >, false, true, false, false, true, true, false>"
+  "(Flash_fwd_params)",
+};
+
+gboolean trace_kineto_write_synthetic(const char *path, guint64 target_bytes,
+                                      guint64 *n_gpu_events, GError **error)
+{
+  FILE *f = fopen(path, "wb");
+  if (f == NULL) {
+    int e = errno;
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
+                g_strerror(e));
+    return FALSE;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, "
+          "\"name\": \"NVIDIA A100-SXM4-80GB\", \"totalGlobalMem\": "
+          "85899345920, \"numSms\": 108}],\n  \"distributedInfo\": "
+          "{\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},\n"
+          "  \"traceEvents\": [\n");
+  guint64 n = 0;
+  double ts = 1682725898000000.0; /* microseconds, as profilers write */
+  long pos = ftell(f);
+  while (pos >= 0 && (guint64)pos < target_bytes) {
+    const char *k = synth_kernels[n % G_N_ELEMENTS(synth_kernels)];
+    guint64 corr = 1000000 + n;
+    double dur = 3.0 + (double)(n % 97) * 0.731;
+    fprintf(f,
+            "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\","
+            " \"pid\": 4037, \"tid\": 4037, \"ts\": %.3f, \"dur\": 9.125, "
+            "\"args\": {\"External id\": %" G_GUINT64_FORMAT ", \"Input Dims\":"
+            " [[8, 2048, 4096], [4096, 4096], [4096]], \"Input type\": "
+            "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]}},\n"
+            "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+            "\"cudaLaunchKernel\", \"pid\": 4037, \"tid\": 4037, \"ts\": %.3f,"
+            " \"dur\": 4.5, \"args\": {\"External id\": %" G_GUINT64_FORMAT
+            ", \"cbid\": 211, \"correlation\": %" G_GUINT64_FORMAT "}},\n"
+            "  {\"ph\": \"s\", \"id\": %" G_GUINT64_FORMAT ", \"pid\": 4037, "
+            "\"tid\": 4037, \"ts\": %.3f, \"cat\": \"ac2g\", \"name\": "
+            "\"ac2g\"},\n"
+            "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": "
+            "0, \"tid\": 7, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"External"
+            " id\": %" G_GUINT64_FORMAT ", \"queued\": 0, \"device\": 0, "
+            "\"context\": 1, \"stream\": 7, \"correlation\": %"
+            G_GUINT64_FORMAT ", \"registers per thread\": 96, \"shared "
+            "memory\": 41744, \"blocks per SM\": 0.148148, \"warps per SM\": "
+            "2.962963, \"grid\": [16, 1, 1], \"block\": [640, 1, 1], \"est. "
+            "achieved occupancy %%\": 5}},\n"
+            "  {\"ph\": \"f\", \"id\": %" G_GUINT64_FORMAT ", \"pid\": 0, "
+            "\"tid\": 7, \"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\", "
+            "\"bp\": \"e\"},\n",
+            ts, corr, ts + 1.0, corr, corr, corr, ts + 1.0, k, ts + 20.0, dur,
+            corr, corr, corr, ts + 20.0);
+    ts += dur + 0.5;
+    n++;
+    if (n % 4096 == 0)
+      pos = ftell(f);
+  }
+  fprintf(f, "  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch "
+          "Profiler (0)\", \"pid\": \"Spans\", \"tid\": \"PyTorch "
+          "Profiler\", \"ts\": 1682725898000000.000, \"dur\": %.3f, \"args\":"
+          " {\"Op count\": 0}}\n  ]\n}\n", ts - 1682725898000000.0);
+  gboolean ok = !ferror(f);
+  if (fclose(f) != 0)
+    ok = FALSE;
+  if (!ok) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: write error", path);
+    return FALSE;
+  }
+  if (n_gpu_events != NULL)
+    *n_gpu_events = n;
+  return TRUE;
+}

@@ -1,0 +1,1621 @@
+/* traces/native.c -- native trace files (HDF5) and trace summaries.
+ *
+ * File layout (format_version 1; docs/trace-files.md has the h5py view)
+ * -----------------------------------------------------------------------
+ *
+ *   /                      attributes: format = "joulesim-trace" (string),
+ *                          format_version (uint32), n_ranks (uint32), tp,
+ *                          pp, dp, microbatches (uint32, 0 = unknown),
+ *                          tokens_per_iteration (float64, 0 = unknown),
+ *                          schedule, ref_gpu (strings, absent = unknown),
+ *                          joulesim_version (string)
+ *   /strings               1-D variable-length UTF-8 strings; entry i is
+ *                          name id i (SimOp.name, SimShape.name)
+ *   /shapes                1-D compound {flops f64, bytes f64, name u32,
+ *                          klass u8, coll u8, tensor u8}: SimShape
+ *   /groups/offsets        1-D uint32, n_groups + 1 entries (first 0)
+ *   /groups/ranks          1-D uint32: members of group g are
+ *                          ranks[offsets[g] .. offsets[g+1]), ascending
+ *   /ranks/<r>             one group per rank, r in decimal (0 .. n_ranks-1),
+ *                          attribute stage (uint32)
+ *   /ranks/<r>/ops         1-D compound {ref_ns i64, shape u32, name u32,
+ *                          peer u32, wait u32, microbatch u16, layer u8,
+ *                          kind u8, class u8, phase u8, stream u8}: SimOp,
+ *                          grouped by stream
+ *   /ranks/<r>/stream_off  1-D uint32, n_streams + 1 offsets into ops
+ *   /provenance            group; one string attribute per provenance key
+ *
+ * Why it loads fast: the compound types on disk have exactly the in-memory
+ * layout of SimOp (32 bytes) and SimShape (24 bytes), member for member, so
+ * HDF5's conversion path is a no-op and every dataset is read whole,
+ * straight into the arrays the engine replays.  Datasets are contiguous and
+ * uncompressed for the same reason.  The cost of a load is then the disk
+ * read plus sim_workload_validate().  Files written by other tools (h5py)
+ * with the members in another order or other integer widths still load,
+ * through HDF5's conversion (slower, same result).
+ *
+ * Integrity: the file starts with a 512-byte HDF5 user block (which HDF5
+ * and h5py skip) holding a text record
+ *
+ *   joulesim-trace\ncrc32 XXXXXXXX\nlength N\n   (NUL-padded to 512 bytes)
+ *
+ * with the zlib CRC-32 and the length of everything after the user block.
+ * The loader checks both before HDF5 sees the file (one sequential pass, at
+ * several GB/s): a truncated or damaged file is refused with a clear error
+ * instead of loading wrong numbers, or crashing HDF5, which does not
+ * survive every corrupted variable-length string heap.  HDF5 files without
+ * the record (written by other tools, superblock at offset 0) are loaded
+ * unverified; a file whose first bytes are neither is refused.
+ *
+ * Durability: trace_native_save() writes a temporary file in the target's
+ * directory (".NAME.tmp-XXXXXX"), its space reserved first (see
+ * nat_write_file for why), seals it (checksum record), fsyncs it and
+ * renames it over the target, so the target is either the old file or the
+ * complete new one.
+ * Reproducibility: object modification times are not stored and pad bytes
+ * are zeroed, so the same workload always gives the same bytes.
+ *
+ * Errors: HDF5's automatic error printing is switched off while a function
+ * of this module runs (and restored afterwards); failures become
+ * TRACE_NATIVE_ERROR GErrors naming the file, the dataset or attribute and,
+ * when HDF5 gave one, its innermost reason.  Every HDF5 handle lives in a
+ * g_auto(NatHid), so every exit path closes it.  Limits: n_ranks <= 2^24,
+ * ops per rank < 2^32 (SimOp indices are 32-bit).
+ */
+#include "traces/native.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#ifndef JOULESIM_VERSION
+#define JOULESIM_VERSION "unknown"
+#endif
+
+G_DEFINE_QUARK(trace-native-error-quark, trace_native_error)
+
+#define NATIVE_FORMAT "joulesim-trace"
+#define NATIVE_MAX_RANKS (1u << 24)
+/* The user block holding the checksum record, and its first line. */
+#define NATIVE_USERBLOCK 512
+#define NATIVE_SEAL_MAGIC "joulesim-trace\n"
+#define NATIVE_IO_CHUNK (1u << 20)
+/* Ops per block when writing (scratch buffer with zeroed pad bytes). */
+#define NATIVE_WRITE_BLOCK 65536u
+
+/* ---- HDF5 handles, quiet mode and errors -------------------------------- */
+
+typedef hid_t NatHid;
+
+static void nat_hid_close(hid_t id)
+{
+  switch (H5Iget_type(id)) {
+  case H5I_FILE: H5Fclose(id); break;
+  case H5I_GROUP: H5Gclose(id); break;
+  case H5I_DATATYPE: H5Tclose(id); break;
+  case H5I_DATASPACE: H5Sclose(id); break;
+  case H5I_DATASET: H5Dclose(id); break;
+  case H5I_ATTR: H5Aclose(id); break;
+  case H5I_GENPROP_LST: H5Pclose(id); break;
+  default: break;
+  }
+}
+
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC(NatHid, nat_hid_close, H5I_INVALID_HID)
+
+/* HDF5's automatic error printing, saved on entry to a public function and
+ * restored on exit (g_auto(NatQuiet) q = nat_quiet()). */
+typedef struct {
+  H5E_auto2_t func;
+  void *data;
+  gboolean saved;
+} NatQuiet;
+
+static NatQuiet nat_quiet(void)
+{
+  NatQuiet q = { NULL, NULL, FALSE };
+  if (H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data) >= 0)
+    q.saved = TRUE;
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  return q;
+}
+
+static void nat_quiet_restore(NatQuiet *q)
+{
+  H5Eclear2(H5E_DEFAULT);
+  if (q->saved)
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(NatQuiet, nat_quiet_restore)
+
+/* H5Ewalk2 callback keeping the innermost (most specific) description. */
+static herr_t nat_walk_innermost(unsigned n, const H5E_error2_t *err,
+                                 void *data)
+{
+  char **out = data;
+  if (n == 0 && err->desc != NULL && err->desc[0] != '\0')
+    *out = g_strdup(err->desc);
+  return 0;
+}
+
+/* Sets *error to "PATH: WHAT (HDF5: reason)", the reason read from the
+ * current HDF5 error stack (call right after the failing HDF5 call).
+ * Always returns FALSE. */
+G_GNUC_PRINTF(4, 5)
+static gboolean nat_fail(GError **error, gint code, const char *path,
+                         const char *fmt, ...)
+{
+  g_autofree char *reason = NULL;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, nat_walk_innermost, &reason);
+  H5Eclear2(H5E_DEFAULT);
+  /* A failed system call's description is long ("file write failed:
+   * time = ..., errno = 28, error message = '...', buf = ..."): keep the
+   * system's message. */
+  const char *sys = reason != NULL ? strstr(reason, "error message = '")
+                                   : NULL;
+  if (sys != NULL) {
+    sys += strlen("error message = '");
+    const char *end = strchr(sys, '\'');
+    char *short_reason = g_strndup(sys, end ? (gsize)(end - sys)
+                                            : strlen(sys));
+    g_free(reason);
+    reason = short_reason;
+  }
+  if (reason != NULL)
+    g_strdelimit(reason, "\n", ' ');
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *what = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  if (reason != NULL)
+    g_set_error(error, TRACE_NATIVE_ERROR, code, "%s: %s (HDF5: %s)", path,
+                what, reason);
+  else
+    g_set_error(error, TRACE_NATIVE_ERROR, code, "%s: %s", path, what);
+  return FALSE;
+}
+
+/* ---- record types ---------------------------------------------------------- */
+
+/* A new variable-length UTF-8 string type (caller closes), or < 0. */
+static hid_t nat_vstr_type(void)
+{
+  hid_t t = H5Tcopy(H5T_C_S1);
+  if (t < 0)
+    return t;
+  if (H5Tset_size(t, H5T_VARIABLE) < 0 ||
+      H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+    H5Tclose(t);
+    return H5I_INVALID_HID;
+  }
+  return t;
+}
+
+/* The SimOp record type, used both in memory and on disk. */
+static hid_t nat_op_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(SimOp));
+  if (t < 0)
+    return t;
+  herr_t rc = 0;
+#define M(name, field, type) \
+  rc |= H5Tinsert(t, name, offsetof(SimOp, field), type)
+  M("ref_ns", ref_ns, H5T_NATIVE_INT64);
+  M("shape", shape, H5T_NATIVE_UINT32);
+  M("name", name, H5T_NATIVE_UINT32);
+  M("peer", peer, H5T_NATIVE_UINT32);
+  M("wait", wait, H5T_NATIVE_UINT32);
+  M("microbatch", microbatch, H5T_NATIVE_UINT16);
+  M("layer", layer, H5T_NATIVE_UINT8);
+  M("kind", kind, H5T_NATIVE_UINT8);
+  M("class", klass, H5T_NATIVE_UINT8);
+  M("phase", phase, H5T_NATIVE_UINT8);
+  M("stream", stream, H5T_NATIVE_UINT8);
+#undef M
+  if (rc < 0) {
+    H5Tclose(t);
+    return H5I_INVALID_HID;
+  }
+  return t;
+}
+
+/* The SimShape record type, used both in memory and on disk. */
+static hid_t nat_shape_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(SimShape));
+  if (t < 0)
+    return t;
+  herr_t rc = 0;
+#define M(name, field, type) \
+  rc |= H5Tinsert(t, name, offsetof(SimShape, field), type)
+  M("flops", flops, H5T_NATIVE_DOUBLE);
+  M("bytes", bytes, H5T_NATIVE_DOUBLE);
+  M("name", name, H5T_NATIVE_UINT32);
+  M("klass", klass, H5T_NATIVE_UINT8);
+  M("coll", coll, H5T_NATIVE_UINT8);
+  M("tensor", tensor, H5T_NATIVE_UINT8);
+#undef M
+  if (rc < 0) {
+    H5Tclose(t);
+    return H5I_INVALID_HID;
+  }
+  return t;
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+/* State of one save: the temporary file, creation property lists without
+ * modification times, and the record types. */
+typedef struct {
+  const char *path;   /* the user's target, for messages */
+  hid_t file;
+  hid_t dcpl, gcpl;
+  hid_t op_type, shape_type, vstr;
+} NatWriter;
+
+static gboolean nat_attr_write(NatWriter *wr, hid_t loc, const char *obj,
+                               const char *name, hid_t type, const void *buf,
+                               GError **error)
+{
+  g_auto(NatHid) space = H5Screate(H5S_SCALAR);
+  g_auto(NatHid) a = space < 0 ? H5I_INVALID_HID
+                               : H5Acreate2(loc, name, type, space,
+                                            H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0 || H5Awrite(a, type, buf) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "writing attribute '%s' of %s", name, obj);
+  return TRUE;
+}
+
+static gboolean nat_attr_u32(NatWriter *wr, hid_t loc, const char *obj,
+                             const char *name, guint32 v, GError **error)
+{
+  return nat_attr_write(wr, loc, obj, name, H5T_NATIVE_UINT32, &v, error);
+}
+
+static gboolean nat_attr_str(NatWriter *wr, hid_t loc, const char *obj,
+                             const char *name, const char *s, GError **error)
+{
+  return nat_attr_write(wr, loc, obj, name, wr->vstr, &s, error);
+}
+
+/* Creates the 1-D dataset `name` (shown as `disp`) of n records of `type`
+ * and writes buf (may be NULL when n == 0). */
+static gboolean nat_dset_write(NatWriter *wr, hid_t loc, const char *name,
+                               const char *disp, hid_t type, hsize_t n,
+                               const void *buf, GError **error)
+{
+  hsize_t dims[1] = { n };
+  g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
+  g_auto(NatHid) d = space < 0 ? H5I_INVALID_HID
+                               : H5Dcreate2(loc, name, type, space,
+                                            H5P_DEFAULT, wr->dcpl,
+                                            H5P_DEFAULT);
+  if (d < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating dataset %s", disp);
+  if (n > 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "writing dataset %s", disp);
+  return TRUE;
+}
+
+/* Writes a rank's ops in blocks through a scratch buffer whose pad bytes
+ * are zero (so the file's bytes do not depend on uninitialised padding). */
+static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
+                              const SimOp *ops, guint32 n, GError **error)
+{
+  hsize_t dims[1] = { n };
+  g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
+  g_auto(NatHid) d = space < 0 ? H5I_INVALID_HID
+                               : H5Dcreate2(loc, "ops", wr->op_type, space,
+                                            H5P_DEFAULT, wr->dcpl,
+                                            H5P_DEFAULT);
+  if (d < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating dataset %s", disp);
+  if (n == 0)
+    return TRUE;
+  guint32 block = MIN(n, NATIVE_WRITE_BLOCK);
+  g_autofree SimOp *buf = g_new(SimOp, block);
+  hsize_t bdims[1] = { block }, zero[1] = { 0 };
+  g_auto(NatHid) mspace = H5Screate_simple(1, bdims, NULL);
+  for (guint32 at = 0; at < n; at += block) {
+    guint32 k = MIN(block, n - at);
+    memcpy(buf, ops + at, sizeof(SimOp) * k);
+    for (guint32 i = 0; i < k; i++)
+      buf[i].pad_ = 0;
+    hsize_t start[1] = { at }, count[1] = { k };
+    if (mspace < 0 ||
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count,
+                            NULL) < 0 ||
+        H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, count,
+                            NULL) < 0 ||
+        H5Dwrite(d, wr->op_type, mspace, space, H5P_DEFAULT, buf) < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                      "writing dataset %s (ops %u..%u)", disp, at,
+                      at + k - 1);
+  }
+  return TRUE;
+}
+
+static gboolean nat_write_layout(NatWriter *wr, const SimWorkload *w,
+                                 GError **error)
+{
+  hid_t root = wr->file;
+  const char *obj = "the root group";
+  double tokens = w->tokens_per_iteration;
+  if (!nat_attr_str(wr, root, obj, "format", NATIVE_FORMAT, error) ||
+      !nat_attr_u32(wr, root, obj, "format_version", TRACE_NATIVE_VERSION,
+                    error) ||
+      !nat_attr_u32(wr, root, obj, "n_ranks", w->n_ranks, error) ||
+      !nat_attr_u32(wr, root, obj, "tp", w->tp, error) ||
+      !nat_attr_u32(wr, root, obj, "pp", w->pp, error) ||
+      !nat_attr_u32(wr, root, obj, "dp", w->dp, error) ||
+      !nat_attr_u32(wr, root, obj, "microbatches", w->microbatches, error) ||
+      !nat_attr_write(wr, root, obj, "tokens_per_iteration",
+                      H5T_NATIVE_DOUBLE, &tokens, error) ||
+      !nat_attr_str(wr, root, obj, "joulesim_version", JOULESIM_VERSION,
+                    error))
+    return FALSE;
+  if (w->schedule != NULL &&
+      !nat_attr_str(wr, root, obj, "schedule", w->schedule, error))
+    return FALSE;
+  if (w->ref_gpu != NULL &&
+      !nat_attr_str(wr, root, obj, "ref_gpu", w->ref_gpu, error))
+    return FALSE;
+  return TRUE;
+}
+
+static gboolean nat_write_tables(NatWriter *wr, const SimWorkload *w,
+                                 GError **error)
+{
+  /* Strings: the interned names in id order. */
+  if (!nat_dset_write(wr, wr->file, "strings", "/strings", wr->vstr,
+                      w->names->len, w->names->pdata, error))
+    return FALSE;
+  /* Shapes, pad bytes zeroed. */
+  guint n_shapes = w->shapes->len;
+  g_autofree SimShape *shapes = g_new0(SimShape, MAX(n_shapes, 1));
+  if (n_shapes > 0)
+    memcpy(shapes, w->shapes->data, sizeof(SimShape) * n_shapes);
+  for (guint i = 0; i < n_shapes; i++)
+    shapes[i].pad_ = 0;
+  if (!nat_dset_write(wr, wr->file, "shapes", "/shapes", wr->shape_type,
+                      n_shapes, shapes, error))
+    return FALSE;
+  /* Groups. */
+  g_auto(NatHid) groups = H5Gcreate2(wr->file, "groups", H5P_DEFAULT,
+                                     wr->gcpl, H5P_DEFAULT);
+  if (groups < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating group /groups");
+  if (!nat_dset_write(wr, groups, "offsets", "/groups/offsets",
+                      H5T_NATIVE_UINT32, w->group_off->len,
+                      w->group_off->data, error) ||
+      !nat_dset_write(wr, groups, "ranks", "/groups/ranks", H5T_NATIVE_UINT32,
+                      w->group_ranks->len, w->group_ranks->data, error))
+    return FALSE;
+  return TRUE;
+}
+
+static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
+                                GError **error)
+{
+  g_auto(NatHid) ranks = H5Gcreate2(wr->file, "ranks", H5P_DEFAULT, wr->gcpl,
+                                    H5P_DEFAULT);
+  if (ranks < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating group /ranks");
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    char name[16], disp[64];
+    g_snprintf(name, sizeof name, "%u", r);
+    g_snprintf(disp, sizeof disp, "/ranks/%u", r);
+    g_auto(NatHid) g = H5Gcreate2(ranks, name, H5P_DEFAULT, wr->gcpl,
+                                  H5P_DEFAULT);
+    if (g < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                      "creating group %s", disp);
+    if (!nat_attr_u32(wr, g, disp, "stage", rk->stage, error))
+      return FALSE;
+    g_snprintf(disp, sizeof disp, "/ranks/%u/ops", r);
+    if (!nat_write_ops(wr, g, disp, rk->ops, rk->n_ops, error))
+      return FALSE;
+    /* A rank never given ops has no offsets: store the single offset 0. */
+    guint32 zero = 0;
+    const guint32 *off = rk->stream_off != NULL ? rk->stream_off : &zero;
+    guint32 n_off = rk->stream_off != NULL ? rk->n_streams + 1 : 1;
+    g_snprintf(disp, sizeof disp, "/ranks/%u/stream_off", r);
+    if (!nat_dset_write(wr, g, "stream_off", disp, H5T_NATIVE_UINT32, n_off,
+                        off, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The keys of a string-keyed table in strcmp order (borrowed strings). */
+static GPtrArray *sorted_keys(GHashTable *h)
+{
+  GPtrArray *keys = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, h);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    g_ptr_array_add(keys, k);
+  g_ptr_array_sort(keys, cmp_str);
+  return keys;
+}
+
+static gboolean nat_write_provenance(NatWriter *wr, const SimWorkload *w,
+                                     GError **error)
+{
+  g_auto(NatHid) g = H5Gcreate2(wr->file, "provenance", H5P_DEFAULT,
+                                wr->gcpl, H5P_DEFAULT);
+  if (g < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating group /provenance");
+  /* Sorted keys: the same provenance always gives the same bytes. */
+  g_autoptr(GPtrArray) keys = sorted_keys(w->provenance);
+  for (guint i = 0; i < keys->len; i++) {
+    const char *k = g_ptr_array_index(keys, i);
+    const char *v = g_hash_table_lookup(w->provenance, k);
+    if (k[0] == '\0' || !g_utf8_validate(k, -1, NULL) ||
+        !g_utf8_validate(v ? v : "", -1, NULL)) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                  "%s: provenance key '%s' (or its value) is empty or not "
+                  "valid UTF-8", wr->path, k);
+      return FALSE;
+    }
+    if (!nat_attr_str(wr, g, "/provenance", k, v ? v : "", error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* CRC-32 of fd's bytes from `from` to the end; *len receives their count.
+ * FALSE (errno set) on a read error. */
+static gboolean nat_crc(int fd, off_t from, guint32 *crc, guint64 *len)
+{
+  g_autofree guchar *buf = g_malloc(NATIVE_IO_CHUNK);
+  uLong c = crc32_z(0L, Z_NULL, 0);
+  guint64 n = 0;
+  if (lseek(fd, from, SEEK_SET) != from)
+    return FALSE;
+  for (;;) {
+    ssize_t k = read(fd, buf, NATIVE_IO_CHUNK);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0)
+      return FALSE;
+    if (k == 0)
+      break;
+    c = crc32_z(c, buf, (z_size_t)k);
+    n += (guint64)k;
+  }
+  *crc = (guint32)c;
+  *len = n;
+  return TRUE;
+}
+
+/* About the size of w's file, with a margin: what trace_native_save()
+ * reserves on disk before HDF5 writes anything. */
+static guint64 nat_estimate(const SimWorkload *w)
+{
+  guint64 n = sim_workload_n_ops(w) * sizeof(SimOp) +
+              (guint64)w->shapes->len * sizeof(SimShape) +
+              (guint64)w->group_ranks->len * 8 +
+              (guint64)w->group_off->len * 8 +
+              (guint64)w->n_ranks * 4096 + (1u << 20);
+  for (guint i = 0; i < w->names->len; i++)
+    n += strlen(sim_workload_name(w, i)) + 64;
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, w->provenance);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    n += strlen(k) + strlen(v ? v : "") + 512;
+  return n + n / 8;
+}
+
+/* Writes w into the temporary file tmp (created, with its space reserved).
+ *
+ * Why reserve space first: with HDF5 1.10's file drivers, a write error
+ * (disk full, file size limit) makes H5Fclose fail and leaves the file
+ * half-closed inside the library, which then crashes at process exit
+ * (H5F__close_cb).  trace_native_save() therefore reserves the file's size
+ * with posix_fallocate() (a clean error when the disk or the size limit
+ * cannot take it), so HDF5's writes land in allocated blocks; HDF5 trims
+ * the file to its real end when it closes it.  (Building the file in memory
+ * with the core driver avoids the problem too, but costs the file's size
+ * in fresh memory, three times slower on this project's machines.) */
+static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
+                               const char *path, GError **error)
+{
+  NatWriter wr = { path, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
+                   H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID };
+  g_auto(NatHid) fapl = H5Pcreate(H5P_FILE_ACCESS);
+  g_auto(NatHid) fcpl = H5Pcreate(H5P_FILE_CREATE);
+  g_auto(NatHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  g_auto(NatHid) gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  g_auto(NatHid) op_type = nat_op_type();
+  g_auto(NatHid) shape_type = nat_shape_type();
+  g_auto(NatHid) vstr = nat_vstr_type();
+  /* v1.8 object format or later: compact/dense link storage, so groups of
+   * thousands of ranks stay fast; h5py reads it. */
+  if (fapl < 0 || fcpl < 0 || dcpl < 0 || gcpl < 0 || op_type < 0 ||
+      shape_type < 0 || vstr < 0 ||
+      H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
+      H5Pset_userblock(fcpl, NATIVE_USERBLOCK) < 0 ||
+      H5Pset_obj_track_times(fcpl, FALSE) < 0 ||
+      H5Pset_obj_track_times(dcpl, FALSE) < 0 ||
+      H5Pset_obj_track_times(gcpl, FALSE) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "setting up HDF5 property lists and types");
+  g_auto(NatHid) file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+  if (file < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "cannot create the temporary file %s", tmp);
+  wr.file = file;
+  wr.dcpl = dcpl;
+  wr.gcpl = gcpl;
+  wr.op_type = op_type;
+  wr.shape_type = shape_type;
+  wr.vstr = vstr;
+  if (!nat_write_layout(&wr, w, error) || !nat_write_tables(&wr, w, error) ||
+      !nat_write_ranks(&wr, w, error) ||
+      !nat_write_provenance(&wr, w, error))
+    return FALSE;
+  hid_t f = file;
+  file = H5I_INVALID_HID;
+  if (H5Fclose(f) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "closing the temporary file %s", tmp);
+  return TRUE;
+}
+
+/* Writes the checksum record into the user block of the closed file tmp
+ * and flushes the file to the disk. */
+static gboolean nat_seal(const char *tmp, const char *path, GError **error)
+{
+  int fd = g_open(tmp, O_RDWR, 0);
+  guint32 crc = 0;
+  guint64 len = 0;
+  char rec[NATIVE_USERBLOCK];
+  gboolean ok = fd >= 0 && nat_crc(fd, NATIVE_USERBLOCK, &crc, &len);
+  if (ok) {
+    memset(rec, 0, sizeof rec);
+    g_snprintf(rec, sizeof rec, NATIVE_SEAL_MAGIC "crc32 %08x\nlength %"
+               G_GUINT64_FORMAT "\n", crc, len);
+    ok = pwrite(fd, rec, sizeof rec, 0) == (ssize_t)sizeof rec &&
+         fsync(fd) == 0;
+  }
+  int e = errno;
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    e = errno;
+    ok = FALSE;
+  }
+  if (!ok)
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot seal the temporary file %s: %s", path, tmp,
+                g_strerror(e));
+  return ok;
+}
+
+gboolean trace_native_save(const SimWorkload *w, const char *path,
+                           GError **error)
+{
+  g_return_val_if_fail(w != NULL && path != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(NatQuiet) quiet = nat_quiet();
+
+  if (path[0] == '\0') {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "cannot write a trace: the file name is empty");
+    return FALSE;
+  }
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot write a trace: it is a directory", path);
+    return FALSE;
+  }
+  if (w->n_ranks > NATIVE_MAX_RANKS) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot write a trace of %u ranks (at most %u)", path,
+                w->n_ranks, NATIVE_MAX_RANKS);
+    return FALSE;
+  }
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *tmp_name = g_strdup_printf(".%s.tmp-XXXXXX", base);
+  g_autofree char *tmp = g_build_filename(dir, tmp_name, NULL);
+  int fd = g_mkstemp_full(tmp, O_RDWR, 0666);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot write a trace: cannot create a file in %s: %s",
+                path, dir, g_strerror(e));
+    return FALSE;
+  }
+  /* Reserve the space (see nat_write_file). */
+  guint64 need = nat_estimate(w);
+  int rc = posix_fallocate(fd, 0, (off_t)need);
+  close(fd);
+  if (rc != 0) {
+    g_unlink(tmp);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot write a trace: cannot reserve %.1f MB in %s: %s",
+                path, (double)need / 1e6, dir, g_strerror(rc));
+    return FALSE;
+  }
+  gboolean ok = nat_write_file(w, tmp, path, error) &&
+                nat_seal(tmp, path, error);
+  if (ok && g_rename(tmp, path) != 0) {
+    int e = errno;
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot replace it with the new trace: %s", path,
+                g_strerror(e));
+    ok = FALSE;
+  }
+  if (!ok)
+    g_unlink(tmp);
+  return ok;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+static const char *nat_class_name(H5T_class_t c)
+{
+  switch (c) {
+  case H5T_INTEGER: return "integer";
+  case H5T_FLOAT: return "float";
+  case H5T_STRING: return "string";
+  case H5T_COMPOUND: return "compound";
+  default: return "other";
+  }
+}
+
+/* Checks that the compound file type has every member of mem_type, each of
+ * the same class (integer or float). */
+static gboolean nat_check_members(hid_t ftype, hid_t mem_type,
+                                  const char *path, const char *disp,
+                                  GError **error)
+{
+  int n = H5Tget_nmembers(mem_type);
+  for (int i = 0; i < n; i++) {
+    g_autofree char *name = NULL;
+    char *raw = H5Tget_member_name(mem_type, (unsigned)i);
+    name = g_strdup(raw);
+    H5free_memory(raw);
+    int fi = H5Tget_member_index(ftype, name);
+    if (fi < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: dataset %s lacks the member '%s'", path, disp, name);
+      return FALSE;
+    }
+    H5T_class_t want = H5Tget_member_class(mem_type, (unsigned)i);
+    H5T_class_t got = H5Tget_member_class(ftype, (unsigned)fi);
+    if (want != got) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: dataset %s: member '%s' is %s, expected %s", path,
+                  disp, name, nat_class_name(got), nat_class_name(want));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Reads the whole 1-D dataset `name` under loc (shown as `disp` in
+ * messages), whose records must be of class `cls` (compound members
+ * checked against mem_type), into a new zero-filled buffer of n * elem
+ * bytes (*out NULL when n == 0; caller frees).  n is at most max_n. */
+static gboolean nat_dset_read(hid_t loc, const char *name, const char *disp,
+                              H5T_class_t cls, hid_t mem_type, gsize elem,
+                              guint64 max_n, void **out, guint64 *n_out,
+                              const char *path, GError **error)
+{
+  *out = NULL;
+  *n_out = 0;
+  htri_t exists = H5Lexists(loc, name, H5P_DEFAULT);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: dataset %s is missing", path, disp);
+    return FALSE;
+  }
+  g_auto(NatHid) d = H5Oopen(loc, name, H5P_DEFAULT);
+  if (d < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "cannot open dataset %s", disp);
+  if (H5Iget_type(d) != H5I_DATASET) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: %s is not a dataset", path, disp);
+    return FALSE;
+  }
+  g_auto(NatHid) ftype = H5Dget_type(d);
+  g_auto(NatHid) space = H5Dget_space(d);
+  if (ftype < 0 || space < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "cannot read the type of dataset %s", disp);
+  H5T_class_t got = H5Tget_class(ftype);
+  if (got != cls) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: dataset %s has %s records, expected %s", path, disp,
+                nat_class_name(got), nat_class_name(cls));
+    return FALSE;
+  }
+  if (cls == H5T_COMPOUND &&
+      !nat_check_members(ftype, mem_type, path, disp, error))
+    return FALSE;
+  if (cls == H5T_STRING && H5Tis_variable_str(ftype) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: dataset %s must hold variable-length strings", path,
+                disp);
+    return FALSE;
+  }
+  hsize_t dims[1] = { 0 };
+  if (H5Sget_simple_extent_ndims(space) != 1 ||
+      H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: dataset %s must be one-dimensional", path, disp);
+    return FALSE;
+  }
+  if (dims[0] > max_n) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: dataset %s has %" G_GUINT64_FORMAT " records (at most "
+                "%" G_GUINT64_FORMAT ")", path, disp, (guint64)dims[0],
+                max_n);
+    return FALSE;
+  }
+  if (dims[0] == 0)
+    return TRUE;
+  if (dims[0] > G_MAXSIZE / elem) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: dataset %s is too large to read", path, disp);
+    return FALSE;
+  }
+  void *buf = g_try_malloc0((gsize)dims[0] * elem);
+  if (buf == NULL) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: not enough memory to read dataset %s (%" G_GUINT64_FORMAT
+                " records)", path, disp, (guint64)dims[0]);
+    return FALSE;
+  }
+  if (H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    /* A failed vlen read may have allocated some strings: reclaim them. */
+    if (cls == H5T_STRING)
+      H5Dvlen_reclaim(mem_type, space, H5P_DEFAULT, buf);
+    g_free(buf);
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "cannot read dataset %s", disp);
+  }
+  *out = buf;
+  *n_out = dims[0];
+  return TRUE;
+}
+
+/* Reads a scalar (one-element) attribute of class cls into buf through
+ * mem_type.  A missing attribute is an error unless `present` is given
+ * (then *present says whether it was there).  Strings: mem_type must be a
+ * variable-length string type; fixed-length attributes are read too (into
+ * a new string stored at *(char **)buf, which the caller g_free()s; for
+ * variable-length ones *(char **)buf is HDF5-allocated and likewise
+ * returned as a g_malloc'd copy). */
+static gboolean nat_attr_read(hid_t loc, const char *obj, const char *name,
+                              H5T_class_t cls, hid_t mem_type, void *buf,
+                              gboolean *present, const char *path,
+                              GError **error)
+{
+  htri_t exists = H5Aexists(loc, name);
+  if (exists < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "cannot look up attribute '%s' of %s", name, obj);
+  if (present != NULL)
+    *present = exists > 0;
+  if (exists == 0) {
+    if (present != NULL)
+      return TRUE;
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: attribute '%s' of %s is missing", path, name, obj);
+    return FALSE;
+  }
+  g_auto(NatHid) a = H5Aopen(loc, name, H5P_DEFAULT);
+  g_auto(NatHid) ftype = a < 0 ? H5I_INVALID_HID : H5Aget_type(a);
+  g_auto(NatHid) space = a < 0 ? H5I_INVALID_HID : H5Aget_space(a);
+  if (a < 0 || ftype < 0 || space < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "cannot open attribute '%s' of %s", name, obj);
+  H5T_class_t got = H5Tget_class(ftype);
+  if (got != cls || H5Sget_simple_extent_npoints(space) != 1) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: attribute '%s' of %s must be one %s (got %s)", path,
+                name, obj, nat_class_name(cls), nat_class_name(got));
+    return FALSE;
+  }
+  if (cls != H5T_STRING) {
+    if (H5Aread(a, mem_type, buf) < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                      "cannot read attribute '%s' of %s", name, obj);
+    return TRUE;
+  }
+  char *s = NULL;
+  if (H5Tis_variable_str(ftype) > 0) {
+    char *raw = NULL;
+    if (H5Aread(a, mem_type, &raw) < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                      "cannot read attribute '%s' of %s", name, obj);
+    s = g_strdup(raw != NULL ? raw : "");
+    H5free_memory(raw);
+  } else {
+    size_t len = H5Tget_size(ftype);
+    g_auto(NatHid) fixed = H5Tcopy(H5T_C_S1);
+    if (len == 0 || fixed < 0 || H5Tset_size(fixed, len + 1) < 0 ||
+        H5Tset_strpad(fixed, H5T_STR_NULLTERM) < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                      "cannot read attribute '%s' of %s", name, obj);
+    s = g_malloc0(len + 1);
+    if (H5Aread(a, fixed, s) < 0) {
+      g_free(s);
+      return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                      "cannot read attribute '%s' of %s", name, obj);
+    }
+  }
+  if (!g_utf8_validate(s, -1, NULL)) {
+    g_free(s);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: attribute '%s' of %s is not valid UTF-8", path, name,
+                obj);
+    return FALSE;
+  }
+  *(char **)buf = s;
+  return TRUE;
+}
+
+static gboolean nat_attr_u32_read(hid_t loc, const char *obj,
+                                  const char *name, guint32 *v,
+                                  const char *path, GError **error)
+{
+  return nat_attr_read(loc, obj, name, H5T_INTEGER, H5T_NATIVE_UINT32, v,
+                       NULL, path, error);
+}
+
+/* An optional string attribute: *s NULL when absent (caller frees). */
+static gboolean nat_attr_str_read(hid_t loc, const char *obj,
+                                  const char *name, hid_t vstr, char **s,
+                                  gboolean required, const char *path,
+                                  GError **error)
+{
+  gboolean present = FALSE;
+  *s = NULL;
+  return nat_attr_read(loc, obj, name, H5T_STRING, vstr, s,
+                       required ? NULL : &present, path, error);
+}
+
+typedef struct {
+  SimWorkload *w;
+  hid_t vstr;
+  const char *path;
+  GError **error;
+} ProvCtx;
+
+static herr_t nat_prov_attr(hid_t loc, const char *name,
+                            const H5A_info_t *info, void *data)
+{
+  (void)info;
+  ProvCtx *ctx = data;
+  char *v = NULL;
+  if (!nat_attr_str_read(loc, "/provenance", name, ctx->vstr, &v, TRUE,
+                         ctx->path, ctx->error))
+    return -1;
+  g_hash_table_insert(ctx->w->provenance, g_strdup(name), v);
+  return 0;
+}
+
+static gboolean nat_read_layout(hid_t file, SimWorkload *w, hid_t vstr,
+                                const char *path, GError **error)
+{
+  const char *obj = "the root group";
+  guint32 v = 0;
+  if (!nat_attr_u32_read(file, obj, "tp", &v, path, error))
+    return FALSE;
+  w->tp = v;
+  if (!nat_attr_u32_read(file, obj, "pp", &v, path, error))
+    return FALSE;
+  w->pp = v;
+  if (!nat_attr_u32_read(file, obj, "dp", &v, path, error))
+    return FALSE;
+  w->dp = v;
+  if (!nat_attr_u32_read(file, obj, "microbatches", &v, path, error))
+    return FALSE;
+  w->microbatches = v;
+  double tokens = 0;
+  if (!nat_attr_read(file, obj, "tokens_per_iteration", H5T_FLOAT,
+                     H5T_NATIVE_DOUBLE, &tokens, NULL, path, error))
+    return FALSE;
+  if (!(tokens >= 0 && tokens < 1e300)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: attribute 'tokens_per_iteration' must be a finite "
+                "number >= 0", path);
+    return FALSE;
+  }
+  w->tokens_per_iteration = tokens;
+  if (!nat_attr_str_read(file, obj, "schedule", vstr, &w->schedule, FALSE,
+                         path, error) ||
+      !nat_attr_str_read(file, obj, "ref_gpu", vstr, &w->ref_gpu, FALSE,
+                         path, error))
+    return FALSE;
+  return TRUE;
+}
+
+static gboolean nat_read_strings(hid_t file, SimWorkload *w, hid_t vstr,
+                                 const char *path, GError **error)
+{
+  void *buf = NULL;
+  guint64 n = 0;
+  if (!nat_dset_read(file, "strings", "/strings", H5T_STRING, vstr,
+                     sizeof(char *), G_MAXUINT32, &buf, &n, path, error))
+    return FALSE;
+  char **s = buf;
+  gboolean ok = TRUE;
+  for (guint64 i = 0; i < n && ok; i++) {
+    const char *str = s[i] != NULL ? s[i] : "";
+    guint32 id = sim_workload_intern(w, str);
+    if (id != i) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: /strings: entry %" G_GUINT64_FORMAT
+                  " repeats entry %u ('%s')", path, i, id, str);
+      ok = FALSE;
+    }
+  }
+  if (n > 0) {
+    hsize_t dims[1] = { n };
+    g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
+    H5Dvlen_reclaim(vstr, space, H5P_DEFAULT, buf);
+  }
+  g_free(buf);
+  return ok;
+}
+
+static gboolean nat_read_shapes(hid_t file, SimWorkload *w, const char *path,
+                                GError **error)
+{
+  g_auto(NatHid) type = nat_shape_type();
+  void *buf = NULL;
+  guint64 n = 0;
+  if (type < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "cannot build the shape type");
+  if (!nat_dset_read(file, "shapes", "/shapes", H5T_COMPOUND, type,
+                     sizeof(SimShape), G_MAXUINT32, &buf, &n, path, error))
+    return FALSE;
+  const SimShape *sh = buf;
+  for (guint64 i = 0; i < n; i++) {
+    if (sh[i].klass >= SIM_CLASS_COUNT || sh[i].coll >= SIM_COLL_COUNT ||
+        sh[i].name >= w->names->len || !(sh[i].flops >= 0) ||
+        !(sh[i].bytes >= 0)) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: /shapes: record %" G_GUINT64_FORMAT " has an "
+                  "out-of-range class, collective type, name or a negative "
+                  "size", path, i);
+      g_free(buf);
+      return FALSE;
+    }
+  }
+  if (n > 0)
+    g_array_append_vals(w->shapes, buf, (guint)n);
+  g_free(buf);
+  return TRUE;
+}
+
+static gboolean nat_read_groups(hid_t file, SimWorkload *w, const char *path,
+                                GError **error)
+{
+  htri_t exists = H5Lexists(file, "groups", H5P_DEFAULT);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: group /groups is missing", path);
+    return FALSE;
+  }
+  g_auto(NatHid) g = H5Gopen2(file, "groups", H5P_DEFAULT);
+  if (g < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "/groups is not a group");
+  void *offb = NULL, *rankb = NULL;
+  guint64 n_off = 0, n_ranks = 0;
+  if (!nat_dset_read(g, "offsets", "/groups/offsets", H5T_INTEGER,
+                     H5T_NATIVE_UINT32, sizeof(guint32), G_MAXUINT32, &offb,
+                     &n_off, path, error))
+    return FALSE;
+  g_autofree guint32 *off = offb;
+  if (!nat_dset_read(g, "ranks", "/groups/ranks", H5T_INTEGER,
+                     H5T_NATIVE_UINT32, sizeof(guint32), G_MAXUINT32, &rankb,
+                     &n_ranks, path, error))
+    return FALSE;
+  g_autofree guint32 *members = rankb;
+  if (n_off < 1 || off[0] != 0 || off[n_off - 1] != n_ranks) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: /groups/offsets must start at 0 and end at the length "
+                "of /groups/ranks (%" G_GUINT64_FORMAT ")", path, n_ranks);
+    return FALSE;
+  }
+  for (guint64 k = 0; k + 1 < n_off; k++) {
+    if (off[k + 1] <= off[k]) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: /groups/offsets: group %" G_GUINT64_FORMAT
+                  " is empty or its offsets decrease", path, k);
+      return FALSE;
+    }
+    sim_workload_add_group(w, members + off[k], off[k + 1] - off[k]);
+  }
+  return TRUE;
+}
+
+static gboolean nat_read_rank(hid_t ranks, SimWorkload *w, guint r,
+                              hid_t op_type, const char *path,
+                              GError **error)
+{
+  char name[16], disp[64];
+  g_snprintf(name, sizeof name, "%u", r);
+  g_snprintf(disp, sizeof disp, "/ranks/%u", r);
+  htri_t exists = H5Lexists(ranks, name, H5P_DEFAULT);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: group %s is missing", path, disp);
+    return FALSE;
+  }
+  g_auto(NatHid) g = H5Gopen2(ranks, name, H5P_DEFAULT);
+  if (g < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "%s is not a group", disp);
+  guint32 stage = 0;
+  if (!nat_attr_u32_read(g, disp, "stage", &stage, path, error))
+    return FALSE;
+  char dops[64], doff[64];
+  g_snprintf(dops, sizeof dops, "/ranks/%u/ops", r);
+  g_snprintf(doff, sizeof doff, "/ranks/%u/stream_off", r);
+  void *opsb = NULL, *offb = NULL;
+  guint64 n_ops = 0, n_off = 0;
+  if (!nat_dset_read(g, "ops", dops, H5T_COMPOUND, op_type, sizeof(SimOp),
+                     G_MAXUINT32 - 1, &opsb, &n_ops, path, error))
+    return FALSE;
+  g_autofree SimOp *ops = opsb;
+  if (!nat_dset_read(g, "stream_off", doff, H5T_INTEGER, H5T_NATIVE_UINT32,
+                     sizeof(guint32), SIM_MAX_STREAMS + 1, &offb, &n_off,
+                     path, error))
+    return FALSE;
+  g_autofree guint32 *off = offb;
+  gboolean bad = n_off < 1 || off[0] != 0 || off[n_off - 1] != n_ops ||
+                 (n_off == 1 && n_ops > 0);
+  for (guint64 s = 0; !bad && s + 1 < n_off; s++)
+    bad = off[s + 1] < off[s];
+  if (bad) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: %s must hold 1 to %u non-decreasing offsets from 0 to "
+                "the number of ops (%" G_GUINT64_FORMAT ")", path, doff,
+                SIM_MAX_STREAMS + 1, n_ops);
+    return FALSE;
+  }
+  if (n_off == 1) {
+    /* A rank without ops and streams (see nat_write_ranks). */
+    sim_workload_set_rank(w, r, NULL, 0, NULL, 0);
+  } else {
+    sim_workload_set_rank(w, r, g_steal_pointer(&ops), (guint32)n_ops,
+                          g_steal_pointer(&off), (guint32)(n_off - 1));
+  }
+  w->ranks[r].stage = stage;
+  return TRUE;
+}
+
+static gboolean nat_read_ranks(hid_t file, SimWorkload *w, const char *path,
+                               GError **error)
+{
+  htri_t exists = H5Lexists(file, "ranks", H5P_DEFAULT);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: group /ranks is missing", path);
+    return FALSE;
+  }
+  g_auto(NatHid) ranks = H5Gopen2(file, "ranks", H5P_DEFAULT);
+  H5G_info_t info;
+  if (ranks < 0 || H5Gget_info(ranks, &info) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "/ranks is not a group");
+  if (info.nlinks != w->n_ranks) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: /ranks has %" G_GUINT64_FORMAT " entries but the file "
+                "says n_ranks = %u", path, (guint64)info.nlinks, w->n_ranks);
+    return FALSE;
+  }
+  g_auto(NatHid) op_type = nat_op_type();
+  if (op_type < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "cannot build the op type");
+  for (guint r = 0; r < w->n_ranks; r++)
+    if (!nat_read_rank(ranks, w, r, op_type, path, error))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean nat_read_provenance(hid_t file, SimWorkload *w, hid_t vstr,
+                                    const char *path, GError **error)
+{
+  htri_t exists = H5Lexists(file, "provenance", H5P_DEFAULT);
+  if (exists <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return TRUE; /* optional */
+  }
+  g_auto(NatHid) g = H5Oopen(file, "provenance", H5P_DEFAULT);
+  if (g < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                    "cannot open /provenance");
+  ProvCtx ctx = { w, vstr, path, error };
+  hsize_t idx = 0;
+  if (H5Aiterate2(g, H5_INDEX_NAME, H5_ITER_INC, &idx, nat_prov_attr, &ctx) <
+      0) {
+    if (error != NULL && *error == NULL)
+      return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
+                      "cannot read the attributes of /provenance");
+    H5Eclear2(H5E_DEFAULT);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Checks the checksum record of a file about to be opened (see the top of
+ * this file).  TRUE when it matches, or when the file is plain HDF5
+ * without a record. */
+static gboolean nat_verify(const char *path, GError **error)
+{
+  int fd = g_open(path, O_RDONLY, 0);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  char rec[NATIVE_USERBLOCK + 1];
+  memset(rec, 0, sizeof rec);
+  ssize_t k = pread(fd, rec, NATIVE_USERBLOCK, 0);
+  static const char hdf5_sig[8] = { '\x89', 'H', 'D', 'F', '\r', '\n',
+                                    '\x1a', '\n' };
+  if (k >= 8 && memcmp(rec, hdf5_sig, 8) == 0) {
+    close(fd); /* plain HDF5 from another tool: unverified */
+    return TRUE;
+  }
+  guint crc_want = 0;
+  guint64 len_want = 0;
+  int used = 0;
+  gboolean parsed =
+    k == NATIVE_USERBLOCK && g_str_has_prefix(rec, NATIVE_SEAL_MAGIC) &&
+    sscanf(rec + strlen(NATIVE_SEAL_MAGIC),
+           "crc32 %8x\nlength %" G_GUINT64_FORMAT "\n%n", &crc_want,
+           &len_want, &used) == 2 && used > 0;
+  if (!parsed) {
+    close(fd);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: not a joulesim trace, or its header is damaged", path);
+    return FALSE;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 ||
+      (guint64)st.st_size != len_want + NATIVE_USERBLOCK) {
+    close(fd);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: the trace file is truncated or was extended (%"
+                G_GINT64_FORMAT " bytes, written with %" G_GUINT64_FORMAT ")",
+                path, (gint64)st.st_size, len_want + NATIVE_USERBLOCK);
+    return FALSE;
+  }
+  guint32 crc = 0;
+  guint64 len = 0;
+  gboolean ok = nat_crc(fd, NATIVE_USERBLOCK, &crc, &len);
+  int e = errno;
+  close(fd);
+  if (!ok) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  if (crc != crc_want || len != len_want) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: the trace file is damaged (CRC-32 %08x, written with "
+                "%08x)", path, crc, crc_want);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Opens path read-only as a native trace: the file checks and the format
+ * attributes.  Returns the file (caller closes) or < 0 with error set. */
+static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
+                      GError **error)
+{
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: it is a directory", path);
+    return H5I_INVALID_HID;
+  }
+  if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: no such file", path);
+    return H5I_INVALID_HID;
+  }
+  if (g_access(path, R_OK) != 0) {
+    int e = errno;
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: %s", path, g_strerror(e));
+    return H5I_INVALID_HID;
+  }
+  /* H5Fis_hdf5 only looks for the signature (at 0, 512, 1024, ...). */
+  htri_t is = H5Fis_hdf5(path);
+  if (is <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: not a joulesim trace (not an HDF5 file)", path);
+    return H5I_INVALID_HID;
+  }
+  if (!nat_verify(path, error))
+    return H5I_INVALID_HID;
+  g_auto(NatHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) {
+    nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+             "cannot open the HDF5 file (damaged or truncated?)");
+    return H5I_INVALID_HID;
+  }
+  const char *obj = "the root group";
+  g_autofree char *format = NULL;
+  gboolean present = FALSE;
+  if (!nat_attr_read(file, obj, "format", H5T_STRING, vstr, &format,
+                     &present, path, error))
+    return H5I_INVALID_HID;
+  if (!present || strcmp(format, NATIVE_FORMAT) != 0) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: not a joulesim trace (an HDF5 file without the root "
+                "attribute format = \"%s\")", path, NATIVE_FORMAT);
+    return H5I_INVALID_HID;
+  }
+  guint32 version = 0;
+  if (!nat_attr_u32_read(file, obj, "format_version", &version, path, error))
+    return H5I_INVALID_HID;
+  if (version == 0 || version > TRACE_NATIVE_VERSION) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_VERSION,
+                "%s: trace format version %u is not supported by this "
+                "joulesim (it reads versions 1 to %u)", path, version,
+                TRACE_NATIVE_VERSION);
+    return H5I_INVALID_HID;
+  }
+  if (!nat_attr_u32_read(file, obj, "n_ranks", n_ranks, path, error))
+    return H5I_INVALID_HID;
+  if (*n_ranks > NATIVE_MAX_RANKS) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: n_ranks = %u is more than the %u supported", path,
+                *n_ranks, NATIVE_MAX_RANKS);
+    return H5I_INVALID_HID;
+  }
+  hid_t out = file;
+  file = H5I_INVALID_HID;
+  return out;
+}
+
+SimWorkload *trace_native_load(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_auto(NatQuiet) quiet = nat_quiet();
+
+  g_auto(NatHid) vstr = nat_vstr_type();
+  if (vstr < 0) {
+    nat_fail(error, TRACE_NATIVE_ERROR_IO, path, "cannot build string type");
+    return NULL;
+  }
+  guint32 n_ranks = 0;
+  g_auto(NatHid) file = nat_open(path, vstr, &n_ranks, error);
+  if (file < 0)
+    return NULL;
+  g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
+  if (!nat_read_layout(file, w, vstr, path, error) ||
+      !nat_read_strings(file, w, vstr, path, error) ||
+      !nat_read_shapes(file, w, path, error) ||
+      !nat_read_groups(file, w, path, error) ||
+      !nat_read_ranks(file, w, path, error) ||
+      !nat_read_provenance(file, w, vstr, path, error))
+    return NULL;
+  GError *inner = NULL;
+  if (!sim_workload_validate(w, &inner)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: inconsistent trace: %s", path, inner->message);
+    g_error_free(inner);
+    return NULL;
+  }
+  return g_steal_pointer(&w);
+}
+
+gboolean trace_native_probe(const char *path)
+{
+  g_return_val_if_fail(path != NULL, FALSE);
+  g_auto(NatQuiet) quiet = nat_quiet();
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
+    return FALSE;
+  return H5Fis_hdf5(path) > 0;
+}
+
+/* ---- statistics and summary ------------------------------------------------ */
+
+void trace_group_label(const SimWorkload *w, guint32 g, char *out,
+                       gsize out_len)
+{
+  guint n = 0;
+  const guint32 *m = sim_workload_group(w, g, &n);
+  if (m == NULL || n == 0) {
+    g_snprintf(out, out_len, "empty");
+    return;
+  }
+  /* A uniform stride between consecutive members (0 for one member). */
+  guint64 stride = n > 1 ? (guint64)m[1] - m[0] : 0;
+  gboolean uniform = TRUE;
+  for (guint i = 2; i < n && uniform; i++)
+    uniform = (guint64)m[i] - m[i - 1] == stride;
+  guint64 tp = w->tp, pp = w->pp, dp = w->dp;
+  gboolean layout = tp > 0 && pp > 0 && dp > 0 && tp * pp * dp == w->n_ranks;
+  if (layout && uniform && n > 1) {
+    if (n == tp && stride == 1)
+      g_snprintf(out, out_len, "tp");
+    else if (n == dp && stride == tp)
+      g_snprintf(out, out_len, "dp");
+    else if (n == 2 && pp > 1 && stride == tp * dp * (pp - 1))
+      g_snprintf(out, out_len, "embedding");
+    else if (n == pp && stride == tp * dp)
+      g_snprintf(out, out_len, "pp");
+    else
+      out[0] = '\0';
+    if (out[0] != '\0')
+      return;
+  }
+  if (n == w->n_ranks && n > 1)
+    g_snprintf(out, out_len, "world");
+  else
+    g_snprintf(out, out_len, "%u rank%s", n, n == 1 ? "" : "s");
+}
+
+void trace_stats_compute(const SimWorkload *w, TraceStats *st)
+{
+  g_return_if_fail(w != NULL && st != NULL);
+  memset(st, 0, sizeof *st);
+  st->n_ranks = w->n_ranks;
+  st->n_shapes = w->shapes->len;
+  st->n_names = w->names->len;
+  st->n_groups = sim_workload_n_groups(w);
+  st->busy_ns = g_new0(gint64, MAX(w->n_ranks, 1));
+  st->groups = g_array_new(FALSE, TRUE, sizeof(TraceGroupStats));
+  const SimShape *shapes = (const SimShape *)(void *)w->shapes->data;
+  /* Collective ops per group, then folded into group kinds. */
+  g_autofree guint64 *coll_ops = g_new0(guint64, MAX(st->n_groups, 1));
+  g_autofree double *coll_bytes = g_new0(double, MAX(st->n_groups, 1));
+  st->streams_min = G_MAXUINT;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    st->n_ops += rk->n_ops;
+    st->streams_min = MIN(st->streams_min, rk->n_streams);
+    st->streams_max = MAX(st->streams_max, rk->n_streams);
+    st->streams_total += rk->n_streams;
+    gint64 busy = 0;
+    for (guint32 i = 0; i < rk->n_ops; i++) {
+      const SimOp *op = &rk->ops[i];
+      const SimShape *sh = &shapes[op->shape];
+      st->by_class[op->klass]++;
+      st->by_kind[op->kind]++;
+      switch (op->kind) {
+      case SIM_OP_KERNEL:
+        busy += op->ref_ns;
+        st->kernel_flops += sh->flops;
+        st->kernel_bytes += sh->bytes;
+        break;
+      case SIM_OP_COLLECTIVE:
+        st->comm_bytes += sh->bytes;
+        st->coll_by_type[sh->coll]++;
+        st->coll_bytes_by_type[sh->coll] += sh->bytes;
+        coll_ops[op->peer]++;
+        coll_bytes[op->peer] += sh->bytes;
+        break;
+      case SIM_OP_SEND:
+        st->comm_bytes += sh->bytes;
+        st->p2p_sends++;
+        st->p2p_bytes += sh->bytes;
+        break;
+      case SIM_OP_RECV:
+        st->comm_bytes += sh->bytes;
+        break;
+      default:
+        break;
+      }
+    }
+    st->busy_ns[r] = busy;
+    if (r == 0 || busy < st->busy_min_ns) {
+      st->busy_min_ns = busy;
+      st->busy_min_rank = r;
+    }
+    if (r == 0 || busy > st->busy_max_ns) {
+      st->busy_max_ns = busy;
+      st->busy_max_rank = r;
+    }
+    st->busy_mean_ns += (double)busy;
+  }
+  if (w->n_ranks > 0)
+    st->busy_mean_ns /= w->n_ranks;
+  else
+    st->streams_min = 0;
+  for (guint g = 0; g < st->n_groups; g++) {
+    if (coll_ops[g] == 0)
+      continue;
+    TraceGroupStats gs;
+    memset(&gs, 0, sizeof gs);
+    trace_group_label(w, g, gs.label, sizeof gs.label);
+    guint n = 0;
+    sim_workload_group(w, g, &n);
+    TraceGroupStats *dst = NULL;
+    for (guint k = 0; k < st->groups->len && dst == NULL; k++) {
+      TraceGroupStats *e = &g_array_index(st->groups, TraceGroupStats, k);
+      if (strcmp(e->label, gs.label) == 0)
+        dst = e;
+    }
+    if (dst == NULL) {
+      g_array_append_val(st->groups, gs);
+      dst = &g_array_index(st->groups, TraceGroupStats, st->groups->len - 1);
+    }
+    dst->n_groups++;
+    dst->ops += coll_ops[g];
+    dst->calls += coll_ops[g] / MAX(n, 1);
+    dst->bytes += coll_bytes[g];
+  }
+}
+
+void trace_stats_clear(TraceStats *st)
+{
+  if (st == NULL)
+    return;
+  g_free(st->busy_ns);
+  if (st->groups != NULL)
+    g_array_unref(st->groups);
+  memset(st, 0, sizeof *st);
+}
+
+static void append_ms(GString *out, gint64 ns)
+{
+  g_string_append_printf(out, "%.3f ms", (double)ns * 1e-6);
+}
+
+static void append_bytes(GString *out, double bytes)
+{
+  if (bytes >= 1e12)
+    g_string_append_printf(out, "%.3f TB", bytes * 1e-12);
+  else if (bytes >= 1e9)
+    g_string_append_printf(out, "%.3f GB", bytes * 1e-9);
+  else if (bytes >= 1e6)
+    g_string_append_printf(out, "%.3f MB", bytes * 1e-6);
+  else if (bytes >= 1e3)
+    g_string_append_printf(out, "%.3f kB", bytes * 1e-3);
+  else
+    g_string_append_printf(out, "%.0f B", bytes);
+}
+
+void trace_info(const SimWorkload *w, GString *out)
+{
+  g_return_if_fail(w != NULL && out != NULL);
+  TraceStats st;
+  trace_stats_compute(w, &st);
+  g_string_append_printf(out,
+                         "ranks         %u\n"
+                         "ops           %" G_GUINT64_FORMAT "\n"
+                         "shapes        %u\n"
+                         "names         %u\n"
+                         "groups        %u\n",
+                         st.n_ranks, st.n_ops, st.n_shapes, st.n_names,
+                         st.n_groups);
+  if (w->tp > 0 || w->pp > 0 || w->dp > 0)
+    g_string_append_printf(out, "layout        tp %u, pp %u, dp %u, %u "
+                           "microbatches, schedule %s\n", w->tp, w->pp,
+                           w->dp, w->microbatches,
+                           w->schedule ? w->schedule : "unknown");
+  if (w->ref_gpu != NULL)
+    g_string_append_printf(out, "reference GPU %s\n", w->ref_gpu);
+  if (w->tokens_per_iteration > 0)
+    g_string_append_printf(out, "tokens        %.0f per iteration\n",
+                           w->tokens_per_iteration);
+  g_string_append_printf(out, "streams       %u to %u per rank, %"
+                         G_GUINT64_FORMAT " in all\n", st.streams_min,
+                         st.streams_max, st.streams_total);
+
+  g_string_append(out, "\nops per class\n");
+  for (int c = 0; c < SIM_CLASS_COUNT; c++)
+    if (st.by_class[c] > 0)
+      g_string_append_printf(out, "  %-12s %12" G_GUINT64_FORMAT "  %5.1f%%\n",
+                             sim_class_name((SimOpClass)c), st.by_class[c],
+                             100.0 * (double)st.by_class[c] /
+                               (double)MAX(st.n_ops, 1));
+  g_string_append(out, "ops per kind\n");
+  for (int k = 0; k < SIM_OP_KIND_COUNT; k++)
+    if (st.by_kind[k] > 0)
+      g_string_append_printf(out, "  %-12s %12" G_GUINT64_FORMAT "\n",
+                             sim_kind_name((SimOpKind)k), st.by_kind[k]);
+
+  g_string_append(out, "\nGPU busy time per rank (sum of kernel ref_ns)\n");
+  if (st.n_ranks <= 16) {
+    for (guint r = 0; r < st.n_ranks; r++) {
+      g_string_append_printf(out, "  rank %-6u ", r);
+      append_ms(out, st.busy_ns[r]);
+      g_string_append_c(out, '\n');
+    }
+  } else if (st.n_ranks > 0) {
+    g_string_append_printf(out, "  min  (rank %u) ", st.busy_min_rank);
+    append_ms(out, st.busy_min_ns);
+    g_string_append_printf(out, "\n  mean          %.3f ms\n",
+                           st.busy_mean_ns * 1e-6);
+    g_string_append_printf(out, "  max  (rank %u) ", st.busy_max_rank);
+    append_ms(out, st.busy_max_ns);
+    g_string_append_c(out, '\n');
+  }
+
+  if (st.groups->len > 0) {
+    g_string_append(out, "\ncollectives per group type\n");
+    for (guint k = 0; k < st.groups->len; k++) {
+      const TraceGroupStats *gs =
+        &g_array_index(st.groups, TraceGroupStats, k);
+      g_string_append_printf(out, "  %-10s %6u groups %10" G_GUINT64_FORMAT
+                             " calls %12" G_GUINT64_FORMAT " rank-ops  ",
+                             gs->label, gs->n_groups, gs->calls, gs->ops);
+      append_bytes(out, gs->bytes);
+      g_string_append_c(out, '\n');
+    }
+    g_string_append(out, "collectives per type\n");
+    for (int t = 0; t < SIM_COLL_COUNT; t++)
+      if (st.coll_by_type[t] > 0) {
+        g_string_append_printf(out, "  %-15s %12" G_GUINT64_FORMAT
+                               " rank-ops  ", sim_coll_name((SimCollType)t),
+                               st.coll_by_type[t]);
+        append_bytes(out, st.coll_bytes_by_type[t]);
+        g_string_append_c(out, '\n');
+      }
+  }
+  if (st.p2p_sends > 0) {
+    g_string_append_printf(out, "point-to-point %" G_GUINT64_FORMAT
+                           " send/recv pairs, ", st.p2p_sends);
+    append_bytes(out, st.p2p_bytes);
+    g_string_append_c(out, '\n');
+  }
+  g_string_append(out, "\nbytes\n  kernels (DRAM)  ");
+  append_bytes(out, st.kernel_bytes);
+  g_string_append(out, "\n  communication   ");
+  append_bytes(out, st.comm_bytes);
+  g_string_append_printf(out, "\nkernel work     %.3f TFLOP\n",
+                         st.kernel_flops * 1e-12);
+
+  if (g_hash_table_size(w->provenance) > 0) {
+    g_string_append(out, "\nprovenance\n");
+    g_autoptr(GPtrArray) keys = sorted_keys(w->provenance);
+    for (guint i = 0; i < keys->len; i++) {
+      const char *k = g_ptr_array_index(keys, i);
+      g_string_append_printf(out, "  %-16s %s\n", k,
+                             (const char *)g_hash_table_lookup(
+                               w->provenance, k));
+    }
+  }
+  trace_stats_clear(&st);
+}

@@ -1,0 +1,474 @@
+/* traces/nsys.c -- reader of Nsight Systems SQLite exports
+ * (`nsys export --type sqlite report.nsys-rep`).
+ *
+ * Tables read (names from the nsys export schema; columns vary between
+ * versions, so each table's columns are read with PRAGMA table_info and the
+ * query is built from what exists):
+ *
+ *   CUPTI_ACTIVITY_KIND_KERNEL   start, end (ns), deviceId, streamId,
+ *                                correlationId, and the name: the first of
+ *                                demangledName, shortName, mangledName, name
+ *                                (an id into StringIds, or the text itself)
+ *   CUPTI_ACTIVITY_KIND_MEMCPY   start, end, deviceId, streamId,
+ *                                correlationId, copyKind -> "Memcpy HtoD"...
+ *   CUPTI_ACTIVITY_KIND_MEMSET   start, end, deviceId, streamId,
+ *                                correlationId -> "Memset"
+ *   CUPTI_ACTIVITY_KIND_RUNTIME  correlationId, start: CPU launch times
+ *   NVTX_EVENTS                  start, end, text or textId: iteration
+ *                                ranges ("ProfilerStep#N", "iteration N",
+ *                                "step N") and phase ranges (see
+ *                                traces/classify.c)
+ *   StringIds                    id, value
+ *   TARGET_INFO_GPU              id, name: device names
+ *
+ * Only the kernel table is required; a file without it is an error.  Every
+ * GPU device with activity becomes one raw rank (ranks ordered by file, then
+ * device id).  Limits: the export records no NCCL arguments, so NCCL
+ * kernels replay at their recorded durations (one-rank groups; their type
+ * comes from the kernel name); cross-stream event waits are not read
+ * (stream order only); launch correlation ids are assumed unique within a
+ * file (one profiled process per file, as nsys writes one per rank).
+ */
+#include "traces/import.h"
+#include "traces/classify.h"
+
+#include <sqlite3.h>
+#include <string.h>
+
+typedef struct {
+  const char *path;
+  sqlite3 *db;
+  gboolean has_strings;
+} Nsys;
+
+static gboolean db_error(Nsys *s, const char *what, GError **error)
+{
+  int code = sqlite3_errcode(s->db);
+  g_set_error(error, TRACE_ERROR,
+              code == SQLITE_NOTADB || code == SQLITE_CORRUPT
+                  ? TRACE_ERROR_FORMAT : TRACE_ERROR_IO,
+              "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+  return FALSE;
+}
+
+/* Does table `t` exist?  -1 on a database error. */
+static int table_exists(Nsys *s, const char *t, GError **error)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT 1 FROM sqlite_master WHERE type IN "
+                         "('table','view') AND name = ?", -1, &st,
+                         NULL) != SQLITE_OK) {
+    db_error(s, "not a readable SQLite database", error);
+    return -1;
+  }
+  sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    db_error(s, "not a readable SQLite database", error);
+    return -1;
+  }
+  return rc == SQLITE_ROW;
+}
+
+/* Column names of table t (a set). */
+static GHashTable *table_columns(Nsys *s, const char *t, GError **error)
+{
+  g_autofree char *sql = g_strdup_printf("PRAGMA table_info(\"%s\")", t);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    db_error(s, t, error);
+    return NULL;
+  }
+  GHashTable *cols = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           NULL);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const unsigned char *n = sqlite3_column_text(st, 1);
+    if (n != NULL)
+      g_hash_table_add(cols, g_strdup((const char *)n));
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    g_hash_table_unref(cols);
+    db_error(s, t, error);
+    return NULL;
+  }
+  return cols;
+}
+
+/* "x.col" when the column exists, else `dflt` (an SQL literal). */
+static const char *col_or(GHashTable *cols, const char *col, const char *dflt,
+                          GString *buf)
+{
+  if (g_hash_table_contains(cols, col)) {
+    g_string_append_printf(buf, "x.\"%s\"", col);
+    return buf->str;
+  }
+  g_string_append(buf, dflt);
+  return buf->str;
+}
+
+/* Per-device raw ranks of one file, created on first activity. */
+typedef struct {
+  Nsys *s;
+  SimWorkload *names;
+  GHashTable *by_device;   /* gint64* -> TraceRawRank* (borrowed) */
+  GPtrArray *ranks;        /* TraceRawRank*, owned */
+} Devices;
+
+static TraceRawRank *device_rank(Devices *d, gint64 dev)
+{
+  TraceRawRank *r = g_hash_table_lookup(d->by_device, &dev);
+  if (r == NULL) {
+    r = trace_raw_rank_new(d->s->path);
+    g_hash_table_insert(d->by_device, g_memdup2(&dev, sizeof dev), r);
+    g_ptr_array_add(d->ranks, r);
+  }
+  return r;
+}
+
+static const char *memcpy_name(gint64 kind)
+{
+  /* CUPTI_ACTIVITY_MEMCPY_KIND values. */
+  switch (kind) {
+  case 1: return "Memcpy HtoD";
+  case 2: return "Memcpy DtoH";
+  case 3: return "Memcpy HtoA";
+  case 4: return "Memcpy AtoH";
+  case 5: return "Memcpy AtoA";
+  case 6: return "Memcpy AtoD";
+  case 7: return "Memcpy DtoA";
+  case 8: return "Memcpy DtoD";
+  case 9: return "Memcpy HtoH";
+  case 10: return "Memcpy PtoP";
+  default: return "Memcpy";
+  }
+}
+
+/* Reads one activity table.  kind: TraceRawKind. */
+static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
+                              GError **error)
+{
+  Nsys *s = d->s;
+  g_autoptr(GHashTable) cols = table_columns(s, table, error);
+  if (cols == NULL)
+    return FALSE;
+  if (!g_hash_table_contains(cols, "start") ||
+      !g_hash_table_contains(cols, "end")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: table %s has no start/end columns", s->path, table);
+    return FALSE;
+  }
+  GString *sql = g_string_new("SELECT x.start, x.\"end\", ");
+  g_autoptr(GString) tmp = g_string_new(NULL);
+  g_string_append_printf(sql, "%s, ", col_or(cols, "deviceId", "0", tmp));
+  g_string_truncate(tmp, 0);
+  g_string_append_printf(sql, "%s, ", col_or(cols, "streamId", "0", tmp));
+  g_string_truncate(tmp, 0);
+  g_string_append_printf(sql, "%s, ",
+                         col_or(cols, "correlationId", "NULL", tmp));
+  g_string_truncate(tmp, 0);
+  const char *name_col = NULL;
+  if (kind == TRACE_RAW_KERNEL) {
+    static const char *const cands[] = {"demangledName", "shortName",
+                                        "mangledName", "name"};
+    for (gsize i = 0; i < G_N_ELEMENTS(cands) && name_col == NULL; i++)
+      if (g_hash_table_contains(cols, cands[i]))
+        name_col = cands[i];
+  } else if (kind == TRACE_RAW_MEMCPY &&
+             g_hash_table_contains(cols, "copyKind")) {
+    name_col = "copyKind";
+  }
+  gboolean join = kind == TRACE_RAW_KERNEL && name_col != NULL &&
+                  s->has_strings;
+  if (name_col != NULL)
+    g_string_append_printf(sql, "x.\"%s\", %s", name_col,
+                           join ? "s.value" : "NULL");
+  else
+    g_string_append(sql, "NULL, NULL");
+  g_string_append_printf(sql, " FROM \"%s\" x", table);
+  if (join)
+    g_string_append_printf(sql, " LEFT JOIN StringIds s ON s.id = x.\"%s\"",
+                           name_col);
+  g_autofree char *q = g_string_free(sql, FALSE);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK)
+    return db_error(s, table, error);
+  int rc;
+  guint64 row = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    row++;
+    for (int c = 0; c < 2; c++) {
+      int t = sqlite3_column_type(st, c);
+      if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) {
+        sqlite3_finalize(st);
+        g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                    "%s: %s row %" G_GUINT64_FORMAT ": %s is %s, not a "
+                    "time in ns", s->path, table, row, c ? "end" : "start",
+                    t == SQLITE_NULL ? "NULL" : "text");
+        return FALSE;
+      }
+    }
+    gint64 t0 = sqlite3_column_int64(st, 0);
+    gint64 t1 = sqlite3_column_int64(st, 1);
+    if (t1 < t0) {
+      sqlite3_finalize(st);
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  "%s: %s row %" G_GUINT64_FORMAT ": end %" G_GINT64_FORMAT
+                  " before start %" G_GINT64_FORMAT, s->path, table, row, t1,
+                  t0);
+      return FALSE;
+    }
+    TraceRawOp op = {0};
+    op.ts_ns = t0;
+    op.dur_ns = t1 - t0;
+    op.launch_ns = t0;
+    op.device = sqlite3_column_int64(st, 2);
+    op.stream = sqlite3_column_int64(st, 3);
+    op.corr = sqlite3_column_type(st, 4) == SQLITE_NULL
+                  ? -1 : sqlite3_column_int64(st, 4);
+    op.kind = (guint8)kind;
+    op.comm = G_MAXUINT32;
+    const char *name;
+    if (kind == TRACE_RAW_KERNEL) {
+      const unsigned char *v = sqlite3_column_text(st, 6);
+      if (v == NULL)
+        v = sqlite3_column_text(st, 5);
+      name = v != NULL ? (const char *)v : "(unnamed kernel)";
+    } else if (kind == TRACE_RAW_MEMCPY) {
+      name = memcpy_name(sqlite3_column_type(st, 5) == SQLITE_NULL
+                             ? 0 : sqlite3_column_int64(st, 5));
+    } else {
+      name = "Memset";
+    }
+    op.name = sim_workload_intern(d->names, name);
+    TraceRawRank *r = device_rank(d, op.device);
+    if (kind == TRACE_RAW_KERNEL && trace_is_nccl_kernel(name)) {
+      TraceRawComm c = {0};
+      TraceCommKind ck;
+      SimCollType cc;
+      trace_comm_from_kernel_name(name, &ck, &cc);
+      c.kind = (guint8)ck;
+      c.coll = (guint8)cc;
+      c.peer = -1;
+      c.group_size = -1;
+      g_array_append_val(r->comms, c);
+      op.comm = r->comms->len - 1;
+    }
+    g_array_append_val(r->ops, op);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return db_error(s, table, error);
+  return TRUE;
+}
+
+/* Launch times from the runtime API table (shared by all devices). */
+static gboolean read_launches(Nsys *s, GArray *out, GError **error)
+{
+  int ex = table_exists(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
+  if (ex <= 0)
+    return ex == 0;
+  g_autoptr(GHashTable) cols = table_columns(s, "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                             error);
+  if (cols == NULL)
+    return FALSE;
+  if (!g_hash_table_contains(cols, "correlationId") ||
+      !g_hash_table_contains(cols, "start"))
+    return TRUE;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT correlationId, start FROM "
+                         "CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId "
+                         "IS NOT NULL AND start IS NOT NULL", -1, &st,
+                         NULL) != SQLITE_OK)
+    return db_error(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    TraceRawLaunch l = {sqlite3_column_int64(st, 0),
+                        sqlite3_column_int64(st, 1)};
+    g_array_append_val(out, l);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return db_error(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
+  return TRUE;
+}
+
+/* Iteration and phase ranges from NVTX push/pop and start/end ranges. */
+static gboolean read_nvtx(Nsys *s, GArray *out, GError **error)
+{
+  int ex = table_exists(s, "NVTX_EVENTS", error);
+  if (ex <= 0)
+    return ex == 0;
+  g_autoptr(GHashTable) cols = table_columns(s, "NVTX_EVENTS", error);
+  if (cols == NULL)
+    return FALSE;
+  if (!g_hash_table_contains(cols, "start") ||
+      !g_hash_table_contains(cols, "end"))
+    return TRUE;
+  gboolean text = g_hash_table_contains(cols, "text");
+  gboolean tid = g_hash_table_contains(cols, "textId") && s->has_strings;
+  if (!text && !tid)
+    return TRUE;
+  g_autofree char *sql = g_strdup_printf(
+      "SELECT x.start, x.\"end\", %s, %s FROM NVTX_EVENTS x%s "
+      "WHERE x.\"end\" IS NOT NULL AND x.\"end\" > x.start",
+      text ? "x.text" : "NULL", tid ? "s.value" : "NULL",
+      tid ? " LEFT JOIN StringIds s ON s.id = x.textId" : "");
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    return db_error(s, "NVTX_EVENTS", error);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const unsigned char *v = sqlite3_column_text(st, 2);
+    if (v == NULL)
+      v = sqlite3_column_text(st, 3);
+    if (v == NULL)
+      continue;
+    TraceRawRange r = {sqlite3_column_int64(st, 0),
+                       sqlite3_column_int64(st, 1), -1, -1};
+    if (!trace_parse_step((const char *)v, &r.step)) {
+      r.step = -1;
+      r.phase = trace_phase_of_annotation((const char *)v);
+      if (r.phase < 0)
+        continue;
+    }
+    g_array_append_val(out, r);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return db_error(s, "NVTX_EVENTS", error);
+  return TRUE;
+}
+
+/* Device names (TARGET_INFO_GPU id -> name) into every rank's table. */
+static gboolean read_devices(Nsys *s, GHashTable *out, GError **error)
+{
+  int ex = table_exists(s, "TARGET_INFO_GPU", error);
+  if (ex <= 0)
+    return ex == 0;
+  g_autoptr(GHashTable) cols = table_columns(s, "TARGET_INFO_GPU", error);
+  if (cols == NULL)
+    return FALSE;
+  if (!g_hash_table_contains(cols, "id") ||
+      !g_hash_table_contains(cols, "name"))
+    return TRUE;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, "SELECT id, name FROM TARGET_INFO_GPU", -1,
+                         &st, NULL) != SQLITE_OK)
+    return db_error(s, "TARGET_INFO_GPU", error);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const unsigned char *n = sqlite3_column_text(st, 1);
+    if (n == NULL || sqlite3_column_type(st, 0) == SQLITE_NULL)
+      continue;
+    gint64 id = sqlite3_column_int64(st, 0);
+    g_hash_table_insert(out, g_memdup2(&id, sizeof id),
+                        g_strdup((const char *)n));
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return db_error(s, "TARGET_INFO_GPU", error);
+  return TRUE;
+}
+
+static int cmp_rank_device(gconstpointer a, gconstpointer b)
+{
+  const TraceRawRank *x = *(TraceRawRank *const *)a;
+  const TraceRawRank *y = *(TraceRawRank *const *)b;
+  gint64 dx = x->ops->len > 0 ? g_array_index(x->ops, TraceRawOp, 0).device
+                              : 0;
+  gint64 dy = y->ops->len > 0 ? g_array_index(y->ops, TraceRawOp, 0).device
+                              : 0;
+  return dx < dy ? -1 : dx > dy;
+}
+
+gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
+                         GError **error)
+{
+  g_return_val_if_fail(path != NULL && names != NULL && out != NULL, FALSE);
+  Nsys s = {path, NULL, FALSE};
+  if (sqlite3_open_v2(path, &s.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open: %s",
+                path, s.db != NULL ? sqlite3_errmsg(s.db) : "out of memory");
+    sqlite3_close(s.db);
+    return FALSE;
+  }
+  Devices d = {&s, names,
+               g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                     NULL),
+               g_ptr_array_new_with_free_func(
+                   (GDestroyNotify)trace_raw_rank_free)};
+  g_autoptr(GArray) launches = g_array_new(FALSE, FALSE,
+                                           sizeof(TraceRawLaunch));
+  g_autoptr(GArray) ranges = g_array_new(FALSE, FALSE,
+                                         sizeof(TraceRawRange));
+  g_autoptr(GHashTable) devnames = g_hash_table_new_full(
+      g_int64_hash, g_int64_equal, g_free, g_free);
+  gboolean ok = FALSE;
+  int kt = table_exists(&s, "CUPTI_ACTIVITY_KIND_KERNEL", error);
+  if (kt < 0)
+    goto out;
+  if (kt == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no CUPTI_ACTIVITY_KIND_KERNEL table (not an Nsight "
+                "Systems export of a CUDA trace: export the report with "
+                "`nsys export --type sqlite` from a run with CUDA tracing)",
+                path);
+    goto out;
+  }
+  int st = table_exists(&s, "StringIds", error);
+  if (st < 0)
+    goto out;
+  s.has_strings = st == 1;
+  if (!read_activity(&d, "CUPTI_ACTIVITY_KIND_KERNEL", TRACE_RAW_KERNEL,
+                     error))
+    goto out;
+  static const struct {
+    const char *table;
+    TraceRawKind kind;
+  } mem[] = {{"CUPTI_ACTIVITY_KIND_MEMCPY", TRACE_RAW_MEMCPY},
+             {"CUPTI_ACTIVITY_KIND_MEMSET", TRACE_RAW_MEMSET}};
+  for (gsize i = 0; i < G_N_ELEMENTS(mem); i++) {
+    int ex = table_exists(&s, mem[i].table, error);
+    if (ex < 0)
+      goto out;
+    if (ex == 1 && !read_activity(&d, mem[i].table, mem[i].kind, error))
+      goto out;
+  }
+  if (!read_launches(&s, launches, error) || !read_nvtx(&s, ranges, error) ||
+      !read_devices(&s, devnames, error))
+    goto out;
+  if (d.ranks->len == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no GPU activity (the kernel table is empty)", path);
+    goto out;
+  }
+  g_ptr_array_sort(d.ranks, cmp_rank_device);
+  for (guint i = 0; i < d.ranks->len; i++) {
+    TraceRawRank *r = g_ptr_array_index(d.ranks, i);
+    gint64 dev = g_array_index(r->ops, TraceRawOp, 0).device;
+    if (d.ranks->len > 1) {
+      g_free(r->path);
+      r->path = g_strdup_printf("%s[device %" G_GINT64_FORMAT "]", path, dev);
+    }
+    g_array_append_vals(r->launches, launches->data, launches->len);
+    g_array_append_vals(r->ranges, ranges->data, ranges->len);
+    const char *dn = g_hash_table_lookup(devnames, &dev);
+    if (dn != NULL)
+      g_hash_table_insert(r->devices, g_memdup2(&dev, sizeof dev),
+                          g_strdup(dn));
+  }
+  /* Hand the ranks over in device order. */
+  while (d.ranks->len > 0)
+    g_ptr_array_add(out, g_ptr_array_steal_index(d.ranks, 0));
+  ok = TRUE;
+out:
+  g_hash_table_unref(d.by_device);
+  g_ptr_array_unref(d.ranks);
+  sqlite3_close(s.db);
+  return ok;
+}
