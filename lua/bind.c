@@ -19,6 +19,7 @@
 #include "lua/results.h"
 #include "sim/pcg.h"
 #include "traces/gpt.h"
+#include "traces/timeline.h"
 
 #include <gio/gio.h>
 #include <lauxlib.h>
@@ -372,11 +373,35 @@ static int l_simulate(lua_State *L)
     luaL_error(L, "%s: argument 'stragglers' is not supported by this "
                   "version yet", fn);
   lua_pop(L, 1);
-  if (lua_getfield(L, 1, "timeline") != LUA_TNIL &&
-      lua_toboolean(L, -1))
-    luaL_error(L, "%s: argument 'timeline' is not supported by this version "
-                  "yet", fn);
-  lua_pop(L, 1);
+  /* timeline = "out.json" | true ("timeline.json") |
+   *            { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }.
+   * The value stays on the stack: the strings below are borrowed from it. */
+  const char *tl_path = NULL, *tl_gpus = NULL, *tl_window = NULL;
+  int tl_type = lua_getfield(L, 1, "timeline");
+  if (tl_type == LUA_TSTRING) {
+    tl_path = lua_tostring(L, -1);
+  } else if (tl_type == LUA_TBOOLEAN) {
+    tl_path = lua_toboolean(L, -1) ? "timeline.json" : NULL;
+  } else if (tl_type == LUA_TTABLE) {
+    static const char *const tkeys[] = {"path", "gpus", "window", NULL};
+    const char *tfn = "js.simulate{timeline}";
+    int ti = lua_gettop(L);
+    jsl_check_keys(L, ti, tfn, tkeys);
+    tl_path = jsl_opt_str(L, ti, tfn, "path", "timeline.json");
+    tl_gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
+    tl_window = jsl_opt_str(L, ti, tfn, "window", NULL);
+  } else if (tl_type != LUA_TNIL) {
+    luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
+                  "table {path, gpus, window} (got %s)", fn,
+               luaL_typename(L, -1));
+  }
+  TraceTimelineOptions topt;
+  trace_timeline_options_init(&topt);
+  GError *tl_err = NULL;
+  if (tl_window != NULL &&
+      !trace_timeline_parse_window(tl_window, &topt.t0_ns, &topt.t1_ns,
+                                   &tl_err))
+    return jsl_raise_gerror(L, fn, tl_err);
   /* Variability here overrides the cluster's for this run only. */
   double perf = c->perf_spread, power = c->power_spread;
   if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
@@ -386,6 +411,32 @@ static int l_simulate(lua_State *L)
     power = jsl_opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
   }
   lua_pop(L, 1);
+  /* The timeline opens last: no Lua error may be raised while it is open
+   * (a longjmp would leak it and its temporary file). */
+  TraceTimeline *tl = NULL;
+  if (tl_path != NULL) {
+    GArray *sel = NULL;
+    if (tl_gpus != NULL) {
+      sel = trace_timeline_parse_gpus(tl_gpus, lw->w->n_ranks, &tl_err);
+      if (sel == NULL)
+        return jsl_raise_gerror(L, fn, tl_err);
+      topt.gpus = (const guint32 *)(void *)sel->data;
+      topt.n_gpus = sel->len;
+    }
+    /* The machine's idle and blocked powers (models/cluster.c). */
+    topt.idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
+                                             : c->gpu->idle_power_w.v;
+    topt.blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
+                                                   : c->gpu->blocked_power_w.v;
+    topt.label = lw->label;
+    tl = trace_timeline_open(tl_path, lw->w, &topt, &tl_err);
+    if (sel != NULL)
+      g_array_unref(sel);
+    if (tl == NULL)
+      return jsl_raise_gerror(L, fn, tl_err);
+    opt.observer = trace_timeline_observe;
+    opt.observer_data = tl;
+  }
   double saved_perf = c->perf_spread, saved_power = c->power_spread;
   c->perf_spread = perf;
   c->power_spread = power;
@@ -396,9 +447,19 @@ static int l_simulate(lua_State *L)
   c->power_spread = saved_power;
   if (r == NULL) {
     dvfs_plan_result_free(plan);
+    trace_timeline_abort(tl);
+    return jsl_raise_gerror(L, fn, err);
+  }
+  if (tl != NULL && !trace_timeline_close(tl, NULL, &err)) {
+    dvfs_plan_result_free(plan);
+    sim_result_free(r);
     return jsl_raise_gerror(L, fn, err);
   }
   push_result(L, r, c, lw->w, &pol);
+  if (tl_path != NULL) {
+    lua_pushstring(L, tl_path);
+    lua_setfield(L, -2, "timeline");
+  }
   jsl_push_plan(L, plan);
   dvfs_plan_result_free(plan);
   sim_result_free(r);

@@ -197,6 +197,8 @@ static const GpuSpec builtins[] = {
     .power_max_w = P(400, "NVIDIA A100 datasheet: 400 W max TDP (SXM4)"),
     .p_mem_w = P(48.5, "estimate: ~3.9 pJ/bit HBM2 access energy x "
                        "1555 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
   },
   {
     .name = "A100-SXM4-80GB",
@@ -211,6 +213,8 @@ static const GpuSpec builtins[] = {
                           "perseus-emulation card)"),
     .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
                        "2039 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
   },
   {
     .name = "A100-PCIE-80GB",
@@ -230,6 +234,8 @@ static const GpuSpec builtins[] = {
     .comm_power_w = P(110, "estimate (not published): as A100 SXM"),
     .p_mem_w = P(60.4, "estimate: ~3.9 pJ/bit HBM2e access energy x "
                        "1935 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
   },
   {
     .name = "H100-SXM5-80GB",
@@ -264,6 +270,8 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(H100_P_CONST, SRC_H100_CONST),
     .p_mem_w = P(104.5, "estimate: ~3.9 pJ/bit HBM access energy x "
                         "3350 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
     .p_dyn_w = P(H100_P_DYN, SRC_H100_SCALE),
     .p_leak_w = P(H100_P_LEAK, SRC_H100_SCALE),
     .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
@@ -306,6 +314,8 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5"),
     .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
                        "2039 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
     .p_dyn_w = P(631, "estimate: same GH100 die as SXM5: 824 W x 114/132 "
                       "SMs x 1755/1980 MHz"),
     .p_leak_w = P(60, "estimate: SXM5 69.5 W x 114/132 SMs"),
@@ -351,6 +361,8 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(A40_P_CONST, SRC_FIT_A40),
     .p_mem_w = P(41.8, "estimate: ~7.5 pJ/bit GDDR6 access energy x "
                        "696 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
     .p_dyn_w = P(A40_P_DYN, SRC_FIT_A40),
     .p_leak_w = P(A40_P_LEAK, SRC_FIT_A40),
     .v_min = P(A40_V_MIN, SRC_FIT_A40 " (ratio to v_max)"),
@@ -400,6 +412,9 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(A40_P_CONST, "estimate: as the A40 fit (GA102)"),
     .p_mem_w = P(52.9, "estimate: ~7.25 pJ/bit GDDR6X access energy x "
                        "912 GB/s"),
+    .p_mem_static_w = P(25, "estimate (not measured): GDDR6X PAM4 I/O, "
+                            "DLLs and termination at 19 Gbps/pin, about "
+                            "half the memory power at full traffic"),
     .p_dyn_w = P(380, "fit: puts the 8192^3 GEMM at 350 W at 68.6 TFLOP/s "
                       "(1860 MHz), inside " SRC_README "'s measured ~65-75 "
                       "TFLOP/s (llm.c GEMMs); other power terms from the "

@@ -190,6 +190,7 @@ static const ParamField scalar_fields[] = {
   FIELD(p_mem_w, "W"),
   FIELD(p_dyn_w, "W"),
   FIELD(p_leak_w, "W"),
+  FIELD(p_mem_static_w, "W"),
   FIELD(v_min, "V"),
   FIELD(v_max, "V"),
   FIELD(f_knee_mhz, "MHz"),
@@ -428,6 +429,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "p_mem_w", s->p_mem_w.v, 0, 1e5, FALSE, error) ||
       !check_range(s, "p_dyn_w", s->p_dyn_w.v, 0, 1e5, TRUE, error) ||
       !check_range(s, "p_leak_w", s->p_leak_w.v, 0, 1e5, FALSE, error) ||
+      !check_range(s, "p_mem_static_w", s->p_mem_static_w.v, 0, 1e5, FALSE,
+                   error) ||
       !check_range(s, "v_min", s->v_min.v, 0, 10, TRUE, error) ||
       !check_range(s, "v_max", s->v_max.v, s->v_min.v, 10, FALSE, error) ||
       !check_range(s, "f_knee_mhz", s->f_knee_mhz.v, fmin, fmax, FALSE,
@@ -740,7 +743,8 @@ static double model_power(const GpuSpec *g, const GpuKernel *k, double f,
 {
   double vr = gpu_voltage(g, f) / g->v_max.v;
   double mtop = g->mem_mhz[g->n_mem_clocks - 1].v;
-  return g->p_const_w.v + g->p_mem_w.v * tm->u_mem * (m / mtop) +
+  return g->p_const_w.v + g->p_mem_static_w.v * (m / mtop) +
+         g->p_mem_w.v * tm->u_mem * (m / mtop) +
          g->p_dyn_w.v * g->activity[k->klass].v * tm->u_sm *
              (f / g->sm_max_mhz.v) * vr * vr +
          g->p_leak_w.v * pow(vr, LEAK_EXP);

@@ -56,6 +56,10 @@ typedef struct {
                                           SM clock; sets the SM clock below
                                           which memory-bound kernels slow */
   GpuParam kernel_overhead_us;         /* launch + tail per kernel */
+  GpuParam p_mem_static_w;             /* memory interface power at the
+                                          top memory clock whatever the
+                                          traffic (PHY, DLL, termination);
+                                          scales with m / m_max */
 } GpuSpec;
 
 /* Passed as power_limit_w to gpu_kernel_cost: no power cap at all (e.g. for
