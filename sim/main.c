@@ -13,8 +13,11 @@
 #include "models/net.h"
 #include "sim/engine.h"
 #include "traces/gpt.h"
+#include "traces/import.h"
+#include "traces/native.h"
 
 #include <errno.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +62,15 @@ static const char usage_gpus[] =
   "that GPU model with its value, unit and source.\n";
 
 static const char usage_bench[] =
-  "usage: joulesim bench [--quick]\n"
+  "usage: joulesim bench [--quick] [--trace FILE]...\n"
   "\n"
   "Prints replayed ops per second on one core, and wall time and peak\n"
   "memory for one GPT-3 175B iteration on 1,024 GPUs (TP8 PP8 DP16, 64\n"
-  "microbatches) at kernel-level detail.  --quick runs smaller sizes.\n";
+  "microbatches) at kernel-level detail; then the save and load time of\n"
+  "that workload as a native trace file.  --quick runs smaller sizes.\n"
+  "--trace FILE (repeatable): also import each profiler trace and compare\n"
+  "with loading it from a native file.  Ends with the Kineto JSON import\n"
+  "throughput on a synthetic trace.\n";
 
 static int fail(GError *err)
 {
@@ -239,15 +246,130 @@ static gboolean bench_case(JsSession *s, const BenchCase *bc, GError **error)
   return TRUE;
 }
 
+/* Native trace files: save and load of a generated workload, and for each
+ * profiler trace given, import time against loading its native file (best
+ * of three each, caches warm). */
+static gboolean bench_trace_files(JsSession *s, gboolean quick,
+                                  GPtrArray *traces, GError **error)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  if (!gpt_config_set_model(&cfg, quick ? "gpt3-6.7b" : "gpt3-175b", error))
+    return FALSE;
+  cfg.tp = quick ? 2 : 8;
+  cfg.pp = quick ? 2 : 8;
+  cfg.dp = quick ? 2 : 16;
+  cfg.microbatches = quick ? 16 : 64;
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
+                                            error);
+  if (gpu == NULL)
+    return FALSE;
+  g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, error);
+  if (w == NULL)
+    return FALSE;
+  g_autofree char *dir = g_dir_make_tmp("joulesim-bench-XXXXXX", error);
+  if (dir == NULL)
+    return FALSE;
+  g_autofree char *path = g_build_filename(dir, "trace.h5", NULL);
+  gboolean ok = FALSE;
+  gint64 t0 = g_get_monotonic_time();
+  if (!trace_native_save(w, path, error))
+    goto out;
+  gint64 t1 = g_get_monotonic_time(), load_us = G_MAXINT64;
+  for (int k = 0; k < 3; k++) {
+    gint64 a = g_get_monotonic_time();
+    g_autoptr(SimWorkload) l = trace_native_load(path, error);
+    if (l == NULL)
+      goto out;
+    load_us = MIN(load_us, g_get_monotonic_time() - a);
+  }
+  GStatBuf st;
+  double mb = g_stat(path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
+  printf("native trace, %-20s %11" G_GUINT64_FORMAT " ops  %7.1f MB  "
+         "save %6.2f s  load %6.3f s  %6.1f Mops/s  %5.2f GB/s\n",
+         quick ? "gpt3-6.7b tp2 pp2 dp2" : "gpt3-175b tp8 pp8 dp16",
+         sim_workload_n_ops(w), mb, (double)(t1 - t0) * 1e-6,
+         (double)load_us * 1e-6,
+         (double)sim_workload_n_ops(w) / (double)MAX(load_us, 1),
+         mb * 1e-3 / ((double)MAX(load_us, 1) * 1e-6));
+  fflush(stdout);
+  for (guint i = 0; i < traces->len; i++) {
+    const char *src = g_ptr_array_index(traces, i);
+    TraceImportOptions opt;
+    memset(&opt, 0, sizeof opt);
+    opt.catalogue = s->catalogue;
+    gint64 import_us = G_MAXINT64;
+    g_autoptr(SimWorkload) t = NULL;
+    for (int k = 0; k < 3; k++) {
+      gint64 a = g_get_monotonic_time();
+      g_autoptr(SimWorkload) x = trace_import(&src, 1, &opt, error);
+      if (x == NULL)
+        goto out;
+      import_us = MIN(import_us, g_get_monotonic_time() - a);
+      if (t == NULL)
+        t = g_steal_pointer(&x);
+    }
+    if (!trace_native_save(t, path, error))
+      goto out;
+    load_us = G_MAXINT64;
+    for (int k = 0; k < 3; k++) {
+      gint64 a = g_get_monotonic_time();
+      g_autoptr(SimWorkload) l = trace_native_load(path, error);
+      if (l == NULL)
+        goto out;
+      load_us = MIN(load_us, g_get_monotonic_time() - a);
+    }
+    printf("trace import vs native load, %s: %" G_GUINT64_FORMAT " ops, "
+           "import %.2f ms, load %.2f ms (%.0fx)\n", src,
+           sim_workload_n_ops(t), (double)import_us * 1e-3,
+           (double)load_us * 1e-3, (double)import_us / (double)MAX(load_us, 1));
+  }
+  /* Kineto import throughput on a synthetic trace of realistic events
+   * (traces/import.c), uncompressed JSON. */
+  {
+    g_autofree char *json = g_build_filename(dir, "kineto.json", NULL);
+    guint64 n_events = 0, bytes = quick ? 20000000 : 200000000;
+    if (!trace_kineto_write_synthetic(json, bytes, &n_events, error)) {
+      g_unlink(json);
+      goto out;
+    }
+    GStatBuf js;
+    double json_mb = g_stat(json, &js) == 0 ? (double)js.st_size / 1e6 : 0;
+    TraceImportOptions opt;
+    memset(&opt, 0, sizeof opt);
+    opt.catalogue = s->catalogue;
+    opt.iteration = TRACE_ITERATION_ALL;
+    const char *jp = json;
+    gint64 a = g_get_monotonic_time();
+    g_autoptr(SimWorkload) x = trace_import(&jp, 1, &opt, error);
+    double sec = (double)(g_get_monotonic_time() - a) * 1e-6;
+    g_unlink(json);
+    if (x == NULL)
+      goto out;
+    printf("trace import (Kineto JSON)         %7.0f MB/s  (%.0f MB, "
+           "%" G_GUINT64_FORMAT " GPU events, peak RSS %.0f MB)\n",
+           json_mb / sec, json_mb, n_events, peak_rss_mb());
+    fflush(stdout);
+  }
+  ok = TRUE;
+out:
+  g_unlink(path);
+  g_rmdir(dir);
+  return ok;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
   gboolean quick = FALSE;
+  g_autoptr(GPtrArray) traces = g_ptr_array_new();
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(usage_bench, stdout);
       return 0;
     } else if (strcmp(argv[i], "--quick") == 0) {
       quick = TRUE;
+    } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) {
+      g_ptr_array_add(traces, argv[++i]);
     } else {
       fprintf(stderr, "joulesim bench: unknown option '%s'\n%s", argv[i],
               usage_bench);
@@ -319,6 +441,9 @@ static int cmd_bench(int argc, char **argv)
       fflush(stdout);
     }
   }
+  GError *err = NULL;
+  if (!bench_trace_files(s, quick, traces, &err))
+    return fail(err);
   return 0;
 }
 
