@@ -2,8 +2,8 @@
 --
 -- Embedded in the binary and run once by `require "joulesim"` with the
 -- module table (holding the C primitives) as its argument.  Everything here
--- is plain Lua on top of those primitives: policy constructors, comparisons
--- and readable summaries.
+-- is plain Lua on top of those primitives: comparisons and readable
+-- summaries (the policy constructors are C, in lua/policy.c).
 local js = ...
 
 local function fail(fn, msg, level)
