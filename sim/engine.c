@@ -168,6 +168,20 @@ struct SimEngine {
   gpointer observer_data;
 };
 
+/* Keys pack two 32-bit ids (group<<32 | seq, src<<32 | dst, ...);
+ * g_int64_hash folds them to a ^ b, which collides heavily (group 3 seq 5 =
+ * group 5 seq 3).  The splitmix64 finalizer mixes every bit. */
+static guint key_hash(gconstpointer k)
+{
+  guint64 x = (guint64)*(const gint64 *)k;
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return (guint)x;
+}
+
 static void free_member_queue(gpointer q)
 {
   g_queue_free_full(q, g_free);
@@ -217,10 +231,10 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   e->queue = sim_queue_new();
   e->pending = g_array_new(FALSE, TRUE, sizeof(Pending));
   e->pending_free = g_array_new(FALSE, FALSE, sizeof(guint32));
-  e->coll_index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+  e->coll_index = g_hash_table_new_full(key_hash, g_int64_equal, g_free,
                                         NULL);
-  e->seq = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-  e->p2p_q = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+  e->seq = g_hash_table_new_full(key_hash, g_int64_equal, g_free, NULL);
+  e->p2p_q = g_hash_table_new_full(key_hash, g_int64_equal, g_free,
                                    free_member_queue);
   e->work = g_array_new(FALSE, FALSE, sizeof(guint64));
   return e;

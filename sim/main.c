@@ -230,7 +230,7 @@ static gboolean bench_case(JsSession *s, const BenchCase *bc, GError **error)
   if (c == NULL)
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
-  JsRunOptions opt = {1, s->seed, -1, NULL, NULL};
+  JsRunOptions opt = {.iterations = 1, .seed = s->seed, .switch_latency_ms = -1};
   g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, error);
   if (r == NULL)
     return FALSE;

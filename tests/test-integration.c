@@ -58,7 +58,7 @@ static SimResult *simulate(Setup *st, DvfsKind kind, guint sm, guint iters)
 {
   GError *error = NULL;
   DvfsPolicy p = {.kind = kind, .sm_mhz = sm};
-  JsRunOptions opt = {iters, 1, -1, NULL, NULL};
+  JsRunOptions opt = {.iterations = iters, .seed = 1, .switch_latency_ms = -1};
   SimResult *r = js_simulate(st->s, st->c, st->w, &p, &opt, &error);
   g_assert_no_error(error);
   return r;
@@ -147,7 +147,8 @@ static void test_variability_seeded(void)
   st.c->power_spread = 0.1;
   GError *error = NULL;
   DvfsPolicy p = {.kind = DVFS_MAX};
-  JsRunOptions o1 = {2, 11, -1, NULL, NULL}, o2 = {2, 12, -1, NULL, NULL};
+  JsRunOptions o1 = {.iterations = 2, .seed = 11, .switch_latency_ms = -1};
+  JsRunOptions o2 = {.iterations = 2, .seed = 12, .switch_latency_ms = -1};
   g_autoptr(SimResult) a = js_simulate(st.s, st.c, st.w, &p, &o1, &error);
   g_autoptr(SimResult) b = js_simulate(st.s, st.c, st.w, &p, &o1, &error);
   g_autoptr(SimResult) c = js_simulate(st.s, st.c, st.w, &p, &o2, &error);
