@@ -465,14 +465,19 @@ static double model_time(const FitModel *m, guint op, guint sm, guint mem)
   return t;
 }
 
-/* Fitted-power energy at (sm, mem) for time t, uncapped. */
-static double model_energy(const FitModel *m, guint op, double sm, double t)
+/* Fitted-power energy at (sm, mem) for time t, uncapped.  The memory
+ * interface's static power (models/gpu.c, P_mem_static * m / m_max) is the
+ * catalogue's, not fitted: it is 0 on every part with one memory clock. */
+static double model_energy(const FitModel *m, guint op, double sm, guint mem,
+                           double t)
 {
   const FitOpModel *om = &m->ops[op];
   if (om->sat_mhz > 0 && sm > om->sat_mhz)
     sm = om->sat_mhz;
   double v = vrel(m->v_ratio, m->f_knee_mhz, m->gpu->sm_max_mhz.v, sm);
-  return t * (m->p_const_w + m->p_leak_w * pow(v, LEAK_EXP)) +
+  double mem_static = m->gpu->p_mem_static_w.v * eff_mem(m->gpu, mem) /
+                      top_mem(m->gpu);
+  return t * (m->p_const_w + m->p_leak_w * pow(v, LEAK_EXP) + mem_static) +
          om->dyn_j * v * v + om->mem_j;
 }
 
@@ -498,7 +503,7 @@ void fit_model_predict(const FitModel *m, guint op, guint sm_mhz,
   case FIT_ALL:
   default: {
     t = model_time(m, op, f, mem_mhz);
-    e = model_energy(m, op, f, t);
+    e = model_energy(m, op, f, mem_mhz, t);
     if (e / t > m->power_limit_w) {
       /* Power does not rise as the clock falls (E/t = P_const + P_leak v^3
        * + (D v^2 + C)/t, t non-increasing in f): walk the grid down. */
@@ -510,7 +515,7 @@ void fit_model_predict(const FitModel *m, guint op, guint sm_mhz,
       for (; k >= 0; k--) {
         guint fk = (guint)lround(fmin + k * step);
         double tk = model_time(m, op, fk, mem_mhz);
-        double ek = model_energy(m, op, fk, tk);
+        double ek = model_energy(m, op, fk, mem_mhz, tk);
         f = fk;
         t = tk;
         e = ek;
@@ -725,8 +730,11 @@ static void build_gram(PowerFit *pf, double ratio, double knee)
       double v = vrel(ratio, knee, fmax, f);
       double t = pf->times[i][j];
       double rw = w / (p->energy_j * p->energy_j);
+      /* The catalogue's static memory power is known, not fitted. */
+      double mem_static = t * m->gpu->p_mem_static_w.v *
+                          eff_mem(m->gpu, p->mem_mhz) / top_mem(m->gpu);
       double x[4] = {t, t * pow(v, LEAK_EXP), v * v,
-                     p->energy_j - m->ops[i].mem_j};
+                     p->energy_j - m->ops[i].mem_j - mem_static};
       for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
           gr->g[a][b] += rw * x[a] * x[b];

@@ -227,6 +227,16 @@ static GpuParam *class_array(GpuSpec *s, ArrayId a)
   }
 }
 
+const char *gpu_spec_scalar_name(guint i)
+{
+  return i < G_N_ELEMENTS(scalar_fields) ? scalar_fields[i].name : NULL;
+}
+
+const char *gpu_spec_array_name(guint a)
+{
+  return a < ARR_COUNT ? array_names[a] : NULL;
+}
+
 GpuParam *gpu_spec_param(GpuSpec *s, const char *field)
 {
   g_return_val_if_fail(s != NULL, NULL);

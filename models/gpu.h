@@ -114,6 +114,12 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error);
  * "mem_mhz.0", "eff_compute.gemm", "activity.softmax", ... (the names
  * gpu_spec_describe prints).  Borrowed pointer into s, or NULL. */
 GpuParam *gpu_spec_param(GpuSpec *s, const char *field);
+/* The names of the scalar parameters (i = 0, 1, ... until NULL) and of the
+ * per-class arrays ("eff_compute", ...; a = 0, 1, ... until NULL), in the
+ * order gpu_spec_describe prints them: the one list every reader and
+ * writer of specs iterates. */
+const char *gpu_spec_scalar_name(guint i);
+const char *gpu_spec_array_name(guint a);
 /* Lower-case class name used in parameter names ("gemm", "norm", ...);
  * independent of sim/workload.c. */
 const char *gpu_class_name(SimOpClass c);

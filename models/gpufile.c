@@ -10,16 +10,8 @@
 
 #include <string.h>
 
-static const char *const scalar_names[] = {
-  "sm_min_mhz", "sm_max_mhz", "sm_step_mhz", "sm_default_mhz", "n_sm",
-  "tensor_flop_per_clk_sm", "vector_flop_per_clk_sm", "mem_bw_gbps",
-  "mem_issue_bytes_per_clk_sm", "kernel_overhead_us", "power_limit_w",
-  "power_min_w", "power_max_w", "idle_power_w", "blocked_power_w",
-  "comm_power_w", "p_const_w", "p_mem_w", "p_dyn_w", "p_leak_w", "v_min",
-  "v_max", "f_knee_mhz", "switch_latency_ms",
-};
-static const char *const array_names[] = {"eff_compute", "eff_memory",
-                                          "activity"};
+/* Parameter names come from models/gpu.c (gpu_spec_scalar_name,
+ * gpu_spec_array_name): one list for every reader and writer. */
 
 /* Calls fn(name) for every parameter of a spec with n_mem memory clocks. */
 typedef gboolean (*ParamFn)(const char *name, gpointer data, GError **error);
@@ -27,20 +19,22 @@ typedef gboolean (*ParamFn)(const char *name, gpointer data, GError **error);
 static gboolean each_param(guint n_mem, ParamFn fn, gpointer data,
                            GError **error)
 {
-  for (gsize i = 0; i < G_N_ELEMENTS(scalar_names); i++)
-    if (!fn(scalar_names[i], data, error))
-      return FALSE;
-  for (guint i = 0; i < n_mem; i++) {
-    char name[32];
-    g_snprintf(name, sizeof name, "mem_mhz.%u", i);
+  const char *name;
+  for (guint i = 0; (name = gpu_spec_scalar_name(i)) != NULL; i++)
     if (!fn(name, data, error))
       return FALSE;
+  for (guint i = 0; i < n_mem; i++) {
+    char mem[32];
+    g_snprintf(mem, sizeof mem, "mem_mhz.%u", i);
+    if (!fn(mem, data, error))
+      return FALSE;
   }
-  for (gsize a = 0; a < G_N_ELEMENTS(array_names); a++)
+  const char *arr;
+  for (guint a = 0; (arr = gpu_spec_array_name(a)) != NULL; a++)
     for (int c = 0; c < SIM_CLASS_COUNT; c++) {
-      g_autofree char *name =
-          g_strdup_printf("%s.%s", array_names[a], gpu_class_name((SimOpClass)c));
-      if (!fn(name, data, error))
+      g_autofree char *pname =
+          g_strdup_printf("%s.%s", arr, gpu_class_name((SimOpClass)c));
+      if (!fn(pname, data, error))
         return FALSE;
     }
   return TRUE;
