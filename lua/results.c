@@ -89,10 +89,11 @@
  * of this module runs (and restored afterwards, so other modules keep their
  * own setting); failures become RES_ERROR GErrors naming the path, the
  * table, what was being done, and the innermost HDF5 error message.  Every
- * HDF5 handle is held in a g_auto(ResHid) or in the ResTable, so every exit
+ * HDF5 handle is held in a g_auto(H5uHid) or in the ResTable, so every exit
  * path closes it.
  */
 #include "lua/results.h"
+#include "traces/h5util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,32 +118,6 @@ G_DEFINE_QUARK(res-error-quark, res_error)
 
 /* ---- HDF5 handles and errors ------------------------------------------ */
 
-/* An owned HDF5 identifier, closed by g_auto(ResHid) whatever its kind. */
-typedef hid_t ResHid;
-
-static void res_hid_close(hid_t id)
-{
-  switch (H5Iget_type(id)) {
-  case H5I_FILE: H5Fclose(id); break;
-  case H5I_GROUP: H5Gclose(id); break;
-  case H5I_DATATYPE: H5Tclose(id); break;
-  case H5I_DATASPACE: H5Sclose(id); break;
-  case H5I_DATASET: H5Dclose(id); break;
-  case H5I_ATTR: H5Aclose(id); break;
-  case H5I_GENPROP_LST: H5Pclose(id); break;
-  default: g_warn_if_reached(); break;
-  }
-}
-
-G_DEFINE_AUTO_CLEANUP_FREE_FUNC(ResHid, res_hid_close, H5I_INVALID_HID)
-
-/* Hands a g_auto(ResHid) handle over to the caller. */
-static inline hid_t res_steal(hid_t *id)
-{
-  hid_t out = *id;
-  *id = H5I_INVALID_HID;
-  return out;
-}
 
 /* Frees the variable-length strings that H5Dread allocated in buf. */
 static void res_reclaim(hid_t mem_type, hid_t space, void *buf)
@@ -154,44 +129,6 @@ static void res_reclaim(hid_t mem_type, hid_t space, void *buf)
 #endif
 }
 
-/* HDF5's automatic error printing, saved on entry to a public function and
- * restored on exit (g_auto(ResQuiet) q = res_quiet()). */
-typedef struct {
-  H5E_auto2_t func;
-  void *data;
-  gboolean saved;
-} ResQuiet;
-
-static ResQuiet res_quiet(void)
-{
-  ResQuiet q = { NULL, NULL, FALSE };
-  if (H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data) >= 0)
-    q.saved = TRUE;
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  return q;
-}
-
-static void res_quiet_restore(ResQuiet *q)
-{
-  H5Eclear2(H5E_DEFAULT);
-  if (q->saved)
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ResQuiet, res_quiet_restore)
-
-/* H5Ewalk2 callback: keeps the description of the innermost error (the
- * first one walked upward), which is the most specific, e.g. the errno
- * text of a failed open(). */
-static herr_t res_walk_innermost(unsigned n, const H5E_error2_t *err,
-                                 void *data)
-{
-  char **out = data;
-  if (n == 0 && err->desc != NULL && err->desc[0] != '\0')
-    *out = g_strdup(err->desc);
-  return 0;
-}
-
 /* Sets *error to code with "PATH: table 'TABLE': WHAT (HDF5: reason)",
  * reading the reason from the current HDF5 error stack (so call it right
  * after the failing HDF5 call, before any other HDF5 call clears the
@@ -200,9 +137,7 @@ G_GNUC_PRINTF(5, 6)
 static gboolean res_fail(GError **error, gint code, const char *path,
                          const char *table, const char *fmt, ...)
 {
-  g_autofree char *reason = NULL;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, res_walk_innermost, &reason);
-  H5Eclear2(H5E_DEFAULT);
+  g_autofree char *reason = h5u_error_reason();
 
   va_list ap;
   va_start(ap, fmt);
@@ -258,11 +193,11 @@ static const char *res_unit_for(const char *name)
 /* A new variable-length UTF-8 C string type (owned by the caller), or -1. */
 static hid_t res_vstr_type(void)
 {
-  g_auto(ResHid) t = H5Tcopy(H5T_C_S1);
+  g_auto(H5uHid) t = H5Tcopy(H5T_C_S1);
   if (t < 0 || H5Tset_size(t, H5T_VARIABLE) < 0 ||
       H5Tset_cset(t, H5T_CSET_UTF8) < 0)
     return H5I_INVALID_HID;
-  return res_steal(&t);
+  return h5u_steal(&t);
 }
 
 /* Lays out a memory row for cols (filling in their offsets) and returns its
@@ -281,8 +216,8 @@ static hid_t res_mem_type(ResCol *cols, guint ncols, size_t *row_size,
   }
   *row_size = MAX((off + 7) / 8 * 8, 8);
 
-  g_auto(ResHid) vstr = res_vstr_type();
-  g_auto(ResHid) type = H5Tcreate(H5T_COMPOUND, *row_size);
+  g_auto(H5uHid) vstr = res_vstr_type();
+  g_auto(H5uHid) type = H5Tcreate(H5T_COMPOUND, *row_size);
   if (vstr < 0 || type < 0) {
     res_fail(error, RES_ERROR_IO, path, table, "creating the row type");
     return H5I_INVALID_HID;
@@ -298,7 +233,7 @@ static hid_t res_mem_type(ResCol *cols, guint ncols, size_t *row_size,
       return H5I_INVALID_HID;
     }
   }
-  return res_steal(&type);
+  return h5u_steal(&type);
 }
 
 static void res_cols_free(ResCol *cols, guint ncols)
@@ -315,7 +250,7 @@ static gboolean res_cols_from_dataset(hid_t dset, ResCol **cols_out,
                                       guint *ncols_out, const char *path,
                                       const char *table, GError **error)
 {
-  g_auto(ResHid) ftype = H5Dget_type(dset);
+  g_auto(H5uHid) ftype = H5Dget_type(dset);
   if (ftype < 0)
     return res_fail(error, RES_ERROR_IO, path, table, "reading the row type");
   if (H5Tget_class(ftype) != H5T_COMPOUND)
@@ -337,7 +272,7 @@ static gboolean res_cols_from_dataset(hid_t dset, ResCol **cols_out,
     cols[i].name = g_strdup(name);
     H5free_memory(name);
 
-    g_auto(ResHid) mtype = H5Tget_member_type(ftype, (unsigned)i);
+    g_auto(H5uHid) mtype = H5Tget_member_type(ftype, (unsigned)i);
     H5T_class_t cls = mtype < 0 ? H5T_NO_CLASS : H5Tget_class(mtype);
     size_t size = mtype < 0 ? 0 : H5Tget_size(mtype);
     gboolean ok = TRUE;
@@ -372,12 +307,12 @@ static gboolean res_attr_string(hid_t obj, const char *name, const char *value,
                                 const char *path, const char *table,
                                 GError **error)
 {
-  g_auto(ResHid) type = res_vstr_type();
-  g_auto(ResHid) space = H5Screate(H5S_SCALAR);
+  g_auto(H5uHid) type = res_vstr_type();
+  g_auto(H5uHid) space = H5Screate(H5S_SCALAR);
   if (type < 0 || space < 0)
     return res_fail(error, RES_ERROR_IO, path, table,
                     "preparing attribute '%s'", name);
-  g_auto(ResHid) attr =
+  g_auto(H5uHid) attr =
     H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   if (attr < 0 || H5Awrite(attr, type, &value) < 0)
     return res_fail(error, RES_ERROR_IO, path, table,
@@ -393,13 +328,13 @@ static gboolean res_attr_strings(hid_t obj, const char *name,
                                  GError **error)
 {
   hsize_t dims[1] = { n };
-  g_auto(ResHid) type = res_vstr_type();
-  g_auto(ResHid) space =
+  g_auto(H5uHid) type = res_vstr_type();
+  g_auto(H5uHid) space =
     n > 0 ? H5Screate_simple(1, dims, NULL) : H5Screate(H5S_NULL);
   if (type < 0 || space < 0)
     return res_fail(error, RES_ERROR_IO, path, table,
                     "preparing attribute '%s'", name);
-  g_auto(ResHid) attr =
+  g_auto(H5uHid) attr =
     H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   if (attr < 0 || (n > 0 && H5Awrite(attr, type, values) < 0))
     return res_fail(error, RES_ERROR_IO, path, table,
@@ -429,11 +364,11 @@ static gboolean res_write_file_attrs(hid_t file, const ResMeta *meta,
       !res_attr_string(file, "created", created, path, NULL, error))
     return FALSE;
 
-  g_auto(ResHid) space = H5Screate(H5S_SCALAR);
+  g_auto(H5uHid) space = H5Screate(H5S_SCALAR);
   if (space < 0)
     return res_fail(error, RES_ERROR_IO, path, NULL,
                     "preparing attribute 'seed'");
-  g_auto(ResHid) attr = H5Acreate2(file, "seed", H5T_STD_U64LE, space,
+  g_auto(H5uHid) attr = H5Acreate2(file, "seed", H5T_STD_U64LE, space,
                                    H5P_DEFAULT, H5P_DEFAULT);
   if (attr < 0 || H5Awrite(attr, H5T_NATIVE_UINT64, &meta->seed) < 0)
     return res_fail(error, RES_ERROR_IO, path, NULL,
@@ -455,7 +390,7 @@ static gboolean res_fsync(hid_t file)
  * the parent (see lua/results.h). */
 void res_release_files_in_child(void)
 {
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE);
   if (n <= 0)
     return;
@@ -568,7 +503,7 @@ static gboolean res_table_load(ResTable *t, GError **error)
   if (t->dset < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
                     "opening the dataset");
-  g_auto(ResHid) space = H5Dget_space(t->dset);
+  g_auto(H5uHid) space = H5Dget_space(t->dset);
   if (space < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
                     "reading the dataset's extent");
@@ -594,7 +529,7 @@ static gboolean res_ensure_group(hid_t file, const char *name,
     return res_fail(error, RES_ERROR_IO, path, NULL, "looking up /%s", name);
   if (exists > 0)
     return TRUE;
-  g_auto(ResHid) group =
+  g_auto(H5uHid) group =
     H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (group < 0)
     return res_fail(error, RES_ERROR_IO, path, NULL, "creating /%s", name);
@@ -748,7 +683,7 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   g_return_val_if_fail(mode == RES_MODE_APPEND || mode == RES_MODE_REPLACE,
                        NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
   if (!res_check_table_name(path, table, error))
     return NULL;
@@ -846,9 +781,9 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
   }
 
   gboolean ok = FALSE;
-  g_auto(ResHid) ftype = H5I_INVALID_HID;
-  g_auto(ResHid) dcpl = H5I_INVALID_HID;
-  g_auto(ResHid) space = H5I_INVALID_HID;
+  g_auto(H5uHid) ftype = H5I_INVALID_HID;
+  g_auto(H5uHid) dcpl = H5I_INVALID_HID;
+  g_auto(H5uHid) space = H5I_INVALID_HID;
   hsize_t dims[1] = { 0 }, maxdims[1] = { H5S_UNLIMITED };
   hsize_t chunk[1] = { RES_CHUNK_ROWS };
 
@@ -986,7 +921,7 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   g_return_val_if_fail(t != NULL, FALSE);
   g_return_val_if_fail(row != NULL || n == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
   if (t->owner != getpid()) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
@@ -1015,8 +950,8 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   if (H5Dset_extent(t->dset, extent) < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
                     "extending to %" G_GUINT64_FORMAT " rows", t->rows + 1);
-  g_auto(ResHid) fspace = H5Dget_space(t->dset);
-  g_auto(ResHid) mspace = H5Screate_simple(1, count, NULL);
+  g_auto(H5uHid) fspace = H5Dget_space(t->dset);
+  g_auto(H5uHid) mspace = H5Screate_simple(1, count, NULL);
   if (fspace < 0 || mspace < 0 ||
       H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) <
         0 ||
@@ -1049,7 +984,7 @@ gboolean res_table_close(ResTable *t, GError **error)
 {
   g_return_val_if_fail(t != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   return res_table_destroy(t, error);
 }
 
@@ -1095,7 +1030,7 @@ gboolean res_table_set_note(ResTable *t, const char *name,
                          strcmp(name, "units") != 0 &&
                          strcmp(name, "bool_columns") != 0,
                        FALSE);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   if (t->owner != getpid() || t->dset < 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: table '%s': cannot write attribute '%s' %s", t->path,
@@ -1230,7 +1165,7 @@ static GPtrArray *res_read_rows(hid_t file, const char *dset_path,
                                 const char *path, const char *label,
                                 GError **error)
 {
-  g_auto(ResHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
+  g_auto(H5uHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
   if (dset < 0) {
     res_fail(error, RES_ERROR_IO, path, label, "opening the dataset");
     return NULL;
@@ -1282,11 +1217,11 @@ GPtrArray *res_table_read(const char *path, const char *table, GError **error)
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(table != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
   if (!res_check_table_name(path, table, error))
     return NULL;
-  g_auto(ResHid) file = res_open_read(path, error);
+  g_auto(H5uHid) file = res_open_read(path, error);
   if (file < 0)
     return NULL;
   g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
@@ -1317,7 +1252,7 @@ gboolean res_table_filter(const char *path, const char *table,
 {
   g_return_val_if_fail(path != NULL && table != NULL && keep != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   if (removed != NULL)
     *removed = 0;
 
@@ -1328,7 +1263,7 @@ gboolean res_table_filter(const char *path, const char *table,
                 "%s: cannot rewrite results: no such file", path);
     return FALSE;
   }
-  g_auto(ResHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   if (file < 0)
     return res_fail(error, RES_ERROR_IO, path, NULL,
                     "cannot open results file for writing");
@@ -1352,7 +1287,7 @@ gboolean res_table_filter(const char *path, const char *table,
   guchar *kept_buf = NULL;
   hsize_t kept = 0;
   {
-    g_auto(ResHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
+    g_auto(H5uHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
     if (dset < 0) {
       memset(&raw, 0, sizeof raw);
       raw.mem_type = raw.space = H5I_INVALID_HID;
@@ -1394,8 +1329,8 @@ gboolean res_table_filter(const char *path, const char *table,
              raw.row_size);
   {
     hsize_t dims[1] = { kept };
-    g_auto(ResHid) tmp = H5I_INVALID_HID;
-    g_auto(ResHid) mspace = H5Screate_simple(1, dims, NULL);
+    g_auto(H5uHid) tmp = H5I_INVALID_HID;
+    g_auto(H5uHid) mspace = H5Screate_simple(1, dims, NULL);
     if (H5Lexists(file, tmp_path, H5P_DEFAULT) > 0)
       H5Ldelete(file, tmp_path, H5P_DEFAULT);
     if (mspace < 0 ||
@@ -1487,21 +1422,21 @@ static gboolean res_timeline_put(hid_t file, const char *dset_path,
     { (char *)"sm_mhz", RES_FLOAT, 0 },
   };
   size_t row_size = 0;
-  g_auto(ResHid) mem_type =
+  g_auto(H5uHid) mem_type =
     res_mem_type(cols, G_N_ELEMENTS(cols), &row_size, path, run, error);
   if (mem_type < 0)
     return FALSE;
-  g_auto(ResHid) ftype = H5Tcopy(mem_type);
-  g_auto(ResHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  g_auto(H5uHid) ftype = H5Tcopy(mem_type);
+  g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
   hsize_t dims[1] = { total }, maxdims[1] = { H5S_UNLIMITED };
   hsize_t chunk[1] = { RES_TIMELINE_CHUNK_ROWS };
-  g_auto(ResHid) space = H5Screate_simple(1, dims, maxdims);
+  g_auto(H5uHid) space = H5Screate_simple(1, dims, maxdims);
   if (ftype < 0 || H5Tpack(ftype) < 0 || dcpl < 0 ||
       H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
       H5Pset_deflate(dcpl, RES_TIMELINE_DEFLATE_LEVEL) < 0 || space < 0)
     return res_fail(error, RES_ERROR_IO, path, run,
                     "setting up the timeline dataset");
-  g_auto(ResHid) dset = H5Dcreate2(file, dset_path, ftype, space, H5P_DEFAULT,
+  g_auto(H5uHid) dset = H5Dcreate2(file, dset_path, ftype, space, H5P_DEFAULT,
                                    dcpl, H5P_DEFAULT);
   if (dset < 0)
     return res_fail(error, RES_ERROR_IO, path, run,
@@ -1534,8 +1469,8 @@ static gboolean res_timeline_put(hid_t file, const char *dset_path,
       !res_attr_strings(dset, "bool_columns", NULL, 0, path, run, error) ||
       !res_attr_string(dset, "interpolation", "previous", path, run, error))
     return FALSE;
-  g_auto(ResHid) aspace = H5Screate(H5S_SCALAR);
-  g_auto(ResHid) attr = aspace < 0 ? H5I_INVALID_HID
+  g_auto(H5uHid) aspace = H5Screate(H5S_SCALAR);
+  g_auto(H5uHid) attr = aspace < 0 ? H5I_INVALID_HID
                                    : H5Acreate2(dset, "n_gpus", H5T_STD_I64LE,
                                                 aspace, H5P_DEFAULT,
                                                 H5P_DEFAULT);
@@ -1558,7 +1493,7 @@ gboolean res_timeline_write(const char *path, const char *run,
   g_return_val_if_fail(path != NULL && run != NULL, FALSE);
   g_return_val_if_fail(gpus != NULL || n_gpus == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
   if (!res_check_run_name(path, run, error))
     return FALSE;
@@ -1567,7 +1502,7 @@ gboolean res_timeline_write(const char *path, const char *run,
     return FALSE;
 
   gboolean created = FALSE;
-  g_auto(ResHid) file = res_open_file(path, meta, &created, error);
+  g_auto(H5uHid) file = res_open_file(path, meta, &created, error);
   if (file < 0)
     return FALSE;
   g_autofree char *dset_path = g_strconcat("/timelines/", run, NULL);
@@ -1610,10 +1545,10 @@ GPtrArray *res_timeline_read(const char *path, const char *run,
 {
   g_return_val_if_fail(path != NULL && run != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(ResQuiet) quiet = res_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   if (!res_check_run_name(path, run, error))
     return NULL;
-  g_auto(ResHid) file = res_open_read(path, error);
+  g_auto(H5uHid) file = res_open_read(path, error);
   if (file < 0)
     return NULL;
   g_autofree char *dset_path = g_strconcat("/timelines/", run, NULL);

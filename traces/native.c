@@ -59,10 +59,11 @@
  * of this module runs (and restored afterwards); failures become
  * TRACE_NATIVE_ERROR GErrors naming the file, the dataset or attribute and,
  * when HDF5 gave one, its innermost reason.  Every HDF5 handle lives in a
- * g_auto(NatHid), so every exit path closes it.  Limits: n_ranks <= 2^24,
+ * g_auto(H5uHid), so every exit path closes it.  Limits: n_ranks <= 2^24,
  * ops per rank < 2^32 (SimOp indices are 32-bit).
  */
 #include "traces/native.h"
+#include "traces/h5util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,60 +93,6 @@ G_DEFINE_QUARK(trace-native-error-quark, trace_native_error)
 
 /* ---- HDF5 handles, quiet mode and errors -------------------------------- */
 
-typedef hid_t NatHid;
-
-static void nat_hid_close(hid_t id)
-{
-  switch (H5Iget_type(id)) {
-  case H5I_FILE: H5Fclose(id); break;
-  case H5I_GROUP: H5Gclose(id); break;
-  case H5I_DATATYPE: H5Tclose(id); break;
-  case H5I_DATASPACE: H5Sclose(id); break;
-  case H5I_DATASET: H5Dclose(id); break;
-  case H5I_ATTR: H5Aclose(id); break;
-  case H5I_GENPROP_LST: H5Pclose(id); break;
-  default: break;
-  }
-}
-
-G_DEFINE_AUTO_CLEANUP_FREE_FUNC(NatHid, nat_hid_close, H5I_INVALID_HID)
-
-/* HDF5's automatic error printing, saved on entry to a public function and
- * restored on exit (g_auto(NatQuiet) q = nat_quiet()). */
-typedef struct {
-  H5E_auto2_t func;
-  void *data;
-  gboolean saved;
-} NatQuiet;
-
-static NatQuiet nat_quiet(void)
-{
-  NatQuiet q = { NULL, NULL, FALSE };
-  if (H5Eget_auto2(H5E_DEFAULT, &q.func, &q.data) >= 0)
-    q.saved = TRUE;
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  return q;
-}
-
-static void nat_quiet_restore(NatQuiet *q)
-{
-  H5Eclear2(H5E_DEFAULT);
-  if (q->saved)
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(NatQuiet, nat_quiet_restore)
-
-/* H5Ewalk2 callback keeping the innermost (most specific) description. */
-static herr_t nat_walk_innermost(unsigned n, const H5E_error2_t *err,
-                                 void *data)
-{
-  char **out = data;
-  if (n == 0 && err->desc != NULL && err->desc[0] != '\0')
-    *out = g_strdup(err->desc);
-  return 0;
-}
-
 /* Sets *error to "PATH: WHAT (HDF5: reason)", the reason read from the
  * current HDF5 error stack (call right after the failing HDF5 call).
  * Always returns FALSE. */
@@ -153,24 +100,7 @@ G_GNUC_PRINTF(4, 5)
 static gboolean nat_fail(GError **error, gint code, const char *path,
                          const char *fmt, ...)
 {
-  g_autofree char *reason = NULL;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, nat_walk_innermost, &reason);
-  H5Eclear2(H5E_DEFAULT);
-  /* A failed system call's description is long ("file write failed:
-   * time = ..., errno = 28, error message = '...', buf = ..."): keep the
-   * system's message. */
-  const char *sys = reason != NULL ? strstr(reason, "error message = '")
-                                   : NULL;
-  if (sys != NULL) {
-    sys += strlen("error message = '");
-    const char *end = strchr(sys, '\'');
-    char *short_reason = g_strndup(sys, end ? (gsize)(end - sys)
-                                            : strlen(sys));
-    g_free(reason);
-    reason = short_reason;
-  }
-  if (reason != NULL)
-    g_strdelimit(reason, "\n", ' ');
+  g_autofree char *reason = h5u_error_reason();
   va_list ap;
   va_start(ap, fmt);
   g_autofree char *what = g_strdup_vprintf(fmt, ap);
@@ -265,8 +195,8 @@ static gboolean nat_attr_write(NatWriter *wr, hid_t loc, const char *obj,
                                const char *name, hid_t type, const void *buf,
                                GError **error)
 {
-  g_auto(NatHid) space = H5Screate(H5S_SCALAR);
-  g_auto(NatHid) a = space < 0 ? H5I_INVALID_HID
+  g_auto(H5uHid) space = H5Screate(H5S_SCALAR);
+  g_auto(H5uHid) a = space < 0 ? H5I_INVALID_HID
                                : H5Acreate2(loc, name, type, space,
                                             H5P_DEFAULT, H5P_DEFAULT);
   if (a < 0 || H5Awrite(a, type, buf) < 0)
@@ -294,8 +224,8 @@ static gboolean nat_dset_write(NatWriter *wr, hid_t loc, const char *name,
                                const void *buf, GError **error)
 {
   hsize_t dims[1] = { n };
-  g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
-  g_auto(NatHid) d = space < 0 ? H5I_INVALID_HID
+  g_auto(H5uHid) space = H5Screate_simple(1, dims, NULL);
+  g_auto(H5uHid) d = space < 0 ? H5I_INVALID_HID
                                : H5Dcreate2(loc, name, type, space,
                                             H5P_DEFAULT, wr->dcpl,
                                             H5P_DEFAULT);
@@ -314,8 +244,8 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
                               const SimOp *ops, guint32 n, GError **error)
 {
   hsize_t dims[1] = { n };
-  g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
-  g_auto(NatHid) d = space < 0 ? H5I_INVALID_HID
+  g_auto(H5uHid) space = H5Screate_simple(1, dims, NULL);
+  g_auto(H5uHid) d = space < 0 ? H5I_INVALID_HID
                                : H5Dcreate2(loc, "ops", wr->op_type, space,
                                             H5P_DEFAULT, wr->dcpl,
                                             H5P_DEFAULT);
@@ -327,7 +257,7 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
   guint32 block = MIN(n, NATIVE_WRITE_BLOCK);
   g_autofree SimOp *buf = g_new(SimOp, block);
   hsize_t bdims[1] = { block }, zero[1] = { 0 };
-  g_auto(NatHid) mspace = H5Screate_simple(1, bdims, NULL);
+  g_auto(H5uHid) mspace = H5Screate_simple(1, bdims, NULL);
   for (guint32 at = 0; at < n; at += block) {
     guint32 k = MIN(block, n - at);
     memcpy(buf, ops + at, sizeof(SimOp) * k);
@@ -393,7 +323,7 @@ static gboolean nat_write_tables(NatWriter *wr, const SimWorkload *w,
                       n_shapes, shapes, error))
     return FALSE;
   /* Groups. */
-  g_auto(NatHid) groups = H5Gcreate2(wr->file, "groups", H5P_DEFAULT,
+  g_auto(H5uHid) groups = H5Gcreate2(wr->file, "groups", H5P_DEFAULT,
                                      wr->gcpl, H5P_DEFAULT);
   if (groups < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
@@ -410,7 +340,7 @@ static gboolean nat_write_tables(NatWriter *wr, const SimWorkload *w,
 static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
                                 GError **error)
 {
-  g_auto(NatHid) ranks = H5Gcreate2(wr->file, "ranks", H5P_DEFAULT, wr->gcpl,
+  g_auto(H5uHid) ranks = H5Gcreate2(wr->file, "ranks", H5P_DEFAULT, wr->gcpl,
                                     H5P_DEFAULT);
   if (ranks < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
@@ -420,7 +350,7 @@ static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
     char name[16], disp[64];
     g_snprintf(name, sizeof name, "%u", r);
     g_snprintf(disp, sizeof disp, "/ranks/%u", r);
-    g_auto(NatHid) g = H5Gcreate2(ranks, name, H5P_DEFAULT, wr->gcpl,
+    g_auto(H5uHid) g = H5Gcreate2(ranks, name, H5P_DEFAULT, wr->gcpl,
                                   H5P_DEFAULT);
     if (g < 0)
       return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
@@ -463,7 +393,7 @@ static GPtrArray *sorted_keys(GHashTable *h)
 static gboolean nat_write_provenance(NatWriter *wr, const SimWorkload *w,
                                      GError **error)
 {
-  g_auto(NatHid) g = H5Gcreate2(wr->file, "provenance", H5P_DEFAULT,
+  g_auto(H5uHid) g = H5Gcreate2(wr->file, "provenance", H5P_DEFAULT,
                                 wr->gcpl, H5P_DEFAULT);
   if (g < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
@@ -546,13 +476,13 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
 {
   NatWriter wr = { path, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
                    H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID };
-  g_auto(NatHid) fapl = H5Pcreate(H5P_FILE_ACCESS);
-  g_auto(NatHid) fcpl = H5Pcreate(H5P_FILE_CREATE);
-  g_auto(NatHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  g_auto(NatHid) gcpl = H5Pcreate(H5P_GROUP_CREATE);
-  g_auto(NatHid) op_type = nat_op_type();
-  g_auto(NatHid) shape_type = nat_shape_type();
-  g_auto(NatHid) vstr = nat_vstr_type();
+  g_auto(H5uHid) fapl = H5Pcreate(H5P_FILE_ACCESS);
+  g_auto(H5uHid) fcpl = H5Pcreate(H5P_FILE_CREATE);
+  g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  g_auto(H5uHid) gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  g_auto(H5uHid) op_type = nat_op_type();
+  g_auto(H5uHid) shape_type = nat_shape_type();
+  g_auto(H5uHid) vstr = nat_vstr_type();
   /* v1.8 object format or later: compact/dense link storage, so groups of
    * thousands of ranks stay fast; h5py reads it. */
   if (fapl < 0 || fcpl < 0 || dcpl < 0 || gcpl < 0 || op_type < 0 ||
@@ -564,7 +494,7 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
       H5Pset_obj_track_times(gcpl, FALSE) < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
                     "setting up HDF5 property lists and types");
-  g_auto(NatHid) file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+  g_auto(H5uHid) file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
   if (file < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
                     "cannot create the temporary file %s", tmp);
@@ -619,7 +549,7 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
 {
   g_return_val_if_fail(w != NULL && path != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(NatQuiet) quiet = nat_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
   if (path[0] == '\0') {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
@@ -736,7 +666,7 @@ static gboolean nat_dset_read(hid_t loc, const char *name, const char *disp,
                 "%s: dataset %s is missing", path, disp);
     return FALSE;
   }
-  g_auto(NatHid) d = H5Oopen(loc, name, H5P_DEFAULT);
+  g_auto(H5uHid) d = H5Oopen(loc, name, H5P_DEFAULT);
   if (d < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "cannot open dataset %s", disp);
@@ -745,8 +675,8 @@ static gboolean nat_dset_read(hid_t loc, const char *name, const char *disp,
                 "%s: %s is not a dataset", path, disp);
     return FALSE;
   }
-  g_auto(NatHid) ftype = H5Dget_type(d);
-  g_auto(NatHid) space = H5Dget_space(d);
+  g_auto(H5uHid) ftype = H5Dget_type(d);
+  g_auto(H5uHid) space = H5Dget_space(d);
   if (ftype < 0 || space < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "cannot read the type of dataset %s", disp);
@@ -834,9 +764,9 @@ static gboolean nat_attr_read(hid_t loc, const char *obj, const char *name,
                 "%s: attribute '%s' of %s is missing", path, name, obj);
     return FALSE;
   }
-  g_auto(NatHid) a = H5Aopen(loc, name, H5P_DEFAULT);
-  g_auto(NatHid) ftype = a < 0 ? H5I_INVALID_HID : H5Aget_type(a);
-  g_auto(NatHid) space = a < 0 ? H5I_INVALID_HID : H5Aget_space(a);
+  g_auto(H5uHid) a = H5Aopen(loc, name, H5P_DEFAULT);
+  g_auto(H5uHid) ftype = a < 0 ? H5I_INVALID_HID : H5Aget_type(a);
+  g_auto(H5uHid) space = a < 0 ? H5I_INVALID_HID : H5Aget_space(a);
   if (a < 0 || ftype < 0 || space < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "cannot open attribute '%s' of %s", name, obj);
@@ -863,7 +793,7 @@ static gboolean nat_attr_read(hid_t loc, const char *obj, const char *name,
     H5free_memory(raw);
   } else {
     size_t len = H5Tget_size(ftype);
-    g_auto(NatHid) fixed = H5Tcopy(H5T_C_S1);
+    g_auto(H5uHid) fixed = H5Tcopy(H5T_C_S1);
     if (len == 0 || fixed < 0 || H5Tset_size(fixed, len + 1) < 0 ||
         H5Tset_strpad(fixed, H5T_STR_NULLTERM) < 0)
       return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
@@ -984,7 +914,7 @@ static gboolean nat_read_strings(hid_t file, SimWorkload *w, hid_t vstr,
   }
   if (n > 0) {
     hsize_t dims[1] = { n };
-    g_auto(NatHid) space = H5Screate_simple(1, dims, NULL);
+    g_auto(H5uHid) space = H5Screate_simple(1, dims, NULL);
     H5Dvlen_reclaim(vstr, space, H5P_DEFAULT, buf);
   }
   g_free(buf);
@@ -994,7 +924,7 @@ static gboolean nat_read_strings(hid_t file, SimWorkload *w, hid_t vstr,
 static gboolean nat_read_shapes(hid_t file, SimWorkload *w, const char *path,
                                 GError **error)
 {
-  g_auto(NatHid) type = nat_shape_type();
+  g_auto(H5uHid) type = nat_shape_type();
   void *buf = NULL;
   guint64 n = 0;
   if (type < 0)
@@ -1032,7 +962,7 @@ static gboolean nat_read_groups(hid_t file, SimWorkload *w, const char *path,
                 "%s: group /groups is missing", path);
     return FALSE;
   }
-  g_auto(NatHid) g = H5Gopen2(file, "groups", H5P_DEFAULT);
+  g_auto(H5uHid) g = H5Gopen2(file, "groups", H5P_DEFAULT);
   if (g < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "/groups is not a group");
@@ -1080,7 +1010,7 @@ static gboolean nat_read_rank(hid_t ranks, SimWorkload *w, guint r,
                 "%s: group %s is missing", path, disp);
     return FALSE;
   }
-  g_auto(NatHid) g = H5Gopen2(ranks, name, H5P_DEFAULT);
+  g_auto(H5uHid) g = H5Gopen2(ranks, name, H5P_DEFAULT);
   if (g < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "%s is not a group", disp);
@@ -1133,7 +1063,7 @@ static gboolean nat_read_ranks(hid_t file, SimWorkload *w, const char *path,
                 "%s: group /ranks is missing", path);
     return FALSE;
   }
-  g_auto(NatHid) ranks = H5Gopen2(file, "ranks", H5P_DEFAULT);
+  g_auto(H5uHid) ranks = H5Gopen2(file, "ranks", H5P_DEFAULT);
   H5G_info_t info;
   if (ranks < 0 || H5Gget_info(ranks, &info) < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
@@ -1144,7 +1074,7 @@ static gboolean nat_read_ranks(hid_t file, SimWorkload *w, const char *path,
                 "says n_ranks = %u", path, (guint64)info.nlinks, w->n_ranks);
     return FALSE;
   }
-  g_auto(NatHid) op_type = nat_op_type();
+  g_auto(H5uHid) op_type = nat_op_type();
   if (op_type < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
                     "cannot build the op type");
@@ -1162,7 +1092,7 @@ static gboolean nat_read_provenance(hid_t file, SimWorkload *w, hid_t vstr,
     H5Eclear2(H5E_DEFAULT);
     return TRUE; /* optional */
   }
-  g_auto(NatHid) g = H5Oopen(file, "provenance", H5P_DEFAULT);
+  g_auto(H5uHid) g = H5Oopen(file, "provenance", H5P_DEFAULT);
   if (g < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path,
                     "cannot open /provenance");
@@ -1274,7 +1204,7 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
   }
   if (!nat_verify(path, error))
     return H5I_INVALID_HID;
-  g_auto(NatHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) {
     nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
              "cannot open the HDF5 file (damaged or truncated?)");
@@ -1319,15 +1249,15 @@ SimWorkload *trace_native_load(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(NatQuiet) quiet = nat_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
 
-  g_auto(NatHid) vstr = nat_vstr_type();
+  g_auto(H5uHid) vstr = nat_vstr_type();
   if (vstr < 0) {
     nat_fail(error, TRACE_NATIVE_ERROR_IO, path, "cannot build string type");
     return NULL;
   }
   guint32 n_ranks = 0;
-  g_auto(NatHid) file = nat_open(path, vstr, &n_ranks, error);
+  g_auto(H5uHid) file = nat_open(path, vstr, &n_ranks, error);
   if (file < 0)
     return NULL;
   g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
@@ -1351,7 +1281,7 @@ SimWorkload *trace_native_load(const char *path, GError **error)
 gboolean trace_native_probe(const char *path)
 {
   g_return_val_if_fail(path != NULL, FALSE);
-  g_auto(NatQuiet) quiet = nat_quiet();
+  g_auto(H5uQuiet) quiet = h5u_quiet();
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
     return FALSE;
   return H5Fis_hdf5(path) > 0;
