@@ -349,7 +349,101 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
 
 static const char *const simulate_keys[] = {
   "cluster", "workload", "policy", "iterations", "seed", "stragglers",
-  "variability", "switch_latency_ms", "timeline", NULL};
+  "variability", "switch_latency_ms", "timeline", "uncertainty", NULL};
+static const char *const uncertainty_keys[] = {
+  "profile", "samples", "level", "fit", "seed", "power_limit_w", NULL};
+static const char *const fit_modes[] = {"none", "time", "power", "all", NULL};
+
+/* What a run leaves behind, owned by a userdata (freed by __gc) so that a
+ * Lua error while the result table is built cannot leak it. */
+typedef struct {
+  SimResult *r;
+  JsRunReport rep;
+} LSimBox;
+
+static int simbox_gc(lua_State *L)
+{
+  LSimBox *u = lua_touserdata(L, 1);
+  g_clear_pointer(&u->r, sim_result_free);
+  js_run_report_clear(&u->rep);
+  return 0;
+}
+
+/* The bootstrap of `uncertainty`: every resample's fitted GPU replaces the
+ * cluster's in a copy, and the run is simulated again. */
+typedef struct {
+  JsSession *s;
+  const Cluster *c;
+  const SimWorkload *w;
+  const DvfsPolicy *pol;
+  JsRunOptions opt;
+} BootRun;
+
+static gboolean boot_simulate(const FitModel *m, gpointer data,
+                              double *values, GError **error)
+{
+  BootRun *b = data;
+  GpuSpec *spec = fit_model_to_gpu(m, b->c->gpu->name, "bootstrap fit");
+  Cluster *cc = cluster_new(spec, b->c->net, b->c->n_gpus,
+                            b->c->gpus_per_node, error);
+  gpu_spec_free(spec);
+  if (cc == NULL)
+    return FALSE;
+  cc->power_limit_w = b->c->power_limit_w;
+  cc->idle_power_w = b->c->idle_power_w;
+  cc->blocked_power_w = b->c->blocked_power_w;
+  cc->comm_power_w = b->c->comm_power_w;
+  cc->switch_latency_ms = b->c->switch_latency_ms;
+  cc->perf_spread = b->c->perf_spread;
+  cc->power_spread = b->c->power_spread;
+  SimResult *r = js_simulate_planned(b->s, cc, b->w, b->pol, &b->opt, NULL,
+                                     error);
+  cluster_free(cc);
+  if (r == NULL)
+    return FALSE;
+  values[0] = r->energy_j;
+  values[1] = (double)r->time_ns * 1e-9;
+  sim_result_free(r);
+  return TRUE;
+}
+
+static void push_interval(lua_State *L, const char *k, const FitInterval *iv,
+                          double level)
+{
+  lua_createtable(L, 0, 7);
+  set_num(L, "estimate", iv->estimate);
+  set_num(L, "lo", iv->lo);
+  set_num(L, "hi", iv->hi);
+  set_num(L, "mean", iv->mean);
+  set_num(L, "sd", iv->sd);
+  set_num(L, "level", level);
+  set_int(L, "samples", iv->samples);
+  lua_setfield(L, -2, k);
+}
+
+/* The pipeline policies' figures (on the DAG model, one whole pipeline)
+ * and frontier, on the result table on top of the stack. */
+static void push_pipeline(lua_State *L, JsRunReport *rep)
+{
+  PerseusRun *pr = rep->pipeline;
+  if (pr == NULL)
+    return;
+  set_num(L, "allmax_time_s", (double)pr->allmax_time_ns * 1e-9);
+  set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
+  set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
+  set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  if (pr->n_tried > 0) {
+    set_num(L, "limit_w", pr->limit_w);
+    set_int(L, "limits_tried", pr->n_tried);
+  }
+  if (pr->frontier != NULL && rep->clocks != NULL) {
+    set_int(L, "point", pr->point + 1);
+    jsl_push_frontier(L, g_steal_pointer(&pr->frontier), rep->n_stages,
+                      rep->n_microbatches, pr->tp, rep->clocks, rep->n_clocks,
+                      pr->allmax_time_ns, pr->allmax_energy_j);
+    lua_setfield(L, -2, "frontier");
+  }
+}
 
 static int l_simulate(lua_State *L)
 {
@@ -369,10 +463,35 @@ static int l_simulate(lua_State *L)
                              G_MAXINT64);
   opt.seed = (guint64)seed;
   opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
-  if (lua_getfield(L, 1, "stragglers") != LUA_TNIL)
-    luaL_error(L, "%s: argument 'stragglers' is not supported by this "
-                  "version yet", fn);
-  lua_pop(L, 1);
+  /* The set lives in a userdata left on the stack for the whole call. */
+  opt.stragglers = jsl_stragglers_from_lua(L, 1, fn, lw->w, opt.iterations,
+                                           opt.seed);
+  /* uncertainty = { profile =, samples = 200, level = 0.9, fit = "all",
+   *                 seed =, power_limit_w = } */
+  const Profile *uprof = NULL;
+  guint usamples = 200;
+  double ulevel = 0.9, ulimit = 0;
+  FitMode umode = FIT_ALL;
+  guint64 useed = opt.seed;
+  if (lua_getfield(L, 1, "uncertainty") != LUA_TNIL) {
+    const char *ufn = "js.simulate{uncertainty}";
+    int ui = lua_gettop(L);
+    if (!lua_istable(L, ui))
+      luaL_error(L, "%s: argument 'uncertainty' must be a table {profile, "
+                    "samples, level, fit, seed, power_limit_w} (got %s)", fn,
+                 luaL_typename(L, ui));
+    jsl_check_keys(L, ui, ufn, uncertainty_keys);
+    usamples = (guint)jsl_opt_int(L, ui, ufn, "samples", 200, 2, 100000);
+    ulevel = jsl_opt_num(L, ui, ufn, "level", 0.9, 1e-6, 1 - 1e-6);
+    umode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", FIT_ALL, fit_modes);
+    if (umode == FIT_NONE)
+      luaL_error(L, "%s: argument 'fit' must fit something (time, power or "
+                    "all) for an interval", ufn);
+    useed = (guint64)jsl_opt_int(L, ui, ufn, "seed", (lua_Integer)opt.seed, 0,
+                                 G_MAXINT64);
+    ulimit = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
+    uprof = jsl_check_profile(L, ui, ufn); /* stays on the stack */
+  }
   /* timeline = "out.json" | true ("timeline.json") |
    *            { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }.
    * The value stays on the stack: the strings below are borrowed from it. */
@@ -395,6 +514,10 @@ static int l_simulate(lua_State *L)
                   "table {path, gpus, window} (got %s)", fn,
                luaL_typename(L, -1));
   }
+  if (tl_path != NULL && dvfs_policy_is_pipeline(&pol))
+    luaL_error(L, "%s: argument 'timeline' is not available with policy "
+                  "'%s' (it runs its own engine)", fn,
+               dvfs_kind_name(pol.kind));
   TraceTimelineOptions topt;
   trace_timeline_options_init(&topt);
   GError *tl_err = NULL;
@@ -411,6 +534,13 @@ static int l_simulate(lua_State *L)
     power = jsl_opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
   }
   lua_pop(L, 1);
+  /* The run's outputs, collected with this userdata. */
+  LSimBox *box = lua_newuserdatauv(L, sizeof *box, 0);
+  memset(box, 0, sizeof *box);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, simbox_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
   /* The timeline opens last: no Lua error may be raised while it is open
    * (a longjmp would leak it and its temporary file). */
   TraceTimeline *tl = NULL;
@@ -441,28 +571,48 @@ static int l_simulate(lua_State *L)
   c->perf_spread = perf;
   c->power_spread = power;
   GError *err = NULL;
-  DvfsPlanResult *plan = NULL;
-  SimResult *r = js_simulate_planned(s, c, lw->w, &pol, &opt, &plan, &err);
-  c->perf_spread = saved_perf;
-  c->power_spread = saved_power;
-  if (r == NULL) {
-    dvfs_plan_result_free(plan);
+  box->r = js_simulate_report(s, c, lw->w, &pol, &opt, &box->rep, &err);
+  if (box->r == NULL) {
+    c->perf_spread = saved_perf;
+    c->power_spread = saved_power;
     trace_timeline_abort(tl);
     return jsl_raise_gerror(L, fn, err);
   }
   if (tl != NULL && !trace_timeline_close(tl, NULL, &err)) {
-    dvfs_plan_result_free(plan);
-    sim_result_free(r);
+    c->perf_spread = saved_perf;
+    c->power_spread = saved_power;
     return jsl_raise_gerror(L, fn, err);
   }
-  push_result(L, r, c, lw->w, &pol);
+  /* Uncertainty: the same run on GPUs refitted to bootstrap resamples. */
+  FitInterval iv[2];
+  gboolean uok = TRUE;
+  if (uprof != NULL) {
+    BootRun b = {s, c, lw->w, &pol, opt};
+    b.opt.observer = NULL;
+    b.opt.observer_data = NULL;
+    JslFitInput in = {0};
+    jsl_fit_input_from_profile(uprof, &in);
+    uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, umode, ulimit, usamples,
+                              ulevel, useed, 2, boot_simulate, &b, iv, &err);
+    jsl_fit_input_clear(&in);
+  }
+  c->perf_spread = saved_perf;
+  c->power_spread = saved_power;
+  if (!uok)
+    return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
+  push_result(L, box->r, c, lw->w, &pol);
   if (tl_path != NULL) {
     lua_pushstring(L, tl_path);
     lua_setfield(L, -2, "timeline");
   }
-  jsl_push_plan(L, plan);
-  dvfs_plan_result_free(plan);
-  sim_result_free(r);
+  jsl_push_plan(L, box->rep.plan);
+  push_pipeline(L, &box->rep);
+  if (uprof != NULL) {
+    /* estimate: the run on the GPU refitted to every point of the
+     * profile (r.energy_j and r.time_s are on the cluster's GPU). */
+    push_interval(L, "energy_interval", &iv[0], ulevel);
+    push_interval(L, "time_interval", &iv[1], ulevel);
+  }
   return 1;
 }
 

@@ -11,6 +11,8 @@
 #include <lua.h>
 #include "lua/session.h"
 #include "lua/results.h"
+#include "models/fit.h"
+#include "traces/profile.h"
 
 G_BEGIN_DECLS
 
@@ -72,6 +74,40 @@ void jsl_register_sweep(lua_State *L);    /* lua/sweep.c: js.sweep */
 
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+
+/* lua/pipeline.c: the straggler set of argument `stragglers` of the table
+ * at idx (a list of {gpu|pipeline, slowdown, from_iteration,
+ * to_iteration}, or one random model {rate, slowdown = {lo, hi},
+ * duration = {lo, hi}}) for workload w run `iterations` iterations with
+ * `seed`; NULL when absent.  Always pushes one userdata owning the set:
+ * the set is valid while it stays on the stack.  Raises on a bad
+ * argument. */
+StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
+                                      const SimWorkload *w, guint iterations,
+                                      guint64 seed);
+/* lua/pipeline.c: pushes a frontier table (list of {time_s, energy_j},
+ * fastest first, energies x tp; fields exact, steps, computations,
+ * allmax = {time_s, energy_j}; method fr:plan(i)) for frontier f (ownership
+ * taken) of an S-stage, M-microbatch pipeline whose option k runs
+ * clocks[k] (copied). */
+void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
+                       guint tp, const guint16 *clocks, guint n_clocks,
+                       gint64 allmax_time_ns, double allmax_energy_j);
+
+/* lua/validate.c: FitOp records of a profile (points copied; op names
+ * borrowed from the profile), freed with jsl_fit_input_clear. */
+typedef struct {
+  FitOp *ops;
+  FitPoint **points;
+  guint n;
+} JslFitInput;
+void jsl_fit_input_from_profile(const Profile *p, JslFitInput *in);
+void jsl_fit_input_clear(JslFitInput *in);
+/* lua/validate.c: the profile argument 'profile' of the table at idx: a
+ * path (loaded, and pushed as a profile userdata so it is collected) or a
+ * profile from js.profile.load.  Leaves one value on the stack; raises
+ * when absent or invalid. */
+Profile *jsl_check_profile(lua_State *L, int idx, const char *fn);
 
 G_END_DECLS
 

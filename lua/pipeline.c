@@ -15,8 +15,9 @@
  * fr:plan(i) -> { [stage] = { forward = { mhz per microbatch },
  * backward = { ... } } } (stages and microbatches 1-based).
  *
- * pipeline_run is how scenarios run Perseus, EnvPipe and Zeus until
- * js.simulate knows those policies: it plans, applies stragglers, runs the
+ * pipeline_run runs Perseus, EnvPipe and Zeus with their own arguments
+ * (js.simulate runs the same through js.policy.perseus/envpipe/zeus): it
+ * plans, applies stragglers, runs the
  * engine and returns a result table (time_s, energy_j, iteration_time_s,
  * energy_per_iteration_j, iterations, ... plus the plan's figures).
  *
@@ -172,20 +173,20 @@ static int frontier_plan(lua_State *L)
   return 1;
 }
 
-/* Pushes the frontier table (takes ownership of f). */
-static void push_frontier(lua_State *L, PerseusFrontier *f,
-                          const PerseusModel *pm)
+/* Pushes the frontier table (takes ownership of f): see lua/luautil.h. */
+void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
+                       guint tp, const guint16 *clocks, guint n_clocks,
+                       gint64 allmax_time_ns, double allmax_energy_j)
 {
   LFrontier *u = lua_newuserdatauv(L, sizeof *u, 0);
   memset(u, 0, sizeof *u);
   u->f = f;
   luaL_setmetatable(L, FRONTIER_MT);
-  const PerseusGroups *g = perseus_model_groups(pm);
-  u->S = g->n_stages;
-  u->M = g->n_microbatches;
-  u->tp = perseus_model_tp(pm);
-  const guint16 *clk = perseus_model_clocks(pm, &u->n_clocks);
-  u->clocks = g_memdup2(clk, sizeof(guint16) * u->n_clocks);
+  u->S = S;
+  u->M = M;
+  u->tp = tp;
+  u->n_clocks = n_clocks;
+  u->clocks = g_memdup2(clocks, sizeof(guint16) * n_clocks);
   int ud = lua_gettop(L);
 
   lua_createtable(L, (int)f->n_points, 6);
@@ -199,19 +200,31 @@ static void push_frontier(lua_State *L, PerseusFrontier *f,
   lua_setfield(L, -2, "exact");
   set_int(L, "steps", (lua_Integer)f->steps);
   set_int(L, "computations", (lua_Integer)f->n_nodes);
-  g_autofree guint16 *mx = perseus_dag_max_choice(perseus_model_dag(pm));
-  gint64 t;
-  double e;
-  perseus_dag_eval(perseus_model_dag(pm), mx, NULL, &t, &e);
   lua_createtable(L, 0, 2);
-  set_num(L, "time_s", (double)t * 1e-9);
-  set_num(L, "energy_j", e * u->tp);
+  set_num(L, "time_s", (double)allmax_time_ns * 1e-9);
+  set_num(L, "energy_j", allmax_energy_j * u->tp);
   lua_setfield(L, -2, "allmax");
   lua_pushvalue(L, ud);
   lua_setfield(L, -2, "_frontier");
   lua_pushcfunction(L, frontier_plan);
   lua_setfield(L, -2, "plan");
   lua_remove(L, ud);
+}
+
+/* The frontier of model pm (takes ownership of f). */
+static void push_frontier(lua_State *L, PerseusFrontier *f,
+                          const PerseusModel *pm)
+{
+  const PerseusGroups *g = perseus_model_groups(pm);
+  guint n_clocks = 0;
+  const guint16 *clk = perseus_model_clocks(pm, &n_clocks);
+  guint16 *mx = perseus_dag_max_choice(perseus_model_dag(pm));
+  gint64 t;
+  double e;
+  perseus_dag_eval(perseus_model_dag(pm), mx, NULL, &t, &e);
+  g_free(mx);
+  jsl_push_frontier(L, f, g->n_stages, g->n_microbatches,
+                    perseus_model_tp(pm), clk, n_clocks, t, e);
 }
 
 static const char *const frontier_keys[] = {"cluster", "workload",
@@ -359,11 +372,7 @@ static int stragglers_gc(lua_State *L)
  * (a list of specs, or one random model) for workload w simulated for
  * `iterations` iterations; NULL when absent.  The set lives in a userdata
  * pushed on the stack (always pushed), valid while that stays there.
- * Raises on a bad argument.  Exported for js.simulate: its prototype
- * belongs in lua/luautil.h. */
-StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
-                                      const SimWorkload *w, guint iterations,
-                                      guint64 seed);
+ * Raises on a bad argument.  Exported for js.simulate (lua/luautil.h). */
 StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
                                       const SimWorkload *w, guint iterations,
                                       guint64 seed)

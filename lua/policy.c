@@ -1,7 +1,8 @@
 /* lua/policy.c -- DVFS policies from Lua.
  *
  * js.policy.NAME{...} constructors (max, auto, fixed, powercap, iteration,
- * pass, kernel, custom) check every argument and return a plain table
+ * pass, kernel, custom, and the pipeline policies perseus, envpipe, zeus
+ * for pipelined workloads: models/dvfs/perseus.h) check every argument and return a plain table
  * {name = NAME, ...} that js.simulate reads back with jsl_policy_from_lua
  * (so hand-written tables are checked the same way).  A Lua function given
  * as `policy` is a custom policy: the planner calls it once per distinct
@@ -17,9 +18,12 @@
 #include <lauxlib.h>
 #include <string.h>
 
+/* Indexed by DvfsKind; "auto" (an alias of max) comes last. */
 static const char *const kinds[] = {"max", "fixed", "powercap", "iteration",
-                                    "pass", "kernel", "custom", "auto",
-                                    NULL};
+                                    "pass", "kernel", "custom", "perseus",
+                                    "envpipe", "zeus", "auto", NULL};
+#define KIND_AUTO DVFS_KIND_COUNT
+G_STATIC_ASSERT(DVFS_KIND_COUNT == 10);
 static const char *const granularities[] = {"name", "op", NULL};
 
 /* Allowed keys per kind (constructors: without "name"). */
@@ -36,6 +40,10 @@ static const char *const keys_kernel[] = {"name", "slowdown", "granularity",
 static const char *const keys_custom[] = {"name", "fn", "granularity",
                                           "switch_latency_ms",
                                           "min_segment_ms", NULL};
+static const char *const keys_perseus[] = {"name", "slowdown",
+                                           "straggler_aware", "lag",
+                                           "resolution", NULL};
+static const char *const keys_zeus[] = {"name", "eta", "step_w", NULL};
 
 static const char *const *keys_of(DvfsKind k)
 {
@@ -52,7 +60,11 @@ static const char *const *keys_of(DvfsKind k)
     return keys_kernel;
   case DVFS_CUSTOM:
     return keys_custom;
-  default:
+  case DVFS_PERSEUS:
+    return keys_perseus;
+  case DVFS_ZEUS:
+    return keys_zeus;
+  default: /* max, envpipe */
     return keys_max;
   }
 }
@@ -214,6 +226,17 @@ static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
   case DVFS_KERNEL:
     p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", 0, 0, 10);
     break;
+  case DVFS_PERSEUS:
+    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", 0, 0, 10);
+    p->straggler_aware = jsl_opt_bool(L, idx, fn, "straggler_aware", FALSE);
+    p->lag = (guint)jsl_opt_int(L, idx, fn, "lag", 0, 0, 1000000);
+    p->resolution = jsl_opt_num(L, idx, fn, "resolution", p->resolution, 0,
+                                0.1);
+    break;
+  case DVFS_ZEUS:
+    p->eta = jsl_opt_num(L, idx, fn, "eta", p->eta, 0, 1);
+    p->step_w = jsl_opt_num(L, idx, fn, "step_w", p->step_w, 0.1, 1000);
+    break;
   default:
     break;
   }
@@ -256,7 +279,7 @@ void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
   if (k < 0)
     luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
                   "(the table has no 'name')", fn);
-  if (k == 7) /* "auto" */
+  if (k == KIND_AUTO)
     k = DVFS_MAX;
   /* The function name lives on the Lua stack: an error longjmps. */
   lua_pushfstring(L, "js.policy.%s", kinds[k]);
@@ -322,6 +345,9 @@ CONSTRUCTOR(l_iteration, DVFS_ITERATION)
 CONSTRUCTOR(l_pass, DVFS_PASS)
 CONSTRUCTOR(l_kernel, DVFS_KERNEL)
 CONSTRUCTOR(l_custom, DVFS_CUSTOM)
+CONSTRUCTOR(l_perseus, DVFS_PERSEUS)
+CONSTRUCTOR(l_envpipe, DVFS_ENVPIPE)
+CONSTRUCTOR(l_zeus, DVFS_ZEUS)
 #undef CONSTRUCTOR
 
 void jsl_register_policy(lua_State *L)
@@ -332,7 +358,9 @@ void jsl_register_policy(lua_State *L)
   } ctors[] = {{"max", l_max},         {"auto", l_max},
                {"fixed", l_fixed},     {"powercap", l_powercap},
                {"iteration", l_iteration}, {"pass", l_pass},
-               {"kernel", l_kernel},   {"custom", l_custom}};
+               {"kernel", l_kernel},   {"custom", l_custom},
+               {"perseus", l_perseus}, {"envpipe", l_envpipe},
+               {"zeus", l_zeus}};
   lua_createtable(L, 0, G_N_ELEMENTS(ctors));
   for (gsize i = 0; i < G_N_ELEMENTS(ctors); i++) {
     lua_pushfstring(L, "js.policy.%s", ctors[i].name);

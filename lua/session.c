@@ -1,6 +1,8 @@
 /* lua/session.c -- see lua/session.h. */
 #include "lua/session.h"
 
+#include <string.h>
+
 JsSession *js_session_new(guint64 seed)
 {
   JsSession *s = g_new0(JsSession, 1);
@@ -27,6 +29,16 @@ SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
   return js_simulate_planned(s, c, w, p, opt, NULL, error);
 }
 
+void js_run_report_clear(JsRunReport *r)
+{
+  if (r == NULL)
+    return;
+  dvfs_plan_result_free(r->plan);
+  perseus_run_free(r->pipeline);
+  g_free(r->clocks);
+  memset(r, 0, sizeof *r);
+}
+
 SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
                                const SimWorkload *w, const DvfsPolicy *p,
                                const JsRunOptions *opt,
@@ -34,6 +46,72 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
 {
   if (plan_out != NULL)
     *plan_out = NULL;
+  JsRunReport rep = {0};
+  SimResult *r = js_simulate_report(s, c, w, p, opt, &rep, error);
+  if (plan_out != NULL)
+    *plan_out = g_steal_pointer(&rep.plan);
+  js_run_report_clear(&rep);
+  return r;
+}
+
+/* The frontier's candidate clocks and the pipeline's shape (for
+ * frontier:plan): the same model perseus_run planned on. */
+static gboolean pipeline_clocks(JsSession *s, const Cluster *run,
+                                const SimWorkload *w, JsRunReport *rep,
+                                GError **error)
+{
+  g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
+                                                    error);
+  if (m == NULL)
+    return FALSE;
+  g_autoptr(PerseusModel) pm = perseus_model_new(
+      w, cluster_machine_sim(m), run->gpu, cluster_machine_table(m), error);
+  if (pm == NULL)
+    return FALSE;
+  const guint16 *clk = perseus_model_clocks(pm, &rep->n_clocks);
+  rep->clocks = g_memdup2(clk, sizeof(guint16) * rep->n_clocks);
+  return TRUE;
+}
+
+static const PerseusRunKind pipeline_kinds[] = {
+  [DVFS_PERSEUS] = PERSEUS_RUN_PERSEUS,
+  [DVFS_ENVPIPE] = PERSEUS_RUN_ENVPIPE,
+  [DVFS_ZEUS] = PERSEUS_RUN_ZEUS,
+};
+
+static SimResult *run_pipeline(JsSession *s, const Cluster *run,
+                               const SimWorkload *w, const DvfsPolicy *p,
+                               const JsRunOptions *opt, JsRunReport *rep,
+                               GError **error)
+{
+  if (!dvfs_policy_check(p, run, error))
+    return NULL;
+  PerseusPolicy pol;
+  perseus_policy_init(&pol, pipeline_kinds[p->kind]);
+  pol.slowdown = p->slowdown;
+  pol.straggler_aware = p->straggler_aware;
+  pol.lag = p->lag;
+  pol.eta = p->eta;
+  pol.step_w = p->step_w;
+  pol.frontier.resolution = p->resolution;
+  rep->pipeline = perseus_run(&pol, run, w, s->catalogue, opt->stragglers,
+                              MAX(opt->iterations, 1), error);
+  if (rep->pipeline == NULL)
+    return NULL;
+  rep->n_stages = w->pp;
+  rep->n_microbatches = w->microbatches;
+  if (rep->pipeline->frontier != NULL &&
+      !pipeline_clocks(s, run, w, rep, error))
+    return NULL;
+  return g_steal_pointer(&rep->pipeline->result);
+}
+
+SimResult *js_simulate_report(JsSession *s, const Cluster *c,
+                              const SimWorkload *w, const DvfsPolicy *p,
+                              const JsRunOptions *opt, JsRunReport *report,
+                              GError **error)
+{
+  memset(report, 0, sizeof *report);
   /* Per-run overrides go on a private copy of the cluster. */
   g_autoptr(Cluster) run = cluster_new(c->gpu, c->net, c->n_gpus,
                                        c->gpus_per_node, error);
@@ -62,6 +140,22 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
                 "GPUs", w->n_ranks, run->n_gpus);
     return NULL;
   }
+  if (opt->stragglers != NULL &&
+      straggler_set_n_gpus(opt->stragglers) != w->n_ranks) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the stragglers are for %u GPUs but the workload has %u "
+                "ranks", straggler_set_n_gpus(opt->stragglers), w->n_ranks);
+    return NULL;
+  }
+  if (dvfs_policy_is_pipeline(p)) {
+    if (opt->observer != NULL) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                  "policy '%s' runs its own engine: no observer (timeline) "
+                  "can be attached", dvfs_kind_name(p->kind));
+      return NULL;
+    }
+    return run_pipeline(s, run, w, p, opt, report, error);
+  }
   g_autoptr(SimPlan) plan = NULL;
   if (dvfs_policy_is_planned(p)) {
     g_autoptr(DvfsPlanResult) pr = dvfs_planner_run(p, run, w, s->catalogue,
@@ -71,8 +165,7 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
     plan = g_steal_pointer(&pr->plan);
     if (pr->power_limit_w >= 0)
       run->power_limit_w = pr->power_limit_w;
-    if (plan_out != NULL)
-      *plan_out = g_steal_pointer(&pr);
+    report->plan = g_steal_pointer(&pr);
   } else {
     plan = dvfs_plan(p, run, w, error);
     if (plan == NULL)
@@ -82,10 +175,25 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
                                                     error);
   if (m == NULL)
     return NULL;
-  g_autoptr(SimEngine) e = sim_engine_new(w, cluster_machine_sim(m), error);
+  const PriceTable *table = cluster_machine_table(m);
+  if (table != NULL && !price_table_check_plan(table, w, plan, error))
+    return NULL;
+  const SimMachine *sim = cluster_machine_sim(m);
+  g_autoptr(StragglerMachine) sm = NULL;
+  if (opt->stragglers != NULL) {
+    sm = straggler_machine_new(sim, opt->stragglers, NULL, NULL);
+    sim = straggler_machine_sim(sm);
+  }
+  g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)
     return NULL;
   if (opt->observer != NULL)
     sim_engine_set_observer(e, opt->observer, opt->observer_data);
-  return sim_engine_run(e, plan, MAX(opt->iterations, 1), error);
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, MAX(opt->iterations, 1),
+                                          error);
+  if (r == NULL)
+    return NULL;
+  if (table != NULL && !cluster_machine_check(m, error))
+    return NULL;
+  return g_steal_pointer(&r);
 }

@@ -12,6 +12,8 @@
 #include "models/cluster.h"
 #include "models/dvfs/policy.h"
 #include "models/dvfs/planner.h"
+#include "models/dvfs/perseus.h"
+#include "models/straggler.h"
 
 G_BEGIN_DECLS
 
@@ -35,13 +37,35 @@ typedef struct {
                                 else the cluster's */
   SimObserver observer;      /* optional */
   gpointer observer_data;
+  const StragglerSet *stragglers; /* optional, borrowed: slow GPUs */
 } JsRunOptions;
+
+/* What a run produced besides its result. */
+typedef struct {
+  DvfsPlanResult *plan;      /* planned kinds: the planner's report (its
+                                `plan` taken out); else NULL */
+  PerseusRun *pipeline;      /* pipeline kinds (perseus, envpipe, zeus):
+                                the run, its `result` taken out; else NULL */
+  guint16 *clocks;           /* pipeline kinds with a frontier: option k of
+                                every computation runs clocks[k] MHz */
+  guint n_clocks;
+  guint n_stages, n_microbatches; /* pipeline kinds */
+} JsRunReport;
+
+void js_run_report_clear(JsRunReport *r);
 
 /* Simulates w on c under policy p: plans it first when it is a planned
  * policy (powercap, iteration, pass, kernel, custom; models/dvfs/
  * planner.h), then replays opt->iterations iterations with the plan (and
- * the power limit a powercap policy chose).  Returns a new result or NULL
- * with an error naming what failed. */
+ * the power limit a powercap policy chose).  The pipeline policies
+ * (perseus, envpipe, zeus) plan and run through perseus_run, which applies
+ * opt->stragglers itself (a straggler-aware Perseus re-plans at iteration
+ * boundaries); every other policy runs on a machine that slows the
+ * stragglers' kernels (models/straggler.h).  When the machine prices ops
+ * from a measured table, the plan is checked against the table's clock
+ * ranges first (price_table_check_plan) and the pricing after the run
+ * (cluster_machine_check).  Returns a new result or NULL with an error
+ * naming what failed. */
 SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
                        const DvfsPolicy *p, const JsRunOptions *opt,
                        GError **error);
@@ -54,6 +78,13 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
                                const SimWorkload *w, const DvfsPolicy *p,
                                const JsRunOptions *opt,
                                DvfsPlanResult **plan_out, GError **error);
+
+/* Same, filling *report (cleared first; the caller clears it, also on
+ * failure). */
+SimResult *js_simulate_report(JsSession *s, const Cluster *c,
+                              const SimWorkload *w, const DvfsPolicy *p,
+                              const JsRunOptions *opt, JsRunReport *report,
+                              GError **error);
 
 /* Lua binding (lua/policy.c): sets r.plan (the planner's figures) and
  * r.plan_summary (per-kernel rows) on the result table on top of the

@@ -42,14 +42,11 @@
 /* ---------------------------------------------------------------------- */
 /* Profile -> fit input                                                    */
 
-/* FitOp records for a profile; points are copied (the profile may go). */
-typedef struct {
-  FitOp *ops;
-  FitPoint **points;
-  guint n;
-} FitInput;
+/* FitOp records for a profile; points are copied (the profile may go).
+ * Exported through lua/luautil.h (js.simulate's uncertainty). */
+typedef JslFitInput FitInput;
 
-static void fit_input_clear(FitInput *in)
+void jsl_fit_input_clear(FitInput *in)
 {
   for (guint i = 0; i < in->n; i++)
     g_free(in->points[i]);
@@ -59,7 +56,7 @@ static void fit_input_clear(FitInput *in)
 }
 
 /* Op names stay borrowed from p. */
-static void fit_input_from_profile(const Profile *p, FitInput *in)
+void jsl_fit_input_from_profile(const Profile *p, FitInput *in)
 {
   in->n = p->ops->len;
   in->ops = g_new0(FitOp, in->n);
@@ -434,12 +431,12 @@ static FitReport *run_validation(const GpuCatalogue *cat, const Profile *p,
   if (g == NULL)
     return NULL;
   FitInput in = {0};
-  fit_input_from_profile(p, &in);
+  jsl_fit_input_from_profile(p, &in);
   FitOptions opt = {cfg->mode, cfg->holdout, cfg->folds, cfg->seed,
                     cfg->power_limit_w};
   GError *err = NULL;
   FitReport *r = fit_validate(g, in.ops, in.n, &opt, &err);
-  fit_input_clear(&in);
+  jsl_fit_input_clear(&in);
   if (r == NULL) {
     g_set_error(error, err->domain, err->code, "%s: %s", p->path,
                 err->message);
@@ -876,6 +873,11 @@ static Profile *arg_profile(lua_State *L, int idx, const char *fn)
   return check_profile(L, lua_gettop(L), fn);
 }
 
+Profile *jsl_check_profile(lua_State *L, int idx, const char *fn)
+{
+  return arg_profile(L, idx, fn);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Lua: js.validate                                                        */
 
@@ -1216,13 +1218,13 @@ static int l_validate_interval(lua_State *L)
   g_free(base);
   GpuSpec *gcopy = gpu_spec_copy(g);
   FitInput in = {0};
-  fit_input_from_profile(p, &in);
+  jsl_fit_input_from_profile(p, &in);
   BootCtx ctx = {L, fn_idx, ud_idx, s, gpu_name, src};
   FitInterval iv;
   gboolean ok = fit_bootstrap(gcopy, in.ops, in.n, (FitMode)mode, limit,
                               samples, level, seed, boot_eval, &ctx, &iv,
                               &err);
-  fit_input_clear(&in);
+  jsl_fit_input_clear(&in);
   gpu_spec_free(gcopy);
   g_free(src);
   if (!ok)

@@ -67,7 +67,7 @@ static SimResult *run(Setup *st, const DvfsPolicy *p, guint iters,
                       double latency_ms, DvfsPlanResult **report)
 {
   GError *error = NULL;
-  JsRunOptions opt = {iters, 1, latency_ms, NULL, NULL};
+  JsRunOptions opt = {.iterations = iters, .seed = 1, .switch_latency_ms = latency_ms};
   DvfsPlanResult *pr = NULL;
   SimResult *r = js_simulate_planned(st->s, st->c, st->w, p, &opt, &pr,
                                      &error);
@@ -656,7 +656,7 @@ static void test_powercap(void)
   /* Out of range. */
   GError *error = NULL;
   p.watts = 5000;
-  JsRunOptions opt = {1, 1, 0, NULL, NULL};
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = 0};
   g_autoptr(SimResult) bad = js_simulate(st.s, st.c, st.w, &p, &opt, &error);
   g_assert_null(bad);
   g_assert_error(error, DVFS_ERROR, DVFS_ERROR_INVALID);

@@ -11,7 +11,8 @@ static const char *const kind_names[DVFS_KIND_COUNT] = {
   [DVFS_MAX] = "max",           [DVFS_FIXED] = "fixed",
   [DVFS_POWERCAP] = "powercap", [DVFS_ITERATION] = "iteration",
   [DVFS_PASS] = "pass",         [DVFS_KERNEL] = "kernel",
-  [DVFS_CUSTOM] = "custom",
+  [DVFS_CUSTOM] = "custom",     [DVFS_PERSEUS] = "perseus",
+  [DVFS_ENVPIPE] = "envpipe",   [DVFS_ZEUS] = "zeus",
 };
 
 const char *dvfs_kind_name(DvfsKind k)
@@ -32,11 +33,20 @@ void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
   p->granularity = DVFS_GRANULARITY_NAME;
   p->switch_latency_ms = -1.0;
   p->min_segment_ms = -1.0;
+  /* The defaults of perseus_policy_init (models/dvfs/perseus.h). */
+  p->eta = 0.5;
+  p->step_w = 5.0;
+  p->resolution = 1e-4;
 }
 
 gboolean dvfs_policy_is_planned(const DvfsPolicy *p)
 {
-  return p->kind >= DVFS_POWERCAP && p->kind < DVFS_KIND_COUNT;
+  return p->kind >= DVFS_POWERCAP && p->kind <= DVFS_CUSTOM;
+}
+
+gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p)
+{
+  return p->kind >= DVFS_PERSEUS && p->kind <= DVFS_ZEUS;
 }
 
 /* "%g" without trailing noise for budgets like 0.01. */
@@ -79,6 +89,20 @@ char *dvfs_policy_label(const DvfsPolicy *p)
     g_string_append_c(s, ')');
     return g_string_free(s, FALSE);
   }
+  case DVFS_PERSEUS: {
+    GString *s = g_string_new("perseus(");
+    g_string_append_printf(s, "s=%g", p->slowdown);
+    if (p->straggler_aware)
+      g_string_append(s, ",straggler-aware");
+    if (p->lag > 0)
+      g_string_append_printf(s, ",lag=%u", p->lag);
+    g_string_append_c(s, ')');
+    return g_string_free(s, FALSE);
+  }
+  case DVFS_ENVPIPE:
+    return g_strdup("envpipe");
+  case DVFS_ZEUS:
+    return g_strdup_printf("zeus(eta=%g,step=%gW)", p->eta, p->step_w);
   default:
     return g_strdup("?");
   }
@@ -142,6 +166,23 @@ gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                 p->switch_latency_ms, p->min_segment_ms);
     return FALSE;
   }
+  if (p->kind == DVFS_ZEUS && !(p->eta >= 0.0 && p->eta <= 1.0)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "eta = %g must be in [0, 1] (the weight of energy)", p->eta);
+    return FALSE;
+  }
+  if (p->kind == DVFS_ZEUS && !(p->step_w >= 0.1 && p->step_w <= 1000.0)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "step_w = %g must be in [0.1, 1000] W", p->step_w);
+    return FALSE;
+  }
+  if (p->kind == DVFS_PERSEUS &&
+      !(p->resolution >= 0.0 && p->resolution <= 0.1)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "resolution = %g must be in [0, 0.1] (relative to the "
+                "fastest iteration time)", p->resolution);
+    return FALSE;
+  }
   if (p->kind == DVFS_CUSTOM && p->choose == NULL) {
     g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
                 "a custom policy needs a chooser function");
@@ -178,6 +219,12 @@ SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
   if (dvfs_policy_is_planned(p)) {
     g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
                 "policy '%s' needs the planner (dvfs_planner_run)",
+                dvfs_kind_name(p->kind));
+    return NULL;
+  }
+  if (dvfs_policy_is_pipeline(p)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "policy '%s' is a pipeline policy (perseus_run)",
                 dvfs_kind_name(p->kind));
     return NULL;
   }

@@ -32,6 +32,9 @@ typedef enum {
   DVFS_PASS,      /* one pair per phase (forward, backward, optimizer) */
   DVFS_KERNEL,    /* one pair per distinct kernel (or op, or segment) */
   DVFS_CUSTOM,    /* a callback chooses the pair of each kernel/segment */
+  DVFS_PERSEUS,   /* pipelines: a time-energy frontier point (perseus.h) */
+  DVFS_ENVPIPE,   /* pipelines: EnvPipe (models/dvfs/envpipe.h) */
+  DVFS_ZEUS,      /* pipelines: Zeus's power limit (models/dvfs/zeus.h) */
   DVFS_KIND_COUNT
 } DvfsKind;
 
@@ -82,6 +85,14 @@ typedef struct {
   double switch_latency_ms;   /* KERNEL, CUSTOM, PASS: the latency the plan
                                  is made and checked for; < 0 = the run's */
   double min_segment_ms;      /* KERNEL, CUSTOM: < 0 = the latency */
+  /* The pipeline kinds (PERSEUS, ENVPIPE, ZEUS) run through perseus_run
+   * (models/dvfs/perseus.h) on a pipelined workload. */
+  gboolean straggler_aware;   /* PERSEUS: re-plan around stragglers */
+  guint lag;                  /* PERSEUS: iterations before the reaction */
+  double eta;                 /* ZEUS: weight of energy in [0, 1] */
+  double step_w;              /* ZEUS: power-limit step (> 0) */
+  double resolution;          /* PERSEUS: frontier time resolution, [0, 0.1]
+                                 (PERSEUS_RESOLUTION) */
   DvfsChooseFn choose;        /* CUSTOM */
   gpointer choose_data;       /* CUSTOM, borrowed */
   /* Optional restriction of the candidate clocks (borrowed arrays; NULL =
@@ -93,16 +104,21 @@ typedef struct {
 } DvfsPolicy;
 
 /* Sets every field to its default for `kind` (latency and segment length
- * from the run, granularity by name, no budget). */
+ * from the run, granularity by name, no budget; pipeline kinds: not
+ * straggler-aware, lag 0, eta 0.5, 5 W steps, resolution 1e-4). */
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
 
 /* Stable lower-case names ("max", "fixed", "powercap", "iteration", "pass",
- * "kernel", "custom") and granularity names ("name", "op"). */
+ * "kernel", "custom", "perseus", "envpipe", "zeus") and granularity names ("name", "op"). */
 const char *dvfs_kind_name(DvfsKind k);
 const char *dvfs_granularity_name(DvfsGranularity g);
 
-/* TRUE for the kinds that need the planner (dvfs_planner_run). */
+/* TRUE for the kinds that need the planner (dvfs_planner_run): powercap,
+ * iteration, pass, kernel, custom. */
 gboolean dvfs_policy_is_planned(const DvfsPolicy *p);
+/* TRUE for the pipeline kinds (perseus, envpipe, zeus), which plan and run
+ * through perseus_run (models/dvfs/perseus.h). */
+gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p);
 
 /* A short readable label: "max", "fixed(sm=1200)", "kernel(name,s=0.01)".
  * Caller frees. */
@@ -115,8 +131,8 @@ gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                            GError **error);
 
 /* Builds the plan of a uniform policy (max, fixed) for workload w on
- * cluster c.  Caller owns the plan.  Planned kinds fail with
- * DVFS_ERROR_INVALID (use dvfs_planner_run). */
+ * cluster c.  Caller owns the plan.  Planned and pipeline kinds fail with
+ * DVFS_ERROR_INVALID (use dvfs_planner_run / perseus_run). */
 SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
                    const SimWorkload *w, GError **error);
 
