@@ -139,7 +139,10 @@ install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/joulesim/scenarios \
 	  $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 joulesim $(DESTDIR)$(PREFIX)/bin/joulesim
-	install -m 644 scenarios/*.lua $(DESTDIR)$(PREFIX)/share/joulesim/scenarios/
+	install -m 644 scenarios/*.lua scenarios/plot.py \
+	  $(DESTDIR)$(PREFIX)/share/joulesim/scenarios/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/joulesim
+	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/joulesim/
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
 
 clean:
