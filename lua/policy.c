@@ -42,7 +42,7 @@ static const char *const keys_custom[] = {"name", "fn", "granularity",
                                           "min_segment_ms", NULL};
 static const char *const keys_perseus[] = {"name", "slowdown",
                                            "straggler_aware", "lag",
-                                           "resolution", NULL};
+                                           "resolution", "kernel", NULL};
 static const char *const keys_zeus[] = {"name", "eta", "step_w", NULL};
 
 static const char *const *keys_of(DvfsKind k)
@@ -232,6 +232,12 @@ static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
     p->lag = (guint)jsl_opt_int(L, idx, fn, "lag", 0, 0, 1000000);
     p->resolution = jsl_opt_num(L, idx, fn, "resolution", p->resolution, 0,
                                 0.1);
+    /* kernel = true: kernel-level clocks inside each computation
+     * (perseus_kernel_plan). */
+    p->kernel_within = jsl_opt_bool(L, idx, fn, "kernel", FALSE);
+    if (p->straggler_aware && p->kernel_within)
+      luaL_error(L, "%s: 'kernel' = true cannot be combined with "
+                    "'straggler_aware' = true", fn);
     break;
   case DVFS_ZEUS:
     p->eta = jsl_opt_num(L, idx, fn, "eta", p->eta, 0, 1);

@@ -94,6 +94,8 @@ static SimResult *run_pipeline(JsSession *s, const Cluster *run,
   pol.eta = p->eta;
   pol.step_w = p->step_w;
   pol.frontier.resolution = p->resolution;
+  /* js.policy.perseus{ kernel = true } (lua/policy.c). */
+  pol.kernel = p->kind == DVFS_PERSEUS && p->kernel_within;
   rep->pipeline = perseus_run(&pol, run, w, s->catalogue, opt->stragglers,
                               MAX(opt->iterations, 1), error);
   if (rep->pipeline == NULL)

@@ -218,6 +218,19 @@ SimPlan *perseus_model_plan(const PerseusModel *pm,
 SimPlan *perseus_model_plan_uniform(const PerseusModel *pm,
                                     const guint16 *choice);
 
+/* Kernel-level clocks inside computations (the combined policy): for
+ * every computation of the plan `choice` (an option per node, one pipeline)
+ * a multiple-choice knapsack over its kernel shapes on the stage's
+ * representative rank (items: the candidate clocks; weight: kernel time;
+ * cost: energy - P_block x time) within the time the computation takes at
+ * its chosen clock; kept only where it is strictly cheaper and not longer.
+ * Every pipeline runs the result; ops outside computations run auto
+ * clocks.  w and m must be the ones pm was built from.  *n_refined (may be
+ * NULL): computations changed.  Caller owns the plan. */
+SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
+                             const SimMachine *m, const guint16 *choice,
+                             guint *n_refined);
+
 /* ---- straggler-aware reaction ------------------------------------------------ */
 
 typedef struct PerseusReactor PerseusReactor;
@@ -264,6 +277,10 @@ typedef struct {
   double eta;               /* zeus: weight of energy in [0, 1] */
   double step_w;            /* zeus: power-limit step (> 0) */
   PerseusOptions frontier;  /* perseus */
+  gboolean kernel;          /* perseus: kernel-level clocks inside each
+                               computation within the frontier point's
+                               time (perseus_kernel_plan); not with
+                               straggler_aware */
 } PerseusPolicy;
 
 /* Defaults: slowdown 0, not straggler-aware, lag 0, eta 0.5, 5 W steps,
@@ -283,6 +300,13 @@ typedef struct {
   gint64 plan_time_ns;        /* one pipeline under the plan, no straggler */
   double plan_energy_j;
   guint tp;                   /* GPUs per DAG GPU */
+  /* perseus with kernel = TRUE: */
+  guint kernel_refined;       /* computations given kernel-level clocks */
+  gboolean kernel_used;       /* TRUE: the kernel-level plan was run; FALSE:
+                                 it was not better on the engine, so the
+                                 frontier point's plan was */
+  gint64 single_time_ns;      /* the frontier point's plan, simulated */
+  double single_energy_j;
 } PerseusRun;
 
 void perseus_run_free(PerseusRun *r);

@@ -96,6 +96,8 @@ char *dvfs_policy_label(const DvfsPolicy *p)
       g_string_append(s, ",straggler-aware");
     if (p->lag > 0)
       g_string_append_printf(s, ",lag=%u", p->lag);
+    if (p->kernel_within)
+      g_string_append(s, ",kernel");
     g_string_append_c(s, ')');
     return g_string_free(s, FALSE);
   }

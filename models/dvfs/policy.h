@@ -93,6 +93,8 @@ typedef struct {
   double step_w;              /* ZEUS: power-limit step (> 0) */
   double resolution;          /* PERSEUS: frontier time resolution, [0, 0.1]
                                  (PERSEUS_RESOLUTION) */
+  gboolean kernel_within;     /* PERSEUS: kernel-level clocks inside each
+                                 computation (perseus_kernel_plan) */
   DvfsChooseFn choose;        /* CUSTOM */
   gpointer choose_data;       /* CUSTOM, borrowed */
   /* Optional restriction of the candidate clocks (borrowed arrays; NULL =
