@@ -158,6 +158,7 @@ static gboolean csv_next(CsvReader *r, CsvRow *row, GError **error)
   }
 }
 
+
 static void csv_row_init(CsvRow *row)
 {
   row->fields = g_ptr_array_new_with_free_func(g_free);
@@ -167,6 +168,39 @@ static void csv_row_init(CsvRow *row)
 static void csv_row_clear(CsvRow *row)
 {
   g_clear_pointer(&row->fields, g_ptr_array_unref);
+}
+
+/* Reads `path` into *text (caller frees it) and its header record into row
+ * (initialised here; on success the caller clears it); r reads the records
+ * that follow.  Errors: PROFILE_ERROR_IO, a CSV syntax error, or
+ * PROFILE_ERROR_FORMAT for a file without a header line. */
+static gboolean csv_open(const char *path, char **text, CsvReader *r,
+                         CsvRow *row, GError **error)
+{
+  gsize len = 0;
+  GError *err = NULL;
+  *text = NULL;
+  if (!g_file_get_contents(path, text, &len, &err)) {
+    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
+                err->message);
+    g_error_free(err);
+    return FALSE;
+  }
+  r->path = path;
+  r->p = *text;
+  r->end = *text + len;
+  r->line = 1;
+  csv_row_init(row);
+  if (!csv_next(r, row, &err)) {
+    csv_row_clear(row);
+    if (err != NULL)
+      g_propagate_error(error, err);
+    else
+      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                  "%s: empty file (no header line)", path);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -665,26 +699,10 @@ Profile *profile_load(const char *path, GError **error)
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autofree char *text = NULL;
-  gsize len = 0;
-  GError *err = NULL;
-  if (!g_file_get_contents(path, &text, &len, &err)) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
-                err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  CsvReader r = {path, text, text + len, 1};
+  CsvReader r;
   CsvRow hdr;
-  csv_row_init(&hdr);
-  if (!csv_next(&r, &hdr, &err)) {
-    csv_row_clear(&hdr);
-    if (err != NULL)
-      g_propagate_error(error, err);
-    else
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s: empty file (no header line)", path);
+  if (!csv_open(path, &text, &r, &hdr, error))
     return NULL;
-  }
   ProfileFormat format;
   int col_of[N_COLS];
   if (!parse_header(path, &hdr, &format, col_of, error)) {
@@ -875,27 +893,12 @@ static SampleRole sample_role(const char *h)
 static GArray *load_samples(const char *path, GError **error)
 {
   g_autofree char *text = NULL;
-  gsize len = 0;
   GError *err = NULL;
-  if (!g_file_get_contents(path, &text, &len, &err)) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
-                err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  CsvReader r = {path, text, text + len, 1};
+  CsvReader r;
   CsvRow row;
-  csv_row_init(&row);
-  g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(Sample));
-  if (!csv_next(&r, &row, &err)) {
-    csv_row_clear(&row);
-    if (err != NULL)
-      g_propagate_error(error, err);
-    else
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s: empty file (no header line)", path);
+  if (!csv_open(path, &text, &r, &row, error))
     return NULL;
-  }
+  g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(Sample));
   int ts = -1, sm = -1, mem = -1, pw = -1;
   guint n_cols = row.fields->len;
   for (guint i = 0; i < n_cols; i++) {
@@ -1083,26 +1086,11 @@ Profile *profile_load_nvml(const char *samples_path, const char *windows_path,
   guint n = samples->len;
 
   g_autofree char *text = NULL;
-  gsize len = 0;
   GError *err = NULL;
-  if (!g_file_get_contents(windows_path, &text, &len, &err)) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s",
-                windows_path, err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  CsvReader r = {windows_path, text, text + len, 1};
+  CsvReader r;
   CsvRow row;
-  csv_row_init(&row);
-  if (!csv_next(&r, &row, &err)) {
-    csv_row_clear(&row);
-    if (err != NULL)
-      g_propagate_error(error, err);
-    else
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s: empty file (no header line)", windows_path);
+  if (!csv_open(windows_path, &text, &r, &row, error))
     return NULL;
-  }
   int ck = -1, cs = -1, ce = -1, cc = -1;
   guint n_cols = row.fields->len;
   for (guint i = 0; i < n_cols; i++) {
@@ -1286,26 +1274,11 @@ GArray *profile_load_run(const char *path, GError **error)
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autofree char *text = NULL;
-  gsize len = 0;
   GError *err = NULL;
-  if (!g_file_get_contents(path, &text, &len, &err)) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
-                err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  CsvReader r = {path, text, text + len, 1};
+  CsvReader r;
   CsvRow row;
-  csv_row_init(&row);
-  if (!csv_next(&r, &row, &err)) {
-    csv_row_clear(&row);
-    if (err != NULL)
-      g_propagate_error(error, err);
-    else
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s: empty file (no header line)", path);
+  if (!csv_open(path, &text, &r, &row, error))
     return NULL;
-  }
   static const char *const names[] = {"rank", "time_s", "energy_j"};
   int col[3] = {-1, -1, -1};
   guint n_cols = row.fields->len;
