@@ -375,6 +375,17 @@ static gboolean parse_count(const char *s, guint64 lo, guint64 hi,
   return TRUE;
 }
 
+/* Writes w to the native file `out` and says so; the exit status. */
+static int save_native(const char *cmd, const SimWorkload *w, const char *out)
+{
+  GError *err = NULL;
+  if (!trace_native_save(w, out, &err))
+    return fail_user(cmd, err);
+  printf("wrote %s: %u ranks, %" G_GUINT64_FORMAT " ops\n", out, w->n_ranks,
+         sim_workload_n_ops(w));
+  return 0;
+}
+
 /* ---- trace gen -------------------------------------------------------------------- */
 
 static const char usage_gen[] =
@@ -485,11 +496,7 @@ static int cmd_gen(int argc, char **argv)
   g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, &err);
   if (w == NULL)
     return fail_user(cmd, err);
-  if (!trace_native_save(w, out, &err))
-    return fail_user(cmd, err);
-  printf("wrote %s: %u ranks, %" G_GUINT64_FORMAT " ops\n", out, w->n_ranks,
-         sim_workload_n_ops(w));
-  return 0;
+  return save_native(cmd, w, out);
 }
 
 /* ---- trace import ------------------------------------------------------------------ */
@@ -552,11 +559,7 @@ static int cmd_import(int argc, char **argv)
   print_warnings(cmd, warnings);
   if (w == NULL)
     return fail_user(cmd, err);
-  if (!trace_native_save(w, out, &err))
-    return fail_user(cmd, err);
-  printf("wrote %s: %u ranks, %" G_GUINT64_FORMAT " ops\n", out, w->n_ranks,
-         sim_workload_n_ops(w));
-  return 0;
+  return save_native(cmd, w, out);
 }
 
 /* ---- trace info ----------------------------------------------------------------------- */
