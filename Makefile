@@ -15,6 +15,30 @@ PKGS := glib-2.0 gio-2.0 hdf5 lua5.4 yajl sqlite3 libprotobuf-c
 DEB_PKGS := libglib2.0-dev libglib2.0-dev-bin libhdf5-dev liblua5.4-dev \
             zlib1g-dev pkg-config libyajl-dev libsqlite3-dev \
             libprotobuf-c-dev protobuf-c-compiler
+# MPI=1: the MPI variant (Open MPI + parallel HDF5, -DJOULESIM_MPI) in its
+# own build dir; the default build is serial and needs none of it.  See
+# docs/sweeps.md "Sweeps on a cluster (MPI)".  `make mpi-deps` installs it.
+MPI_DEB_PKGS := openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
+ifeq ($(MPI),1)
+PKGS := $(filter-out hdf5,$(PKGS)) hdf5-openmpi ompi-c
+BUILD ?= build-mpi
+BIN ?= joulesim-mpi
+override CFLAGS += -DJOULESIM_MPI
+else
+# Explicit: with libhdf5-openmpi-dev installed, plain `hdf5` may be MPI's.
+PKGS := $(patsubst hdf5,hdf5-serial,$(PKGS))
+endif
+.DEFAULT_GOAL := all
+.PHONY: mpi-deps
+mpi-deps:
+	@missing=""; for p in $(MPI_DEB_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
+	fi
+
 BUILD ?= build
 BIN ?= joulesim
 
@@ -146,6 +170,7 @@ install: $(BIN)
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
 
 clean:
-	rm -rf build build-asan joulesim joulesim-asan results.h5 figures
+	rm -rf build build-asan build-mpi joulesim joulesim-asan joulesim-mpi \
+	  results.h5 figures
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -62,6 +62,13 @@
  * way the worker died.  Workers die with the parent (PR_SET_PDEATHSIG on
  * Linux; elsewhere at their next write).
  *
+ * MPI (builds with -DJOULESIM_MPI, started by mpirun/srun).  Every rank
+ * runs the script; rank 0 resumes, holds the queue and is the only writer;
+ * the other ranks ask it for points as their workers fall idle and send
+ * the rows back (see "MPI: points across ranks" below, and docs/sweeps.md).
+ * Rows do not depend on the number of ranks.  A rank that dies takes the
+ * job down; the rerun resumes.
+ *
  * What a worker must not do: write the sweep's results file (its HDF5
  * state is a copy of the parent's; lua/results.c refuses writes through an
  * inherited table), call js.sweep (refused), or os.exit (refused: it would
@@ -86,6 +93,10 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#endif
+#ifdef JOULESIM_MPI
+#include <fcntl.h>
+#include <mpi.h>
 #endif
 #ifndef MSG_NOSIGNAL /* not Linux: a worker that died may raise SIGPIPE */
 #define MSG_NOSIGNAL 0
@@ -592,6 +603,15 @@ typedef struct {
   guint64 existing_rows; /* rows of the table before this call */
   gint64 started_us, last_progress_us;
   pid_t parent;
+#ifdef JOULESIM_MPI
+  int rank, size;       /* MPI rank and ranks; size 1: not distributed */
+  gboolean exhausted;   /* rank > 0: rank 0 has no more points for us */
+  guint open_ranks;     /* rank 0: ranks not yet told "no more points" */
+  guint remote_flight;  /* rank 0: points out on other ranks */
+  gint *holder;         /* rank 0: rank running point i, -1 none */
+  gboolean *closed;     /* rank 0: rank r told "no more" (or stopped) */
+  gboolean peer_stopped; /* rank 0 stopped the sweep (rank > 0) */
+#endif
 } Sweep;
 
 typedef struct {
@@ -649,6 +669,10 @@ static void sweep_free(Sweep *sw)
   g_queue_clear(&sw->todo);
   g_free(sw->keys);
   g_free(sw->key_types);
+#ifdef JOULESIM_MPI
+  g_free(sw->holder);
+  g_free(sw->closed);
+#endif
   if (sw->strings != NULL)
     g_string_chunk_free(sw->strings);
   g_free(sw);
@@ -1428,6 +1452,333 @@ static guint sweep_in_flight(Sweep *sw)
   return n;
 }
 
+/* ---- MPI: points across ranks ---------------------------------------------------- */
+
+#ifdef JOULESIM_MPI
+/* Under mpirun/srun (JOULESIM_MPI builds), rank 0 holds the queue of points
+ * and is the only process that opens the results file; every other rank
+ * asks it for as many points as it has idle workers (TAG_REQ, a u32),
+ * gets them as a TAG_POINTS message (concatenated frames of lua/sweep.h,
+ * length prefix included) or TAG_DONE when none are left, runs them on its
+ * own forked workers, and sends each outcome to rank 0 as one ROW or ERROR
+ * frame (TAG_RESULT, without the length prefix).  Every rank builds the
+ * same points from the same script; a point sent to a rank must carry the
+ * point_id that rank has at that index.  TAG_ABORT (a message) stops the
+ * sweep on the other side: rank 0 sends it to every rank still asking when
+ * it fails, another rank sends it to rank 0.  A rank that dies takes the
+ * job down (MPI's default); rows already written stay, and the rerun
+ * resumes as on one machine. */
+#define TAG_REQ 7101
+#define TAG_POINTS 7102
+#define TAG_DONE 7103
+#define TAG_RESULT 7104
+#define TAG_ABORT 7105
+
+static gboolean sweep_remote(const Sweep *sw)
+{
+  return sw->size > 1 && sw->rank > 0;
+}
+
+static gboolean sweep_distributed(const Sweep *sw)
+{
+  return sw->size > 1;
+}
+
+static void mpi_finalize_at_exit(void)
+{
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin)
+    MPI_Finalize();
+}
+
+/* Joins MPI when started by a launcher (mpirun, srun), once per process;
+ * ranks other than 0 send their stdout to /dev/null (only rank 0 prints). */
+static void sweep_mpi_setup(Sweep *sw)
+{
+  sw->rank = 0;
+  sw->size = 1;
+  if (g_getenv("OMPI_COMM_WORLD_SIZE") == NULL &&
+      g_getenv("PMIX_RANK") == NULL && g_getenv("PMI_SIZE") == NULL)
+    return;
+  int init = 0;
+  MPI_Initialized(&init);
+  if (!init) {
+    int provided = 0;
+    MPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &provided);
+    atexit(mpi_finalize_at_exit);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank > 0) {
+      fflush(stdout);
+      int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        close(fd);
+      }
+    }
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &sw->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &sw->size);
+  if (sw->size > 1 && sw->rank == 0) {
+    sw->holder = g_new(gint, MAX(sw->points->len, 1));
+    for (guint i = 0; i < sw->points->len; i++)
+      sw->holder[i] = -1;
+    sw->closed = g_new0(gboolean, sw->size);
+    sw->closed[0] = TRUE;
+    sw->open_ranks = (guint)sw->size - 1;
+  }
+}
+
+/* Waits for a message from src (or MPI_ANY_SOURCE) without spinning:
+ * MPI_Probe busy-polls, which takes a core from the workers when ranks
+ * share a machine. */
+static void mpi_wait_probe(int src, MPI_Status *st)
+{
+  for (;;) {
+    int flag = 0;
+    MPI_Iprobe(src, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, st);
+    if (flag)
+      return;
+    g_usleep(100);
+  }
+}
+
+/* Receives the message st announced (from src); a new buffer, *len. */
+static guint8 *mpi_recv_bytes(const MPI_Status *st, int *len)
+{
+  int n = 0;
+  MPI_Get_count(st, MPI_BYTE, &n);
+  guint8 *buf = g_malloc(MAX(n, 1));
+  MPI_Recv(buf, n, MPI_BYTE, st->MPI_SOURCE, st->MPI_TAG, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
+  *len = n;
+  return buf;
+}
+
+/* The sweep failed on this rank with message: tell the other side(s). */
+static void sweep_mpi_abort(Sweep *sw, const char *message)
+{
+  if (!sweep_distributed(sw))
+    return;
+  int n = (int)strlen(message);
+  if (sw->rank > 0) {
+    if (!sw->peer_stopped && !sw->exhausted)
+      MPI_Send(message, n, MPI_BYTE, 0, TAG_ABORT, MPI_COMM_WORLD);
+    return;
+  }
+  for (int r = 1; r < sw->size; r++) {
+    if (sw->closed[r])
+      continue;
+    MPI_Send(message, n, MPI_BYTE, r, TAG_ABORT, MPI_COMM_WORLD);
+    sw->closed[r] = TRUE;
+    sw->open_ranks--;
+  }
+}
+
+/* Rank > 0: the outcome of point idx (a frame payload) to rank 0. */
+static void sweep_mpi_send_result(Sweep *sw, const guint8 *payload, gsize len,
+                                  gboolean good)
+{
+  sw->ran++;
+  if (good)
+    sw->done++;
+  else
+    sw->failed++;
+  MPI_Send(payload, (int)len, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD);
+}
+
+/* Rank > 0 with idle workers: asks rank 0 for as many points (blocking
+ * until it answers). */
+static gboolean sweep_mpi_request(Sweep *sw, GError **error)
+{
+  guint busy = sweep_in_flight(sw) + g_queue_get_length(&sw->todo);
+  if (sw->exhausted || busy >= sw->jobs)
+    return TRUE;
+  guint32 want = sw->jobs - busy;
+  MPI_Send(&want, (int)sizeof want, MPI_BYTE, 0, TAG_REQ, MPI_COMM_WORLD);
+  MPI_Status st;
+  mpi_wait_probe(0, &st);
+  int len = 0;
+  g_autofree guint8 *buf = mpi_recv_bytes(&st, &len);
+  if (st.MPI_TAG == TAG_DONE) {
+    sw->exhausted = TRUE;
+    return TRUE;
+  }
+  if (st.MPI_TAG == TAG_ABORT) {
+    sw->peer_stopped = TRUE;
+    g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_WORKER,
+                "MPI rank %d: rank 0 stopped the sweep: %.*s", sw->rank, len,
+                (const char *)buf);
+    return FALSE;
+  }
+  gsize pos = 0;
+  while (st.MPI_TAG == TAG_POINTS && pos + 4 <= (gsize)len) {
+    guint32 n = 0;
+    memcpy(&n, buf + pos, 4);
+    pos += 4;
+    JsSweepMsg msg = { 0 };
+    if (n > (gsize)len - pos ||
+        !js_sweep_decode(buf + pos, n, &msg, error))
+      break;
+    pos += n;
+    SweepPoint *p = msg.index < sw->points->len ? point_at(sw, msg.index)
+                                                : NULL;
+    if (msg.kind != JS_SWEEP_MSG_POINT || p == NULL ||
+        strcmp(p->id, msg.text) != 0) {
+      g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_PROTOCOL,
+                  "MPI rank %d: rank 0 sent point %u = %s, which is %s here: "
+                  "every rank must run the same script with the same "
+                  "arguments", sw->rank, msg.index, msg.text,
+                  p != NULL ? p->id : "no point");
+      js_sweep_msg_clear(&msg);
+      return FALSE;
+    }
+    g_queue_push_tail(&sw->todo, GUINT_TO_POINTER(msg.index + 1));
+    js_sweep_msg_clear(&msg);
+  }
+  if (st.MPI_TAG != TAG_POINTS || pos != (gsize)len) {
+    if (error != NULL && *error == NULL)
+      g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_PROTOCOL,
+                  "MPI rank %d: a malformed reply from rank 0 (tag %d, %d "
+                  "bytes)", sw->rank, st.MPI_TAG, len);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static guint64 fnv1a64(const char *s);
+
+/* Every rank must have built the same points: rank 0's count and a hash of
+ * its point_ids go to all (collective: every rank is in js.sweep).  FALSE
+ * with error on a rank whose points differ. */
+static gboolean sweep_mpi_check_points(Sweep *sw, GError **error)
+{
+  guint64 mine[2] = { sw->points->len, 0 };
+  for (guint i = 0; i < sw->points->len; i++)
+    mine[1] = mine[1] * G_GUINT64_CONSTANT(0x100000001b3) ^
+              fnv1a64(point_at(sw, i)->id);
+  guint64 root[2] = { mine[0], mine[1] };
+  MPI_Bcast(root, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (root[0] == mine[0] && root[1] == mine[1])
+    return TRUE;
+  g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_PROTOCOL,
+              "MPI rank %d: its %u points differ from rank 0's (%" G_GUINT64_FORMAT
+              " points): every rank must run the same script with the same "
+              "arguments", sw->rank, sw->points->len, root[0]);
+  return FALSE;
+}
+
+/* Rank 0: answers every message waiting (with block, waits for one
+ * first).  Rows from other ranks are written as they come. */
+static gboolean sweep_mpi_serve(Sweep *sw, gboolean block, GError **error)
+{
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (block) {
+      mpi_wait_probe(MPI_ANY_SOURCE, &st);
+      flag = 1;
+      block = FALSE;
+    } else {
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    }
+    if (!flag)
+      return TRUE;
+    int len = 0, src = st.MPI_SOURCE;
+    g_autofree guint8 *buf = mpi_recv_bytes(&st, &len);
+    if (st.MPI_TAG == TAG_REQ && len == 4 && !sw->closed[src]) {
+      guint32 want = 0;
+      memcpy(&want, buf, 4);
+      g_autoptr(GByteArray) out = g_byte_array_new();
+      for (guint32 k = 0; k < want && !g_queue_is_empty(&sw->todo); k++) {
+        guint idx = GPOINTER_TO_UINT(g_queue_pop_head(&sw->todo)) - 1;
+        SweepPoint *p = point_at(sw, idx);
+        g_autoptr(GByteArray) b =
+          js_sweep_encode(JS_SWEEP_MSG_POINT, idx, p->id, p->vals, p->n);
+        g_byte_array_append(out, b->data, b->len);
+        sw->holder[idx] = src;
+        sw->remote_flight++;
+      }
+      if (out->len == 0) {
+        MPI_Send(NULL, 0, MPI_BYTE, src, TAG_DONE, MPI_COMM_WORLD);
+        sw->closed[src] = TRUE;
+        sw->open_ranks--;
+      } else {
+        MPI_Send(out->data, (int)out->len, MPI_BYTE, src, TAG_POINTS,
+                 MPI_COMM_WORLD);
+      }
+      continue;
+    }
+    if (st.MPI_TAG == TAG_RESULT) {
+      JsSweepMsg msg = { 0 };
+      if (!js_sweep_decode(buf, (gsize)len, &msg, error)) {
+        g_prefix_error(error, "MPI rank %d: ", src);
+        return FALSE;
+      }
+      guint idx = msg.index;
+      if (msg.kind == JS_SWEEP_MSG_POINT || idx >= sw->points->len ||
+          sw->holder[idx] != src) {
+        g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_PROTOCOL,
+                    "MPI rank %d sent a result for point %u, which it was "
+                    "not running", src, idx);
+        js_sweep_msg_clear(&msg);
+        return FALSE;
+      }
+      sw->holder[idx] = -1;
+      sw->remote_flight--;
+      sw->ran++;
+      gboolean ok = msg.kind == JS_SWEEP_MSG_ROW
+                      ? sweep_good_row(sw, idx, msg.values, error)
+                      : sweep_failed_point(sw, idx, msg.text, error);
+      js_sweep_msg_clear(&msg);
+      if (!ok)
+        return FALSE;
+      continue;
+    }
+    if (st.MPI_TAG == TAG_ABORT) {
+      if (!sw->closed[src]) {
+        sw->closed[src] = TRUE;
+        sw->open_ranks--;
+      }
+      g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_WORKER,
+                  "%.*s", len, (const char *)buf); /* names its rank */
+      return FALSE;
+    }
+    g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_PROTOCOL,
+                "MPI rank %d sent an unexpected message (tag %d, %d bytes)",
+                src, st.MPI_TAG, len);
+    return FALSE;
+  }
+}
+#else
+static gboolean sweep_remote(const Sweep *sw)
+{
+  return FALSE;
+}
+
+static gboolean sweep_distributed(const Sweep *sw)
+{
+  return FALSE;
+}
+#endif
+
+/* A point that ran out of attempts: recorded here, or on rank 0. */
+static gboolean sweep_point_lost(Sweep *sw, guint i, const char *message,
+                                 GError **error)
+{
+#ifdef JOULESIM_MPI
+  if (sweep_remote(sw)) {
+    g_autoptr(GByteArray) b =
+      js_sweep_encode(JS_SWEEP_MSG_ERROR, i, message, NULL, 0);
+    sweep_mpi_send_result(sw, b->data + 4, b->len - 4, FALSE);
+    return TRUE;
+  }
+#endif
+  return sweep_failed_point(sw, i, message, error);
+}
+
 /* How a reaped worker ended, for the error column. */
 static char *describe_status(int status)
 {
@@ -1466,7 +1817,7 @@ static gboolean sweep_worker_lost(Sweep *sw, guint wi, GError **error)
   g_autofree char *m =
     g_strdup_printf("the worker process died while running this point (%s), "
                     "%u times", how, p->attempts);
-  return sweep_failed_point(sw, (guint)cur, m, error);
+  return sweep_point_lost(sw, (guint)cur, m, error);
 }
 
 /* Gives idle workers the next points; starts workers up to
@@ -1529,6 +1880,14 @@ static gboolean sweep_receive(Sweep *sw, guint wi, GError **error)
   }
   guint idx = (guint)w->cur;
   w->cur = -1;
+#ifdef JOULESIM_MPI
+  if (sweep_remote(sw)) {
+    sweep_mpi_send_result(sw, frame->data, frame->len,
+                          msg.kind == JS_SWEEP_MSG_ROW);
+    js_sweep_msg_clear(&msg);
+    return TRUE;
+  }
+#endif
   sw->ran++;
   gboolean ok = msg.kind == JS_SWEEP_MSG_ROW
                   ? sweep_good_row(sw, idx, msg.values, error)
@@ -1572,6 +1931,22 @@ static gboolean sweep_loop(lua_State *L, Sweep *sw, GError **error)
   for (;;) {
     if (!sweep_dispatch(L, sw, error))
       return FALSE;
+#ifdef JOULESIM_MPI
+    if (sweep_remote(sw)) {
+      if (!sweep_mpi_request(sw, error) || !sweep_dispatch(L, sw, error))
+        return FALSE;
+      if (sweep_in_flight(sw) == 0 && sw->exhausted)
+        return TRUE;
+    } else if (sweep_distributed(sw)) {
+      gboolean idle = sweep_in_flight(sw) == 0;
+      if (idle && sw->remote_flight == 0 && sw->open_ranks == 0)
+        return TRUE;
+      if (!sweep_mpi_serve(sw, idle, error))
+        return FALSE;
+      if (idle)
+        continue;
+    }
+#endif
     if (sweep_in_flight(sw) == 0)
       return TRUE; /* nothing left: dispatch ran everything it could */
     guint n = sw->workers->len;
@@ -1587,7 +1962,10 @@ static gboolean sweep_loop(lua_State *L, Sweep *sw, GError **error)
       pfd[np].revents = 0;
       slot[np++] = i;
     }
-    int rc = poll(pfd, np, sw->progress ? 250 : -1);
+    /* Rank 0 of an MPI sweep also answers the other ranks: every ms. */
+    int rc = poll(pfd, np, sweep_distributed(sw) && !sweep_remote(sw) ? 1
+                           : sw->progress                             ? 250
+                                                                      : -1);
     if (rc < 0 && errno == EINTR)
       continue;
     if (rc < 0) {
@@ -1762,10 +2140,32 @@ static int l_sweep(lua_State *L)
 
   GError *err = NULL;
   sw->started_us = sw->last_progress_us = g_get_monotonic_time();
+#ifdef JOULESIM_MPI
+  sweep_mpi_setup(sw);
+  if (sweep_distributed(sw) && !sweep_remote(sw))
+    sweep_mpi_check_points(sw, NULL);
+  if (sweep_remote(sw)) {
+    /* Points come from rank 0, rows go to it; this rank opens no file. */
+    sw->progress = FALSE;
+    lua_gc(L, LUA_GCCOLLECT);
+    if (!sweep_mpi_check_points(sw, &err) || !sweep_loop(L, sw, &err)) {
+      sweep_kill_workers(sw);
+      sweep_mpi_abort(sw, err->message);
+      return jsl_raise_gerror(L, SWEEP_FN, err);
+    }
+    sweep_stop_workers(sw);
+    push_summary(L, sw);
+    return 1;
+  }
+#endif
   if (sw->points->len > 0) {
     g_autoptr(GHashTable) done_ids = g_hash_table_new(NULL, NULL);
-    if (!sweep_resume(sw, done_ids, &err))
+    if (!sweep_resume(sw, done_ids, &err)) {
+#ifdef JOULESIM_MPI
+      sweep_mpi_abort(sw, err->message);
+#endif
       return jsl_raise_gerror(L, SWEEP_FN, err);
+    }
     for (guint i = 0; i < sw->points->len; i++) {
       if (g_hash_table_contains(done_ids, point_at(sw, i)->id))
         sw->skipped++;
@@ -1778,14 +2178,21 @@ static int l_sweep(lua_State *L)
     ResMeta meta = { JOULESIM_VERSION, s->scenario_path, s->scenario_source,
                      s->seed };
     sw->t = res_table_open(sw->out, sw->table, sw->mode, &meta, &err);
-    if (sw->t == NULL)
+    if (sw->t == NULL) {
+#ifdef JOULESIM_MPI
+      sweep_mpi_abort(sw, err->message);
+#endif
       return jsl_raise_gerror(L, SWEEP_FN, err);
+    }
     /* Finalise garbage here, not in the workers. */
     lua_gc(L, LUA_GCCOLLECT);
     sweep_progress(sw, FALSE);
     gboolean ok = sweep_loop(L, sw, &err) && sweep_flush_pending(sw, &err);
     if (!ok) {
       sweep_kill_workers(sw);
+#ifdef JOULESIM_MPI
+      sweep_mpi_abort(sw, err->message);
+#endif
       return jsl_raise_gerror(L, SWEEP_FN, err);
     }
     sweep_stop_workers(sw);
@@ -1800,6 +2207,13 @@ static int l_sweep(lua_State *L)
     lua_pushinteger(L, (lua_Integer)rows);
     lua_setfield(L, -2, "rows");
     return 1;
+  }
+  if (sweep_distributed(sw) && !sweep_loop(L, sw, &err)) {
+    /* Nothing to run: the other ranks only hear "no more points". */
+#ifdef JOULESIM_MPI
+    sweep_mpi_abort(sw, err->message);
+#endif
+    return jsl_raise_gerror(L, SWEEP_FN, err);
   }
   push_summary(L, sw);
   return 1;
