@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define EXIT_USER 1
 #define EXIT_USAGE 2
@@ -69,8 +70,9 @@ static const char usage_bench[] =
   "microbatches) at kernel-level detail; then the save and load time of\n"
   "that workload as a native trace file.  --quick runs smaller sizes.\n"
   "--trace FILE (repeatable): also import each profiler trace and compare\n"
-  "with loading it from a native file.  Ends with the Kineto JSON import\n"
-  "throughput on a synthetic trace.\n";
+  "with loading it from a native file.  Then the Kineto JSON import\n"
+  "throughput on a synthetic trace, and (MPI build) sweep points per\n"
+  "second with 1, 2 and 4 ranks under mpirun.\n";
 
 static int fail(GError *err)
 {
@@ -358,7 +360,94 @@ out:
   return ok;
 }
 
-static int cmd_bench(int argc, char **argv)
+/* Sweep throughput across MPI ranks (issue 9): the same 2n-point sweep of
+ * one GPT-3 1.3B iteration on 64 A100s, run by this binary under
+ * `mpirun -n K` for K = 1, 2, 4 with one worker per rank.  Only in an MPI
+ * build with mpirun on the PATH. */
+#ifdef JOULESIM_MPI
+static const char bench_sweep_lua[] =
+  "local js = require 'joulesim'\n"
+  "local seeds = {}\n"
+  "for i = 1, tonumber(arg[2]) do seeds[i] = i end\n"
+  "js.sweep{ grid = { seed = seeds, tp = { 1, 2 } }, jobs = 1,\n"
+  "  out = arg[1], table = 'bench', mode = 'replace',\n"
+  "  run = function(p)\n"
+  "    local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 64 }\n"
+  "    local w = js.gpt{ model = 'gpt3-1.3b', tp = p.tp, dp = 64 // p.tp,\n"
+  "                      microbatches = 8 }\n"
+  "    local r = js.simulate{ cluster = c, workload = w, seed = p.seed }\n"
+  "    return { time_s = r.time_s, energy_j = r.energy_j }\n"
+  "  end }\n";
+#endif
+
+static gboolean bench_mpi(const char *self, gboolean quick, GError **error)
+{
+#ifndef JOULESIM_MPI
+  (void)self;
+  (void)quick;
+  (void)error;
+  printf("sweep-mpi: skipped (serial build; `make MPI=1` builds "
+         "./joulesim-mpi)\n");
+  return TRUE;
+#else
+  g_autofree char *mpirun = g_find_program_in_path("mpirun");
+  if (mpirun == NULL) {
+    printf("sweep-mpi: skipped (no mpirun on the PATH)\n");
+    return TRUE;
+  }
+  g_autofree char *dir = g_dir_make_tmp("joulesim-bench-XXXXXX", error);
+  if (dir == NULL)
+    return FALSE;
+  g_autofree char *script = g_build_filename(dir, "sweep.lua", NULL);
+  g_autofree char *out = g_build_filename(dir, "sweep.h5", NULL);
+  gboolean ok = g_file_set_contents(script, bench_sweep_lua, -1, error);
+  guint n = quick ? 20 : 100;
+  char npts[16];
+  g_snprintf(npts, sizeof npts, "%u", n);
+  double rate[3] = {0, 0, 0};
+  static const guint ranks[3] = {1, 2, 4};
+  for (guint k = 0; ok && k < 3; k++) {
+    char nr[8];
+    g_snprintf(nr, sizeof nr, "%u", ranks[k]);
+    const char *argv[16];
+    guint a = 0;
+    argv[a++] = mpirun;
+    argv[a++] = "--oversubscribe";
+    if (geteuid() == 0)
+      argv[a++] = "--allow-run-as-root";
+    argv[a++] = "-n";
+    argv[a++] = nr;
+    argv[a++] = self;
+    argv[a++] = "run";
+    argv[a++] = "--quiet";
+    argv[a++] = script;
+    argv[a++] = out;
+    argv[a++] = npts;
+    argv[a] = NULL;
+    gint status = 0;
+    g_autofree char *serr = NULL;
+    gint64 t0 = g_get_monotonic_time();
+    ok = g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL,
+                      NULL, NULL, NULL, &serr, &status, error) &&
+         g_spawn_check_wait_status(status, error);
+    rate[k] = 2.0 * n / ((double)(g_get_monotonic_time() - t0) * 1e-6);
+    if (!ok)
+      g_prefix_error(error, "mpirun -n %u: %s", ranks[k],
+                     serr != NULL ? serr : "");
+  }
+  if (ok)
+    printf("sweep-mpi: %u points (GPT-3 1.3B, 64 A100, 8 microbatches), "
+           "1 job/rank: 1 / 2 / 4 ranks: %.1f / %.1f / %.1f points/s "
+           "(%u cores; mpirun start-up included)\n",
+           2 * n, rate[0], rate[1], rate[2], g_get_num_processors());
+  g_unlink(script);
+  g_unlink(out);
+  g_rmdir(dir);
+  return ok;
+#endif
+}
+
+static int cmd_bench(const char *self, int argc, char **argv)
 {
   gboolean quick = FALSE;
   g_autoptr(GPtrArray) traces = g_ptr_array_new();
@@ -444,6 +533,8 @@ static int cmd_bench(int argc, char **argv)
   GError *err = NULL;
   if (!bench_trace_files(s, quick, traces, &err))
     return fail(err);
+  if (!bench_mpi(self, quick, &err))
+    return fail(err);
   return 0;
 }
 
@@ -468,7 +559,7 @@ int main(int argc, char **argv)
   if (strcmp(cmd, "gpus") == 0)
     return cmd_gpus(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0)
-    return cmd_bench(argc - 2, argv + 2);
+    return cmd_bench(argv[0], argc - 2, argv + 2);
   if (strcmp(cmd, "trace") == 0)
     return js_cmd_trace(argc - 2, argv + 2);
   if (strcmp(cmd, "validate") == 0)
