@@ -720,30 +720,10 @@ static int results_append(lua_State *L)
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_error(L, "%s: column names must be strings", fn);
     ResValue *v = &row[k++];
-    v->name = lua_tostring(L, -2);
-    switch (lua_type(L, -1)) {
-    case LUA_TNUMBER:
-      if (lua_isinteger(L, -1)) {
-        v->type = RES_INT;
-        v->i = lua_tointeger(L, -1);
-      } else {
-        v->type = RES_FLOAT;
-        v->f = lua_tonumber(L, -1);
-      }
-      break;
-    case LUA_TBOOLEAN:
-      v->type = RES_BOOL;
-      v->i = lua_toboolean(L, -1);
-      break;
-    case LUA_TSTRING:
-      v->type = RES_STRING;
-      v->s = lua_tostring(L, -1);
-      break;
-    default:
+    if (!jsl_value_from_top(L, lua_tostring(L, -2), v))
       luaL_error(L, "%s: column '%s' has a %s value; allowed: number, "
                     "integer, boolean, string", fn, v->name,
                  luaL_typename(L, -1));
-    }
     lua_pop(L, 1);
   }
   qsort(row, n, sizeof(ResValue), compare_names);

@@ -213,3 +213,30 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   u->label = g_strdup(label);
   luaL_setmetatable(L, WORKLOAD_MT);
 }
+
+gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
+{
+  memset(v, 0, sizeof *v);
+  v->name = name;
+  switch (lua_type(L, -1)) {
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, -1)) {
+      v->type = RES_INT;
+      v->i = lua_tointeger(L, -1);
+    } else {
+      v->type = RES_FLOAT;
+      v->f = lua_tonumber(L, -1);
+    }
+    return TRUE;
+  case LUA_TBOOLEAN:
+    v->type = RES_BOOL;
+    v->i = lua_toboolean(L, -1);
+    return TRUE;
+  case LUA_TSTRING:
+    v->type = RES_STRING;
+    v->s = lua_tostring(L, -1);
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}

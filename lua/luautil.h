@@ -59,6 +59,10 @@ int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
 /* Userdata accessors (raise on a wrong type). */
 Cluster *jsl_check_cluster(lua_State *L, int idx, const char *fn);
 LWorkload *jsl_check_workload(lua_State *L, int idx, const char *fn);
+/* Reads the number, integer, boolean or string at the top of the stack
+ * into v (a results-table cell named `name`; strings borrowed from the
+ * stack).  FALSE, v untouched but for name, for any other type. */
+gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v);
 /* Wraps w (ownership handed over) as a workload userdata on the stack. */
 void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
 

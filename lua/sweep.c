@@ -715,30 +715,19 @@ static void check_scalar(lua_State *L, const char *where)
                 "object in run)", SWEEP_FN, where, luaL_typename(L, -1));
 }
 
-/* Copies the Lua value at the top of the stack into v (strings into
- * sw->strings); as_float turns integers into floats. */
+/* Copies the Lua value at the top of the stack (checked by check_scalar)
+ * into v, strings into sw->strings; as_float turns integers into floats. */
 static void value_from_top(lua_State *L, Sweep *sw, const char *name,
                            gboolean as_float, ResValue *v)
 {
-  memset(v, 0, sizeof *v);
-  v->name = name;
-  switch (lua_type(L, -1)) {
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, -1) && !as_float) {
-      v->type = RES_INT;
-      v->i = lua_tointeger(L, -1);
-    } else {
-      v->type = RES_FLOAT;
-      v->f = lua_tonumber(L, -1);
-    }
-    break;
-  case LUA_TBOOLEAN:
-    v->type = RES_BOOL;
-    v->i = lua_toboolean(L, -1);
-    break;
-  default:
-    v->type = RES_STRING;
-    v->s = g_string_chunk_insert_const(sw->strings, lua_tostring(L, -1));
+  if (!jsl_value_from_top(L, name, v))
+    g_assert_not_reached();
+  if (v->type == RES_INT && as_float) {
+    v->type = RES_FLOAT;
+    v->f = (double)v->i;
+    v->i = 0;
+  } else if (v->type == RES_STRING) {
+    v->s = g_string_chunk_insert_const(sw->strings, v->s);
   }
 }
 
