@@ -173,4 +173,7 @@ clean:
 	rm -rf build build-asan build-mpi joulesim joulesim-asan joulesim-mpi \
 	  results.h5 figures
 
+# libFuzzer targets (make fuzz FUZZ_SECONDS=N): tests/fuzz/fuzz.mk.
+-include tests/fuzz/fuzz.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

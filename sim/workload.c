@@ -84,6 +84,7 @@ void sim_workload_free(SimWorkload *w)
   g_hash_table_unref(w->provenance);
   g_free(w->schedule);
   g_free(w->ref_gpu);
+  g_free(w->fold_rep);
   g_free(w);
 }
 

@@ -136,6 +136,15 @@ typedef struct {
   char *schedule;              /* "1f1b", "gpipe", ... or NULL */
   char *ref_gpu;               /* catalogue name the ref_ns were computed for */
   GHashTable *provenance;      /* string -> string, owned */
+  /* Folding (docs/architecture.md, "Folded replay").  NULL: every rank is
+   * replayed.  Otherwise n_ranks entries, owned: rank r is identical to
+   * rank fold_rep[r] (same ops, same clocks, same prices, its peers and
+   * groups the images of the representative's), and only representatives
+   * (fold_rep[r] == r) carry ops; the others have none and take their
+   * representative's results.  A folded workload is only valid on a
+   * machine that prices every member of a class like its representative
+   * (no variability, no stragglers, one plan per class). */
+  guint32 *fold_rep;
 } SimWorkload;
 
 /* Creates an empty workload with n_ranks ranks and no ops.  Caller owns it. */
