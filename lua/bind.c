@@ -16,7 +16,9 @@
  */
 #include "lua/bind.h"
 #include "lua/luautil.h"
+#include "lua/memory.h"
 #include "lua/results.h"
+#include "sim/fault.h"
 #include "sim/pcg.h"
 #include "traces/gpt.h"
 #include "traces/timeline.h"
@@ -84,6 +86,18 @@ static int workload_gc(lua_State *L)
   return 0;
 }
 
+/* Ops the workload stands for: every rank's, a folded rank counting its
+ * representative's (sim_workload_n_ops() counts the ops held). */
+static guint64 represented_ops(const SimWorkload *w)
+{
+  if (w->fold_rep == NULL)
+    return sim_workload_n_ops(w);
+  guint64 n = 0;
+  for (guint r = 0; r < w->n_ranks; r++)
+    n += w->ranks[w->fold_rep[r]].n_ops;
+  return n;
+}
+
 static int workload_index(lua_State *L)
 {
   LWorkload *u = jsl_check_workload(L, 1, "workload");
@@ -92,7 +106,11 @@ static int workload_index(lua_State *L)
   if (strcmp(k, "ranks") == 0)
     lua_pushinteger(L, w->n_ranks);
   else if (strcmp(k, "ops") == 0)
+    lua_pushinteger(L, (lua_Integer)represented_ops(w));
+  else if (strcmp(k, "ops_replayed") == 0)
     lua_pushinteger(L, (lua_Integer)sim_workload_n_ops(w));
+  else if (strcmp(k, "folded") == 0)
+    lua_pushboolean(L, w->fold_rep != NULL);
   else if (strcmp(k, "tp") == 0)
     lua_pushinteger(L, w->tp);
   else if (strcmp(k, "pp") == 0)
@@ -114,7 +132,7 @@ static int workload_tostring(lua_State *L)
 {
   LWorkload *u = jsl_check_workload(L, 1, "workload");
   lua_pushfstring(L, "workload(%s, %d ranks, %I ops)", u->label,
-                  (int)u->w->n_ranks, (lua_Integer)sim_workload_n_ops(u->w));
+                  (int)u->w->n_ranks, (lua_Integer)represented_ops(u->w));
   return 1;
 }
 
@@ -133,8 +151,10 @@ static int l_cluster(lua_State *L)
   GError *err = NULL;
   const char *gpu_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, gpu_name, &err);
-  if (gpu == NULL)
+  if (gpu == NULL) {
+    g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
+  }
   lua_Integer gpn = jsl_opt_int(L, 1, fn, "gpus_per_node", 0, 1, 64);
   lua_Integer nodes = jsl_opt_int(L, 1, fn, "nodes", 0, 1, 1 << 17);
   lua_Integer gpus = jsl_opt_int(L, 1, fn, "gpus", 0, 1, 1 << 20);
@@ -159,8 +179,10 @@ static int l_cluster(lua_State *L)
                                            ? "dgx-a100"
                                            : "pcie");
   NetSpec *net = net_preset(net_name, &err);
-  if (net == NULL)
+  if (net == NULL) {
+    g_prefix_error(&err, "argument 'network': ");
     return jsl_raise_gerror(L, fn, err);
+  }
   /* The userdata owns the cluster from here on, so a later argument error
    * (a longjmp) cannot leak it. */
   LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
@@ -195,7 +217,7 @@ static int l_cluster(lua_State *L)
 static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
-  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", NULL};
+  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold", NULL};
 static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 
 static int l_gpt(lua_State *L)
@@ -232,22 +254,35 @@ static int l_gpt(lua_State *L)
   cfg.dp_bucket_mb = jsl_opt_num(L, 1, fn, "dp_bucket_mb", cfg.dp_bucket_mb, 0,
                              1e6);
   cfg.dp_overlap = jsl_opt_bool(L, 1, fn, "dp_overlap", cfg.dp_overlap);
+  cfg.fold = jsl_opt_bool(L, 1, fn, "fold", cfg.fold);
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
     luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
                   "supported", fn,
                (lua_Integer)((guint64)cfg.tp * cfg.pp * cfg.dp));
   const char *ref_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *ref = gpu_catalogue_lookup(s->catalogue, ref_name, &err);
-  if (ref == NULL)
+  if (ref == NULL) {
+    g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
+  }
   if (!gpt_config_validate(&cfg, &err))
     return jsl_raise_gerror(L, fn, err);
+  {
+    char what[160];
+    g_snprintf(what, sizeof what, "%s tp%u pp%u dp%u (%" G_GUINT64_FORMAT
+               " GPUs, %" G_GUINT64_FORMAT " ops%s)", model ? model : "gpt",
+               cfg.tp, cfg.pp, cfg.dp, (guint64)cfg.tp * cfg.pp * cfg.dp,
+               gpt_stored_ops(&cfg), cfg.fold ? " held, folded" : "");
+    if (!js_memory_check(s->max_memory, gpt_estimate_bytes(&cfg), what, &err))
+      return jsl_raise_gerror(L, fn, err);
+  }
   SimWorkload *w = gpt_generate(&cfg, ref, &err);
   if (w == NULL)
     return jsl_raise_gerror(L, fn, err);
-  g_autofree char *label = g_strdup_printf("%s tp%u pp%u dp%u mb%u",
+  g_autofree char *label = g_strdup_printf("%s tp%u pp%u dp%u mb%u%s",
                                            model ? model : "gpt", cfg.tp,
-                                           cfg.pp, cfg.dp, cfg.microbatches);
+                                           cfg.pp, cfg.dp, cfg.microbatches,
+                                           cfg.fold ? " folded" : "");
   jsl_push_workload(L, w, label);
   return 1;
 }
@@ -294,6 +329,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   set_num(L, "idle_j", r->idle.energy_j);
   set_int(L, "switches", (lua_Integer)r->switches);
   set_int(L, "ops", (lua_Integer)r->ops);
+  set_int(L, "ops_represented", (lua_Integer)r->ops_represented);
   set_num(L, "flops", r->flops);
   set_num(L, "tflops_per_gpu",
           t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
@@ -757,7 +793,15 @@ static int l_results(lua_State *L)
 {
   const char *fn = "js.results";
   JsSession *s = jsl_session(L);
-  const char *path = luaL_checkstring(L, 1);
+  /* Strings only: luaL_checkstring would turn js.results(5) into a file
+   * named "5". */
+  if (lua_type(L, 1) != LUA_TSTRING)
+    luaL_error(L, "%s: argument 1 must be the results file name (got %s)", fn,
+               luaL_typename(L, 1));
+  if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
+    luaL_error(L, "%s: argument 2 must be the table name (got %s)", fn,
+               luaL_typename(L, 2));
+  const char *path = lua_tostring(L, 1);
   const char *table = luaL_optstring(L, 2, "results");
   ResMode mode = RES_MODE_APPEND;
   if (!lua_isnoneornil(L, 3)) {
@@ -1025,7 +1069,7 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   g_autofree char *src = NULL;
   gsize len = 0;
   GError *ioerr = NULL;
-  if (!g_file_get_contents(path, &src, &len, &ioerr)) {
+  if (!fault_get_contents(path, &src, &len, "lua: scenario", &ioerr)) {
     g_set_error(error, JS_ERROR, JS_ERROR_IO, "%s", ioerr->message);
     g_error_free(ioerr);
     return FALSE;
@@ -1051,7 +1095,13 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   g_autofree char *chunk = g_strconcat("@", path, NULL);
   gboolean ok;
   if (luaL_loadbufferx(L, src, len, chunk, "t") != LUA_OK) {
-    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s", lua_tostring(L, -1));
+    /* Syntax errors start with "path:line:"; others (a binary chunk) get
+     * the path here. */
+    const char *msg = lua_tostring(L, -1);
+    gboolean located = g_str_has_prefix(msg, path) &&
+                       msg[strlen(path)] == ':';
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s%s%s",
+                located ? "" : path, located ? "" : ": ", msg);
     ok = FALSE;
   } else {
     for (int i = 0; i < argc; i++)

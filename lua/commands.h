@@ -6,5 +6,6 @@
 
 int js_cmd_trace(int argc, char **argv);     /* lua/trace.c */
 int js_cmd_validate(int argc, char **argv);  /* lua/validate.c */
+int js_cmd_bench(const char *self, int argc, char **argv); /* lua/bench.c */
 
 #endif

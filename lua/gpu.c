@@ -16,15 +16,15 @@
 #include <lauxlib.h>
 #include <string.h>
 
-/* js.gpu(name) is implemented in lua/bind.c (l_gpu); the table form calls
- * it with the name moved to argument 1. */
+/* js.gpu(name) is implemented in lua/bind.c (l_gpu); the table form runs
+ * it with the name moved to argument 1, in this frame: through lua_call
+ * its errors would point at this C function instead of the script line
+ * (found by fuzzing, tests/fuzz/fuzz-lua-args.c). */
 static int gpu_call(lua_State *L)
 {
+  lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(1));
   lua_remove(L, 1); /* the js.gpu table itself */
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
+  return f(L);
 }
 
 /* Sets parameter `field` of spec s from the number at the top of the stack

@@ -69,7 +69,11 @@ const char *jsl_closest(const char *s, const char *const *names)
 void jsl_check_keys(lua_State *L, int idx, const char *fn,
                        const char *const *allowed)
 {
-  luaL_checktype(L, idx, LUA_TTABLE);
+  /* Not luaL_checktype: its "bad argument #N" names a stack slot, not the
+   * argument of a nested table such as js.cluster{variability}. */
+  if (!lua_istable(L, idx))
+    luaL_error(L, "%s: expected a table of named arguments (got %s)", fn,
+               luaL_typename(L, idx));
   lua_pushnil(L);
   while (lua_next(L, idx) != 0) {
     lua_pop(L, 1);
@@ -107,7 +111,8 @@ lua_Integer jsl_opt_int(lua_State *L, int idx, const char *fn,
   lua_Integer v = def;
   if (t != LUA_TNIL) {
     int isnum = 0;
-    v = lua_tointegerx(L, -1, &isnum);
+    /* A number only: lua_tointegerx alone would also take "8". */
+    v = t == LUA_TNUMBER ? lua_tointegerx(L, -1, &isnum) : 0;
     if (!isnum)
       luaL_error(L, "%s: argument '%s' must be an integer in %I..%I (got %s)",
                  fn, key, lo, hi,

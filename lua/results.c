@@ -93,6 +93,7 @@
  * path closes it.
  */
 #include "lua/results.h"
+#include "sim/fault.h"
 #include "traces/h5util.h"
 
 #include <errno.h>
@@ -380,6 +381,8 @@ static gboolean res_write_file_attrs(hid_t file, const ResMeta *meta,
  * worked or the driver has no file descriptor. */
 static gboolean res_fsync(hid_t file)
 {
+  if (fault_inject_errno(FAULT_WRITE, "results: fsync"))
+    return FALSE;
   void *handle = NULL;
   if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) < 0 || handle == NULL)
     return TRUE;
@@ -412,6 +415,16 @@ void res_release_files_in_child(void)
   }
   if (null_fd >= 0)
     close(null_fd);
+}
+
+/* H5Fclose without fault injection (sim/fault.h): HDF5 1.10 cannot recover
+ * from a failed close (traces/h5util.c), so callers flush first. */
+static herr_t res_close_file(hid_t file)
+{
+  fault_suspend();
+  herr_t rc = H5Fclose(file);
+  fault_resume();
+  return rc;
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -452,7 +465,7 @@ static gboolean res_table_destroy(ResTable *t, GError **error)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing");
   if (t->mem_type >= 0)
     H5Tclose(t->mem_type);
-  if (t->file >= 0 && H5Fclose(t->file) < 0 && ok)
+  if (t->file >= 0 && res_close_file(t->file) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing the file");
   g_clear_pointer(&t->by_name, g_hash_table_unref);
   res_cols_free(t->cols, t->ncols);
@@ -572,7 +585,9 @@ static gboolean res_create_file(const char *path, const ResMeta *meta,
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *base_tmpl = g_strdup_printf(".%s.XXXXXX", base);
   g_autofree char *tmp = g_build_filename(dir, base_tmpl, NULL);
-  int fd = g_mkstemp_full(tmp, O_RDWR, 0666); /* umask applies */
+  int fd = fault_inject_errno(FAULT_WRITE, "results: temporary file")
+             ? -1
+             : g_mkstemp_full(tmp, O_RDWR, 0666); /* umask applies */
   if (fd < 0) {
     int e = errno;
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
@@ -588,11 +603,15 @@ static gboolean res_create_file(const char *path, const ResMeta *meta,
   else
     ok = res_write_file_attrs(file, meta, path, error) &&
          res_ensure_group(file, "results", path, error);
-  if (file >= 0 && H5Fclose(file) < 0 && ok)
+  if (ok && H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+    ok = res_fail(error, RES_ERROR_IO, path, NULL,
+                  "writing the new results file");
+  if (file >= 0 && res_close_file(file) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, path, NULL,
                   "writing the new results file");
   if (ok) {
-    if (link(tmp, path) == 0) {
+    if (!fault_inject_errno(FAULT_WRITE, "results: link") &&
+        link(tmp, path) == 0) {
       *created = TRUE;
     } else if (errno == EEXIST) {
       *created = FALSE; /* another writer was first: use its file */
@@ -1188,7 +1207,10 @@ static hid_t res_open_read(const char *path, GError **error)
 {
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: cannot read results: no such file", path);
+                "%s: cannot read results: %s", path,
+                g_file_test(path, G_FILE_TEST_IS_DIR) ? "it is a directory"
+                : g_file_test(path, G_FILE_TEST_EXISTS) ? "not a regular file"
+                                                        : "no such file");
     return H5I_INVALID_HID;
   }
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -1,5 +1,6 @@
 /* lua/session.c -- see lua/session.h. */
 #include "lua/session.h"
+#include "lua/memory.h"
 
 #include <string.h>
 
@@ -70,6 +71,54 @@ static gboolean pipeline_clocks(JsSession *s, const Cluster *run,
     return FALSE;
   const guint16 *clk = perseus_model_clocks(pm, &rep->n_clocks);
   rep->clocks = g_memdup2(clk, sizeof(guint16) * rep->n_clocks);
+  return TRUE;
+}
+
+/* A folded workload (SimWorkload.fold_rep: one representative replayed per
+ * class of identical ranks) is exact only where every member of a class is
+ * priced like its representative.  Refuses, naming the cause, every run
+ * option that prices GPUs individually or needs every rank's replay.  (The
+ * engine itself checks the per-GPU power constants.) */
+static gboolean check_folded(const Cluster *run, const DvfsPolicy *p,
+                             const JsRunOptions *opt, GError **error)
+{
+  const char *hint = "; use an unfolded workload (js.gpt{ fold = false }) "
+                     "for this run";
+  if (run->perf_spread > 0 || run->power_spread > 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the cluster has per-GPU "
+                "variability (perf %g, power %g): the members of a class "
+                "would no longer run like their representative%s",
+                run->perf_spread, run->power_spread, hint);
+    return FALSE;
+  }
+  if (opt->stragglers != NULL && !straggler_set_empty(opt->stragglers)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the run has stragglers: a slow "
+                "GPU no longer runs like its representative%s", hint);
+    return FALSE;
+  }
+  if (opt->observer != NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded: a timeline would show only the "
+                "representatives' ops%s", hint);
+    return FALSE;
+  }
+  if (dvfs_policy_is_planned(p) || dvfs_policy_is_pipeline(p)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but policy '%s' plans from an "
+                "observed replay of every rank (its plan model folds "
+                "identical ranks itself)%s", dvfs_kind_name(p->kind), hint);
+    return FALSE;
+  }
+  if (run->gpus_per_node > 0 && run->n_gpus % run->gpus_per_node != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the cluster's last node is "
+                "partly filled (%u GPUs, %u per node): groups placed on it "
+                "would not be priced like their representatives'%s",
+                run->n_gpus, run->gpus_per_node, hint);
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -149,6 +198,8 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                 "ranks", straggler_set_n_gpus(opt->stragglers), w->n_ranks);
     return NULL;
   }
+  if (w->fold_rep != NULL && !check_folded(run, p, opt, error))
+    return NULL;
   if (dvfs_policy_is_pipeline(p)) {
     if (opt->observer != NULL) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
@@ -186,6 +237,9 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
     sm = straggler_machine_new(sim, opt->stragglers, NULL, NULL);
     sim = straggler_machine_sim(sm);
   }
+  if (!js_memory_check(s->max_memory, sim_engine_estimate_bytes(w),
+                       "js.simulate: the engine state", error))
+    return NULL;
   g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)
     return NULL;

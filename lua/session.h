@@ -24,6 +24,7 @@ typedef struct {
   char *scenario_source;    /* owned, may be NULL */
   gboolean quiet;
   guint jobs;
+  guint64 max_memory;       /* --max-memory bytes; 0: what is available */
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);
@@ -65,7 +66,17 @@ void js_run_report_clear(JsRunReport *r);
  * from a measured table, the plan is checked against the table's clock
  * ranges first (price_table_check_plan) and the pricing after the run
  * (cluster_machine_check).  Returns a new result or NULL with an error
- * naming what failed. */
+ * naming what failed.
+ *
+ * A folded workload (w->fold_rep set: js.gpt{ fold = true }, or
+ * sim_workload_fold) replays one representative per class of identical
+ * ranks and gives the unfolded results (sim/engine.h).  That is exact only
+ * if every member of a class is priced like its representative, so it is
+ * refused (SIM_ERROR_INVALID, naming the cause) with per-GPU variability,
+ * with a non-empty straggler set, with an observer (timeline), with a
+ * planned or pipeline policy (their planners observe an unfolded baseline
+ * replay; models/dvfs/model.c folds identical ranks itself), and on a
+ * cluster whose last node is partly filled. */
 SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,
                        const DvfsPolicy *p, const JsRunOptions *opt,
                        GError **error);

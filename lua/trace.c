@@ -14,6 +14,7 @@
  */
 #include "lua/commands.h"
 #include "lua/luautil.h"
+#include "lua/memory.h"
 #include "models/net.h"
 #include "traces/gpt.h"
 #include "traces/import.h"
@@ -145,8 +146,10 @@ static int l_trace_import(lua_State *L)
   if (paths->len == 0)
     luaL_error(L, "%s: give at least one trace file", fn);
   GError *err = NULL;
-  if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
+  if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL) {
+    g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
+  }
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   SimWorkload *w = load_inputs(s, (const char *const *)paths->pdata,
                                paths->len, gpu, warnings, &err);
@@ -308,6 +311,13 @@ static int fail_user(const char *cmd, GError *err)
   fprintf(stderr, "joulesim trace %s: %s\n", cmd, err->message);
   g_error_free(err);
   return EXIT_USER;
+}
+
+/* fail_user for a value the models refuse, naming its option. */
+static int fail_option(const char *cmd, const char *option, GError *err)
+{
+  g_prefix_error(&err, "%s: ", option);
+  return fail_user(cmd, err);
 }
 
 G_GNUC_PRINTF(3, 4)
@@ -490,8 +500,10 @@ static int cmd_gen(int argc, char **argv)
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
   const GpuSpec *gpu = gpu_catalogue_lookup(cat, gpu_name, &err);
   if (gpu == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--gpu", err);
   if (!gpt_config_validate(&cfg, &err))
+    return fail_user(cmd, err);
+  if (!js_memory_check(0, gpt_estimate_bytes(&cfg), "the workload", &err))
     return fail_user(cmd, err);
   g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, &err);
   if (w == NULL)
@@ -552,7 +564,7 @@ static int cmd_import(int argc, char **argv)
   g_autoptr(JsSession) s = js_session_new(1);
   GError *err = NULL;
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(SimWorkload) w = load_inputs(
     s, (const char *const *)files->pdata, files->len, gpu, warnings, &err);
@@ -600,7 +612,7 @@ static int cmd_info(int argc, char **argv)
   g_autoptr(JsSession) s = js_session_new(1);
   GError *err = NULL;
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(SimWorkload) w = load_inputs(
     s, (const char *const *)files->pdata, files->len, gpu, warnings, &err);
@@ -756,7 +768,7 @@ static int cmd_export(int argc, char **argv)
 
   g_autoptr(JsSession) s = js_session_new(seed);
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(SimWorkload) w = load_inputs(
     s, (const char *const *)files->pdata, files->len, gpu, warnings, &err);
@@ -777,17 +789,17 @@ static int cmd_export(int argc, char **argv)
                     : "A100-SXM4-80GB";
   const GpuSpec *spec = gpu_catalogue_lookup(s->catalogue, cluster_gpu, &err);
   if (spec == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--cluster-gpu", err);
   g_autoptr(NetSpec) net = net_preset(
     network != NULL ? network : default_network(spec->name), &err);
   if (net == NULL)
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--network", err);
   guint gpn = (guint)MIN(per_node, (guint64)w->n_ranks);
   g_autoptr(Cluster) c = cluster_new(spec, net, w->n_ranks, gpn, &err);
   if (c == NULL)
     return fail_user(cmd, err);
   if (!dvfs_policy_check(&pol, c, &err))
-    return fail_user(cmd, err);
+    return fail_option(cmd, "--policy", err);
 
   g_autoptr(GArray) sel = NULL;
   if (gpus_spec != NULL) {

@@ -606,6 +606,14 @@ int js_cmd_validate(int argc, char **argv)
     return usage_error("%s", "missing --gpu NAME (see joulesim gpus)");
 
   GError *err = NULL;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  /* The GPU first: a misspelt name is refused before a long load, and the
+   * message names the option. */
+  if (gpu_catalogue_lookup(cat, cfg.gpu, &err) == NULL) {
+    fprintf(stderr, "joulesim validate: --gpu: %s\n", err->message);
+    g_error_free(err);
+    return EXIT_USER;
+  }
   g_autoptr(Profile) p = nvml != NULL
                              ? profile_load_nvml(nvml, profile_path, &err)
                              : profile_load(profile_path, &err);
@@ -614,7 +622,6 @@ int js_cmd_validate(int argc, char **argv)
     g_error_free(err);
     return EXIT_USER;
   }
-  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
   const GpuSpec *g = NULL;
   g_autoptr(FitReport) r = run_validation(cat, p, &cfg, &g, &err);
   if (r == NULL) {

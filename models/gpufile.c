@@ -7,6 +7,7 @@
  * gpu_spec_describe() output, so a parameter missing here fails it).
  */
 #include "models/gpufile.h"
+#include "sim/fault.h"
 
 #include <string.h>
 
@@ -78,6 +79,11 @@ gboolean gpu_spec_save_keyfile(const GpuSpec *spec, const char *path,
   gsize len = 0;
   g_autofree char *text = g_key_file_to_data(kf, &len, NULL);
   GError *err = NULL;
+  if (fault_inject(FAULT_WRITE, "gpufile: write")) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
+                "cannot write GPU file %s: injected fault", path);
+    return FALSE;
+  }
   if (!g_file_set_contents(path, text, (gssize)len, &err)) {
     g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,
                 "cannot write GPU file %s: %s", path, err->message);
@@ -154,6 +160,11 @@ GpuSpec *gpu_spec_load_keyfile(const char *path, const GpuCatalogue *base,
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(GKeyFile) kf = g_key_file_new();
   GError *err = NULL;
+  if (fault_inject(FAULT_READ, "gpufile: read")) {
+    g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID, "%s: injected fault",
+                path);
+    return NULL;
+  }
   if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err)) {
     g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID, "%s: %s", path,
                 err->message);

@@ -1,6 +1,6 @@
 /* sim/engine.c -- dataflow replay of per-rank op streams with an event queue
- * for synchronisation points, and exact integration of an additive power
- * model.
+ * for synchronisation points, exact integration of an additive power model,
+ * and folded replay of identical ranks.
  *
  * How a replay works
  * ------------------
@@ -8,19 +8,23 @@
  * rank's op array (ops grouped by stream, see sim/workload.h) and the time
  * its stream becomes free.  advance() runs a stream in a tight loop: a kernel
  * starts when the stream is free and its `wait` op has finished, lasts
- * ref_ns * time_scale (priced by the machine, cached per shape and clock
- * pair), and the cursor moves on.  No event is queued per kernel.
+ * llround(ref_ns * time_scale) (priced by the machine, cached per shape and
+ * clock pair), and the cursor moves on.  No event is queued per kernel.
  *
  * A stream stops in two cases: its next op waits for an op (on another
  * stream of the same rank) that has not been scheduled yet, or its next op is
  * communication.  A communication op records the rank's arrival in a pending
- * record (collectives: keyed by group and the rank's sequence number on that
- * group; point-to-point: FIFO per (src, dst) pair).  When the last member
- * arrives the record's start time is known (the latest arrival) and a
- * COMM_START event is queued at that time.  Popping it prices the transfer
- * (network callback), schedules every member's op and resumes their streams.
- * Completing any op also resumes the streams of that rank that were waiting
- * for it.  Resumptions go through a small work stack, never recursion.
+ * record.  Collectives are matched by (group, the rank's sequence number on
+ * that group): the sequence number is a counter per group membership, and
+ * the open instances of a group sit in a small ring indexed by sequence
+ * number, so matching is array indexing, not hashing.  Point-to-point ops
+ * match FIFO per (src, dst) channel; a rank's incoming channels are a small
+ * sorted array.  When the last member arrives the record's start time is
+ * known (the latest arrival) and a COMM_START event is queued at that time.
+ * Popping it prices the transfer (network callback), schedules every
+ * member's op and resumes their streams.  Completing an op that another
+ * stream waits for resumes that stream.  Resumptions go through a small work
+ * stack, never recursion.
  *
  * Because every start time is a max over finish times (a max-plus
  * computation), the processing order cannot change the result; the event
@@ -28,21 +32,72 @@
  * deterministic too, and puts transfer starts in time order (which a shared
  * bandwidth model needs).
  *
+ * Memory layout (what one iteration keeps per op)
+ * -----------------------------------------------
+ * The accounting below needs each op's arrive/start/end times and power
+ * increment, but most of that is implied by the stream order: an op arrives
+ * when its stream is free and its wait target (if any) has ended, so
+ *
+ *     arrive = max(end of the previous op of the stream, end of op.wait)
+ *
+ * and only two 32-bit numbers per op are stored (OpLog, 8 bytes): the
+ * duration end - start and, for a kernel, its power increment (float bits),
+ * for a communication op the blocked time start - arrive (its increment is
+ * the rank's comm power - idle power).  Values that do not fit 32 bits (an op
+ * lasting or blocked 2^32 ns = 4.3 s or more) go to a per-rank overflow list
+ * (the log holds its index).  End times are kept only for the ops some other
+ * op waits for (the rank's sorted `targets`, found by one scan when the
+ * engine is created; each stream stores them through a cursor as its ops
+ * complete), so the engine holds 8 bytes per op plus 12 per wait target,
+ * against 28 per op before (three gint64 times and a float, whose first-
+ * touch page faults a profile put at 42% of replay time).  The op logs of
+ * all ranks are one allocation, made once per engine and reused by every
+ * run and iteration.  (Transparent huge pages were tried for it: the
+ * replay was ~20% slower with them on the quiet benchmark host, and on a
+ * virtual machine that must first back them a fresh 800 MB took 4x longer
+ * to fault in than with 4 kB pages; not used.)  See
+ * sim_engine_estimate_bytes() in sim/engine.h for the whole formula.
+ *
  * Energy: once an iteration is scheduled, each rank's streams are swept
- * together (a k-way merge of their interval sequences) to split the
- * iteration into segments, each attributed to the highest-priority state
- * (kernel > communication > blocked > idle); see sim/engine.h for the power
- * model.  Per op: t_arrive <= t_start <= t_end, with [t_arrive, t_start) the
- * blocked part of a communication op.
+ * together (a k-way merge of their interval sequences, decoded from the log)
+ * to split the iteration into segments, each attributed to the
+ * highest-priority state (kernel > communication > blocked > idle; the lowest
+ * stream wins a tie); see sim/engine.h for the power model.  Per op:
+ * t_arrive <= t_start <= t_end, with [t_arrive, t_start) the blocked part of
+ * a communication op.  While only one stream changes state (the common case:
+ * stream 0's kernels, the others idle or in one long transfer), the sweep
+ * runs that stream alone against the others' frozen states.  The sums are
+ * accumulated in exactly the order of the straightforward merge, so results
+ * are bit-identical to it.
+ *
+ * Folded replay
+ * -------------
+ * With w->fold_rep set, only representatives (fold_rep[r] == r) carry ops and
+ * are replayed.  A collective on group g completes when every distinct
+ * representative among g's members has arrived (the network model is still
+ * asked about g itself, with all its members); a send from a to b matches a
+ * receive on rep(b) from a peer folding to a: channels are keyed by
+ * (rep(src), rep(dst)).  Each representative's results stand for its whole
+ * class: per-GPU results of a member are its representative's, totals are
+ * weighted by the class size.  sim_engine_new() checks that the machine's
+ * per-GPU power constants agree within each class; pricing by kernel_cost
+ * and the network cannot be checked here and is the caller's contract
+ * (lua/session.c refuses variability, stragglers and per-rank plans).
  *
  * Limits: the clocks in force at a kernel's start hold for the whole kernel;
  * clock-switch state is kept per (rank, stream); bandwidth sharing between
- * concurrent collectives is left to the network callback.
+ * concurrent collectives is left to the network callback.  Sequence numbers
+ * on a group, and the FIFO order of a p2p channel, follow the order in
+ * which a rank's arrivals are processed: program order when a rank uses a
+ * group (or a channel) from one stream, as every generated and imported
+ * workload so far does; with several streams, the processing order decides
+ * (deterministically).
  */
 #include "sim/engine.h"
 #include "sim/queue.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- plans --------------------------------------------------------------- */
@@ -108,30 +163,79 @@ enum { PRIO_COMM = 0, PRIO_RESUME = 1 };
 
 enum { ST_RUN = 0, ST_WAIT_OP, ST_WAIT_COMM, ST_DONE };
 
+/* OpLog.dur value that sends the reader to the overflow list. */
+#define LOG_ESC G_MAXUINT32
+
+/* What one iteration keeps per op (see "Memory layout" above). */
+typedef struct {
+  guint32 dur;  /* end - start, or LOG_ESC: aux indexes the overflow list */
+  guint32 aux;  /* kernel: float bits of its power increment;
+                   communication: start - arrive; marker: 0 */
+} OpLog;
+G_STATIC_ASSERT(sizeof(OpLog) == 8);
+
+/* An op whose duration or blocked time does not fit 32 bits. */
+typedef struct {
+  gint64 arrive, start, end;
+  float inc;
+} Overflow;
+
+/* An op's times as the accounting sees them. */
+typedef struct {
+  gint64 arrive, start, end;
+  float inc;
+} Iv;
+
 typedef struct {
   guint32 cur, end;      /* cursor and end in the rank's op array */
   guint32 waiting_for;   /* ST_WAIT_OP: op index */
+  guint32 tgt;           /* next wait target of this stream (ordinal) */
+  guint32 tgt_lo, tgt_hi;/* this stream's wait targets: [tgt_lo, tgt_hi) */
   guint8 state;
-  gint64 free_ns;        /* stream free from */
+  guint8 clk_init;
   SimClocks clk_cur;     /* clocks in force */
   SimClocks clk_target;  /* last requested */
+  gint64 free_ns;        /* stream free from (end of its last op) */
+  gint64 arrive_ns;      /* ST_WAIT_COMM: when op `cur` arrived */
   gint64 clk_land_ns;    /* when clk_target takes effect */
-  gboolean clk_init;
 } Stream;
 
 typedef struct {
   guint32 shape_pairs_tag; /* packed clocks + 1 of the cached cost; 0 = none */
+  float inc;               /* (float)(cost.power_w - the GPU's idle power) */
   SimCost cost;
 } CostSlot;
+G_STATIC_ASSERT(sizeof(CostSlot) == 32);
+
+/* A rank's incoming point-to-point channel: FIFO of unmatched ops of one
+ * side (sends or receives) from ranks folding to `src`. */
+typedef struct {
+  guint32 src;
+  guint32 head, len, cap;
+  guint64 *q;            /* (rank << 32 | op), ring of cap entries */
+} Channel;
 
 typedef struct {
-  gint64 *t_arrive, *t_start, *t_end; /* per op, this iteration */
-  float *inc_w;                       /* per op power increment above idle */
   Stream *streams;
-  CostSlot *cache;                    /* per shape */
+  CostSlot *cache;       /* per shape */
+  OpLog *log;            /* n_ops, inside SimEngine.log_mem */
+  guint32 *targets;      /* ascending op indices some op waits for */
+  gint64 *target_end;    /* their end times this iteration */
+  guint32 n_targets;
+  Overflow *ovf;         /* this iteration's overflow records */
+  guint32 n_ovf, cap_ovf;
+  Channel *chans;        /* incoming channels, ascending src */
+  guint32 n_chans, cap_chans;
   guint n_streams;
-  guint n_unfinished;                 /* streams not yet done */
-  guint64 switches;                   /* this iteration */
+  guint n_unfinished;    /* streams not yet done */
+  guint64 switches;      /* this iteration */
+  double idle_w;
+  float comm_inc;        /* comm power - idle power, as a float */
+  guint32 last_group;    /* group of the last collective (+1; 0 = none) */
+  guint32 last_mpos;     /* its membership index in w->group_ranks */
+  guint32 weight;        /* ranks it stands for: 1, the class size when
+                            folded, 0 for a folded-away rank */
+  guint32 bad_op;        /* first op that ended past TIME_MAX (+1; 0 = none) */
 } RankState;
 
 typedef struct {
@@ -139,28 +243,47 @@ typedef struct {
 } Member;
 
 typedef struct {
-  gboolean used;
-  gboolean p2p;
-  guint32 group_or_src, seq_or_dst;
+  guint32 group_or_src, seq_or_dst; /* p2p: the real pair the network prices */
   guint n_members, n_arrived;
   gint64 start_ns;
   gint64 ref_ns;     /* max recorded duration of members (0 = model) */
   double bytes;
+  guint8 p2p;
   guint8 coll;
-  Member *members;   /* n_members */
+  guint members_cap;
+  Member *members;
 } Pending;
+
+/* Open instances of one group, by sequence number: slot[seq & mask] holds a
+ * pending index + 1 (0 = none).  Grows when two open instances collide. */
+typedef struct {
+  guint32 *slot;
+  guint32 mask;
+} Ring;
 
 struct SimEngine {
   const SimWorkload *w;
   const SimMachine *m;
   RankState *ranks;
   SimQueue *queue;
-  GArray *pending;          /* of Pending */
-  GArray *pending_free;     /* guint32 indices */
-  GHashTable *coll_index;   /* (group<<32|seq) -> pending index + 1 */
-  GHashTable *seq;          /* (rank<<32|group) -> next seq (owned gint64[2]) */
-  GHashTable *p2p_q;        /* (src<<32|dst) -> GQueue of Member* (unmatched) */
-  GArray *work;             /* guint64 (rank<<32|stream) to advance */
+  const SimShape *shapes;
+  /* Collectives. */
+  const guint32 *group_off;   /* w->group_off data */
+  const guint32 *group_ranks; /* w->group_ranks data */
+  guint n_groups;
+  guint32 *mseq;              /* per membership: collectives issued */
+  guint32 *group_expect;      /* arrivals completing an instance */
+  Ring *rings;                /* per group */
+  /* Pending transfers: a pool with a free list. */
+  Pending *pend;
+  guint32 n_pend, cap_pend;
+  guint32 *pend_free;
+  guint32 n_free;
+  /* Work stack of (rank << 32 | stream) to advance. */
+  guint64 *work;
+  gsize n_work, cap_work;
+  gpointer log_mem;          /* op logs of all ranks, one allocation */
+  gboolean folded;
   guint n_unfinished_ranks;
   guint iter;
   SimPlan *plan;            /* current (borrowed or replaced) */
@@ -168,31 +291,99 @@ struct SimEngine {
   gpointer observer_data;
 };
 
-/* Keys pack two 32-bit ids (group<<32 | seq, src<<32 | dst, ...);
- * g_int64_hash folds them to a ^ b, which collides heavily (group 3 seq 5 =
- * group 5 seq 3).  The splitmix64 finalizer mixes every bit. */
-static guint key_hash(gconstpointer k)
+/* ---- creation ------------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
 {
-  guint64 x = (guint64)*(const gint64 *)k;
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return (guint)x;
+  guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+  return (x > y) - (x < y);
 }
 
-static void free_member_queue(gpointer q)
+/* First index in the ascending array a[lo, hi) whose value is >= v. */
+static inline guint32 lower_bound(const guint32 *a, guint32 lo, guint32 hi,
+                                  guint32 v)
 {
-  g_queue_free_full(q, g_free);
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (a[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
-static gint64 *int64_key(guint64 v)
+/* Rank r's wait targets: the distinct ops some op of r waits for, sorted,
+ * and each stream's range of them. */
+static void find_targets(RankState *rs, const SimRank *rk)
 {
-  gint64 *k = g_new(gint64, 2);
-  k[0] = (gint64)v;
-  k[1] = 0;
-  return k;
+  guint32 cap = 16, n = 0;
+  rs->targets = g_new(guint32, cap);
+  gboolean sorted = TRUE;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    guint32 j = rk->ops[i].wait;
+    if (G_LIKELY(j == SIM_NO_WAIT))
+      continue;
+    if (n > 0 && j <= rs->targets[n - 1]) {
+      if (j == rs->targets[n - 1])
+        continue;
+      sorted = FALSE;
+    }
+    if (n == cap) {
+      cap *= 2;
+      rs->targets = g_renew(guint32, rs->targets, cap);
+    }
+    rs->targets[n++] = j;
+  }
+  if (!sorted) {
+    qsort(rs->targets, n, sizeof(guint32), cmp_u32);
+    guint32 u = 0;
+    for (guint32 k = 0; k < n; k++)
+      if (u == 0 || rs->targets[k] != rs->targets[u - 1])
+        rs->targets[u++] = rs->targets[k];
+    n = u;
+  }
+  rs->n_targets = n;
+  rs->target_end = g_new0(gint64, MAX(n, 1));
+  for (guint s = 0; s < rs->n_streams; s++) {
+    Stream *st = &rs->streams[s];
+    st->tgt_lo = lower_bound(rs->targets, 0, n, rk->stream_off[s]);
+    st->tgt_hi = lower_bound(rs->targets, st->tgt_lo, n, rk->stream_off[s + 1]);
+  }
+}
+
+/* Folding: every member of a class must have its representative's per-GPU
+ * power constants (the engine only ever prices the representative). */
+static gboolean check_fold_machine(const SimWorkload *w, const SimMachine *m,
+                                   GError **error)
+{
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint32 q = w->fold_rep[r];
+    if (q == r)
+      continue;
+    const char *what = NULL;
+    if (m->idle_power_w[r] != m->idle_power_w[q])
+      what = "idle";
+    else if (m->blocked_power_w[r] != m->blocked_power_w[q])
+      what = "blocked";
+    else if (m->comm_power_w[r] != m->comm_power_w[q])
+      what = "communication";
+    if (what != NULL) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                  "folded workload: GPU %u folds to GPU %u but their %s "
+                  "powers differ (%g W vs %g W); a folded workload needs "
+                  "every GPU of a class priced alike (no variability)", r, q,
+                  what,
+                  what[0] == 'i'   ? m->idle_power_w[r]
+                  : what[0] == 'b' ? m->blocked_power_w[r]
+                                   : m->comm_power_w[r],
+                  what[0] == 'i'   ? m->idle_power_w[q]
+                  : what[0] == 'b' ? m->blocked_power_w[q]
+                                   : m->comm_power_w[q]);
+      return FALSE;
+    }
+  }
+  return TRUE;
 }
 
 SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
@@ -209,35 +400,83 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                 "negative clock switching latency");
     return NULL;
   }
-  if (!sim_workload_validate(w, error))
+  /* The workload is validated rank by rank, each rank's wait targets
+   * collected right after its check, while its ops are in cache. */
+  g_autoptr(SimValidator) v = sim_validator_new(w, error);
+  if (v == NULL)
     return NULL;
-  SimEngine *e = g_new0(SimEngine, 1);
+  if (w->fold_rep != NULL && !check_fold_machine(w, m, error))
+    return NULL;
+  guint64 total_ops = sim_workload_n_ops(w);
+  gsize log_bytes = (gsize)total_ops * sizeof(OpLog);
+  gpointer log_mem = g_try_malloc(MAX(log_bytes, 1));
+  if (log_mem == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                "cannot allocate the engine's op log (%" G_GUINT64_FORMAT
+                " ops, %.0f MB)", total_ops, (double)log_bytes / 1e6);
+    return NULL;
+  }
+  g_autoptr(SimEngine) e = g_new0(SimEngine, 1);
   e->w = w;
   e->m = m;
+  e->log_mem = log_mem;
+  e->folded = w->fold_rep != NULL;
+  e->shapes = (const SimShape *)(void *)w->shapes->data;
   e->ranks = g_new0(RankState, MAX(w->n_ranks, 1));
+  e->queue = sim_queue_new();
   guint n_shapes = w->shapes->len;
+  OpLog *log = log_mem;
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     RankState *rs = &e->ranks[r];
-    gsize n = MAX(rk->n_ops, 1);
-    rs->t_arrive = g_new(gint64, n);
-    rs->t_start = g_new(gint64, n);
-    rs->t_end = g_new(gint64, n);
-    rs->inc_w = g_new0(float, n);
+    if (!sim_validator_rank(v, r, error))
+      return NULL;
+    rs->log = log;
+    log += rk->n_ops;
     rs->n_streams = rk->n_ops > 0 ? rk->n_streams : 0;
+    rs->idle_w = m->idle_power_w[r];
+    rs->comm_inc = (float)(m->comm_power_w[r] - m->idle_power_w[r]);
+    rs->weight = e->folded ? 0 : 1;
+    if (rk->n_ops == 0)
+      continue; /* nothing to replay (folded away, or idle) */
     rs->streams = g_new0(Stream, MAX(rs->n_streams, 1));
     rs->cache = g_new0(CostSlot, MAX(n_shapes, 1));
+    find_targets(rs, rk);
   }
-  e->queue = sim_queue_new();
-  e->pending = g_array_new(FALSE, TRUE, sizeof(Pending));
-  e->pending_free = g_array_new(FALSE, FALSE, sizeof(guint32));
-  e->coll_index = g_hash_table_new_full(key_hash, g_int64_equal, g_free,
-                                        NULL);
-  e->seq = g_hash_table_new_full(key_hash, g_int64_equal, g_free, NULL);
-  e->p2p_q = g_hash_table_new_full(key_hash, g_int64_equal, g_free,
-                                   free_member_queue);
-  e->work = g_array_new(FALSE, FALSE, sizeof(guint64));
-  return e;
+  if (!sim_validator_finish(v, error))
+    return NULL;
+  if (e->folded)
+    for (guint r = 0; r < w->n_ranks; r++)
+      e->ranks[w->fold_rep[r]].weight++;
+  /* Collective matching state. */
+  e->n_groups = sim_workload_n_groups(w);
+  e->group_off = (const guint32 *)(void *)w->group_off->data;
+  e->group_ranks = (const guint32 *)(void *)w->group_ranks->data;
+  e->mseq = g_new0(guint32, MAX(w->group_ranks->len, 1));
+  e->group_expect = g_new0(guint32, MAX(e->n_groups, 1));
+  e->rings = g_new0(Ring, MAX(e->n_groups, 1));
+  g_autofree guint32 *stamp = NULL;
+  if (e->folded) {
+    stamp = g_new(guint32, MAX(w->n_ranks, 1));
+    memset(stamp, 0xff, sizeof(guint32) * MAX(w->n_ranks, 1));
+  }
+  for (guint g = 0; g < e->n_groups; g++) {
+    guint32 a = e->group_off[g], b = e->group_off[g + 1];
+    if (!e->folded) {
+      e->group_expect[g] = b - a;
+      continue;
+    }
+    guint32 n = 0; /* distinct representatives */
+    for (guint32 k = a; k < b; k++) {
+      guint32 q = w->fold_rep[e->group_ranks[k]];
+      if (stamp[q] != g) {
+        stamp[q] = g;
+        n++;
+      }
+    }
+    e->group_expect[g] = n;
+  }
+  return g_steal_pointer(&e);
 }
 
 void sim_engine_free(SimEngine *e)
@@ -246,22 +485,27 @@ void sim_engine_free(SimEngine *e)
     return;
   for (guint r = 0; r < e->w->n_ranks; r++) {
     RankState *rs = &e->ranks[r];
-    g_free(rs->t_arrive);
-    g_free(rs->t_start);
-    g_free(rs->t_end);
-    g_free(rs->inc_w);
     g_free(rs->streams);
     g_free(rs->cache);
+    g_free(rs->targets);
+    g_free(rs->target_end);
+    g_free(rs->ovf);
+    for (guint32 c = 0; c < rs->n_chans; c++)
+      g_free(rs->chans[c].q);
+    g_free(rs->chans);
   }
   g_free(e->ranks);
-  for (guint i = 0; i < e->pending->len; i++)
-    g_free(g_array_index(e->pending, Pending, i).members);
-  g_array_unref(e->pending);
-  g_array_unref(e->pending_free);
-  g_hash_table_unref(e->coll_index);
-  g_hash_table_unref(e->seq);
-  g_hash_table_unref(e->p2p_q);
-  g_array_unref(e->work);
+  g_free(e->log_mem);
+  g_free(e->mseq);
+  g_free(e->group_expect);
+  for (guint g = 0; e->rings != NULL && g < e->n_groups; g++)
+    g_free(e->rings[g].slot);
+  g_free(e->rings);
+  for (guint32 i = 0; i < e->n_pend; i++)
+    g_free(e->pend[i].members);
+  g_free(e->pend);
+  g_free(e->pend_free);
+  g_free(e->work);
   sim_queue_free(e->queue);
   g_free(e);
 }
@@ -272,16 +516,41 @@ void sim_engine_set_observer(SimEngine *e, SimObserver fn, gpointer data)
   e->observer_data = data;
 }
 
-/* ---- pricing ---------------------------------------------------------------- */
-
-static inline SimClocks plan_clocks(const SimEngine *e, guint r, guint32 op)
+guint64 sim_engine_estimate_bytes(const SimWorkload *w)
 {
-  const SimPlan *p = e->plan;
-  guint idx = 0;
-  if (p->index != NULL && r < p->n_ranks && p->index[r] != NULL)
-    idx = p->index[r][op];
-  return p->pairs[idx < p->n_pairs ? idx : 0];
+  g_return_val_if_fail(w != NULL, 0);
+  guint64 bytes = sizeof(SimEngine);
+  guint64 n_shapes = w->shapes->len;
+  /* Per open transfer: a pending record with two members, its event, a
+   * work-stack slot and a free-list slot; at most one per stream. */
+  const guint64 per_stream = sizeof(Stream) + sizeof(Pending) +
+                             2 * sizeof(Member) + sizeof(SimEvent) +
+                             sizeof(guint64) + sizeof(guint32);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    bytes += sizeof(RankState);
+    if (rk->n_ops == 0)
+      continue;
+    guint ns = rk->n_streams;
+    bytes += ns * per_stream + MAX(n_shapes, 1) * sizeof(CostSlot) +
+             (guint64)rk->n_ops * sizeof(OpLog);
+    /* Wait targets: each is waited for from another stream, so at most
+     * twice the ops outside the largest stream (sim/engine.h). */
+    guint32 largest = 0;
+    for (guint s = 0; s < ns; s++)
+      largest = MAX(largest, rk->stream_off[s + 1] - rk->stream_off[s]);
+    guint64 bound = MIN((guint64)rk->n_ops, 2 * (guint64)(rk->n_ops - largest));
+    bytes += bound * (sizeof(guint32) + sizeof(gint64));
+  }
+  /* Sequence counter per group membership (and its member slot); ring,
+   * expectation and first ring slots per group. */
+  bytes += (guint64)w->group_ranks->len * (sizeof(guint32) + sizeof(Member));
+  bytes += (guint64)sim_workload_n_groups(w) *
+           (sizeof(Ring) + sizeof(guint32) + 4 * sizeof(guint32));
+  return bytes;
 }
+
+/* ---- pricing ---------------------------------------------------------------- */
 
 static inline guint32 pack_clocks(SimClocks c)
 {
@@ -289,45 +558,117 @@ static inline guint32 pack_clocks(SimClocks c)
 }
 
 /* Cost of `shape` on GPU r at clocks c, through the per-rank cache. */
-static inline const SimCost *price(SimEngine *e, guint r, guint32 shape,
+static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
                                    SimClocks c)
 {
   CostSlot *slot = &e->ranks[r].cache[shape];
   guint32 tag = pack_clocks(c);
-  if (slot->shape_pairs_tag != tag) {
+  if (G_UNLIKELY(slot->shape_pairs_tag != tag)) {
     e->m->kernel_cost(e->m->ctx, r, shape, c, e->iter, &slot->cost);
     slot->shape_pairs_tag = tag;
+    slot->inc = (float)(slot->cost.power_w - e->ranks[r].idle_w);
   }
-  return &slot->cost;
+  return slot;
+}
+
+/* Simulated time is gint64 ns.  No time may pass TIME_MAX (2^62 - 1 ns,
+ * 146 years): durations are capped at DUR_CAP = 2^62 and an end past
+ * TIME_MAX is clamped to it and reported as an error after the iteration
+ * (an absurd duration in the input, or an absurd slowdown), so the sums
+ * ready + dur never overflow. */
+#define TIME_MAX ((gint64)((G_GUINT64_CONSTANT(1) << 62) - 1))
+#define DUR_CAP ((gint64)(G_GUINT64_CONSTANT(1) << 62))
+
+/* llround(x), inline: round half away from zero.  x - trunc(x) is exact for
+ * every double below 2^63, so this is the C library's answer bit for bit;
+ * NaN and values past DUR_CAP give DUR_CAP, negative ones 0. */
+static inline gint64 round_ns(double x)
+{
+  if (G_UNLIKELY(!(x > -4.6e18 && x < 4.6e18)))
+    return x < 0 ? 0 : DUR_CAP;
+  gint64 t = (gint64)x;
+  double f = x - (double)t;
+  if (f >= 0.5)
+    t++;
+  else if (f <= -0.5)
+    t--;
+  return t;
+}
+
+static inline guint32 float_bits(float f)
+{
+  guint32 u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float bits_float(guint32 u)
+{
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* ---- the op log --------------------------------------------------------------- */
+
+/* Appends an overflow record for op i and points its log entry at it. */
+static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
+                         gint64 start, gint64 end, float inc)
+{
+  if (rs->n_ovf == rs->cap_ovf) {
+    rs->cap_ovf = MAX(8, 2 * rs->cap_ovf);
+    rs->ovf = g_renew(Overflow, rs->ovf, rs->cap_ovf);
+  }
+  Overflow *o = &rs->ovf[rs->n_ovf];
+  o->arrive = arrive;
+  o->start = start;
+  o->end = end;
+  o->inc = inc;
+  rs->log[i].dur = LOG_ESC;
+  rs->log[i].aux = rs->n_ovf++;
+}
+
+/* End time of wait target j of rank rs (j has completed). */
+static inline gint64 target_end(const RankState *rs, const Stream *owner,
+                                guint32 j)
+{
+  guint32 k = lower_bound(rs->targets, owner->tgt_lo, owner->tgt_hi, j);
+  return rs->target_end[k];
 }
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-static void push_work(SimEngine *e, guint r, guint s)
+static inline void push_work(SimEngine *e, guint r, guint s)
 {
-  guint64 v = (guint64)r << 32 | s;
-  g_array_append_val(e->work, v);
+  if (G_UNLIKELY(e->n_work == e->cap_work)) {
+    e->cap_work = MAX(64, 2 * e->cap_work);
+    e->work = g_renew(guint64, e->work, e->cap_work);
+  }
+  e->work[e->n_work++] = (guint64)r << 32 | s;
 }
 
-/* Marks op i of rank r scheduled and wakes the streams waiting for it. */
-static void op_done(SimEngine *e, guint r, guint32 i)
+/* Op i of rank r on stream st has been scheduled: stores its end when some
+ * op waits for it, wakes the streams waiting for it, tells the observer. */
+static inline void op_done(SimEngine *e, guint r, Stream *st, guint32 i,
+                           gint64 arrive, gint64 start, gint64 end, float inc)
 {
   RankState *rs = &e->ranks[r];
-  for (guint s = 0; s < rs->n_streams; s++) {
-    Stream *st = &rs->streams[s];
-    if (st->state == ST_WAIT_OP && st->waiting_for == i) {
-      st->state = ST_RUN;
-      push_work(e, r, s);
+  if (st->tgt < st->tgt_hi && rs->targets[st->tgt] == i) {
+    rs->target_end[st->tgt++] = end;
+    for (guint s = 0; s < rs->n_streams; s++) {
+      Stream *o = &rs->streams[s];
+      if (o->state == ST_WAIT_OP && o->waiting_for == i) {
+        o->state = ST_RUN;
+        push_work(e, r, s);
+      }
     }
   }
-  if (e->observer != NULL) {
+  if (G_UNLIKELY(e->observer != NULL)) {
     const SimOp *op = &e->w->ranks[r].ops[i];
-    SimOpRecord rec = {e->iter, r, i, rs->t_arrive[i], rs->t_start[i],
-                       rs->t_end[i], 0.0, {0, 0}};
-    double idle = e->m->idle_power_w[r];
-    rec.power_w = idle + rs->inc_w[i];
+    SimOpRecord rec = {e->iter, r, i, arrive, start, end, 0.0, {0, 0}};
+    rec.power_w = rs->idle_w + inc;
     if (op->kind == SIM_OP_KERNEL) {
-      const SimCost *c = &e->ranks[r].cache[op->shape].cost;
+      const SimCost *c = &rs->cache[op->shape].cost;
       rec.clocks.sm_mhz = c->sm_mhz;
       rec.clocks.mem_mhz = c->mem_mhz;
     }
@@ -337,21 +678,115 @@ static void op_done(SimEngine *e, guint r, guint32 i)
 
 static guint32 pending_alloc(SimEngine *e)
 {
-  guint32 idx;
-  if (e->pending_free->len > 0) {
-    idx = g_array_index(e->pending_free, guint32, e->pending_free->len - 1);
-    g_array_set_size(e->pending_free, e->pending_free->len - 1);
-  } else {
-    Pending z = {0};
-    g_array_append_val(e->pending, z);
-    idx = e->pending->len - 1;
+  if (e->n_free > 0)
+    return e->pend_free[--e->n_free];
+  if (e->n_pend == e->cap_pend) {
+    e->cap_pend = MAX(64, 2 * e->cap_pend);
+    e->pend = g_renew(Pending, e->pend, e->cap_pend);
+    e->pend_free = g_renew(guint32, e->pend_free, e->cap_pend);
   }
-  return idx;
+  Pending *p = &e->pend[e->n_pend];
+  memset(p, 0, sizeof *p);
+  return e->n_pend++;
 }
 
-static Pending *pending_at(SimEngine *e, guint32 idx)
+static void pending_release(SimEngine *e, guint32 idx)
 {
-  return &g_array_index(e->pending, Pending, idx);
+  e->pend_free[e->n_free++] = idx;
+}
+
+/* Makes room for n members in pending record p. */
+static inline void pending_reserve(Pending *p, guint n)
+{
+  if (p->members_cap < n) {
+    p->members_cap = n;
+    p->members = g_renew(Member, p->members, n);
+  }
+}
+
+/* Replaces ring's slots by a larger power of two in which its open
+ * instances do not collide and slot seq & mask is free. */
+static void ring_grow(SimEngine *e, Ring *ring, guint32 seq)
+{
+  guint32 old_cap = ring->slot != NULL ? ring->mask + 1 : 0;
+  for (guint32 ncap = MAX(4u, 2 * old_cap);; ncap *= 2) {
+    guint32 *ns = g_new0(guint32, ncap);
+    gboolean ok = TRUE;
+    for (guint32 k = 0; k < old_cap && ok; k++) {
+      guint32 v = ring->slot[k];
+      if (v == 0)
+        continue;
+      guint32 at = e->pend[v - 1].seq_or_dst & (ncap - 1);
+      if (ns[at] != 0)
+        ok = FALSE;
+      else
+        ns[at] = v;
+    }
+    if (ok && ns[seq & (ncap - 1)] == 0) {
+      g_free(ring->slot);
+      ring->slot = ns;
+      ring->mask = ncap - 1;
+      return;
+    }
+    g_free(ns);
+  }
+}
+
+/* Rank dst's incoming channel from ranks folding to src (created empty when
+ * missing; the array stays sorted by src). */
+static Channel *channel_of(SimEngine *e, guint32 dst, guint32 src)
+{
+  RankState *rs = &e->ranks[dst];
+  guint32 lo = 0, hi = rs->n_chans;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (rs->chans[mid].src < src)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < rs->n_chans && rs->chans[lo].src == src)
+    return &rs->chans[lo];
+  if (rs->n_chans == rs->cap_chans) {
+    rs->cap_chans = MAX(4, 2 * rs->cap_chans);
+    rs->chans = g_renew(Channel, rs->chans, rs->cap_chans);
+  }
+  memmove(&rs->chans[lo + 1], &rs->chans[lo],
+          sizeof(Channel) * (rs->n_chans - lo));
+  rs->n_chans++;
+  Channel *c = &rs->chans[lo];
+  memset(c, 0, sizeof *c);
+  c->src = src;
+  return c;
+}
+
+static void channel_push(Channel *c, guint64 v)
+{
+  if (c->len == c->cap) {
+    guint32 ncap = MAX(4, 2 * c->cap);
+    guint64 *nq = g_new(guint64, ncap);
+    for (guint32 k = 0; k < c->len; k++)
+      nq[k] = c->q[(c->head + k) % c->cap];
+    g_free(c->q);
+    c->q = nq;
+    c->cap = ncap;
+    c->head = 0;
+  }
+  c->q[(c->head + c->len) % c->cap] = v;
+  c->len++;
+}
+
+static guint64 channel_pop(Channel *c)
+{
+  guint64 v = c->q[c->head];
+  c->head = (c->head + 1) % c->cap;
+  c->len--;
+  return v;
+}
+
+static inline guint32 rep_of(const SimEngine *e, guint32 r)
+{
+  return e->folded ? e->w->fold_rep[r] : r;
 }
 
 /* Records the arrival of rank r's communication op i at time t.  Queues a
@@ -360,41 +795,42 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
 {
   const SimWorkload *w = e->w;
   const SimOp *op = &w->ranks[r].ops[i];
-  const SimShape *sh = &g_array_index(w->shapes, SimShape, op->shape);
-  e->ranks[r].t_arrive[i] = t;
+  const SimShape *sh = &e->shapes[op->shape];
   guint32 idx;
   Pending *p;
   if (op->kind == SIM_OP_COLLECTIVE) {
-    guint n_members;
-    sim_workload_group(w, op->peer, &n_members);
-    gint64 skey = (gint64)((guint64)r << 32 | op->peer);
-    gint64 *cnt = g_hash_table_lookup(e->seq, &skey);
-    if (cnt == NULL) {
-      cnt = int64_key((guint64)skey);
-      g_hash_table_insert(e->seq, cnt, cnt);
+    guint32 g = op->peer;
+    RankState *rs = &e->ranks[r];
+    /* Membership index: consecutive collectives of a rank are mostly on
+     * one group (tensor parallelism), so remember the last one. */
+    if (rs->last_group != g + 1) {
+      rs->last_group = g + 1;
+      rs->last_mpos = lower_bound(e->group_ranks, e->group_off[g],
+                                  e->group_off[g + 1], r);
     }
-    guint32 seq = (guint32)cnt[1]++;
-    gint64 ckey = (gint64)((guint64)op->peer << 32 | seq);
-    gpointer v = g_hash_table_lookup(e->coll_index, &ckey);
-    if (v == NULL) {
+    guint32 mpos = rs->last_mpos;
+    guint32 seq = e->mseq[mpos]++;
+    Ring *ring = &e->rings[g];
+    guint32 v = ring->slot != NULL ? ring->slot[seq & ring->mask] : 0;
+    if (v != 0 && e->pend[v - 1].seq_or_dst == seq) {
+      idx = v - 1;
+      p = &e->pend[idx];
+    } else {
+      if (v != 0 || ring->slot == NULL)
+        ring_grow(e, ring, seq);
       idx = pending_alloc(e);
-      p = pending_at(e, idx);
-      p->used = TRUE;
+      p = &e->pend[idx];
       p->p2p = FALSE;
-      p->group_or_src = op->peer;
+      p->group_or_src = g;
       p->seq_or_dst = seq;
-      p->n_members = n_members;
+      p->n_members = e->group_expect[g];
       p->n_arrived = 0;
       p->start_ns = t;
       p->ref_ns = 0;
       p->bytes = sh->bytes;
       p->coll = sh->coll;
-      p->members = g_renew(Member, p->members, n_members);
-      g_hash_table_insert(e->coll_index, int64_key((guint64)ckey),
-                          GUINT_TO_POINTER(idx + 1));
-    } else {
-      idx = GPOINTER_TO_UINT(v) - 1;
-      p = pending_at(e, idx);
+      pending_reserve(p, p->n_members);
+      ring->slot[seq & ring->mask] = idx + 1;
     }
     p->members[p->n_arrived].rank = r;
     p->members[p->n_arrived].op = i;
@@ -403,58 +839,53 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
     p->ref_ns = MAX(p->ref_ns, op->ref_ns);
     p->bytes = MAX(p->bytes, sh->bytes);
     if (p->n_arrived == p->n_members) {
-      g_hash_table_remove(e->coll_index, &ckey);
+      ring->slot[seq & ring->mask] = 0;
       sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
     }
     return;
   }
-  /* Point-to-point: FIFO matching per (src, dst). */
+  /* Point-to-point: FIFO matching per (src, dst), both folded to their
+   * representatives; the channel lives on the destination. */
   guint32 src = op->kind == SIM_OP_SEND ? r : op->peer;
   guint32 dst = op->kind == SIM_OP_SEND ? op->peer : r;
-  gint64 key = (gint64)((guint64)src << 32 | dst);
-  GQueue *q = g_hash_table_lookup(e->p2p_q, &key);
-  if (q == NULL) {
-    q = g_queue_new();
-    g_hash_table_insert(e->p2p_q, int64_key((guint64)key), q);
+  Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
+  /* The channel holds unmatched ops of one side only (sends or recvs). */
+  gboolean other_side = FALSE;
+  if (ch->len > 0) {
+    guint64 h = ch->q[ch->head];
+    other_side = w->ranks[h >> 32].ops[h & 0xffffffffu].kind != op->kind;
   }
-  /* The queue holds unmatched ops of one side only (sends or recvs). */
-  Member *head = g_queue_peek_head(q);
-  gboolean other_side = head != NULL &&
-                        w->ranks[head->rank].ops[head->op].kind != op->kind;
   if (!other_side) {
-    Member *m = g_new(Member, 1);
-    m->rank = r;
-    m->op = i;
-    g_queue_push_tail(q, m);
+    channel_push(ch, (guint64)r << 32 | i);
     return;
   }
-  Member *mate = g_queue_pop_head(q);
-  const SimOp *mop = &w->ranks[mate->rank].ops[mate->op];
+  guint64 mv = channel_pop(ch);
+  guint32 mr = (guint32)(mv >> 32), mi = (guint32)(mv & 0xffffffffu);
+  const SimOp *mop = &w->ranks[mr].ops[mi];
+  gint64 mate_arrive = e->ranks[mr].streams[mop->stream].arrive_ns;
   idx = pending_alloc(e);
-  p = pending_at(e, idx);
-  p->used = TRUE;
+  p = &e->pend[idx];
   p->p2p = TRUE;
   p->group_or_src = src;
   p->seq_or_dst = dst;
   p->n_members = 2;
   p->n_arrived = 2;
-  p->members = g_renew(Member, p->members, 2);
-  p->members[0] = *mate;
+  pending_reserve(p, 2);
+  p->members[0].rank = mr;
+  p->members[0].op = mi;
   p->members[1].rank = r;
   p->members[1].op = i;
-  p->start_ns = MAX(t, e->ranks[mate->rank].t_arrive[mate->op]);
+  p->start_ns = MAX(t, mate_arrive);
   p->ref_ns = MAX(op->ref_ns, mop->ref_ns);
-  p->bytes = MAX(sh->bytes,
-                 g_array_index(w->shapes, SimShape, mop->shape).bytes);
+  p->bytes = MAX(sh->bytes, e->shapes[mop->shape].bytes);
   p->coll = SIM_COLL_SEND_RECV;
-  g_free(mate);
   sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
 }
 
 /* Schedules the transfer of pending record idx at its start time. */
 static void comm_start(SimEngine *e, guint32 idx)
 {
-  Pending *p = pending_at(e, idx);
+  Pending *p = &e->pend[idx];
   const SimMachine *m = e->m;
   gint64 dur;
   if (p->ref_ns > 0)
@@ -465,24 +896,37 @@ static void comm_start(SimEngine *e, guint32 idx)
   else
     dur = m->collective_ns(m->ctx, p->group_or_src, p->bytes,
                            (SimCollType)p->coll, p->start_ns);
-  dur = MAX(dur, 0);
+  dur = CLAMP(dur, 0, DUR_CAP);
+  gint64 start = p->start_ns, end = start + dur;
+  if (G_UNLIKELY(end > TIME_MAX)) {
+    end = TIME_MAX;
+    for (guint k = 0; k < p->n_members; k++) {
+      RankState *rs = &e->ranks[p->members[k].rank];
+      if (rs->bad_op == 0)
+        rs->bad_op = p->members[k].op + 1;
+    }
+  }
   for (guint k = 0; k < p->n_members; k++) {
     guint r = p->members[k].rank;
     guint32 i = p->members[k].op;
     RankState *rs = &e->ranks[r];
     const SimOp *op = &e->w->ranks[r].ops[i];
-    rs->t_start[i] = p->start_ns;
-    rs->t_end[i] = p->start_ns + dur;
-    rs->inc_w[i] = (float)(m->comm_power_w[r] - m->idle_power_w[r]);
     Stream *st = &rs->streams[op->stream];
-    st->free_ns = rs->t_end[i];
+    gint64 arrive = st->arrive_ns;
+    gint64 blocked = start - arrive;
+    if (G_LIKELY(dur < LOG_ESC && blocked < LOG_ESC)) {
+      rs->log[i].dur = (guint32)dur;
+      rs->log[i].aux = (guint32)blocked;
+    } else {
+      log_overflow(rs, i, arrive, start, end, rs->comm_inc);
+    }
+    st->free_ns = end;
     st->cur = i + 1;
     st->state = ST_RUN;
     push_work(e, r, op->stream);
-    op_done(e, r, i);
+    op_done(e, r, st, i, arrive, start, end, rs->comm_inc);
   }
-  p->used = FALSE;
-  g_array_append_val(e->pending_free, idx);
+  pending_release(e, idx);
 }
 
 /* Applies the clock-switch rules to stream st for a kernel requesting c at
@@ -490,7 +934,7 @@ static void comm_start(SimEngine *e, guint32 idx)
 static inline SimClocks clocks_at(SimEngine *e, RankState *rs, Stream *st,
                                   SimClocks c, gint64 t)
 {
-  if (!st->clk_init) {
+  if (G_UNLIKELY(!st->clk_init)) {
     /* Clocks are set before the run starts: no switch for the first. */
     st->clk_cur = st->clk_target = c;
     st->clk_land_ns = 0;
@@ -515,9 +959,19 @@ static void advance(SimEngine *e, guint r, guint s)
 {
   RankState *rs = &e->ranks[r];
   Stream *st = &rs->streams[s];
-  const SimOp *ops = e->w->ranks[r].ops;
   if (st->state != ST_RUN)
     return;
+  const SimOp *ops = e->w->ranks[r].ops;
+  OpLog *log = rs->log;
+  const SimPlan *plan = e->plan;
+  const guint16 *pidx = plan->index != NULL && r < plan->n_ranks
+                            ? plan->index[r]
+                            : NULL;
+  const SimClocks *pairs = plan->pairs;
+  const guint n_pairs = plan->n_pairs;
+  /* op_done() only matters for wait targets and observers. */
+  const gboolean observed = e->observer != NULL;
+  guint32 next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
   gint64 t = st->free_ns;
   guint32 i = st->cur;
   for (; i < st->end; i++) {
@@ -526,31 +980,57 @@ static void advance(SimEngine *e, guint r, guint s)
     if (op->wait != SIM_NO_WAIT) {
       /* Ops of a stream are scheduled in order, so op j is done exactly
        * when its stream's cursor has moved past it. */
-      const SimOp *wop = &ops[op->wait];
-      if (rs->streams[wop->stream].cur <= op->wait) {
+      guint32 j = op->wait;
+      const Stream *owner = &rs->streams[ops[j].stream];
+      if (owner->cur <= j) {
         st->state = ST_WAIT_OP;
-        st->waiting_for = op->wait;
+        st->waiting_for = j;
         break;
       }
-      ready = MAX(ready, rs->t_end[op->wait]);
+      ready = MAX(ready, target_end(rs, owner, j));
     }
-    if (op->kind == SIM_OP_KERNEL) {
-      SimClocks req = plan_clocks(e, r, i);
-      SimClocks c = clocks_at(e, rs, st, req, ready);
-      const SimCost *cost = price(e, r, op->shape, c);
-      gint64 dur = (gint64)llround((double)op->ref_ns * cost->time_scale);
-      rs->t_arrive[i] = rs->t_start[i] = ready;
-      rs->t_end[i] = t = ready + dur;
-      rs->inc_w[i] = (float)(cost->power_w - e->m->idle_power_w[r]);
-      op_done(e, r, i);
+    if (G_LIKELY(op->kind == SIM_OP_KERNEL)) {
+      guint k = pidx != NULL ? pidx[i] : 0;
+      SimClocks req = pairs[k < n_pairs ? k : 0];
+      SimClocks c;
+      /* Steady state: the same pair as the stream's landed target. */
+      if (G_LIKELY(st->clk_init && pack_clocks(req) ==
+                                       pack_clocks(st->clk_target) &&
+                   pack_clocks(st->clk_cur) == pack_clocks(req)))
+        c = req;
+      else
+        c = clocks_at(e, rs, st, req, ready);
+      const CostSlot *slot = price(e, r, op->shape, c);
+      gint64 dur = round_ns((double)op->ref_ns * slot->cost.time_scale);
+      float inc = slot->inc;
+      gint64 end = ready + dur;
+      if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
+        log[i].dur = (guint32)dur;
+        log[i].aux = float_bits(inc);
+      } else {
+        if (G_UNLIKELY(end > TIME_MAX)) {
+          end = TIME_MAX;
+          if (rs->bad_op == 0)
+            rs->bad_op = i + 1;
+        }
+        log_overflow(rs, i, ready, ready, end, inc);
+      }
+      t = end;
+      if (G_UNLIKELY(i == next_tgt || observed)) {
+        op_done(e, r, st, i, ready, ready, end, inc);
+        next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+      }
     } else if (op->kind == SIM_OP_MARKER) {
-      rs->t_arrive[i] = rs->t_start[i] = rs->t_end[i] = t = ready;
-      rs->inc_w[i] = 0.0f;
-      op_done(e, r, i);
+      log[i].dur = 0;
+      log[i].aux = 0;
+      t = ready;
+      op_done(e, r, st, i, ready, ready, ready, 0.0f);
+      next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
     } else {
       st->state = ST_WAIT_COMM;
       st->cur = i;
       st->free_ns = t;
+      st->arrive_ns = ready;
       comm_arrive(e, r, i, ready);
       return;
     }
@@ -566,143 +1046,371 @@ static void advance(SimEngine *e, guint r, guint s)
 
 static void drain_work(SimEngine *e)
 {
-  while (e->work->len > 0) {
-    guint64 v = g_array_index(e->work, guint64, e->work->len - 1);
-    g_array_set_size(e->work, e->work->len - 1);
+  while (e->n_work > 0) {
+    guint64 v = e->work[--e->n_work];
     advance(e, (guint)(v >> 32), (guint)(v & 0xffffffffu));
   }
 }
 
 /* ---- accounting ------------------------------------------------------------- */
 
+/* Where a rank's contributions to the totals go: the result itself, or a
+ * scratch copy that is weighted by the class size (folded replay). */
 typedef struct {
-  SimResult *res;
-  double iter_energy_j;
-} Acc;
+  SimTE by_class[SIM_CLASS_COUNT];
+  SimTE by_phase[SIM_PHASE_COUNT];
+  SimTE blocked, idle;
+} Totals;
 
-/* Sweeps rank r over [t0, t1) and adds its energy and time breakdown. */
-static void account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1, Acc *acc)
+/* Op i's times this iteration, given the end of the op before it on its
+ * stream (the iteration start for the first). */
+static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
+                          gint64 prev_end, Iv *iv)
 {
+  const SimOp *op = &ops[i];
+  gint64 arrive = prev_end;
+  if (op->wait != SIM_NO_WAIT) {
+    const Stream *owner = &rs->streams[ops[op->wait].stream];
+    arrive = MAX(arrive, target_end(rs, owner, op->wait));
+  }
+  OpLog l = rs->log[i];
+  iv->arrive = arrive;
+  if (G_UNLIKELY(l.dur == LOG_ESC)) {
+    const Overflow *o = &rs->ovf[l.aux];
+    iv->arrive = o->arrive;
+    iv->start = o->start;
+    iv->end = o->end;
+    iv->inc = o->inc;
+    return;
+  }
+  switch (op->kind) {
+  case SIM_OP_KERNEL:
+    iv->start = arrive;
+    iv->end = arrive + l.dur;
+    iv->inc = bits_float(l.aux);
+    break;
+  case SIM_OP_MARKER:
+    iv->start = iv->end = arrive;
+    iv->inc = 0.0f;
+    break;
+  default:
+    iv->start = arrive + l.aux;
+    iv->end = iv->start + l.dur;
+    iv->inc = rs->comm_inc;
+    break;
+  }
+}
+
+/* One stream's interval sequence during the sweep.  phase: 0 before the
+ * current op's arrival, 1 blocked (arrive..start), 2 active (start..end). */
+typedef struct {
+  guint32 cur, end;
+  guint32 phase;
+  gint64 prev_end;
+  Iv iv;
+} Reader;
+
+static inline gint64 reader_edge(const Reader *rd)
+{
+  return rd->phase == 0 ? rd->iv.arrive
+         : rd->phase == 1 ? rd->iv.start
+                          : rd->iv.end;
+}
+
+/* Moves rd past every edge at or before tau.  FALSE when exhausted. */
+static inline gboolean reader_skip(Reader *rd, const RankState *rs,
+                                   const SimOp *ops, gint64 tau)
+{
+  for (;;) {
+    if (rd->cur >= rd->end)
+      return FALSE;
+    if (reader_edge(rd) > tau)
+      return TRUE;
+    if (rd->phase == 2) {
+      rd->prev_end = rd->iv.end;
+      rd->cur++;
+      rd->phase = 0;
+      if (rd->cur < rd->end)
+        decode(rs, ops, rd->cur, rd->prev_end, &rd->iv);
+    } else {
+      rd->phase++;
+    }
+  }
+}
+
+/* State of a stream for the attribution: 3 kernel, 2 communication,
+ * 1 blocked, 0 idle; and its power increment (when active). */
+static inline int reader_kind(const Reader *rd, const SimOp *ops)
+{
+  if (rd->phase == 1)
+    return 1;
+  if (rd->phase == 2)
+    return ops[rd->cur].kind == SIM_OP_KERNEL ? 3 : 2;
+  return 0;
+}
+
+/* Adds segment [tau, next) attributed to `kind` (op `op` for 2 and 3). */
+static inline void emit(Totals *tot, SimGpuResult *g, const SimOp *ops,
+                        double idle_w, gint64 tau, gint64 next, int kind,
+                        guint32 op, double inc_sum, double *peak)
+{
+  double len = (double)(next - tau);
+  double base_j = idle_w * len * 1e-9;
+  switch (kind) {
+  case 3:
+  case 2: {
+    const SimOp *o = &ops[op];
+    tot->by_class[o->klass].energy_j += base_j;
+    tot->by_phase[o->phase].energy_j += base_j;
+    if (kind == 3)
+      g->kernel_ns += len;
+    else
+      g->comm_ns += len;
+    break;
+  }
+  case 1:
+    tot->blocked.energy_j += base_j;
+    tot->blocked.time_ns += len;
+    g->blocked_j += base_j;
+    g->blocked_ns += len;
+    break;
+  default:
+    tot->idle.energy_j += base_j;
+    tot->idle.time_ns += len;
+    g->idle_j += base_j;
+    g->idle_ns += len;
+    break;
+  }
+  *peak = MAX(*peak, idle_w + inc_sum);
+}
+
+/* Accounts rank r over [t0, t1): its energy (returned), its per-GPU figures
+ * in *g and its contributions to *tot.  The additions happen in the order
+ * of a plain per-op pass followed by a k-way merge of the streams, one
+ * segment per edge of any stream (zero-length segments add nothing). */
+static double account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
+                           Totals *tot_out, SimGpuResult *g_out)
+{
+  /* Local copies: the same additions in the same order, but the compiler
+   * knows they alias nothing (results are written back at the end). */
+  Totals lt = *tot_out;
+  SimGpuResult lg = *g_out;
+  Totals *tot = &lt;
+  SimGpuResult *g = &lg;
   const SimMachine *m = e->m;
   const SimRank *rk = &e->w->ranks[r];
+  const SimOp *ops = rk->ops;
   RankState *rs = &e->ranks[r];
-  SimResult *res = acc->res;
-  SimGpuResult *g = &res->per_gpu[r];
-  const double idle_w = m->idle_power_w[r];
+  const double idle_w = rs->idle_w;
   const double block_inc = m->blocked_power_w[r] - idle_w;
   double energy = idle_w * (double)(t1 - t0) * 1e-9;
+  guint ns = rs->n_streams;
 
-  /* Increments, attributed to their own op (or to blocked). */
+  /* Increments, attributed to their own op (or to blocked).  Only
+   * durations are needed here, and the log holds them directly. */
+  const OpLog *log = rs->log;
+  const double comm_inc = rs->comm_inc;
   for (guint32 i = 0; i < rk->n_ops; i++) {
-    const SimOp *op = &rk->ops[i];
-    double d = (double)(rs->t_end[i] - rs->t_start[i]);
-    double ej = (double)rs->inc_w[i] * d * 1e-9;
-    res->by_class[op->klass].time_ns += d;
-    res->by_class[op->klass].energy_j += ej;
-    res->by_phase[op->phase].time_ns += d;
-    res->by_phase[op->phase].energy_j += ej;
+    const SimOp *op = &ops[i];
+    OpLog l = log[i];
+    double d, inc, blocked;
+    if (G_UNLIKELY(l.dur == LOG_ESC)) {
+      const Overflow *o = &rs->ovf[l.aux];
+      d = (double)(o->end - o->start);
+      inc = o->inc;
+      blocked = (double)(o->start - o->arrive);
+    } else if (op->kind == SIM_OP_KERNEL) {
+      d = (double)l.dur;
+      inc = bits_float(l.aux);
+      blocked = 0;
+    } else if (op->kind == SIM_OP_MARKER) {
+      d = 0;
+      inc = 0;
+      blocked = 0;
+    } else {
+      d = (double)l.dur;
+      inc = comm_inc;
+      blocked = (double)l.aux;
+    }
+    double ej = inc * d * 1e-9;
+    tot->by_class[op->klass].time_ns += d;
+    tot->by_class[op->klass].energy_j += ej;
+    tot->by_phase[op->phase].time_ns += d;
+    tot->by_phase[op->phase].energy_j += ej;
     energy += ej;
     if (op->kind == SIM_OP_KERNEL)
-      g->flops += g_array_index(e->w->shapes, SimShape, op->shape).flops;
-    double blocked = (double)(rs->t_start[i] - rs->t_arrive[i]);
+      g->flops += e->shapes[op->shape].flops;
     if (blocked > 0) {
       double bj = block_inc * blocked * 1e-9;
-      res->blocked.energy_j += bj;
+      tot->blocked.energy_j += bj;
       g->blocked_j += bj;
       energy += bj;
     }
   }
 
   /* k-way sweep over streams for the baseline and the time partition. */
-  guint ns = rs->n_streams;
-  guint32 cur[SIM_MAX_STREAMS];
-  guint8 phase[SIM_MAX_STREAMS]; /* 0 before arrive, 1 blocked, 2 active */
+  Reader rd[SIM_MAX_STREAMS];
+  gint64 edge[SIM_MAX_STREAMS];
+  int kind[SIM_MAX_STREAMS];
+  gboolean live[SIM_MAX_STREAMS];
   for (guint s = 0; s < ns; s++) {
-    cur[s] = rk->stream_off[s];
-    phase[s] = 0;
+    rd[s].cur = rk->stream_off[s];
+    rd[s].end = rk->stream_off[s + 1];
+    rd[s].phase = 0;
+    rd[s].prev_end = t0;
+    if (rd[s].cur < rd[s].end)
+      decode(rs, ops, rd[s].cur, t0, &rd[s].iv);
   }
   gint64 tau = t0;
   double peak = idle_w;
   while (tau < t1) {
     gint64 next = t1;
-    int best_kind = 0; /* 3 kernel, 2 comm, 1 blocked, 0 idle */
+    int best_kind = 0;
     guint32 best_op = 0;
     double inc_sum = 0.0;
     for (guint s = 0; s < ns; s++) {
-      /* Skip intervals that ended at or before tau. */
-      for (;;) {
-        if (cur[s] >= rk->stream_off[s + 1])
+      live[s] = reader_skip(&rd[s], rs, ops, tau);
+      if (!live[s])
+        continue;
+      edge[s] = reader_edge(&rd[s]);
+      next = MIN(next, edge[s]);
+      kind[s] = reader_kind(&rd[s], ops);
+      if (kind[s] == 1)
+        inc_sum += block_inc;
+      else if (kind[s] >= 2)
+        inc_sum += rd[s].iv.inc;
+      if (kind[s] > best_kind) {
+        best_kind = kind[s];
+        best_op = rd[s].cur;
+      }
+    }
+    if (next > tau)
+      emit(tot, g, ops, idle_w, tau, next, best_kind, best_op, inc_sum,
+           &peak);
+    tau = next;
+
+    /* Fast path: exactly one stream changes at tau, the others hold their
+     * states until `limit`: run that stream alone up to there. */
+    guint solo = G_MAXUINT, n_at = 0;
+    gint64 limit = t1;
+    for (guint s = 0; s < ns; s++) {
+      if (!live[s])
+        continue;
+      if (edge[s] == tau) {
+        solo = s;
+        n_at++;
+      } else {
+        limit = MIN(limit, edge[s]);
+      }
+    }
+    if (n_at != 1 || limit <= tau)
+      continue;
+    /* The others' best state (first stream with the highest kind) and
+     * their increments before and after `solo`, in stream order. */
+    int other_kind = 0;
+    guint other_stream = 0;
+    guint32 other_op = 0;
+    double inc_before = 0.0;
+    double inc_after[SIM_MAX_STREAMS];
+    guint n_after = 0;
+    for (guint s = 0; s < ns; s++) {
+      if (!live[s] || s == solo)
+        continue;
+      double inc = kind[s] == 1 ? block_inc : (double)rd[s].iv.inc;
+      if (kind[s] >= 1) {
+        if (s < solo)
+          inc_before += inc;
+        else
+          inc_after[n_after++] = inc;
+      }
+      if (kind[s] > other_kind) {
+        other_kind = kind[s];
+        other_stream = s;
+        other_op = rd[s].cur;
+      }
+    }
+    /* The sums of increments for the solo stream idle (0) or blocked (1),
+     * added in stream order as the merge above adds them. */
+    double sum_k[2] = {inc_before, inc_before + block_inc};
+    for (guint a = 0; a < n_after; a++) {
+      sum_k[0] += inc_after[a];
+      sum_k[1] += inc_after[a];
+    }
+    gboolean win3 = 3 > other_kind || (other_kind == 3 && solo < other_stream);
+    Reader *sr = &rd[solo];
+    for (;;) {
+      if (!reader_skip(sr, rs, ops, tau))
+        break;
+      gint64 ed = reader_edge(sr);
+      if (ed >= limit)
+        break;
+      int k = reader_kind(sr, ops);
+      double sum;
+      if (k <= 1) {
+        sum = sum_k[k];
+      } else {
+        sum = inc_before + (double)sr->iv.inc;
+        for (guint a = 0; a < n_after; a++)
+          sum += inc_after[a];
+      }
+      gboolean mine = k > other_kind || (k == other_kind && solo < other_stream);
+      emit(tot, g, ops, idle_w, tau, ed, mine ? k : other_kind,
+           mine ? sr->cur : other_op, sum, &peak);
+      tau = ed;
+      if (k != 3 || n_after != 0)
+        continue;
+      /* Back-to-back kernels (no wait, no gap, no overflow) that end
+       * before `limit`: the reader moves straight to each one's active
+       * phase, which is what reader_skip would do through two empty
+       * phases; the segment sums are those emit() would add, in the same
+       * order, with the reader and the GPU's kernel time kept in locals. */
+      if (!win3)
+        continue;
+      guint32 n = sr->cur + 1, last = sr->cur;
+      gint64 t = tau, last_start = sr->iv.start;
+      float last_inc = sr->iv.inc;
+      double kns = g->kernel_ns, pk = peak;
+      for (; n < sr->end; n++) {
+        const SimOp *o = &ops[n];
+        if (o->kind != SIM_OP_KERNEL || o->wait != SIM_NO_WAIT)
           break;
-        guint32 i = cur[s];
-        gint64 edge = phase[s] == 0 ? rs->t_arrive[i]
-                      : phase[s] == 1 ? rs->t_start[i]
-                                      : rs->t_end[i];
-        if (edge > tau)
+        OpLog l = log[n];
+        if (l.dur == LOG_ESC)
           break;
-        if (phase[s] == 2) {
-          cur[s]++;
-          phase[s] = 0;
-        } else {
-          phase[s]++;
+        gint64 end = t + l.dur;
+        if (end >= limit)
+          break;
+        last = n;
+        last_start = t;
+        last_inc = bits_float(l.aux);
+        if (end > t) {
+          double len = (double)(end - t);
+          double base_j = idle_w * len * 1e-9;
+          tot->by_class[o->klass].energy_j += base_j;
+          tot->by_phase[o->phase].energy_j += base_j;
+          kns += len;
+          pk = MAX(pk, idle_w + (inc_before + (double)last_inc));
+          t = end;
         }
       }
-      if (cur[s] >= rk->stream_off[s + 1])
-        continue;
-      guint32 i = cur[s];
-      gint64 edge = phase[s] == 0 ? rs->t_arrive[i]
-                    : phase[s] == 1 ? rs->t_start[i]
-                                    : rs->t_end[i];
-      next = MIN(next, edge);
-      int kind = 0;
-      if (phase[s] == 1) {
-        kind = 1;
-        inc_sum += block_inc;
-      } else if (phase[s] == 2) {
-        kind = rk->ops[i].kind == SIM_OP_KERNEL ? 3 : 2;
-        inc_sum += rs->inc_w[i];
-      }
-      if (kind > best_kind) {
-        best_kind = kind;
-        best_op = i;
+      g->kernel_ns = kns;
+      peak = pk;
+      if (last != sr->cur) {
+        sr->prev_end = last_start;
+        sr->cur = last;
+        sr->iv.arrive = sr->iv.start = last_start;
+        sr->iv.end = t;
+        sr->iv.inc = last_inc;
+        tau = t;
       }
     }
-    double len = (double)(next - tau);
-    double base_j = idle_w * len * 1e-9;
-    switch (best_kind) {
-    case 3:
-    case 2: {
-      const SimOp *op = &rk->ops[best_op];
-      res->by_class[op->klass].energy_j += base_j;
-      res->by_phase[op->phase].energy_j += base_j;
-      if (best_kind == 3)
-        g->kernel_ns += len;
-      else
-        g->comm_ns += len;
-      break;
-    }
-    case 1:
-      res->blocked.energy_j += base_j;
-      res->blocked.time_ns += len;
-      g->blocked_j += base_j;
-      g->blocked_ns += len;
-      break;
-    default:
-      res->idle.energy_j += base_j;
-      res->idle.time_ns += len;
-      g->idle_j += base_j;
-      g->idle_ns += len;
-      break;
-    }
-    if (len > 0)
-      peak = MAX(peak, idle_w + inc_sum);
-    tau = next;
   }
   g->energy_j += energy;
   g->switches += rs->switches;
-  acc->res->switches += rs->switches;
-  rs->switches = 0;
   g->peak_power_w = MAX(g->peak_power_w, peak);
-  acc->iter_energy_j += energy;
+  *tot_out = lt;
+  *g_out = lg;
+  return energy;
 }
 
 /* ---- the run ---------------------------------------------------------------- */
@@ -712,15 +1420,17 @@ static gboolean run_iteration(SimEngine *e, gint64 t0, gint64 *t1,
 {
   const SimWorkload *w = e->w;
   e->n_unfinished_ranks = 0;
-  g_hash_table_remove_all(e->seq);
+  memset(e->mseq, 0, sizeof(guint32) * MAX(w->group_ranks->len, 1));
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     RankState *rs = &e->ranks[r];
     rs->n_unfinished = 0;
+    rs->n_ovf = 0;
     for (guint s = 0; s < rs->n_streams; s++) {
       Stream *st = &rs->streams[s];
       st->cur = rk->stream_off[s];
       st->end = rk->stream_off[s + 1];
+      st->tgt = st->tgt_lo;
       st->free_ns = t0;
       st->state = st->cur < st->end ? ST_RUN : ST_DONE;
       if (st->state == ST_RUN)
@@ -767,9 +1477,66 @@ static gboolean run_iteration(SimEngine *e, gint64 t0, gint64 *t1,
     RankState *rs = &e->ranks[r];
     for (guint s = 0; s < rs->n_streams; s++)
       end = MAX(end, rs->streams[s].free_ns);
+    if (G_UNLIKELY(rs->bad_op != 0)) {
+      guint32 i = rs->bad_op - 1;
+      const SimOp *op = &w->ranks[r].ops[i];
+      g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                  "iteration %u: rank %u op %u (%s %s) ends past the "
+                  "engine's time range (2^62 ns, 146 years of simulated "
+                  "time): a duration in the input, or a slowdown, is absurd",
+                  e->iter, r, i, sim_kind_name(op->kind),
+                  sim_workload_name(w, op->name));
+      return FALSE;
+    }
+  }
+  if (G_UNLIKELY(end >= TIME_MAX)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                "iteration %u ends past the engine's time range (2^62 ns, "
+                "146 years of simulated time)", e->iter);
+    return FALSE;
   }
   *t1 = end;
   return TRUE;
+}
+
+/* Forgets whatever a failed earlier run left behind. */
+static void engine_reset(SimEngine *e)
+{
+  const SimWorkload *w = e->w;
+  sim_queue_clear(e->queue);
+  e->n_work = 0;
+  for (guint g = 0; g < e->n_groups; g++)
+    if (e->rings[g].slot != NULL)
+      memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
+  e->n_free = 0;
+  for (guint32 i = 0; i < e->n_pend; i++)
+    e->pend_free[e->n_free++] = e->n_pend - 1 - i;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    for (guint32 c = 0; c < rs->n_chans; c++)
+      rs->chans[c].len = rs->chans[c].head = 0;
+    for (guint s = 0; s < rs->n_streams; s++)
+      rs->streams[s].clk_init = FALSE;
+    rs->switches = 0;
+    rs->bad_op = 0;
+  }
+}
+
+/* Adds w times the scratch totals s to the result. */
+static void add_weighted(SimResult *res, const Totals *s, double w)
+{
+  for (int c = 0; c < SIM_CLASS_COUNT; c++) {
+    res->by_class[c].time_ns += w * s->by_class[c].time_ns;
+    res->by_class[c].energy_j += w * s->by_class[c].energy_j;
+  }
+  for (int p = 0; p < SIM_PHASE_COUNT; p++) {
+    res->by_phase[p].time_ns += w * s->by_phase[p].time_ns;
+    res->by_phase[p].energy_j += w * s->by_phase[p].energy_j;
+  }
+  res->blocked.time_ns += w * s->blocked.time_ns;
+  res->blocked.energy_j += w * s->blocked.energy_j;
+  res->idle.time_ns += w * s->idle.time_ns;
+  res->idle.energy_j += w * s->idle.energy_j;
 }
 
 SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
@@ -795,21 +1562,11 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   res->iterations = g_new0(SimIterResult, iterations);
   SimPlan *owned = NULL; /* a plan handed to us by iteration_begin */
   e->plan = plan;
-  /* Forget anything a failed earlier run left behind. */
-  sim_queue_clear(e->queue);
-  g_hash_table_remove_all(e->coll_index);
-  g_hash_table_remove_all(e->p2p_q);
-  g_array_set_size(e->work, 0);
-  for (guint i = 0; i < e->pending->len; i++)
-    g_array_index(e->pending, Pending, i).used = FALSE;
-  g_array_set_size(e->pending_free, 0);
-  for (guint i = 0; i < e->pending->len; i++) {
-    guint32 v = i;
-    g_array_append_val(e->pending_free, v);
-  }
-  for (guint r = 0; r < w->n_ranks; r++)
-    for (guint s = 0; s < e->ranks[r].n_streams; s++)
-      e->ranks[r].streams[s].clk_init = FALSE;
+  engine_reset(e);
+  /* The totals: straight into the result, or (folded) through a scratch
+   * copy per rank weighted by its class size. */
+  Totals direct;
+  Totals scratch;
   gint64 t0 = 0;
   for (guint it = 0; it < iterations; it++) {
     e->iter = it;
@@ -826,30 +1583,68 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
       }
       /* Costs may depend on the iteration (stragglers): drop the cache. */
       for (guint r = 0; r < w->n_ranks; r++)
-        memset(e->ranks[r].cache, 0, sizeof(CostSlot) * MAX(w->shapes->len, 1));
+        if (e->ranks[r].cache != NULL)
+          memset(e->ranks[r].cache, 0,
+                 sizeof(CostSlot) * MAX(w->shapes->len, 1));
     }
     gint64 t1;
     if (!run_iteration(e, t0, &t1, error)) {
       sim_plan_free(owned);
       return NULL;
     }
-    Acc acc = {res, 0.0};
-    for (guint r = 0; r < w->n_ranks; r++)
-      account_rank(e, r, t0, t1, &acc);
+    double iter_energy = 0.0;
+    if (!e->folded) {
+      /* Accumulate into the result itself (the order the totals have
+       * always been summed in). */
+      memcpy(direct.by_class, res->by_class, sizeof direct.by_class);
+      memcpy(direct.by_phase, res->by_phase, sizeof direct.by_phase);
+      direct.blocked = res->blocked;
+      direct.idle = res->idle;
+      for (guint r = 0; r < w->n_ranks; r++) {
+        RankState *rs = &e->ranks[r];
+        iter_energy += account_rank(e, r, t0, t1, &direct, &res->per_gpu[r]);
+        res->switches += rs->switches;
+        rs->switches = 0;
+      }
+      memcpy(res->by_class, direct.by_class, sizeof direct.by_class);
+      memcpy(res->by_phase, direct.by_phase, sizeof direct.by_phase);
+      res->blocked = direct.blocked;
+      res->idle = direct.idle;
+    } else {
+      for (guint r = 0; r < w->n_ranks; r++) {
+        RankState *rs = &e->ranks[r];
+        if (rs->weight == 0)
+          continue;
+        memset(&scratch, 0, sizeof scratch);
+        double wt = (double)rs->weight;
+        iter_energy += wt * account_rank(e, r, t0, t1, &scratch,
+                                         &res->per_gpu[r]);
+        add_weighted(res, &scratch, wt);
+        res->switches += rs->switches * rs->weight;
+        rs->switches = 0;
+      }
+    }
     res->iterations[it].time_ns = t1 - t0;
-    res->iterations[it].energy_j = acc.iter_energy_j;
+    res->iterations[it].energy_j = iter_energy;
     t0 = t1;
   }
   sim_plan_free(owned);
   e->plan = NULL;
   res->time_ns = t0;
+  if (e->folded)
+    for (guint r = 0; r < w->n_ranks; r++)
+      if (w->fold_rep[r] != r)
+        res->per_gpu[r] = res->per_gpu[w->fold_rep[r]];
+  guint64 represented = 0;
   for (guint r = 0; r < w->n_ranks; r++) {
     SimGpuResult *g = &res->per_gpu[r];
     res->energy_j += g->energy_j;
     res->waste_j += g->blocked_j + g->idle_j;
     res->flops += g->flops;
     res->peak_power_w = MAX(res->peak_power_w, g->peak_power_w);
+    represented += w->ranks[e->folded ? w->fold_rep[r] : r].n_ops;
   }
   res->ops = sim_workload_n_ops(w) * iterations;
+  res->ops_represented = represented * iterations;
   return g_steal_pointer(&res);
 }

@@ -26,6 +26,19 @@
  * - Time and baseline (idle) energy are attributed by state with priority
  *   kernel > communication > blocked > idle; increments go to their own op.
  *   So sum(by_class) + blocked + idle = total energy, exactly.
+ * - Folded workloads (SimWorkload.fold_rep): only representatives are
+ *   replayed.  A collective completes when every distinct representative
+ *   among its group's members has arrived (collective_ns still gets the
+ *   real group id); a send from a to b matches a receive by rep(b) from a
+ *   rank folding to rep(a).  A folded rank's per-GPU results are its
+ *   representative's; totals (energy, by_class, by_phase, blocked, idle,
+ *   flops, switches, waste) count each representative once per rank it
+ *   stands for.  The machine must price every member of a class like its
+ *   representative: sim_engine_new checks the per-GPU power constants;
+ *   kernel_cost, the network callbacks and the plan are the caller's
+ *   contract (lua/session.c refuses variability, stragglers, per-rank
+ *   plans and timelines on folded workloads).  An observer sees the
+ *   representatives' ops only.
  */
 #ifndef SIM_ENGINE_H
 #define SIM_ENGINE_H
@@ -120,6 +133,8 @@ typedef struct {
   double peak_power_w;         /* max over GPUs */
   guint64 switches;
   guint64 ops;                 /* ops replayed (all iterations) */
+  guint64 ops_represented;     /* ops of every rank (all iterations): equal
+                                  to ops unless the workload is folded */
   double flops;                /* all GPUs, all iterations */
   guint n_gpus;
   SimGpuResult *per_gpu;       /* n_gpus */
@@ -136,11 +151,36 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimResult, sim_result_free)
 typedef struct SimEngine SimEngine;
 
 /* Creates an engine for workload w on machine m (both borrowed; they must
- * outlive the engine).  Fails when they do not fit together. */
+ * outlive the engine).  Fails (SIM_ERROR_INVALID) when they do not fit
+ * together: sim_workload_validate (which also checks fold_rep), the GPU
+ * count, a negative switching latency, or (folded) a member GPU whose
+ * idle/blocked/communication power differs from its representative's;
+ * SIM_ERROR_LIMIT when its memory cannot be allocated. */
 SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                           GError **error);
 void sim_engine_free(SimEngine *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
+
+/* Bytes of engine state that replaying w needs (sim_engine_new plus a
+ * run), not counting w itself or the result; O(ranks + groups), no pass
+ * over the ops.  Over the ranks r that carry ops (n(r) ops, S(r) streams,
+ * the largest holding L(r) ops):
+ *
+ *   sizeof(SimEngine)                                       ~200 B
+ *   + sum_r [ 120 + 64 S(r)            rank and stream state
+ *             + 32 n_shapes            price cache (one slot per shape)
+ *             + 8 n(r)                 op log (duration + increment/blocked)
+ *             + 12 min(n(r), 2 (n(r) - L(r)))   wait targets (index + end)
+ *             + 120 S(r) ]             open transfers, events, work stack
+ *   + 12 per group membership + 36 per group     collective matching
+ *
+ * (a rank without ops counts 120 B).  The wait-target term is an upper
+ * bound: a target is waited for from another stream, so targets <= waiters
+ * outside the largest stream + targets outside it.  Not included: the
+ * overflow list, 32 B per op that lasts or is blocked 2^32 ns (4.3 s) or
+ * more (none in generated workloads).  GPT-3 175B on 1,024 GPUs (25.6 M
+ * ops): 214 MB, 8.4 bytes per op; the process grew by 211 MB. */
+guint64 sim_engine_estimate_bytes(const SimWorkload *w);
 
 /* Replays `iterations` iterations under `plan` (borrowed; iteration_begin
  * may replace it).  Returns a new result (caller owns) or NULL with error

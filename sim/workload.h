@@ -185,6 +185,33 @@ guint64 sim_workload_n_ops(const SimWorkload *w);
  * the rank and op on the first violation. */
 gboolean sim_workload_validate(const SimWorkload *w, GError **error);
 
+/* sim_workload_validate() in steps, for a consumer that makes its own pass
+ * over each rank's ops (the engine) and wants it right after the check,
+ * while the ops are in cache: new (group and fold_rep checks), rank() for
+ * every rank r in 0..n_ranks-1, finish() (collective counts per group,
+ * send/receive pairs).  Each returns FALSE/NULL with the error that
+ * sim_workload_validate() would give. */
+typedef struct SimValidator SimValidator;
+SimValidator *sim_validator_new(const SimWorkload *w, GError **error);
+gboolean sim_validator_rank(SimValidator *v, guint r, GError **error);
+gboolean sim_validator_finish(SimValidator *v, GError **error);
+void sim_validator_free(SimValidator *v);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimValidator, sim_validator_free)
+
+/* Folds w in place: finds ranks whose replays are identical (same ops
+ * field by field but the peers, partners of the same classes at the same
+ * op indices: a partition refinement, verified exactly), keeps one
+ * representative per class, sets fold_rep and frees the other ranks' ops
+ * (they become empty: n_ops 0, ops and stream_off NULL).  Leaves w
+ * unchanged and returns TRUE when no two ranks are identical.  Conservative:
+ * a rank that issues one group's collectives, or one peer's sends or
+ * receives, from several streams stays alone.  The network pricing of a
+ * member's groups and peers is assumed equal to its representative's
+ * (true for regular layouts on full nodes; not checkable here).  Fails
+ * (SIM_ERROR_INVALID) when w is invalid or already folded.  The algorithm:
+ * sim/workload.c, "folding". */
+gboolean sim_workload_fold(SimWorkload *w, GError **error);
+
 /* Helper for producers: builds one rank's ops stream by stream.  Append ops
  * to any stream in any order; sim_rank_builder_finish() lays them out
  * grouped by stream and rewrites `wait` fields, which producers give as the
@@ -196,6 +223,12 @@ void sim_rank_builder_free(SimRankBuilder *b);
 guint32 sim_rank_builder_add(SimRankBuilder *b, const SimOp *op);
 /* Installs the ops as rank r of w and resets the builder for reuse. */
 void sim_rank_builder_finish(SimRankBuilder *b, SimWorkload *w, guint r);
+/* Like sim_rank_builder_finish() but the op array is allocated with
+ * fault_try_alloc (sim/fault.h: FAULT_ALLOC, site "workload: op array"):
+ * FALSE with SIM_ERROR_LIMIT naming rank r when it cannot be; the builder
+ * and the workload are then unchanged. */
+gboolean sim_rank_builder_try_finish(SimRankBuilder *b, SimWorkload *w,
+                                     guint r, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimRankBuilder, sim_rank_builder_free)
 
 const char *sim_class_name(SimOpClass c);

@@ -502,6 +502,306 @@ static void test_bubble(void)
   }
 }
 
+
+/* Durations and blocked times of 2^32 ns (4.3 s) and more take the engine's
+ * overflow path; results must be the same closed forms. */
+static void test_long_ops(void)
+{
+  const gint64 big = 6000000000LL, rec = 5000000000LL;
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
+  guint32 members[2] = {0, 1};
+  guint32 g = sim_workload_add_group(w, members, 2);
+  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  add(b, w, SIM_OP_KERNEL, 0, big + 1000, k, 0, SIM_NO_WAIT);
+  add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
+  add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 1);
+  Fake f;
+  fake_init(&f, 2, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = run(w, &f, plan, 2);
+  gint64 iter = big + 1000 + rec + 500;
+  g_assert_cmpint(r->time_ns, ==, 2 * iter);
+  g_assert_cmpint(r->iterations[1].time_ns, ==, iter);
+  g_assert_cmpfloat(r->per_gpu[0].blocked_ns, ==, 2.0 * big);
+  g_assert_cmpfloat(r->per_gpu[0].comm_ns, ==, 2.0 * rec);
+  g_assert_cmpfloat(r->per_gpu[1].kernel_ns, ==, 2.0 * (big + 1500));
+  double e0 = 2 * (300.0 * 1500 + BLOCK_W * big + COMM_W * rec) * 1e-9;
+  g_assert_true(test_close(r->per_gpu[0].energy_j, e0, 1e-12));
+  check_partition(r);
+}
+
+
+/* Many transfers open at once: rank 0 reaches ten collectives of one group
+ * (on ten streams) and ten sends to rank 1 long before rank 1 does, so the
+ * engine's per-group ring of open instances and the channel queue must
+ * grow; instance s is matched with rank 1's s-th arrival, send k with
+ * receive k. */
+static void test_many_open(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
+  guint32 members[2] = {0, 1};
+  guint32 g = sim_workload_add_group(w, members, 2);
+  for (guint s = 0; s < 10; s++)
+    add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
+  for (guint s = 0; s < 10; s++)
+    add(b, w, SIM_OP_SEND, 10 + s, 0, msg, 1, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  for (guint s = 0; s < 10; s++) {
+    add(b, w, SIM_OP_KERNEL, s, (s + 1) * 100, k, 0, SIM_NO_WAIT);
+    add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
+  }
+  add(b, w, SIM_OP_KERNEL, 10, 5000, k, 0, SIM_NO_WAIT);
+  for (guint i = 0; i < 10; i++)
+    add(b, w, SIM_OP_RECV, 10, 0, msg, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 1);
+  Fake f;
+  fake_init(&f, 2, 0);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  sim_engine_set_observer(e, observe, &o);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  for (guint it = 0; it < 2; it++) {
+    g_array_set_size(o.recs, 0);
+    g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->time_ns, ==, 5000 + 10 * 500);
+    for (guint i = 0; i < o.recs->len; i++) {
+      const SimOpRecord *rec = &g_array_index(o.recs, SimOpRecord, i);
+      if (rec->gpu != 0)
+        continue;
+      const SimOp *op = &w->ranks[0].ops[rec->op];
+      g_assert_cmpint(rec->arrive_ns, ==, 0);
+      if (op->kind == SIM_OP_COLLECTIVE) {
+        g_assert_cmpint(rec->start_ns, ==, (op->stream + 1) * 100);
+        g_assert_cmpint(rec->end_ns, ==, rec->start_ns + 1000);
+      } else {
+        g_assert_cmpint(rec->start_ns, ==, 5000 + (op->stream - 10) * 500);
+        g_assert_cmpint(rec->end_ns, ==, rec->start_ns + 500);
+      }
+    }
+    check_partition(r);
+  }
+  g_array_unref(o.recs);
+}
+
+/* ---- accounting against a brute-force reference ------------------------- */
+
+/* A random but deadlock-free workload: in every step each rank computes on
+ * stream 0 (sometimes a zero-length kernel or a marker), often a second
+ * kernel on stream 4 overlapping the next ones, and -- decided per step,
+ * the same for all ranks -- sends its previous result to the next rank
+ * (stream 2) and receives from the previous one (stream 3, posted early:
+ * blocked) before computing, and all-reduces (stream 1) after. */
+static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
+{
+  GRand *rng = g_rand_new_with_seed(seed);
+  SimWorkload *w = sim_workload_new(n);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 shp[3] = {shape_of(w, SIM_CLASS_GEMM, 0, 0),
+                    shape_of(w, SIM_CLASS_ATTENTION, 0, 0),
+                    shape_of(w, SIM_CLASS_NORM, 0, 0)};
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 1500, SIM_COLL_ALL_REDUCE);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 900, SIM_COLL_SEND_RECV);
+  guint32 all[8];
+  for (guint r = 0; r < n; r++)
+    all[r] = r;
+  guint32 world = sim_workload_add_group(w, all, n);
+  gboolean *coll = g_new(gboolean, steps), *p2p = g_new(gboolean, steps);
+  for (guint s = 0; s < steps; s++) {
+    coll[s] = g_rand_int_range(rng, 0, 3) == 0;
+    p2p[s] = n > 1 && g_rand_int_range(rng, 0, 2) == 0;
+  }
+  for (guint r = 0; r < n; r++) {
+    guint32 last = SIM_NO_WAIT;
+    for (guint s = 0; s < steps; s++) {
+      guint32 rv = SIM_NO_WAIT;
+      /* The send carries the previous step's result, so the ring has no
+       * cycle: kernel(s) <- recv(s) <- send of r-1 <- its kernel(s-1). */
+      if (p2p[s]) {
+        add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
+        rv = add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
+      }
+      int what = g_rand_int_range(rng, 0, 10);
+      gint64 d = what == 0 ? 0 : g_rand_int_range(rng, 50, 3000);
+      SimOpKind kind = what == 1 ? SIM_OP_MARKER : SIM_OP_KERNEL;
+      last = add(b, w, kind, 0, kind == SIM_OP_MARKER ? 0 : d,
+                 shp[g_rand_int_range(rng, 0, 3)], 0, rv);
+      if (g_rand_int_range(rng, 0, 3) == 0)
+        add(b, w, SIM_OP_KERNEL, 4, g_rand_int_range(rng, 100, 5000),
+            shp[2], 0, last);
+      if (coll[s])
+        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, world, last);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  g_free(coll);
+  g_free(p2p);
+  g_rand_free(rng);
+  return w;
+}
+
+typedef struct {
+  gint64 t;
+  int end; /* 0 start edge, 1 end edge (unused in the sweep) */
+} Edge;
+
+static int cmp_edge(gconstpointer a, gconstpointer b)
+{
+  gint64 x = ((const Edge *)a)->t, y = ((const Edge *)b)->t;
+  return (x > y) - (x < y);
+}
+
+/* Recomputes each GPU's time partition, by-class baseline attribution and
+ * peak power from the observer's records by brute force: at every
+ * elementary segment, the state of every op (blocked, running) decides
+ * the winner (kernel > communication > blocked > idle, lowest stream). */
+static void check_reference(const SimWorkload *w, const Fake *f,
+                            GArray *recs, const SimResult *r)
+{
+  double class_e[SIM_CLASS_COUNT] = {0};
+  double class_t[SIM_CLASS_COUNT] = {0};
+  double inc_e = 0;
+  for (guint gpu = 0; gpu < w->n_ranks; gpu++) {
+    g_autoptr(GArray) mine = g_array_new(FALSE, FALSE, sizeof(SimOpRecord));
+    g_autoptr(GArray) edges = g_array_new(FALSE, FALSE, sizeof(Edge));
+    gint64 t0 = 0;
+    for (guint it = 0; it < r->n_iterations; it++) {
+      Edge e = {t0, 0};
+      g_array_append_val(edges, e);
+      t0 += r->iterations[it].time_ns;
+    }
+    Edge last = {r->time_ns, 0};
+    g_array_append_val(edges, last);
+    for (guint i = 0; i < recs->len; i++) {
+      SimOpRecord *rec = &g_array_index(recs, SimOpRecord, i);
+      if (rec->gpu != gpu)
+        continue;
+      g_array_append_val(mine, *rec);
+      Edge e1 = {rec->arrive_ns, 0}, e2 = {rec->start_ns, 0},
+           e3 = {rec->end_ns, 0};
+      g_array_append_val(edges, e1);
+      g_array_append_val(edges, e2);
+      g_array_append_val(edges, e3);
+      const SimOp *op = &w->ranks[gpu].ops[rec->op];
+      double d = (double)(rec->end_ns - rec->start_ns);
+      class_t[op->klass] += d;
+      class_e[op->klass] += (rec->power_w - IDLE_W) * d * 1e-9;
+      inc_e += (rec->power_w - IDLE_W) * d * 1e-9 +
+               (BLOCK_W - IDLE_W) * (double)(rec->start_ns - rec->arrive_ns) *
+                   1e-9;
+    }
+    g_array_sort(edges, cmp_edge);
+    double kernel_ns = 0, comm_ns = 0, blocked_ns = 0, idle_ns = 0;
+    double peak = IDLE_W;
+    for (guint i = 0; i + 1 < edges->len; i++) {
+      gint64 a = g_array_index(edges, Edge, i).t;
+      gint64 z = g_array_index(edges, Edge, i + 1).t;
+      if (z == a)
+        continue;
+      int best = 0;
+      guint best_stream = G_MAXUINT;
+      guint32 best_op = 0;
+      double inc = 0;
+      for (guint k = 0; k < mine->len; k++) {
+        const SimOpRecord *rec = &g_array_index(mine, SimOpRecord, k);
+        const SimOp *op = &w->ranks[gpu].ops[rec->op];
+        int kind = 0;
+        if (rec->start_ns <= a && a < rec->end_ns) {
+          kind = op->kind == SIM_OP_KERNEL ? 3 : 2;
+          inc += rec->power_w - IDLE_W;
+        } else if (rec->arrive_ns <= a && a < rec->start_ns) {
+          kind = 1;
+          inc += BLOCK_W - IDLE_W;
+        }
+        if (kind > best || (kind == best && kind > 0 && op->stream < best_stream)) {
+          best = kind;
+          best_stream = op->stream;
+          best_op = rec->op;
+        }
+      }
+      double len = (double)(z - a);
+      peak = MAX(peak, IDLE_W + inc);
+      if (best >= 2) {
+        class_e[w->ranks[gpu].ops[best_op].klass] += IDLE_W * len * 1e-9;
+        if (best == 3)
+          kernel_ns += len;
+        else
+          comm_ns += len;
+      } else if (best == 1) {
+        blocked_ns += len;
+      } else {
+        idle_ns += len;
+      }
+    }
+    const SimGpuResult *g = &r->per_gpu[gpu];
+    g_assert_cmpfloat(g->kernel_ns, ==, kernel_ns);
+    g_assert_cmpfloat(g->comm_ns, ==, comm_ns);
+    g_assert_cmpfloat(g->blocked_ns, ==, blocked_ns);
+    g_assert_cmpfloat(g->idle_ns, ==, idle_ns);
+    g_assert_true(test_close(g->peak_power_w, peak, 1e-12));
+  }
+  for (int c = 0; c < SIM_CLASS_COUNT; c++) {
+    g_assert_cmpfloat(r->by_class[c].time_ns, ==, class_t[c]);
+    g_assert_true(test_close(r->by_class[c].energy_j, class_e[c], 1e-9));
+  }
+  g_assert_true(test_close(r->energy_j,
+                           inc_e + IDLE_W * w->n_ranks * r->time_ns * 1e-9,
+                           1e-9));
+  (void)f;
+}
+
+static void test_random_accounting(gconstpointer data)
+{
+  guint32 seed = GPOINTER_TO_UINT(data);
+  guint n = 2 + seed % 3;
+  g_autoptr(SimWorkload) w = random_workload(seed, n, 40);
+  Fake f;
+  fake_init(&f, n, seed % 2 ? 700 : 0);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  sim_engine_set_observer(e, observe, &o);
+  /* Two clock pairs alternating per op: switches and latency too. */
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(n, (SimClocks){800, 0});
+  guint16 fast = sim_plan_add_pair(plan, (SimClocks){1250, 0});
+  for (guint r = 0; r < n; r++) {
+    guint16 *idx = sim_plan_rank_index(plan, r, w->ranks[r].n_ops);
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      idx[i] = (i / 3) % 2 ? fast : 0;
+  }
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, 2, &error);
+  g_assert_no_error(error);
+  check_partition(r);
+  check_reference(w, &f, o.recs, r);
+  g_array_unref(o.recs);
+}
+
+/* The memory estimate bounds what the engine allocates. */
+static void test_estimate(void)
+{
+  g_autoptr(SimWorkload) w = random_workload(7, 4, 200);
+  guint64 est = sim_engine_estimate_bytes(w);
+  guint64 n_ops = sim_workload_n_ops(w);
+  /* The per-op part (8 B) and the per-rank parts are in; the bound on
+   * wait targets is at most 12 B per op. */
+  g_assert_cmpuint(est, >=, 8 * n_ops);
+  g_assert_cmpuint(est, <=, 20 * n_ops + 64 * 1024);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -515,5 +815,13 @@ int main(int argc, char **argv)
   g_test_add_func("/engine/determinism", test_determinism);
   g_test_add_func("/engine/energy-integral", test_energy_integral);
   g_test_add_func("/engine/1f1b-bubble", test_bubble);
+  g_test_add_func("/engine/long-ops", test_long_ops);
+  g_test_add_func("/engine/many-open", test_many_open);
+  for (guint seed = 1; seed <= 8; seed++) {
+    char *path = g_strdup_printf("/engine/random-accounting/%u", seed);
+    g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_random_accounting);
+    g_free(path);
+  }
+  g_test_add_func("/engine/estimate", test_estimate);
   return g_test_run();
 }

@@ -10,9 +10,12 @@
  * compares the simulated pipeline bubble of 1F1B and interleaved 1F1B with
  * their closed forms.
  */
+#include <malloc.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lua/bind.h"
 #include "lua/session.h"
 #include "models/cluster.h"
 #include "models/gpu.h"
@@ -20,6 +23,8 @@
 #include "sim/workload.h"
 #include "tests/testutil.h"
 #include "traces/gpt.h"
+#include "traces/native.h"
+#include "traces/pipeline.h"
 
 #define REF_GPU "A100-SXM4-80GB"
 #define NO_MB G_MAXUINT16
@@ -1475,6 +1480,419 @@ static void test_bubble(gconstpointer data)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Folding, determinism and the memory estimate                           */
+
+/* Generates cfg with or without fold; no sim_workload_validate for the
+ * folded one (it checks unfolded workloads). */
+static SimWorkload *generate_fold(const GptConfig *cfg, gboolean fold)
+{
+  GptConfig c = *cfg;
+  c.fold = fold;
+  if (!fold)
+    return generate(&c);
+  GError *error = NULL;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  g_assert_no_error(error);
+  SimWorkload *w = gpt_generate(&c, ref, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(w);
+  return w;
+}
+
+static void assert_rank_equal(const SimRank *a, const SimRank *b)
+{
+  g_assert_cmpuint(a->n_ops, ==, b->n_ops);
+  g_assert_cmpuint(a->n_streams, ==, b->n_streams);
+  g_assert_cmpuint(a->stage, ==, b->stage);
+  if (a->n_ops == 0)
+    return;
+  g_assert_cmpmem(a->stream_off, sizeof(guint32) * (a->n_streams + 1),
+                  b->stream_off, sizeof(guint32) * (b->n_streams + 1));
+  for (guint32 i = 0; i < a->n_ops; i++) {
+    SimOp x = a->ops[i], y = b->ops[i];
+    x.pad_ = y.pad_ = 0;
+    g_assert_cmpmem(&x, sizeof x, &y, sizeof y);
+  }
+}
+
+/* Everything but the ranks' op arrays: groups, shapes, names, layout. */
+static void assert_tables_equal(const SimWorkload *a, const SimWorkload *b)
+{
+  g_assert_cmpuint(a->n_ranks, ==, b->n_ranks);
+  g_assert_cmpmem(a->group_off->data, a->group_off->len * 4,
+                  b->group_off->data, b->group_off->len * 4);
+  g_assert_cmpmem(a->group_ranks->data, a->group_ranks->len * 4,
+                  b->group_ranks->data, b->group_ranks->len * 4);
+  g_assert_cmpuint(a->shapes->len, ==, b->shapes->len);
+  for (guint i = 0; i < a->shapes->len; i++) {
+    SimShape x = g_array_index(a->shapes, SimShape, i);
+    SimShape y = g_array_index(b->shapes, SimShape, i);
+    x.pad_ = y.pad_ = 0;
+    g_assert_cmpmem(&x, sizeof x, &y, sizeof y);
+  }
+  g_assert_cmpuint(a->names->len, ==, b->names->len);
+  for (guint i = 0; i < a->names->len; i++)
+    g_assert_cmpstr(sim_workload_name(a, i), ==, sim_workload_name(b, i));
+  g_assert_cmpuint(a->tp, ==, b->tp);
+  g_assert_cmpuint(a->pp, ==, b->pp);
+  g_assert_cmpuint(a->dp, ==, b->dp);
+  g_assert_cmpuint(a->microbatches, ==, b->microbatches);
+  g_assert_cmpfloat(a->tokens_per_iteration, ==, b->tokens_per_iteration);
+  g_assert_cmpstr(a->schedule, ==, b->schedule);
+  g_assert_cmpstr(a->ref_gpu, ==, b->ref_gpu);
+}
+
+/* In the unfolded workload u, rank r is what folding says: its
+ * representative q's program with peers and groups mapped by one
+ * consistent map -- each p2p peer of q to a rank of the same class, each
+ * group of q to a group of r of the same size whose members' classes are
+ * those of q's group's members, in order. */
+static void assert_image(const SimWorkload *u, const guint32 *rep, guint r)
+{
+  guint q = rep[r];
+  const SimRank *a = &u->ranks[q], *b = &u->ranks[r];
+  g_assert_cmpuint(a->n_ops, ==, b->n_ops);
+  g_assert_cmpuint(a->n_streams, ==, b->n_streams);
+  g_assert_cmpmem(a->stream_off, sizeof(guint32) * (a->n_streams + 1),
+                  b->stream_off, sizeof(guint32) * (b->n_streams + 1));
+  g_autoptr(GHashTable) gmap = g_hash_table_new(NULL, NULL);
+  g_autoptr(GHashTable) pmap = g_hash_table_new(NULL, NULL);
+  for (guint32 i = 0; i < a->n_ops; i++) {
+    SimOp x = a->ops[i], y = b->ops[i];
+    guint32 px = x.peer, py = y.peer;
+    x.pad_ = y.pad_ = 0;
+    x.peer = y.peer = 0;
+    g_assert_cmpmem(&x, sizeof x, &y, sizeof y);
+    if (x.kind == SIM_OP_COLLECTIVE) {
+      gpointer prev = NULL;
+      if (g_hash_table_lookup_extended(gmap, GUINT_TO_POINTER(px), NULL,
+                                       &prev)) {
+        g_assert_cmpuint(GPOINTER_TO_UINT(prev), ==, py);
+        continue;
+      }
+      g_hash_table_insert(gmap, GUINT_TO_POINTER(px), GUINT_TO_POINTER(py));
+      guint nx, ny;
+      const guint32 *mx = sim_workload_group(u, px, &nx);
+      const guint32 *my = sim_workload_group(u, py, &ny);
+      g_assert_cmpuint(nx, ==, ny);
+      gboolean has_r = FALSE;
+      for (guint k = 0; k < nx; k++) {
+        g_assert_cmpuint(rep[mx[k]], ==, rep[my[k]]);
+        has_r |= my[k] == r;
+      }
+      g_assert_true(has_r);
+    } else if (x.kind == SIM_OP_SEND || x.kind == SIM_OP_RECV) {
+      g_assert_cmpuint(rep[px], ==, rep[py]);
+      gpointer prev = NULL;
+      if (g_hash_table_lookup_extended(pmap, GUINT_TO_POINTER(px), NULL,
+                                       &prev))
+        g_assert_cmpuint(GPOINTER_TO_UINT(prev), ==, py);
+      else
+        g_hash_table_insert(pmap, GUINT_TO_POINTER(px),
+                            GUINT_TO_POINTER(py));
+    } else {
+      g_assert_cmpuint(px, ==, py);
+    }
+  }
+}
+
+static void assert_stats_equal(const TraceStats *a, const TraceStats *b)
+{
+  g_assert_cmpuint(a->n_ranks, ==, b->n_ranks);
+  g_assert_cmpuint(a->n_ops, ==, b->n_ops);
+  g_assert_cmpmem(a->by_class, sizeof a->by_class, b->by_class,
+                  sizeof b->by_class);
+  g_assert_cmpmem(a->by_kind, sizeof a->by_kind, b->by_kind,
+                  sizeof b->by_kind);
+  g_assert_cmpmem(a->busy_ns, sizeof(gint64) * a->n_ranks, b->busy_ns,
+                  sizeof(gint64) * b->n_ranks);
+  g_assert_cmpuint(a->streams_total, ==, b->streams_total);
+  g_assert_cmpuint(a->p2p_sends, ==, b->p2p_sends);
+  g_assert_cmpfloat(a->kernel_flops, ==, b->kernel_flops);
+  g_assert_cmpfloat(a->comm_bytes, ==, b->comm_bytes);
+  g_assert_cmpuint(a->groups->len, ==, b->groups->len);
+  for (guint k = 0; k < a->groups->len; k++) {
+    const TraceGroupStats *x = &g_array_index(a->groups, TraceGroupStats, k);
+    const TraceGroupStats *y = &g_array_index(b->groups, TraceGroupStats, k);
+    g_assert_cmpstr(x->label, ==, y->label);
+    g_assert_cmpuint(x->n_groups, ==, y->n_groups);
+    g_assert_cmpuint(x->calls, ==, y->calls);
+    g_assert_cmpuint(x->ops, ==, y->ops);
+    g_assert_cmpfloat(x->bytes, ==, y->bytes);
+  }
+}
+
+static void assert_computations_equal(const SimWorkload *u,
+                                      const SimWorkload *f)
+{
+  GError *eu = NULL, *ef = NULL;
+  g_autoptr(PerseusGroups) gu = pipeline_computations(u, &eu);
+  g_autoptr(PerseusGroups) gf = pipeline_computations(f, &ef);
+  if (gu == NULL) {
+    /* Refused (interleaved): refused the same way. */
+    g_assert_null(gf);
+    g_assert_nonnull(ef);
+    g_assert_cmpstr(eu->message, ==, ef->message);
+    g_error_free(eu);
+    g_error_free(ef);
+    return;
+  }
+  g_assert_no_error(ef);
+  g_assert_nonnull(gf);
+  g_assert_cmpuint(gu->n_ranks, ==, gf->n_ranks);
+  guint S = gu->n_stages, M = gu->n_microbatches;
+  for (guint r = 0; r < u->n_ranks; r++) {
+    g_assert_cmpuint(gu->stage[r], ==, gf->stage[r]);
+    g_assert_cmpuint(gu->pipeline[r], ==, gf->pipeline[r]);
+    g_assert_cmpmem(gu->node[r], sizeof(guint32) * u->ranks[r].n_ops,
+                    gf->node[r], sizeof(guint32) * u->ranks[r].n_ops);
+  }
+  for (guint s = 0; s < S; s++) {
+    g_assert_cmpuint(gu->rep_rank[s], ==, gf->rep_rank[s]);
+    g_assert_cmpmem(gu->order[s], sizeof(guint32) * 2 * M, gf->order[s],
+                    sizeof(guint32) * 2 * M);
+  }
+}
+
+/* The folded workload: the same ranks, groups, shapes and stages; one
+ * representative per stage, rank (0, 0, p), holding exactly the unfolded
+ * ops of that rank; every other rank empty and, in the unfolded workload,
+ * an image of its representative.  Statistics and pipeline computations
+ * are those of the unfolded workload. */
+static void test_fold(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) u = generate_fold(&cfg, FALSE);
+  g_autoptr(SimWorkload) f = generate_fold(&cfg, TRUE);
+  g_assert_null(u->fold_rep);
+  g_assert_nonnull(f->fold_rep);
+  assert_tables_equal(u, f);
+  g_assert_cmpstr(g_hash_table_lookup(f->provenance, "fold"), ==, "true");
+  g_assert_null(g_hash_table_lookup(u->provenance, "fold"));
+  guint64 represented = 0;
+  for (guint r = 0; r < f->n_ranks; r++) {
+    guint p = rank_stage(&cfg, r);
+    guint32 q = f->fold_rep[r];
+    g_assert_cmpuint(q, ==, cfg.tp * cfg.dp * p);
+    g_assert_cmpuint(f->fold_rep[q], ==, q);
+    g_assert_cmpuint(f->ranks[r].stage, ==, p);
+    if (q == r) {
+      assert_rank_equal(&f->ranks[r], &u->ranks[r]);
+    } else {
+      g_assert_cmpuint(f->ranks[r].n_ops, ==, 0);
+      g_assert_null(f->ranks[r].ops);
+      assert_image(u, f->fold_rep, r);
+    }
+    represented += f->ranks[q].n_ops;
+  }
+  g_assert_cmpuint(represented, ==, sim_workload_n_ops(u));
+  GptConfig fc = cfg;
+  fc.fold = TRUE;
+  g_assert_cmpuint(sim_workload_n_ops(f), ==, gpt_stored_ops(&fc));
+  g_assert_cmpuint(sim_workload_n_ops(u), ==, gpt_stored_ops(&cfg));
+
+  TraceStats su, sf;
+  trace_stats_compute(u, &su);
+  trace_stats_compute(f, &sf);
+  assert_stats_equal(&su, &sf);
+  trace_stats_clear(&su);
+  trace_stats_clear(&sf);
+  assert_computations_equal(u, f);
+}
+
+/* Same configuration, same workload, to the bit (folded or not). */
+static void test_deterministic(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  for (int fold = 0; fold < 2; fold++) {
+    g_autoptr(SimWorkload) a = generate_fold(&cfg, fold);
+    g_autoptr(SimWorkload) b = generate_fold(&cfg, fold);
+    assert_tables_equal(a, b);
+    for (guint r = 0; r < a->n_ranks; r++)
+      assert_rank_equal(&a->ranks[r], &b->ranks[r]);
+    if (fold)
+      g_assert_cmpmem(a->fold_rep, 4 * a->n_ranks, b->fold_rep,
+                      4 * b->n_ranks);
+  }
+}
+
+/* The workload's own bytes, from what it holds. */
+static guint64 held_bytes(const SimWorkload *w)
+{
+  guint64 n = (guint64)w->n_ranks * sizeof(SimRank);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    n += (guint64)rk->n_ops * sizeof(SimOp);
+    if (rk->stream_off != NULL)
+      n += (rk->n_streams + 1) * sizeof(guint32);
+  }
+  if (w->fold_rep != NULL)
+    n += (guint64)w->n_ranks * sizeof(guint32);
+  n += (guint64)(w->group_off->len + w->group_ranks->len) * sizeof(guint32);
+  n += (guint64)w->shapes->len * sizeof(SimShape);
+  for (guint i = 0; i < w->names->len; i++)
+    n += strlen(sim_workload_name(w, i)) + 1 + sizeof(gpointer);
+  return n;
+}
+
+/* Bytes malloc hands out (in use + mmapped), or 0 when unknown (as under
+ * AddressSanitizer, which replaces malloc). */
+static guint64 malloc_in_use(void)
+{
+  struct mallinfo2 mi = mallinfo2();
+  return (guint64)mi.uordblks + (guint64)mi.hblkhd;
+}
+
+/* gpt_estimate_bytes: an upper bound on what the workload holds, and
+ * within 10% of it and of what malloc actually hands out for it. */
+static void check_estimate(const GptConfig *cfg)
+{
+  guint64 est = gpt_estimate_bytes(cfg);
+  guint64 before = malloc_in_use();
+  g_autoptr(SimWorkload) w = generate_fold(cfg, cfg->fold);
+  guint64 after = malloc_in_use();
+  guint64 held = held_bytes(w);
+  g_test_message("%s tp%u pp%u dp%u m%u%s: estimate %" G_GUINT64_FORMAT
+                 ", held %" G_GUINT64_FORMAT ", malloc %" G_GUINT64_FORMAT,
+                 cfg->model, cfg->tp, cfg->pp, cfg->dp, cfg->microbatches,
+                 cfg->fold ? " folded" : "", est, held, after - before);
+  g_assert_cmpuint(est, >=, held);
+  g_assert_cmpfloat((double)est, <=, 1.10 * (double)held);
+  if (before > 0 && after > before)
+    g_assert_true(test_close((double)est, (double)(after - before), 0.10));
+}
+
+static void test_estimate(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  /* Enough ops that the workload, not GLib's small tables, is measured. */
+  if (gpt_n_ops(&cfg) < 100000)
+    cfg.microbatches *= (guint)(100000 / gpt_n_ops(&cfg) + 1);
+  if (cfg.schedule == GPT_SCHEDULE_INTERLEAVED)
+    cfg.microbatches -= cfg.microbatches % cfg.pp;
+  g_assert_true(gpt_config_validate(&cfg, NULL));
+  check_estimate(&cfg);
+  cfg.fold = TRUE;
+  if (cfg.tp * cfg.dp > 1)
+    check_estimate(&cfg);
+}
+
+static void test_estimate_175b(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  cfg.tp = 8;
+  cfg.pp = 8;
+  cfg.dp = 2;
+  cfg.microbatches = 64;
+  check_estimate(&cfg);
+  cfg.dp = 128; /* 8,192 GPUs, folded */
+  cfg.fold = TRUE;
+  check_estimate(&cfg);
+  /* Unfolded 8,192 GPUs: 204,688,384 ops of 32 bytes (not generated). */
+  cfg.fold = FALSE;
+  guint64 est = gpt_estimate_bytes(&cfg);
+  g_assert_cmpuint(est, >=, gpt_n_ops(&cfg) * sizeof(SimOp));
+  g_assert_cmpuint(est, <, gpt_n_ops(&cfg) * sizeof(SimOp) * 101 / 100);
+}
+
+/* A folded workload cannot be written to a native trace (format version 1
+ * has no fold map): a clear error, no file. */
+static void test_fold_save_refused(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-125m", NULL);
+  cfg.tp = 2;
+  cfg.pp = 2;
+  cfg.dp = 2;
+  cfg.microbatches = 2;
+  cfg.seq_len = 256;
+  g_autoptr(SimWorkload) w = generate_fold(&cfg, TRUE);
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "folded.h5", NULL);
+  GError *error = NULL;
+  g_assert_false(trace_native_save(w, path, &error));
+  g_assert_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "folded"));
+  g_assert_nonnull(strstr(error->message, "folded.h5"));
+  g_clear_error(&error);
+  g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+  test_rmdir(dir);
+}
+
+/* 175B on 8,192 GPUs, folded: one rank per stage holds ops; the counts
+ * are the unfolded ones. */
+static void test_175b_8192_folded(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  cfg.tp = 8;
+  cfg.pp = 8;
+  cfg.dp = 128;
+  cfg.microbatches = 64;
+  g_autoptr(SimWorkload) w = generate_fold(&cfg, TRUE);
+  g_assert_cmpuint(w->n_ranks, ==, 8192);
+  guint64 held = 0, represented = 0;
+  for (guint p = 0; p < cfg.pp; p++)
+    held += gpt_rank_ops(&cfg, p);
+  for (guint r = 0; r < w->n_ranks; r++)
+    represented += w->ranks[w->fold_rep[r]].n_ops;
+  g_assert_cmpuint(sim_workload_n_ops(w), ==, held);
+  g_assert_cmpuint(represented, ==, gpt_n_ops(&cfg));
+  g_assert_cmpuint(represented, ==, 204688384);
+  g_assert_cmpuint(sim_workload_n_groups(w), ==, 1024 + 64 + 1024);
+}
+
+/* js.gpt{fold = true}: w.folded, w.ops (represented), w.ops_replayed
+ * (held), argument checking, js.trace.save refused, and js.simulate gives
+ * the unfolded workload's figures to the bit. */
+static void test_fold_lua(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *src = g_strdup_printf(
+    "local js = require 'joulesim'\n"
+    "local a = { model = 'gpt3-125m', tp = 2, pp = 2, dp = 4,\n"
+    "            microbatches = 4, seq_len = 256 }\n"
+    "local u = js.gpt(a)\n"
+    "a.fold = true\n"
+    "local f = js.gpt(a)\n"
+    "assert(u.folded == false and f.folded == true)\n"
+    "assert(f.ranks == 16 and f.ops == u.ops, f.ops)\n"
+    "assert(u.ops_replayed == u.ops)\n"
+    "assert(f.ops_replayed * 8 == f.ops, f.ops_replayed)\n"
+    "assert(tostring(f):find('folded'))\n"
+    "local ok, e = pcall(js.gpt, { model = 'gpt3-125m', fold = 1 })\n"
+    "assert(not ok and e:find(\"'fold'\") and e:find('boolean'), e)\n"
+    "ok, e = pcall(js.gpt, { model = 'gpt3-125m', folds = true })\n"
+    "assert(not ok and e:find(\"did you mean 'fold'\"), e)\n"
+    "ok, e = pcall(js.trace.save, f, '%s/f.h5')\n"
+    "assert(not ok and e:find('folded'), e)\n"
+    "-- the engine replays the folded workload to the same figures\n"
+    "local c = js.cluster{ gpus = 16 }\n"
+    "local ru = js.simulate{ cluster = c, workload = u }\n"
+    "local rf = js.simulate{ cluster = c, workload = f }\n"
+    "assert(ru.time_s == rf.time_s and ru.energy_j == rf.energy_j,\n"
+    "       string.format('%%.17g %%.17g', ru.energy_j, rf.energy_j))\n"
+    "for g = 1, 16 do\n"
+    "  assert(ru.per_gpu[g].energy_j == rf.per_gpu[g].energy_j, g)\n"
+    "end\n",
+    dir);
+  GError *error = NULL;
+  gboolean ok = js_run_string(s, "=fold", src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+  test_rmdir(dir);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Scale                                                                  */
 
 static void test_175b_1024(void)
@@ -1544,6 +1962,8 @@ int main(int argc, char **argv)
     {"p2p", test_p2p},           {"groups", test_groups},
     {"optimizer-wait", test_optimizer_wait},
     {"fields", test_fields},     {"dataflow", test_dataflow},
+    {"fold", test_fold},         {"deterministic", test_deterministic},
+    {"estimate", test_estimate},
   };
   for (guint c = 0; c < G_N_ELEMENTS(checks); c++)
     for (guint i = 0; i < G_N_ELEMENTS(layouts); i++) {
@@ -1561,5 +1981,9 @@ int main(int argc, char **argv)
     g_test_add_data_func(path, &bubble_cases[i], test_bubble);
   }
   g_test_add_func("/gpt/scale/175b-1024-gpus", test_175b_1024);
+  g_test_add_func("/gpt/scale/175b-8192-gpus-folded", test_175b_8192_folded);
+  g_test_add_func("/gpt/estimate/175b", test_estimate_175b);
+  g_test_add_func("/gpt/fold/save-refused", test_fold_save_refused);
+  g_test_add_func("/gpt/fold/lua", test_fold_lua);
   return g_test_run();
 }

@@ -54,6 +54,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
+#include "sim/fault.h"
 #include "chakra.pb-c.h"
 
 #include <errno.h>
@@ -162,7 +163,7 @@ static gint64 rank_from_name(const char *path)
 
 static CFile *read_file(const char *path, SimWorkload *names, GError **error)
 {
-  FILE *f = fopen(path, "rb");
+  FILE *f = fault_fopen(path, "rb", "chakra: open");
   if (f == NULL) {
     int e = errno;
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
@@ -761,7 +762,14 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
     guint32 *off = g_new0(guint32, l->n_streams + 1);
     for (guint s = 0; s < l->n_streams; s++)
       off[s + 1] = off[s] + l->ops[s]->len;
-    SimOp *ops = g_new(SimOp, MAX(off[l->n_streams], 1));
+    SimOp *ops = fault_try_alloc(off[l->n_streams], sizeof(SimOp),
+                                 "chakra: op array", TRACE_ERROR,
+                                 TRACE_ERROR_IO, error);
+    if (ops == NULL) {
+      g_free(off);
+      g_prefix_error(error, "%s: ", cf->path);
+      return NULL;
+    }
     guint32 solo = G_MAXUINT32;
     for (guint s = 0; s < l->n_streams; s++)
       for (guint k = 0; k < l->ops[s]->len; k++) {

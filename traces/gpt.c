@@ -202,10 +202,41 @@
  * ---------
  * Ranks of one stage run the same program; only group ids and p2p peers
  * differ, by the constant offsets above.  Each stage is generated once with
- * a SimRankBuilder (rank (0, 0, p)) and copied to the other t*d - 1 ranks
- * with patched ids: 32 bytes per op and a memcpy per rank.  The 175B
- * 1,024-rank iteration (25.6M ops, 820 MB) takes ~2 s, nearly all of it the
- * kernel faulting in fresh pages.
+ * a SimRankBuilder (rank (0, 0, p), the stage's template) and copied to the
+ * other t*d - 1 ranks: a memcpy into an array allocated at its final size,
+ * then the peer fields listed once per stage (Patch) shifted by the rank's
+ * offsets.  The work is linear in the ops; what is left is the memory
+ * itself: 32 bytes per op, written once.  On the project's 2-core VM the
+ * kernel's first-touch page faults were ~90% of generation time and grew
+ * faster than the memory (175B, 1,024 -> 8,192 GPUs: 8x the ops, 11x the
+ * kernel time), so each copy's pages are populated in one call
+ * (alloc_ops); measured there, 175B tp8 pp8 m64 generates in ~0.3 s at
+ * dp16 (820 MB) and ~2.3 s at dp128 (6.5 GB) (docs/gpt-generator.md,
+ * "Speed and memory").
+ *
+ * Folding
+ * -------
+ * With cfg->fold, the copies are not made: the template of stage p is the
+ * representative (w->fold_rep) of all t*d ranks of its stage, which keep
+ * their stage and groups but hold no ops.  This is exact because the
+ * copies are: rank (tp_i, dp_i, p) runs the template's ops, its TP and DP
+ * groups hold ranks of its own class, and its p2p peers (neighbouring
+ * stages) and tie partner (the other end stage) are the ranks with its
+ * (tp_i, dp_i) -- the images of the template's peers and partner, which
+ * are templates themselves.  The engine replays one rank per class;
+ * tests/test-gpt.c checks every rank of every layout against its
+ * representative.  175B on 8,192 GPUs folds to 8 ranks of ~25,000 ops
+ * (6.4 MB) and generates in ~10 ms.
+ *
+ * Memory estimate
+ * ---------------
+ * gpt_estimate_bytes() adds the exact op records (gpt_rank_ops per stage,
+ * times t*d unless folded), stream offsets, rank records, the fold map,
+ * group members and offsets, and a bound on shapes and names (64 shapes +
+ * one per DP bucket, 4 kB of names).  Measured on every test layout,
+ * folded and not, it is 0.01-3.1% above the bytes the workload holds and
+ * within 1.5% of what malloc hands out for it (tests/test-gpt.c,
+ * /gpt/estimate, which requires 10%).
  *
  * Known limits
  * ------------
@@ -228,9 +259,12 @@
  *   16-bit (<= 65535 microbatches).
  */
 #include "traces/gpt.h"
+#include "sim/fault.h"
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(gpt-error-quark, gpt_error)
 
@@ -531,6 +565,79 @@ guint64 gpt_n_ops(const GptConfig *cfg)
   return n;
 }
 
+guint64 gpt_stored_ops(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL, 0);
+  if (!cfg->fold)
+    return gpt_n_ops(cfg);
+  guint64 n = 0;
+  for (guint p = 0; p < cfg->pp; p++)
+    n += gpt_rank_ops(cfg, p);
+  return n;
+}
+
+/* Streams of a rank of stage p: the highest stream index emit_stage()
+ * uses, plus one (see "Streams and dependencies"). */
+static guint stage_streams(const GptConfig *cfg, guint p)
+{
+  guint top = cfg->dp > 1 ? 1 : 0;
+  if (cfg->pp > 1) {
+    if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED)
+      top = cfg->pp == 2 ? 4 : 5; /* two stages: sends on 2, recvs on 4 */
+    else if (p + 1 < cfg->pp)
+      top = 5; /* sends activations on 2, receives gradients on 5 */
+    else
+      top = 4; /* the last stage: gradients out on 3, activations in on 4 */
+  }
+  return top + 1;
+}
+
+/* Shapes of the iteration: the kernel and communication prototypes of
+ * build_protos() (at most; equal ones are merged) plus one per distinct
+ * DP bucket size, bounded by the number of buckets. */
+static guint64 max_shapes(const GptConfig *cfg)
+{
+  guint64 n = 64;
+  if (cfg->dp > 1)
+    for (guint p = 0; p < cfg->pp; p++)
+      n += stage_buckets(cfg, p);
+  return n;
+}
+
+guint64 gpt_estimate_bytes(const GptConfig *cfg)
+{
+  g_return_val_if_fail(cfg != NULL && cfg->pp > 0, 0);
+  guint64 n_ranks = (guint64)cfg->tp * cfg->pp * cfg->dp;
+  guint64 per_stage = cfg->fold ? 1 : (guint64)cfg->tp * cfg->dp;
+  guint64 bytes = 0;
+  /* Op records and stream offsets of the ranks that hold ops. */
+  for (guint p = 0; p < cfg->pp; p++)
+    bytes += per_stage * (gpt_rank_ops(cfg, p) * sizeof(SimOp) +
+                          (stage_streams(cfg, p) + 1) * sizeof(guint32));
+  /* Rank records and the fold map. */
+  bytes += n_ranks * sizeof(SimRank);
+  if (cfg->fold)
+    bytes += n_ranks * sizeof(guint32);
+  /* Groups: members and offsets (TP, DP and tie blocks). */
+  guint64 groups = 0, members = 0;
+  if (cfg->tp > 1) {
+    groups += (guint64)cfg->dp * cfg->pp;
+    members += n_ranks;
+  }
+  if (cfg->dp > 1) {
+    groups += (guint64)cfg->tp * cfg->pp;
+    members += n_ranks;
+  }
+  if (cfg->pp > 1) {
+    groups += (guint64)cfg->tp * cfg->dp;
+    members += 2 * (guint64)cfg->tp * cfg->dp;
+  }
+  bytes += (members + groups + 1) * sizeof(guint32);
+  /* Shapes, interned names and provenance (a few kB). */
+  bytes += max_shapes(cfg) * sizeof(SimShape) + 4096;
+  return bytes;
+}
+
 static gboolean invalid(GError **error, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 static gboolean invalid(GError **error, const char *fmt, ...)
@@ -633,12 +740,14 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
                      "stage)",
                      p, n, G_MAXUINT32);
   }
-  guint64 total = gpt_n_ops(cfg);
+  /* The limit is on the op records held in memory: a folded workload
+   * holds one rank per stage. */
+  guint64 total = cfg->fold ? gpt_stored_ops(cfg) : gpt_n_ops(cfg);
   if (total > MAX_TOTAL_OPS)
     return invalid(error,
                    "the iteration would have %" G_GUINT64_FORMAT
                    " ops: must be <= %" G_GUINT64_FORMAT
-                   " (fewer ranks or microbatches)",
+                   " (fewer ranks or microbatches, or fold = true)",
                    total, MAX_TOTAL_OPS);
   return TRUE;
 }
@@ -729,6 +838,8 @@ typedef struct {
   GArray *unit_ops;     /* guint32 handles, backward order */
   GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in
                            the order they were recorded */
+  gsize page;           /* the system's page size (alloc_ops), a power of
+                           two, or 0 when unknown */
 } Gen;
 
 /* Returns the shape index for (name, class, coll, tensor, flops, bytes),
@@ -1212,30 +1323,96 @@ static void emit_stage(Gen *g, guint p)
   emit_tail(g, p);
 }
 
+/* Where the ranks of a stage differ from its template (0, 0, p): the
+ * indices of the template's ops whose peer field shifts, by block (see
+ * "Ranks and groups").  Rank (tp_i, dp_i, p) adds dp_i to by_dp (TP-group
+ * collectives), tp_i to by_tp (DP-group collectives) and tp_i + t*dp_i =
+ * r - r0 to by_rank (tie-group collectives, whose ids count (tp_i, dp_i)
+ * in rank order, and p2p peers).  Built once per stage, so a copy is a
+ * memcpy plus a few thousand stores instead of a test per op. */
+typedef struct {
+  GArray *by_dp, *by_tp, *by_rank; /* guint32 op indices, ascending */
+} Patch;
+
+static void patch_init(Patch *pt, const Gen *g, const SimRank *src)
+{
+  pt->by_dp = g_array_new(FALSE, FALSE, sizeof(guint32));
+  pt->by_tp = g_array_new(FALSE, FALSE, sizeof(guint32));
+  pt->by_rank = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 i = 0; i < src->n_ops; i++) {
+    const SimOp *op = &src->ops[i];
+    if (op->kind == SIM_OP_COLLECTIVE) {
+      if (op->peer < g->dp_base)
+        g_array_append_val(pt->by_dp, i);
+      else if (op->peer < g->tie_base)
+        g_array_append_val(pt->by_tp, i);
+      else
+        g_array_append_val(pt->by_rank, i);
+    } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
+      g_array_append_val(pt->by_rank, i);
+    }
+  }
+}
+
+static void patch_clear(Patch *pt)
+{
+  g_array_unref(pt->by_dp);
+  g_array_unref(pt->by_tp);
+  g_array_unref(pt->by_rank);
+}
+
+static void patch_add(SimOp *ops, const GArray *idx, guint32 delta)
+{
+  const guint32 *ix = (const guint32 *)(void *)idx->data;
+  for (guint i = 0; i < idx->len; i++)
+    ops[ix[i]].peer += delta;
+}
+
+/* The op array of a copied rank: n records, uninitialised, allocated once
+ * at their final size (the one allocation as large as the workload).
+ *
+ * Its pages are populated here with one madvise(MADV_POPULATE_WRITE) call
+ * (Linux >= 5.14) instead of one page fault per page during the memcpy
+ * that follows: generating an unfolded iteration is nearly all first
+ * touches of fresh memory (175B on 8,192 GPUs: 6.5 GB of ops, 1.6 M page
+ * faults, ~90% of the time in the kernel), and populating a rank's range
+ * at once takes about 40% off (docs/gpt-generator.md, "Speed and
+ * memory").  Only pages wholly inside the block are populated (malloc may
+ * share the first and last ones); where the call is unknown (older
+ * kernels: EINVAL) the pages fault in as before. */
+static SimOp *alloc_ops(const Gen *g, guint32 n, GError **error)
+{
+  SimOp *ops = fault_try_alloc(n, sizeof(SimOp), "gpt: op array", GPT_ERROR,
+                               GPT_ERROR_INVALID, error);
+  if (ops == NULL)
+    return NULL;
+#ifdef MADV_POPULATE_WRITE
+  const guintptr page = g->page;
+  guintptr a = ((guintptr)ops + page - 1) & ~(page - 1);
+  guintptr e = ((guintptr)ops + sizeof(SimOp) * (gsize)n) & ~(page - 1);
+  if (page > 0 && e > a)
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#endif
+  return ops;
+}
+
 /* Copies the template rank r0 of stage p to rank r = (tp_i, dp_i, p),
- * shifting group ids and peers by the offsets of "Ranks and groups". */
-static void copy_rank(Gen *g, guint r0, guint tp_i, guint dp_i, guint p)
+ * shifting group ids and peers as `pt` says. */
+static void copy_rank(Gen *g, const Patch *pt, guint r0, guint tp_i,
+                      guint dp_i, guint p)
 {
   const GptConfig *cfg = g->cfg;
   const SimRank *src = &g->w->ranks[r0];
   guint r = rank_of(cfg, tp_i, dp_i, p);
-  SimOp *ops = g_memdup2(src->ops, sizeof(SimOp) * MAX(src->n_ops, 1));
+  SimOp *ops = g->error == NULL ? alloc_ops(g, src->n_ops, &g->error) : NULL;
+  if (ops == NULL)
+    return; /* g->error says why */
+  memcpy(ops, src->ops, sizeof(SimOp) * src->n_ops);
+  patch_add(ops, pt->by_dp, dp_i);
+  patch_add(ops, pt->by_tp, tp_i);
+  patch_add(ops, pt->by_rank, r - r0);
   guint32 *off = g_memdup2(src->stream_off,
                            sizeof(guint32) * (src->n_streams + 1));
-  guint32 d_rank = r - r0; /* = tp_i + t*dp_i: also the tie-group shift */
-  for (guint32 i = 0; i < src->n_ops; i++) {
-    SimOp *op = &ops[i];
-    if (op->kind == SIM_OP_COLLECTIVE) {
-      if (op->peer < g->dp_base)
-        op->peer += dp_i;
-      else if (op->peer < g->tie_base)
-        op->peer += tp_i;
-      else
-        op->peer += d_rank;
-    } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
-      op->peer += d_rank;
-    }
-  }
   sim_workload_set_rank(g->w, r, ops, src->n_ops, off, src->n_streams);
   g->w->ranks[r].stage = p;
 }
@@ -1302,6 +1479,10 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
   PV("recompute", "%s", cfg->recompute ? "true" : "false");
   PV("dp_bucket_mb", "%g", cfg->dp_bucket_mb);
   PV("dp_overlap", "%s", cfg->dp_overlap ? "true" : "false");
+  /* Only when set, so unfolded workloads keep their provenance (and their
+   * native files their bytes). */
+  if (cfg->fold)
+    PV("fold", "true");
 #undef PV
 }
 
@@ -1351,18 +1532,36 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.vt = (double)gpt_padded_vocab(&c) / c.tp;
   g.v = gpt_config_chunks(&c);
   g.lpc = c.layers / (c.pp * g.v);
+  long page = sysconf(_SC_PAGESIZE);
+  g.page = page > 0 && (page & (page - 1)) == 0 ? (gsize)page : 0;
 
   add_groups(&g);
   build_protos(&g);
+  if (c.fold)
+    w->fold_rep = g_new(guint32, n_ranks);
   for (guint p = 0; p < c.pp && g.error == NULL; p++) {
     guint r0 = rank_of(&c, 0, 0, p);
     emit_stage(&g, p);
-    sim_rank_builder_finish(g.rb, w, r0);
+    if (g.error != NULL || !sim_rank_builder_try_finish(g.rb, w, r0, &g.error))
+      break;
     w->ranks[r0].stage = p;
+    if (c.fold) {
+      /* Folded: the template stands for its whole stage (see "Folding"). */
+      for (guint d = 0; d < c.dp; d++)
+        for (guint t = 0; t < c.tp; t++) {
+          guint r = rank_of(&c, t, d, p);
+          w->fold_rep[r] = r0;
+          w->ranks[r].stage = p;
+        }
+      continue;
+    }
+    Patch pt;
+    patch_init(&pt, &g, &w->ranks[r0]);
     for (guint d = 0; d < c.dp; d++)
       for (guint t = 0; t < c.tp; t++)
         if (t != 0 || d != 0)
-          copy_rank(&g, r0, t, d, p);
+          copy_rank(&g, &pt, r0, t, d, p);
+    patch_clear(&pt);
   }
 
   sim_rank_builder_free(g.rb);

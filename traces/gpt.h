@@ -33,6 +33,9 @@ typedef struct {
   gboolean recompute;      /* full activation recomputation */
   double dp_bucket_mb;     /* gradient all-reduce bucket size (MB), 0 = one */
   gboolean dp_overlap;     /* overlap DP all-reduce with backward */
+  gboolean fold;           /* generate a folded workload: one
+                              representative rank per pipeline stage
+                              carries ops (see gpt_generate) */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -59,7 +62,15 @@ double gpt_megatron_flops(const GptConfig *cfg);
 
 /* Generates one iteration for tp*pp*dp ranks (rank = tp_i + tp*(dp_i +
  * dp*pp_i), Megatron order).  Kernel ref_ns are roofline times on `ref` at
- * its maximum clocks, without the power cap.  Caller owns the result. */
+ * its maximum clocks, without the power cap.  Caller owns the result.
+ *
+ * With cfg->fold, the workload is folded (sim/workload.h, fold_rep): every
+ * rank of stage p is identical to rank (0, 0, p), its representative, which
+ * alone carries ops -- exactly the ops it has in the unfolded workload.
+ * All ranks, groups, shapes and stages exist as unfolded; w->fold_rep[r] =
+ * tp*dp*stage(r).  Every peer and every tie-group partner of a
+ * representative is a representative; its TP and DP groups hold members of
+ * its own class only. */
 SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
                           GError **error);
 
@@ -89,6 +100,17 @@ double gpt_n_params(const GptConfig *cfg);
  * pass the divisibility checks of gpt_config_validate(). */
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage);
 guint64 gpt_n_ops(const GptConfig *cfg);
+/* Ops gpt_generate() stores: gpt_n_ops(), or with cfg->fold the ops of one
+ * rank per stage. */
+guint64 gpt_stored_ops(const GptConfig *cfg);
+
+/* Bytes the workload of cfg holds once generated (op records, stream
+ * offsets, rank records, fold map, groups, shapes; op counts exact, the
+ * small tables bounded), for memory checks before generating: within a few
+ * percent of the allocation (tests/test-gpt.c checks 10%).  Transient
+ * generator state is at most one stage's template on top.  cfg must pass
+ * gpt_config_validate(). */
+guint64 gpt_estimate_bytes(const GptConfig *cfg);
 
 #define GPT_ERROR (gpt_error_quark())
 GQuark gpt_error_quark(void);

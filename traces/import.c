@@ -63,6 +63,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
+#include "sim/fault.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -105,7 +106,7 @@ static gboolean has_suffix_ci(const char *path, const char *suffix)
 TraceFormat trace_detect_format(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, TRACE_FORMAT_UNKNOWN);
-  FILE *f = fopen(path, "rb");
+  FILE *f = fault_fopen(path, "rb", "import: detect format");
   if (f == NULL) {
     int e = errno;
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
@@ -114,10 +115,12 @@ TraceFormat trace_detect_format(const char *path, GError **error)
   }
   unsigned char head[64];
   size_t n = fread(head, 1, sizeof head, f);
+  int read_errno = errno; /* e.g. EISDIR: fopen opens a directory */
   gboolean read_err = ferror(f) != 0;
   fclose(f);
   if (read_err) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error", path);
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error (%s)",
+                path, g_strerror(read_errno));
     return TRACE_FORMAT_UNKNOWN;
   }
   /* Content first: magic numbers are unambiguous. */
@@ -934,8 +937,8 @@ static int cmp_u32(const void *a, const void *b)
 /* Step 7: writes workload rank i (ops, markers, waits, shapes).  gid maps
  * member-list keys to workload groups; the rank's one-rank group for
  * communication replayed at recorded durations is added on first use. */
-static void emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
-                      gboolean comm_recorded)
+static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
+                          gboolean comm_recorded, GError **error)
 {
   RankWork *rw = &b->rw[i];
   TraceRawRank *raw = rw->raw;
@@ -987,7 +990,12 @@ static void emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
   }
   for (guint s = 0; s < rw->n_streams; s++)
     off[s + 1] = MAX(off[s + 1], off[s]);
-  SimOp *ops = g_new0(SimOp, MAX(total, 1));
+  SimOp *ops = fault_try_alloc0(total, sizeof(SimOp), "import: op array",
+                                TRACE_ERROR, TRACE_ERROR_IO, error);
+  if (ops == NULL) {
+    g_prefix_error(error, "%s: ", raw->path);
+    return FALSE;
+  }
   guint32 solo = G_MAXUINT32;
   for (guint32 c = 0; c < n; c++) {
     const Sel *s = &g_array_index(rw->sel, Sel, c);
@@ -1058,6 +1066,7 @@ static void emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
   }
   sim_workload_set_rank(w, i, ops, total, g_steal_pointer(&off),
                         rw->n_streams);
+  return TRUE;
 }
 
 typedef struct {
@@ -1194,10 +1203,13 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
       gid[g] = sim_workload_add_group(w, (const guint32 *)(void *)m->data,
                                       m->len);
     }
-    for (guint i = 0; i < n; i++)
-      emit_rank(&b, i, &sh, gid, opt->comm_recorded);
+    gboolean emitted = TRUE;
+    for (guint i = 0; i < n && emitted; i++)
+      emitted = emit_rank(&b, i, &sh, gid, opt->comm_recorded, error);
     g_hash_table_unref(sh.kernel);
     g_hash_table_unref(sh.comm);
+    if (!emitted)
+      goto out;
     w->ref_gpu = g_strdup(ref);
 
     GHashTable *pv = w->provenance;

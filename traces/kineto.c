@@ -42,6 +42,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
+#include "sim/fault.h"
 
 #include <errno.h>
 #include <math.h>
@@ -52,6 +53,7 @@
 
 #define CHUNK (256 * 1024)
 #define MAX_ROLES 64
+#define KIN_MAX_NS ((gint64)1 << 62)
 
 typedef enum {
   R_IGNORE = 0, R_ROOT, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_RANKS, R_DIST,
@@ -456,6 +458,13 @@ static int event_end(Kin *k)
   guint64 idx = k->n_events++;
   if (e->ph != 'X' && e->ph != '\0')
     return 1;
+  /* |ts|, |dur| < 2^62 ns (until the year 2116): ts + dur, which ranges
+   * and the builder compute, cannot overflow (tests/fuzz/regress/kineto/
+   * ts-plus-dur-overflow: ts = dur = 9e15 us overflowed in cpu_range). */
+  if ((e->has_ts && (e->ts_ns >= KIN_MAX_NS || e->ts_ns <= -KIN_MAX_NS)) ||
+      (e->has_dur && (e->dur_ns >= KIN_MAX_NS || e->dur_ns <= -KIN_MAX_NS)))
+    FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (\"%.60s\"): \"ts\" or "
+         "\"dur\" out of range (beyond 146 years)", idx, e->name->str);
   switch (e->cat) {
   case C_KERNEL:
   case C_MEMCPY:
@@ -897,7 +906,7 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
 {
   g_return_val_if_fail(path != NULL && names != NULL, NULL);
   /* gzip or plain: look at the magic bytes. */
-  FILE *f = fopen(path, "rb");
+  FILE *f = fault_fopen(path, "rb", "kineto: open");
   if (f == NULL) {
     int e = errno;
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
@@ -911,7 +920,8 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   if (gz) {
     fclose(f);
     f = NULL;
-    zf = gzopen(path, "rb");
+    zf = fault_inject(FAULT_READ, "kineto: gzopen") ? NULL
+                                                    : gzopen(path, "rb");
     if (zf == NULL) {
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open",
                   path);
@@ -943,6 +953,13 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   gboolean ok = TRUE;
   for (;;) {
     size_t n;
+    if (fault_inject(FAULT_READ, "kineto: read")) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO,
+                  "%s: read error after %" G_GUINT64_FORMAT " bytes: %s "
+                  "(injected fault)", path, total, g_strerror(EIO));
+      ok = FALSE;
+      break;
+    }
     if (gz) {
       int got = gzread(zf, buf, CHUNK);
       int zerr = Z_OK;

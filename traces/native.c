@@ -63,6 +63,7 @@
  * ops per rank < 2^32 (SimOp indices are 32-bit).
  */
 #include "traces/native.h"
+#include "sim/fault.h"
 #include "traces/h5util.h"
 
 #include <errno.h>
@@ -235,6 +236,11 @@ static gboolean nat_dset_write(NatWriter *wr, hid_t loc, const char *name,
   if (n > 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
                     "writing dataset %s", disp);
+  /* Closing writes what HDF5 kept in its sieve buffer: a failure there
+   * must fail the save (g_auto's close would drop it, and the data). */
+  if (H5Dclose(h5u_steal(&d)) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "writing dataset %s", disp);
   return TRUE;
 }
 
@@ -274,6 +280,10 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
                       "writing dataset %s (ops %u..%u)", disp, at,
                       at + k - 1);
   }
+  /* As in nat_dset_write: the close may write buffered data. */
+  if (H5Dclose(h5u_steal(&d)) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "writing dataset %s", disp);
   return TRUE;
 }
 
@@ -423,7 +433,8 @@ static gboolean nat_crc(int fd, off_t from, guint32 *crc, guint64 *len)
   g_autofree guchar *buf = g_malloc(NATIVE_IO_CHUNK);
   uLong c = crc32_z(0L, Z_NULL, 0);
   guint64 n = 0;
-  if (lseek(fd, from, SEEK_SET) != from)
+  if (fault_inject_errno(FAULT_READ, "native: checksum read") ||
+      lseek(fd, from, SEEK_SET) != from)
     return FALSE;
   for (;;) {
     ssize_t k = read(fd, buf, NATIVE_IO_CHUNK);
@@ -476,7 +487,9 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
 {
   NatWriter wr = { path, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
                    H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID };
-  g_auto(H5uHid) fapl = H5Pcreate(H5P_FILE_ACCESS);
+  /* A copy of the default list: HDF5's own driver, or the fault driver
+   * when fault injection is armed (traces/h5util.c). */
+  g_auto(H5uHid) fapl = H5Pcopy(H5P_FILE_ACCESS_DEFAULT);
   g_auto(H5uHid) fcpl = H5Pcreate(H5P_FILE_CREATE);
   g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
   g_auto(H5uHid) gcpl = H5Pcreate(H5P_GROUP_CREATE);
@@ -508,9 +521,18 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
       !nat_write_ranks(&wr, w, error) ||
       !nat_write_provenance(&wr, w, error))
     return FALSE;
+  /* Flush first: a write error surfaces here, while HDF5 can still
+   * report it; the close (never failed by fault injection: HDF5 1.10
+   * cannot recover from a failed close) then has nothing left to write. */
+  if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
+                    "writing the temporary file %s", tmp);
   hid_t f = file;
   file = H5I_INVALID_HID;
-  if (H5Fclose(f) < 0)
+  fault_suspend();
+  herr_t closed = H5Fclose(f);
+  fault_resume();
+  if (closed < 0)
     return nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
                     "closing the temporary file %s", tmp);
   return TRUE;
@@ -520,7 +542,9 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
  * and flushes the file to the disk. */
 static gboolean nat_seal(const char *tmp, const char *path, GError **error)
 {
-  int fd = g_open(tmp, O_RDWR, 0);
+  int fd = fault_inject_errno(FAULT_WRITE, "native: open to seal")
+             ? -1
+             : g_open(tmp, O_RDWR, 0);
   guint32 crc = 0;
   guint64 len = 0;
   char rec[NATIVE_USERBLOCK];
@@ -529,8 +553,9 @@ static gboolean nat_seal(const char *tmp, const char *path, GError **error)
     memset(rec, 0, sizeof rec);
     g_snprintf(rec, sizeof rec, NATIVE_SEAL_MAGIC "crc32 %08x\nlength %"
                G_GUINT64_FORMAT "\n", crc, len);
-    ok = pwrite(fd, rec, sizeof rec, 0) == (ssize_t)sizeof rec &&
-         fsync(fd) == 0;
+    ok = !fault_inject_errno(FAULT_WRITE, "native: seal write") &&
+         pwrite(fd, rec, sizeof rec, 0) == (ssize_t)sizeof rec &&
+         !fault_inject_errno(FAULT_WRITE, "native: fsync") && fsync(fd) == 0;
   }
   int e = errno;
   if (fd >= 0 && close(fd) != 0 && ok) {
@@ -567,11 +592,23 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
                 w->n_ranks, NATIVE_MAX_RANKS);
     return FALSE;
   }
+  if (w->fold_rep != NULL) {
+    /* Format version 1 has no fold map: the file would hold ranks without
+     * ops and load as a different (invalid) workload. */
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: cannot write a folded workload (only one "
+                "representative rank per class carries ops, and native "
+                "trace files hold every rank's ops): generate it without "
+                "fold", path);
+    return FALSE;
+  }
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *tmp_name = g_strdup_printf(".%s.tmp-XXXXXX", base);
   g_autofree char *tmp = g_build_filename(dir, tmp_name, NULL);
-  int fd = g_mkstemp_full(tmp, O_RDWR, 0666);
+  int fd = fault_inject_errno(FAULT_WRITE, "native: temporary file")
+             ? -1
+             : g_mkstemp_full(tmp, O_RDWR, 0666);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
@@ -581,7 +618,9 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
   }
   /* Reserve the space (see nat_write_file). */
   guint64 need = nat_estimate(w);
-  int rc = posix_fallocate(fd, 0, (off_t)need);
+  int rc = fault_inject(FAULT_WRITE, "native: reserve space")
+             ? EIO
+             : posix_fallocate(fd, 0, (off_t)need);
   close(fd);
   if (rc != 0) {
     g_unlink(tmp);
@@ -592,7 +631,8 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
   }
   gboolean ok = nat_write_file(w, tmp, path, error) &&
                 nat_seal(tmp, path, error);
-  if (ok && g_rename(tmp, path) != 0) {
+  if (ok && (fault_inject_errno(FAULT_WRITE, "native: rename") ||
+             g_rename(tmp, path) != 0)) {
     int e = errno;
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
                 "%s: cannot replace it with the new trace: %s", path,
@@ -719,7 +759,9 @@ static gboolean nat_dset_read(hid_t loc, const char *name, const char *disp,
                 "%s: dataset %s is too large to read", path, disp);
     return FALSE;
   }
-  void *buf = g_try_malloc0((gsize)dims[0] * elem);
+  void *buf = fault_inject(FAULT_ALLOC, "native: dataset buffer")
+                ? NULL
+                : g_try_malloc0((gsize)dims[0] * elem);
   if (buf == NULL) {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
                 "%s: not enough memory to read dataset %s (%" G_GUINT64_FORMAT
@@ -1114,7 +1156,9 @@ static gboolean nat_read_provenance(hid_t file, SimWorkload *w, hid_t vstr,
  * without a record. */
 static gboolean nat_verify(const char *path, GError **error)
 {
-  int fd = g_open(path, O_RDONLY, 0);
+  int fd = fault_inject_errno(FAULT_READ, "native: open")
+             ? -1
+             : g_open(path, O_RDONLY, 0);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
@@ -1325,6 +1369,77 @@ void trace_group_label(const SimWorkload *w, guint32 g, char *out,
     g_snprintf(out, out_len, "%u rank%s", n, n == 1 ? "" : "s");
 }
 
+/* Folded workloads (SimWorkload.fold_rep): rank r runs its
+ * representative's ops, its collectives on the images of the
+ * representative's groups.  The image of group g for r is taken to be the
+ * group of r with g's label and size (trace_group_label: for a Megatron
+ * layout, r's own TP, DP, PP or embedding group); g itself when r has
+ * none.  NatFold holds what finding it needs: every group's label and
+ * size, and the groups of every rank. */
+typedef struct {
+  char s[32];
+} NatLabel;
+
+typedef struct {
+  NatLabel *label;     /* per group */
+  guint *size;         /* per group */
+  guint32 *off;        /* n_ranks + 1 offsets into of */
+  guint32 *of;         /* group ids, per rank ascending */
+  guint32 *map;        /* per group: its image for the current rank */
+} NatFold;
+
+static void nat_fold_init(NatFold *f, const SimWorkload *w)
+{
+  guint ng = sim_workload_n_groups(w);
+  f->label = g_new0(NatLabel, MAX(ng, 1));
+  f->size = g_new0(guint, MAX(ng, 1));
+  f->map = g_new0(guint32, MAX(ng, 1));
+  f->off = g_new0(guint32, w->n_ranks + 1);
+  for (guint g = 0; g < ng; g++) {
+    const guint32 *m = sim_workload_group(w, g, &f->size[g]);
+    trace_group_label(w, g, f->label[g].s, sizeof f->label[g].s);
+    for (guint i = 0; i < f->size[g]; i++)
+      f->off[m[i] + 1]++;
+  }
+  for (guint r = 0; r < w->n_ranks; r++)
+    f->off[r + 1] += f->off[r];
+  f->of = g_new(guint32, MAX(f->off[w->n_ranks], 1));
+  g_autofree guint32 *fill = g_memdup2(f->off, sizeof(guint32) * w->n_ranks);
+  for (guint g = 0; g < ng; g++) {
+    guint n;
+    const guint32 *m = sim_workload_group(w, g, &n);
+    for (guint i = 0; i < n; i++)
+      f->of[fill[m[i]]++] = g;
+  }
+}
+
+static void nat_fold_clear(NatFold *f)
+{
+  g_free(f->label);
+  g_free(f->size);
+  g_free(f->map);
+  g_free(f->off);
+  g_free(f->of);
+}
+
+/* Points f->map at rank r's images of the groups of its representative
+ * q (the only groups q's collectives name). */
+static void nat_fold_map(NatFold *f, guint32 r, guint32 q)
+{
+  for (guint32 i = f->off[q]; i < f->off[q + 1]; i++) {
+    guint32 g = f->of[i];
+    f->map[g] = g;
+    for (guint32 j = f->off[r]; j < f->off[r + 1]; j++) {
+      guint32 h = f->of[j];
+      if (f->size[h] == f->size[g] &&
+          strcmp(f->label[h].s, f->label[g].s) == 0) {
+        f->map[g] = h;
+        break;
+      }
+    }
+  }
+}
+
 void trace_stats_compute(const SimWorkload *w, TraceStats *st)
 {
   g_return_if_fail(w != NULL && st != NULL);
@@ -1340,8 +1455,20 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
   g_autofree guint64 *coll_ops = g_new0(guint64, MAX(st->n_groups, 1));
   g_autofree double *coll_bytes = g_new0(double, MAX(st->n_groups, 1));
   st->streams_min = G_MAXUINT;
+  /* A folded workload counts every rank's ops as its unfolded twin would
+   * (each rank runs its representative's), so both give the same stats. */
+  NatFold fold;
+  memset(&fold, 0, sizeof fold);
+  if (w->fold_rep != NULL)
+    nat_fold_init(&fold, w);
   for (guint r = 0; r < w->n_ranks; r++) {
-    const SimRank *rk = &w->ranks[r];
+    guint32 q = w->fold_rep != NULL ? w->fold_rep[r] : r;
+    const SimRank *rk = &w->ranks[q];
+    const guint32 *gmap = NULL;
+    if (q != r) {
+      nat_fold_map(&fold, r, q);
+      gmap = fold.map;
+    }
     st->n_ops += rk->n_ops;
     st->streams_min = MIN(st->streams_min, rk->n_streams);
     st->streams_max = MAX(st->streams_max, rk->n_streams);
@@ -1354,7 +1481,10 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
       st->by_kind[op->kind]++;
       switch (op->kind) {
       case SIM_OP_KERNEL:
-        busy += op->ref_ns;
+        /* Saturating: a valid workload bounds each ref_ns, not the sum
+         * (fuzzing: an imported trace of two 2^62 ns kernels). */
+        busy = op->ref_ns > G_MAXINT64 - busy ? G_MAXINT64
+                                              : busy + op->ref_ns;
         st->kernel_flops += sh->flops;
         st->kernel_bytes += sh->bytes;
         break;
@@ -1362,8 +1492,8 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
         st->comm_bytes += sh->bytes;
         st->coll_by_type[sh->coll]++;
         st->coll_bytes_by_type[sh->coll] += sh->bytes;
-        coll_ops[op->peer]++;
-        coll_bytes[op->peer] += sh->bytes;
+        coll_ops[gmap != NULL ? gmap[op->peer] : op->peer]++;
+        coll_bytes[gmap != NULL ? gmap[op->peer] : op->peer] += sh->bytes;
         break;
       case SIM_OP_SEND:
         st->comm_bytes += sh->bytes;
@@ -1388,6 +1518,7 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
     }
     st->busy_mean_ns += (double)busy;
   }
+  nat_fold_clear(&fold);
   if (w->n_ranks > 0)
     st->busy_mean_ns /= w->n_ranks;
   else

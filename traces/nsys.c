@@ -30,8 +30,10 @@
  * file (one profiled process per file, as nsys writes one per rank).
  */
 #include "traces/import.h"
+#include "sim/fault.h"
 #include "traces/classify.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 #include <string.h>
 
@@ -55,6 +57,11 @@ static gboolean db_error(Nsys *s, const char *what, GError **error)
 static int table_exists(Nsys *s, const char *t, GError **error)
 {
   sqlite3_stmt *st = NULL;
+  if (fault_inject(FAULT_READ, "nsys: query")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: looking up table "
+                "%s: %s (injected fault)", s->path, t, g_strerror(EIO));
+    return -1;
+  }
   if (sqlite3_prepare_v2(s->db,
                          "SELECT 1 FROM sqlite_master WHERE type IN "
                          "('table','view') AND name = ?", -1, &st,
@@ -213,6 +220,15 @@ static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
     }
     gint64 t0 = sqlite3_column_int64(st, 0);
     gint64 t1 = sqlite3_column_int64(st, 1);
+    /* Nsight times count from the session start: a negative start is
+     * damage, and refusing it keeps t1 - t0 from overflowing. */
+    if (t0 < 0) {
+      sqlite3_finalize(st);
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  "%s: %s row %" G_GUINT64_FORMAT ": start %" G_GINT64_FORMAT
+                  " is negative", s->path, table, row, t0);
+      return FALSE;
+    }
     if (t1 < t0) {
       sqlite3_finalize(st);
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
@@ -391,6 +407,11 @@ gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
 {
   g_return_val_if_fail(path != NULL && names != NULL && out != NULL, FALSE);
   Nsys s = {path, NULL, FALSE};
+  if (fault_inject(FAULT_READ, "nsys: open")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open: %s "
+                "(injected fault)", path, g_strerror(EIO));
+    return FALSE;
+  }
   if (sqlite3_open_v2(path, &s.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open: %s",
                 path, s.db != NULL ? sqlite3_errmsg(s.db) : "out of memory");

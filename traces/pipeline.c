@@ -60,6 +60,9 @@
 
 G_DEFINE_QUARK(pipeline-error-quark, pipeline_error)
 
+/* Ops of one workload at most (as traces/gpt.c: 128 GiB of records). */
+#define PIPELINE_MAX_OPS ((guint64)1 << 32)
+
 enum {
   STREAM_COMPUTE = 0,
   STREAM_DP = 1,
@@ -159,8 +162,10 @@ static guint32 put(SimRankBuilder *b, SimOpKind kind, guint stream,
   return sim_rank_builder_add(b, &op);
 }
 
-/* Emits rank (pipeline p, stage s). */
-static void emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s)
+/* Emits rank (pipeline p, stage s); FALSE when its op array cannot be
+ * allocated. */
+static gboolean emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s,
+                          GError **error)
 {
   guint S = g->S, M = g->M, dp = g->dp;
   guint r = p + dp * s;
@@ -194,8 +199,10 @@ static void emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s)
   if (dp > 1)
     put(b, SIM_OP_COLLECTIVE, STREAM_DP, g->ar_shape, g->ar_name, s, last,
         g->ar_ref, G_MAXUINT16, SIM_PHASE_BACKWARD, SIM_CLASS_COMM);
-  sim_rank_builder_finish(b, g->w, r);
+  if (!sim_rank_builder_try_finish(b, g->w, r, error))
+    return FALSE;
   g->w->ranks[r].stage = s;
+  return TRUE;
 }
 
 SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
@@ -236,6 +243,22 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
   if (!check_bytes("activation_bytes", cfg->activation_bytes, error) ||
       !check_bytes("grad_bytes", cfg->grad_bytes, error))
     return NULL;
+  /* Ops of the iteration (emit_rank): 2M computations per rank, 4M p2p
+   * ops per stage boundary, one all-reduce per rank when dp > 1.
+   * Bounded as traces/gpt.c bounds its workloads, so an absurd size is an
+   * error, not hours of building 32-byte records. */
+  guint64 n_ops = (guint64)cfg->dp *
+                  ((guint64)S * 2 * cfg->microbatches +
+                   (guint64)(S - 1) * 4 * cfg->microbatches +
+                   (cfg->dp > 1 ? S : 0));
+  if (n_ops > PIPELINE_MAX_OPS) {
+    g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
+                "pipeline: stages * dp = %u ranks with microbatches = %u "
+                "would be %" G_GUINT64_FORMAT " ops: must be <= %"
+                G_GUINT64_FORMAT " (fewer pipelines or microbatches)",
+                S * cfg->dp, cfg->microbatches, n_ops, PIPELINE_MAX_OPS);
+    return NULL;
+  }
 
   g_autoptr(SimWorkload) w = sim_workload_new(S * cfg->dp);
   g_autoptr(PriceTable) table = price_table_new();
@@ -298,7 +321,8 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
   for (guint s = 0; s < S; s++)
     for (guint q = 0; q < cfg->dp; q++)
-      emit_rank(&g, b, q, s);
+      if (!emit_rank(&g, b, q, s, error))
+        return NULL;
 
   w->tp = 1;
   w->pp = S;
@@ -324,7 +348,30 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
   return g_steal_pointer(&w);
 }
 
+/* For a folded workload, the groups are computed on an unfolded view: a
+ * shallow copy of w whose every rank borrows its representative's op
+ * array (ranks of one class run the same ops; only their peers differ,
+ * and perseus_groups_new reads kinds, phases, microbatches and stages,
+ * never peers).  The result is then exactly the unfolded workload's. */
 PerseusGroups *pipeline_computations(const SimWorkload *w, GError **error)
 {
-  return perseus_groups_new(w, error);
+  g_return_val_if_fail(w != NULL, NULL);
+  if (w->fold_rep == NULL)
+    return perseus_groups_new(w, error);
+  g_autofree SimRank *ranks = g_new(SimRank, MAX(w->n_ranks, 1));
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint32 q = w->fold_rep[r];
+    if (q >= w->n_ranks || w->fold_rep[q] != q) {
+      g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
+                  "folded workload: rank %u has representative %u, which "
+                  "is not a representative of %u ranks", r, q, w->n_ranks);
+      return NULL;
+    }
+    ranks[r] = w->ranks[q];
+    ranks[r].stage = w->ranks[r].stage;
+  }
+  SimWorkload view = *w;
+  view.ranks = ranks;
+  view.fold_rep = NULL;
+  return perseus_groups_new(&view, error);
 }

@@ -51,7 +51,9 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
  * pipeline_from_profile, or a kernel-level one from gpt_generate): every
  * kernel op mapped to its (stage, microbatch, forward/backward).  Same as
  * perseus_groups_new (models/dvfs/perseus.h), where it lives so that
- * policies may use it.  Caller owns the result. */
+ * policies may use it.  A folded workload (w->fold_rep) gives the groups
+ * of its unfolded twin: rank r's entries index the ops of its
+ * representative, which r runs as its own.  Caller owns the result. */
 PerseusGroups *pipeline_computations(const SimWorkload *w, GError **error);
 
 #define PIPELINE_ERROR (pipeline_error_quark())

@@ -46,6 +46,7 @@
  * sampled clock inside it (locked clocks make it unique).
  */
 #include "traces/profile.h"
+#include "sim/fault.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -143,6 +144,17 @@ static gboolean csv_next(CsvReader *r, CsvRow *row, GError **error)
                                 field->str[field->len - 1] == '\t'))
         g_string_truncate(field, field->len - 1);
     }
+    /* Names end up in results files and reports: text only. */
+    if (memchr(field->str, '\0', field->len) != NULL ||
+        !g_utf8_validate(field->str, (gssize)field->len, NULL)) {
+      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                  "%s:%u: column %u: %s", r->path, r->line,
+                  row->fields->len + 1,
+                  memchr(field->str, '\0', field->len) != NULL
+                      ? "a NUL byte (not a text file?)"
+                      : "not valid UTF-8 text");
+      return FALSE;
+    }
     g_ptr_array_add(row->fields, g_strdup(field->str));
     if (r->p < r->end && *r->p == ',') {
       r->p++;
@@ -180,7 +192,7 @@ static gboolean csv_open(const char *path, char **text, CsvReader *r,
   gsize len = 0;
   GError *err = NULL;
   *text = NULL;
-  if (!g_file_get_contents(path, text, &len, &err)) {
+  if (!fault_get_contents(path, text, &len, "profile: read", &err)) {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
                 err->message);
     g_error_free(err);

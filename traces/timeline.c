@@ -49,6 +49,7 @@
  * and renamed on close; on error it is removed.
  */
 #include "traces/timeline.h"
+#include "sim/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -599,7 +600,9 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *tmp_name = g_strdup_printf(".%s.tmp-XXXXXX", base);
   tl->tmp = g_build_filename(dir, tmp_name, NULL);
-  int fd = g_mkstemp_full(tl->tmp, O_RDWR, 0666);
+  int fd = fault_inject_errno(FAULT_WRITE, "timeline: temporary file")
+             ? -1
+             : g_mkstemp_full(tl->tmp, O_RDWR, 0666);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
@@ -649,7 +652,8 @@ gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
     tl->failed = TRUE;
     tl->err = errno != 0 ? errno : EIO;
   }
-  if (!tl->failed && (fflush(tl->f) != 0 || fsync(fileno(tl->f)) != 0)) {
+  if (!tl->failed && (fault_inject_errno(FAULT_WRITE, "timeline: write") ||
+                      fflush(tl->f) != 0 || fsync(fileno(tl->f)) != 0)) {
     tl->failed = TRUE;
     tl->err = errno != 0 ? errno : EIO;
   }
@@ -666,7 +670,8 @@ gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
     tl_free(tl, TRUE);
     return FALSE;
   }
-  if (g_rename(tl->tmp, tl->path) != 0) {
+  if (fault_inject_errno(FAULT_WRITE, "timeline: rename") ||
+      g_rename(tl->tmp, tl->path) != 0) {
     int e = errno;
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
                 "%s: cannot replace it with the timeline: %s", tl->path,

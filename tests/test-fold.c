@@ -1,0 +1,666 @@
+/* tests/test-fold.c -- folded replay (sim/engine.c) and fold detection
+ * (sim_workload_fold, sim/workload.c).
+ *
+ * The invariant: a folded workload replays to the same results as the
+ * unfolded one -- total time to the nanosecond, per-GPU figures bit for
+ * bit, totals (energy, by class, by phase, blocked, idle, waste, flops,
+ * switches) to 1e-9 relative (they are sums in another order).  Checked on
+ * generated Megatron workloads of every schedule, folded by the generator
+ * (cfg.fold) and by sim_workload_fold, on the real cluster model with
+ * uniform plans and with a per-op plan that switches clocks; then fold
+ * detection on hand-made workloads whose ranks differ (an odd rank, an odd
+ * partner), and every way a folded workload or run is refused.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "lua/session.h"
+#include "models/cluster.h"
+#include "models/gpu.h"
+#include "models/net.h"
+#include "models/straggler.h"
+#include "sim/engine.h"
+#include "sim/workload.h"
+#include "tests/testutil.h"
+#include "traces/gpt.h"
+
+#define REF_GPU "A100-SXM4-80GB"
+
+/* ---- comparing results ---------------------------------------------------- */
+
+static void assert_te(const SimTE *a, const SimTE *b)
+{
+  g_assert_true(test_close(a->time_ns, b->time_ns, 1e-9));
+  g_assert_true(test_close(a->energy_j, b->energy_j, 1e-9));
+}
+
+/* Folded result f against unfolded result u. */
+static void assert_same_results(const SimResult *u, const SimResult *f)
+{
+  g_assert_cmpint(u->time_ns, ==, f->time_ns);
+  g_assert_cmpuint(u->n_gpus, ==, f->n_gpus);
+  g_assert_cmpuint(u->n_iterations, ==, f->n_iterations);
+  for (guint i = 0; i < u->n_iterations; i++) {
+    g_assert_cmpint(u->iterations[i].time_ns, ==, f->iterations[i].time_ns);
+    g_assert_true(test_close(u->iterations[i].energy_j,
+                             f->iterations[i].energy_j, 1e-9));
+  }
+  g_assert_true(test_close(u->energy_j, f->energy_j, 1e-9));
+  g_assert_true(test_close(u->waste_j, f->waste_j, 1e-9));
+  g_assert_true(test_close(u->flops, f->flops, 1e-9));
+  g_assert_cmpfloat(u->peak_power_w, ==, f->peak_power_w);
+  g_assert_cmpuint(u->switches, ==, f->switches);
+  for (int c = 0; c < SIM_CLASS_COUNT; c++)
+    assert_te(&u->by_class[c], &f->by_class[c]);
+  for (int p = 0; p < SIM_PHASE_COUNT; p++)
+    assert_te(&u->by_phase[p], &f->by_phase[p]);
+  assert_te(&u->blocked, &f->blocked);
+  assert_te(&u->idle, &f->idle);
+  for (guint g = 0; g < u->n_gpus; g++)
+    g_assert_cmpmem(&u->per_gpu[g], sizeof(SimGpuResult), &f->per_gpu[g],
+                    sizeof(SimGpuResult));
+  /* Ops: the folded run replays fewer but represents them all. */
+  g_assert_cmpuint(u->ops, ==, u->ops_represented);
+  g_assert_cmpuint(f->ops_represented, ==, u->ops);
+  g_assert_cmpuint(f->ops, <=, f->ops_represented);
+}
+
+/* ---- generated workloads ---------------------------------------------------- */
+
+typedef struct {
+  const char *label;
+  const char *model;
+  guint tp, pp, dp, m;
+  GptSchedule schedule;
+  gboolean recompute, overlap;
+  guint classes; /* expected representatives */
+} Layout;
+
+static const Layout layouts[] = {
+  {"1.3b-t2p2d2", "gpt3-1.3b", 2, 2, 2, 6, GPT_SCHEDULE_1F1B, FALSE, TRUE, 2},
+  {"1.3b-t2p4d2-gpipe", "gpt3-1.3b", 2, 4, 2, 6, GPT_SCHEDULE_GPIPE, FALSE,
+   TRUE, 4},
+  {"2.7b-t2p4d2-interleaved", "gpt3-2.7b", 2, 4, 2, 8,
+   GPT_SCHEDULE_INTERLEAVED, FALSE, TRUE, 4},
+  {"6.7b-t4p2d4-recompute", "gpt3-6.7b", 4, 2, 4, 4, GPT_SCHEDULE_1F1B, TRUE,
+   TRUE, 2},
+  {"350m-t1p1d8-nooverlap", "gpt3-350m", 1, 1, 8, 3, GPT_SCHEDULE_1F1B,
+   FALSE, FALSE, 1},
+  {"350m-t8p1d1", "gpt3-350m", 8, 1, 1, 3, GPT_SCHEDULE_1F1B, FALSE, TRUE, 1},
+};
+
+typedef struct {
+  JsSession *s;
+  const GpuSpec *gpu;
+  Cluster *c;
+} Env;
+
+static void env_init(Env *env, guint n_gpus)
+{
+  GError *error = NULL;
+  env->s = js_session_new(1);
+  env->gpu = gpu_catalogue_lookup(env->s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  env->c = cluster_new(env->gpu, net, n_gpus, 8, &error);
+  g_assert_no_error(error);
+}
+
+static void env_clear(Env *env)
+{
+  cluster_free(env->c);
+  js_session_free(env->s);
+}
+
+static SimWorkload *generate(const Env *env, const Layout *l, gboolean fold)
+{
+  GError *error = NULL;
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, l->model, &error));
+  cfg.tp = l->tp;
+  cfg.pp = l->pp;
+  cfg.dp = l->dp;
+  cfg.microbatches = l->m;
+  cfg.schedule = l->schedule;
+  cfg.recompute = l->recompute;
+  cfg.dp_overlap = l->overlap;
+  cfg.fold = fold;
+  SimWorkload *w = gpt_generate(&cfg, env->gpu, &error);
+  g_assert_no_error(error);
+  return w;
+}
+
+static SimResult *simulate(Env *env, const SimWorkload *w, const DvfsPolicy *p,
+                           guint iterations)
+{
+  GError *error = NULL;
+  JsRunOptions opt = {.iterations = iterations, .seed = 3,
+                      .switch_latency_ms = -1};
+  SimResult *r = js_simulate(env->s, env->c, w, p, &opt, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+/* A plan that alternates two clock pairs every 5 ops (the same for every
+ * rank, so classes stay classes) and the engine run under it with a
+ * switching latency. */
+static SimResult *run_switching(Env *env, const SimWorkload *w)
+{
+  GError *error = NULL;
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(env->c, w,
+                                                     env->s->catalogue,
+                                                     &error);
+  g_assert_no_error(error);
+  SimMachine m = *cluster_machine_sim(cm);
+  m.switch_latency_ns = 20000;
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(w->n_ranks,
+                                                 (SimClocks){1410, 0});
+  guint16 slow = sim_plan_add_pair(plan, (SimClocks){1005, 0});
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint16 *idx = sim_plan_rank_index(plan, r, w->ranks[r].n_ops);
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      idx[i] = (i / 5) % 2 ? slow : 0;
+  }
+  g_autoptr(SimEngine) e = sim_engine_new(w, &m, &error);
+  g_assert_no_error(error);
+  SimResult *res = sim_engine_run(e, plan, 2, &error);
+  g_assert_no_error(error);
+  return res;
+}
+
+static void test_generated(gconstpointer data)
+{
+  const Layout *l = data;
+  Env env;
+  env_init(&env, l->tp * l->pp * l->dp);
+  g_autoptr(SimWorkload) u = generate(&env, l, FALSE);
+  g_autoptr(SimWorkload) gf = generate(&env, l, TRUE);
+  g_autoptr(SimWorkload) sf = generate(&env, l, FALSE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(sf, &error));
+  g_assert_no_error(error);
+  g_assert_null(u->fold_rep);
+  g_assert_nonnull(gf->fold_rep);
+  g_assert_nonnull(sf->fold_rep);
+  /* Detection finds the generator's classes and representatives. */
+  guint reps = 0;
+  for (guint r = 0; r < u->n_ranks; r++) {
+    g_assert_cmpuint(sf->fold_rep[r], ==, gf->fold_rep[r]);
+    reps += sf->fold_rep[r] == r;
+    g_assert_cmpuint(sf->ranks[r].n_ops, ==, gf->ranks[r].n_ops);
+  }
+  g_assert_cmpuint(reps, ==, l->classes);
+  g_assert_true(sim_workload_validate(sf, &error));
+
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, DVFS_MAX);
+  g_autoptr(SimResult) ru = simulate(&env, u, &pol, 2);
+  g_autoptr(SimResult) rg = simulate(&env, gf, &pol, 2);
+  g_autoptr(SimResult) rs = simulate(&env, sf, &pol, 2);
+  assert_same_results(ru, rg);
+  assert_same_results(ru, rs);
+  g_assert_cmpuint(rg->ops * u->n_ranks, ==, ru->ops * l->classes);
+
+  dvfs_policy_init(&pol, DVFS_FIXED);
+  pol.sm_mhz = 1110;
+  g_autoptr(SimResult) fu = simulate(&env, u, &pol, 1);
+  g_autoptr(SimResult) fg = simulate(&env, gf, &pol, 1);
+  assert_same_results(fu, fg);
+
+  g_autoptr(SimResult) su = run_switching(&env, u);
+  g_autoptr(SimResult) sg = run_switching(&env, gf);
+  g_assert_cmpuint(su->switches, >, 0);
+  assert_same_results(su, sg);
+  env_clear(&env);
+}
+
+/* ---- hand-made workloads ---------------------------------------------------- */
+
+#define IDLE_W 60.0
+
+static void fake_cost(gpointer ctx, guint gpu, guint32 shape, SimClocks c,
+                      guint iter, SimCost *out)
+{
+  out->time_scale = c.sm_mhz == 0 ? 1.0 : 1000.0 / c.sm_mhz;
+  out->power_w = 250.0 + 10.0 * (shape % 3);
+  out->sm_mhz = c.sm_mhz;
+  out->mem_mhz = c.mem_mhz;
+}
+static gint64 fake_coll(gpointer ctx, guint32 g, double bytes, SimCollType t,
+                        gint64 start)
+{
+  return 700 + (gint64)bytes;
+}
+static gint64 fake_p2p(gpointer ctx, guint s, guint d, double bytes,
+                       gint64 start)
+{
+  return 300 + (gint64)bytes / 2;
+}
+
+typedef struct {
+  SimMachine m;
+  double idle[16], block[16], comm[16];
+} Fake;
+
+static void fake_init(Fake *f, guint n)
+{
+  memset(f, 0, sizeof *f);
+  g_assert_cmpuint(n, <=, 16);
+  for (guint i = 0; i < 16; i++) {
+    f->idle[i] = IDLE_W;
+    f->block[i] = 90.0;
+    f->comm[i] = 130.0;
+  }
+  f->m.n_gpus = n;
+  f->m.idle_power_w = f->idle;
+  f->m.blocked_power_w = f->block;
+  f->m.comm_power_w = f->comm;
+  f->m.kernel_cost = fake_cost;
+  f->m.collective_ns = fake_coll;
+  f->m.p2p_ns = fake_p2p;
+}
+
+static guint32 shape_of(SimWorkload *w, SimOpClass k, double bytes,
+                        SimCollType coll)
+{
+  SimShape sh = {0};
+  sh.klass = k;
+  sh.bytes = bytes;
+  sh.coll = coll;
+  sh.flops = k == SIM_CLASS_COMM ? 0 : 2e6;
+  return sim_workload_add_shape(w, &sh);
+}
+
+static guint32 add(SimRankBuilder *b, SimWorkload *w, SimOpKind kind,
+                   guint stream, gint64 ref_ns, guint32 shape, guint32 peer,
+                   guint32 wait)
+{
+  SimOp op = {0};
+  op.kind = kind;
+  op.stream = stream;
+  op.ref_ns = ref_ns;
+  op.shape = shape;
+  op.peer = peer;
+  op.wait = wait;
+  op.klass = g_array_index(w->shapes, SimShape, shape).klass;
+  op.phase = SIM_PHASE_FORWARD;
+  op.name = sim_workload_intern(w, sim_kind_name(kind));
+  op.layer = 255;
+  op.microbatch = G_MAXUINT16;
+  return sim_rank_builder_add(b, &op);
+}
+
+/* n ranks: each step computes (rank `odd` slower by odd_ns), runs a second
+ * kernel on stream 1 after it, with `p2p` sends to the next rank and
+ * receives from the previous one (a ring), every third step all-reduces on
+ * the world group and, with `pairs`, every other step on its pair group
+ * {2k, 2k+1}. */
+static SimWorkload *ring(guint n, guint steps, guint odd, gint64 odd_ns,
+                         gboolean p2p, gboolean pairs)
+{
+  SimWorkload *w = sim_workload_new(n);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 k2 = shape_of(w, SIM_CLASS_NORM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 5000, SIM_COLL_ALL_REDUCE);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 800, SIM_COLL_SEND_RECV);
+  guint32 *all = g_new(guint32, n);
+  for (guint r = 0; r < n; r++)
+    all[r] = r;
+  guint32 world = sim_workload_add_group(w, all, n);
+  g_free(all);
+  guint32 pair_g[8];
+  for (guint p = 0; pairs && p < n / 2; p++) {
+    guint32 m[2] = {2 * p, 2 * p + 1};
+    pair_g[p] = sim_workload_add_group(w, m, 2);
+  }
+  for (guint r = 0; r < n; r++) {
+    guint32 last = SIM_NO_WAIT;
+    for (guint s = 0; s < steps; s++) {
+      gint64 t = 1000 + 100 * (s % 3) + (r == odd ? odd_ns : 0);
+      guint32 rv = SIM_NO_WAIT;
+      if (p2p && s > 0)
+        rv = add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
+      last = add(b, w, SIM_OP_KERNEL, 0, t, k, 0, rv);
+      add(b, w, SIM_OP_KERNEL, 1, 400, k2, 0, last);
+      if (p2p && s + 1 < steps)
+        add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
+      if (s % 3 == 2)
+        add(b, w, SIM_OP_COLLECTIVE, 4, 0, ar, world, last);
+      if (pairs && s % 2 == 1)
+        add(b, w, SIM_OP_COLLECTIVE, 5, 0, ar, pair_g[r / 2], last);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  return w;
+}
+
+static SimResult *run_fake(const SimWorkload *w, guint iterations)
+{
+  GError *error = NULL;
+  Fake f;
+  fake_init(&f, w->n_ranks);
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(w->n_ranks,
+                                                 (SimClocks){0, 0});
+  SimResult *r = sim_engine_run(e, plan, iterations, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+/* Identical ranks fold to one, ring peers included (a rank's sends to
+ * its class go to one peer); results as unfolded. */
+static void test_ring_identical(void)
+{
+  g_autoptr(SimWorkload) u = ring(6, 9, 0, 0, TRUE, TRUE);
+  g_autoptr(SimWorkload) f = ring(6, 9, 0, 0, TRUE, TRUE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(f, &error));
+  g_assert_no_error(error);
+  for (guint r = 0; r < 6; r++) {
+    g_assert_cmpuint(f->fold_rep[r], ==, 0);
+    g_assert_cmpuint(f->ranks[r].n_ops, ==, r == 0 ? u->ranks[0].n_ops : 0);
+  }
+  g_autoptr(SimResult) ru = run_fake(u, 2);
+  g_autoptr(SimResult) rf = run_fake(f, 2);
+  assert_same_results(ru, rf);
+  g_assert_cmpfloat(ru->blocked.energy_j, >, 0);
+  /* A folded workload cannot be folded again. */
+  g_assert_false(sim_workload_fold(f, &error));
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* One slow rank stays alone, and so does its pair partner, which waits for
+ * it; the other six fold into rank 0. */
+static void test_odd_rank(void)
+{
+  g_autoptr(SimWorkload) u = ring(8, 10, 3, 250, FALSE, TRUE);
+  g_autoptr(SimWorkload) f = ring(8, 10, 3, 250, FALSE, TRUE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(f, &error));
+  g_assert_no_error(error);
+  static const guint32 expect[8] = {0, 0, 2, 3, 0, 0, 0, 0};
+  g_assert_cmpmem(f->fold_rep, sizeof expect, expect, sizeof expect);
+  g_autoptr(SimResult) ru = run_fake(u, 2);
+  g_autoptr(SimResult) rf = run_fake(f, 2);
+  assert_same_results(ru, rf);
+  g_assert_cmpfloat(rf->per_gpu[2].blocked_j, >, rf->per_gpu[0].blocked_j);
+}
+
+/* On a directed ring every distance to the slow rank is a different
+ * partner history: the refinement separates all eight ranks, though seven
+ * have the same ops, and nothing folds. */
+static void test_ring_odd_rank(void)
+{
+  g_autoptr(SimWorkload) f = ring(8, 10, 3, 250, TRUE, FALSE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(f, &error));
+  g_assert_no_error(error);
+  g_assert_null(f->fold_rep);
+}
+
+/* Content identical, partners not: ranks 0-3 run the same ops, but rank
+ * 3's pair partner (rank 2 in group {2,3}) ... here ranks {0,1} pair with
+ * each other and {2,3} too, while rank 3 computes longer: rank 2 then waits
+ * for rank 3 in their all-reduce, so rank 2 may not fold into rank 0. */
+static void test_partner_split(void)
+{
+  SimWorkload *w[2];
+  for (int v = 0; v < 2; v++) {
+    w[v] = sim_workload_new(4);
+    g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+    guint32 k = shape_of(w[v], SIM_CLASS_GEMM, 0, 0);
+    guint32 ar = shape_of(w[v], SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
+    guint32 m01[2] = {0, 1}, m23[2] = {2, 3};
+    guint32 g01 = sim_workload_add_group(w[v], m01, 2);
+    guint32 g23 = sim_workload_add_group(w[v], m23, 2);
+    for (guint r = 0; r < 4; r++) {
+      for (int s = 0; s < 4; s++) {
+        add(b, w[v], SIM_OP_KERNEL, 0, r == 3 ? 2000 : 1000, k, 0,
+            SIM_NO_WAIT);
+        add(b, w[v], SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23,
+            SIM_NO_WAIT);
+      }
+      sim_rank_builder_finish(b, w[v], r);
+    }
+  }
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(w[1], &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(w[1]->fold_rep[0], ==, 0);
+  g_assert_cmpuint(w[1]->fold_rep[1], ==, 0);
+  g_assert_cmpuint(w[1]->fold_rep[2], ==, 2);
+  g_assert_cmpuint(w[1]->fold_rep[3], ==, 3);
+  g_autoptr(SimResult) ru = run_fake(w[0], 1);
+  g_autoptr(SimResult) rf = run_fake(w[1], 1);
+  assert_same_results(ru, rf);
+  /* Rank 2 is blocked for rank 3 every step; ranks 0 and 1 never are. */
+  g_assert_cmpfloat(rf->per_gpu[2].blocked_ns, ==, 4 * 1000.0);
+  g_assert_cmpfloat(rf->per_gpu[0].blocked_ns, ==, 0);
+  sim_workload_free(w[0]);
+  sim_workload_free(w[1]);
+}
+
+/* No two ranks alike: nothing folds and the workload is untouched. */
+static void test_nothing_to_fold(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(3);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  for (guint r = 0; r < 3; r++) {
+    add(b, w, SIM_OP_KERNEL, 0, 100 * (r + 1), k, 0, SIM_NO_WAIT);
+    sim_rank_builder_finish(b, w, r);
+  }
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(w, &error));
+  g_assert_null(w->fold_rep);
+  for (guint r = 0; r < 3; r++)
+    g_assert_cmpuint(w->ranks[r].n_ops, ==, 1);
+}
+
+/* A rank that issues one group's collectives from two streams is never
+ * folded (the engine matches them in arrival order). */
+static void test_multistream_group_not_folded(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 10, SIM_COLL_ALL_REDUCE);
+  guint32 m[2] = {0, 1};
+  guint32 g = sim_workload_add_group(w, m, 2);
+  for (guint r = 0; r < 2; r++) {
+    guint32 a = add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+    add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, a);
+    add(b, w, SIM_OP_COLLECTIVE, 2, 0, ar, g, a);
+    sim_rank_builder_finish(b, w, r);
+  }
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(w, &error));
+  g_assert_null(w->fold_rep);
+}
+
+/* ---- refusals --------------------------------------------------------------- */
+
+typedef enum {
+  BAD_NOT_SELF,     /* a representative that folds elsewhere */
+  BAD_RANGE,        /* fold_rep out of range */
+  BAD_OPS,          /* a folded-away rank with ops */
+  BAD_GROUP,        /* a member folds to a rank outside the group */
+  BAD_P2P,          /* sends and receives do not pair up between classes */
+  BAD_POWER,        /* a member's idle power differs from its rep's */
+} BadFold;
+
+static const struct {
+  const char *name;
+  BadFold kind;
+  const char *needle;
+} bad_folds[] = {
+  {"not-self", BAD_NOT_SELF, "not a representative"},
+  {"range", BAD_RANGE, "out of range"},
+  {"ops", BAD_OPS, "carries"},
+  {"group", BAD_GROUP, "not a member"},
+  {"p2p", BAD_P2P, "do not match the receives"},
+  {"power", BAD_POWER, "idle powers differ"},
+};
+
+static void test_invalid_fold(gconstpointer data)
+{
+  BadFold kind = bad_folds[GPOINTER_TO_UINT(data)].kind;
+  const char *needle = bad_folds[GPOINTER_TO_UINT(data)].needle;
+  /* Four ranks: 0 and 1 all-reduce on {0,1}, 2 and 3 on {2,3}; 0 sends to
+   * 2 and 1 to 3.  Valid folding: 1 -> 0, 3 -> 2. */
+  g_autoptr(SimWorkload) w = sim_workload_new(4);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = shape_of(w, SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
+  guint32 msg = shape_of(w, SIM_CLASS_COMM, 100, SIM_COLL_SEND_RECV);
+  guint32 m01[2] = {0, 1}, m23[2] = {2, 3}, m02[2] = {0, 2};
+  guint32 g01 = sim_workload_add_group(w, m01, 2);
+  guint32 g23 = sim_workload_add_group(w, m23, 2);
+  sim_workload_add_group(w, m02, 2);
+  for (guint r = 0; r < 4; r++) {
+    if (r == 0 || r == 2 || kind == BAD_OPS) {
+      guint32 a = add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+      add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23, SIM_NO_WAIT);
+      if (r < 2)
+        add(b, w, SIM_OP_SEND, 1, 0, msg, r + 2, a);
+      else
+        add(b, w, SIM_OP_RECV, 1, 0, msg, r - 2, SIM_NO_WAIT);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  w->fold_rep = g_new(guint32, 4);
+  guint32 map[4] = {0, 0, 2, 2};
+  memcpy(w->fold_rep, map, sizeof map);
+  Fake f;
+  fake_init(&f, 4);
+  GError *error = NULL;
+  if (kind != BAD_OPS) {
+    /* The valid folding runs. */
+    g_autoptr(SimEngine) ok = sim_engine_new(w, &f.m, &error);
+    g_assert_no_error(error);
+  }
+  switch (kind) {
+  case BAD_NOT_SELF:
+    w->fold_rep[1] = 3; /* 3 folds to 2 */
+    break;
+  case BAD_RANGE:
+    w->fold_rep[3] = 9;
+    break;
+  case BAD_OPS:
+    break;
+  case BAD_GROUP:
+    /* Rank 1 folds to rank 3, a representative outside group {0,1}, on
+     * which rank 0 all-reduces. */
+    w->fold_rep[1] = 3;
+    w->fold_rep[3] = 3;
+    break;
+  case BAD_P2P:
+    /* Rank 0 sends to rank 1 (its own class) instead of rank 2, which
+     * still expects a message from rank 0's class. */
+    g_assert_cmpuint(w->ranks[0].ops[2].kind, ==, SIM_OP_SEND);
+    w->ranks[0].ops[2].peer = 1;
+    break;
+  case BAD_POWER:
+    f.idle[3] = IDLE_W + 1;
+    break;
+  }
+  SimEngine *e = sim_engine_new(w, &f.m, &error);
+  g_assert_null(e);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  if (strstr(error->message, needle) == NULL)
+    g_error("message '%s' lacks '%s'", error->message, needle);
+  g_clear_error(&error);
+}
+
+/* The session refuses what would price members unlike their
+ * representative, naming the cause. */
+static void test_session_refusals(void)
+{
+  static const Layout l = {"t2p2d2", "gpt3-350m", 2, 2, 2, 3,
+                           GPT_SCHEDULE_1F1B, FALSE, TRUE, 2};
+  Env env;
+  env_init(&env, 8);
+  g_autoptr(SimWorkload) w = generate(&env, &l, TRUE);
+  GError *error = NULL;
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, DVFS_MAX);
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+
+  env.c->perf_spread = 0.03;
+  SimResult *r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+  g_assert_null(r);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "variability"));
+  g_clear_error(&error);
+  env.c->perf_spread = 0;
+
+  g_autoptr(StragglerSet) ss = straggler_set_new(8, 2, 2, 1, &error);
+  g_assert_no_error(error);
+  StragglerSpec spec = {0};
+  spec.gpu = 5;
+  spec.pipeline = -1;
+  spec.slowdown = 1.2;
+  spec.from_iteration = 0;
+  spec.to_iteration = 0;
+  g_assert_true(straggler_set_add(ss, &spec, &error));
+  opt.stragglers = ss;
+  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+  g_assert_null(r);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "stragglers"));
+  g_clear_error(&error);
+  opt.stragglers = NULL;
+
+  static const DvfsKind planned[] = {DVFS_KERNEL, DVFS_PASS, DVFS_PERSEUS};
+  for (guint i = 0; i < G_N_ELEMENTS(planned); i++) {
+    dvfs_policy_init(&pol, planned[i]);
+    r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+    g_assert_null(r);
+    g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, dvfs_kind_name(planned[i])));
+    g_clear_error(&error);
+  }
+  dvfs_policy_init(&pol, DVFS_MAX);
+
+  opt.observer = (SimObserver)(void (*)(void))g_free; /* never called */
+  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+  g_assert_null(r);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "timeline"));
+  g_clear_error(&error);
+  opt.observer = NULL;
+
+  /* And the plain run works. */
+  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  sim_result_free(r);
+  env_clear(&env);
+}
+
+int main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(layouts); i++) {
+    char *path = g_strdup_printf("/fold/generated/%s", layouts[i].label);
+    g_test_add_data_func(path, &layouts[i], test_generated);
+    g_free(path);
+  }
+  g_test_add_func("/fold/ring/identical", test_ring_identical);
+  g_test_add_func("/fold/odd-rank", test_odd_rank);
+  g_test_add_func("/fold/ring/odd-rank", test_ring_odd_rank);
+  g_test_add_func("/fold/partner-split", test_partner_split);
+  g_test_add_func("/fold/nothing-to-fold", test_nothing_to_fold);
+  g_test_add_func("/fold/multistream-group", test_multistream_group_not_folded);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_folds); i++) {
+    char *path = g_strdup_printf("/fold/invalid/%s", bad_folds[i].name);
+    g_test_add_data_func(path, GUINT_TO_POINTER(i), test_invalid_fold);
+    g_free(path);
+  }
+  g_test_add_func("/fold/session-refusals", test_session_refusals);
+  return g_test_run();
+}
