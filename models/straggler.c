@@ -111,14 +111,14 @@ gboolean straggler_set_add(StragglerSet *s, const StragglerSpec *spec,
   if (spec->gpu >= 0 && (guint)spec->gpu >= s->n_gpus) {
     g_set_error(error, STRAGGLER_ERROR, STRAGGLER_ERROR_INVALID,
                 "stragglers: gpu = %d is out of range (the cluster has %u "
-                "GPUs, numbered from 0)", spec->gpu, s->n_gpus);
+                "GPUs, numbered from 1)", spec->gpu + 1, s->n_gpus);
     return FALSE;
   }
   if (spec->pipeline >= 0 && (guint)spec->pipeline >= s->dp) {
     g_set_error(error, STRAGGLER_ERROR, STRAGGLER_ERROR_INVALID,
                 "stragglers: pipeline = %d is out of range (the workload has "
-                "%u data-parallel pipelines, numbered from 0)", spec->pipeline,
-                s->dp);
+                "%u data-parallel pipelines, numbered from 1)",
+                spec->pipeline + 1, s->dp);
     return FALSE;
   }
   if (!check_slowdown("slowdown", spec->slowdown, error))

@@ -124,7 +124,7 @@ check_err bad-policy '"max", "perseus", "envpipe", "zeus"' \
   "js.pipeline_run{ cluster = js.cluster{ gpus = 8 }, workload = js.pipeline{ profile = \"$P\", microbatches = 2 }, policy = \"fast\" }"
 check_err bad-straggler "exactly one of 'gpu' and 'pipeline'" \
   "js.pipeline_run{ cluster = js.cluster{ gpus = 8 }, workload = js.pipeline{ profile = \"$P\", microbatches = 2 }, stragglers = { { slowdown = 1.2 } } }"
-check_err straggler-range "pipeline = 1 is out of range" \
+check_err straggler-range "pipeline = 2 is out of range (the workload has 1 data-parallel pipelines, numbered from 1)" \
   "js.pipeline_run{ cluster = js.cluster{ gpus = 8 }, workload = js.pipeline{ profile = \"$P\", microbatches = 2 }, stragglers = { { pipeline = 2, slowdown = 1.2 } } }"
 check_err random-duration "duration" \
   "js.pipeline_run{ cluster = js.cluster{ gpus = 8 }, workload = js.pipeline{ profile = \"$P\", microbatches = 2 }, stragglers = { rate = 0.1, slowdown = {1.1, 1.2} } }"

@@ -724,7 +724,7 @@ static void test_straggler_set(void)
   g_clear_error(&err);
   StragglerSpec bad2 = {16, -1, 1.2, 0, 1};
   g_assert_false(straggler_set_add(a, &bad2, &err));
-  g_assert_nonnull(strstr(err->message, "gpu = 16"));
+  g_assert_nonnull(strstr(err->message, "gpu = 17 is out of range (the cluster has 16 GPUs, numbered from 1)"));
   g_clear_error(&err);
   StragglerSpec bad3 = {1, -1, 0.5, 0, 1};
   g_assert_false(straggler_set_add(a, &bad3, &err));
