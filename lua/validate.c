@@ -26,11 +26,15 @@
 #include "models/gpufile.h"
 #include "traces/profile.h"
 
+#include <errno.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROFILE_MT "joulesim.Profile"
 #define FITMODEL_MT "joulesim.FitModel"
@@ -293,9 +297,9 @@ static void row_err(Row *r, const char *const names[6], const FitErr *e)
   row_f(r, names[5], pct(e->energy_bias));
 }
 
-static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
-                           const ValidateCfg *cfg, const FitReport *r,
-                           GError **error)
+static gboolean write_tables(const Profile *p, const GpuSpec *g,
+                             const ValidateCfg *cfg, const FitReport *r,
+                             GError **error)
 {
   ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed};
   const char *mode = fit_mode_name(r->mode);
@@ -417,6 +421,45 @@ static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
     }
     if (!res_table_close(g_steal_pointer(&t), error))
       return FALSE;
+  }
+  return TRUE;
+}
+
+/* The three tables go into a copy of the target (or a new file) under a
+ * temporary name, renamed into place only when all are written: an error
+ * part-way leaves the target as it was. */
+static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
+                           const ValidateCfg *cfg, const FitReport *r,
+                           GError **error)
+{
+  g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", cfg->out, (int)getpid());
+  g_unlink(tmp);
+  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS)) {
+    g_autoptr(GFile) src = g_file_new_for_path(cfg->out);
+    g_autoptr(GFile) dst = g_file_new_for_path(tmp);
+    GError *err = NULL;
+    if (!g_file_copy(src, dst, G_FILE_COPY_OVERWRITE, NULL, NULL, NULL,
+                     &err)) {
+      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                  "%s: cannot copy it to update it: %s", cfg->out,
+                  err->message);
+      g_error_free(err);
+      g_unlink(tmp);
+      return FALSE;
+    }
+  }
+  ValidateCfg c = *cfg;
+  c.out = tmp;
+  if (!write_tables(p, g, &c, r, error)) {
+    g_unlink(tmp);
+    return FALSE;
+  }
+  if (g_rename(tmp, cfg->out) != 0) {
+    int e = errno;
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
+                "%s: cannot replace it: %s", cfg->out, g_strerror(e));
+    g_unlink(tmp);
+    return FALSE;
   }
   return TRUE;
 }
