@@ -556,14 +556,6 @@ void sim_rank_builder_finish(SimRankBuilder *b, SimWorkload *w, guint r)
  * Megatron layouts) and two over all ops; memory 16 bytes per
  * communication op plus 8 per collective membership instance. */
 
-static inline guint64 fold_mix(guint64 x)
-{
-  /* splitmix64 finaliser */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 typedef struct {
   guint32 op;    /* index in the rank's op array */
@@ -713,28 +705,30 @@ static void fold_index(Folder *f)
   }
 }
 
-/* Content hash of a rank: everything but the communication peers. */
-static guint64 fold_content_hash(const SimRank *rk)
+guint64 sim_rank_hash(const SimRank *rk, gboolean timing_only)
 {
-  guint64 h = fold_mix(rk->n_ops) ^ fold_mix((guint64)rk->stage << 40 |
-                                             rk->n_streams);
+  guint64 h = sim_mix64(rk->n_ops) ^
+              sim_mix64((guint64)(timing_only ? 0 : rk->stage) << 40 |
+                        rk->n_streams);
   for (guint32 s = 0; s <= rk->n_streams && rk->n_ops > 0; s++)
-    h = fold_mix(h ^ rk->stream_off[s]);
+    h = sim_mix64(h ^ rk->stream_off[s]);
   for (guint32 i = 0; i < rk->n_ops; i++) {
     const SimOp *o = &rk->ops[i];
     guint64 a = (guint64)o->ref_ns ^ ((guint64)o->shape << 32) ^ o->name;
-    guint64 b = ((guint64)o->wait << 32) ^ ((guint64)o->microbatch << 16) ^
-                ((guint64)o->layer << 8) ^ ((guint64)o->kind << 40) ^
+    guint64 b = ((guint64)o->wait << 32) ^ ((guint64)o->kind << 40) ^
                 ((guint64)o->klass << 48) ^ ((guint64)o->phase << 56) ^
                 o->stream;
-    h = fold_mix(h ^ a) + fold_mix(b ^ (h >> 7));
+    if (!timing_only)
+      b ^= ((guint64)o->microbatch << 16) ^ ((guint64)o->layer << 8);
+    h = sim_mix64(h ^ a) + sim_mix64(b ^ (h >> 7));
   }
   return h;
 }
 
-static gboolean fold_same_content(const SimRank *a, const SimRank *b)
+gboolean sim_rank_same_program(const SimRank *a, const SimRank *b,
+                               gboolean timing_only)
 {
-  if (a->n_ops != b->n_ops || a->stage != b->stage)
+  if (a->n_ops != b->n_ops || (!timing_only && a->stage != b->stage))
     return FALSE;
   if (a->n_ops == 0)
     return TRUE;
@@ -746,6 +740,10 @@ static gboolean fold_same_content(const SimRank *a, const SimRank *b)
     SimOp x = a->ops[i], y = b->ops[i];
     x.peer = y.peer = 0;
     x.pad_ = y.pad_ = 0;
+    if (timing_only) {
+      x.microbatch = y.microbatch = 0;
+      x.layer = y.layer = 0;
+    }
     if (memcmp(&x, &y, sizeof x) != 0)
       return FALSE;
   }
@@ -762,7 +760,7 @@ static void fold_initial(Folder *f)
   for (guint r = 0; r < f->n; r++) {
     guint32 cls = G_MAXUINT32;
     if (!f->solo[r]) {
-      gint64 h = (gint64)fold_content_hash(&f->w->ranks[r]);
+      gint64 h = (gint64)sim_rank_hash(&f->w->ranks[r], FALSE);
       GArray *cands = g_hash_table_lookup(by_hash, &h);
       if (cands == NULL) {
         cands = g_array_new(FALSE, FALSE, sizeof(guint32));
@@ -773,7 +771,7 @@ static void fold_initial(Folder *f)
       for (guint i = 0; i < cands->len && cls == G_MAXUINT32; i++) {
         guint32 c = g_array_index(cands, guint32, i);
         guint32 rep = g_array_index(reps, guint32, c);
-        if (fold_same_content(&f->w->ranks[rep], &f->w->ranks[r]))
+        if (sim_rank_same_program(&f->w->ranks[rep], &f->w->ranks[r], FALSE))
           cls = c;
       }
       if (cls == G_MAXUINT32) {
@@ -821,17 +819,17 @@ static void fold_refine(Folder *f)
       for (guint32 p = f->comm_off[r]; p < f->comm_off[r + 1]; p++) {
         const FoldComm *c = &f->comm[p];
         if (c->kind == SIM_OP_COLLECTIVE)
-          H[c->aux] += fold_mix((guint64)f->cls[r] << 32 | c->op);
+          H[c->aux] += sim_mix64((guint64)f->cls[r] << 32 | c->op);
       }
     for (guint r = 0; r < f->n; r++) {
-      guint64 s = fold_mix(f->cls[r]);
+      guint64 s = sim_mix64(f->cls[r]);
       for (guint32 p = f->comm_off[r]; p < f->comm_off[r + 1]; p++) {
         const FoldComm *c = &f->comm[p];
         guint64 v = c->kind == SIM_OP_COLLECTIVE
                         ? H[c->aux]
-                        : fold_mix(((guint64)f->cls[c->peer] << 32 | c->aux) ^
+                        : sim_mix64(((guint64)f->cls[c->peer] << 32 | c->aux) ^
                                    ((guint64)c->kind << 62));
-        s = fold_mix(s ^ v);
+        s = sim_mix64(s ^ v);
       }
       keys[r].cls = f->cls[r];
       keys[r].rank = r;

@@ -177,6 +177,23 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);
 
+/* splitmix64's finaliser: a strong 64-bit mix for hash keys. */
+static inline guint64 sim_mix64(guint64 x)
+{
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* A rank's program: its streams and every op field but the peer (which
+ * names other ranks).  With timing_only, also leaves out what cannot change
+ * timing: the stage and the microbatch and layer annotations.  Equal
+ * programs hash equal; sim_rank_same_program() is the exact comparison. */
+guint64 sim_rank_hash(const SimRank *rk, gboolean timing_only);
+gboolean sim_rank_same_program(const SimRank *a, const SimRank *b,
+                               gboolean timing_only);
+
 /* Checks every invariant the engine relies on: shape, name, group and peer
  * indices in range, waits pointing to another stream's earlier-or-any op of
  * the same rank, stream offsets consistent, every collective's group

@@ -77,54 +77,15 @@
 
 /* ---- classes -------------------------------------------------------------- */
 
-static inline guint64 mix64(guint64 x)
-{
-  /* splitmix64 finaliser */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* Structural hash of a rank: every op field but the peer, and the streams. */
+/* Structural hash of a rank: its program (timing fields) and its GPU's
+ * variability factors. */
 static guint64 rank_hash(const SimRank *rk, double perf, double pf)
 {
-  guint64 h = mix64(rk->n_ops) ^ mix64(rk->n_streams * 7919ull);
-  guint64 bits;
+  guint64 h = sim_rank_hash(rk, TRUE), bits;
   memcpy(&bits, &perf, sizeof bits);
-  h = mix64(h ^ bits);
+  h = sim_mix64(h ^ bits);
   memcpy(&bits, &pf, sizeof bits);
-  h = mix64(h ^ bits);
-  for (guint32 s = 0; s <= rk->n_streams && rk->n_ops > 0; s++)
-    h = mix64(h ^ rk->stream_off[s]);
-  for (guint32 i = 0; i < rk->n_ops; i++) {
-    const SimOp *o = &rk->ops[i];
-    guint64 a = (guint64)o->ref_ns ^ ((guint64)o->shape << 32) ^ o->name;
-    guint64 b = ((guint64)o->wait << 32) ^ ((guint64)o->kind << 24) ^
-                ((guint64)o->klass << 16) ^ ((guint64)o->phase << 8) ^
-                o->stream;
-    h = mix64(h ^ a) + mix64(b ^ (h >> 7));
-  }
-  return h;
-}
-
-static gboolean same_ops(const SimRank *a, const SimRank *b)
-{
-  if (a->n_ops != b->n_ops || a->n_streams != b->n_streams)
-    return FALSE;
-  if (a->n_ops == 0)
-    return TRUE;
-  if (memcmp(a->stream_off, b->stream_off,
-             sizeof(guint32) * (a->n_streams + 1)) != 0)
-    return FALSE;
-  for (guint32 i = 0; i < a->n_ops; i++) {
-    const SimOp *x = &a->ops[i], *y = &b->ops[i];
-    if (x->ref_ns != y->ref_ns || x->shape != y->shape || x->name != y->name ||
-        x->wait != y->wait || x->kind != y->kind || x->klass != y->klass ||
-        x->phase != y->phase || x->stream != y->stream)
-      return FALSE;
-  }
-  return TRUE;
+  return sim_mix64(h ^ bits);
 }
 
 /* Assigns classes (and price groups) to ranks.  thash (may be NULL): per
@@ -145,7 +106,7 @@ static void build_classes(DvfsModel *m, ClusterMachine *cm, gboolean fold,
     guint32 cls = DVFS_NONE;
     if (fold) {
       gint64 h = (gint64)(rank_hash(&w->ranks[r], perf, pf) ^
-                          (thash != NULL ? mix64(thash[r]) : 0));
+                          (thash != NULL ? sim_mix64(thash[r]) : 0));
       GArray *cands = g_hash_table_lookup(by_hash, &h);
       if (cands == NULL) {
         cands = g_array_new(FALSE, FALSE, sizeof(guint32));
@@ -159,7 +120,7 @@ static void build_classes(DvfsModel *m, ClusterMachine *cm, gboolean fold,
         if (cluster_machine_perf_factor(cm, rep) == perf &&
             cluster_machine_power_factor(cm, rep) == pf &&
             (thash == NULL || thash[rep] == thash[r]) &&
-            same_ops(&w->ranks[rep], &w->ranks[r]))
+            sim_rank_same_program(&w->ranks[rep], &w->ranks[r], TRUE))
           cls = c;
       }
       if (cls == DVFS_NONE) {
@@ -313,7 +274,7 @@ static void match_seq(GArray *arr, guint32 n, guint32 slot, guint32 *parent)
 
 static guint hash_u64(gconstpointer p)
 {
-  return (guint)mix64(*(const guint64 *)p);
+  return (guint)sim_mix64(*(const guint64 *)p);
 }
 
 static void free_array(gpointer a)
@@ -664,10 +625,10 @@ static void observe(gpointer data, const SimOpRecord *rec)
 {
   Observe *ob = data;
   DvfsModel *m = ob->m;
-  ob->hash[rec->gpu] += mix64(((guint64)rec->op << 20) ^
-                              mix64((guint64)rec->arrive_ns) ^
-                              mix64((guint64)rec->start_ns * 3u) ^
-                              mix64((guint64)rec->end_ns * 5u));
+  ob->hash[rec->gpu] += sim_mix64(((guint64)rec->op << 20) ^
+                              sim_mix64((guint64)rec->arrive_ns) ^
+                              sim_mix64((guint64)rec->start_ns * 3u) ^
+                              sim_mix64((guint64)rec->end_ns * 5u));
   guint32 c = m->rank_class[rec->gpu];
   if (m->class_rep[c] != rec->gpu)
     return;
