@@ -433,6 +433,12 @@ static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
                            GError **error)
 {
   g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", cfg->out, (int)getpid());
+  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
+      !g_file_test(cfg->out, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR,
+                "%s: cannot open results file: not a regular file", cfg->out);
+    return FALSE;
+  }
   g_unlink(tmp);
   if (g_file_test(cfg->out, G_FILE_TEST_EXISTS)) {
     g_autoptr(GFile) src = g_file_new_for_path(cfg->out);

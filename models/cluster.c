@@ -552,6 +552,8 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   s->collective_ns = machine_collective_ns;
   s->p2p_ns = machine_p2p_ns;
   s->iteration_begin = NULL;
+  /* Every GPU priced alike: the engine may share one price cache. */
+  s->uniform_pricing = c->perf_spread == 0.0 && c->power_spread == 0.0;
   return g_steal_pointer(&m);
 }
 

@@ -293,6 +293,7 @@ StragglerMachine *straggler_machine_new(const SimMachine *inner,
   m->sim.collective_ns = wrap_collective_ns;
   m->sim.p2p_ns = wrap_p2p_ns;
   m->sim.iteration_begin = wrap_iteration_begin;
+  m->sim.uniform_pricing = FALSE; /* slowed GPUs are priced apart */
   return m;
 }
 

@@ -105,6 +105,12 @@ struct SimMachine {
    * error set to abort. */
   gboolean (*iteration_begin)(gpointer ctx, guint iter, SimPlan **plan,
                               GError **error);
+  /* Optional promise (FALSE when unsure): kernel_cost's answer does not
+   * depend on `gpu`.  With it, and equal idle powers, the engine keeps one
+   * price cache for all GPUs instead of one per GPU (a smaller working set
+   * on large machines; results are the same).  A wrapper that prices GPUs
+   * differently (stragglers) must clear it. */
+  gboolean uniform_pricing;
 };
 
 typedef struct {
@@ -167,14 +173,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  * the largest holding L(r) ops):
  *
  *   sizeof(SimEngine)                                       ~200 B
- *   + sum_r [ 120 + 64 S(r)            rank and stream state
+ *   + sum_r [ 128 + 64 S(r)            rank and stream state
  *             + 32 n_shapes            price cache (one slot per shape)
  *             + 8 n(r)                 op log (duration + increment/blocked)
  *             + 12 min(n(r), 2 (n(r) - L(r)))   wait targets (index + end)
  *             + 120 S(r) ]             open transfers, events, work stack
  *   + 12 per group membership + 36 per group     collective matching
  *
- * (a rank without ops counts 120 B).  The wait-target term is an upper
+ * (a rank without ops counts 128 B).  The wait-target term is an upper
  * bound: a target is waited for from another stream, so targets <= waiters
  * outside the largest stream + targets outside it.  Not included: the
  * overflow list, 32 B per op that lasts or is blocked 2^32 ns (4.3 s) or

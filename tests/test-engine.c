@@ -802,6 +802,101 @@ static void test_estimate(void)
   g_assert_cmpuint(est, <=, 20 * n_ops + 64 * 1024);
 }
 
+/* ---- uniform pricing (one price cache for all GPUs) ---------------------- */
+
+typedef struct {
+  Fake f;            /* first: fake_p2p reads its ctx as a Fake */
+  guint cost_calls;
+} Counting;
+
+static void counting_cost(gpointer ctx, guint gpu, guint32 shape,
+                          SimClocks c, guint iter, SimCost *out)
+{
+  ((Counting *)ctx)->cost_calls++;
+  fake_cost(ctx, gpu, shape, c, iter, out);
+}
+
+static gboolean keep_plan(gpointer ctx, guint iter, SimPlan **plan,
+                          GError **error)
+{
+  return TRUE;
+}
+
+/* Replays w on a counting fake machine; returns the result and the number
+ * of kernel_cost calls. */
+static SimResult *run_counting(const SimWorkload *w, guint n, gboolean uniform,
+                               double idle1, gboolean with_begin,
+                               guint *calls)
+{
+  Counting c;
+  fake_init(&c.f, n, 300);
+  c.cost_calls = 0;
+  c.f.m.ctx = &c;
+  c.f.m.kernel_cost = counting_cost;
+  c.f.m.uniform_pricing = uniform;
+  c.f.m.iteration_begin = with_begin ? keep_plan : NULL;
+  c.f.idle[1] = idle1;
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(n, (SimClocks){800, 0});
+  guint16 fast = sim_plan_add_pair(plan, (SimClocks){1250, 0});
+  for (guint r = 0; r < n; r++) {
+    guint16 *idx = sim_plan_rank_index(plan, r, w->ranks[r].n_ops);
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      idx[i] = (i / 3 + r) % 2 ? fast : 0;
+  }
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &c.f.m, &error);
+  g_assert_no_error(error);
+  SimResult *r = sim_engine_run(e, plan, 3, &error);
+  g_assert_no_error(error);
+  *calls = c.cost_calls;
+  return r;
+}
+
+static void assert_same_result(const SimResult *a, const SimResult *b)
+{
+  g_assert_cmpint(a->time_ns, ==, b->time_ns);
+  g_assert_cmpfloat(a->energy_j, ==, b->energy_j);
+  g_assert_cmpuint(a->switches, ==, b->switches);
+  g_assert_cmpmem(a->per_gpu, sizeof(SimGpuResult) * a->n_gpus, b->per_gpu,
+                  sizeof(SimGpuResult) * b->n_gpus);
+  g_assert_cmpmem(a->by_class, sizeof a->by_class, b->by_class,
+                  sizeof b->by_class);
+  g_assert_cmpmem(a->by_phase, sizeof a->by_phase, b->by_phase,
+                  sizeof b->by_phase);
+  g_assert_cmpmem(a->iterations, sizeof(SimIterResult) * a->n_iterations,
+                  b->iterations, sizeof(SimIterResult) * b->n_iterations);
+}
+
+/* uniform_pricing shares one price cache between GPUs: the same bits with
+ * fewer kernel_cost calls; with unequal idle powers (the cached increments
+ * differ per GPU) the engine keeps per-GPU caches and stays exact. */
+static void test_uniform_pricing(void)
+{
+  const guint n = 4;
+  g_autoptr(SimWorkload) w = random_workload(11, n, 60);
+  for (int begin = 0; begin <= 1; begin++) {
+    guint own_calls, shared_calls, mixed_calls, mixed_own_calls;
+    g_autoptr(SimResult) own =
+      run_counting(w, n, FALSE, IDLE_W, begin, &own_calls);
+    g_autoptr(SimResult) shared =
+      run_counting(w, n, TRUE, IDLE_W, begin, &shared_calls);
+    assert_same_result(own, shared);
+    check_partition(shared);
+    /* Every rank prices the shapes it runs; shared, only the first one. */
+    g_assert_cmpuint(shared_calls, >, 0);
+    g_assert_cmpuint(shared_calls, <, own_calls);
+
+    g_autoptr(SimResult) mixed_own =
+      run_counting(w, n, FALSE, IDLE_W + 10.0, begin, &mixed_own_calls);
+    g_autoptr(SimResult) mixed =
+      run_counting(w, n, TRUE, IDLE_W + 10.0, begin, &mixed_calls);
+    assert_same_result(mixed_own, mixed);
+    g_assert_cmpuint(mixed_calls, ==, mixed_own_calls);
+    /* The increments did change with GPU 1's idle power. */
+    g_assert_cmpfloat(mixed->per_gpu[1].energy_j, !=, own->per_gpu[1].energy_j);
+  }
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -823,5 +918,6 @@ int main(int argc, char **argv)
     g_free(path);
   }
   g_test_add_func("/engine/estimate", test_estimate);
+  g_test_add_func("/engine/uniform-pricing", test_uniform_pricing);
   return g_test_run();
 }
