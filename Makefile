@@ -7,6 +7,7 @@
 #   make plot-deps  install python3-h5py, -matplotlib, -pandas (scenarios/plot.py)
 #   make test     deps + build + every test; ends with "N passed, N failed"
 #   make asan     build and test under AddressSanitizer + UBSan (build-asan/)
+#   make fuzz     libFuzzer targets, FUZZ_SECONDS=N each (tests/fuzz/fuzz.mk)
 #   make install  PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -170,8 +171,8 @@ install: $(BIN)
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
 
 clean:
-	rm -rf build build-asan build-mpi joulesim joulesim-asan joulesim-mpi \
-	  results.h5 figures
+	rm -rf build build-asan build-mpi build-fuzz build-fuzzcov joulesim \
+	  joulesim-asan joulesim-mpi results.h5 figures
 
 # libFuzzer targets (make fuzz FUZZ_SECONDS=N): tests/fuzz/fuzz.mk.
 -include tests/fuzz/fuzz.mk

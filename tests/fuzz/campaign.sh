@@ -1,0 +1,60 @@
+#!/bin/sh
+# tests/fuzz/campaign.sh TARGET CPU_SECONDS [extra libFuzzer flags]
+#
+# One long fuzzing run of build-fuzz/fuzz-TARGET (build it first with
+# `make fuzz-build`), niced, one process, until it has used CPU_SECONDS of
+# CPU time (user + system; on a shared machine wall time says little), then
+# interrupted.  Same options as `make fuzz`.  Prints one summary line:
+#
+#   TARGET cpu_s=N wall_s=N execs=N new_units=N findings=N
+#
+# and keeps the libFuzzer log in build-fuzz/campaign-TARGET.log.  The
+# working corpus (build-fuzz/corpus/TARGET) carries over between runs;
+# findings are saved as build-fuzz/crash-TARGET-*.
+set -eu
+t=$1
+budget=$2
+shift 2
+root=$(pwd)
+bin=$root/build-fuzz/fuzz-$t
+[ -x "$bin" ] || { echo "no $bin: run make fuzz-build" >&2; exit 2; }
+case $t in
+  kineto|chakra) maxlen=16384 ;;
+  profile) maxlen=8192 ;;
+  lua-args) maxlen=2048 ;;
+  *) maxlen=4096 ;;
+esac
+dict=""
+[ -f tests/fuzz/$t.dict ] && dict="-dict=tests/fuzz/$t.dict"
+mkdir -p build-fuzz/corpus/$t
+log=build-fuzz/campaign-$t.log
+before=$(ls build-fuzz 2>/dev/null | grep -c "^crash-$t-" || true)
+start=$(date +%s)
+nice -n 19 "$bin" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128 \
+  -max_len=$maxlen $dict \
+  -print_final_stats=1 -artifact_prefix="$root/build-fuzz/crash-$t-" \
+  "$@" "$root/build-fuzz/corpus/$t" "$root/tests/fuzz/corpus/$t" \
+  >"$log" 2>&1 &
+pid=$!
+# CPU time of the fuzzer from /proc (clock ticks -> seconds).
+hz=$(getconf CLK_TCK)
+cpu=0
+while kill -0 $pid 2>/dev/null; do
+  if [ -r /proc/$pid/stat ]; then
+    # fields 14 and 15: utime and stime (the name field has no spaces here)
+    ticks=$(awk '{print $14 + $15}' /proc/$pid/stat 2>/dev/null || echo 0)
+    cpu=$((ticks / hz))
+    if [ "$cpu" -ge "$budget" ]; then
+      kill -INT $pid
+      break
+    fi
+  fi
+  sleep 5
+done
+wait $pid || true
+end=$(date +%s)
+execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}')
+new=$(grep -o 'stat::new_units_added: *[0-9]*' "$log" | awk '{print $2}')
+after=$(ls build-fuzz 2>/dev/null | grep -c "^crash-$t-" || true)
+echo "$t cpu_s=$cpu wall_s=$((end - start)) execs=${execs:-?}" \
+     "new_units=${new:-?} findings=$((after - before))"

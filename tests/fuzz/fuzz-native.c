@@ -1,0 +1,430 @@
+/* tests/fuzz/fuzz-native.c -- libFuzzer target: native trace files
+ * (traces/native.c) through trace_native_load().
+ *
+ * The input does not become the HDF5 file's bytes (HDF5's own parser is
+ * not ours to fuzz, and the loader's CRC record refuses damaged files
+ * before HDF5 sees them).  It becomes the CONTENT of a file with the native
+ * layout, written with the HDF5 API: the root attributes (format,
+ * format_version, n_ranks, tp, pp, dp, microbatches, tokens_per_iteration,
+ * schedule, ref_gpu), /strings, /shapes, /groups/{offsets,ranks}, one
+ * /ranks/<r> group per rank (stage, ops, stream_off) and /provenance --
+ * every value from the input, so indices, counts, offsets, enums and
+ * strings take any value the loader must judge.
+ *
+ *   byte 0 flags: bit 0 seal the file (512-byte user block with the CRC
+ *          record, as trace_native_save writes), bit 1 damage the record
+ *          (CRC or length off by one), bit 2 a fuzzed `format` string,
+ *          bit 3 a fuzzed format_version, bit 4 a fuzzed n_ranks (else
+ *          the number of rank groups written), bit 5 fuzzed group offsets
+ *          (else consistent ones), bit 6 fuzzed op.stream fields (else the
+ *          stream the op is stored in), bit 7 on success, save the
+ *          workload with trace_native_save and load it again (round trip)
+ *   then   counts and records, each field read from the input (tests/fuzz/
+ *          fuzz.h: short input reads as zeros); a bit of the optional-
+ *          attributes byte makes rank 0's ops a sparse dataset: an extent
+ *          of 2^k records (k < 33) with nothing written, which HDF5 reads
+ *          as fill values -- a small file that declares a huge array
+ *
+ * Checks: success with a workload that passes sim_workload_validate, or
+ * a TRACE_NATIVE_ERROR naming the file; with bit 7, the saved and
+ * reloaded workload equals the loaded one.
+ */
+#include "tests/fuzz/fuzz.h"
+#include "traces/native.h"
+#include "traces/h5util.h"
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <zlib.h>
+
+#define NATIVE_MAX_RANKS_WRITTEN 4
+#define NATIVE_MAX_OPS 24
+
+static hid_t nf_vstr(void)
+{
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  return t;
+}
+
+static void nf_attr(hid_t loc, const char *name, hid_t type, const void *v)
+{
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+  FUZZ_CHECK(a >= 0 && H5Awrite(a, type, v) >= 0, "attribute %s", name);
+  H5Aclose(a);
+  H5Sclose(sp);
+}
+
+static void nf_attr_str(hid_t loc, const char *name, const char *s)
+{
+  hid_t t = nf_vstr();
+  nf_attr(loc, name, t, &s);
+  H5Tclose(t);
+}
+
+/* A provenance attribute: names come from the input, and HDF5 refuses
+ * some (".", names with '/'); those are just not written. */
+static void nf_attr_str_try(hid_t loc, const char *name, const char *s)
+{
+  hid_t t = nf_vstr();
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(loc, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  if (a >= 0) {
+    H5Awrite(a, t, &s);
+    H5Aclose(a);
+  }
+  H5Sclose(sp);
+  H5Tclose(t);
+}
+
+static void nf_dset(hid_t loc, const char *name, hid_t type, hsize_t n,
+                    const void *buf)
+{
+  hsize_t dims[1] = {n};
+  hid_t sp = H5Screate_simple(1, dims, NULL);
+  hid_t d = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT);
+  FUZZ_CHECK(d >= 0, "dataset %s", name);
+  if (n > 0 && buf != NULL)
+    FUZZ_CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0,
+               "writing dataset %s", name);
+  H5Dclose(d);
+  H5Sclose(sp);
+}
+
+static hid_t nf_op_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(SimOp));
+#define M(name, field, type) H5Tinsert(t, name, offsetof(SimOp, field), type)
+  M("ref_ns", ref_ns, H5T_NATIVE_INT64);
+  M("shape", shape, H5T_NATIVE_UINT32);
+  M("name", name, H5T_NATIVE_UINT32);
+  M("peer", peer, H5T_NATIVE_UINT32);
+  M("wait", wait, H5T_NATIVE_UINT32);
+  M("microbatch", microbatch, H5T_NATIVE_UINT16);
+  M("layer", layer, H5T_NATIVE_UINT8);
+  M("kind", kind, H5T_NATIVE_UINT8);
+  M("class", klass, H5T_NATIVE_UINT8);
+  M("phase", phase, H5T_NATIVE_UINT8);
+  M("stream", stream, H5T_NATIVE_UINT8);
+#undef M
+  return t;
+}
+
+static hid_t nf_shape_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(SimShape));
+#define M(name, field, type) \
+  H5Tinsert(t, name, offsetof(SimShape, field), type)
+  M("flops", flops, H5T_NATIVE_DOUBLE);
+  M("bytes", bytes, H5T_NATIVE_DOUBLE);
+  M("name", name, H5T_NATIVE_UINT32);
+  M("klass", klass, H5T_NATIVE_UINT8);
+  M("coll", coll, H5T_NATIVE_UINT8);
+  M("tensor", tensor, H5T_NATIVE_UINT8);
+#undef M
+  return t;
+}
+
+/* A u32 that is usually a small valid-looking index below `n` (or just
+ * past it), sometimes anything. */
+static guint32 nf_index(FuzzIn *in, guint32 n)
+{
+  guint8 t = fuzz_u8(in);
+  if (t < 0xf0)
+    return t % (n + 1);
+  return (guint32)fuzz_int(in);
+}
+
+/* Writes the file described by the input to path. */
+static void nf_write(FuzzIn *in, guint8 flags, const char *path)
+{
+  hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+  if (flags & 1)
+    H5Pset_userblock(fcpl, 512);
+  hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+  H5Pclose(fcpl);
+  FUZZ_CHECK(file >= 0, "H5Fcreate %s", path);
+
+  /* Root attributes. */
+  guint32 n_written = fuzz_u8(in) % (NATIVE_MAX_RANKS_WRITTEN + 1);
+  g_autofree char *format = (flags & 4) ? fuzz_str(in, 32)
+                                        : g_strdup("joulesim-trace");
+  nf_attr_str(file, "format", format);
+  guint32 version = (flags & 8) ? (guint32)fuzz_int(in) : 1;
+  nf_attr(file, "format_version", H5T_NATIVE_UINT32, &version);
+  guint32 n_ranks = (flags & 16) ? (guint32)fuzz_int(in) : n_written;
+  nf_attr(file, "n_ranks", H5T_NATIVE_UINT32, &n_ranks);
+  static const char *const layout[] = {"tp", "pp", "dp", "microbatches"};
+  for (guint i = 0; i < G_N_ELEMENTS(layout); i++) {
+    guint32 v = (guint32)fuzz_int(in);
+    nf_attr(file, layout[i], H5T_NATIVE_UINT32, &v);
+  }
+  double tokens = fuzz_double(in);
+  nf_attr(file, "tokens_per_iteration", H5T_NATIVE_DOUBLE, &tokens);
+  nf_attr_str(file, "joulesim_version", "fuzz");
+  guint8 opt_attrs = fuzz_u8(in);
+  if (opt_attrs & 1) {
+    g_autofree char *s = fuzz_str(in, 32);
+    nf_attr_str(file, "schedule", s);
+  }
+  if (opt_attrs & 2) {
+    g_autofree char *s = fuzz_str(in, 32);
+    nf_attr_str(file, "ref_gpu", s);
+  }
+
+  /* Strings. */
+  guint32 n_strings = fuzz_u8(in) % 8;
+  g_autoptr(GPtrArray) strings = g_ptr_array_new_with_free_func(g_free);
+  for (guint32 i = 0; i < n_strings; i++)
+    g_ptr_array_add(strings, fuzz_str(in, 40));
+  hid_t vstr = nf_vstr();
+  nf_dset(file, "strings", vstr, n_strings, strings->pdata);
+  H5Tclose(vstr);
+
+  /* Shapes. */
+  guint32 n_shapes = fuzz_u8(in) % 6;
+  g_autofree SimShape *shapes = g_new0(SimShape, MAX(n_shapes, 1));
+  for (guint32 i = 0; i < n_shapes; i++) {
+    shapes[i].flops = fuzz_double(in);
+    shapes[i].bytes = fuzz_double(in);
+    shapes[i].name = nf_index(in, n_strings);
+    shapes[i].klass = (guint8)nf_index(in, SIM_CLASS_COUNT);
+    shapes[i].coll = (guint8)nf_index(in, SIM_COLL_COUNT);
+    shapes[i].tensor = fuzz_u8(in);
+  }
+  hid_t st = nf_shape_type();
+  nf_dset(file, "shapes", st, n_shapes, shapes);
+  H5Tclose(st);
+
+  /* Groups: sizes then members; offsets consistent unless flag 32. */
+  hid_t groups = H5Gcreate2(file, "groups", H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT);
+  guint32 n_groups = fuzz_u8(in) % 4;
+  g_autoptr(GArray) off = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autoptr(GArray) members = g_array_new(FALSE, FALSE, sizeof(guint32));
+  guint32 zero = 0;
+  g_array_append_val(off, zero);
+  for (guint32 g = 0; g < n_groups; g++) {
+    guint32 size = fuzz_u8(in) % 5;
+    for (guint32 k = 0; k < size; k++) {
+      guint32 m = nf_index(in, n_written);
+      g_array_append_val(members, m);
+    }
+    guint32 end = members->len;
+    g_array_append_val(off, end);
+  }
+  if (flags & 32) {
+    guint32 n_off = fuzz_u8(in) % 6;
+    g_array_set_size(off, n_off);
+    for (guint32 k = 0; k < n_off; k++)
+      g_array_index(off, guint32, k) = nf_index(in, members->len);
+  }
+  nf_dset(groups, "offsets", H5T_NATIVE_UINT32, off->len, off->data);
+  nf_dset(groups, "ranks", H5T_NATIVE_UINT32, members->len, members->data);
+  H5Gclose(groups);
+
+  /* Ranks. */
+  hid_t ranks = H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT);
+  hid_t ot = nf_op_type();
+  for (guint32 r = 0; r < n_written; r++) {
+    char name[16];
+    g_snprintf(name, sizeof name, "%u", r);
+    hid_t g = H5Gcreate2(ranks, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    guint32 stage = (guint32)fuzz_int(in);
+    nf_attr(g, "stage", H5T_NATIVE_UINT32, &stage);
+    guint32 n_streams = fuzz_u8(in) % 4;
+    g_autoptr(GArray) soff = g_array_new(FALSE, FALSE, sizeof(guint32));
+    g_array_append_val(soff, zero);
+    guint32 counts[4] = {0}, n_ops = 0;
+    for (guint32 s = 0; s < n_streams; s++) {
+      counts[s] = fuzz_u8(in) % (NATIVE_MAX_OPS / 4 + 1);
+      n_ops += counts[s];
+      g_array_append_val(soff, n_ops);
+    }
+    g_autofree SimOp *ops = g_new0(SimOp, MAX(n_ops, 1));
+    guint32 i = 0;
+    for (guint32 s = 0; s < n_streams; s++) {
+      for (guint32 k = 0; k < counts[s]; k++, i++) {
+        SimOp *op = &ops[i];
+        op->ref_ns = fuzz_int(in);
+        op->shape = nf_index(in, n_shapes);
+        op->name = nf_index(in, n_strings);
+        op->kind = (guint8)nf_index(in, SIM_OP_KIND_COUNT);
+        op->peer = nf_index(in, op->kind == SIM_OP_COLLECTIVE ? n_groups
+                                                              : n_written);
+        guint8 w = fuzz_u8(in);
+        op->wait = w >= 0xc0 ? SIM_NO_WAIT : (guint32)w % (n_ops + 1);
+        op->microbatch = fuzz_u16(in);
+        op->layer = fuzz_u8(in);
+        op->klass = (guint8)nf_index(in, SIM_CLASS_COUNT);
+        op->phase = (guint8)nf_index(in, SIM_PHASE_COUNT);
+        op->stream = (flags & 64) ? fuzz_u8(in) : (guint8)s;
+      }
+    }
+    if (r == 0 && (opt_attrs & 4)) {
+      /* A sparse dataset: its extent says 2^k records, none written
+       * (HDF5 reads fill values): a small file declaring a huge one. */
+      hsize_t big = (hsize_t)1 << (fuzz_u8(in) % 33);
+      nf_dset(g, "ops", ot, big, NULL);
+      guint32 so[2] = {0, (guint32)MIN(big, G_MAXUINT32)};
+      nf_dset(g, "stream_off", H5T_NATIVE_UINT32, 2, so);
+    } else {
+      nf_dset(g, "ops", ot, n_ops, ops);
+      nf_dset(g, "stream_off", H5T_NATIVE_UINT32, soff->len, soff->data);
+    }
+    H5Gclose(g);
+  }
+  H5Tclose(ot);
+  H5Gclose(ranks);
+
+  /* Provenance (optional). */
+  guint8 n_prov = fuzz_u8(in) % 4;
+  if (n_prov > 0) {
+    hid_t g = H5Gcreate2(file, "provenance", H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    for (guint8 k = 0; k < n_prov; k++) {
+      g_autofree char *key = fuzz_str(in, 16);
+      g_autofree char *val = fuzz_str(in, 40);
+      if (key[0] == '\0' || H5Aexists(g, key) > 0)
+        continue;
+      nf_attr_str_try(g, key, val);
+    }
+    H5Gclose(g);
+  }
+  FUZZ_CHECK(H5Fclose(file) >= 0, "H5Fclose");
+
+  if (flags & 1) {
+    /* The CRC record of trace_native_save (traces/native.c). */
+    g_autofree char *bytes = NULL;
+    gsize len = 0;
+    FUZZ_CHECK(g_file_get_contents(path, &bytes, &len, NULL), "read back");
+    FUZZ_CHECK(len >= 512, "no user block");
+    guint32 crc = (guint32)crc32(0L, (const Bytef *)bytes + 512,
+                                 (uInt)(len - 512));
+    guint64 body = len - 512;
+    if (flags & 2) {
+      if (fuzz_u8(in) & 1)
+        crc ^= 1;
+      else
+        body++;
+    }
+    char rec[512];
+    memset(rec, 0, sizeof rec);
+    g_snprintf(rec, sizeof rec, "joulesim-trace\ncrc32 %08x\nlength %"
+               G_GUINT64_FORMAT "\n", crc, body);
+    memcpy(bytes, rec, sizeof rec);
+    fuzz_write(path, bytes, len);
+  }
+}
+
+/* Same content (names, shapes, groups, ranks, layout, provenance). */
+static void nf_check_equal(const SimWorkload *a, const SimWorkload *b)
+{
+  FUZZ_CHECK(a->n_ranks == b->n_ranks, "round trip: n_ranks");
+  FUZZ_CHECK(a->tp == b->tp && a->pp == b->pp && a->dp == b->dp &&
+                 a->microbatches == b->microbatches,
+             "round trip: layout");
+  FUZZ_CHECK(a->tokens_per_iteration == b->tokens_per_iteration,
+             "round trip: tokens");
+  FUZZ_CHECK(g_strcmp0(a->schedule, b->schedule) == 0 &&
+                 g_strcmp0(a->ref_gpu, b->ref_gpu) == 0,
+             "round trip: schedule or ref_gpu");
+  FUZZ_CHECK(a->names->len == b->names->len, "round trip: names");
+  for (guint i = 0; i < a->names->len; i++)
+    FUZZ_CHECK(strcmp(sim_workload_name(a, i), sim_workload_name(b, i)) == 0,
+               "round trip: name %u", i);
+  FUZZ_CHECK(a->shapes->len == b->shapes->len, "round trip: shapes");
+  for (guint i = 0; i < a->shapes->len; i++) {
+    const SimShape *x = &g_array_index(a->shapes, SimShape, i);
+    const SimShape *y = &g_array_index(b->shapes, SimShape, i);
+    FUZZ_CHECK(memcmp(&x->flops, &y->flops, sizeof x->flops) == 0 &&
+                   memcmp(&x->bytes, &y->bytes, sizeof x->bytes) == 0 &&
+                   x->name == y->name && x->klass == y->klass &&
+                   x->coll == y->coll && x->tensor == y->tensor,
+               "round trip: shape %u", i);
+  }
+  FUZZ_CHECK(sim_workload_n_groups(a) == sim_workload_n_groups(b),
+             "round trip: groups");
+  for (guint g = 0; g < sim_workload_n_groups(a); g++) {
+    guint na, nb;
+    const guint32 *ma = sim_workload_group(a, g, &na);
+    const guint32 *mb = sim_workload_group(b, g, &nb);
+    FUZZ_CHECK(na == nb && memcmp(ma, mb, na * sizeof *ma) == 0,
+               "round trip: group %u", g);
+  }
+  for (guint r = 0; r < a->n_ranks; r++) {
+    const SimRank *x = &a->ranks[r], *y = &b->ranks[r];
+    FUZZ_CHECK(x->n_ops == y->n_ops && x->n_streams == y->n_streams &&
+                   x->stage == y->stage,
+               "round trip: rank %u", r);
+    for (guint32 i = 0; i < x->n_ops; i++) {
+      SimOp p = x->ops[i], q = y->ops[i];
+      p.pad_ = q.pad_ = 0;
+      FUZZ_CHECK(memcmp(&p, &q, sizeof p) == 0, "round trip: rank %u op %u",
+                 r, i);
+    }
+    for (guint s = 0; x->n_streams > 0 && s <= x->n_streams; s++)
+      FUZZ_CHECK(x->stream_off[s] == y->stream_off[s],
+                 "round trip: rank %u stream_off %u", r, s);
+  }
+  FUZZ_CHECK(g_hash_table_size(a->provenance) ==
+                 g_hash_table_size(b->provenance),
+             "round trip: provenance");
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, a->provenance);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    FUZZ_CHECK(g_strcmp0(v, g_hash_table_lookup(b->provenance, k)) == 0,
+               "round trip: provenance '%s'", (const char *)k);
+}
+
+static int fuzz_native_one(const guint8 *data, size_t size)
+{
+  FuzzIn in = {data, size};
+  guint8 flags = fuzz_u8(&in);
+  g_autofree char *path = fuzz_path("trace.h5");
+  H5uQuiet quiet = h5u_quiet(); /* the writer's failures are expected */
+  nf_write(&in, flags, path);
+  h5u_quiet_restore(&quiet);
+  GError *err = NULL;
+  g_autoptr(SimWorkload) w = trace_native_load(path, &err);
+  fuzz_check_outcome("trace_native_load", w != NULL, err, TRACE_NATIVE_ERROR,
+                     path);
+  if (w != NULL) {
+    GError *verr = NULL;
+    FUZZ_CHECK(sim_workload_validate(w, &verr),
+               "loaded workload is invalid: %s", verr->message);
+    g_autoptr(GString) text = g_string_new(NULL);
+    trace_info(w, text);
+    if (flags & 128) {
+      g_autofree char *copy = fuzz_path("copy.h5");
+      GError *serr = NULL;
+      gboolean saved = trace_native_save(w, copy, &serr);
+      /* Provenance that is not valid UTF-8 cannot be saved: a clean
+       * error naming the file. */
+      fuzz_check_outcome("trace_native_save", saved, serr,
+                         TRACE_NATIVE_ERROR, copy);
+      if (saved) {
+        g_autoptr(SimWorkload) w2 = trace_native_load(copy, &serr);
+        FUZZ_CHECK(w2 != NULL, "reloading a saved trace: %s", serr->message);
+        nf_check_equal(w, w2);
+      }
+      g_clear_error(&serr);
+    }
+  }
+  g_clear_error(&err);
+  fuzz_clean_dir();
+  return 0;
+}
+
+#ifndef FUZZ_NO_MAIN
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  return fuzz_native_one(data, size);
+}
+#endif
