@@ -120,7 +120,7 @@ $(BUILD)/libjoulesim.a: $(LIB_OBJ)
 $(BIN): $(BUILD)/sim/main.o $(BUILD)/libjoulesim.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a tests/testutil.h tests/testwork.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libjoulesim.a $(LDLIBS)
 

@@ -2,6 +2,7 @@
  * prices are simple closed forms, so every expected time is exact. */
 #include "sim/engine.h"
 #include "testutil.h"
+#include "testwork.h"
 
 #include <math.h>
 #include <string.h>
@@ -58,36 +59,6 @@ static void fake_init(Fake *f, guint n, gint64 latency_ns)
   f->p2p_base_ns = 500;
 }
 
-static guint32 shape_of(SimWorkload *w, SimOpClass k, double bytes,
-                        SimCollType coll)
-{
-  SimShape sh = {0};
-  sh.klass = k;
-  sh.bytes = bytes;
-  sh.coll = coll;
-  sh.flops = k == SIM_CLASS_COMM ? 0 : 1e6;
-  return sim_workload_add_shape(w, &sh);
-}
-
-static guint32 add(SimRankBuilder *b, SimWorkload *w, SimOpKind kind,
-                   guint stream, gint64 ref_ns, guint32 shape, guint32 peer,
-                   guint32 wait)
-{
-  SimOp op = {0};
-  op.kind = kind;
-  op.stream = stream;
-  op.ref_ns = ref_ns;
-  op.shape = shape;
-  op.peer = peer;
-  op.wait = wait;
-  op.klass = g_array_index(w->shapes, SimShape, shape).klass;
-  op.phase = SIM_PHASE_FORWARD;
-  op.name = sim_workload_intern(w, sim_kind_name(kind));
-  op.layer = 255;
-  op.microbatch = G_MAXUINT16;
-  return sim_rank_builder_add(b, &op);
-}
-
 static SimResult *run(SimWorkload *w, Fake *f, SimPlan *plan, guint iters)
 {
   GError *error = NULL;
@@ -121,10 +92,10 @@ static void test_single_gpu_sum(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(1);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
   gint64 total = 0;
   for (int i = 1; i <= 50; i++) {
-    add(b, w, SIM_OP_KERNEL, 0, i * 37, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, i * 37, k, 0, SIM_NO_WAIT);
     total += i * 37;
   }
   sim_rank_builder_finish(b, w, 0);
@@ -152,17 +123,17 @@ static void test_collective_blocking(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 4000, SIM_COLL_ALL_REDUCE);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 4000, SIM_COLL_ALL_REDUCE);
   guint32 members[2] = {0, 1};
   guint32 g = sim_workload_add_group(w, members, 2);
-  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
-  add(b, w, SIM_OP_KERNEL, 0, 3000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 3000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, g, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 1);
   Fake f;
   fake_init(&f, 2, 0);
@@ -188,16 +159,16 @@ static void test_p2p(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 1000, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 1000, SIM_COLL_SEND_RECV);
   for (int i = 0; i < 3; i++) {
-    add(b, w, SIM_OP_KERNEL, 0, 2000, k, 0, SIM_NO_WAIT);
-    add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 2000, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
   }
   sim_rank_builder_finish(b, w, 0);
   for (int i = 0; i < 3; i++) {
-    add(b, w, SIM_OP_RECV, 0, 0, msg, 0, SIM_NO_WAIT);
-    add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_RECV, 0, 0, msg, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 100, k, 0, SIM_NO_WAIT);
   }
   sim_rank_builder_finish(b, w, 1);
   Fake f;
@@ -217,10 +188,10 @@ static void test_cross_stream(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(1);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 a = add(b, w, SIM_OP_KERNEL, 1, 5000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, a);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 a = tw_add(b, w, SIM_OP_KERNEL, 1, 5000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, a);
   sim_rank_builder_finish(b, w, 0);
   Fake f;
   fake_init(&f, 1, 0);
@@ -240,15 +211,15 @@ static void test_deadlock(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 8, SIM_COLL_ALL_REDUCE);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 8, SIM_COLL_ALL_REDUCE);
   guint32 members[2] = {0, 1};
   guint32 ga = sim_workload_add_group(w, members, 2);
   guint32 gb = sim_workload_add_group(w, members, 2);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, gb, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, ga, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 1);
   Fake f;
   fake_init(&f, 2, 0);
@@ -268,8 +239,8 @@ static void test_invalid(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 8, SIM_COLL_SEND_RECV);
-  add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 8, SIM_COLL_SEND_RECV);
+  tw_add(b, w, SIM_OP_SEND, 0, 0, msg, 1, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
   sim_rank_builder_finish(b, w, 1); /* no matching recv */
   Fake f;
@@ -292,9 +263,9 @@ static void test_switch_latency(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(1);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
   for (int i = 0; i < 4; i++)
-    add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
   g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){1000, 0});
   guint16 slow = sim_plan_add_pair(plan, (SimClocks){500, 0});
@@ -328,17 +299,17 @@ static void test_determinism(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(4);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 777, SIM_COLL_ALL_REDUCE);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 777, SIM_COLL_ALL_REDUCE);
   guint32 all[4] = {0, 1, 2, 3};
   guint32 g = sim_workload_add_group(w, all, 4);
   for (guint r = 0; r < 4; r++) {
     guint32 last = SIM_NO_WAIT;
     for (int i = 0; i < 20; i++) {
-      last = add(b, w, SIM_OP_KERNEL, 0, 100 + 13 * ((r * 7 + i) % 5), k, 0,
+      last = tw_add(b, w, SIM_OP_KERNEL, 0, 100 + 13 * ((r * 7 + i) % 5), k, 0,
                  SIM_NO_WAIT);
       if (i % 5 == 4)
-        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
+        tw_add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
     }
     sim_rank_builder_finish(b, w, r);
   }
@@ -374,22 +345,22 @@ static void test_energy_integral(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(3);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 3000, SIM_COLL_ALL_REDUCE);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 2000, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 3000, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 2000, SIM_COLL_SEND_RECV);
   guint32 all[3] = {0, 1, 2};
   guint32 g = sim_workload_add_group(w, all, 3);
   for (guint r = 0; r < 3; r++) {
     guint32 last = SIM_NO_WAIT;
     for (int i = 0; i < 30; i++) {
-      last = add(b, w, SIM_OP_KERNEL, 0, 200 + 50 * ((r + i) % 7), k, 0,
+      last = tw_add(b, w, SIM_OP_KERNEL, 0, 200 + 50 * ((r + i) % 7), k, 0,
                  SIM_NO_WAIT);
       if (i % 10 == 9)
-        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
+        tw_add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, last);
       if (r == 0 && i % 6 == 5)
-        add(b, w, SIM_OP_SEND, 2, 0, msg, 2, last);
+        tw_add(b, w, SIM_OP_SEND, 2, 0, msg, 2, last);
       if (r == 2 && i % 6 == 5)
-        add(b, w, SIM_OP_RECV, 2, 0, msg, 0, SIM_NO_WAIT);
+        tw_add(b, w, SIM_OP_RECV, 2, 0, msg, 0, SIM_NO_WAIT);
     }
     sim_rank_builder_finish(b, w, r);
   }
@@ -445,8 +416,8 @@ static void test_energy_integral(void)
 static void one_f_one_b(SimWorkload *w, SimRankBuilder *b, guint p, guint m,
                         gint64 tf, gint64 tb)
 {
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
   for (guint s = 0; s < p; s++) {
     guint warm = MIN(p - s - 1, m);
     guint32 prev = SIM_NO_WAIT;
@@ -459,18 +430,18 @@ static void one_f_one_b(SimWorkload *w, SimRankBuilder *b, guint p, guint m,
       if (fwd) {
         guint32 dep = SIM_NO_WAIT;
         if (s > 0)
-          dep = add(b, w, SIM_OP_RECV, 2, 0, msg, s - 1, prev);
-        prev = add(b, w, SIM_OP_KERNEL, 0, tf, k, 0, dep);
+          dep = tw_add(b, w, SIM_OP_RECV, 2, 0, msg, s - 1, prev);
+        prev = tw_add(b, w, SIM_OP_KERNEL, 0, tf, k, 0, dep);
         if (s + 1 < p)
-          add(b, w, SIM_OP_SEND, 3, 0, msg, s + 1, prev);
+          tw_add(b, w, SIM_OP_SEND, 3, 0, msg, s + 1, prev);
         nf++;
       } else {
         guint32 dep = SIM_NO_WAIT;
         if (s + 1 < p)
-          dep = add(b, w, SIM_OP_RECV, 4, 0, msg, s + 1, prev);
-        prev = add(b, w, SIM_OP_KERNEL, 0, tb, k, 0, dep);
+          dep = tw_add(b, w, SIM_OP_RECV, 4, 0, msg, s + 1, prev);
+        prev = tw_add(b, w, SIM_OP_KERNEL, 0, tb, k, 0, dep);
         if (s > 0)
-          add(b, w, SIM_OP_SEND, 5, 0, msg, s - 1, prev);
+          tw_add(b, w, SIM_OP_SEND, 5, 0, msg, s - 1, prev);
         nb++;
       }
     }
@@ -510,17 +481,17 @@ static void test_long_ops(void)
   const gint64 big = 6000000000LL, rec = 5000000000LL;
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
   guint32 members[2] = {0, 1};
   guint32 g = sim_workload_add_group(w, members, 2);
-  add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
-  add(b, w, SIM_OP_KERNEL, 0, big + 1000, k, 0, SIM_NO_WAIT);
-  add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
-  add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, big + 1000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, rec, ar, g, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 1);
   Fake f;
   fake_init(&f, 2, 0);
@@ -547,23 +518,23 @@ static void test_many_open(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 0, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
   guint32 members[2] = {0, 1};
   guint32 g = sim_workload_add_group(w, members, 2);
   for (guint s = 0; s < 10; s++)
-    add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
   for (guint s = 0; s < 10; s++)
-    add(b, w, SIM_OP_SEND, 10 + s, 0, msg, 1, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_SEND, 10 + s, 0, msg, 1, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 0);
   for (guint s = 0; s < 10; s++) {
-    add(b, w, SIM_OP_KERNEL, s, (s + 1) * 100, k, 0, SIM_NO_WAIT);
-    add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, s, (s + 1) * 100, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_COLLECTIVE, s, 0, ar, g, SIM_NO_WAIT);
   }
-  add(b, w, SIM_OP_KERNEL, 10, 5000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 10, 5000, k, 0, SIM_NO_WAIT);
   for (guint i = 0; i < 10; i++)
-    add(b, w, SIM_OP_RECV, 10, 0, msg, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_RECV, 10, 0, msg, 0, SIM_NO_WAIT);
   sim_rank_builder_finish(b, w, 1);
   Fake f;
   fake_init(&f, 2, 0);
@@ -610,11 +581,11 @@ static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
   GRand *rng = g_rand_new_with_seed(seed);
   SimWorkload *w = sim_workload_new(n);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 shp[3] = {shape_of(w, SIM_CLASS_GEMM, 0, 0),
-                    shape_of(w, SIM_CLASS_ATTENTION, 0, 0),
-                    shape_of(w, SIM_CLASS_NORM, 0, 0)};
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 1500, SIM_COLL_ALL_REDUCE);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 900, SIM_COLL_SEND_RECV);
+  guint32 shp[3] = {tw_shape(w, SIM_CLASS_GEMM, 0, 0),
+                    tw_shape(w, SIM_CLASS_ATTENTION, 0, 0),
+                    tw_shape(w, SIM_CLASS_NORM, 0, 0)};
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 1500, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 900, SIM_COLL_SEND_RECV);
   guint32 all[8];
   for (guint r = 0; r < n; r++)
     all[r] = r;
@@ -631,19 +602,19 @@ static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
       /* The send carries the previous step's result, so the ring has no
        * cycle: kernel(s) <- recv(s) <- send of r-1 <- its kernel(s-1). */
       if (p2p[s]) {
-        add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
-        rv = add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
+        tw_add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
+        rv = tw_add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
       }
       int what = g_rand_int_range(rng, 0, 10);
       gint64 d = what == 0 ? 0 : g_rand_int_range(rng, 50, 3000);
       SimOpKind kind = what == 1 ? SIM_OP_MARKER : SIM_OP_KERNEL;
-      last = add(b, w, kind, 0, kind == SIM_OP_MARKER ? 0 : d,
+      last = tw_add(b, w, kind, 0, kind == SIM_OP_MARKER ? 0 : d,
                  shp[g_rand_int_range(rng, 0, 3)], 0, rv);
       if (g_rand_int_range(rng, 0, 3) == 0)
-        add(b, w, SIM_OP_KERNEL, 4, g_rand_int_range(rng, 100, 5000),
+        tw_add(b, w, SIM_OP_KERNEL, 4, g_rand_int_range(rng, 100, 5000),
             shp[2], 0, last);
       if (coll[s])
-        add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, world, last);
+        tw_add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, world, last);
     }
     sim_rank_builder_finish(b, w, r);
   }

@@ -22,6 +22,7 @@
 #include "sim/engine.h"
 #include "sim/workload.h"
 #include "tests/testutil.h"
+#include "tests/testwork.h"
 #include "traces/gpt.h"
 
 #define REF_GPU "A100-SXM4-80GB"
@@ -262,36 +263,6 @@ static void fake_init(Fake *f, guint n)
   f->m.p2p_ns = fake_p2p;
 }
 
-static guint32 shape_of(SimWorkload *w, SimOpClass k, double bytes,
-                        SimCollType coll)
-{
-  SimShape sh = {0};
-  sh.klass = k;
-  sh.bytes = bytes;
-  sh.coll = coll;
-  sh.flops = k == SIM_CLASS_COMM ? 0 : 2e6;
-  return sim_workload_add_shape(w, &sh);
-}
-
-static guint32 add(SimRankBuilder *b, SimWorkload *w, SimOpKind kind,
-                   guint stream, gint64 ref_ns, guint32 shape, guint32 peer,
-                   guint32 wait)
-{
-  SimOp op = {0};
-  op.kind = kind;
-  op.stream = stream;
-  op.ref_ns = ref_ns;
-  op.shape = shape;
-  op.peer = peer;
-  op.wait = wait;
-  op.klass = g_array_index(w->shapes, SimShape, shape).klass;
-  op.phase = SIM_PHASE_FORWARD;
-  op.name = sim_workload_intern(w, sim_kind_name(kind));
-  op.layer = 255;
-  op.microbatch = G_MAXUINT16;
-  return sim_rank_builder_add(b, &op);
-}
-
 /* n ranks: each step computes (rank `odd` slower by odd_ns), runs a second
  * kernel on stream 1 after it, with `p2p` sends to the next rank and
  * receives from the previous one (a ring), every third step all-reduces on
@@ -302,10 +273,10 @@ static SimWorkload *ring(guint n, guint steps, guint odd, gint64 odd_ns,
 {
   SimWorkload *w = sim_workload_new(n);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 k2 = shape_of(w, SIM_CLASS_NORM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 5000, SIM_COLL_ALL_REDUCE);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 800, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 k2 = tw_shape(w, SIM_CLASS_NORM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 5000, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 800, SIM_COLL_SEND_RECV);
   guint32 *all = g_new(guint32, n);
   for (guint r = 0; r < n; r++)
     all[r] = r;
@@ -322,15 +293,15 @@ static SimWorkload *ring(guint n, guint steps, guint odd, gint64 odd_ns,
       gint64 t = 1000 + 100 * (s % 3) + (r == odd ? odd_ns : 0);
       guint32 rv = SIM_NO_WAIT;
       if (p2p && s > 0)
-        rv = add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
-      last = add(b, w, SIM_OP_KERNEL, 0, t, k, 0, rv);
-      add(b, w, SIM_OP_KERNEL, 1, 400, k2, 0, last);
+        rv = tw_add(b, w, SIM_OP_RECV, 3, 0, msg, (r + n - 1) % n, SIM_NO_WAIT);
+      last = tw_add(b, w, SIM_OP_KERNEL, 0, t, k, 0, rv);
+      tw_add(b, w, SIM_OP_KERNEL, 1, 400, k2, 0, last);
       if (p2p && s + 1 < steps)
-        add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
+        tw_add(b, w, SIM_OP_SEND, 2, 0, msg, (r + 1) % n, last);
       if (s % 3 == 2)
-        add(b, w, SIM_OP_COLLECTIVE, 4, 0, ar, world, last);
+        tw_add(b, w, SIM_OP_COLLECTIVE, 4, 0, ar, world, last);
       if (pairs && s % 2 == 1)
-        add(b, w, SIM_OP_COLLECTIVE, 5, 0, ar, pair_g[r / 2], last);
+        tw_add(b, w, SIM_OP_COLLECTIVE, 5, 0, ar, pair_g[r / 2], last);
     }
     sim_rank_builder_finish(b, w, r);
   }
@@ -413,16 +384,16 @@ static void test_partner_split(void)
   for (int v = 0; v < 2; v++) {
     w[v] = sim_workload_new(4);
     g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-    guint32 k = shape_of(w[v], SIM_CLASS_GEMM, 0, 0);
-    guint32 ar = shape_of(w[v], SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
+    guint32 k = tw_shape(w[v], SIM_CLASS_GEMM, 0, 0);
+    guint32 ar = tw_shape(w[v], SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
     guint32 m01[2] = {0, 1}, m23[2] = {2, 3};
     guint32 g01 = sim_workload_add_group(w[v], m01, 2);
     guint32 g23 = sim_workload_add_group(w[v], m23, 2);
     for (guint r = 0; r < 4; r++) {
       for (int s = 0; s < 4; s++) {
-        add(b, w[v], SIM_OP_KERNEL, 0, r == 3 ? 2000 : 1000, k, 0,
+        tw_add(b, w[v], SIM_OP_KERNEL, 0, r == 3 ? 2000 : 1000, k, 0,
             SIM_NO_WAIT);
-        add(b, w[v], SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23,
+        tw_add(b, w[v], SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23,
             SIM_NO_WAIT);
       }
       sim_rank_builder_finish(b, w[v], r);
@@ -450,9 +421,9 @@ static void test_nothing_to_fold(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(3);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
   for (guint r = 0; r < 3; r++) {
-    add(b, w, SIM_OP_KERNEL, 0, 100 * (r + 1), k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 100 * (r + 1), k, 0, SIM_NO_WAIT);
     sim_rank_builder_finish(b, w, r);
   }
   GError *error = NULL;
@@ -468,14 +439,14 @@ static void test_multistream_group_not_folded(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(2);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 10, SIM_COLL_ALL_REDUCE);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 10, SIM_COLL_ALL_REDUCE);
   guint32 m[2] = {0, 1};
   guint32 g = sim_workload_add_group(w, m, 2);
   for (guint r = 0; r < 2; r++) {
-    guint32 a = add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
-    add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, a);
-    add(b, w, SIM_OP_COLLECTIVE, 2, 0, ar, g, a);
+    guint32 a = tw_add(b, w, SIM_OP_KERNEL, 0, 500, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, a);
+    tw_add(b, w, SIM_OP_COLLECTIVE, 2, 0, ar, g, a);
     sim_rank_builder_finish(b, w, r);
   }
   GError *error = NULL;
@@ -515,21 +486,21 @@ static void test_invalid_fold(gconstpointer data)
    * 2 and 1 to 3.  Valid folding: 1 -> 0, 3 -> 2. */
   g_autoptr(SimWorkload) w = sim_workload_new(4);
   g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
-  guint32 k = shape_of(w, SIM_CLASS_GEMM, 0, 0);
-  guint32 ar = shape_of(w, SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
-  guint32 msg = shape_of(w, SIM_CLASS_COMM, 100, SIM_COLL_SEND_RECV);
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 100, SIM_COLL_SEND_RECV);
   guint32 m01[2] = {0, 1}, m23[2] = {2, 3}, m02[2] = {0, 2};
   guint32 g01 = sim_workload_add_group(w, m01, 2);
   guint32 g23 = sim_workload_add_group(w, m23, 2);
   sim_workload_add_group(w, m02, 2);
   for (guint r = 0; r < 4; r++) {
     if (r == 0 || r == 2 || kind == BAD_OPS) {
-      guint32 a = add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
-      add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23, SIM_NO_WAIT);
+      guint32 a = tw_add(b, w, SIM_OP_KERNEL, 0, 1000, k, 0, SIM_NO_WAIT);
+      tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, r < 2 ? g01 : g23, SIM_NO_WAIT);
       if (r < 2)
-        add(b, w, SIM_OP_SEND, 1, 0, msg, r + 2, a);
+        tw_add(b, w, SIM_OP_SEND, 1, 0, msg, r + 2, a);
       else
-        add(b, w, SIM_OP_RECV, 1, 0, msg, r - 2, SIM_NO_WAIT);
+        tw_add(b, w, SIM_OP_RECV, 1, 0, msg, r - 2, SIM_NO_WAIT);
     }
     sim_rank_builder_finish(b, w, r);
   }
