@@ -1303,6 +1303,28 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
                 *n_ranks, NATIVE_MAX_RANKS);
     return H5I_INVALID_HID;
   }
+  /* n_ranks sizes the workload the caller allocates next: /ranks must
+   * agree first (a file claiming 16 million ranks and holding one made
+   * the loader allocate 532 MB: found by tests/fuzz/fuzz-native.c).
+   * nat_read_ranks checks the same again. */
+  if (H5Lexists(file, "ranks", H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: group /ranks is missing", path);
+    return H5I_INVALID_HID;
+  }
+  g_auto(H5uHid) ranks = H5Gopen2(file, "ranks", H5P_DEFAULT);
+  H5G_info_t info;
+  if (ranks < 0 || H5Gget_info(ranks, &info) < 0) {
+    nat_fail(error, TRACE_NATIVE_ERROR_FORMAT, path, "/ranks is not a group");
+    return H5I_INVALID_HID;
+  }
+  if (info.nlinks != *n_ranks) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: /ranks has %" G_GUINT64_FORMAT " entries but the file "
+                "says n_ranks = %u", path, (guint64)info.nlinks, *n_ranks);
+    return H5I_INVALID_HID;
+  }
   hid_t out = file;
   file = H5I_INVALID_HID;
   return out;
