@@ -9,6 +9,13 @@
 #                              timeout or OOM (saved as build-fuzz/crash-*)
 #   make fuzz-regress          replay tests/fuzz/regress/ and the seed
 #                              corpora through the sanitized targets
+#   make fuzz-coverage         line coverage of the parsers reached by the
+#                              corpora (build-fuzzcov/, llvm-cov report)
+#   make fuzz-clean            remove build-fuzz/ and build-fuzzcov/
+#
+# Every run uses -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128: an
+# input of a few KB that makes a parser allocate over 128 MB at once is a
+# finding (an amplification), as is one running 10 s.
 #
 # Needs clang 14 and libFuzzer: Debian packages clang and libclang-rt-14-dev
 # (`make fuzz-deps`).  The library is compiled again with clang and
