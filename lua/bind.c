@@ -289,22 +289,11 @@ static int l_gpt(lua_State *L)
 
 /* ---- results tables ----------------------------------------------------------- */
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void push_te(lua_State *L, const SimTE *te)
 {
   lua_createtable(L, 0, 2);
-  set_num(L, "time_s", te->time_ns * 1e-9);
-  set_num(L, "energy_j", te->energy_j);
+  jsl_set_num(L, "time_s", te->time_ns * 1e-9);
+  jsl_set_num(L, "energy_j", te->energy_j);
 }
 
 /* Converts a SimResult into the documented plain table. */
@@ -318,30 +307,30 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   lua_setfield(L, -2, "policy");
   lua_pushstring(L, c->gpu->name);
   lua_setfield(L, -2, "gpu");
-  set_int(L, "n_gpus", r->n_gpus);
-  set_num(L, "time_s", t);
-  set_num(L, "energy_j", r->energy_j);
-  set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
-  set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
-  set_num(L, "peak_power_w", r->peak_power_w);
-  set_num(L, "waste_j", r->waste_j);
-  set_num(L, "blocked_j", r->blocked.energy_j);
-  set_num(L, "idle_j", r->idle.energy_j);
-  set_int(L, "switches", (lua_Integer)r->switches);
-  set_int(L, "ops", (lua_Integer)r->ops);
-  set_int(L, "ops_represented", (lua_Integer)r->ops_represented);
-  set_num(L, "flops", r->flops);
-  set_num(L, "tflops_per_gpu",
+  jsl_set_int(L, "n_gpus", r->n_gpus);
+  jsl_set_num(L, "time_s", t);
+  jsl_set_num(L, "energy_j", r->energy_j);
+  jsl_set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
+  jsl_set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
+  jsl_set_num(L, "peak_power_w", r->peak_power_w);
+  jsl_set_num(L, "waste_j", r->waste_j);
+  jsl_set_num(L, "blocked_j", r->blocked.energy_j);
+  jsl_set_num(L, "idle_j", r->idle.energy_j);
+  jsl_set_int(L, "switches", (lua_Integer)r->switches);
+  jsl_set_int(L, "ops", (lua_Integer)r->ops);
+  jsl_set_int(L, "ops_represented", (lua_Integer)r->ops_represented);
+  jsl_set_num(L, "flops", r->flops);
+  jsl_set_num(L, "tflops_per_gpu",
           t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
-  set_num(L, "tokens_per_s",
+  jsl_set_num(L, "tokens_per_s",
           t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
-  set_num(L, "iteration_time_s", t / r->n_iterations);
-  set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
+  jsl_set_num(L, "iteration_time_s", t / r->n_iterations);
+  jsl_set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
   lua_createtable(L, (int)r->n_iterations, 0);
   for (guint i = 0; i < r->n_iterations; i++) {
     lua_createtable(L, 0, 2);
-    set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
-    set_num(L, "energy_j", r->iterations[i].energy_j);
+    jsl_set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
+    jsl_set_num(L, "energy_j", r->iterations[i].energy_j);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "iterations");
@@ -365,17 +354,17 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   for (guint g = 0; g < r->n_gpus; g++) {
     const SimGpuResult *pg = &r->per_gpu[g];
     lua_createtable(L, 0, 10);
-    set_num(L, "energy_j", pg->energy_j);
-    set_num(L, "avg_power_w", t > 0 ? pg->energy_j / t : 0);
-    set_num(L, "peak_power_w", pg->peak_power_w);
-    set_num(L, "kernel_s", pg->kernel_ns * 1e-9);
-    set_num(L, "comm_s", pg->comm_ns * 1e-9);
-    set_num(L, "blocked_s", pg->blocked_ns * 1e-9);
-    set_num(L, "idle_s", pg->idle_ns * 1e-9);
-    set_num(L, "blocked_j", pg->blocked_j);
-    set_num(L, "idle_j", pg->idle_j);
-    set_num(L, "tflops", t > 0 ? pg->flops / t * 1e-12 : 0);
-    set_int(L, "switches", (lua_Integer)pg->switches);
+    jsl_set_num(L, "energy_j", pg->energy_j);
+    jsl_set_num(L, "avg_power_w", t > 0 ? pg->energy_j / t : 0);
+    jsl_set_num(L, "peak_power_w", pg->peak_power_w);
+    jsl_set_num(L, "kernel_s", pg->kernel_ns * 1e-9);
+    jsl_set_num(L, "comm_s", pg->comm_ns * 1e-9);
+    jsl_set_num(L, "blocked_s", pg->blocked_ns * 1e-9);
+    jsl_set_num(L, "idle_s", pg->idle_ns * 1e-9);
+    jsl_set_num(L, "blocked_j", pg->blocked_j);
+    jsl_set_num(L, "idle_j", pg->idle_j);
+    jsl_set_num(L, "tflops", t > 0 ? pg->flops / t * 1e-12 : 0);
+    jsl_set_int(L, "switches", (lua_Integer)pg->switches);
     lua_rawseti(L, -2, g + 1);
   }
   lua_setfield(L, -2, "per_gpu");
@@ -447,13 +436,13 @@ static void push_interval(lua_State *L, const char *k, const FitInterval *iv,
                           double level)
 {
   lua_createtable(L, 0, 7);
-  set_num(L, "estimate", iv->estimate);
-  set_num(L, "lo", iv->lo);
-  set_num(L, "hi", iv->hi);
-  set_num(L, "mean", iv->mean);
-  set_num(L, "sd", iv->sd);
-  set_num(L, "level", level);
-  set_int(L, "samples", iv->samples);
+  jsl_set_num(L, "estimate", iv->estimate);
+  jsl_set_num(L, "lo", iv->lo);
+  jsl_set_num(L, "hi", iv->hi);
+  jsl_set_num(L, "mean", iv->mean);
+  jsl_set_num(L, "sd", iv->sd);
+  jsl_set_num(L, "level", level);
+  jsl_set_int(L, "samples", iv->samples);
   lua_setfield(L, -2, k);
 }
 
@@ -464,16 +453,16 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
   PerseusRun *pr = rep->pipeline;
   if (pr == NULL)
     return;
-  set_num(L, "allmax_time_s", (double)pr->allmax_time_ns * 1e-9);
-  set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
-  set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
-  set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  jsl_set_num(L, "allmax_time_s", (double)pr->allmax_time_ns * 1e-9);
+  jsl_set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
+  jsl_set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
+  jsl_set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
   if (pr->n_tried > 0) {
-    set_num(L, "limit_w", pr->limit_w);
-    set_int(L, "limits_tried", pr->n_tried);
+    jsl_set_num(L, "limit_w", pr->limit_w);
+    jsl_set_int(L, "limits_tried", pr->n_tried);
   }
   if (pr->frontier != NULL && rep->clocks != NULL) {
-    set_int(L, "point", pr->point + 1);
+    jsl_set_int(L, "point", pr->point + 1);
     jsl_push_frontier(L, g_steal_pointer(&pr->frontier), rep->n_stages,
                       rep->n_microbatches, pr->tp, rep->clocks, rep->n_clocks,
                       pr->allmax_time_ns, pr->allmax_energy_j);
@@ -656,7 +645,7 @@ static int l_simulate(lua_State *L)
 
 static void set_param(lua_State *L, const char *k, const GpuParam *p)
 {
-  set_num(L, k, p->v);
+  jsl_set_num(L, k, p->v);
 }
 
 static int l_gpu(lua_State *L)
@@ -690,7 +679,7 @@ static int l_gpu(lua_State *L)
   set_param(L, "blocking_power_w", &g->blocked_power_w);
   set_param(L, "comm_power_w", &g->comm_power_w);
   set_param(L, "switch_latency_ms", &g->switch_latency_ms);
-  set_num(L, "peak_tflops", gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+  jsl_set_num(L, "peak_tflops", gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
   GString *d = g_string_new(NULL);
   gpu_spec_describe(g, d);
   lua_pushstring(L, d->str);

@@ -66,6 +66,18 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v);
 /* Wraps w (ownership handed over) as a workload userdata on the stack. */
 void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
 
+/* t[k] = v on the table at the top of the stack. */
+static inline void jsl_set_num(lua_State *L, const char *k, double v)
+{
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+static inline void jsl_set_int(lua_State *L, const char *k, lua_Integer v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
 /* Registration hooks, one per feature file: each adds its functions to the
  * module table on top of the stack (called by require "joulesim" before the
  * prelude runs). */

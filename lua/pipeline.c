@@ -42,18 +42,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 /* The profile path of argument `profile` of the table at idx: a string, or
  * any value with a string field `path` (a profile from js.profile.load).
  * Borrowed from the Lua stack (left on it). */
@@ -192,17 +180,17 @@ void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
   lua_createtable(L, (int)f->n_points, 6);
   for (guint j = 0; j < f->n_points; j++) {
     lua_createtable(L, 0, 2);
-    set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
-    set_num(L, "energy_j", f->points[j].energy_j * u->tp);
+    jsl_set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
+    jsl_set_num(L, "energy_j", f->points[j].energy_j * u->tp);
     lua_rawseti(L, -2, j + 1);
   }
   lua_pushboolean(L, f->exact);
   lua_setfield(L, -2, "exact");
-  set_int(L, "steps", (lua_Integer)f->steps);
-  set_int(L, "computations", (lua_Integer)f->n_nodes);
+  jsl_set_int(L, "steps", (lua_Integer)f->steps);
+  jsl_set_int(L, "computations", (lua_Integer)f->n_nodes);
   lua_createtable(L, 0, 2);
-  set_num(L, "time_s", (double)allmax_time_ns * 1e-9);
-  set_num(L, "energy_j", allmax_energy_j * u->tp);
+  jsl_set_num(L, "time_s", (double)allmax_time_ns * 1e-9);
+  jsl_set_num(L, "energy_j", allmax_energy_j * u->tp);
   lua_setfield(L, -2, "allmax");
   lua_pushvalue(L, ud);
   lua_setfield(L, -2, "_frontier");
@@ -517,41 +505,41 @@ static int l_pipeline_run(lua_State *L)
   lua_setfield(L, -2, "policy");
   lua_pushstring(L, u->c->gpu->name);
   lua_setfield(L, -2, "gpu");
-  set_int(L, "n_gpus", res->n_gpus);
-  set_num(L, "time_s", t);
-  set_num(L, "energy_j", res->energy_j);
-  set_num(L, "avg_power_w", t > 0 ? res->energy_j / t / res->n_gpus : 0);
-  set_num(L, "waste_j", res->waste_j);
-  set_num(L, "blocked_j", res->blocked.energy_j);
-  set_num(L, "idle_j", res->idle.energy_j);
-  set_int(L, "switches", (lua_Integer)res->switches);
-  set_num(L, "iteration_time_s", t / res->n_iterations);
-  set_num(L, "energy_per_iteration_j", res->energy_j / res->n_iterations);
+  jsl_set_int(L, "n_gpus", res->n_gpus);
+  jsl_set_num(L, "time_s", t);
+  jsl_set_num(L, "energy_j", res->energy_j);
+  jsl_set_num(L, "avg_power_w", t > 0 ? res->energy_j / t / res->n_gpus : 0);
+  jsl_set_num(L, "waste_j", res->waste_j);
+  jsl_set_num(L, "blocked_j", res->blocked.energy_j);
+  jsl_set_num(L, "idle_j", res->idle.energy_j);
+  jsl_set_int(L, "switches", (lua_Integer)res->switches);
+  jsl_set_num(L, "iteration_time_s", t / res->n_iterations);
+  jsl_set_num(L, "energy_per_iteration_j", res->energy_j / res->n_iterations);
   lua_createtable(L, (int)res->n_iterations, 0);
   for (guint i = 0; i < res->n_iterations; i++) {
     lua_createtable(L, 0, 2);
-    set_num(L, "time_s", (double)res->iterations[i].time_ns * 1e-9);
-    set_num(L, "energy_j", res->iterations[i].energy_j);
+    jsl_set_num(L, "time_s", (double)res->iterations[i].time_ns * 1e-9);
+    jsl_set_num(L, "energy_j", res->iterations[i].energy_j);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "iterations");
   /* The plan on the DAG model, one whole pipeline (x tp). */
-  set_num(L, "allmax_time_s", (double)r->allmax_time_ns * 1e-9);
-  set_num(L, "allmax_energy_j", r->allmax_energy_j * r->tp);
-  set_num(L, "plan_time_s", (double)r->plan_time_ns * 1e-9);
-  set_num(L, "plan_energy_j", r->plan_energy_j * r->tp);
+  jsl_set_num(L, "allmax_time_s", (double)r->allmax_time_ns * 1e-9);
+  jsl_set_num(L, "allmax_energy_j", r->allmax_energy_j * r->tp);
+  jsl_set_num(L, "plan_time_s", (double)r->plan_time_ns * 1e-9);
+  jsl_set_num(L, "plan_energy_j", r->plan_energy_j * r->tp);
   if (kind == PERSEUS_RUN_ZEUS) {
-    set_num(L, "limit_w", r->limit_w);
-    set_int(L, "limits_tried", r->n_tried);
+    jsl_set_num(L, "limit_w", r->limit_w);
+    jsl_set_int(L, "limits_tried", r->n_tried);
   }
   if (r->frontier != NULL) {
     const PerseusFrontier *f = r->frontier;
-    set_int(L, "point", r->point + 1);
+    jsl_set_int(L, "point", r->point + 1);
     lua_createtable(L, (int)f->n_points, 0);
     for (guint j = 0; j < f->n_points; j++) {
       lua_createtable(L, 0, 2);
-      set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
-      set_num(L, "energy_j", f->points[j].energy_j * r->tp);
+      jsl_set_num(L, "time_s", (double)f->points[j].time_ns * 1e-9);
+      jsl_set_num(L, "energy_j", f->points[j].energy_j * r->tp);
       lua_rawseti(L, -2, j + 1);
     }
     lua_setfield(L, -2, "frontier");

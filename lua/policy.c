@@ -86,18 +86,6 @@ static int chooser_traceback(lua_State *L)
   return 1;
 }
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void set_str(lua_State *L, const char *k, const char *v)
 {
   lua_pushstring(L, v);
@@ -114,18 +102,18 @@ static int call_chooser(lua_State *L)
   set_str(L, "kind", u->kind);
   set_str(L, "class", sim_class_name(u->klass));
   set_str(L, "phase", sim_phase_name(u->phase));
-  set_int(L, "count", (lua_Integer)u->count);
-  set_num(L, "slack_s", u->slack_s);
-  set_num(L, "critical_frac", u->critical_frac);
-  set_num(L, "time_s", u->n_options > 0 ? u->options[0].time_s : 0);
-  set_num(L, "energy_j", u->n_options > 0 ? u->options[0].energy_j : 0);
+  jsl_set_int(L, "count", (lua_Integer)u->count);
+  jsl_set_num(L, "slack_s", u->slack_s);
+  jsl_set_num(L, "critical_frac", u->critical_frac);
+  jsl_set_num(L, "time_s", u->n_options > 0 ? u->options[0].time_s : 0);
+  jsl_set_num(L, "energy_j", u->n_options > 0 ? u->options[0].energy_j : 0);
   lua_createtable(L, (int)u->n_options, 0);
   for (guint i = 0; i < u->n_options; i++) {
     lua_createtable(L, 0, 4);
-    set_int(L, "sm", u->options[i].clocks.sm_mhz);
-    set_int(L, "mem", u->options[i].clocks.mem_mhz);
-    set_num(L, "time_s", u->options[i].time_s);
-    set_num(L, "energy_j", u->options[i].energy_j);
+    jsl_set_int(L, "sm", u->options[i].clocks.sm_mhz);
+    jsl_set_int(L, "mem", u->options[i].clocks.mem_mhz);
+    jsl_set_num(L, "time_s", u->options[i].time_s);
+    jsl_set_num(L, "energy_j", u->options[i].energy_j);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "options");
@@ -384,22 +372,22 @@ void jsl_push_plan(lua_State *L, const DvfsPlanResult *pr)
     return;
   lua_createtable(L, 0, 16);
   set_str(L, "chosen", pr->chosen);
-  set_num(L, "base_time_s", pr->base_time_s);
-  set_num(L, "base_energy_j", pr->base_energy_j);
-  set_num(L, "time_s", pr->time_s);
-  set_num(L, "energy_j", pr->energy_j);
-  set_num(L, "saving", pr->base_energy_j > 0
+  jsl_set_num(L, "base_time_s", pr->base_time_s);
+  jsl_set_num(L, "base_energy_j", pr->base_energy_j);
+  jsl_set_num(L, "time_s", pr->time_s);
+  jsl_set_num(L, "energy_j", pr->energy_j);
+  jsl_set_num(L, "saving", pr->base_energy_j > 0
                            ? 1 - pr->energy_j / pr->base_energy_j : 0);
-  set_num(L, "slowdown", pr->base_time_s > 0
+  jsl_set_num(L, "slowdown", pr->base_time_s > 0
                              ? pr->time_s / pr->base_time_s - 1 : 0);
-  set_num(L, "latency_ms", pr->latency_ms);
-  set_num(L, "power_limit_w", pr->power_limit_w);
-  set_int(L, "switches", (lua_Integer)pr->switches);
-  set_int(L, "units", pr->n_units);
-  set_int(L, "candidates", pr->n_candidates);
-  set_int(L, "classes", pr->n_classes);
-  set_int(L, "evaluations", pr->evaluations);
-  set_int(L, "simulations", pr->simulations);
+  jsl_set_num(L, "latency_ms", pr->latency_ms);
+  jsl_set_num(L, "power_limit_w", pr->power_limit_w);
+  jsl_set_int(L, "switches", (lua_Integer)pr->switches);
+  jsl_set_int(L, "units", pr->n_units);
+  jsl_set_int(L, "candidates", pr->n_candidates);
+  jsl_set_int(L, "classes", pr->n_classes);
+  jsl_set_int(L, "evaluations", pr->evaluations);
+  jsl_set_int(L, "simulations", pr->simulations);
   lua_setfield(L, -2, "plan");
   guint n = pr->summary != NULL ? pr->summary->len : 0;
   lua_createtable(L, (int)n, 0);
@@ -409,16 +397,16 @@ void jsl_push_plan(lua_State *L, const DvfsPlanResult *pr)
     set_str(L, "kernel", r->name);
     set_str(L, "class", sim_class_name(r->klass));
     set_str(L, "phase", sim_phase_name(r->phase));
-    set_int(L, "count", (lua_Integer)r->count);
-    set_num(L, "base_time_s", r->base_time_s);
-    set_num(L, "base_energy_j", r->base_energy_j);
-    set_int(L, "sm_mhz", r->sm_mhz);
-    set_int(L, "mem_mhz", r->mem_mhz);
-    set_int(L, "n_pairs", r->n_pairs);
-    set_num(L, "time_s", r->time_s);
-    set_num(L, "energy_j", r->energy_j);
-    set_num(L, "dtime_s", r->time_s - r->base_time_s);
-    set_num(L, "denergy_j", r->energy_j - r->base_energy_j);
+    jsl_set_int(L, "count", (lua_Integer)r->count);
+    jsl_set_num(L, "base_time_s", r->base_time_s);
+    jsl_set_num(L, "base_energy_j", r->base_energy_j);
+    jsl_set_int(L, "sm_mhz", r->sm_mhz);
+    jsl_set_int(L, "mem_mhz", r->mem_mhz);
+    jsl_set_int(L, "n_pairs", r->n_pairs);
+    jsl_set_num(L, "time_s", r->time_s);
+    jsl_set_num(L, "energy_j", r->energy_j);
+    jsl_set_num(L, "dtime_s", r->time_s - r->base_time_s);
+    jsl_set_num(L, "denergy_j", r->energy_j - r->base_energy_j);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "plan_summary");

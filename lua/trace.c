@@ -181,18 +181,6 @@ static int l_trace_save(lua_State *L)
   return 0;
 }
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void set_str(lua_State *L, const char *k, const char *v)
 {
   if (v == NULL)
@@ -211,23 +199,23 @@ static int l_trace_info(lua_State *L)
   trace_stats_compute(w, &st);
   lua_createtable(L, 0, 24);
   set_str(L, "label", u->label);
-  set_int(L, "ranks", st.n_ranks);
-  set_int(L, "ops", (lua_Integer)st.n_ops);
-  set_int(L, "shapes", st.n_shapes);
-  set_int(L, "names", st.n_names);
-  set_int(L, "groups", st.n_groups);
+  jsl_set_int(L, "ranks", st.n_ranks);
+  jsl_set_int(L, "ops", (lua_Integer)st.n_ops);
+  jsl_set_int(L, "shapes", st.n_shapes);
+  jsl_set_int(L, "names", st.n_names);
+  jsl_set_int(L, "groups", st.n_groups);
   lua_createtable(L, 0, 3);
-  set_int(L, "min", st.streams_min);
-  set_int(L, "max", st.streams_max);
-  set_int(L, "total", (lua_Integer)st.streams_total);
+  jsl_set_int(L, "min", st.streams_min);
+  jsl_set_int(L, "max", st.streams_max);
+  jsl_set_int(L, "total", (lua_Integer)st.streams_total);
   lua_setfield(L, -2, "streams");
   lua_createtable(L, 0, SIM_CLASS_COUNT);
   for (int c = 0; c < SIM_CLASS_COUNT; c++)
-    set_int(L, sim_class_name((SimOpClass)c), (lua_Integer)st.by_class[c]);
+    jsl_set_int(L, sim_class_name((SimOpClass)c), (lua_Integer)st.by_class[c]);
   lua_setfield(L, -2, "by_class");
   lua_createtable(L, 0, SIM_OP_KIND_COUNT);
   for (int k = 0; k < SIM_OP_KIND_COUNT; k++)
-    set_int(L, sim_kind_name((SimOpKind)k), (lua_Integer)st.by_kind[k]);
+    jsl_set_int(L, sim_kind_name((SimOpKind)k), (lua_Integer)st.by_kind[k]);
   lua_setfield(L, -2, "by_kind");
   lua_createtable(L, (int)st.n_ranks, 0);
   for (guint r = 0; r < st.n_ranks; r++) {
@@ -235,17 +223,17 @@ static int l_trace_info(lua_State *L)
     lua_rawseti(L, -2, r + 1);
   }
   lua_setfield(L, -2, "busy_s");
-  set_num(L, "busy_min_s", (double)st.busy_min_ns * 1e-9);
-  set_num(L, "busy_max_s", (double)st.busy_max_ns * 1e-9);
-  set_num(L, "busy_mean_s", st.busy_mean_ns * 1e-9);
+  jsl_set_num(L, "busy_min_s", (double)st.busy_min_ns * 1e-9);
+  jsl_set_num(L, "busy_max_s", (double)st.busy_max_ns * 1e-9);
+  jsl_set_num(L, "busy_mean_s", st.busy_mean_ns * 1e-9);
   lua_createtable(L, 0, (int)st.groups->len);
   for (guint k = 0; k < st.groups->len; k++) {
     const TraceGroupStats *gs = &g_array_index(st.groups, TraceGroupStats, k);
     lua_createtable(L, 0, 4);
-    set_int(L, "groups", gs->n_groups);
-    set_int(L, "calls", (lua_Integer)gs->calls);
-    set_int(L, "ops", (lua_Integer)gs->ops);
-    set_num(L, "bytes", gs->bytes);
+    jsl_set_int(L, "groups", gs->n_groups);
+    jsl_set_int(L, "calls", (lua_Integer)gs->calls);
+    jsl_set_int(L, "ops", (lua_Integer)gs->ops);
+    jsl_set_num(L, "bytes", gs->bytes);
     lua_setfield(L, -2, gs->label);
   }
   lua_setfield(L, -2, "collectives");
@@ -254,24 +242,24 @@ static int l_trace_info(lua_State *L)
     if (st.coll_by_type[t] == 0)
       continue;
     lua_createtable(L, 0, 2);
-    set_int(L, "ops", (lua_Integer)st.coll_by_type[t]);
-    set_num(L, "bytes", st.coll_bytes_by_type[t]);
+    jsl_set_int(L, "ops", (lua_Integer)st.coll_by_type[t]);
+    jsl_set_num(L, "bytes", st.coll_bytes_by_type[t]);
     lua_setfield(L, -2, sim_coll_name((SimCollType)t));
   }
   lua_setfield(L, -2, "by_collective");
   lua_createtable(L, 0, 2);
-  set_int(L, "sends", (lua_Integer)st.p2p_sends);
-  set_num(L, "bytes", st.p2p_bytes);
+  jsl_set_int(L, "sends", (lua_Integer)st.p2p_sends);
+  jsl_set_num(L, "bytes", st.p2p_bytes);
   lua_setfield(L, -2, "p2p");
-  set_num(L, "kernel_flops", st.kernel_flops);
-  set_num(L, "kernel_bytes", st.kernel_bytes);
-  set_num(L, "comm_bytes", st.comm_bytes);
+  jsl_set_num(L, "kernel_flops", st.kernel_flops);
+  jsl_set_num(L, "kernel_bytes", st.kernel_bytes);
+  jsl_set_num(L, "comm_bytes", st.comm_bytes);
   lua_createtable(L, 0, 7);
-  set_int(L, "tp", w->tp);
-  set_int(L, "pp", w->pp);
-  set_int(L, "dp", w->dp);
-  set_int(L, "microbatches", w->microbatches);
-  set_num(L, "tokens_per_iteration", w->tokens_per_iteration);
+  jsl_set_int(L, "tp", w->tp);
+  jsl_set_int(L, "pp", w->pp);
+  jsl_set_int(L, "dp", w->dp);
+  jsl_set_int(L, "microbatches", w->microbatches);
+  jsl_set_num(L, "tokens_per_iteration", w->tokens_per_iteration);
   set_str(L, "schedule", w->schedule);
   set_str(L, "ref_gpu", w->ref_gpu);
   lua_setfield(L, -2, "layout");

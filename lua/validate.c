@@ -750,18 +750,6 @@ static void push_profile(lua_State *L, Profile *p)
   luaL_setmetatable(L, PROFILE_MT);
 }
 
-static void set_num(lua_State *L, const char *k, double v)
-{
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void set_str(lua_State *L, const char *k, const char *v)
 {
   lua_pushstring(L, v);
@@ -773,19 +761,19 @@ static void push_op(lua_State *L, const ProfileOp *op)
   lua_createtable(L, 0, 7);
   set_str(L, "name", op->name);
   if (op->instruction != NULL) {
-    set_int(L, "stage", op->stage);
+    jsl_set_int(L, "stage", op->stage);
     set_str(L, "instruction", op->instruction);
   }
   set_str(L, "class", sim_class_name(op->klass));
-  set_num(L, "count", op->count);
+  jsl_set_num(L, "count", op->count);
   lua_createtable(L, (int)op->points->len, 0);
   for (guint j = 0; j < op->points->len; j++) {
     const ProfilePoint *pt = &g_array_index(op->points, ProfilePoint, j);
     lua_createtable(L, 0, 4);
-    set_int(L, "sm_mhz", pt->sm_mhz);
-    set_int(L, "mem_mhz", pt->mem_mhz);
-    set_num(L, "time_s", pt->time_s);
-    set_num(L, "energy_j", pt->energy_j);
+    jsl_set_int(L, "sm_mhz", pt->sm_mhz);
+    jsl_set_int(L, "mem_mhz", pt->mem_mhz);
+    jsl_set_num(L, "time_s", pt->time_s);
+    jsl_set_num(L, "energy_j", pt->energy_j);
     lua_rawseti(L, -2, j + 1);
   }
   lua_setfield(L, -2, "points");
@@ -940,13 +928,13 @@ Profile *jsl_check_profile(lua_State *L, int idx, const char *fn)
 static void push_err(lua_State *L, const char *k, const FitErr *e)
 {
   lua_createtable(L, 0, 7);
-  set_int(L, "n", e->n);
-  set_num(L, "time_mape", e->time_mape);
-  set_num(L, "time_max", e->time_max);
-  set_num(L, "time_bias", e->time_bias);
-  set_num(L, "energy_mape", e->energy_mape);
-  set_num(L, "energy_max", e->energy_max);
-  set_num(L, "energy_bias", e->energy_bias);
+  jsl_set_int(L, "n", e->n);
+  jsl_set_num(L, "time_mape", e->time_mape);
+  jsl_set_num(L, "time_max", e->time_max);
+  jsl_set_num(L, "time_bias", e->time_bias);
+  jsl_set_num(L, "energy_mape", e->energy_mape);
+  jsl_set_num(L, "energy_max", e->energy_max);
+  jsl_set_num(L, "energy_bias", e->energy_bias);
   lua_setfield(L, -2, k);
 }
 
@@ -957,41 +945,41 @@ static void push_summary(lua_State *L, const FitSummary *s)
   push_err(L, "oob", &s->oob);
   push_err(L, "fit", &s->fit);
   push_err(L, "oob_all", &s->oob_all);
-  set_int(L, "min_sm_meas", s->min_sm_meas);
-  set_int(L, "min_mem_meas", s->min_mem_meas);
-  set_int(L, "min_sm_oob", s->min_sm_oob);
-  set_int(L, "min_sm_fit", s->min_sm_fit);
-  set_num(L, "saving_meas", s->saving_meas);
-  set_num(L, "saving_oob", s->saving_oob);
-  set_num(L, "saving_fit", s->saving_fit);
-  set_num(L, "regret_oob", s->regret_oob);
-  set_num(L, "regret_fit", s->regret_fit);
+  jsl_set_int(L, "min_sm_meas", s->min_sm_meas);
+  jsl_set_int(L, "min_mem_meas", s->min_mem_meas);
+  jsl_set_int(L, "min_sm_oob", s->min_sm_oob);
+  jsl_set_int(L, "min_sm_fit", s->min_sm_fit);
+  jsl_set_num(L, "saving_meas", s->saving_meas);
+  jsl_set_num(L, "saving_oob", s->saving_oob);
+  jsl_set_num(L, "saving_fit", s->saving_fit);
+  jsl_set_num(L, "regret_oob", s->regret_oob);
+  jsl_set_num(L, "regret_fit", s->regret_fit);
 }
 
 static void push_model(lua_State *L, const FitModel *m, const Profile *p)
 {
   lua_createtable(L, 0, 10);
   set_str(L, "fit", fit_mode_name(m->mode));
-  set_num(L, "p_const_w", m->p_const_w);
-  set_num(L, "p_leak_w", m->p_leak_w);
-  set_num(L, "v_ratio", m->v_ratio);
-  set_num(L, "f_knee_mhz", m->f_knee_mhz);
-  set_num(L, "dyn_scale", m->dyn_scale);
-  set_num(L, "rms_time", m->rms_rel_time);
-  set_num(L, "rms_energy", m->rms_rel_energy);
+  jsl_set_num(L, "p_const_w", m->p_const_w);
+  jsl_set_num(L, "p_leak_w", m->p_leak_w);
+  jsl_set_num(L, "v_ratio", m->v_ratio);
+  jsl_set_num(L, "f_knee_mhz", m->f_knee_mhz);
+  jsl_set_num(L, "dyn_scale", m->dyn_scale);
+  jsl_set_num(L, "rms_time", m->rms_rel_time);
+  jsl_set_num(L, "rms_energy", m->rms_rel_energy);
   lua_createtable(L, (int)m->n_ops, 0);
   for (guint i = 0; i < m->n_ops; i++) {
     const FitOpModel *om = &m->ops[i];
     lua_createtable(L, 0, 8);
     set_str(L, "name",
             ((const ProfileOp *)g_ptr_array_index(p->ops, i))->name);
-    set_num(L, "t0_s", om->t0_s);
-    set_num(L, "a_c", om->a_c);
-    set_num(L, "a_m", om->a_m);
-    set_num(L, "a_o", om->a_o);
-    set_num(L, "sat_mhz", om->sat_mhz);
-    set_num(L, "dyn_j", om->dyn_j);
-    set_num(L, "mem_j", om->mem_j);
+    jsl_set_num(L, "t0_s", om->t0_s);
+    jsl_set_num(L, "a_c", om->a_c);
+    jsl_set_num(L, "a_m", om->a_m);
+    jsl_set_num(L, "a_o", om->a_o);
+    jsl_set_num(L, "sat_mhz", om->sat_mhz);
+    jsl_set_num(L, "dyn_j", om->dyn_j);
+    jsl_set_num(L, "mem_j", om->mem_j);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "ops");
@@ -1070,10 +1058,10 @@ static int l_validate(lua_State *L)
   set_str(L, "gpu", cfg.gpu);
   set_str(L, "fit", fit_mode_name(r->mode));
   set_str(L, "profile", p->path);
-  set_num(L, "power_limit_w", r->oob->power_limit_w);
-  set_int(L, "n_clocks", r->n_clocks);
-  set_int(L, "heldout_clocks", r->n_heldout_clocks);
-  set_int(L, "folds", r->folds);
+  jsl_set_num(L, "power_limit_w", r->oob->power_limit_w);
+  jsl_set_int(L, "n_clocks", r->n_clocks);
+  jsl_set_int(L, "heldout_clocks", r->n_heldout_clocks);
+  jsl_set_int(L, "folds", r->folds);
   lua_createtable(L, (int)r->summary->len - 1, 0);
   for (guint i = 0; i + 1 < r->summary->len; i++) {
     push_summary(L, &g_array_index(r->summary, FitSummary, i));
@@ -1089,16 +1077,16 @@ static int l_validate(lua_State *L)
     const FitRow *w = &g_array_index(r->rows, FitRow, k);
     lua_createtable(L, 0, 11);
     set_str(L, "op", ((const ProfileOp *)g_ptr_array_index(p->ops, w->op))->name);
-    set_int(L, "sm_mhz", w->sm_mhz);
-    set_int(L, "mem_mhz", w->mem_mhz);
+    jsl_set_int(L, "sm_mhz", w->sm_mhz);
+    jsl_set_int(L, "mem_mhz", w->mem_mhz);
     lua_pushboolean(L, w->heldout);
     lua_setfield(L, -2, "heldout");
-    set_num(L, "time_s", w->time_s);
-    set_num(L, "energy_j", w->energy_j);
-    set_num(L, "oob_time_s", w->oob_time_s);
-    set_num(L, "oob_energy_j", w->oob_energy_j);
-    set_num(L, "fit_time_s", w->fit_time_s);
-    set_num(L, "fit_energy_j", w->fit_energy_j);
+    jsl_set_num(L, "time_s", w->time_s);
+    jsl_set_num(L, "energy_j", w->energy_j);
+    jsl_set_num(L, "oob_time_s", w->oob_time_s);
+    jsl_set_num(L, "oob_energy_j", w->oob_energy_j);
+    jsl_set_num(L, "fit_time_s", w->fit_time_s);
+    jsl_set_num(L, "fit_energy_j", w->fit_energy_j);
     lua_rawseti(L, -2, k + 1);
   }
   lua_setfield(L, -2, "points");
@@ -1286,13 +1274,13 @@ static int l_validate_interval(lua_State *L)
   if (!ok)
     return jsl_raise_gerror(L, fn, err);
   lua_createtable(L, 0, 7);
-  set_num(L, "estimate", iv.estimate);
-  set_num(L, "lo", iv.lo);
-  set_num(L, "hi", iv.hi);
-  set_num(L, "mean", iv.mean);
-  set_num(L, "sd", iv.sd);
-  set_num(L, "level", level);
-  set_int(L, "samples", iv.samples);
+  jsl_set_num(L, "estimate", iv.estimate);
+  jsl_set_num(L, "lo", iv.lo);
+  jsl_set_num(L, "hi", iv.hi);
+  jsl_set_num(L, "mean", iv.mean);
+  jsl_set_num(L, "sd", iv.sd);
+  jsl_set_num(L, "level", level);
+  jsl_set_int(L, "samples", iv.samples);
   return 1;
 }
 
@@ -1381,27 +1369,27 @@ static int l_validate_run(lua_State *L)
     sum_sim += e_sim;
     tmax_meas = MAX(tmax_meas, pr.time_s);
     lua_createtable(L, 0, 7);
-    set_int(L, "rank", pr.rank);
-    set_num(L, "time_s", pr.time_s);
-    set_num(L, "energy_j", pr.energy_j);
-    set_num(L, "sim_time_s", iter_t);
-    set_num(L, "sim_energy_j", e_sim);
-    set_num(L, "time_err", et);
-    set_num(L, "energy_err", ee);
+    jsl_set_int(L, "rank", pr.rank);
+    jsl_set_num(L, "time_s", pr.time_s);
+    jsl_set_num(L, "energy_j", pr.energy_j);
+    jsl_set_num(L, "sim_time_s", iter_t);
+    jsl_set_num(L, "sim_energy_j", e_sim);
+    jsl_set_num(L, "time_err", et);
+    jsl_set_num(L, "energy_err", ee);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, out, "ranks");
   lua_pushvalue(L, out);
-  set_num(L, "time_mape", st / n);
-  set_num(L, "time_max", mt);
-  set_num(L, "energy_mape", se / n);
-  set_num(L, "energy_max", me);
-  set_num(L, "iteration_time_s", tmax_meas);
-  set_num(L, "sim_iteration_time_s", iter_t);
-  set_num(L, "iteration_time_err", iter_t / tmax_meas - 1);
-  set_num(L, "energy_j", sum_meas);
-  set_num(L, "sim_energy_j", sum_sim);
-  set_num(L, "energy_err", sum_sim / sum_meas - 1);
+  jsl_set_num(L, "time_mape", st / n);
+  jsl_set_num(L, "time_max", mt);
+  jsl_set_num(L, "energy_mape", se / n);
+  jsl_set_num(L, "energy_max", me);
+  jsl_set_num(L, "iteration_time_s", tmax_meas);
+  jsl_set_num(L, "sim_iteration_time_s", iter_t);
+  jsl_set_num(L, "iteration_time_err", iter_t / tmax_meas - 1);
+  jsl_set_num(L, "energy_j", sum_meas);
+  jsl_set_num(L, "sim_energy_j", sum_sim);
+  jsl_set_num(L, "energy_err", sum_sim / sum_meas - 1);
   char *text = g_strdup_printf(
       "measured %s vs simulated (%u ranks): iteration time %.4f s vs %.4f s "
       "(%+.2f%%), energy %.1f J vs %.1f J (%+.2f%%); per rank MAPE time "
