@@ -543,6 +543,8 @@ static int l_simulate(lua_State *L)
     luaL_error(L, "%s: argument 'timeline' is not available with policy "
                   "'%s' (it runs its own engine)", fn,
                dvfs_kind_name(pol.kind));
+  if (tl_path != NULL)
+    jsl_check_write(L, fn, tl_path, JS_FILE_TIMELINE);
   TraceTimelineOptions topt;
   trace_timeline_options_init(&topt);
   GError *tl_err = NULL;
@@ -802,6 +804,7 @@ static int l_results(lua_State *L)
   if (*table == '\0' || strchr(table, '/') != NULL)
     luaL_error(L, "%s: table name '%s' must be non-empty and contain no '/'",
                fn, table);
+  jsl_check_write(L, fn, path, JS_FILE_RESULTS);
   ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
                   s->seed};
   GError *err = NULL;
@@ -944,6 +947,7 @@ static int open_joulesim(lua_State *L)
   jsl_register_profile(L);
   jsl_register_pipeline(L);
   jsl_register_sweep(L);
+  jsl_protect_metatables(L);
   if (load_resource(L, "prelude.lua") != LUA_OK)
     return lua_error(L);
   lua_pushvalue(L, -2);
@@ -951,29 +955,12 @@ static int open_joulesim(lua_State *L)
   return 1;
 }
 
-/* The sandbox's load(chunk [, name [, mode [, env]]]): mode forced to "t". */
-static int load_text_only(lua_State *L)
+static void open_state(lua_State *L, JsSession *s)
 {
-  size_t len;
-  const char *chunk = luaL_checklstring(L, 1, &len);
-  const char *name = luaL_optstring(L, 2, chunk);
-  int env = !lua_isnone(L, 4) ? 4 : 0;
-  if (luaL_loadbufferx(L, chunk, len, name, "t") != LUA_OK) {
-    luaL_pushfail(L);
-    lua_insert(L, -2);
-    return 2;
-  }
-  if (env != 0) {
-    lua_pushvalue(L, env);
-    if (!lua_setupvalue(L, -2, 1))
-      lua_pop(L, 1);
-  }
-  return 1;
-}
-
-static void open_state(lua_State *L, JsSession *s, gboolean sandbox)
-{
-  luaL_openlibs(L);
+  if (s->sandbox)
+    jsl_open_sandbox(L); /* lua/sandbox.c: the allow-list */
+  else
+    luaL_openlibs(L);
   lua_pushlightuserdata(L, s);
   lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
   new_metatable(L, CLUSTER_MT, cluster_gc, cluster_index, cluster_tostring);
@@ -998,28 +985,7 @@ static void open_state(lua_State *L, JsSession *s, gboolean sandbox)
   lua_pushcfunction(L, open_joulesim);
   lua_setfield(L, -2, "joulesim");
   lua_pop(L, 1);
-  if (sandbox) {
-    static const char *const drop[] = {"os", "io", "loadfile", "dofile",
-                                       "debug", NULL};
-    for (int i = 0; drop[i] != NULL; i++) {
-      lua_pushnil(L);
-      lua_setglobal(L, drop[i]);
-    }
-    /* Only Lua-level and preloaded modules: no C searchers. */
-    lua_getglobal(L, "package");
-    lua_getfield(L, -1, "searchers");
-    for (int i = 4; i >= 2; i--) {
-      lua_pushnil(L);
-      lua_rawseti(L, -2, i);
-    }
-    lua_pop(L, 1);
-    lua_pushnil(L);
-    lua_setfield(L, -2, "loadlib");
-    lua_pop(L, 1);
-    /* load() of text only: malformed bytecode can crash the interpreter. */
-    lua_pushcfunction(L, load_text_only);
-    lua_setglobal(L, "load");
-  }
+  jsl_protect_metatables(L);
 }
 
 static int traceback(lua_State *L)
@@ -1035,25 +1001,43 @@ static int traceback(lua_State *L)
   return 1;
 }
 
-/* Runs the function on top of the stack with a traceback handler. */
-static gboolean pcall_top(lua_State *L, int nargs, GError **error)
+/* Runs the function on top of the stack with a traceback handler, under
+ * the session's limits. */
+static gboolean pcall_top(lua_State *L, JsSession *s, int nargs,
+                          GError **error)
 {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, traceback);
   lua_insert(L, base);
+  jsl_limits_begin(L, s);
   int rc = lua_pcall(L, nargs, 0, base);
+  jsl_limits_end(L, s);
   lua_remove(L, base);
   if (rc != LUA_OK) {
+    const char *msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "error";
+    g_autofree char *why = jsl_limits_explain(s, msg);
     g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s",
-                lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
+                why != NULL ? why : msg);
     lua_pop(L, 1);
     return FALSE;
   }
   return TRUE;
 }
 
+/* A state for s with the joulesim module, or NULL with an error. */
+static lua_State *new_state(JsSession *s, GError **error)
+{
+  lua_State *L = jsl_state_new(s);
+  if (L == NULL) {
+    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "out of memory");
+    return NULL;
+  }
+  open_state(L, s);
+  return L;
+}
+
 gboolean js_run_script(JsSession *s, const char *path, int argc,
-                       char **argv, gboolean sandbox, GError **error)
+                       char **argv, GError **error)
 {
   g_autofree char *src = NULL;
   gsize len = 0;
@@ -1067,12 +1051,9 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   s->scenario_path = g_strdup(path);
   g_free(s->scenario_source);
   s->scenario_source = g_strndup(src, len);
-  lua_State *L = luaL_newstate();
-  if (L == NULL) {
-    g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "out of memory");
+  lua_State *L = new_state(s, error);
+  if (L == NULL)
     return FALSE;
-  }
-  open_state(L, s, sandbox);
   lua_createtable(L, argc, 1);
   lua_pushstring(L, path);
   lua_rawseti(L, -2, 0);
@@ -1095,7 +1076,7 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   } else {
     for (int i = 0; i < argc; i++)
       lua_pushstring(L, argv[i]);
-    ok = pcall_top(L, argc, error);
+    ok = pcall_top(L, s, argc, error);
   }
   lua_close(L);
   return ok;
@@ -1104,14 +1085,15 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
 gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,
                        GError **error)
 {
-  lua_State *L = luaL_newstate();
-  open_state(L, s, FALSE);
+  lua_State *L = new_state(s, error);
+  if (L == NULL)
+    return FALSE;
   gboolean ok;
   if (luaL_loadbufferx(L, src, strlen(src), chunkname, "t") != LUA_OK) {
     g_set_error(error, JS_ERROR, JS_ERROR_SCRIPT, "%s", lua_tostring(L, -1));
     ok = FALSE;
   } else {
-    ok = pcall_top(L, 0, error);
+    ok = pcall_top(L, s, 0, error);
   }
   lua_close(L);
   return ok;

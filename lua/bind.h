@@ -16,11 +16,13 @@ G_BEGIN_DECLS
  * (visible to the script as the global table `arg`, arg[0] = path).  The
  * script runs under lua_pcall with a traceback; a syntax or run-time error
  * returns FALSE with an error whose message starts with "path:line:".
- * `sandbox` removes os, io, loadfile, dofile and require of C modules. */
+ * With s->sandbox (js_session_sandbox) the state is the sandbox's and
+ * the joulesim API confines files (lua/sandbox.c, lua/confine.h); the
+ * limits of s->limits hold either way. */
 gboolean js_run_script(JsSession *s, const char *path, int argc,
-                       char **argv, gboolean sandbox, GError **error);
+                       char **argv, GError **error);
 
-/* Same, for a chunk of source text (tests). */
+/* Same, for a chunk of source text (tests, the fuzz targets). */
 gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,
                        GError **error);
 

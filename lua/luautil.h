@@ -78,6 +78,29 @@ static inline void jsl_set_int(lua_State *L, const char *k, lua_Integer v)
   lua_setfield(L, -2, k);
 }
 
+/* lua/sandbox.c: a new Lua state for session s, its allocator capped by
+ * s->max_memory (else the memory available now), s in its extra space;
+ * NULL when out of memory. */
+lua_State *jsl_state_new(JsSession *s);
+/* lua/sandbox.c: the sandbox's globals in place of luaL_openlibs. */
+void jsl_open_sandbox(lua_State *L);
+/* lua/sandbox.c: __metatable on every "joulesim.*" metatable. */
+void jsl_protect_metatables(lua_State *L);
+/* lua/sandbox.c: raise "FN: sandbox: ..." unless the session may read
+ * (write, over an existing file of `kind` only) `path`; no-ops outside the
+ * sandbox.  Raise: call them before any C allocation is live. */
+void jsl_check_read(lua_State *L, const char *fn, const char *path);
+void jsl_check_write(lua_State *L, const char *fn, const char *path,
+                     JsFileKind kind);
+/* lua/sandbox.c: start (stop) --max-seconds and --max-instructions for a
+ * run of L: the count hook and the hard-stop alarm. */
+void jsl_limits_begin(lua_State *L, JsSession *s);
+void jsl_limits_end(lua_State *L, JsSession *s);
+/* lua/sandbox.c: the error message of a run that a limit stopped, when
+ * `message` alone would not say so (the script caught the limit's error,
+ * or the heap cap refused memory); NULL otherwise.  Caller frees. */
+char *jsl_limits_explain(JsSession *s, const char *message);
+
 /* Registration hooks, one per feature file: each adds its functions to the
  * module table on top of the stack (called by require "joulesim" before the
  * prelude runs). */

@@ -88,6 +88,7 @@ static int l_pipeline(lua_State *L)
                                      1e15);
   cfg.grad_bytes = jsl_opt_num(L, 1, fn, "grad_bytes", 0, 0, 1e15);
 
+  jsl_check_read(L, fn, path);
   GError *err = NULL;
   Profile *prof = profile_load(path, &err);
   if (prof == NULL)

@@ -630,6 +630,16 @@ static gboolean res_create_file(const char *path, const ResMeta *meta,
   return ok;
 }
 
+gboolean res_file_probe(const char *path)
+{
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || H5Fis_hdf5(path) <= 0)
+    return FALSE;
+  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  return file >= 0 && H5Aexists(file, "joulesim_version") > 0 &&
+         H5Lexists(file, "results", H5P_DEFAULT) > 0;
+}
+
 /* Opens `path` read-write, creating it (with its root attributes) when it
  * does not exist.  *created tells whether this call made the file. */
 static hid_t res_open_file(const char *path, const ResMeta *meta,

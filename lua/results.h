@@ -53,6 +53,10 @@ typedef struct {
 
 typedef struct ResTable ResTable;
 
+/* TRUE when `path` is a joulesim results file: HDF5 with the root
+ * attribute joulesim_version and a /results group (lua/confine.h). */
+gboolean res_file_probe(const char *path);
+
 /* Opens (creating when needed) `path` and table `table`.  APPEND keeps
  * existing rows; REPLACE deletes the table's existing rows (other tables in
  * the file are kept).  Errors name the path and the HDF5 reason; a path that

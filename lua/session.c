@@ -18,9 +18,65 @@ void js_session_free(JsSession *s)
   if (s == NULL)
     return;
   gpu_catalogue_free(s->catalogue);
+  js_confine_free(s->confine);
+  g_free(s->limits.hit);
   g_free(s->scenario_path);
   g_free(s->scenario_source);
   g_free(s);
+}
+
+gboolean js_session_sandbox(JsSession *s, const char *script, GError **error)
+{
+  g_autoptr(JsConfine) c = js_confine_new();
+  if (!js_confine_allow(c, JS_ACCESS_WRITE, ".", "the current directory",
+                        error))
+    return FALSE;
+  if (script != NULL) {
+    g_autofree char *dir = g_path_get_dirname(script);
+    if (!js_confine_allow(c, JS_ACCESS_READ, dir, "the script's directory",
+                          error))
+      return FALSE;
+  }
+  js_confine_free(s->confine);
+  s->confine = g_steal_pointer(&c);
+  s->sandbox = TRUE;
+  return TRUE;
+}
+
+/* A sandbox without rules (never set up by js_session_sandbox) allows
+ * nothing. */
+static gboolean no_rules(const char *path, GError **error)
+{
+  g_set_error(error, JS_CONFINE_ERROR, JS_CONFINE_ERROR_DENIED,
+              "sandbox: %s: no file may be opened (no directories allowed)",
+              path);
+  return FALSE;
+}
+
+gboolean js_session_may_read(const JsSession *s, const char *path,
+                             GError **error)
+{
+  if (!s->sandbox)
+    return TRUE;
+  if (s->confine == NULL)
+    return no_rules(path, error);
+  return js_confine_check(s->confine, path, JS_ACCESS_READ, error);
+}
+
+gboolean js_session_may_write(const JsSession *s, const char *path,
+                              JsFileKind kind, GError **error)
+{
+  if (!s->sandbox)
+    return TRUE;
+  if (s->confine == NULL)
+    return no_rules(path, error);
+  if (!js_confine_check(s->confine, path, JS_ACCESS_WRITE, error))
+    return FALSE;
+  if (!js_output_check(path, kind, NULL, error)) {
+    g_prefix_error(error, "sandbox: ");
+    return FALSE;
+  }
+  return TRUE;
 }
 
 SimResult *js_simulate(JsSession *s, const Cluster *c, const SimWorkload *w,

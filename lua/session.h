@@ -14,8 +14,24 @@
 #include "models/dvfs/planner.h"
 #include "models/dvfs/perseus.h"
 #include "models/straggler.h"
+#include "lua/confine.h"
 
 G_BEGIN_DECLS
+
+/* The limits of one script run (joulesim run --max-seconds,
+ * --max-instructions, --max-memory) and their state while it runs
+ * (lua/sandbox.c).  A fork()ed sweep worker inherits all of it: the same
+ * deadline, the instructions and heap counted so far. */
+typedef struct {
+  double max_seconds;        /* wall time; 0: unlimited */
+  guint64 max_instructions;  /* Lua VM instructions; 0: unlimited */
+  gint64 deadline_us;        /* g_get_monotonic_time() when time is up; 0 */
+  guint64 executed;          /* instructions counted (hook periods) */
+  gsize heap_bytes;          /* the Lua heap in use */
+  gsize heap_limit;          /* its cap (--max-memory); 0: none */
+  gboolean heap_refused;     /* an allocation was refused at the cap */
+  char *hit;                 /* owned: the limit that stopped the script */
+} JsLimits;
 
 typedef struct {
   GpuCatalogue *catalogue;  /* owned */
@@ -25,11 +41,34 @@ typedef struct {
   gboolean quiet;
   guint jobs;
   guint64 max_memory;       /* --max-memory bytes; 0: what is available */
+  gboolean sandbox;         /* --sandbox: allow-listed globals, confined
+                               files (lua/sandbox.c, lua/confine.h) */
+  JsConfine *confine;       /* owned; the sandbox's file rules (set when
+                               sandbox is) */
+  JsLimits limits;
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);
 void js_session_free(JsSession *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
+
+/* Turns the sandbox on with its default rules: writes below the current
+ * directory, reads there and below the directory of `script` (may be
+ * NULL).  --allow-write/--allow-read add to s->confine afterwards. */
+gboolean js_session_sandbox(JsSession *s, const char *script, GError **error);
+
+/* In a fork()ed child (js.sweep's workers): re-arms the --max-seconds
+ * hard stop, which fork does not inherit (lua/sandbox.c). */
+void js_limits_after_fork(JsSession *s);
+
+/* Whether the joulesim API may read `path` (write it, replacing what is
+ * there only if it is a file of `kind`) in this session: always outside
+ * the sandbox; inside, js_confine_check and, for writes, js_output_check.
+ * Errors name the path and the rule. */
+gboolean js_session_may_read(const JsSession *s, const char *path,
+                             GError **error);
+gboolean js_session_may_write(const JsSession *s, const char *path,
+                              JsFileKind kind, GError **error);
 
 typedef struct {
   guint iterations;          /* >= 1 */

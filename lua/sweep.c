@@ -1409,6 +1409,7 @@ static gboolean sweep_spawn(lua_State *L, Sweep *sw, GError **error)
         close(w->fd);
     }
     close(sv[0]);
+    js_limits_after_fork(sw->session);
     worker_main(L, sw->run_idx, sv[1], sw->session->seed, sw->parent);
   }
   close(sv[1]);
@@ -2090,6 +2091,7 @@ static int l_sweep(lua_State *L)
   if (out == NULL || out[0] == '\0')
     return luaL_error(L, "%s: argument 'out' (the results file, a string) is "
                          "required", SWEEP_FN);
+  jsl_check_write(L, SWEEP_FN, out, JS_FILE_RESULTS);
   sw->out = g_string_chunk_insert_const(sw->strings, out);
   sw->table = g_string_chunk_insert_const(
     sw->strings, jsl_opt_str(L, 1, SWEEP_FN, "table", "sweep"));
@@ -2148,8 +2150,10 @@ static int l_sweep(lua_State *L)
   }
 #endif
   if (sw->points->len > 0) {
-    g_autoptr(GHashTable) done_ids = g_hash_table_new(NULL, NULL);
+    /* Freed by hand: the raise below longjmps past any g_autoptr. */
+    GHashTable *done_ids = g_hash_table_new(NULL, NULL);
     if (!sweep_resume(sw, done_ids, &err)) {
+      g_hash_table_unref(done_ids);
 #ifdef JOULESIM_MPI
       sweep_mpi_abort(sw, err->message);
 #endif
@@ -2161,6 +2165,7 @@ static int l_sweep(lua_State *L)
       else
         g_queue_push_tail(&sw->todo, GUINT_TO_POINTER(i + 1));
     }
+    g_hash_table_unref(done_ids);
   }
 
   if (!g_queue_is_empty(&sw->todo)) {

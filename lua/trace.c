@@ -85,6 +85,7 @@ static int l_trace_load(lua_State *L)
   if (lua_gettop(L) > 1)
     luaL_error(L, "%s: takes one argument, the trace file (got %d)", fn,
                lua_gettop(L));
+  jsl_check_read(L, fn, path);
   GError *err = NULL;
   SimWorkload *w = trace_native_load(path, &err);
   if (w == NULL)
@@ -100,12 +101,15 @@ static int l_trace_import(lua_State *L)
 {
   const char *fn = "js.trace.import";
   JsSession *s = jsl_session(L);
-  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
   const char *gpu = NULL;
+  /* Every check that can raise comes before the first allocation (a Lua
+   * error longjmps past any free).  The file names stay on the Lua stack,
+   * at first..first+n-1, and are only borrowed below. */
+  int first = 1, n = lua_gettop(L);
   if (lua_type(L, 1) == LUA_TTABLE) {
     if (lua_gettop(L) > 1)
       luaL_error(L, "%s: give either file names or one table", fn);
-    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    lua_Integer len = (lua_Integer)lua_rawlen(L, 1);
     lua_pushnil(L);
     while (lua_next(L, 1) != 0) {
       lua_pop(L, 1);
@@ -120,49 +124,57 @@ static int l_trace_import(lua_State *L)
                      near ? "'?)" : "");
         }
       } else if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 ||
-                 lua_tointeger(L, -1) > n) {
+                 lua_tointeger(L, -1) > len) {
         luaL_error(L, "%s: the table must hold a list of file names and "
                       "named options (got a %s key)", fn,
                    luaL_typename(L, -1));
       }
     }
-    for (lua_Integer i = 1; i <= n; i++) {
+    if (len > G_MAXINT || !lua_checkstack(L, (int)len))
+      luaL_error(L, "%s: too many files (%I)", fn, len);
+    first = lua_gettop(L) + 1;
+    n = (int)len;
+    for (lua_Integer i = 1; i <= len; i++) {
       if (lua_rawgeti(L, 1, i) != LUA_TSTRING)
         luaL_error(L, "%s: file %d must be a string (got %s)", fn, (int)i,
                    luaL_typename(L, -1));
-      g_ptr_array_add(paths, g_strdup(lua_tostring(L, -1)));
-      lua_pop(L, 1);
     }
     gpu = jsl_opt_str(L, 1, fn, "gpu", NULL);
   } else {
-    int top = lua_gettop(L);
-    for (int i = 1; i <= top; i++) {
+    for (int i = 1; i <= n; i++) {
       if (lua_type(L, i) != LUA_TSTRING)
         luaL_error(L, "%s: argument %d must be a file name (got %s)", fn, i,
                    luaL_typename(L, i));
-      g_ptr_array_add(paths, g_strdup(lua_tostring(L, i)));
     }
   }
-  if (paths->len == 0)
+  if (n == 0)
     luaL_error(L, "%s: give at least one trace file", fn);
+  for (int i = 0; i < n; i++)
+    jsl_check_read(L, fn, lua_tostring(L, first + i));
   GError *err = NULL;
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL) {
     g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
   }
-  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  SimWorkload *w = load_inputs(s, (const char *const *)paths->pdata,
-                               paths->len, gpu, warnings, &err);
-  if (w == NULL)
+  const char **paths = g_new(const char *, n);
+  for (int i = 0; i < n; i++)
+    paths[i] = lua_tostring(L, first + i);
+  GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
+  SimWorkload *w = load_inputs(s, paths, (guint)n, gpu, warnings, &err);
+  char *label = w != NULL ? inputs_label(paths, (guint)n) : NULL;
+  g_free(paths);
+  if (w == NULL) {
+    g_ptr_array_unref(warnings);
     return jsl_raise_gerror(L, fn, err);
-  g_autofree char *label = inputs_label((const char *const *)paths->pdata,
-                                        paths->len);
+  }
   jsl_push_workload(L, w, label);
+  g_free(label);
   lua_createtable(L, (int)warnings->len, 0);
   for (guint i = 0; i < warnings->len; i++) {
     lua_pushstring(L, g_ptr_array_index(warnings, i));
     lua_rawseti(L, -2, i + 1);
   }
+  g_ptr_array_unref(warnings);
   return 2;
 }
 
@@ -175,6 +187,7 @@ static int l_trace_save(lua_State *L)
     luaL_error(L, "%s: argument 2 must be the output file name (got %s)", fn,
                luaL_typename(L, 2));
   const char *path = lua_tostring(L, 2);
+  jsl_check_write(L, fn, path, JS_FILE_TRACE);
   GError *err = NULL;
   if (!trace_native_save(u->w, path, &err))
     return jsl_raise_gerror(L, fn, err);
@@ -373,6 +386,9 @@ static gboolean parse_count(const char *s, guint64 lo, guint64 hi,
   return TRUE;
 }
 
+/* What every refusal to replace a file says (lua/confine.h). */
+#define FORCE_HINT "--force replaces it"
+
 /* Writes w to the native file `out` and says so; the exit status. */
 static int save_native(const char *cmd, const SimWorkload *w, const char *out)
 {
@@ -400,7 +416,9 @@ static const char usage_gen[] =
   "  --schedule S        1f1b (default) or gpipe\n"
   "  --recompute         full activation recomputation\n"
   "  --gpu NAME          reference GPU for kernel durations (A100-SXM4-80GB)\n"
-  "  -o, --output FILE   the trace file to write (required)\n";
+  "  -o, --output FILE   the trace file to write (required)\n"
+  "  --force             replace FILE even when it is not a joulesim trace\n"
+  "                      (refused otherwise)\n";
 
 static int cmd_gen(int argc, char **argv)
 {
@@ -408,6 +426,7 @@ static int cmd_gen(int argc, char **argv)
   GptConfig cfg;
   gpt_config_init(&cfg);
   const char *model = NULL, *schedule = NULL, *out = NULL;
+  gboolean force = FALSE;
   const char *gpu_name = "A100-SXM4-80GB";
   Args a = {argc, argv, 0, NULL, FALSE};
   struct {
@@ -464,6 +483,8 @@ static int cmd_gen(int argc, char **argv)
       *str = a.value;
     } else if (strcmp(arg, "--recompute") == 0) {
       cfg.recompute = TRUE;
+    } else if (strcmp(arg, "--force") == 0) {
+      force = TRUE;
     } else if (arg[0] == '-') {
       return fail_usage(cmd, usage_gen, "unknown option '%s'", arg);
     } else {
@@ -473,6 +494,8 @@ static int cmd_gen(int argc, char **argv)
   if (out == NULL)
     return fail_usage(cmd, usage_gen, "missing -o TRACE.h5");
   GError *err = NULL;
+  if (!force && !js_output_check(out, JS_FILE_TRACE, FORCE_HINT, &err))
+    return fail_option(cmd, "-o", err);
   /* The model sets only layers, hidden, heads and vocab. */
   if (model != NULL && !gpt_config_set_model(&cfg, model, &err))
     return fail_user(cmd, err);
@@ -509,7 +532,9 @@ static const char usage_import[] =
   "Chakra execution traces) and writes them as one native trace file.\n"
   "  --gpu NAME          GPU to assume when a trace's device is not in the\n"
   "                      catalogue (see joulesim gpus)\n"
-  "  -o, --output FILE   the trace file to write (required)\n";
+  "  -o, --output FILE   the trace file to write (required)\n"
+  "  --force             replace FILE even when it is not a joulesim trace\n"
+  "                      (refused otherwise)\n";
 
 /* Prints the importer's warnings on stderr. */
 static void print_warnings(const char *cmd, GPtrArray *warnings)
@@ -524,6 +549,7 @@ static int cmd_import(int argc, char **argv)
   const char *cmd = "import";
   const char *out = NULL, *gpu = NULL;
   g_autoptr(GPtrArray) files = g_ptr_array_new();
+  gboolean force = FALSE;
   Args a = {argc, argv, 0, NULL, FALSE};
   for (a.i = 0; a.i < argc; a.i++) {
     const char *arg = argv[a.i];
@@ -539,6 +565,8 @@ static int cmd_import(int argc, char **argv)
       if (a.missing)
         return fail_usage(cmd, usage_import, "--gpu needs a GPU name");
       gpu = a.value;
+    } else if (strcmp(arg, "--force") == 0) {
+      force = TRUE;
     } else if (arg[0] == '-' && arg[1] != '\0') {
       return fail_usage(cmd, usage_import, "unknown option '%s'", arg);
     } else {
@@ -551,6 +579,8 @@ static int cmd_import(int argc, char **argv)
     return fail_usage(cmd, usage_import, "missing -o TRACE.h5");
   g_autoptr(JsSession) s = js_session_new(1);
   GError *err = NULL;
+  if (!force && !js_output_check(out, JS_FILE_TRACE, FORCE_HINT, &err))
+    return fail_option(cmd, "-o", err);
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
     return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
@@ -628,6 +658,8 @@ static const char usage_export[] =
   "complete events (class, clocks, power and energy in args), blocked time,\n"
   "and counter tracks for SM clock and power.\n"
   "  --chrome FILE         the JSON file to write (required)\n"
+  "  --force               replace FILE even when it is not a joulesim\n"
+  "                        timeline (refused otherwise)\n"
   "  --cluster-gpu NAME    GPU model of the cluster (default: the trace's\n"
   "                        reference GPU, else A100-SXM4-80GB)\n"
   "  --network NAME        dgx-a100, dgx-h100 or pcie (default from the GPU)\n"
@@ -679,6 +711,7 @@ static int cmd_export(int argc, char **argv)
   const char *out = NULL, *cluster_gpu = NULL, *network = NULL;
   const char *gpus_spec = NULL, *window = NULL, *gpu = NULL;
   guint64 iterations = 1, seed = 1, per_node = 8;
+  gboolean force = FALSE;
   DvfsPolicy pol;
   parse_policy("max", &pol);
   g_autoptr(GPtrArray) files = g_ptr_array_new();
@@ -730,6 +763,9 @@ static int cmd_export(int argc, char **argv)
         return fail_usage(cmd, usage_export,
                           "--seed needs a non-negative integer");
       continue;
+    } else if (strcmp(arg, "--force") == 0) {
+      force = TRUE;
+      continue;
     }
     if (str != NULL) {
       if (a.missing)
@@ -745,6 +781,12 @@ static int cmd_export(int argc, char **argv)
     return fail_usage(cmd, usage_export, "missing --chrome OUT.json");
   if (files->len == 0)
     return fail_usage(cmd, usage_export, "missing TRACE.h5 or FILES");
+  {
+    GError *oerr = NULL;
+    if (!force &&
+        !js_output_check(out, JS_FILE_TIMELINE, FORCE_HINT, &oerr))
+      return fail_option(cmd, "--chrome", oerr);
+  }
   gint64 t0 = 0, t1 = -1;
   GError *err = NULL;
   if (window != NULL && !trace_timeline_parse_window(window, &t0, &t1, &err)) {

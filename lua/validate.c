@@ -101,6 +101,8 @@ typedef struct {
   double power_limit_w;     /* <= 0: the GPU's default */
   const char *out;          /* HDF5 path or NULL */
   const char *save_gpu;     /* name of the fitted entry or NULL */
+  gboolean force;           /* --force: an existing `out` that is not a
+                               results file is replaced, not refused */
 } ValidateCfg;
 
 static const char *format_name(ProfileFormat f)
@@ -440,7 +442,10 @@ static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
     return FALSE;
   }
   g_unlink(tmp);
-  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS)) {
+  /* Tables are added to an existing results file; anything else is
+   * refused by the callers' js_output_check, or (--force) replaced. */
+  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
+      !(cfg->force && !res_file_probe(cfg->out))) {
     g_autoptr(GFile) src = g_file_new_for_path(cfg->out);
     g_autoptr(GFile) dst = g_file_new_for_path(tmp);
     GError *err = NULL;
@@ -545,6 +550,8 @@ static const char usage_validate[] =
   "                      catalogue entry NAME, in NAME.gpu under --gpu-dir\n"
   "  --gpu-dir DIR       where --save-gpu writes (default: the first\n"
   "                      directory of $JOULESIM_GPU_PATH, else .)\n"
+  "  --force             replace an existing --out or NAME.gpu that is not\n"
+  "                      a joulesim file of that kind (refused otherwise)\n"
   "\n"
   "Entries in the directories of JOULESIM_GPU_PATH (colon-separated) are\n"
   "part of the catalogue.  See docs/validation.md.\n";
@@ -583,7 +590,7 @@ static gboolean parse_uint_arg(const char *s, guint64 *out)
 
 int js_cmd_validate(int argc, char **argv)
 {
-  ValidateCfg cfg = {NULL, FIT_ALL, 0.25, 0, 1, 0, NULL, NULL};
+  ValidateCfg cfg = {NULL, FIT_ALL, 0.25, 0, 1, 0, NULL, NULL, FALSE};
   const char *profile_path = NULL, *nvml = NULL, *gpu_dir = NULL;
   gboolean points = FALSE;
   for (int i = 0; i < argc; i++) {
@@ -601,6 +608,10 @@ int js_cmd_validate(int argc, char **argv)
     }
     if (strcmp(a, "--points") == 0) {
       points = TRUE;
+      continue;
+    }
+    if (strcmp(a, "--force") == 0) {
+      cfg.force = TRUE;
       continue;
     }
     if (v == NULL)
@@ -655,6 +666,15 @@ int js_cmd_validate(int argc, char **argv)
     return usage_error("%s", "missing --gpu NAME (see joulesim gpus)");
 
   GError *err = NULL;
+  /* An output that would replace someone else's file is refused before
+   * any work (lua/confine.h). */
+  if (cfg.out != NULL && !cfg.force &&
+      !js_output_check(cfg.out, JS_FILE_RESULTS, "--force replaces it",
+                       &err)) {
+    fprintf(stderr, "joulesim validate: --out: %s\n", err->message);
+    g_error_free(err);
+    return EXIT_USER;
+  }
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
   /* The GPU first: a misspelt name is refused before a long load, and the
    * message names the option. */
@@ -702,6 +722,9 @@ int js_cmd_validate(int argc, char **argv)
     }
     g_autofree char *file = g_strconcat(cfg.save_gpu, GPU_FILE_EXT, NULL);
     g_autofree char *path = g_build_filename(dir, file, NULL);
+    if (s != NULL && !cfg.force &&
+        !js_output_check(path, JS_FILE_GPU, "--force replaces it", &err))
+      g_clear_pointer(&s, gpu_spec_free);
     if (s == NULL || !gpu_spec_save_keyfile(s, path, &err)) {
       fprintf(stderr, "joulesim validate: %s\n", err->message);
       g_error_free(err);
@@ -874,6 +897,7 @@ static int profile_tostring(lua_State *L)
 static int l_profile_load(lua_State *L)
 {
   const char *path = luaL_checkstring(L, 1);
+  jsl_check_read(L, "js.profile.load", path);
   GError *err = NULL;
   Profile *p = profile_load(path, &err);
   if (p == NULL)
@@ -886,6 +910,8 @@ static int l_profile_load_nvml(lua_State *L)
 {
   const char *samples = luaL_checkstring(L, 1);
   const char *windows = luaL_checkstring(L, 2);
+  jsl_check_read(L, "js.profile.load_nvml", samples);
+  jsl_check_read(L, "js.profile.load_nvml", windows);
   GError *err = NULL;
   Profile *p = profile_load_nvml(samples, windows, &err);
   if (p == NULL)
@@ -902,6 +928,7 @@ static Profile *arg_profile(lua_State *L, int idx, const char *fn)
   int t = lua_getfield(L, idx, "profile");
   if (t == LUA_TSTRING) {
     const char *path = lua_tostring(L, -1);
+    jsl_check_read(L, fn, path);
     GError *err = NULL;
     Profile *p = profile_load(path, &err);
     if (p == NULL)
@@ -1022,6 +1049,10 @@ static int l_validate(lua_State *L)
     return luaL_error(L, "%s: argument 'save_gpu_file' needs 'save_gpu' (the "
                          "entry's name)",
                       fn);
+  if (cfg.out != NULL)
+    jsl_check_write(L, fn, cfg.out, JS_FILE_RESULTS);
+  if (save_file != NULL)
+    jsl_check_write(L, fn, save_file, JS_FILE_GPU);
   Profile *p = arg_profile(L, 1, fn);  /* anchored on the stack */
 
   GError *err = NULL;
@@ -1333,6 +1364,7 @@ static int l_validate_run(lua_State *L)
   int per = lua_gettop(L);
   lua_Integer n_gpu = luaL_len(L, per);
 
+  jsl_check_read(L, fn, path);
   GError *err = NULL;
   GArray *ranks = profile_load_run(path, &err);
   if (ranks == NULL)

@@ -59,6 +59,13 @@ static gboolean save_one(const char *name, gpointer data, GError **error)
   return TRUE;
 }
 
+gboolean gpu_file_probe(const char *path)
+{
+  g_autoptr(GKeyFile) kf = g_key_file_new();
+  return g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, NULL) &&
+         g_key_file_has_group(kf, "gpu") && g_key_file_has_group(kf, "values");
+}
+
 gboolean gpu_spec_save_keyfile(const GpuSpec *spec, const char *path,
                                GError **error)
 {

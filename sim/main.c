@@ -24,8 +24,8 @@ static const char usage_main[] =
   "usage: joulesim COMMAND [ARGS...]\n"
   "\n"
   "commands:\n"
-  "  run SCENARIO.lua [--seed N] [--jobs N] [--sandbox] [--quiet]\n"
-  "                      [--max-memory SIZE] [ARGS...]\n"
+  "  run [--seed N] [--jobs N] [--sandbox] [--quiet] [--max-memory SIZE]\n"
+  "      [--max-seconds S] [--max-instructions N] SCENARIO.lua [ARGS...]\n"
   "                      run a Lua scenario script\n"
   "  gpus [NAME]         list the GPU catalogue, or describe one GPU model\n"
   "  bench [--quick] [--json]\n"
@@ -40,20 +40,37 @@ static const char usage_main[] =
   "  --help              this text (also: joulesim COMMAND --help)\n";
 
 static const char usage_run[] =
-  "usage: joulesim run SCENARIO.lua [--seed N] [--jobs N] [--sandbox] "
-  "[--quiet]\n                    [--max-memory SIZE] [ARGS...]\n"
+  "usage: joulesim run [--seed N] [--jobs N] [--quiet] [--max-memory SIZE]\n"
+  "                    [--max-seconds S] [--max-instructions N]\n"
+  "                    [--sandbox [--allow-write DIR]... [--allow-read DIR]...]\n"
+  "                    SCENARIO.lua [ARGS...]\n"
   "\n"
   "Runs a Lua scenario.  Options before the script path are joulesim's;\n"
   "everything after it is passed to the script as the table `arg`.\n"
   "  --seed N     seed for js.simulate and math.random (default 1)\n"
   "  --jobs N     worker processes of js.sweep (default: the number of "
   "cores)\n"
-  "  --sandbox    no os/io access; only the joulesim API writes files\n"
+  "  --sandbox    run a script you did not write: only the safe standard\n"
+  "               libraries (no os, io, debug, package), and the joulesim\n"
+  "               API reads and writes only below the allowed directories\n"
+  "               (docs/lua-api.md, \"The sandbox\")\n"
+  "  --allow-write DIR\n"
+  "               with --sandbox: may also write (and read) below DIR\n"
+  "               (repeatable; default: the current directory only)\n"
+  "  --allow-read DIR\n"
+  "               with --sandbox: may also read below DIR (repeatable;\n"
+  "               default: the current directory and the script's)\n"
   "  --quiet      no progress output\n"
   "  --max-memory SIZE\n"
   "               refuse, before allocating, a workload or replay whose\n"
   "               estimated memory exceeds SIZE (e.g. 4G; default: the\n"
-  "               memory available when it is checked)\n";
+  "               memory available when it is checked); also caps the\n"
+  "               Lua heap\n"
+  "  --max-seconds S\n"
+  "               stop the script after S seconds of wall time (exit 1)\n"
+  "  --max-instructions N\n"
+  "               stop the script after about N Lua instructions (exit 1)\n"
+  "Options take their value as --opt VALUE or --opt=VALUE.\n";
 
 static const char usage_gpus[] =
   "usage: joulesim gpus [NAME]\n"
@@ -81,51 +98,100 @@ static gboolean parse_u64(const char *s, guint64 *out)
   return TRUE;
 }
 
+/* Parses a number of seconds: finite, > 0, at most a year. */
+static gboolean parse_seconds(const char *s, double *out)
+{
+  char *end = NULL;
+  if (s == NULL || *s == '\0')
+    return FALSE;
+  double v = g_ascii_strtod(s, &end);
+  if (*end != '\0' || !(v > 0) || v > 365.0 * 86400)
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
 static int cmd_run(int argc, char **argv)
 {
-  guint64 seed = 1, jobs = 0, max_memory = 0;
+  guint64 seed = 1, jobs = 0, max_memory = 0, max_instr = 0;
+  double max_seconds = 0;
   gboolean sandbox = FALSE, quiet = FALSE;
+  g_autoptr(GPtrArray) allow_write = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) allow_read = g_ptr_array_new_with_free_func(g_free);
   int i = 0;
   for (; i < argc; i++) {
-    const char *a = argv[i];
+    /* "--opt=value" is "--opt value". */
+    g_autofree char *name = NULL;
+    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *eq = strchr(a, '=');
+    gboolean inline_val = a[0] == '-' && a[1] == '-' && eq != NULL;
+    if (inline_val) {
+      name = g_strndup(a, (gsize)(eq - a));
+      a = name;
+      val = eq + 1;
+    }
+    /* Consumes the option's value: FALSE when there is none. */
+#define TAKE() (val != NULL && (inline_val || (i++, TRUE)))
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage_run, stdout);
       return 0;
     } else if (strcmp(a, "--seed") == 0) {
-      if (i + 1 >= argc || !parse_u64(argv[i + 1], &seed)) {
+      if (!TAKE() || !parse_u64(val, &seed)) {
         fprintf(stderr, "joulesim run: --seed needs a non-negative integer\n");
         return EXIT_USAGE;
       }
-      i++;
     } else if (strcmp(a, "--jobs") == 0) {
-      if (i + 1 >= argc || !parse_u64(argv[i + 1], &jobs) || jobs < 1 ||
-          jobs > 4096) {
+      if (!TAKE() || !parse_u64(val, &jobs) || jobs < 1 || jobs > 4096) {
         fprintf(stderr, "joulesim run: --jobs needs an integer in 1..4096\n");
         return EXIT_USAGE;
       }
-      i++;
     } else if (strcmp(a, "--max-memory") == 0) {
       GError *merr = NULL;
-      if (i + 1 >= argc || !js_memory_parse(argv[i + 1], &max_memory, &merr)) {
+      if (!TAKE() || !js_memory_parse(val, &max_memory, &merr)) {
         fprintf(stderr, "joulesim run: %s\n",
                 merr != NULL ? merr->message : "--max-memory needs a size");
         g_clear_error(&merr);
         return EXIT_USAGE;
       }
-      i++;
-    } else if (strcmp(a, "--sandbox") == 0) {
+    } else if (strcmp(a, "--max-seconds") == 0) {
+      if (!TAKE() || !parse_seconds(val, &max_seconds)) {
+        fprintf(stderr, "joulesim run: --max-seconds needs a number of "
+                        "seconds > 0 (got '%s')\n", val ? val : "nothing");
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--max-instructions") == 0) {
+      if (!TAKE() || !parse_u64(val, &max_instr) || max_instr == 0) {
+        fprintf(stderr, "joulesim run: --max-instructions needs an integer "
+                        "> 0 (got '%s')\n", val ? val : "nothing");
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--allow-write") == 0 ||
+               strcmp(a, "--allow-read") == 0) {
+      if (!TAKE() || *val == '\0') {
+        fprintf(stderr, "joulesim run: %s needs a directory\n", a);
+        return EXIT_USAGE;
+      }
+      g_ptr_array_add(a[8] == 'w' ? allow_write : allow_read, g_strdup(val));
+    } else if (strcmp(a, "--sandbox") == 0 && !inline_val) {
       sandbox = TRUE;
-    } else if (strcmp(a, "--quiet") == 0) {
+    } else if (strcmp(a, "--quiet") == 0 && !inline_val) {
       quiet = TRUE;
     } else if (a[0] == '-' && a[1] == '-') {
-      fprintf(stderr, "joulesim run: unknown option '%s'\n%s", a, usage_run);
+      fprintf(stderr, "joulesim run: unknown option '%s'\n%s", argv[i],
+              usage_run);
       return EXIT_USAGE;
     } else {
       break;
     }
+#undef TAKE
   }
   if (i >= argc) {
     fprintf(stderr, "joulesim run: missing SCENARIO.lua\n%s", usage_run);
+    return EXIT_USAGE;
+  }
+  if (!sandbox && allow_write->len + allow_read->len > 0) {
+    fprintf(stderr, "joulesim run: --allow-write and --allow-read apply "
+                    "only with --sandbox\n");
     return EXIT_USAGE;
   }
   const char *path = argv[i];
@@ -133,9 +199,23 @@ static int cmd_run(int argc, char **argv)
   s->quiet = quiet;
   s->jobs = (guint)jobs; /* 0: js.sweep uses the number of cores */
   s->max_memory = max_memory; /* 0: the memory available */
+  s->limits.max_seconds = max_seconds;
+  s->limits.max_instructions = max_instr;
   GError *err = NULL;
-  gboolean ok = js_run_script(s, path, argc - i - 1, argv + i + 1, sandbox,
-                              &err);
+  if (sandbox) {
+    gboolean ok = js_session_sandbox(s, path, &err);
+    for (guint k = 0; ok && k < allow_write->len; k++)
+      ok = js_confine_allow(s->confine, JS_ACCESS_WRITE,
+                            g_ptr_array_index(allow_write, k),
+                            "--allow-write", &err);
+    for (guint k = 0; ok && k < allow_read->len; k++)
+      ok = js_confine_allow(s->confine, JS_ACCESS_READ,
+                            g_ptr_array_index(allow_read, k), "--allow-read",
+                            &err);
+    if (!ok)
+      return fail(err);
+  }
+  gboolean ok = js_run_script(s, path, argc - i - 1, argv + i + 1, &err);
   guint failed = js_sweep_take_failed(s);
   if (!ok)
     return fail(err);

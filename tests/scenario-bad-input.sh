@@ -182,6 +182,12 @@ while IFS="$TAB" read -r id want setup regex cmd; do
       </dev/null >"$T/out" 2>"$T/err"
     got=$?
     ;;
+  sandbox:*)
+    printf '%s\n%s\n' "$LUA_HEAD" "${cmd#sandbox:}" >"$T/scripts/$id.lua"
+    (cd "$W" && timeout 20 "$J" run --sandbox "$T/scripts/$id.lua" "$F" "$FX" "$DATA" "$RO") \
+      </dev/null >"$T/out" 2>"$T/err"
+    got=$?
+    ;;
   *)
     (cd "$W" && eval "timeout 20 $cmd") </dev/null >"$T/out" 2>"$T/err"
     got=$?
@@ -201,7 +207,8 @@ while IFS="$TAB" read -r id want setup regex cmd; do
     why="stderr does not start with the CLI's message"
   elif [ "$regex" != "-" ] && ! LC_ALL=C grep -Eaq -- "$regex" "$T/err"; then
     why="stderr does not match /$regex/"
-  elif [ "$want" -ne 0 ] && [ "${cmd#lua:}" != "$cmd" ] &&
+  elif [ "$want" -ne 0 ] && { [ "${cmd#lua:}" != "$cmd" ] ||
+                              [ "${cmd#sandbox:}" != "$cmd" ]; } &&
        ! head -n 1 "$T/err" | grep -Faq "$id.lua:2:"; then
     why="the message does not name the script line ($id.lua:2:)"
   elif ! cmp -s "$T/before" "$T/after"; then

@@ -36,7 +36,8 @@ check sweep-jobs2 0 "32 points: 32 run, 0 already" -- \
 check sweep-resume 0 "32 points: 0 run, 32 already" -- \
   "$J" run --jobs 2 scenarios/sweep_parallelism.lua "$T/j2.h5" small
 check sweep-sandbox 0 "32 points: 32 run" -- \
-  "$J" run --sandbox --jobs 2 scenarios/sweep_parallelism.lua "$T/sb.h5" small
+  "$J" run --sandbox --allow-write "$T" --jobs 2 \
+  scenarios/sweep_parallelism.lua "$T/sb.h5" small
 
 if has_py h5py; then
   # Same rows for both job counts (as sets keyed by point_id), and the

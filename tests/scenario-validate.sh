@@ -159,7 +159,8 @@ EOF
 grep -q 'lua ok' "$tmp/api.txt" || fail "Lua API output"
 
 # The scenario runs as is (sandboxed: only the joulesim API writes).
-"$J" run --sandbox scenarios/validate_profile.lua "$D" "$tmp/s.h5" quick \
+"$J" run --sandbox --allow-write "$tmp" scenarios/validate_profile.lua "$D" \
+  "$tmp/s.h5" quick \
   >"$tmp/scen.txt" 2>"$tmp/err.txt" \
   || { cat "$tmp/err.txt"; fail "scenario"; }
 grep -q 'Held-out MAPE' "$tmp/scen.txt" || fail "scenario summary"

@@ -897,6 +897,13 @@ static void test_lua(void)
     { "local js = require 'joulesim'\n"
       "js.trace.import{ 'a.json', gpu = 'B300' }\n",
       "test:2: js.trace.import:" },
+    /* Errors after the file list is read: nothing may leak (run under
+     * G_SLICE=always-malloc by make asan). */
+    { "local js = require 'joulesim'\njs.trace.import{ 'a.json', 42 }\n",
+      "js.trace.import: file 2 must be a string (got number)" },
+    { "local js = require 'joulesim'\n"
+      "js.trace.import('no-such-trace.json')\n",
+      "test:2: js.trace.import: no-such-trace.json" },
     { "local js = require 'joulesim'\njs.trace.info('x')\n",
       "js.trace.info: argument 'workload' must be a workload" },
   };

@@ -1372,6 +1372,24 @@ gboolean trace_native_probe(const char *path)
   return H5Fis_hdf5(path) > 0;
 }
 
+gboolean trace_native_is_trace(const char *path)
+{
+  g_return_val_if_fail(path != NULL, FALSE);
+  if (!trace_native_probe(path))
+    return FALSE;
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0)
+    return FALSE;
+  g_auto(H5uHid) vstr = nat_vstr_type();
+  g_autofree char *format = NULL;
+  gboolean present = FALSE;
+  if (!nat_attr_read(file, "the root group", "format", H5T_STRING, vstr,
+                     &format, &present, path, NULL))
+    return FALSE;
+  return present && strcmp(format, NATIVE_FORMAT) == 0;
+}
+
 /* ---- statistics and summary ------------------------------------------------ */
 
 void trace_group_label(const SimWorkload *w, guint32 g, char *out,

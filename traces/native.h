@@ -44,6 +44,11 @@ SimWorkload *trace_native_load(const char *path, GError **error);
  * not or cannot be read.  For telling native traces from profiler files. */
 gboolean trace_native_probe(const char *path);
 
+/* TRUE when `path` is a joulesim trace: an HDF5 file whose root attribute
+ * format names this format (any version, intact or not).  For refusing to
+ * replace other files with a trace (lua/confine.h). */
+gboolean trace_native_is_trace(const char *path);
+
 /* Collectives of one kind of communicator group (see trace_stats). */
 typedef struct {
   char label[32];       /* "tp", "dp", "pp", "embedding", "world", or

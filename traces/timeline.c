@@ -811,3 +811,18 @@ gboolean trace_timeline_parse_window(const char *spec, gint64 *t0_ns,
   *t1_ns = t1;
   return TRUE;
 }
+
+/* The header trace_timeline_open writes, up to the generator's name. */
+#define TL_MAGIC "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"joulesim "
+
+gboolean trace_timeline_probe(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return FALSE;
+  char head[sizeof TL_MAGIC - 1];
+  gboolean ok = fread(head, 1, sizeof head, f) == sizeof head &&
+                memcmp(head, TL_MAGIC, sizeof head) == 0;
+  fclose(f);
+  return ok;
+}

@@ -72,6 +72,11 @@ gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
 
 /* Abandons the export: frees tl and removes the temporary file. */
 void trace_timeline_abort(TraceTimeline *tl);
+
+/* TRUE when `path` starts like a timeline this module writes (its header
+ * names joulesim as the generator); for refusing to replace other files
+ * with a timeline (lua/confine.h). */
+gboolean trace_timeline_probe(const char *path);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TraceTimeline, trace_timeline_abort)
 
 /* Parses a GPU list "0,3,8-15" (decimal ids and inclusive ranges) for a run

@@ -1,0 +1,432 @@
+/* lua/sandbox.c -- the Lua state of a scenario: its allocator, the
+ * sandbox's allow-listed globals, and the limits that stop a runaway
+ * script (issue 13; docs/lua-api.md, "The sandbox" and "Limits").
+ *
+ * The sandbox is an allow-list.  A sandboxed state never opens io, os,
+ * debug or package.  It opens base, string, table, math, utf8 and
+ * coroutine, copies the safe names of base into a fresh table, and makes
+ * that table the state's globals (registry[LUA_RIDX_GLOBALS]): load's
+ * default environment, lua_getglobal from C and the prelude's _ENV all see
+ * only it, and the original base table is unreachable.  Replaced there:
+ *   require         resolves "joulesim" only;
+ *   load            text chunks only (malformed bytecode can crash the VM),
+ *                   strings only (no reader functions);
+ *   collectgarbage  "count" only (a "step" loop is a denial of service);
+ *   setmetatable    refuses a metatable with __gc: Lua 5.4 runs finalizers
+ *                   with hooks off, out of reach of the instruction and
+ *                   time limits.
+ * string.dump is removed, and the string metatable and every joulesim
+ * metatable carry __metatable, so getmetatable cannot reach a library
+ * table or a C __gc that would free an object still in use.  Files are
+ * confined by the joulesim API itself (lua/confine.h, jsl_check_read/
+ * jsl_check_write), the one way a sandboxed script can reach them.
+ *
+ * Limits, sandboxed or not:
+ *   - the Lua heap: the allocator refuses to grow past --max-memory (or
+ *     the memory available at start); Lua raises "not enough memory";
+ *   - --max-instructions: a count hook every JS_HOOK_PERIOD instructions
+ *     adds the period to a counter (so the budget holds to within one
+ *     period);
+ *   - --max-seconds: the same hook compares the monotonic clock with the
+ *     deadline.  Once a limit is hit the hook raises on every instruction
+ *     of every coroutine, so a pcall can catch the error but no Lua code
+ *     runs on after it.  Time spent inside C (a long js.simulate, a
+ *     planner, a sweep's parent waiting for workers) is out of the hook's
+ *     reach: SIGALRM, JS_HARD_STOP_S seconds after the deadline, writes
+ *     the reason and _exit(1)s.  Results files are flushed row by row and
+ *     every other output is written by rename, so that stop loses nothing
+ *     already written.
+ * Coroutines inherit the hook (lua_newthread copies it) and the session
+ * pointer (the state's extra space).  A fork()ed sweep worker inherits the
+ * state; js_limits_after_fork re-arms its alarm, which fork does not keep.
+ *
+ * The alarm's message lives in a static buffer: a signal handler can only
+ * reach process-global state, and there is one script run per process.
+ */
+#include "lua/luautil.h"
+#include "lua/memory.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define JS_HOOK_PERIOD 1000
+#define JS_HARD_STOP_S 2
+
+static JsSession *state_session(lua_State *L)
+{
+  return *(JsSession **)lua_getextraspace(L);
+}
+
+/* ---- the allocator ----------------------------------------------------- */
+
+/* lua_Alloc with the session's heap cap.  Only growth can be refused: Lua
+ * assumes that shrinking never fails. */
+static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  JsLimits *lim = ud;
+  if (ptr == NULL)
+    osize = 0; /* osize then encodes the object's type */
+  if (nsize == 0) {
+    free(ptr);
+    lim->heap_bytes -= osize;
+    return NULL;
+  }
+  if (nsize > osize && lim->heap_limit > 0 &&
+      nsize - osize > lim->heap_limit - MIN(lim->heap_bytes, lim->heap_limit)) {
+    lim->heap_refused = TRUE;
+    return NULL;
+  }
+  void *p = realloc(ptr, nsize);
+  if (p != NULL)
+    lim->heap_bytes = lim->heap_bytes - osize + nsize;
+  return p;
+}
+
+static int panic(lua_State *L)
+{
+  const char *msg = lua_tostring(L, -1);
+  fprintf(stderr, "joulesim: Lua panic (unprotected error): %s\n",
+          msg != NULL ? msg : "(not a string)");
+  return 0; /* Lua aborts */
+}
+
+/* Lua's warning function as luaL_newstate sets it up: off until "@on",
+ * then "Lua warning: " + the pieces to stderr.  ud is the on/off flag. */
+static void warnf(void *ud, const char *msg, int tocont)
+{
+  static gboolean continuing;
+  gboolean *on = ud;
+  if (!continuing && !tocont && msg[0] == '@') {
+    if (strcmp(msg, "@on") == 0)
+      *on = TRUE;
+    else if (strcmp(msg, "@off") == 0)
+      *on = FALSE;
+    return;
+  }
+  if (*on)
+    fprintf(stderr, "%s%s%s", continuing ? "" : "Lua warning: ", msg,
+            tocont ? "" : "\n");
+  continuing = tocont != 0;
+}
+
+lua_State *jsl_state_new(JsSession *s)
+{
+  JsLimits *lim = &s->limits;
+  lim->heap_bytes = 0;
+  lim->heap_refused = FALSE;
+  guint64 cap = s->max_memory;
+  if (cap == 0) {
+    guint64 avail = js_memory_available();
+    cap = avail == G_MAXUINT64 ? 0 : avail;
+  }
+  lim->heap_limit = (gsize)MIN(cap, (guint64)G_MAXSIZE);
+  lua_State *L = lua_newstate(limited_alloc, lim);
+  if (L == NULL)
+    return NULL;
+  lua_atpanic(L, panic);
+  static gboolean warnings_on;
+  warnings_on = FALSE;
+  lua_setwarnf(L, warnf, &warnings_on);
+  *(JsSession **)lua_getextraspace(L) = s;
+  return L;
+}
+
+/* ---- the sandbox's globals ---------------------------------------------- */
+
+/* load(chunk [, name [, mode [, env]]]): text chunks only; mode is
+ * ignored. */
+static int sb_load(lua_State *L)
+{
+  size_t len;
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return luaL_error(L, "load: the sandbox loads text chunks given as "
+                         "strings only (got %s)", luaL_typename(L, 1));
+  const char *chunk = lua_tolstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, chunk);
+  int env = !lua_isnone(L, 4) ? 4 : 0;
+  if (luaL_loadbufferx(L, chunk, len, name, "t") != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  if (env != 0) {
+    lua_pushvalue(L, env);
+    if (lua_setupvalue(L, -2, 1) == NULL)
+      lua_pop(L, 1);
+  }
+  return 1;
+}
+
+static int sb_collectgarbage(lua_State *L)
+{
+  const char *opt = luaL_optstring(L, 1, "collect");
+  if (strcmp(opt, "count") != 0)
+    return luaL_error(L, "collectgarbage: option '%s' is not available in "
+                         "the sandbox (only \"count\")", opt);
+  int k = lua_gc(L, LUA_GCCOUNT);
+  int b = lua_gc(L, LUA_GCCOUNTB);
+  lua_pushnumber(L, (lua_Number)k + ((lua_Number)b / 1024));
+  return 1;
+}
+
+static int sb_setmetatable(lua_State *L)
+{
+  int t = lua_type(L, 2);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+  if (t == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    if (lua_rawget(L, 2) != LUA_TNIL)
+      return luaL_error(L, "setmetatable: a metatable with __gc is not "
+                           "allowed in the sandbox (finalizers run outside "
+                           "the instruction and time limits)");
+    lua_pop(L, 1);
+  }
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+#define JOULESIM_MODULE_KEY "joulesim.module"
+
+static int sb_require(lua_State *L)
+{
+  const char *name = luaL_checkstring(L, 1);
+  if (strcmp(name, "joulesim") != 0)
+    return luaL_error(L, "require: module '%s' is not available in the "
+                         "sandbox (only \"joulesim\" is)", name);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, JOULESIM_MODULE_KEY) != LUA_TNIL)
+    return 1;
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_getfield(L, -1, "joulesim");
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, JOULESIM_MODULE_KEY);
+  return 1;
+}
+
+static const char *const base_allowed[] = {
+  "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall",
+  "print", "rawequal", "rawget", "rawlen", "rawset", "select", "tonumber",
+  "tostring", "type", "xpcall", "_VERSION", NULL};
+
+static const luaL_Reg libs_allowed[] = {
+  {LUA_STRLIBNAME, luaopen_string}, {LUA_TABLIBNAME, luaopen_table},
+  {LUA_MATHLIBNAME, luaopen_math},  {LUA_UTF8LIBNAME, luaopen_utf8},
+  {LUA_COLIBNAME, luaopen_coroutine}, {NULL, NULL}};
+
+#define PROTECTED "joulesim: protected metatable"
+
+void jsl_open_sandbox(lua_State *L)
+{
+  luaL_requiref(L, LUA_GNAME, luaopen_base, 0); /* the original globals */
+  int base = lua_gettop(L);
+  lua_newtable(L);
+  int env = lua_gettop(L);
+  for (int i = 0; base_allowed[i] != NULL; i++) {
+    lua_getfield(L, base, base_allowed[i]);
+    lua_setfield(L, env, base_allowed[i]);
+  }
+  lua_getfield(L, base, "setmetatable");
+  lua_pushcclosure(L, sb_setmetatable, 1);
+  lua_setfield(L, env, "setmetatable");
+  lua_pushcfunction(L, sb_load);
+  lua_setfield(L, env, "load");
+  lua_pushcfunction(L, sb_collectgarbage);
+  lua_setfield(L, env, "collectgarbage");
+  lua_pushcfunction(L, sb_require);
+  lua_setfield(L, env, "require");
+  lua_pushvalue(L, env);
+  lua_setfield(L, env, LUA_GNAME);
+  /* The loaded-modules table holds only what the sandbox offers (the
+   * original base table is dropped with the old one). */
+  lua_newtable(L);
+  int loaded = lua_gettop(L);
+  for (const luaL_Reg *lib = libs_allowed; lib->name != NULL; lib++) {
+    luaL_requiref(L, lib->name, lib->func, 0);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, loaded, lib->name);
+    lua_setfield(L, env, lib->name);
+  }
+  lua_pushvalue(L, env);
+  lua_setfield(L, loaded, LUA_GNAME);
+  lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  /* string.dump is gone from the table the string metatable indexes too
+   * (it is the same table). */
+  lua_getfield(L, env, LUA_STRLIBNAME);
+  lua_pushnil(L);
+  lua_setfield(L, -2, "dump");
+  lua_pop(L, 1);
+  lua_pushliteral(L, "");
+  if (lua_getmetatable(L, -1)) {
+    lua_pushliteral(L, PROTECTED);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, env);
+  lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_settop(L, base - 1);
+}
+
+/* Every metatable made by luaL_newmetatable("joulesim.NAME") (it has
+ * __name) gets __metatable: getmetatable(obj) then answers a string. */
+void jsl_protect_metatables(lua_State *L)
+{
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX) != 0) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1) &&
+        g_str_has_prefix(lua_tostring(L, -2), "joulesim.")) {
+      if (lua_getfield(L, -1, "__name") == LUA_TSTRING) {
+        lua_pushliteral(L, PROTECTED);
+        lua_setfield(L, -3, "__metatable");
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* ---- file access --------------------------------------------------------- */
+
+void jsl_check_read(lua_State *L, const char *fn, const char *path)
+{
+  GError *err = NULL;
+  if (!js_session_may_read(state_session(L), path, &err))
+    jsl_raise_gerror(L, fn, err);
+}
+
+void jsl_check_write(lua_State *L, const char *fn, const char *path,
+                     JsFileKind kind)
+{
+  GError *err = NULL;
+  if (!js_session_may_write(state_session(L), path, kind, &err))
+    jsl_raise_gerror(L, fn, err);
+}
+
+/* ---- limits ---------------------------------------------------------------- */
+
+static char hard_stop_msg[256];
+static gsize hard_stop_len;
+
+static void hard_stop(int sig)
+{
+  (void)sig;
+  ssize_t n = write(STDERR_FILENO, hard_stop_msg, hard_stop_len);
+  (void)n;
+  _exit(1);
+}
+
+/* Arms SIGALRM for the hard stop JS_HARD_STOP_S after the deadline. */
+static void arm_alarm(const JsLimits *lim)
+{
+  if (lim->deadline_us == 0)
+    return;
+  gint64 left = lim->deadline_us - g_get_monotonic_time() +
+                (gint64)JS_HARD_STOP_S * G_USEC_PER_SEC;
+  if (left < 1)
+    left = 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = hard_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it;
+  memset(&it, 0, sizeof it);
+  it.it_value.tv_sec = (time_t)(left / G_USEC_PER_SEC);
+  it.it_value.tv_usec = (suseconds_t)(left % G_USEC_PER_SEC);
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void hook(lua_State *L, lua_Debug *ar)
+{
+  JsLimits *lim = &state_session(L)->limits;
+  if (lim->hit == NULL) {
+    lim->executed += JS_HOOK_PERIOD;
+    if (lim->max_instructions > 0 && lim->executed > lim->max_instructions)
+      lim->hit = g_strdup_printf("--max-instructions %" G_GUINT64_FORMAT
+                                 " reached: the script was stopped",
+                                 lim->max_instructions);
+    else if (lim->deadline_us > 0 && g_get_monotonic_time() > lim->deadline_us)
+      lim->hit = g_strdup_printf("--max-seconds %g reached: the script was "
+                                 "stopped", lim->max_seconds);
+    else
+      return;
+  }
+  /* From now on every instruction of this coroutine raises (the others
+   * raise at their next period). */
+  lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+  if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+    lua_pushfstring(L, "%s:%d: %s", ar->short_src, ar->currentline, lim->hit);
+  else
+    lua_pushstring(L, lim->hit);
+  lua_error(L);
+}
+
+void jsl_limits_begin(lua_State *L, JsSession *s)
+{
+  JsLimits *lim = &s->limits;
+  g_clear_pointer(&lim->hit, g_free);
+  lim->executed = 0;
+  lim->deadline_us = 0;
+  if (lim->max_seconds > 0) {
+    lim->deadline_us = g_get_monotonic_time() +
+                       (gint64)(lim->max_seconds * G_USEC_PER_SEC);
+    int n = g_snprintf(hard_stop_msg, sizeof hard_stop_msg,
+                       "joulesim: --max-seconds %g reached: stopped %d s "
+                       "later inside joulesim's C code (a simulation, a "
+                       "planner or a sweep that was still running)\n",
+                       lim->max_seconds, JS_HARD_STOP_S);
+    hard_stop_len = (gsize)MIN(n, (int)sizeof hard_stop_msg - 1);
+    arm_alarm(lim);
+  }
+  if (lim->max_instructions > 0 || lim->max_seconds > 0)
+    lua_sethook(L, hook, LUA_MASKCOUNT, JS_HOOK_PERIOD);
+}
+
+void jsl_limits_end(lua_State *L, JsSession *s)
+{
+  if (s->limits.deadline_us > 0) {
+    struct itimerval it;
+    memset(&it, 0, sizeof it);
+    setitimer(ITIMER_REAL, &it, NULL);
+    signal(SIGALRM, SIG_DFL);
+  }
+  lua_sethook(L, NULL, 0, 0);
+}
+
+void js_limits_after_fork(JsSession *s)
+{
+  arm_alarm(&s->limits);
+}
+
+char *jsl_limits_explain(JsSession *s, const char *message)
+{
+  JsLimits *lim = &s->limits;
+  if (lim->hit != NULL && strstr(message, lim->hit) == NULL)
+    return g_strdup_printf("%s (the script went on after the error: %s)",
+                           lim->hit, message);
+  if (lim->hit == NULL && lim->heap_refused &&
+      strstr(message, "not enough memory") != NULL) {
+    g_autofree char *cap = js_memory_format(lim->heap_limit);
+    return g_strdup_printf("%s: %s (the Lua heap reached its limit, %s: "
+                           "%s)", s->scenario_path != NULL
+                                      ? s->scenario_path : "script",
+                           message, cap,
+                           s->max_memory > 0 ? "--max-memory"
+                                             : "the memory available at "
+                                               "start");
+  }
+  return NULL;
+}

@@ -1,0 +1,3 @@
+-- expect: global 'debug'
+-- The debug library by its global name.
+print("ESCAPED", debug.getregistry())

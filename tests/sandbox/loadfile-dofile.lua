@@ -1,0 +1,5 @@
+-- expect: global 'dofile'
+-- dofile and loadfile read any file as Lua.
+print(loadfile)
+dofile("/etc/passwd")
+print("ESCAPED")

@@ -1,0 +1,5 @@
+-- expect: sandbox: 
+-- js.trace.import of arg[2].
+local js = require "joulesim"
+local target = assert(arg[2], "the runner gives the file to read")
+print("ESCAPED", js.trace.import(target))

@@ -1,0 +1,123 @@
+#!/bin/sh
+# The sandbox escape suite (issue 13; docs/lua-api.md, "The sandbox").
+#
+# Every script in tests/sandbox/ is one attempt to get out of
+# `joulesim run --sandbox`; its first line says what the error must contain
+# ("-- expect: TEXT").  An attempt passes when the run exits 1 with that
+# error, never prints ESCAPED, and leaves every file of the test's tree
+# (the sandbox's directory, a directory outside it, the links between
+# them) and /tmp/x exactly as they were.  The write-* and read-* scripts
+# are run once per target in the lists below.  allowed.lua is the control:
+# everything the sandbox does allow must keep working.
+set -u
+J=${JOULESIM:-./joulesim}
+case $J in /*) ;; *) J=$(pwd)/$J ;; esac
+S=$(cd "$(dirname "$0")/sandbox" && pwd)
+T=$(mktemp -d)
+L=$(mktemp)
+trap 'rm -rf "$T" "$L"' EXIT
+W=$T/work       # every run's current directory: the writable one
+O=$T/outside    # never to be touched
+A=$T/allowed    # --allow-write in the control
+R=$T/readable   # --allow-read in the control
+mkdir -p "$W" "$O" "$A" "$R"
+echo "victim" >"$O/victim.txt"
+echo "a researcher's notes" >"$W/notes.txt"
+ln -s "$O/victim.txt" "$W/out-link"
+ln -s "$O" "$W/dir-link"
+ln -s /etc/passwd "$W/passwd-link"
+ln -s "$O/missing.h5" "$W/dangling-link"
+"$J" trace gen --model gpt3-125m --microbatches 1 -o "$R/trace.h5" >/dev/null
+# A real C module for package-cpath.lua to try.
+printf '#include <lua.h>\nint luaopen_evil(lua_State *L);\nint luaopen_evil(lua_State *L) { lua_pushstring(L, "ESCAPED"); return 1; }\n' >"$O/evil.c"
+cc -shared -fPIC $(pkg-config --cflags lua5.4 2>/dev/null) "$O/evil.c" \
+  -o "$O/evil.so" 2>/dev/null || echo "note: no C compiler, package-cpath runs without evil.so"
+
+# Every file of the tree but ./work/sweep.h5, the results file of the
+# sweep-worker-* attempts (allowed: it records their failures).
+snapshot() {
+  (cd "$T" && find . -path ./work/sweep.h5 -prune -o -printf '%p %y %s %l\n' |
+   sort && find . -path ./work/sweep.h5 -prune -o -type f -exec sha256sum {} + |
+   sort)
+  ls -la /tmp/x 2>/dev/null && sha256sum /tmp/x 2>/dev/null
+}
+
+pass=0
+fails=0
+# attempt NAME WANT_STATUS PATTERN [joulesim run options...] SCRIPT [ARGS...]
+attempt() {
+  name=$1; want=$2; pat=$3; shift 3
+  before=$(snapshot)
+  # timeout: an attempt that escapes its limits must not hang the suite.
+  (cd "$W" && timeout 60 "$J" run "$@") >"$L" 2>&1
+  got=$?
+  after=$(snapshot)
+  why=""
+  [ "$got" -eq "$want" ] || why="exit $got, want $want"
+  [ -z "$why" ] && ! grep -qF -- "$pat" "$L" && why="output lacks '$pat'"
+  [ -z "$why" ] && grep -q ESCAPED "$L" && why="printed ESCAPED"
+  [ -z "$why" ] && [ "$want" -ne 0 ] && [ "$before" != "$after" ] &&
+    why="changed files: $(printf '%s\n' "$before" >"$L.b"; printf '%s\n' "$after" | diff "$L.b" - | tr '\n' ' ')"
+  rm -f "$L.b"
+  if [ -n "$why" ]; then
+    echo "FAIL $name: $why"; cat "$L"; fails=$((fails + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+expect() { sed -n '1s/^-- expect: //p' "$1"; }
+
+# Escapes through the language: one script each.
+for s in "$S"/*.lua; do
+  n=$(basename "$s" .lua)
+  case $n in write-*|read-*|limit-*|sweep-worker-*|allowed) continue ;; esac
+  attempt "$n" 1 "$(expect "$s")" --sandbox "$s" "$O"
+done
+
+# Writes through the joulesim API: outside (absolute, relative, through a
+# link to a file or a directory, a dangling link) and over a file that is
+# not joulesim's.
+for s in "$S"/write-*.lua "$S"/sweep-worker-write.lua; do
+  n=$(basename "$s" .lua)
+  for t in /tmp/x "$O/x" ../x out-link dir-link/x dangling-link notes.txt; do
+    attempt "$n $t" 1 "$(expect "$s")" --sandbox "$s" "$O" "$t"
+  done
+done
+
+# Reads through every path-taking function.
+for s in "$S"/read-*.lua; do
+  n=$(basename "$s" .lua)
+  for t in /etc/passwd passwd-link ../../../../../../../../etc/passwd \
+           dir-link/victim.txt "$O/victim.txt"; do
+    attempt "$n $t" 1 "$(expect "$s")" --sandbox "$s" "$O" "$t"
+  done
+done
+
+# Limits, sandboxed or not, and in sweep workers.
+attempt limit-loop 1 "$(expect "$S/limit-loop.lua")" --max-seconds 1 "$S/limit-loop.lua"
+attempt limit-loop-sandbox 1 "$(expect "$S/limit-loop.lua")" --sandbox --max-seconds 1 "$S/limit-loop.lua"
+attempt limit-pcall-loop 1 "$(expect "$S/limit-pcall-loop.lua")" --sandbox --max-seconds 1 "$S/limit-pcall-loop.lua"
+attempt limit-coroutine 1 "$(expect "$S/limit-coroutine.lua")" --sandbox --max-instructions 1000000 "$S/limit-coroutine.lua"
+attempt limit-bomb 1 "$(expect "$S/limit-bomb.lua")" --max-memory 64M "$S/limit-bomb.lua"
+attempt limit-bomb-sandbox 1 "$(expect "$S/limit-bomb.lua")" --sandbox --max-memory 64M "$S/limit-bomb.lua"
+attempt limit-c-time 1 "$(expect "$S/limit-c-time.lua")" --max-seconds 1 "$S/limit-c-time.lua"
+rm -f "$W/sweep.h5"
+attempt sweep-worker-require 1 "$(expect "$S/sweep-worker-require.lua")" --sandbox "$S/sweep-worker-require.lua"
+rm -f "$W/sweep.h5"
+attempt sweep-worker-loop 1 "$(expect "$S/sweep-worker-loop.lua")" --sandbox --max-seconds 2 "$S/sweep-worker-loop.lua"
+rm -f "$W/sweep.h5"
+
+# The control.
+attempt allowed 0 "ALLOWED-OK" --sandbox --allow-write "$A" --allow-read "$R" "$S/allowed.lua" "$O" "$A" "$R"
+for f in here.h5 t.json r.h5 v.h5 fit.gpu; do
+  [ -s "$W/$f" ] || { echo "FAIL allowed: $f not written"; fails=$((fails + 1)); }
+done
+for f in there.h5 t.json r.h5 s.h5; do
+  [ -s "$A/$f" ] || { echo "FAIL allowed: $A/$f not written"; fails=$((fails + 1)); }
+done
+# Options: --allow-* need --sandbox, and name existing directories.
+attempt allow-needs-sandbox 2 "only with --sandbox" --allow-write "$A" "$S/allowed.lua"
+attempt allow-missing-dir 1 "no/such" --sandbox --allow-write "$T/no/such" "$S/allowed.lua"
+
+echo "sandbox: $pass attempts held, $fails failed"
+[ "$fails" -eq 0 ]
