@@ -15,25 +15,27 @@
  * or table errors or loop forever, userdata of the wrong kind, and results
  * of earlier calls.  FUZZ_VERBOSE=1 prints the generated script.
  *
- * The script runs through js_run_string (the session and Lua state the
- * CLI builds) with a preamble that installs an instruction-count hook
- * (a budget of FUZZ_LUA_BUDGET VM instructions, then every hook raises
- * "fuzz-budget") and then removes os, io, debug, load, loadfile, dofile,
- * require and package, so the script can only call the joulesim API.
- * Every call runs as `CK(pcall(function() local r = CALL; return r end))`;
- * CK requires a failure to be a clean Lua error: a string that starts
- * with the script position "fuzz:LINE:" (errors carry the script line),
- * or the table errors the generated functions raise themselves, or the
- * budget.
+ * The script runs through js_run_string in the session that
+ * `joulesim run --sandbox --max-instructions FUZZ_LUA_BUDGET` builds
+ * (lua/sandbox.c): the allow-listed globals only, files confined to the
+ * working directory, and once the budget is spent every instruction
+ * raises "--max-instructions ... reached".  Every call runs as
+ * `CK(pcall(function() local r = CALL; return r end))`; CK requires a
+ * failure to be a clean Lua error: a string that starts with the script
+ * position "fuzz:LINE:" (errors carry the script line), or the table
+ * errors the generated functions raise themselves, or the budget.
  * Anything else -- a crash, a sanitizer report, a leak after lua_close,
  * an error without position, a script that dies outside CK -- is a
  * finding.
  *
- * Files: the process works in the scratch directory during each input
- * (so the API's relative paths -- results files, timelines, traces --
- * land there) and the generated strings never contain '/', so no path
- * can leave it.  The scratch directory also holds small inputs the
- * script may name: p.csv (a Perseus profile), k.csv (per-kernel
+ * Files: the process works in work/ of the scratch directory during
+ * each input, and that is the sandbox's one writable directory.  The
+ * generated file names are mostly plain names there (strings never
+ * contain '/'), and one in eight an escape attempt (escape_paths: "..",
+ * links pointing out, /etc/passwd).  The scratch directory around work/
+ * is the canary: after every input it must hold victim.txt, unchanged,
+ * and nothing else, or the input is a finding.  work/ also holds small
+ * inputs the script may name: p.csv (a Perseus profile), k.csv (per-kernel
  * profile), m.csv (a measured iteration), s.csv and w.csv (NVML samples
  * and windows), k.json (a Kineto trace).  Sizes stay small: the integer
  * values given to size-like arguments (GPUs, layers, microbatches,
@@ -185,6 +187,12 @@ static const char *const policy_names[] = {
 static const char *const path_names[] = {
   "p.csv", "k.csv", "m.csv", "s.csv", "w.csv", "k.json", "t.h5", "out.h5",
   "x.json", "nosuch.csv", "", ".", "..", "p.csv.h5"};
+/* Paths that try to leave the sandbox (the only strings with '/'): out
+ * of the working directory into the canary (see fuzz_lua_args_one),
+ * through links to it, and to system files. */
+static const char *const escape_paths[] = {
+  "../x.h5", "../victim.txt", "up/x.h5", "up/victim.txt", "up-file",
+  "up-dangling", "/etc/passwd", "../work/../x.json", "up/sub/x.h5"};
 static const char *const class_names[] = {"gemm", "attention", "norm",
                                           "comm", "other", "nope"};
 static const char *const misc_strings[] = {
@@ -263,6 +271,19 @@ static void emit_cstr(Gen *g, const char *s)
   emit_str(g, s, strlen(s));
 }
 
+/* A file name: mostly the scratch inputs and outputs, one in eight an
+ * escape attempt (values below 224 pick as before the sandbox was
+ * fuzzed, so older corpus inputs keep their meaning). */
+static void gen_path(Gen *g)
+{
+  guint8 b = fuzz_u8(&g->in);
+  if (b >= 224)
+    g_string_append_printf(g->out, "\"%s\"",
+                           escape_paths[b % G_N_ELEMENTS(escape_paths)]);
+  else
+    emit_cstr(g, path_names[b % G_N_ELEMENTS(path_names)]);
+}
+
 static void use(Gen *g, guint bit, const char *name)
 {
   g->used |= bit;
@@ -318,7 +339,7 @@ static void gen_string(Gen *g)
   guint8 t = fuzz_u8(&g->in);
   switch (t % 8) {
   case 0: emit_cstr(g, PICK(g, gpu_names)); break;
-  case 1: emit_cstr(g, PICK(g, path_names)); break;
+  case 1: gen_path(g); break;
   case 2: emit_cstr(g, PICK(g, misc_strings)); break;
   case 3: emit_cstr(g, PICK(g, policy_names)); break;
   case 4: emit_cstr(g, PICK(g, model_names)); break;
@@ -543,7 +564,7 @@ static void gen_value(Gen *g, Hint h)
     break;
   }
   case H_FUNC: gen_function(g); break;
-  case H_PATH: emit_cstr(g, PICK(g, path_names)); break;
+  case H_PATH: gen_path(g); break;
   case H_VARIAB: gen_named(g, kv_variab); break;
   case H_STRAGGLERS: {
     guint8 t = fuzz_u8(&g->in);
@@ -836,13 +857,9 @@ static char *gen_script(const guint8 *data, size_t size)
     if (g.used & objects[k].bit)
       g.used |= objects[k].needs;
   GString *s = g_string_new(NULL);
-  g_string_append_printf(
+  g_string_append(
       s,
       "local js = require \"joulesim\"\n"
-      "local budget_hit = false\n"
-      "debug.sethook(function() budget_hit = true; error(\"fuzz-budget\", 0) "
-      "end, \"\", %d)\n"
-      "os, io, debug, load, loadfile, dofile, require, package = nil\n"
       "local V = {}\n"
       "local function CK(ok, e)\n"
       "  if ok then return e end\n"
@@ -851,19 +868,18 @@ static char *gen_script(const guint8 *data, size_t size)
       "  if type(e) ~= \"string\" then\n"
       "    error(\"FUZZ-VIOLATION: error value of type \" .. type(e), 0)\n"
       "  end\n"
-      "  if e == \"fuzz-budget\" or budget_hit then return nil end\n"
+      "  if e:find(\"--max-instructions\", 1, true) then return nil end\n"
 #if FUZZ_LUA_ALLOW_PRELUDE_POSITION
-      "  if e:find(\"^%%[joulesim prelude%%.lua%%]:%%d+: attempt to \") then\n"
+      "  if e:find(\"^%[joulesim prelude%.lua%]:%d+: attempt to \") then\n"
       "    return nil\n"
       "  end\n"
 #endif
-      "  if not e:find(\"^fuzz:%%d+: \") then\n"
+      "  if not e:find(\"^fuzz:%d+: \") then\n"
       "    error(\"FUZZ-VIOLATION: error without the script line: \" .. e, "
       "0)\n"
       "  end\n"
       "  return nil\n"
-      "end\n",
-      FUZZ_LUA_BUDGET);
+      "end\n");
   for (guint k = 0; k < G_N_ELEMENTS(objects); k++)
     if (g.used & objects[k].bit)
       g_string_append_printf(s, "local %s = %s\n", objects[k].name,
@@ -874,6 +890,8 @@ static char *gen_script(const guint8 *data, size_t size)
 }
 
 /* ---- inputs the scripts may name ---------------------------------------- */
+
+static const char *work_dir(void);
 
 static void write_inputs(void)
 {
@@ -907,9 +925,69 @@ static void write_inputs(void)
      "\"stream\":7}}]"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
-    g_autofree char *p = fuzz_path(files[i].name);
+    g_autofree char *p = g_build_filename(work_dir(), files[i].name, NULL);
     fuzz_write(p, files[i].text, strlen(files[i].text));
   }
+}
+
+/* The canary: the scratch directory holds victim.txt and work/, the
+ * sandbox's working (hence only writable) directory; work/ holds the
+ * inputs and links pointing back out (up -> .., up-file -> ../victim.txt,
+ * up-dangling -> ../gone.h5).  After every input the scratch directory
+ * must hold exactly victim.txt, unchanged, and work/. */
+#define CANARY_TEXT "victim: the sandbox must never touch this file\n"
+
+static const char *work_dir(void)
+{
+  static char *dir;
+  if (dir == NULL)
+    dir = g_build_filename(fuzz_tmpdir(), "work", NULL);
+  return dir;
+}
+
+static void make_canary(void)
+{
+  FUZZ_CHECK(g_mkdir_with_parents(work_dir(), 0700) == 0, "mkdir work");
+  g_autofree char *victim = fuzz_path("victim.txt");
+  fuzz_write(victim, CANARY_TEXT, strlen(CANARY_TEXT));
+  static const char *const links[][2] = {
+    {"up", ".."}, {"up-file", "../victim.txt"}, {"up-dangling", "../gone.h5"}};
+  for (guint i = 0; i < G_N_ELEMENTS(links); i++) {
+    g_autofree char *l = g_build_filename(work_dir(), links[i][0], NULL);
+    FUZZ_CHECK(symlink(links[i][1], l) == 0, "symlink %s", l);
+  }
+}
+
+static void check_canary(const char *script)
+{
+  GDir *d = g_dir_open(fuzz_tmpdir(), 0, NULL);
+  FUZZ_CHECK(d != NULL, "cannot list the scratch directory");
+  const char *n;
+  while ((n = g_dir_read_name(d)) != NULL)
+    if (strcmp(n, "work") != 0 && strcmp(n, "victim.txt") != 0)
+      FUZZ_FAIL("the sandbox let the script create %s outside its "
+                "directory\n---- script ----\n%s", n, script);
+  g_dir_close(d);
+  g_autofree char *victim = fuzz_path("victim.txt");
+  g_autofree char *text = NULL;
+  FUZZ_CHECK(g_file_get_contents(victim, &text, NULL, NULL) &&
+                 strcmp(text, CANARY_TEXT) == 0,
+             "the sandbox let the script change or remove victim.txt\n"
+             "---- script ----\n%s", script);
+}
+
+/* Empties work/ (files only; fuzz_clean_dir cleans the scratch level). */
+static void clean_work(void)
+{
+  GDir *d = g_dir_open(work_dir(), 0, NULL);
+  if (d == NULL)
+    return;
+  const char *n;
+  while ((n = g_dir_read_name(d)) != NULL) {
+    g_autofree char *p = g_build_filename(work_dir(), n, NULL);
+    g_unlink(p);
+  }
+  g_dir_close(d);
 }
 
 static int fuzz_lua_args_one(const guint8 *data, size_t size)
@@ -923,22 +1001,29 @@ static int fuzz_lua_args_one(const guint8 *data, size_t size)
     FUZZ_CHECK(home >= 0, "cannot open the working directory");
     g_unsetenv("JOULESIM_GPU_PATH");
   }
+  make_canary();
   write_inputs();
-  FUZZ_CHECK(g_chdir(fuzz_tmpdir()) == 0, "chdir to the scratch directory");
+  FUZZ_CHECK(g_chdir(work_dir()) == 0, "chdir to the scratch directory");
+  /* The session `joulesim run --sandbox --max-instructions N` builds. */
   g_autoptr(JsSession) s = js_session_new(1);
   s->quiet = TRUE;
   s->jobs = 2;
+  s->limits.max_instructions = FUZZ_LUA_BUDGET;
   GError *err = NULL;
+  FUZZ_CHECK(js_session_sandbox(s, NULL, &err), "sandbox: %s",
+             err != NULL ? err->message : "?");
   gboolean ok = js_run_string(s, "=fuzz", script, &err);
   FUZZ_CHECK(fchdir(home) == 0, "chdir back");
   if (!ok) {
     FUZZ_CHECK(err != NULL && err->domain == JS_ERROR,
                "js_run_string failed without a JS_ERROR");
     /* Only the budget may end the script early: every call is checked. */
-    if (strstr(err->message, "fuzz-budget") == NULL)
+    if (strstr(err->message, "--max-instructions") == NULL)
       FUZZ_FAIL("%s\n---- script ----\n%s", err->message, script);
   }
   g_clear_error(&err);
+  check_canary(script);
+  clean_work();
   fuzz_clean_dir();
   return 0;
 }

@@ -129,7 +129,8 @@ fuzz: fuzz-build
 	    chakra) maxlen=$(FUZZ_MAXLEN_chakra);; \
 	  esac; \
 	  echo "== fuzz-$$t: $(FUZZ_SECONDS) s"; \
-	  if ! $(FUZZ_BUILD)/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) \
+	  if ! G_SLICE=always-malloc G_DEBUG=gc-friendly \
+	       $(FUZZ_BUILD)/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) \
 	       $(FUZZ_RUN_FLAGS) -max_len=$$maxlen $$dict \
 	       -print_final_stats=1 \
 	       -artifact_prefix=$(CURDIR)/$(FUZZ_BUILD)/crash-$$t- \
@@ -154,7 +155,8 @@ fuzz-regress: fuzz-build
 	  files=$$(find tests/fuzz/regress/$$t tests/fuzz/corpus/$$t -type f \
 	           2>/dev/null); \
 	  [ -n "$$files" ] || continue; \
-	  $(FUZZ_BUILD)/fuzz-$$t $(FUZZ_RUN_FLAGS) $$files \
+	  G_SLICE=always-malloc G_DEBUG=gc-friendly \
+	    $(FUZZ_BUILD)/fuzz-$$t $(FUZZ_RUN_FLAGS) $$files \
 	    >$(FUZZ_BUILD)/regress-$$t.log 2>&1 || \
 	    { echo "FAIL fuzz-$$t (log: $(FUZZ_BUILD)/regress-$$t.log)"; exit 1; }; \
 	  echo "ok   fuzz-$$t ($$(echo $$files | wc -w) inputs)"; \
