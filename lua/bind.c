@@ -1036,21 +1036,12 @@ static lua_State *new_state(JsSession *s, GError **error)
   return L;
 }
 
-gboolean js_run_script(JsSession *s, const char *path, int argc,
-                       char **argv, GError **error)
+/* Runs the chunk src[0..len) named `chunk` (arg[0] = path) with script
+ * arguments argv[0..argc). */
+static gboolean run_chunk(JsSession *s, const char *path, const char *chunk,
+                          const char *src, gsize len, int argc, char **argv,
+                          GError **error)
 {
-  g_autofree char *src = NULL;
-  gsize len = 0;
-  GError *ioerr = NULL;
-  if (!fault_get_contents(path, &src, &len, "lua: scenario", &ioerr)) {
-    g_set_error(error, JS_ERROR, JS_ERROR_IO, "%s", ioerr->message);
-    g_error_free(ioerr);
-    return FALSE;
-  }
-  g_free(s->scenario_path);
-  s->scenario_path = g_strdup(path);
-  g_free(s->scenario_source);
-  s->scenario_source = g_strndup(src, len);
   lua_State *L = new_state(s, error);
   if (L == NULL)
     return FALSE;
@@ -1062,7 +1053,6 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
     lua_rawseti(L, -2, i + 1);
   }
   lua_setglobal(L, "arg");
-  g_autofree char *chunk = g_strconcat("@", path, NULL);
   gboolean ok;
   if (luaL_loadbufferx(L, src, len, chunk, "t") != LUA_OK) {
     /* Syntax errors start with "path:line:"; others (a binary chunk) get
@@ -1080,6 +1070,44 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   }
   lua_close(L);
   return ok;
+}
+
+gboolean js_run_script(JsSession *s, const char *path, int argc,
+                       char **argv, GError **error)
+{
+  g_autofree char *src = NULL;
+  gsize len = 0;
+  GError *ioerr = NULL;
+  if (!fault_get_contents(path, &src, &len, "lua: scenario", &ioerr)) {
+    g_set_error(error, JS_ERROR, JS_ERROR_IO, "%s", ioerr->message);
+    g_error_free(ioerr);
+    return FALSE;
+  }
+  g_free(s->scenario_path);
+  s->scenario_path = g_strdup(path);
+  g_free(s->scenario_source);
+  s->scenario_source = g_strndup(src, len);
+  g_autofree char *chunk = g_strconcat("@", path, NULL);
+  return run_chunk(s, path, chunk, src, len, argc, argv, error);
+}
+
+gboolean js_run_resource(JsSession *s, const char *name, int argc,
+                         char **argv, GError **error)
+{
+  g_autofree char *rpath = g_strconcat("/joulesim/", name, NULL);
+  g_autoptr(GBytes) b = g_resource_lookup_data(js_res_get_resource(), rpath,
+                                               G_RESOURCE_LOOKUP_FLAGS_NONE,
+                                               NULL);
+  g_assert(b != NULL); /* embedded at build time */
+  gsize len;
+  const char *src = g_bytes_get_data(b, &len);
+  g_autofree char *path = g_strconcat("[joulesim ", name, "]", NULL);
+  g_free(s->scenario_path);
+  s->scenario_path = g_strdup(path);
+  g_free(s->scenario_source);
+  s->scenario_source = g_strndup(src, len);
+  g_autofree char *chunk = g_strconcat("=", path, NULL);
+  return run_chunk(s, path, chunk, src, len, argc, argv, error);
 }
 
 gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,

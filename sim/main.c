@@ -33,7 +33,9 @@ static const char usage_main[] =
   "  trace gen|import|info|export ...\n"
   "                      generate, import, inspect and export traces\n"
   "  validate PROFILE.csv --gpu NAME [...]\n"
-  "                      compare a measured profile with the model\n"
+  "                      compare a measured profile with the model\n"  "  fidelity [--data DIR] [--out FILE.h5] [--only NAME] [--short]\n"
+  "                      every measured case through the model, with its\n"
+  "                      error (docs/fidelity.md)\n"
   "\n"
   "options:\n"
   "  --version           print the version and git revision\n"
@@ -266,6 +268,24 @@ static int cmd_gpus(int argc, char **argv)
   return 0;
 }
 
+/* joulesim fidelity: lua/fidelity.lua, embedded, with the arguments. */
+static int cmd_fidelity(int argc, char **argv)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  s->quiet = TRUE;
+  GError *err = NULL;
+  if (js_run_resource(s, "fidelity.lua", argc, argv, &err))
+    return 0;
+  /* The program's own errors (bad data, options) carry no Lua position:
+   * their traceback is noise. */
+  char *tb = strstr(err->message, "\nstack traceback:");
+  if (tb != NULL && !g_str_has_prefix(err->message, "[joulesim "))
+    *tb = '\0';
+  fprintf(stderr, "joulesim fidelity: %s\n", err->message);
+  g_error_free(err);
+  return EXIT_USER;
+}
+
 int main(int argc, char **argv)
 {
   /* JOULESIM_FAULT=N: fail the N-th guarded I/O call (docs/fault-injection.md). */
@@ -299,6 +319,8 @@ int main(int argc, char **argv)
     return js_cmd_trace(argc - 2, argv + 2);
   if (strcmp(cmd, "validate") == 0)
     return js_cmd_validate(argc - 2, argv + 2);
+  if (strcmp(cmd, "fidelity") == 0)
+    return cmd_fidelity(argc - 2, argv + 2);
   fprintf(stderr, "joulesim: unknown command '%s'\n%s", cmd, usage_main);
   return EXIT_USAGE;
 }

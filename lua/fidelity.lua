@@ -1,0 +1,645 @@
+-- lua/fidelity.lua -- `joulesim fidelity`: every measured case through the
+-- model, out of the box, as a user would run it (issue 14 item 4).
+--
+-- Embedded in the binary and run by `joulesim fidelity` (lua/bind.c
+-- js_run_resource) with the full standard library: it reads the measured
+-- CSVs itself and calls the public joulesim API for every prediction, so
+-- what it reports is what a scenario script would get.
+--
+-- Datasets (DATA is --data, else ../shared/data, else tests/data):
+--   measured/zeus-powerlimit/*.csv   one power limit for every GPU, swept;
+--                                    decoders simulated as js.gpt workloads
+--                                    with js.policy.powercap{ watts = }
+--   measured/perseus-runs/*_plans.csv  measured frequency plans against the
+--                                    model's Perseus frontier (full run only:
+--                                    the frontiers of 128-256 microbatches
+--                                    take about a minute)
+--   measured/kerneltuner/*.csv       one compute-bound kernel at locked SM
+--                                    clocks, through js.validate{ fit = "none" }
+--   measured/kernel-dvfs-study/*.csv the study's kernels at (auto, auto) and
+--                                    at their optimal clock pair, the same way
+--   profiles/**/*.csv                stage profiles: js.validate (fitted on
+--                                    75% of the clocks, held-out 25% predicted)
+-- Every case is a prediction unless its row says "fitted": no catalogue
+-- parameter was fitted to these files (docs/fidelity.md records each case,
+-- its source and its error).  Errors: normalised times in % of the measured
+-- value, normalised energies in points (100 x the difference of the two
+-- ratios), absolute figures in %.
+--
+-- --check FILE compares each case's error with the figure recorded in
+-- FILE's table (docs/fidelity.md) and fails when one has grown.
+local js = require "joulesim"
+
+local USAGE = [[
+usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
+                         [--short] [--check FILE.md]
+
+Runs every measured case through the model, out of the box, and prints
+predicted against measured with the error per point and per case.
+  --data DIR     the measured data (default: ../shared/data when it sits
+                 beside the repository, else tests/data)
+  --out FILE.h5  also write every table (and fidelity_summary) to FILE.h5
+  --only NAME    only the datasets whose name contains NAME (repeatable;
+                 names are the files, e.g. zeus-powerlimit/a40_global.csv)
+  --short        skip the slow datasets (the Perseus plan runs)
+  --check FILE   fail (exit 1) when a case's error exceeds the figure
+                 recorded for it in FILE (docs/fidelity.md)
+See docs/fidelity.md.
+]]
+
+local function fail(msg) error(msg, 0) end
+
+-- ---- arguments --------------------------------------------------------------
+
+local opt = { only = {} }
+do
+  local i = 1
+  while i <= #arg do
+    local a, v = arg[i], arg[i + 1]
+    local k, inline = a:match("^(%-%-[%w-]+)=(.*)$")
+    if k then a, v = k, inline else inline = nil end
+    local function take()
+      if v == nil then fail(a .. " needs a value\n" .. USAGE) end
+      if not inline then i = i + 1 end
+      return v
+    end
+    if a == "--data" then opt.data = take()
+    elseif a == "--out" then opt.out = take()
+    elseif a == "--only" then opt.only[#opt.only + 1] = take()
+    elseif a == "--check" then opt.check = take()
+    elseif a == "--short" then opt.short = true
+    elseif a == "--help" or a == "-h" then io.write(USAGE); return
+    else fail("unknown argument '" .. a .. "'\n" .. USAGE) end
+    i = i + 1
+  end
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+local data = opt.data
+if data then
+  if not exists(data .. "/measured/README.md") then
+    fail(data .. ": not a data directory (no measured/README.md)")
+  end
+elseif exists("../shared/data/measured/README.md") then
+  data = "../shared/data"
+  print("data: ../shared/data (the shared data beside the repository)")
+elseif exists("tests/data/measured/README.md") then
+  data = "tests/data"
+  print("data: tests/data (../shared/data is not beside the repository; "
+        .. "using the copy in tests/data)")
+else
+  fail("no data: neither ../shared/data nor tests/data holds "
+       .. "measured/README.md; give --data DIR")
+end
+
+-- ---- CSV ----------------------------------------------------------------------
+
+-- Splits one CSV record (RFC 4180 quotes; no newlines inside fields).
+local function split(line)
+  local out, i, n = {}, 1, #line
+  while i <= n + 1 do
+    if line:sub(i, i) == '"' then
+      local buf, j = {}, i + 1
+      while true do
+        local c = line:sub(j, j)
+        if c == "" then return nil end
+        if c == '"' then
+          if line:sub(j + 1, j + 1) == '"' then buf[#buf + 1] = '"'; j = j + 2
+          else j = j + 1; break end
+        else buf[#buf + 1] = c; j = j + 1 end
+      end
+      out[#out + 1] = table.concat(buf)
+      i = j + 1
+    else
+      local j = line:find(",", i, true) or n + 1
+      out[#out + 1] = line:sub(i, j - 1)
+      i = j + 1
+    end
+  end
+  return out
+end
+
+-- Reads path: the header's names and the rows (tables keyed by name, and
+-- _line).  Errors name the file and line.
+local function read_csv(path, need)
+  local f, err = io.open(path, "r")
+  if not f then fail(err) end
+  local header, rows, n = nil, {}, 0
+  for line in f:lines() do
+    n = n + 1
+    line = line:gsub("\r$", "")
+    if line ~= "" and not line:match("^#") then
+      local fields = split(line)
+      if not fields then fail(("%s:%d: unterminated quoted field"):format(path, n)) end
+      if not header then
+        header = {}
+        for k, h in ipairs(fields) do header[h] = k end
+        for _, col in ipairs(need or {}) do
+          if not header[col] then
+            fail(("%s:%d: missing column '%s'"):format(path, n, col))
+          end
+        end
+        header._names = fields
+      else
+        if #fields ~= #header._names then
+          fail(("%s:%d: %d fields, the header has %d"):format(path, n, #fields,
+                                                         #header._names))
+        end
+        local r = { _line = n }
+        for k, h in ipairs(header._names) do r[h] = fields[k] end
+        rows[#rows + 1] = r
+      end
+    end
+  end
+  f:close()
+  if not header then fail(path .. ": empty file") end
+  return rows
+end
+
+local function num(r, col, path, lo)
+  local v = tonumber(r[col])
+  if v == nil or v ~= v or (lo and v <= lo) then
+    fail(("%s:%d: column '%s': '%s' is not a number%s"):format(
+      path, r._line, col, tostring(r[col]), lo and (" > " .. lo) or ""))
+  end
+  return v
+end
+
+-- ---- output -------------------------------------------------------------------
+
+local summary = {}   -- { dataset, case, metric, error, unit, role }
+local out_tables = {}
+
+-- Columns are typed by the first row: every number but these is a float.
+local INTEGER_COLUMNS = { plan = true, sm_mhz = true }
+
+local function row_out(dataset, row)
+  if not opt.out then return end
+  for k, v in pairs(row) do
+    if math.type(v) == "integer" and not INTEGER_COLUMNS[k] then
+      row[k] = v + 0.0
+    end
+  end
+  local name = dataset:gsub("[^%w]+", "_"):gsub("_csv$", "")
+  local t = out_tables[name]
+  if not t then
+    t = js.results(opt.out, name, { mode = "replace" })
+    out_tables[name] = t
+  end
+  t:append(row)
+end
+
+local function record(dataset, case, metric, err, unit, role)
+  summary[#summary + 1] = { dataset = dataset, case = case, metric = metric,
+                            error = err, unit = unit, role = role }
+end
+
+local function selected(name)
+  if #opt.only == 0 then return true end
+  for _, o in ipairs(opt.only) do
+    if name:find(o, 1, true) then return true end
+  end
+  return false
+end
+
+local function heading(name, what)
+  print(("\n== %s: %s"):format(name, what))
+end
+
+local function maxabs(list)
+  local m = 0
+  for _, v in ipairs(list) do m = math.max(m, math.abs(v)) end
+  return m
+end
+
+-- ---- workloads ------------------------------------------------------------------
+
+-- The measured jobs' models (measured/README.md), as js.gpt can build them
+-- today: uniform stages (layers rounded to a multiple of pp), BF16, GPT
+-- layers (Bloom's ALiBi and embedding layernorm are not modelled), sequence
+-- length 1024, full activation recompute (Merak's checkpointing).
+local MODELS = {
+  ["bloom-3b"] = { layers = 30, hidden = 2560, heads = 32, vocab = 250880 },
+  ["gpt3-2.7b"] = { layers = 32, hidden = 2560, heads = 32, vocab = 50257 },
+}
+local GPUS = {
+  a100 = { name = "A100-PCIE-80GB", network = "pcie" },
+  a40 = { name = "A40", network = "pcie" },
+}
+
+local function job(model, gpu, pp, mbs, m)
+  local s = MODELS[model]
+  local layers = pp * math.max(1, math.floor(s.layers / pp + 0.5))
+  local c = js.cluster{ gpu = gpu.name, gpus = pp, gpus_per_node = pp,
+                        network = gpu.network }
+  local w = js.gpt{ layers = layers, hidden = s.hidden, heads = s.heads,
+                    vocab = s.vocab, seq_len = 1024, microbatch_size = mbs,
+                    microbatches = m, pp = pp, recompute = true,
+                    gpu = gpu.name }
+  local approx = ("%s as js.gpt: %d layers in %d uniform stages%s, BF16, "
+                  .. "mbs %d x %d"):format(model, layers, pp,
+                  layers ~= s.layers and (" (measured: " .. s.layers .. ")") or "",
+                  mbs, m)
+  return c, w, approx
+end
+
+-- ---- Zeus power-limit sweeps ---------------------------------------------------
+
+local ZEUS = {
+  { file = "zeus-powerlimit/a100_pcie_pp4_global.csv", gpu = GPUS.a100 },
+  { file = "zeus-powerlimit/a40_global.csv", gpu = GPUS.a40 },
+}
+
+local function zeus(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "model_name", "pp", "microbatch_size",
+                                "num_microbatches", "power_limit_0", "time",
+                                "energy" })
+  local groups, order = {}, {}
+  for _, r in ipairs(rows) do
+    local m = r.model_name
+    if not groups[m] then groups[m] = {}; order[#order + 1] = m end
+    table.insert(groups[m], r)
+  end
+  heading(ds.file, "one power limit for every GPU (" .. ds.gpu.name .. ")")
+  for _, m in ipairs(order) do
+    local g = groups[m]
+    if not MODELS[m] then
+      print(("  %s: not modelled (an encoder or CNN: joulesim generates "
+             .. "decoders only)"):format(m))
+    else
+      table.sort(g, function(a, b)
+        return num(a, "power_limit_0", path) > num(b, "power_limit_0", path)
+      end)
+      local r0 = g[1]
+      local c, w, approx = job(m, ds.gpu, math.tointeger(num(r0, "pp", path, 0)),
+                               math.tointeger(num(r0, "microbatch_size", path, 0)),
+                               math.tointeger(num(r0, "num_microbatches", path, 0)))
+      print(("  %s (%s)"):format(m, approx))
+      print(("  %6s %9s %9s %8s %8s %8s | %8s %8s %8s"):format(
+        "limit", "T meas s", "T pred s", "T/T0 m", "T/T0 p", "err %",
+        "E/E0 m", "E/E0 p", "err pt"))
+      local base, terrs, eerrs = nil, {}, {}
+      local best_m, best_p
+      for _, r in ipairs(g) do
+        local lim = num(r, "power_limit_0", path, 0)
+        local tm, em = num(r, "time", path, 0), num(r, "energy", path, 0)
+        local p = js.simulate{ cluster = c, workload = w,
+                               policy = js.policy.powercap{ watts = lim } }
+        base = base or { tm = tm, em = em, tp = p.time_s, ep = p.energy_j }
+        local ntm, nem = tm / base.tm, em / base.em
+        local ntp, nep = p.time_s / base.tp, p.energy_j / base.ep
+        local te, ee = 100 * (ntp / ntm - 1), 100 * (nep - nem)
+        terrs[#terrs + 1], eerrs[#eerrs + 1] = te, ee
+        if not best_m or em < best_m.e then best_m = { lim = lim, e = em } end
+        if not best_p or p.energy_j < best_p.e then
+          best_p = { lim = lim, e = p.energy_j }
+        end
+        print(("  %5.0fW %9.3f %9.3f %8.4f %8.4f %+8.2f | %8.4f %8.4f %+8.2f")
+              :format(lim, tm, p.time_s, ntm, ntp, te, nem, nep, ee))
+        row_out(ds.file, { case = m, power_limit_w = lim,
+                           meas_time_s = tm, pred_time_s = p.time_s,
+                           meas_energy_j = em, pred_energy_j = p.energy_j,
+                           meas_time_norm = ntm, pred_time_norm = ntp,
+                           meas_energy_norm = nem, pred_energy_norm = nep,
+                           time_err_pct = te, energy_err_pt = ee,
+                           role = "predicted" })
+      end
+      local abs_t = 100 * (base.tp / base.tm - 1)
+      print(("  minimum energy: measured at %.0f W, predicted at %.0f W; "
+             .. "iteration time at %.0f W %+.1f%% (absolute)")
+            :format(best_m.lim, best_p.lim, g[1].power_limit_0, abs_t))
+      local case = ds.file .. ":" .. m
+      record(ds.file, m, "normalised time, max abs err", maxabs(terrs), "%",
+             "predicted")
+      record(ds.file, m, "normalised energy, max abs err", maxabs(eerrs), "pt",
+             "predicted")
+      record(ds.file, m, "minimum-energy limit, abs err",
+             math.abs(best_p.lim - best_m.lim), "W", "predicted")
+      record(ds.file, m, "iteration time at the top limit, abs err",
+             math.abs(abs_t), "%", "predicted")
+      local _ = case
+    end
+  end
+end
+
+-- ---- Perseus plan runs --------------------------------------------------------------
+
+local PERSEUS = {
+  { file = "perseus-runs/bloom-3b_a100_dp1_pp4_tp1_plans.csv", model = "bloom-3b",
+    gpu = GPUS.a100, pp = 4, mbs = 4, m = 128 },
+  { file = "perseus-runs/bloom-3b_a40_dp1_pp8_tp1_plans.csv", model = "bloom-3b",
+    gpu = GPUS.a40, pp = 8, mbs = 4, m = 128 },
+  { file = "perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_plans.csv", model = "gpt3-2.7b",
+    gpu = GPUS.a40, pp = 8, mbs = 4, m = 256 },
+}
+
+-- Energy ratio of the frontier at time ratio tau (linear between points;
+-- the fastest point before it, the minimum-energy point after it).
+local function frontier_at(fr, tau)
+  local t0, e0 = fr[1].time_s, fr[1].energy_j
+  if tau <= 1 then return 1.0 end
+  for k = 2, #fr do
+    local a, b = fr[k - 1], fr[k]
+    if b.time_s / t0 >= tau then
+      local x = (tau * t0 - a.time_s) / (b.time_s - a.time_s)
+      return (a.energy_j + x * (b.energy_j - a.energy_j)) / e0
+    end
+  end
+  return fr[#fr].energy_j / e0
+end
+
+local function perseus(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "plan", "iteration_time_s", "energy_j" })
+  local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m)
+  heading(ds.file, "measured Perseus plans against the model's frontier ("
+          .. ds.gpu.name .. ")")
+  print("  " .. approx)
+  local fr = js.perseus_frontier{ cluster = c, workload = w }
+  local base
+  for _, r in ipairs(rows) do
+    if math.tointeger(num(r, "plan", path)) == 0 then base = r end
+  end
+  base = base or rows[1]
+  local t0, e0 = num(base, "iteration_time_s", path, 0), num(base, "energy_j", path, 0)
+  print(("  frontier: %d points, all-max %.3f s; minimum energy %.1f%% below "
+         .. "at %+.1f%% time"):format(#fr, fr[1].time_s,
+         100 * (1 - fr[#fr].energy_j / fr[1].energy_j),
+         100 * (fr[#fr].time_s / fr[1].time_s - 1)))
+  print(("  %5s %8s %8s %8s %8s"):format("plan", "T/T0 m", "E/E0 m", "E/E0 p",
+                                         "err pt"))
+  local errs = {}
+  for _, r in ipairs(rows) do
+    local tau = num(r, "iteration_time_s", path, 0) / t0
+    local em = num(r, "energy_j", path, 0) / e0
+    local ep = frontier_at(fr, tau)
+    local e = 100 * (ep - em)
+    errs[#errs + 1] = e
+    print(("  %5s %8.4f %8.4f %8.4f %+8.2f"):format(r.plan, tau, em, ep, e))
+    row_out(ds.file, { case = ds.model, plan = math.tointeger(num(r, "plan", path)),
+                       meas_time_norm = tau, meas_energy_norm = em,
+                       pred_energy_norm = ep, energy_err_pt = e,
+                       role = "predicted" })
+  end
+  record(ds.file, ds.model, "energy at each plan's time, max abs err",
+         maxabs(errs), "pt", "predicted")
+end
+
+-- ---- kernels through js.validate (out of the box) ----------------------------------
+
+-- Writes a per-kernel profile (kernel,sm_mhz,mem_mhz,time_s,energy_j,class)
+-- to a temporary file and validates it out of the box (no fit): the
+-- model's time is anchored at each kernel's top-clock point, the energy is
+-- predicted at every point.
+local function validate_points(rows, gpu, limit)
+  local tmp = os.tmpname()
+  local f = assert(io.open(tmp, "w"))
+  f:write("kernel,sm_mhz,mem_mhz,time_s,energy_j,class\n")
+  for _, r in ipairs(rows) do
+    f:write(("%s,%d,%d,%.9g,%.9g,%s\n"):format(r.kernel, r.sm, r.mem, r.t,
+                                               r.e, r.class))
+  end
+  f:close()
+  local ok, rep = pcall(js.validate, { profile = tmp, gpu = gpu, fit = "none",
+                                       power_limit_w = limit, points = true })
+  os.remove(tmp)
+  if not ok then error(rep, 0) end
+  return rep.points
+end
+
+local function kerneltuner(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "sm_mhz", "time_ms", "power_w" })
+  heading(ds.file, "a compute-bound FP32 kernel at locked SM clocks "
+          .. "(as A100-PCIE-80GB, 250 W: the 40 GB board's limit)")
+  local pts = {}
+  for _, r in ipairs(rows) do
+    local t = num(r, "time_ms", path, 0) * 1e-3
+    pts[#pts + 1] = { kernel = "synthetic_fp32", sm = num(r, "sm_mhz", path, 0),
+                      mem = 1512, t = t, e = t * num(r, "power_w", path, 0),
+                      class = "gemm" }
+  end
+  local res = validate_points(pts, "A100-PCIE-80GB", 250)
+  table.sort(res, function(a, b) return a.sm_mhz > b.sm_mhz end)
+  local top = res[1]
+  local p0m, p0p = top.energy_j / top.time_s, top.oob_energy_j / top.oob_time_s
+  print(("  %6s %9s %9s %7s | %8s %8s %7s | %8s %8s %8s"):format(
+    "SM MHz", "t meas ms", "t pred ms", "err %", "P meas W", "P pred W",
+    "err %", "P/P0 m", "P/P0 p", "err pt"))
+  local te, pe, ne = {}, {}, {}
+  for _, p in ipairs(res) do
+    local pm, pp = p.energy_j / p.time_s, p.oob_energy_j / p.oob_time_s
+    local a, b, c = 100 * (p.oob_time_s / p.time_s - 1), 100 * (pp / pm - 1),
+                    100 * (pp / p0p - pm / p0m)
+    te[#te + 1], pe[#pe + 1], ne[#ne + 1] = a, b, c
+    print(("  %6d %9.3f %9.3f %+7.2f | %8.1f %8.1f %+7.1f | %8.4f %8.4f %+8.2f")
+          :format(p.sm_mhz, 1e3 * p.time_s, 1e3 * p.oob_time_s, a, pm, pp, b,
+                  pm / p0m, pp / p0p, c))
+    row_out(ds.file, { case = "synthetic_fp32", sm_mhz = p.sm_mhz,
+                       meas_time_s = p.time_s, pred_time_s = p.oob_time_s,
+                       meas_power_w = pm, pred_power_w = pp, time_err_pct = a,
+                       power_err_pct = b, power_norm_err_pt = c,
+                       role = "predicted" })
+  end
+  record(ds.file, "synthetic_fp32", "time, max abs err", maxabs(te), "%",
+         "predicted")
+  record(ds.file, "synthetic_fp32", "power, max abs err", maxabs(pe), "%",
+         "predicted")
+  record(ds.file, "synthetic_fp32", "normalised power P/P(1410), max abs err",
+         maxabs(ne), "pt", "predicted")
+end
+
+local function study(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "kernel", "class", "opt_mem_mhz", "opt_core_mhz",
+                                "dtime_pct", "denergy_pct", "t_auto_ms",
+                                "e_auto_j" })
+  heading(ds.file, "the study's kernels (RTX-3080-Ti, 350 W): energy change at "
+          .. "the measured optimal clock pair against (auto, auto)")
+  print("  (auto, auto) is priced as the top clocks (2100, 9501 MHz) under the "
+        .. "350 W limit: the model has no boost controller yet")
+  local pts = {}
+  for _, r in ipairs(rows) do
+    local t, e = num(r, "t_auto_ms", path, 0) * 1e-3, num(r, "e_auto_j", path, 0)
+    local sm = r.opt_core_mhz == "auto" and 2100 or num(r, "opt_core_mhz", path, 0)
+    local mem = r.opt_mem_mhz == "auto" and 9501 or num(r, "opt_mem_mhz", path, 0)
+    local name = r.kernel .. "#" .. r.id
+    pts[#pts + 1] = { kernel = name, sm = 2100, mem = 9501, t = t, e = e,
+                      class = r.class }
+    if sm ~= 2100 or mem ~= 9501 then
+      pts[#pts + 1] = { kernel = name, sm = sm, mem = mem,
+                        t = t * (1 + num(r, "dtime_pct", path) / 100),
+                        e = e * (1 + num(r, "denergy_pct", path) / 100),
+                        class = r.class }
+    end
+  end
+  local res = validate_points(pts, "RTX-3080-Ti", 350)
+  local at = {}
+  for _, p in ipairs(res) do
+    at[p.op] = at[p.op] or {}
+    at[p.op][(p.sm_mhz == 2100 and p.mem_mhz == 9501) and "auto" or "opt"] = p
+  end
+  print(("  %-28s %5s %5s | %8s %8s %7s | %8s %8s %7s | %6s %6s"):format(
+    "kernel", "mem", "core", "dT m %", "dT p %", "err", "dE m %", "dE p %",
+    "err", "P m W", "P p W"))
+  local terr, eerr = {}, {}
+  for _, r in ipairs(rows) do
+    local name = r.kernel .. "#" .. r.id
+    local a, o = at[name].auto, at[name].opt
+    local pm = a.energy_j / a.time_s
+    local pp = a.oob_energy_j / a.oob_time_s
+    local dtm, dem, dtp, dep = 0, 0, 0, 0
+    if o then
+      dtm, dem = 100 * (o.time_s / a.time_s - 1), 100 * (o.energy_j / a.energy_j - 1)
+      dtp = 100 * (o.oob_time_s / a.oob_time_s - 1)
+      dep = 100 * (o.oob_energy_j / a.oob_energy_j - 1)
+    end
+    terr[#terr + 1], eerr[#eerr + 1] = dtp - dtm, dep - dem
+    print(("  %-28s %5s %5s | %+8.2f %+8.2f %+7.2f | %+8.2f %+8.2f %+7.2f | "
+           .. "%6.0f %6.0f"):format(name, r.opt_mem_mhz, r.opt_core_mhz, dtm,
+           dtp, dtp - dtm, dem, dep, dep - dem, pm, pp))
+    row_out(ds.file, { case = name, opt_mem = r.opt_mem_mhz,
+                       opt_core = r.opt_core_mhz, meas_dtime_pct = dtm,
+                       pred_dtime_pct = dtp, meas_denergy_pct = dem,
+                       pred_denergy_pct = dep, meas_power_w = pm,
+                       pred_power_w = pp, role = "predicted" })
+  end
+  record(ds.file, "forward kernels", "time change at the optimal pair, max abs err",
+         maxabs(terr), "pt", "predicted")
+  record(ds.file, "forward kernels", "energy change at the optimal pair, max abs err",
+         maxabs(eerr), "pt", "predicted")
+end
+
+-- ---- stage profiles ------------------------------------------------------------------
+
+-- The catalogue's A100-SXM4-80GB and A40 power models were fitted to the
+-- GPT-3 175B profiles (joulesim gpus NAME shows the sources): those rows
+-- are fitted, the Bloom ones (same GPUs, another model) predictions.
+local PROFILES = {
+  { file = "gpt3-175b+a100_sxm_bf16.csv", gpu = "A100-SXM4-80GB", limit = 500,
+    role = "fitted (the catalogue's A100-SXM4 fit)" },
+  { file = "bloom+a100_sxm_bf16.csv", gpu = "A100-SXM4-80GB", limit = 500,
+    role = "predicted (fit on GPT-3 175B)" },
+  { file = "gpt3-175b+a40_bf16.csv", gpu = "A40", limit = 300,
+    role = "fitted (the catalogue's A40 fit)" },
+  { file = "bloom+a40_bf16.csv", gpu = "A40", limit = 300,
+    role = "predicted (fit on GPT-3 175B)" },
+}
+
+local function profiles()
+  local dir = data .. "/profiles/perseus-emulation"
+  if not exists(dir .. "/" .. PROFILES[1].file) then dir = data .. "/profiles" end
+  local any = false
+  for _, p in ipairs(PROFILES) do
+    local name = "profiles/" .. p.file
+    if selected(name) then
+      if not any then
+        heading("profiles/", "measured stage profiles through js.validate "
+                .. "(out of the box; fitted on 75% of the SM clocks, the other "
+                .. "25% predicted)")
+        print(("  %-30s %-16s | %9s %9s | %9s %9s"):format("profile", "GPU",
+              "oob T %", "oob E %", "held T %", "held E %"))
+        any = true
+      end
+      local path = dir .. "/" .. p.file
+      if not exists(path) then fail(path .. ": no such file") end
+      local r = js.validate{ profile = path, gpu = p.gpu, power_limit_w = p.limit }
+      local o = r.overall
+      print(("  %-30s %-16s | %9.2f %9.2f | %9.2f %9.2f"):format(p.file, p.gpu,
+            o.oob_all.time_mape, o.oob_all.energy_mape, o.fit.time_mape,
+            o.fit.energy_mape))
+      row_out("profiles", { case = p.file, gpu = p.gpu,
+                            oob_time_mape_pct = o.oob_all.time_mape,
+                            oob_energy_mape_pct = o.oob_all.energy_mape,
+                            heldout_time_mape_pct = o.fit.time_mape,
+                            heldout_energy_mape_pct = o.fit.energy_mape })
+      record(name, p.file, "out of the box, energy MAPE", o.oob_all.energy_mape,
+             "%", p.role)
+      record(name, p.file, "out of the box, time MAPE", o.oob_all.time_mape,
+             "%", p.role .. "; time anchored at the top clock")
+      record(name, p.file, "held-out clocks after a refit, energy MAPE",
+             o.fit.energy_mape, "%", "refitted on the other 75% of clocks")
+    end
+  end
+end
+
+-- ---- run -------------------------------------------------------------------------------
+
+local ran = 0
+for _, ds in ipairs(ZEUS) do
+  if selected(ds.file) then zeus(ds); ran = ran + 1 end
+end
+for _, ds in ipairs(PERSEUS) do
+  if selected(ds.file) then
+    if opt.short then
+      print(("\n== %s: skipped (--short)"):format(ds.file))
+    else
+      perseus(ds)
+    end
+    ran = ran + 1
+  end
+end
+local KT = { file = "kerneltuner/a100_pcie_40gb_fp32_synthetic.csv" }
+if selected(KT.file) then kerneltuner(KT); ran = ran + 1 end
+local ST = { file = "kernel-dvfs-study/forward_kernels.csv" }
+if selected(ST.file) then study(ST); ran = ran + 1 end
+for _, p in ipairs(PROFILES) do
+  if selected("profiles/" .. p.file) then ran = ran + 1 end
+end
+profiles()
+if ran == 0 then
+  fail("--only " .. table.concat(opt.only, ", ") .. ": no dataset has that "
+       .. "name (see docs/fidelity.md for the list)")
+end
+
+print("\n== summary (every case is a prediction unless its role says fitted)")
+print(("  %-48s %-24s %-44s %8s  %s"):format("dataset", "case", "metric",
+                                           "error", "role"))
+for _, s in ipairs(summary) do
+  print(("  %-48s %-24s %-44s %7.2f%s  %s"):format(s.dataset, s.case, s.metric,
+        s.error, s.unit == "pt" and "pt" or (s.unit == "W" and " W" or "%"),
+        s.role))
+  row_out("fidelity_summary", { dataset = s.dataset, case = s.case,
+                                metric = s.metric, error = s.error,
+                                unit = s.unit, role = s.role })
+end
+for _, t in pairs(out_tables) do t:close() end
+if opt.out then print("\nwrote " .. opt.out) end
+
+-- ---- --check -----------------------------------------------------------------------------
+
+if opt.check then
+  -- Rows of the record: | `dataset` | case | metric | error unit | role |
+  local f, err = io.open(opt.check, "r")
+  if not f then fail(err) end
+  local recorded, n = {}, 0
+  for line in f:lines() do
+    n = n + 1
+    local d, c, m, e = line:match("^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)")
+    if d then recorded[d .. "|" .. c .. "|" .. m] = { error = tonumber(e), line = n } end
+  end
+  f:close()
+  local worse, missing = {}, {}
+  for _, s in ipairs(summary) do
+    local key = s.dataset .. "|" .. s.case .. "|" .. s.metric
+    local r = recorded[key]
+    if not r then
+      missing[#missing + 1] = key
+    elseif s.error > r.error + 0.005 then
+      worse[#worse + 1] = ("%s:%d: %s, %s: %s grew from %.2f to %.2f"):format(
+        opt.check, r.line, s.dataset, s.case, s.metric, r.error, s.error)
+    end
+  end
+  if #missing > 0 then
+    fail(opt.check .. ": no recorded figure for " .. table.concat(missing, "; "))
+  end
+  if #worse > 0 then fail(table.concat(worse, "\n")) end
+  print(("\ncheck: %d cases, none worse than %s records"):format(#summary,
+                                                                opt.check))
+end
