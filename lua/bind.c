@@ -217,8 +217,43 @@ static int l_cluster(lua_State *L)
 static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
-  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold", NULL};
+  "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
+  "stage_layers", "precision", NULL};
+static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", NULL};
 static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
+
+/* js.gpt's stage_layers = { n1, ..., npp }: pp integers in 1..255, in a
+ * userdata left on the stack (collected with it); NULL when absent. */
+static const guint *opt_stage_layers(lua_State *L, int idx, const char *fn,
+                                     guint pp)
+{
+  int t = lua_getfield(L, idx, "stage_layers");
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  if (t != LUA_TTABLE)
+    luaL_error(L, "%s: argument 'stage_layers' must be a list of layer "
+                  "counts, one per pipeline stage (got %s)", fn,
+               luaL_typename(L, -1));
+  int list = lua_gettop(L);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+  if (n != (lua_Integer)pp)
+    luaL_error(L, "%s: argument 'stage_layers' has %I entries, pp = %d: "
+                  "give one layer count per pipeline stage", fn, n, (int)pp);
+  guint *out = lua_newuserdatauv(L, sizeof(guint) * (size_t)pp, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    int isnum = 0;
+    lua_rawgeti(L, list, i);
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < 1 || v > 255)
+      luaL_error(L, "%s: argument 'stage_layers'[%I] must be an integer in "
+                    "1..255 (got %s)", fn, i, luaL_tolstring(L, -1, NULL));
+    out[i - 1] = (guint)v;
+    lua_pop(L, 1);
+  }
+  return out;
+}
 
 static int l_gpt(lua_State *L)
 {
@@ -255,6 +290,9 @@ static int l_gpt(lua_State *L)
                              1e6);
   cfg.dp_overlap = jsl_opt_bool(L, 1, fn, "dp_overlap", cfg.dp_overlap);
   cfg.fold = jsl_opt_bool(L, 1, fn, "fold", cfg.fold);
+  cfg.stage_layers = opt_stage_layers(L, 1, fn, cfg.pp);
+  cfg.precision = (GptPrecision)jsl_opt_choice(L, 1, fn, "precision",
+                                               GPT_PRECISION_BF16, precisions);
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
     luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
                   "supported", fn,

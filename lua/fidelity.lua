@@ -220,31 +220,78 @@ end
 -- ---- workloads ------------------------------------------------------------------
 
 -- The measured jobs' models (measured/README.md), as js.gpt can build them
--- today: uniform stages (layers rounded to a multiple of pp), BF16, GPT
--- layers (Bloom's ALiBi and embedding layernorm are not modelled), sequence
--- length 1024, full activation recompute (Merak's checkpointing).
+-- today: Merak's partition as stage_layers, TF32, GPT layers (Bloom's ALiBi
+-- and embedding layernorm are not modelled), sequence length 1024, full
+-- activation recompute (Merak's checkpointing).  `emb_shards`: the shards
+-- before the first transformer layer in Merak's partition lists (GPT-2:
+-- word and position embeddings; Bloom: one, its positions are ALiBi), so
+-- that "custom:0,10,18,26,32" is Bloom 3B's 9, 8, 8, 5 layers.
 local MODELS = {
-  ["bloom-3b"] = { layers = 30, hidden = 2560, heads = 32, vocab = 250880 },
-  ["gpt3-2.7b"] = { layers = 32, hidden = 2560, heads = 32, vocab = 50257 },
+  ["bloom-3b"] = { layers = 30, hidden = 2560, heads = 32, vocab = 250880,
+                   emb_shards = 1 },
+  ["gpt3-2.7b"] = { layers = 32, hidden = 2560, heads = 32, vocab = 50257,
+                    emb_shards = 2 },
 }
+
+-- Transformer layers per stage from a Merak partition method: "custom:"
+-- shard boundaries, or "uniform_transformer" (layers / pp each).  nil and
+-- a reason when it cannot be expressed.
+local function partition(model, method, pp)
+  local s = MODELS[model]
+  if method == nil or method == "uniform_transformer" then
+    if s.layers % pp ~= 0 then
+      return nil, ("uniform_transformer with %d layers on %d stages"):format(
+        s.layers, pp)
+    end
+    local out = {}
+    for p = 1, pp do out[p] = s.layers // pp end
+    return out
+  end
+  local list = method:match("^custom:([%d,]+)$")
+  if not list then return nil, "partition '" .. method .. "'" end
+  local b = {}
+  for v in list:gmatch("%d+") do b[#b + 1] = tonumber(v) end
+  if #b ~= pp + 1 then
+    return nil, ("partition '%s' has %d stages, pp = %d"):format(method,
+                                                                 #b - 1, pp)
+  end
+  local out, sum = {}, 0
+  for p = 1, pp do
+    local n = b[p + 1] - b[p] - (p == 1 and s.emb_shards or 0)
+              - (p == pp and 1 or 0)
+    if n < 1 then return nil, "partition '" .. method .. "'" end
+    out[p], sum = n, sum + n
+  end
+  if sum ~= s.layers then
+    return nil, ("partition '%s' holds %d layers, %s has %d"):format(method,
+                 sum, model, s.layers)
+  end
+  return out
+end
+-- Merak's runs do not state their precision; their GEMMs ran on tensor
+-- cores (faster than the FP32 peak), and TF32 was the PyTorch containers'
+-- default for matmuls then (measured/README.md).
+local PRECISION = "tf32"
+
 local GPUS = {
   a100 = { name = "A100-PCIE-80GB", network = "pcie" },
   a40 = { name = "A40", network = "pcie" },
 }
 
-local function job(model, gpu, pp, mbs, m)
+local function job(model, gpu, pp, mbs, m, method, where)
   local s = MODELS[model]
-  local layers = pp * math.max(1, math.floor(s.layers / pp + 0.5))
+  local stages, why = partition(model, method, pp)
+  if not stages then fail(where .. ": cannot express " .. why) end
   local c = js.cluster{ gpu = gpu.name, gpus = pp, gpus_per_node = pp,
                         network = gpu.network }
-  local w = js.gpt{ layers = layers, hidden = s.hidden, heads = s.heads,
+  local w = js.gpt{ layers = s.layers, hidden = s.hidden, heads = s.heads,
                     vocab = s.vocab, seq_len = 1024, microbatch_size = mbs,
                     microbatches = m, pp = pp, recompute = true,
+                    stage_layers = stages, precision = PRECISION,
                     gpu = gpu.name }
-  local approx = ("%s as js.gpt: %d layers in %d uniform stages%s, BF16, "
-                  .. "mbs %d x %d"):format(model, layers, pp,
-                  layers ~= s.layers and (" (measured: " .. s.layers .. ")") or "",
-                  mbs, m)
+  local approx = ("%s as js.gpt: layers %s per stage (%s), %s, "
+                  .. "mbs %d x %d"):format(model, table.concat(stages, ","),
+                  method or "uniform", PRECISION:upper(), mbs, m)
   return c, w, approx
 end
 
@@ -279,7 +326,8 @@ local function zeus(ds)
       local r0 = g[1]
       local c, w, approx = job(m, ds.gpu, math.tointeger(num(r0, "pp", path, 0)),
                                math.tointeger(num(r0, "microbatch_size", path, 0)),
-                               math.tointeger(num(r0, "num_microbatches", path, 0)))
+                               math.tointeger(num(r0, "num_microbatches", path, 0)),
+                               r0.partition_method, ("%s:%d"):format(path, r0._line))
       print(("  %s (%s)"):format(m, approx))
       print(("  %6s %9s %9s %8s %8s %8s | %8s %8s %8s"):format(
         "limit", "T meas s", "T pred s", "T/T0 m", "T/T0 p", "err %",
@@ -332,11 +380,12 @@ end
 
 local PERSEUS = {
   { file = "perseus-runs/bloom-3b_a100_dp1_pp4_tp1_plans.csv", model = "bloom-3b",
-    gpu = GPUS.a100, pp = 4, mbs = 4, m = 128 },
+    gpu = GPUS.a100, pp = 4, mbs = 4, m = 128, method = "custom:0,10,18,26,32" },
   { file = "perseus-runs/bloom-3b_a40_dp1_pp8_tp1_plans.csv", model = "bloom-3b",
-    gpu = GPUS.a40, pp = 8, mbs = 4, m = 128 },
+    gpu = GPUS.a40, pp = 8, mbs = 4, m = 128,
+    method = "custom:0,6,10,14,18,22,26,30,32" },
   { file = "perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_plans.csv", model = "gpt3-2.7b",
-    gpu = GPUS.a40, pp = 8, mbs = 4, m = 256 },
+    gpu = GPUS.a40, pp = 8, mbs = 4, m = 256, method = "uniform_transformer" },
 }
 
 -- Energy ratio of the frontier at time ratio tau (linear between points;
@@ -357,7 +406,8 @@ end
 local function perseus(ds)
   local path = data .. "/measured/" .. ds.file
   local rows = read_csv(path, { "plan", "iteration_time_s", "energy_j" })
-  local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m)
+  local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m, ds.method,
+                           path)
   heading(ds.file, "measured Perseus plans against the model's frontier ("
           .. ds.gpu.name .. ")")
   print("  " .. approx)

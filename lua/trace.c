@@ -415,6 +415,11 @@ static const char usage_gen[] =
   "  --mbs N             microbatch size (1)\n"
   "  --schedule S        1f1b (default) or gpipe\n"
   "  --recompute         full activation recomputation\n"
+  "  --precision P       bf16 (default), fp16, tf32 (tensor cores) or fp32\n"
+  "                      (CUDA cores): GEMM and attention rates, element bytes\n"
+  "  --stage-layers N,N,...\n"
+  "                      transformer layers per pipeline stage (--pp entries\n"
+  "                      summing to the model's layers; default: uniform)\n"
   "  --gpu NAME          reference GPU for kernel durations (A100-SXM4-80GB)\n"
   "  -o, --output FILE   the trace file to write (required)\n"
   "  --force             replace FILE even when it is not a joulesim trace\n"
@@ -426,6 +431,8 @@ static int cmd_gen(int argc, char **argv)
   GptConfig cfg;
   gpt_config_init(&cfg);
   const char *model = NULL, *schedule = NULL, *out = NULL;
+  const char *stage_layers = NULL, *precision = NULL;
+  g_autofree guint *layers_of = NULL;
   gboolean force = FALSE;
   const char *gpu_name = "A100-SXM4-80GB";
   Args a = {argc, argv, 0, NULL, FALSE};
@@ -476,6 +483,12 @@ static int cmd_gen(int argc, char **argv)
     } else if (opt_value(&a, "--output") || opt_value(&a, "-o")) {
       str = &out;
       sname = "-o";
+    } else if (opt_value(&a, "--stage-layers")) {
+      str = &stage_layers;
+      sname = "--stage-layers";
+    } else if (opt_value(&a, "--precision")) {
+      str = &precision;
+      sname = "--precision";
     }
     if (str != NULL) {
       if (a.missing)
@@ -502,6 +515,28 @@ static int cmd_gen(int argc, char **argv)
   if (schedule != NULL && !gpt_schedule_from_name(schedule, &cfg.schedule,
                                                   &err))
     return fail_user(cmd, err);
+  if (precision != NULL &&
+      !gpt_precision_from_name(precision, &cfg.precision, &err))
+    return fail_option(cmd, "--precision", err);
+  if (stage_layers != NULL) {
+    g_auto(GStrv) parts = g_strsplit(stage_layers, ",", -1);
+    guint n = g_strv_length(parts);
+    if (n != cfg.pp) {
+      fprintf(stderr, "joulesim trace gen: --stage-layers has %u entries, "
+              "--pp is %u: give one layer count per stage\n", n, cfg.pp);
+      return EXIT_USER;
+    }
+    layers_of = g_new(guint, n);
+    for (guint i = 0; i < n; i++) {
+      guint64 v = 0;
+      if (!parse_count(parts[i], 1, 255, &v))
+        return fail_usage(cmd, usage_gen, "--stage-layers: entry %u must be "
+                          "an integer from 1 to 255 (got '%s')", i + 1,
+                          parts[i]);
+      layers_of[i] = (guint)v;
+    }
+    cfg.stage_layers = layers_of;
+  }
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20)) {
     fprintf(stderr, "joulesim trace gen: tp*pp*dp = %" G_GUINT64_FORMAT
             " ranks is more than the 1,048,576 supported\n",

@@ -126,6 +126,9 @@
       P(2048, SRC_README ": 312 TFLOP/s dense BF16 = 2048 FLOP/clk/SM"),    \
   .vector_flop_per_clk_sm =                                                 \
       P(128, "NVIDIA A100 datasheet: 19.5 TFLOP/s FP32 = 64 FMA/clk/SM"),   \
+  .tf32_flop_per_clk_sm =                                                   \
+      P(1024, "NVIDIA A100 datasheet: 156 TFLOP/s dense TF32 = 1024 "       \
+              "FLOP/clk/SM"),                                               \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE),                           \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
   .switch_latency_ms =                                                      \
@@ -252,6 +255,9 @@ static const GpuSpec builtins[] = {
                 "FLOP/clk/SM"),
     .vector_flop_per_clk_sm =
         P(256, "NVIDIA H100 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
+    .tf32_flop_per_clk_sm =
+        P(2048, "NVIDIA H100 datasheet: SXM5 494.7 TFLOP/s dense TF32 (989 "
+                "with sparsity) = 2048 FLOP/clk/SM, half the BF16 rate"),
     .mem_bw_gbps = P(3350, SRC_README ": H100 SXM5 3350 GB/s"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -296,6 +302,9 @@ static const GpuSpec builtins[] = {
         P(4096, "NVIDIA H100 datasheet: PCIe 756 TFLOP/s dense BF16 = 4096 "
                 "FLOP/clk/SM x 114 SMs x 1620 MHz"),
     .vector_flop_per_clk_sm = P(256, "GH100: 128 FP32 FMA/clk/SM"),
+    .tf32_flop_per_clk_sm =
+        P(2048, "NVIDIA H100 datasheet: PCIe 378 TFLOP/s dense TF32 (756 "
+                "with sparsity), half the BF16 rate"),
     .mem_bw_gbps = P(2039, "NVIDIA H100 datasheet: PCIe 2 TB/s (HBM2e, "
                            "5120-bit at 1593 MHz)"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
@@ -343,6 +352,9 @@ static const GpuSpec builtins[] = {
                 "1740 MHz"),
     .vector_flop_per_clk_sm = P(256, "NVIDIA A40 datasheet: 37.4 TFLOP/s "
                                      "FP32 = 128 FMA/clk/SM"),
+    .tf32_flop_per_clk_sm =
+        P(512, "NVIDIA A40 datasheet: 74.8 TFLOP/s dense TF32 (149.6 with "
+               "sparsity), half the BF16 rate"),
     .mem_bw_gbps = P(696, SRC_README ": A40 696 GB/s"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -393,6 +405,9 @@ static const GpuSpec builtins[] = {
                "rate) = 512 FLOP/clk/SM x 80 x 1665 MHz boost"),
     .vector_flop_per_clk_sm = P(256, "GA102: 128 FP32 FMA/clk/SM (34.1 "
                                      "TFLOP/s at 1665 MHz)"),
+    .tf32_flop_per_clk_sm =
+        P(256, "NVIDIA Ampere GA102 whitepaper: GeForce dense TF32 = 256 "
+               "FLOP/clk/SM (RTX 3080: 29.8 TFLOP/s, 68 SMs at 1710 MHz)"),
     .mem_bw_gbps = P(912, SRC_README ": RTX 3080 Ti 912 GB/s at 9501 MHz"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),

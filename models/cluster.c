@@ -438,7 +438,7 @@ static gboolean build_shapes(ClusterMachine *m, const SimWorkload *w,
                                                    : SIM_CLASS_OTHER;
     si->kernel.flops = sh->flops;
     si->kernel.bytes = sh->bytes;
-    si->kernel.tensor = sh->tensor != 0;
+    si->kernel.tensor = sh->tensor;
     si->t_ref_s = 0.0;
     if (si->kernel.klass == SIM_CLASS_COMM)
       continue; /* priced by the network model, never by the GPU model */

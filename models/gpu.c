@@ -177,6 +177,7 @@ static const ParamField scalar_fields[] = {
   FIELD(n_sm, "SMs"),
   FIELD(tensor_flop_per_clk_sm, "FLOP/clk/SM"),
   FIELD(vector_flop_per_clk_sm, "FLOP/clk/SM"),
+  FIELD(tf32_flop_per_clk_sm, "FLOP/clk/SM"),
   FIELD(mem_bw_gbps, "GB/s"),
   FIELD(mem_issue_bytes_per_clk_sm, "B/clk/SM"),
   FIELD(kernel_overhead_us, "us"),
@@ -404,6 +405,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
                    0, 1e7, TRUE, error) ||
       !check_range(s, "vector_flop_per_clk_sm", s->vector_flop_per_clk_sm.v,
                    0, 1e7, TRUE, error) ||
+      !check_range(s, "tf32_flop_per_clk_sm", s->tf32_flop_per_clk_sm.v, 0,
+                   1e7, FALSE, error) ||
       !check_range(s, "mem_bw_gbps", s->mem_bw_gbps.v, 0, 1e6, TRUE, error) ||
       !check_range(s, "mem_issue_bytes_per_clk_sm",
                    s->mem_issue_bytes_per_clk_sm.v, 0, 1e6, FALSE, error) ||
@@ -673,6 +676,20 @@ double gpu_voltage(const GpuSpec *g, double sm_mhz)
                           (fmax - knee);
 }
 
+double gpu_flop_per_clk_sm(const GpuSpec *g, guint math)
+{
+  switch (math) {
+  case SIM_MATH_VECTOR:
+    return g->vector_flop_per_clk_sm.v;
+  case SIM_MATH_TF32:
+    return g->tf32_flop_per_clk_sm.v > 0 ? g->tf32_flop_per_clk_sm.v
+                                         : 0.5 * g->tensor_flop_per_clk_sm.v;
+  case SIM_MATH_TENSOR:
+  default:
+    return g->tensor_flop_per_clk_sm.v;
+  }
+}
+
 double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz)
 {
   g_return_val_if_fail(g != NULL, 0);
@@ -729,8 +746,7 @@ static void model_time(const GpuSpec *g, const GpuKernel *k, double f,
   }
 
   double hz = f * 1e6;
-  double fpc = k->tensor ? g->tensor_flop_per_clk_sm.v
-                         : g->vector_flop_per_clk_sm.v;
+  double fpc = gpu_flop_per_clk_sm(g, k->tensor);
   double tc = k->flops > 0
                   ? k->flops / (g->eff_compute[c].v * g->n_sm.v * fpc * hz)
                   : 0;

@@ -56,6 +56,9 @@ typedef struct {
                                           SM clock; sets the SM clock below
                                           which memory-bound kernels slow */
   GpuParam kernel_overhead_us;         /* launch + tail per kernel */
+  GpuParam tf32_flop_per_clk_sm;       /* dense TF32 tensor FLOP/clock/SM;
+                                          0: half the BF16 rate (as on
+                                          every part since Ampere) */
   GpuParam p_mem_static_w;             /* memory interface power at the
                                           top memory clock whatever the
                                           traffic (PHY, DLL, termination);
@@ -71,7 +74,8 @@ typedef struct {
   SimOpClass klass;
   double flops;        /* 0 = unknown */
   double bytes;        /* 0 = unknown */
-  gboolean tensor;     /* FLOPs on tensor cores */
+  guint tensor;        /* SimMath: 0 CUDA cores (FP32), 1 tensor cores at
+                          the 16-bit rate, 2 tensor cores at the TF32 rate */
 } GpuKernel;
 
 /* The price of a kernel at given clocks. */
@@ -141,6 +145,10 @@ double gpu_memory_knee_mhz(const GpuSpec *g, guint mem_mhz);
 
 /* Peak dense tensor throughput at SM clock f (FLOP/s). */
 double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz);
+/* FLOP per clock per SM on math unit `math` (SimMath): the vector, BF16
+ * tensor or TF32 tensor rate (tf32_flop_per_clk_sm, else half the BF16
+ * rate). */
+double gpu_flop_per_clk_sm(const GpuSpec *g, guint math);
 /* Voltage at SM clock f (piecewise linear). */
 double gpu_voltage(const GpuSpec *g, double sm_mhz);
 /* Snaps a requested clock to the nearest supported one; 0 -> default. */

@@ -102,6 +102,15 @@ typedef struct {
 
 G_STATIC_ASSERT(sizeof(SimOp) == 32);
 
+/* The math unit a shape's FLOPs run on (SimShape.tensor; it was a boolean,
+ * so 0 and 1 keep their meaning in older trace files). */
+typedef enum {
+  SIM_MATH_VECTOR = 0, /* CUDA cores, FP32 */
+  SIM_MATH_TENSOR = 1, /* tensor cores at the 16-bit rate (BF16, FP16) */
+  SIM_MATH_TF32 = 2,   /* tensor cores at the TF32 rate */
+  SIM_MATH_COUNT
+} SimMath;
+
 /* The cost key of a family of ops. */
 typedef struct {
   double flops;        /* floating-point operations per op (0 = unknown) */
@@ -109,7 +118,7 @@ typedef struct {
   guint32 name;        /* interned name of the first op with this shape */
   guint8 klass;        /* SimOpClass */
   guint8 coll;         /* SimCollType (comm shapes) */
-  guint8 tensor;       /* TRUE when the FLOPs run on tensor cores */
+  guint8 tensor;       /* SimMath: where the FLOPs run */
   guint8 pad_;
 } SimShape;
 

@@ -39,44 +39,57 @@ typedef struct {
   guint chunks; /* 0: the schedule's default */
   double bucket_mb;
   gboolean overlap;
+  const guint *stage_layers; /* NULL: uniform stages */
 } Layout;
+
+/* Uneven partitions (Merak's custom:... style; issue 15). */
+static const guint sl_6675[] = {6, 6, 7, 5};
+static const guint sl_12_11_9[] = {12, 11, 9};
+static const guint sl_1_5[] = {1, 5};
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
   {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
   {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
   {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE},
+   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL},
   {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 0, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 0, TRUE, NULL},
   {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
   {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
   {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
-   GPT_SCHEDULE_1F1B, 0, 10, FALSE},
+   GPT_SCHEDULE_1F1B, 0, 10, FALSE, NULL},
   {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
-   GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE},
+   GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, NULL},
   {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE},
+   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL},
   /* Interleaved: two stages (each other's previous and next), m = pp (the
    * first stage only warms up), three and four chunks, one layer per
    * chunk, one bucket per chunk, tiny buckets. */
   {"350m-t1p2d2-v2-m4-il", "gpt3-350m", 0, 0, 0, 0, 1, 2, 2, 1, 4, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 0, 25, TRUE},
+   GPT_SCHEDULE_INTERLEAVED, 0, 25, TRUE, NULL},
   {"125m-t2p4d2-v3-m8-il", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
-   GPT_SCHEDULE_INTERLEAVED, 3, 10, TRUE},
+   GPT_SCHEDULE_INTERLEAVED, 3, 10, TRUE, NULL},
   {"760m-t1p4d2-v2-m4-il-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 4, 2, 1, 4,
-   1024, GPT_SCHEDULE_INTERLEAVED, 2, 0, TRUE},
+   1024, GPT_SCHEDULE_INTERLEAVED, 2, 0, TRUE, NULL},
   {"custom-t2p3d3-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 3, 2,
-   6, 256, GPT_SCHEDULE_INTERLEAVED, 2, 1e-6, TRUE},
+   6, 256, GPT_SCHEDULE_INTERLEAVED, 2, 1e-6, TRUE, NULL},
   {"2.7b-t2p8d1-v4-m16-il", "gpt3-2.7b", 0, 0, 0, 0, 2, 8, 1, 1, 16, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 4, 25, TRUE},
+   GPT_SCHEDULE_INTERLEAVED, 4, 25, TRUE, NULL},
   {"125m-t1p2d2-v6-m2-il-nooverlap", "gpt3-125m", 0, 0, 0, 0, 1, 2, 2, 1, 2,
-   512, GPT_SCHEDULE_INTERLEAVED, 6, 25, FALSE},
+   512, GPT_SCHEDULE_INTERLEAVED, 6, 25, FALSE, NULL},
+  /* Uneven stages: transformer layers per stage given explicitly. */
+  {"1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8, 1024,
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675},
+  {"2.7b-t2p3d1-m4-gpipe-stages-12-11-9", "gpt3-2.7b", 0, 0, 0, 0, 2, 3, 1, 1,
+   4, 512, GPT_SCHEDULE_GPIPE, 0, 25, TRUE, sl_12_11_9},
+  {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
+   2, 3, 256, GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, sl_1_5},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -103,6 +116,7 @@ static void layout_config(const Layout *l, GptConfig *cfg)
   cfg->chunks = l->chunks;
   cfg->dp_bucket_mb = l->bucket_mb;
   cfg->dp_overlap = l->overlap;
+  cfg->stage_layers = l->stage_layers;
 }
 
 /* Generates cfg on the reference GPU; asserts success and validity. */
@@ -152,12 +166,21 @@ static guint rank_stage(const GptConfig *cfg, guint r)
  * layers [(c*pp + p) * lpc, (c*pp + p + 1) * lpc) (Megatron's layout). */
 static guint layer_chunk(const GptConfig *cfg, guint layer)
 {
+  if (cfg->stage_layers != NULL)
+    return 0; /* one chunk per stage */
   guint v = gpt_config_chunks(cfg), lpc = cfg->layers / (cfg->pp * v);
   return layer / lpc / cfg->pp;
 }
 
 static guint layer_stage(const GptConfig *cfg, guint layer)
 {
+  if (cfg->stage_layers != NULL) {
+    guint p = 0;
+    for (guint end = cfg->stage_layers[0]; layer >= end;
+         end += cfg->stage_layers[++p])
+      ;
+    return p;
+  }
   guint v = gpt_config_chunks(cfg), lpc = cfg->layers / (cfg->pp * v);
   return layer / lpc % cfg->pp;
 }
@@ -488,15 +511,23 @@ static void test_recompute(gconstpointer data)
   }
   guint64 per_layer = 12;
   g_assert_cmpuint(n_rec, ==,
-                   (guint64)cfg.microbatches * (cfg.layers / cfg.pp) *
+                   (guint64)cfg.microbatches * gpt_stage_layers(&cfg, 0) *
                        per_layer);
   g_assert_cmpuint(sim_workload_n_ops(rec), ==, gpt_n_ops(&cfg));
+}
+
+/* Layers of stage p as the configuration states them (not through
+ * gpt_stage_layers, which is under test). */
+static guint layers_of_stage(const GptConfig *cfg, guint p)
+{
+  return cfg->stage_layers != NULL ? cfg->stage_layers[p]
+                                   : cfg->layers / cfg->pp;
 }
 
 /* The documented formula, written out again here. */
 static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
 {
-  guint64 c = cfg->tp > 1, R = cfg->recompute, L = cfg->layers / cfg->pp;
+  guint64 c = cfg->tp > 1, R = cfg->recompute, L = layers_of_stage(cfg, p);
   guint64 first = p == 0, last = p == cfg->pp - 1;
   guint64 F = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
   guint64 B = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
@@ -518,12 +549,12 @@ static void check_counts(const GptConfig *cfg)
 {
   g_autoptr(SimWorkload) w = generate(cfg);
   guint64 total = 0;
-  guint L = cfg->layers / cfg->pp;
   double h = cfg->hidden, ht = h / cfg->tp;
   double vt = (double)gpt_padded_vocab(cfg) / cfg->tp;
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     guint p = rank_stage(cfg, r);
+    guint L = layers_of_stage(cfg, p);
     gboolean first = p == 0, last = p == cfg->pp - 1;
     g_assert_cmpuint(rk->stage, ==, p);
     guint32 nb = stream_len(rk, 1);
@@ -566,6 +597,177 @@ static void check_counts(const GptConfig *cfg)
   }
   g_assert_cmpuint(total, ==, sim_workload_n_ops(w));
   g_assert_cmpuint(total, ==, gpt_n_ops(cfg));
+}
+
+/* stage_layers: every rank of stage p runs exactly the layers
+ * [n_0 + ... + n_{p-1}, + n_p), each in both passes; and stating the
+ * uniform partition explicitly generates the same workload, op for op. */
+static void test_stage_layers_placement(void)
+{
+  static const guint sl[] = {6, 6, 7, 5};
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-1.3b", NULL));
+  cfg.pp = 4;
+  cfg.tp = 2;
+  cfg.microbatches = 4;
+  cfg.seq_len = 512;
+  cfg.recompute = TRUE;
+  cfg.stage_layers = sl;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  guint start[] = {0, 6, 12, 19, 24};
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    guint p = rk->stage;
+    guint64 seen[256] = {0};
+    for (guint32 i = 0; i < rk->n_ops; i++)
+      if (rk->ops[i].layer != NO_LAYER)
+        seen[rk->ops[i].layer]++;
+    for (guint l = 0; l < 255; l++) {
+      gboolean mine = l >= start[p] && l < start[p + 1];
+      if (mine)
+        g_assert_cmpuint(seen[l], >, 0);
+      else
+        g_assert_cmpuint(seen[l], ==, 0);
+    }
+    /* Every layer of the stage carries the same ops (forward, recompute,
+     * backward), whatever its index. */
+    for (guint l = start[p] + 1; l < start[p + 1]; l++)
+      g_assert_cmpuint(seen[l], ==, seen[start[p]]);
+  }
+  g_assert_cmpuint(gpt_stage_first_layer(&cfg, 3), ==, 19);
+  g_assert_cmpuint(gpt_stage_layers(&cfg, 2), ==, 7);
+
+  static const guint even[] = {6, 6, 6, 6};
+  GptConfig u = cfg;
+  u.stage_layers = NULL;
+  cfg.stage_layers = even;
+  g_autoptr(SimWorkload) a = generate(&u);
+  g_autoptr(SimWorkload) b = generate(&cfg);
+  g_assert_cmpuint(a->n_ranks, ==, b->n_ranks);
+  for (guint r = 0; r < a->n_ranks; r++) {
+    g_assert_cmpuint(a->ranks[r].n_ops, ==, b->ranks[r].n_ops);
+    g_assert_cmpint(memcmp(a->ranks[r].ops, b->ranks[r].ops,
+                           sizeof(SimOp) * a->ranks[r].n_ops), ==, 0);
+  }
+}
+
+/* Shape `name` of w (the first with that name). */
+static const SimShape *named_shape(const SimWorkload *w, const char *name)
+{
+  for (guint i = 0; i < w->shapes->len; i++) {
+    const SimShape *sh = &g_array_index(w->shapes, SimShape, i);
+    if (strcmp(sim_workload_name(w, sh->name), name) == 0)
+      return sh;
+  }
+  g_error("no shape %s", name);
+  return NULL;
+}
+
+static gint64 shape_ref_ns(const SimWorkload *w, const char *name)
+{
+  const SimShape *sh = named_shape(w, name);
+  for (guint r = 0; r < w->n_ranks; r++)
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      if (&g_array_index(w->shapes, SimShape, w->ranks[r].ops[i].shape) == sh)
+        return w->ranks[r].ops[i].ref_ns;
+  g_error("no op of shape %s", name);
+  return 0;
+}
+
+/* precision: the FLOPs are Megatron's whatever the precision; fp16 is
+ * bf16 op for op (same rate, same bytes); tf32 doubles every element size
+ * and halves the tensor rate, so a forward GEMM, whose bytes are all
+ * elements, takes exactly twice as long less the fixed launch overhead;
+ * fp32 moves the GEMMs to CUDA cores (16x fewer FLOP/clk on A100: a
+ * compute-bound GEMM slows by nearly that). */
+static void test_precision(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-1.3b", NULL));
+  cfg.microbatches = 2;
+  SimWorkload *w[4];
+  for (int p = 0; p < 4; p++) {
+    cfg.precision = (GptPrecision)p;
+    w[p] = generate(&cfg);
+    g_assert_true(test_close(kernel_flops(w[p]), gpt_megatron_flops(&cfg),
+                             1e-12));
+  }
+  g_assert_cmpuint(w[0]->ranks[0].n_ops, ==, w[1]->ranks[0].n_ops);
+  g_assert_cmpint(memcmp(w[0]->ranks[0].ops, w[1]->ranks[0].ops,
+                         sizeof(SimOp) * w[0]->ranks[0].n_ops), ==, 0);
+  const double ovh_ns = 3000; /* kernel_overhead_us of A100-SXM4-80GB */
+  static const char *const fwd[] = {"fwd.qkv_gemm", "fwd.proj_gemm",
+                                    "fwd.fc1_gemm", "fwd.fc2_gemm"};
+  for (guint i = 0; i < G_N_ELEMENTS(fwd); i++) {
+    const SimShape *b16 = named_shape(w[0], fwd[i]);
+    const SimShape *t32 = named_shape(w[2], fwd[i]);
+    const SimShape *f32 = named_shape(w[3], fwd[i]);
+    g_assert_cmpuint(b16->tensor, ==, SIM_MATH_TENSOR);
+    g_assert_cmpuint(t32->tensor, ==, SIM_MATH_TF32);
+    g_assert_cmpuint(f32->tensor, ==, SIM_MATH_VECTOR);
+    g_assert_true(test_close(t32->bytes, 2 * b16->bytes, 1e-12));
+    double tb = (double)shape_ref_ns(w[0], fwd[i]) - ovh_ns;
+    double tt = (double)shape_ref_ns(w[2], fwd[i]) - ovh_ns;
+    double tf = (double)shape_ref_ns(w[3], fwd[i]) - ovh_ns;
+    if (fabs(tt - 2 * tb) > 1.5) /* ref_ns are rounded to 1 ns */
+      g_error("%s: tf32 %.0f ns, bf16 %.0f ns (+3 us overhead each)", fwd[i],
+              tt, tb);
+    g_assert_cmpfloat(tf / tb, >, 12);
+    g_assert_cmpfloat(tf / tb, <=, 16 * (1 + 1e-6));
+  }
+  /* Vector kernels keep their math unit; their bytes double too. */
+  const SimShape *ln16 = named_shape(w[0], "fwd.layernorm");
+  const SimShape *ln32 = named_shape(w[2], "fwd.layernorm");
+  g_assert_cmpuint(ln32->tensor, ==, SIM_MATH_VECTOR);
+  g_assert_true(test_close(ln32->bytes, 2 * ln16->bytes, 1e-12));
+  for (int p = 0; p < 4; p++)
+    sim_workload_free(w[p]);
+
+  GError *error = NULL;
+  GptPrecision out;
+  g_assert_true(gpt_precision_from_name("tf32", &out, &error));
+  g_assert_cmpint(out, ==, GPT_PRECISION_TF32);
+  g_assert_false(gpt_precision_from_name("fp8", &out, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_clear_error(&error);
+  cfg.precision = (GptPrecision)7;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* Partitions that do not describe the model are refused, naming why. */
+static void test_stage_layers_bad(void)
+{
+  static const struct {
+    guint pp, layers;
+    guint sl[4];
+    GptSchedule schedule;
+    const char *msg;
+  } cases[] = {
+    {4, 24, {6, 6, 7, 6}, GPT_SCHEDULE_1F1B, "stage_layers sum to 25 layers, "
+                                             "the model has layers = 24"},
+    {4, 24, {6, 6, 12, 0}, GPT_SCHEDULE_1F1B, "stage_layers[4] = 0"},
+    {2, 24, {12, 12}, GPT_SCHEDULE_INTERLEAVED,
+     "stage_layers is not available with 2 chunks per stage"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    cfg.layers = cases[i].layers;
+    cfg.pp = cases[i].pp;
+    cfg.microbatches = 4;
+    cfg.schedule = cases[i].schedule;
+    cfg.stage_layers = cases[i].sl;
+    GError *error = NULL;
+    g_assert_false(gpt_config_validate(&cfg, &error));
+    g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+    if (strstr(error->message, cases[i].msg) == NULL)
+      g_error("case %u: '%s' lacks '%s'", i, error->message, cases[i].msg);
+    g_clear_error(&error);
+  }
 }
 
 static void test_counts(gconstpointer data)
@@ -860,7 +1062,9 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
         src = &rk->ops[consumer[i]];
       }
       g_assert_cmpuint(src->layer, !=, NO_LAYER);
-      P2pRec rec = {op->peer, send, fwd, op->microbatch, src->layer / lpc,
+      P2pRec rec = {op->peer, send, fwd, op->microbatch,
+                    cfg->stage_layers != NULL ? layer_stage(cfg, src->layer)
+                                              : src->layer / lpc,
                     op->stream};
       g_array_append_val(recs[r], rec);
     }
@@ -1971,6 +2175,10 @@ int main(int argc, char **argv)
                                               layouts[i].label);
       g_test_add_data_func(path, &layouts[i], checks[c].fn);
     }
+  g_test_add_func("/gpt/stage-layers/placement",
+                  test_stage_layers_placement);
+  g_test_add_func("/gpt/stage-layers/bad", test_stage_layers_bad);
+  g_test_add_func("/gpt/precision/rates-and-bytes", test_precision);
   g_test_add_func("/gpt/dataflow/detects-deadlock",
                   test_dataflow_detects_deadlock);
   g_test_add_func("/gpt/interleaved/literal", test_interleaved_literal);

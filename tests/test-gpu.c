@@ -1231,11 +1231,45 @@ static void test_calibration_report(void)
   }
 }
 
+/* The math units' rates: the datasheet TF32 figures where the catalogue
+ * has them (A100: 156 TFLOP/s dense = 1024 FLOP/clk/SM at 1410 MHz), half
+ * the BF16 rate where a spec leaves tf32_flop_per_clk_sm at 0. */
+static void test_math_rates(void)
+{
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *a100 = gpu_catalogue_lookup(cat, "A100-SXM4-80GB", NULL);
+  g_assert_nonnull(a100);
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(a100, SIM_MATH_TENSOR), ==, 2048);
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(a100, SIM_MATH_TF32), ==, 1024);
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(a100, SIM_MATH_VECTOR), ==, 128);
+  double tflops = a100->n_sm.v * gpu_flop_per_clk_sm(a100, SIM_MATH_TF32) *
+                  1410e6 * 1e-12;
+  g_assert_cmpfloat(fabs(tflops - 156), <, 0.5);
+  g_autoptr(GpuSpec) s = gpu_spec_copy(a100);
+  s->tf32_flop_per_clk_sm.v = 0;
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(s, SIM_MATH_TF32), ==, 1024);
+  s->tensor_flop_per_clk_sm.v = 1000;
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(s, SIM_MATH_TF32), ==, 500);
+  GError *error = NULL;
+  g_assert_true(gpu_spec_validate(s, &error));
+  g_assert_no_error(error);
+  /* Every catalogue GPU's TF32 rate is a published figure, below BF16. */
+  g_autoptr(GPtrArray) names = gpu_catalogue_names(cat);
+  for (guint i = 0; i < names->len; i++) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, g_ptr_array_index(names, i),
+                                            NULL);
+    g_assert_cmpfloat(g->tf32_flop_per_clk_sm.v, >, 0);
+    g_assert_cmpfloat(g->tf32_flop_per_clk_sm.v, <, g->tensor_flop_per_clk_sm.v);
+    g_assert_nonnull(g->tf32_flop_per_clk_sm.source);
+  }
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/gpu/catalogue/validates", test_catalogue_validates);
   g_test_add_func("/gpu/catalogue/facts", test_catalogue_facts);
+  g_test_add_func("/gpu/catalogue/math-rates", test_math_rates);
   g_test_add_func("/gpu/catalogue/lookup-unknown", test_lookup_unknown);
   g_test_add_func("/gpu/catalogue/define", test_define);
   for (gsize i = 0; i < G_N_ELEMENTS(invalid_cases); i++) {

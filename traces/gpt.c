@@ -29,7 +29,10 @@
  * -------------------------------------------------
  * b = microbatch size, s = sequence length, h = hidden, a = heads, t = TP,
  * ht = h/t, at = a/t, N = b*at*s*s (attention matrix elements per rank),
- * X = b*s*h, E = 2 (bf16 bytes).  FLOPs are counted for matmuls only
+ * X = b*s*h, E = element bytes (2 for the default bf16 and for fp16, 4
+ * for tf32 and fp32: GptConfig.precision, which also picks the math unit
+ * of the GEMM and attention kernels marked T below: tensor cores at the
+ * 16-bit or the TF32 rate, or CUDA cores for fp32).  FLOPs are counted for matmuls only
  * (Megatron's model-FLOPs convention, so summed FLOPs over time is the
  * TFLOP/s papers report); every other kernel has flops = 0 and is priced by
  * its bytes.  Bytes = inputs read + weights read + outputs written, bf16,
@@ -107,7 +110,8 @@
  * V/t*h when p > 1 (the tied copy).  optimizer.adam (class optimizer, phase
  * optimizer) moves 30 bytes per parameter of the rank: fused Adam reads the
  * fp32 grad, master weight and both moments (16) and writes weight and
- * moments (12), plus the bf16 model copy (2).
+ * moments (12), plus the bf16 model copy (2); 28 for tf32 and fp32, which
+ * keep no 16-bit copy.
  *
  * Streams and dependencies
  * ------------------------
@@ -307,6 +311,38 @@ G_STATIC_ASSERT(G_N_ELEMENTS(gpt_models) + 1 ==
 #define MAX_TOTAL_OPS ((guint64)1 << 32) /* 128 GiB of op records */
 
 static const char *const schedule_names[] = {"1f1b", "gpipe", "interleaved"};
+static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32"};
+
+/* Element bytes and the math unit of GEMMs and attention, per precision. */
+static const struct {
+  double bytes;
+  SimMath math;
+} precisions[] = {
+  [GPT_PRECISION_BF16] = {2, SIM_MATH_TENSOR},
+  [GPT_PRECISION_FP16] = {2, SIM_MATH_TENSOR},
+  [GPT_PRECISION_TF32] = {4, SIM_MATH_TF32},
+  [GPT_PRECISION_FP32] = {4, SIM_MATH_VECTOR},
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(precisions) == G_N_ELEMENTS(precision_names));
+
+const char *gpt_precision_name(GptPrecision p)
+{
+  return (guint)p < G_N_ELEMENTS(precision_names) ? precision_names[p] : "?";
+}
+
+gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
+                                 GError **error)
+{
+  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(precision_names); i++)
+    if (strcmp(name, precision_names[i]) == 0) {
+      *out = (GptPrecision)i;
+      return TRUE;
+    }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "unknown precision '%s' (known: bf16, fp16, tf32, fp32)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
 
 const char *const *gpt_model_names(void)
 {
@@ -449,7 +485,7 @@ static const Unit layer_units[] = {UNIT_FC2, UNIT_FC1, UNIT_LN2,
 static void chunk_units(const GptConfig *cfg, guint p, guint c, GArray *out)
 {
   guint v = gpt_config_chunks(cfg);
-  guint lpc = cfg->layers / (cfg->pp * v);
+  guint lpc = gpt_stage_layers(cfg, p) / v;
   if (p == cfg->pp - 1 && c == v - 1) {
     if (cfg->pp > 1) {
       Unit u = UNIT_HEAD_EMB;
@@ -535,12 +571,30 @@ static guint stage_buckets(const GptConfig *cfg, guint p)
   return n;
 }
 
+guint gpt_stage_layers(const GptConfig *cfg, guint p)
+{
+  g_return_val_if_fail(cfg != NULL && p < cfg->pp, 0);
+  return cfg->stage_layers != NULL ? cfg->stage_layers[p]
+                                   : cfg->layers / cfg->pp;
+}
+
+guint gpt_stage_first_layer(const GptConfig *cfg, guint p)
+{
+  g_return_val_if_fail(cfg != NULL && p < cfg->pp, 0);
+  if (cfg->stage_layers == NULL)
+    return p * (cfg->layers / cfg->pp);
+  guint n = 0;
+  for (guint q = 0; q < p; q++)
+    n += cfg->stage_layers[q];
+  return n;
+}
+
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
 {
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0 && stage < cfg->pp, 0);
   guint64 c = cfg->tp > 1, R = cfg->recompute != FALSE;
   guint64 first = stage == 0, last = stage == cfg->pp - 1;
-  guint64 L = cfg->layers / cfg->pp, v = gpt_config_chunks(cfg);
+  guint64 L = gpt_stage_layers(cfg, stage), v = gpt_config_chunks(cfg);
   guint64 f = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
   guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
               last * (4 + c);
@@ -687,9 +741,30 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
   if (cfg->heads % cfg->tp != 0)
     return invalid(error, "heads = %u is not a multiple of tp = %u",
                    cfg->heads, cfg->tp);
-  if (cfg->layers % cfg->pp != 0)
+  if ((guint)cfg->precision >= G_N_ELEMENTS(precision_names))
+    return invalid(error, "precision = %d is not one of bf16, fp16, tf32, "
+                   "fp32", (int)cfg->precision);
+  if (cfg->stage_layers != NULL) {
+    guint64 sum = 0;
+    for (guint p = 0; p < cfg->pp; p++) {
+      if (cfg->stage_layers[p] == 0)
+        return invalid(error, "stage_layers[%u] = 0: every stage needs at "
+                       "least one transformer layer", p + 1);
+      sum += cfg->stage_layers[p];
+    }
+    if (sum != cfg->layers)
+      return invalid(error, "stage_layers sum to %" G_GUINT64_FORMAT
+                     " layers, the model has layers = %u", sum, cfg->layers);
+    if (gpt_config_chunks(cfg) > 1)
+      return invalid(error, "stage_layers is not available with %u chunks "
+                     "per stage (schedule '%s'): Megatron's virtual stages "
+                     "split every stage into equal chunks; give layers a "
+                     "multiple of pp * chunks instead",
+                     gpt_config_chunks(cfg), gpt_schedule_name(cfg->schedule));
+  } else if (cfg->layers % cfg->pp != 0) {
     return invalid(error, "layers = %u is not a multiple of pp = %u",
                    cfg->layers, cfg->pp);
+  }
   if (cfg->schedule != GPT_SCHEDULE_1F1B &&
       cfg->schedule != GPT_SCHEDULE_GPIPE &&
       cfg->schedule != GPT_SCHEDULE_INTERLEAVED)
@@ -846,7 +921,7 @@ typedef struct {
  * adding and pricing it on first use; sets g->error if the GPU model gives
  * a non-finite or negative time. */
 static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
-                         SimCollType coll, gboolean tensor, double flops,
+                         SimCollType coll, SimMath tensor, double flops,
                          double bytes)
 {
   ShapeKey key;
@@ -856,7 +931,7 @@ static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
   key.name = name;
   key.klass = (guint8)klass;
   key.coll = (guint8)coll;
-  key.tensor = tensor != FALSE;
+  key.tensor = (guint8)tensor;
   gpointer v = g_hash_table_lookup(g->shapes, &key);
   if (v != NULL)
     return GPOINTER_TO_UINT(v) - 1;
@@ -882,7 +957,7 @@ static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
   }
   SimShape sh = {.flops = flops, .bytes = bytes, .name = name,
                  .klass = (guint8)klass, .coll = (guint8)coll,
-                 .tensor = tensor != FALSE};
+                 .tensor = (guint8)tensor};
   guint32 id = sim_workload_add_shape(g->w, &sh);
   g_array_append_val(g->shape_ns, ns);
   g_hash_table_insert(g->shapes, g_memdup2(&key, sizeof key),
@@ -891,7 +966,7 @@ static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
 }
 
 static Proto make_proto(Gen *g, const char *name, SimOpKind kind,
-                        SimOpClass klass, SimCollType coll, gboolean tensor,
+                        SimOpClass klass, SimCollType coll, SimMath tensor,
                         double flops, double bytes)
 {
   Proto p;
@@ -911,10 +986,12 @@ static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
                  double flops, double bytes, int unit)
 {
   g_assert(q->n < SEQ_MAX);
-  gboolean tensor = klass == SIM_CLASS_GEMM || klass == SIM_CLASS_ATTENTION;
+  SimMath math = klass == SIM_CLASS_GEMM || klass == SIM_CLASS_ATTENTION
+                    ? precisions[g->cfg->precision].math
+                    : SIM_MATH_VECTOR;
   /* coll is meaningless for kernels; 0 keeps every shape field in range. */
   Proto p = make_proto(g, name, SIM_OP_KERNEL, klass, SIM_COLL_ALL_REDUCE,
-                       tensor, flops, bytes);
+                       math, flops, bytes);
   p.unit = (gint8)unit;
   q->p[q->n++] = p;
 }
@@ -926,7 +1003,7 @@ static void tp_allreduce(Gen *g, Seq *q, double bytes)
     return;
   g_assert(q->n < SEQ_MAX);
   Proto p = make_proto(g, "tp.all_reduce", SIM_OP_COLLECTIVE,
-                       SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, FALSE, 0, bytes);
+                       SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0, bytes);
   p.group = GROUP_TP;
   q->p[q->n++] = p;
 }
@@ -935,7 +1012,8 @@ static void tp_allreduce(Gen *g, Seq *q, double bytes)
  * the formulas; the code follows the table line by line). */
 static void build_protos(Gen *g)
 {
-  const double E = 2, b = g->b, s = g->s, h = g->h, ht = g->ht;
+  const double E = precisions[g->cfg->precision].bytes;
+  const double b = g->b, s = g->s, h = g->h, ht = g->ht;
   const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
   const double gemm_qkv = 2 * X * 3 * ht, gemm_proj = 2 * X * ht;
   const double gemm_fc = 2 * X * 4 * ht, att = 2 * b * s * s * ht;
@@ -1038,17 +1116,25 @@ static void build_protos(Gen *g)
 
   /* Point to point and the embedding tie. */
   g->send_fwd = make_proto(g, "pp.send_fwd", SIM_OP_SEND, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->recv_fwd = make_proto(g, "pp.recv_fwd", SIM_OP_RECV, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->send_bwd = make_proto(g, "pp.send_bwd", SIM_OP_SEND, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->recv_bwd = make_proto(g, "pp.recv_bwd", SIM_OP_RECV, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, FALSE, 0, E * X);
+                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->tie = make_proto(g, "pp.embedding_all_reduce", SIM_OP_COLLECTIVE,
-                      SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, FALSE, 0,
+                      SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
                       4 * vt * h);
   g->tie.group = GROUP_TIE;
+}
+
+/* Optimizer bytes per parameter: fused Adam reads the FP32 grad, master
+ * weight and both moments (16) and writes weight and moments (12); in
+ * mixed precision it also writes the 16-bit model copy (2). */
+static double adam_bytes(const GptConfig *cfg)
+{
+  return precisions[cfg->precision].bytes < 4 ? 30 : 28;
 }
 
 /* Appends one op to the rank being built; returns its handle. */
@@ -1118,6 +1204,21 @@ static gboolean chunk_is_last(const Gen *g, guint p, guint c)
   return p == g->cfg->pp - 1 && c == g->v - 1;
 }
 
+/* Layers of each chunk of stage p, and the first layer of its chunk c:
+ * uniform chunks (Megatron's layout, virtual stage c * P + p), or with
+ * stage_layers (one chunk) the stage's own count, consecutive. */
+static guint chunk_layers(const Gen *g, guint p)
+{
+  return g->cfg->stage_layers != NULL ? g->cfg->stage_layers[p] : g->lpc;
+}
+
+static guint chunk_first_layer(const Gen *g, guint p, guint c)
+{
+  if (g->cfg->stage_layers != NULL)
+    return gpt_stage_first_layer(g->cfg, p);
+  return (c * g->cfg->pp + p) * g->lpc;
+}
+
 /* Forward of microbatch mb through chunk c of stage p: [recv activations],
  * [embedding], the chunk's layers, [head] or [send activations].  The
  * activations come from the previous stage in the ring (stage p_count-1's
@@ -1125,12 +1226,13 @@ static gboolean chunk_is_last(const Gen *g, guint p, guint c)
  * last stage). */
 static void emit_forward(Gen *g, guint p, guint c, guint mb)
 {
-  guint first_layer = (c * g->cfg->pp + p) * g->lpc;
+  guint lpc = chunk_layers(g, p);
+  guint first_layer = chunk_first_layer(g, p, c);
   if (!chunk_is_first(p, c))
     post_recv(g, &g->recv_fwd, g->recv_act, SIM_PHASE_FORWARD, g->prev, mb);
   else
     put_seq(g, &g->emb_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
-  for (guint j = 0; j < g->lpc; j++)
+  for (guint j = 0; j < lpc; j++)
     put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, first_layer + j, mb);
   if (chunk_is_last(g, p, c))
     put_seq(g, &g->head_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
@@ -1147,7 +1249,8 @@ static void emit_forward(Gen *g, guint p, guint c, guint mb)
 static void emit_backward(Gen *g, guint p, guint c, guint mb)
 {
   const GptConfig *cfg = g->cfg;
-  guint first_layer = (c * cfg->pp + p) * g->lpc;
+  guint lpc = chunk_layers(g, p);
+  guint first_layer = chunk_first_layer(g, p, c);
   g->record_units = cfg->dp > 1 && mb == cfg->microbatches - 1;
   if (g->record_units)
     g_array_append_val(g->unit_chunks, c);
@@ -1156,7 +1259,7 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
               mb);
   else
     put_seq(g, &g->head_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
-  for (guint j = g->lpc; j-- > 0;) {
+  for (guint j = lpc; j-- > 0;) {
     guint layer = first_layer + j;
     if (cfg->recompute)
       put_seq(g, &g->layer_fwd, SIM_PHASE_BACKWARD, layer, mb);
@@ -1225,7 +1328,7 @@ static void emit_tail(Gen *g, guint p)
         memset(&pr, 0, sizeof pr);
         pr.name = name;
         pr.shape = get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
-                             FALSE, 0, size[i]);
+                             SIM_MATH_VECTOR, 0, size[i]);
         pr.kind = SIM_OP_COLLECTIVE;
         pr.klass = SIM_CLASS_COMM;
         guint32 wait =
@@ -1244,8 +1347,8 @@ static void emit_tail(Gen *g, guint p)
     put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
   Proto adam = make_proto(g, "optimizer.adam", SIM_OP_KERNEL,
-                          SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE, FALSE, 0,
-                          30 * stage_params(cfg, p));
+                          SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
+                          adam_bytes(cfg) * stage_params(cfg, p));
   g->pending_wait = last_dp;
   put_compute(g, &adam, SIM_PHASE_OPTIMIZER, NO_LAYER, NO_MB);
 }

@@ -18,6 +18,15 @@ typedef enum {
   GPT_SCHEDULE_INTERLEAVED /* Megatron's interleaved 1F1B (virtual stages) */
 } GptSchedule;
 
+/* The training precision: the math unit of GEMMs and attention and the
+ * element size of activations and weights. */
+typedef enum {
+  GPT_PRECISION_BF16 = 0, /* tensor cores, 2 bytes (the default) */
+  GPT_PRECISION_FP16,     /* tensor cores at the same rate, 2 bytes */
+  GPT_PRECISION_TF32,     /* tensor cores at the TF32 rate, 4 bytes */
+  GPT_PRECISION_FP32,     /* CUDA cores, 4 bytes */
+} GptPrecision;
+
 typedef struct {
   char model[32];          /* "gpt3-175b" or "" for explicit sizes */
   guint layers, hidden, heads, vocab;  /* vocab before Megatron padding */
@@ -36,6 +45,11 @@ typedef struct {
   gboolean fold;           /* generate a folded workload: one
                               representative rank per pipeline stage
                               carries ops (see gpt_generate) */
+  GptPrecision precision;
+  const guint *stage_layers; /* borrowed, pp entries summing to layers:
+                              transformer layers per stage (Merak's and
+                              DeepSpeed's custom partitions); NULL: layers/pp
+                              each.  Only with one chunk per stage. */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -50,7 +64,13 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
                               GError **error);
 const char *const *gpt_model_names(void); /* NULL-terminated */
 
-/* Checks every field (positive sizes, heads % tp == 0, layers % pp == 0,
+/* Transformer layers on stage p (< pp): stage_layers[p], or layers/pp;
+ * and the index of its first layer. */
+guint gpt_stage_layers(const GptConfig *cfg, guint p);
+guint gpt_stage_first_layer(const GptConfig *cfg, guint p);
+
+/* Checks every field (positive sizes, heads % tp == 0, layers % pp == 0
+ * unless stage_layers (then: pp entries, each >= 1, summing to layers),
  * hidden % heads == 0, ...; for interleaved also pp >= 2, chunks >= 2,
  * layers % (pp * chunks) == 0 and microbatches % pp == 0) with an error
  * naming the field. */
@@ -75,6 +95,11 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
                           GError **error);
 
 /* ---- Added with traces/gpt.c ------------------------------------------ */
+
+/* "bf16", "fp16", "tf32", "fp32" ("?" when out of range). */
+const char *gpt_precision_name(GptPrecision p);
+gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
+                                 GError **error);
 
 /* "1f1b", "gpipe", "interleaved" ("?" when out of range; static string). */
 const char *gpt_schedule_name(GptSchedule s);
