@@ -218,7 +218,8 @@ static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
-  "stage_layers", "precision", NULL};
+  "stage_layers", "precision", "arch", NULL};
+static const char *const archs[] = {"gpt", "bloom", NULL};
 static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", NULL};
 static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 
@@ -293,6 +294,7 @@ static int l_gpt(lua_State *L)
   cfg.stage_layers = opt_stage_layers(L, 1, fn, cfg.pp);
   cfg.precision = (GptPrecision)jsl_opt_choice(L, 1, fn, "precision",
                                                GPT_PRECISION_BF16, precisions);
+  cfg.arch = (GptArch)jsl_opt_choice(L, 1, fn, "arch", cfg.arch, archs);
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
     luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
                   "supported", fn,

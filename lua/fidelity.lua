@@ -10,6 +10,9 @@
 --   measured/zeus-powerlimit/*.csv   one power limit for every GPU, swept;
 --                                    decoders simulated as js.gpt workloads
 --                                    with js.policy.powercap{ watts = }
+--   measured/perseus-runs/*_stage_times.csv  the plan-0 runs per stage:
+--                                    busy time per microbatch, iteration
+--                                    time, energy per GPU
 --   measured/perseus-runs/*_plans.csv  measured frequency plans against the
 --                                    model's Perseus frontier (full run only:
 --                                    the frontiers of 128-256 microbatches
@@ -18,6 +21,8 @@
 --                                    clocks, through js.validate{ fit = "none" }
 --   measured/kernel-dvfs-study/*.csv the study's kernels at (auto, auto) and
 --                                    at their optimal clock pair, the same way
+--   published/megatron-weak-scaling Narayanan et al. SC'21 Table 1 (in the
+--                                    code: a published table, no file)
 --   profiles/**/*.csv                stage profiles: js.validate (fitted on
 --                                    75% of the clocks, held-out 25% predicted)
 -- Every case is a prediction unless its row says "fitted": no catalogue
@@ -220,8 +225,8 @@ end
 -- ---- workloads ------------------------------------------------------------------
 
 -- The measured jobs' models (measured/README.md), as js.gpt can build them
--- today: Merak's partition as stage_layers, TF32, GPT layers (Bloom's ALiBi
--- and embedding layernorm are not modelled), sequence length 1024, full
+-- today: the js.gpt preset (Bloom with its ALiBi and embedding LayerNorm),
+-- Merak's partition as stage_layers, TF32, sequence length 1024, full
 -- activation recompute (Merak's checkpointing).  `emb_shards`: the shards
 -- before the first transformer layer in Merak's partition lists (GPT-2:
 -- word and position embeddings; Bloom: one, its positions are ALiBi), so
@@ -284,8 +289,7 @@ local function job(model, gpu, pp, mbs, m, method, where)
   if not stages then fail(where .. ": cannot express " .. why) end
   local c = js.cluster{ gpu = gpu.name, gpus = pp, gpus_per_node = pp,
                         network = gpu.network }
-  local w = js.gpt{ layers = s.layers, hidden = s.hidden, heads = s.heads,
-                    vocab = s.vocab, seq_len = 1024, microbatch_size = mbs,
+  local w = js.gpt{ model = model, seq_len = 1024, microbatch_size = mbs,
                     microbatches = m, pp = pp, recompute = true,
                     stage_layers = stages, precision = PRECISION,
                     gpu = gpu.name }
@@ -439,6 +443,56 @@ local function perseus(ds)
   end
   record(ds.file, ds.model, "energy at each plan's time, max abs err",
          maxabs(errs), "pt", "predicted")
+end
+
+-- The plan-0 (all clocks at max) run of each Merak job: per stage, the
+-- forward + backward time of one microbatch (the model's: the GPU's kernel
+-- time over the iteration / microbatches, recompute included as Merak's
+-- backward includes it), the iteration time and each GPU's energy.
+local function stage_times(ds)
+  local file = ds.file:gsub("_plans%.csv$", "_stage_times.csv")
+  local path = data .. "/measured/" .. file
+  local rows = read_csv(path, { "rank", "forward_s", "backward_s",
+                                "iteration_time_s", "iteration_energy_j" })
+  local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m, ds.method,
+                           path)
+  heading(file, "the plan-0 run, per stage (" .. ds.gpu.name .. ")")
+  print("  " .. approx)
+  if #rows ~= ds.pp then
+    fail(("%s: %d ranks, the job has pp = %d"):format(path, #rows, ds.pp))
+  end
+  local r = js.simulate{ cluster = c, workload = w }
+  print(("  %5s %10s %10s %7s | %10s %10s %7s"):format("stage", "F+B m s",
+        "F+B p s", "err %", "E m J", "E p J", "err %"))
+  local berr, eerr, tsum = {}, {}, 0
+  for _, row in ipairs(rows) do
+    local k = math.tointeger(num(row, "rank", path)) + 1
+    local g = r.per_gpu[k]
+    if not g then fail(("%s:%d: rank %d is not in the job"):format(path,
+                       row._line, k - 1)) end
+    local bm = num(row, "forward_s", path, 0) + num(row, "backward_s", path, 0)
+    local bp = g.kernel_s / ds.m
+    local em = num(row, "iteration_energy_j", path, 0)
+    local b, e = 100 * (bp / bm - 1), 100 * (g.energy_j / em - 1)
+    berr[#berr + 1], eerr[#eerr + 1] = b, e
+    tsum = tsum + num(row, "iteration_time_s", path, 0)
+    print(("  %5d %10.5f %10.5f %+7.1f | %10.1f %10.1f %+7.1f"):format(k - 1,
+          bm, bp, b, em, g.energy_j, e))
+    row_out(file, { case = ds.model, stage = k - 1 + 0.0, meas_busy_s = bm,
+                    pred_busy_s = bp, busy_err_pct = b, meas_energy_j = em,
+                    pred_energy_j = g.energy_j, energy_err_pct = e,
+                    role = "predicted" })
+  end
+  local tm = tsum / #rows
+  local te = 100 * (r.time_s / tm - 1)
+  print(("  iteration: measured %.3f s, predicted %.3f s (%+.1f%%)"):format(
+    tm, r.time_s, te))
+  record(file, ds.model, "forward + backward per microbatch, max abs err",
+         maxabs(berr), "%", "predicted")
+  record(file, ds.model, "iteration time, abs err", math.abs(te), "%",
+         "predicted")
+  record(file, ds.model, "energy per GPU, max abs err", maxabs(eerr), "%",
+         "predicted")
 end
 
 -- ---- kernels through js.validate (out of the box) ----------------------------------
@@ -619,11 +673,77 @@ local function profiles()
   end
 end
 
+-- ---- Megatron-LM weak scaling (published) ---------------------------------------------
+
+-- Narayanan et al., SC'21 (arXiv 2104.04473) Table 1, as ../shared/data/
+-- README.md gives it: sequence 2048, vocabulary 51,200, full recompute,
+-- mixed precision on A100 SXM4 80GB (DGX A100).  TFLOP/s per GPU count the
+-- recomputed forward: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).  The
+-- microbatch size is not in the table: 1 here (an assumption), and 1F1B
+-- throughout (the paper interleaved where it helped).
+local MEGATRON = {
+  -- params, layers, hidden, heads, TP, PP, GPUs, global batch, TFLOP/s
+  { "1.7B", 24, 2304, 24, 1, 1, 32, 512, 137 },
+  { "3.6B", 30, 3072, 32, 2, 1, 64, 512, 138 },
+  { "7.5B", 36, 4096, 32, 4, 1, 128, 512, 142 },
+  { "18.4B", 40, 6144, 48, 8, 1, 256, 1024, 135 },
+  { "39.1B", 48, 8192, 64, 8, 2, 512, 1536, 138 },
+  { "76.1B", 60, 10240, 80, 8, 4, 1024, 1792, 140 },
+  { "145.6B", 80, 12288, 96, 8, 8, 1536, 2304, 148 },
+  { "310.1B", 96, 16384, 128, 8, 16, 1920, 2160, 155 },
+  { "529.6B", 105, 20480, 128, 8, 35, 2520, 2520, 163 },
+  { "1008.0B", 128, 25600, 160, 8, 64, 3072, 3072, 163 },
+}
+local MEGATRON_NAME = "published/megatron-weak-scaling"
+
+local function megatron()
+  heading(MEGATRON_NAME, "Megatron-LM weak scaling, simulated TFLOP/s per GPU "
+          .. "against published (A100-SXM4-80GB, dgx-a100, mbs 1, 1F1B, "
+          .. "folded)")
+  print(("  %8s %6s %5s %10s %10s %8s"):format("params", "GPUs", "TPxPP",
+        "TF/s pred", "TF/s pub", "err %"))
+  local errs = {}
+  for _, r in ipairs(MEGATRON) do
+    local name, l, h, a, tp, pp, n, B, pub = table.unpack(r)
+    local dp = n // (tp * pp)
+    local c = js.cluster{ gpu = "A100-SXM4-80GB", gpus = n, network = "dgx-a100" }
+    local w = js.gpt{ layers = l, hidden = h, heads = a, vocab = 51200,
+                      seq_len = 2048, tp = tp, pp = pp, dp = dp,
+                      microbatch_size = 1, microbatches = B // dp,
+                      recompute = true, fold = true }
+    local res = js.simulate{ cluster = c, workload = w }
+    local sq, V = 2048.0, 51200.0
+    local F = 96.0 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h))
+    local tf = F / res.time_s / n * 1e-12
+    local e = 100 * (tf / pub - 1)
+    errs[#errs + 1] = e
+    print(("  %8s %6d %2dx%-2d %10.1f %10d %+8.1f"):format(name, n, tp, pp, tf,
+          pub, e))
+    row_out(MEGATRON_NAME, { case = name, gpus = n, pred_tflops = tf,
+                             pub_tflops = pub, tflops_err_pct = e,
+                             role = "predicted" })
+  end
+  table.sort(errs, function(x, y) return math.abs(x) < math.abs(y) end)
+  local med = (math.abs(errs[5]) + math.abs(errs[6])) / 2
+  local role = "predicted (the generator's efficiencies were fitted to 175B "
+               .. "on 1,024 GPUs without recompute)"
+  record(MEGATRON_NAME, "all rows", "TFLOP/s per GPU, max abs err",
+         math.abs(errs[#errs]), "%", role)
+  record(MEGATRON_NAME, "all rows", "TFLOP/s per GPU, median abs err", med,
+         "%", role)
+end
+
 -- ---- run -------------------------------------------------------------------------------
 
 local ran = 0
 for _, ds in ipairs(ZEUS) do
   if selected(ds.file) then zeus(ds); ran = ran + 1 end
+end
+for _, ds in ipairs(PERSEUS) do
+  if selected(ds.file:gsub("_plans%.csv$", "_stage_times.csv")) then
+    stage_times(ds)
+    ran = ran + 1
+  end
 end
 for _, ds in ipairs(PERSEUS) do
   if selected(ds.file) then
@@ -635,6 +755,7 @@ for _, ds in ipairs(PERSEUS) do
     ran = ran + 1
   end
 end
+if selected(MEGATRON_NAME) then megatron(); ran = ran + 1 end
 local KT = { file = "kerneltuner/a100_pcie_40gb_fp32_synthetic.csv" }
 if selected(KT.file) then kerneltuner(KT); ran = ran + 1 end
 local ST = { file = "kernel-dvfs-study/forward_kernels.csv" }

@@ -407,8 +407,9 @@ static const char usage_gen[] =
   "\n"
   "Generates one training iteration of a GPT-3 model as Megatron-LM runs it\n"
   "(traces/gpt.h) and writes it as a native trace file.\n"
-  "  --model M           gpt3-125m, gpt3-350m, gpt3-760m, gpt3-1.3b (default),\n"
-  "                      gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b\n"
+  "  --model M           a preset (below; default gpt3-1.3b)\n"
+  "  --arch A            gpt (learned positions) or bloom (ALiBi, embedding\n"
+  "                      LayerNorm); the preset's by default\n"
   "  --tp N --pp N --dp N  tensor, pipeline and data parallel sizes (1)\n"
   "  --microbatches N    microbatches per iteration per pipeline (8)\n"
   "  --seq-len N         sequence length (2048)\n"
@@ -431,7 +432,7 @@ static int cmd_gen(int argc, char **argv)
   GptConfig cfg;
   gpt_config_init(&cfg);
   const char *model = NULL, *schedule = NULL, *out = NULL;
-  const char *stage_layers = NULL, *precision = NULL;
+  const char *stage_layers = NULL, *precision = NULL, *arch = NULL;
   g_autofree guint *layers_of = NULL;
   gboolean force = FALSE;
   const char *gpu_name = "A100-SXM4-80GB";
@@ -452,6 +453,10 @@ static int cmd_gen(int argc, char **argv)
     const char *arg = argv[a.i];
     if (is_help(arg)) {
       fputs(usage_gen, stdout);
+      GString *m = g_string_new("\npresets (--model):\n");
+      gpt_describe_models(m);
+      fputs(m->str, stdout);
+      g_string_free(m, TRUE);
       return 0;
     }
     gboolean matched = FALSE;
@@ -489,6 +494,9 @@ static int cmd_gen(int argc, char **argv)
     } else if (opt_value(&a, "--precision")) {
       str = &precision;
       sname = "--precision";
+    } else if (opt_value(&a, "--arch")) {
+      str = &arch;
+      sname = "--arch";
     }
     if (str != NULL) {
       if (a.missing)
@@ -518,6 +526,8 @@ static int cmd_gen(int argc, char **argv)
   if (precision != NULL &&
       !gpt_precision_from_name(precision, &cfg.precision, &err))
     return fail_option(cmd, "--precision", err);
+  if (arch != NULL && !gpt_arch_from_name(arch, &cfg.arch, &err))
+    return fail_option(cmd, "--arch", err);
   if (stage_layers != NULL) {
     g_auto(GStrv) parts = g_strsplit(stage_layers, ",", -1);
     guint n = g_strv_length(parts);

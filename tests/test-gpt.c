@@ -46,6 +46,7 @@ typedef struct {
 static const guint sl_6675[] = {6, 6, 7, 5};
 static const guint sl_12_11_9[] = {12, 11, 9};
 static const guint sl_1_5[] = {1, 5};
+static const guint sl_9885[] = {9, 8, 8, 5}; /* Merak custom:0,10,18,26,32 */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
@@ -90,6 +91,11 @@ static const Layout layouts[] = {
    4, 512, GPT_SCHEDULE_GPIPE, 0, 25, TRUE, sl_12_11_9},
   {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
    2, 3, 256, GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, sl_1_5},
+  /* BLOOM: ALiBi, an embedding LayerNorm, the 250,880-token vocabulary. */
+  {"bloom-3b-t2p3d2-m3", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1, 3, 256,
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+  {"bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4, 256,
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -229,12 +235,14 @@ static void test_models(void)
 {
   static const struct {
     const char *name;
-    guint layers, hidden, heads;
+    guint layers, hidden, heads, vocab;
   } want[] = {
-    {"gpt3-125m", 12, 768, 12},  {"gpt3-350m", 24, 1024, 16},
-    {"gpt3-760m", 24, 1536, 16}, {"gpt3-1.3b", 24, 2048, 16},
-    {"gpt3-2.7b", 32, 2560, 32}, {"gpt3-6.7b", 32, 4096, 32},
-    {"gpt3-13b", 40, 5120, 40},  {"gpt3-175b", 96, 12288, 96},
+    {"gpt3-125m", 12, 768, 12, 50257},   {"gpt3-350m", 24, 1024, 16, 50257},
+    {"gpt3-760m", 24, 1536, 16, 50257},  {"gpt3-1.3b", 24, 2048, 16, 50257},
+    {"gpt3-xl", 24, 2048, 16, 50257},    {"gpt3-2.7b", 32, 2560, 32, 50257},
+    {"gpt3-6.7b", 32, 4096, 32, 50257},  {"gpt3-13b", 40, 5120, 40, 50257},
+    {"gpt3-175b", 96, 12288, 96, 50257}, {"bloom-3b", 30, 2560, 32, 250880},
+    {"bloom-176b", 70, 14336, 112, 250880},
   };
   const char *const *names = gpt_model_names();
   g_assert_cmpuint(g_strv_length((char **)names), ==, G_N_ELEMENTS(want));
@@ -249,7 +257,7 @@ static void test_models(void)
     g_assert_cmpuint(cfg.layers, ==, want[i].layers);
     g_assert_cmpuint(cfg.hidden, ==, want[i].hidden);
     g_assert_cmpuint(cfg.heads, ==, want[i].heads);
-    g_assert_cmpuint(cfg.vocab, ==, 50257);
+    g_assert_cmpuint(cfg.vocab, ==, want[i].vocab);
     g_assert_true(gpt_config_validate(&cfg, &error));
     g_assert_no_error(error);
   }
@@ -530,7 +538,8 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
   guint64 c = cfg->tp > 1, R = cfg->recompute, L = layers_of_stage(cfg, p);
   guint64 first = p == 0, last = p == cfg->pp - 1;
   guint64 F = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
-  guint64 B = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
+  guint64 bloom = cfg->arch == GPT_ARCH_BLOOM; /* + the embedding LN bwd */
+  guint64 B = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first * (1 + bloom) +
               last * (4 + c);
   /* Each chunk pass receives its input and sends its output, but the
    * embedding chunk has no input and the head chunk no output. */
@@ -578,7 +587,9 @@ static void check_counts(const GptConfig *cfg)
     /* Parameters of the rank, from the optimizer and the buckets. */
     double params = L * (12 * h * ht + 7 * ht + 6 * h);
     if (first)
-      params += vt * h + (double)cfg->seq_len * h;
+      params += vt * h + (cfg->arch == GPT_ARCH_BLOOM
+                              ? 2 * h                       /* embedding LN */
+                              : (double)cfg->seq_len * h);  /* positions */
     if (last)
       params += 2 * h + (cfg->pp > 1 ? vt * h : 0);
     double adam = -1, grads = 0;
@@ -734,6 +745,64 @@ static void test_precision(void)
   g_clear_error(&error);
   cfg.precision = (GptPrecision)7;
   g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
+/* BLOOM against its published sizes (BigScience model cards): 3,002,557,440
+ * and 176,247,271,424 parameters; the architecture's kernels: an embedding
+ * LayerNorm instead of the position add, the ALiBi bias read by the score
+ * GEMM, no position-embedding gradient. */
+static void test_bloom(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "bloom-3b", NULL));
+  g_assert_cmpint(cfg.arch, ==, GPT_ARCH_BLOOM);
+  g_assert_cmpuint(cfg.vocab, ==, 250880);
+  g_assert_cmpfloat(gpt_n_params(&cfg), ==, 3002557440.0);
+  g_assert_true(gpt_config_set_model(&cfg, "bloom-176b", NULL));
+  g_assert_cmpfloat(gpt_n_params(&cfg), ==, 176247271424.0);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-xl", NULL));
+  g_assert_cmpint(cfg.arch, ==, GPT_ARCH_GPT);
+  g_assert_cmpuint(cfg.layers, ==, 24);
+  g_assert_cmpuint(cfg.hidden, ==, 2048);
+  g_assert_cmpuint(cfg.heads, ==, 16);
+
+  /* The same sizes as GPT and as BLOOM differ only where the architectures
+   * do. */
+  gpt_config_init(&cfg);
+  cfg.layers = 2;
+  cfg.hidden = 256;
+  cfg.heads = 4;
+  cfg.vocab = 1024;
+  cfg.seq_len = 128;
+  cfg.microbatches = 1;
+  g_autoptr(SimWorkload) gw = generate(&cfg);
+  cfg.arch = GPT_ARCH_BLOOM;
+  g_autoptr(SimWorkload) bw = generate(&cfg);
+  g_assert_cmpuint(bw->ranks[0].n_ops, ==, gw->ranks[0].n_ops + 1);
+  double E = 2, b = 1, s = 128, h = 256, X = b * s * h, N = b * 4 * s * s;
+  const SimShape *ln = named_shape(bw, "fwd.embedding_layernorm");
+  g_assert_cmpfloat(ln->bytes, ==, 2 * E * X + 2 * E * h);
+  g_assert_cmpfloat(named_shape(bw, "bwd.embedding_layernorm")->bytes, ==,
+                    4 * E * X + 16 * h);
+  /* Scores: Q and K (2bs*h), the scores (N), and the ALiBi bias (b*a*s). */
+  g_assert_cmpfloat(named_shape(bw, "fwd.attn_scores")->bytes, ==,
+                    E * (2 * b * s * h + N) + E * b * 4 * s);
+  g_assert_cmpfloat(named_shape(gw, "fwd.attn_scores")->bytes, ==,
+                    E * (2 * b * s * h + N));
+  /* The embedding gradient: the vocabulary only (GPT adds positions). */
+  double V = 1024;
+  g_assert_cmpfloat(named_shape(bw, "bwd.embedding")->bytes, ==,
+                    5 * X + 8 * b * s + 12 * V * h);
+  g_assert_cmpfloat(named_shape(gw, "bwd.embedding")->bytes, ==,
+                    5 * X + 8 * b * s + 12 * (V + s) * h);
+  g_assert_true(test_close(kernel_flops(bw), gpt_megatron_flops(&cfg), 1e-12));
+
+  GError *error = NULL;
+  GptArch a;
+  g_assert_false(gpt_arch_from_name("t5", &a, &error));
   g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
   g_clear_error(&error);
 }
@@ -2179,6 +2248,7 @@ int main(int argc, char **argv)
                   test_stage_layers_placement);
   g_test_add_func("/gpt/stage-layers/bad", test_stage_layers_bad);
   g_test_add_func("/gpt/precision/rates-and-bytes", test_precision);
+  g_test_add_func("/gpt/arch/bloom", test_bloom);
   g_test_add_func("/gpt/dataflow/detects-deadlock",
                   test_dataflow_detects_deadlock);
   g_test_add_func("/gpt/interleaved/literal", test_interleaved_literal);

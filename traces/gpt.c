@@ -277,25 +277,41 @@ G_DEFINE_QUARK(gpt-error-quark, gpt_error)
 
 typedef struct {
   const char *name;
-  guint layers, hidden, heads;
+  guint layers, hidden, heads, vocab;
+  GptArch arch;
 } GptModel;
 
 /* GPT-3 paper table 2.1 sizes.  The 1.3B row says 24 heads of 128, which
  * does not divide h = 2048; we use 16 heads of 128 (hidden % heads == 0),
  * as Megatron and the kernel-level DVFS study do. */
+#define GPT3_VOCAB 50257
+/* BigScience BLOOM: 250,880 tokens (a multiple of 128 already). */
+#define BLOOM_VOCAB 250880
+
+/* gpt3-xl is Merak's (and Hugging Face's) name for the 1.3B size.  BLOOM
+ * sizes from the BigScience model cards: 3B = 30 layers, hidden 2560, 32
+ * heads; 176B = 70 layers, hidden 14336, 112 heads (3,002,557,440 and
+ * 176,247,271,424 parameters, which gpt_n_params reproduces exactly). */
 static const GptModel gpt_models[] = {
-  {"gpt3-125m", 12, 768, 12},   {"gpt3-350m", 24, 1024, 16},
-  {"gpt3-760m", 24, 1536, 16},  {"gpt3-1.3b", 24, 2048, 16},
-  {"gpt3-2.7b", 32, 2560, 32},  {"gpt3-6.7b", 32, 4096, 32},
-  {"gpt3-13b", 40, 5120, 40},   {"gpt3-175b", 96, 12288, 96},
+  {"gpt3-125m", 12, 768, 12, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-350m", 24, 1024, 16, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-760m", 24, 1536, 16, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-1.3b", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-xl", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-2.7b", 32, 2560, 32, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-6.7b", 32, 4096, 32, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-13b", 40, 5120, 40, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"gpt3-175b", 96, 12288, 96, GPT3_VOCAB, GPT_ARCH_GPT},
+  {"bloom-3b", 30, 2560, 32, BLOOM_VOCAB, GPT_ARCH_BLOOM},
+  {"bloom-176b", 70, 14336, 112, BLOOM_VOCAB, GPT_ARCH_BLOOM},
 };
 static const char *const gpt_model_name_list[] = {
-  "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
-  "gpt3-6.7b", "gpt3-13b",  "gpt3-175b", NULL};
+  "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-xl",
+  "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",  "gpt3-175b", "bloom-3b",
+  "bloom-176b", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(gpt_models) + 1 ==
                 G_N_ELEMENTS(gpt_model_name_list));
-
-#define GPT3_VOCAB 50257
+static const char *const arch_names[] = {"gpt", "bloom"};
 #define GPT3_SEQ 2048
 #define VOCAB_ALIGN 128 /* Megatron's make_vocab_size_divisible_by */
 
@@ -324,6 +340,42 @@ static const struct {
   [GPT_PRECISION_FP32] = {4, SIM_MATH_VECTOR},
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(precisions) == G_N_ELEMENTS(precision_names));
+
+const char *gpt_arch_name(GptArch a)
+{
+  return (guint)a < G_N_ELEMENTS(arch_names) ? arch_names[a] : "?";
+}
+
+gboolean gpt_arch_from_name(const char *name, GptArch *out, GError **error)
+{
+  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(arch_names); i++)
+    if (strcmp(name, arch_names[i]) == 0) {
+      *out = (GptArch)i;
+      return TRUE;
+    }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "unknown arch '%s' (known: gpt, bloom)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
+
+void gpt_describe_models(GString *out)
+{
+  for (guint i = 0; i < G_N_ELEMENTS(gpt_models); i++) {
+    const GptModel *m = &gpt_models[i];
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    cfg.layers = m->layers;
+    cfg.hidden = m->hidden;
+    cfg.heads = m->heads;
+    cfg.vocab = m->vocab;
+    cfg.arch = m->arch;
+    g_string_append_printf(out, "  %-11s %3u layers, hidden %5u, %3u heads, "
+                           "vocab %6u, %-5s %.3gB parameters\n", m->name,
+                           m->layers, m->hidden, m->heads, m->vocab,
+                           arch_names[m->arch], gpt_n_params(&cfg) * 1e-9);
+  }
+}
 
 const char *gpt_precision_name(GptPrecision p)
 {
@@ -399,7 +451,8 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
     cfg->layers = m->layers;
     cfg->hidden = m->hidden;
     cfg->heads = m->heads;
-    cfg->vocab = GPT3_VOCAB;
+    cfg->vocab = m->vocab;
+    cfg->arch = m->arch;
     return TRUE;
   }
   g_autofree char *known = g_strjoinv(", ", (char **)gpt_model_name_list);
@@ -429,6 +482,8 @@ double gpt_n_params(const GptConfig *cfg)
   g_return_val_if_fail(cfg != NULL, 0);
   double l = cfg->layers, h = cfg->hidden;
   double v = gpt_padded_vocab(cfg), s = cfg->seq_len;
+  if (cfg->arch == GPT_ARCH_BLOOM)
+    return l * (12 * h * h + 13 * h) + v * h + 4 * h;
   return l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h;
 }
 
@@ -473,7 +528,9 @@ static void unit_params(const GptConfig *cfg, double *out)
   out[UNIT_LN1] = 2 * h;
   out[UNIT_HEAD_EMB] = cfg->pp > 1 ? vt * h : 0;
   out[UNIT_HEAD_LN] = 2 * h;
-  out[UNIT_EMB] = vt * h + (double)cfg->seq_len * h;
+  out[UNIT_EMB] = vt * h + (cfg->arch == GPT_ARCH_BLOOM
+                                ? 2 * h /* the embedding LayerNorm */
+                                : (double)cfg->seq_len * h); /* positions */
 }
 
 static const Unit layer_units[] = {UNIT_FC2, UNIT_FC1, UNIT_LN2,
@@ -596,7 +653,8 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
   guint64 first = stage == 0, last = stage == cfg->pp - 1;
   guint64 L = gpt_stage_layers(cfg, stage), v = gpt_config_chunks(cfg);
   guint64 f = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
-  guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first +
+  guint64 bloom = cfg->arch == GPT_ARCH_BLOOM;
+  guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first * (1 + bloom) +
               last * (4 + c);
   /* Every chunk pass receives its input and sends its output but the
    * first stage's chunk 0 (embedding) and the last stage's last chunk
@@ -741,6 +799,8 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
   if (cfg->heads % cfg->tp != 0)
     return invalid(error, "heads = %u is not a multiple of tp = %u",
                    cfg->heads, cfg->tp);
+  if ((guint)cfg->arch >= G_N_ELEMENTS(arch_names))
+    return invalid(error, "arch = %d is not gpt or bloom", (int)cfg->arch);
   if ((guint)cfg->precision >= G_N_ELEMENTS(precision_names))
     return invalid(error, "precision = %d is not one of bf16, fp16, tf32, "
                    "fp32", (int)cfg->precision);
@@ -1014,6 +1074,10 @@ static void build_protos(Gen *g)
 {
   const double E = precisions[g->cfg->precision].bytes;
   const double b = g->b, s = g->s, h = g->h, ht = g->ht;
+  const gboolean bloom = g->cfg->arch == GPT_ARCH_BLOOM;
+  /* BLOOM adds its ALiBi biases (one per head and key position, broadcast
+   * over queries) to the scores inside the QK^T GEMM (baddbmm). */
+  const double alibi = bloom ? E * b * (g->cfg->heads / g->cfg->tp) * s : 0;
   const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
   const double gemm_qkv = 2 * X * 3 * ht, gemm_proj = 2 * X * ht;
   const double gemm_fc = 2 * X * 4 * ht, att = 2 * b * s * s * ht;
@@ -1025,7 +1089,7 @@ static void build_protos(Gen *g)
   kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
        E * (X + 3 * h * ht + 3 * bs * ht), -1);
   kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
-       E * (2 * bs * ht + N), -1);
+       E * (2 * bs * ht + N) + alibi, -1);
   kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * N, -1);
   kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
        E * (N + 2 * bs * ht), -1);
@@ -1083,11 +1147,19 @@ static void build_protos(Gen *g)
   q = &g->emb_fwd;
   kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
   tp_allreduce(g, q, E * X);
-  kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X + X,
-       -1);
+  if (bloom) {
+    kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+         2 * E * X + 2 * E * h, -1);
+  } else {
+    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X + X,
+         -1);
+  }
   q = &g->emb_bwd;
+  if (bloom)
+    kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+         4 * E * X + 16 * h, -1);
   kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
-       5 * X + 8 * bs + 12 * (vt + s) * h, UNIT_EMB);
+       5 * X + 8 * bs + 12 * (vt + (bloom ? 0 : s)) * h, UNIT_EMB);
 
   /* Last stage: final LayerNorm, logits, vocab-parallel cross entropy. */
   q = &g->head_fwd;

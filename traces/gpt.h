@@ -18,6 +18,14 @@ typedef enum {
   GPT_SCHEDULE_INTERLEAVED /* Megatron's interleaved 1F1B (virtual stages) */
 } GptSchedule;
 
+/* The architecture: GPT-2/3 (learned positions) or BLOOM (ALiBi biases on
+ * the attention scores instead of position embeddings, a LayerNorm after
+ * the word embedding). */
+typedef enum {
+  GPT_ARCH_GPT = 0,
+  GPT_ARCH_BLOOM,
+} GptArch;
+
 /* The training precision: the math unit of GEMMs and attention and the
  * element size of activations and weights. */
 typedef enum {
@@ -46,6 +54,7 @@ typedef struct {
                               representative rank per pipeline stage
                               carries ops (see gpt_generate) */
   GptPrecision precision;
+  GptArch arch;            /* set by gpt_config_set_model; may be changed */
   const guint *stage_layers; /* borrowed, pp entries summing to layers:
                               transformer layers per stage (Merak's and
                               DeepSpeed's custom partitions); NULL: layers/pp
@@ -57,12 +66,20 @@ typedef struct {
  * 25 MB buckets, overlap on). */
 void gpt_config_init(GptConfig *cfg);
 
-/* Sets layers/hidden/heads/vocab from a model name (gpt3-125m, gpt3-350m,
- * gpt3-760m, gpt3-1.3b, gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b).  Error
+/* Sets layers/hidden/heads/vocab and arch from a model name (gpt3-125m,
+ * gpt3-350m, gpt3-760m, gpt3-1.3b, gpt3-xl (= gpt3-1.3b, Merak's name),
+ * gpt3-2.7b, gpt3-6.7b, gpt3-13b, gpt3-175b, bloom-3b, bloom-176b).  Error
  * lists the names on failure. */
 gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
                               GError **error);
 const char *const *gpt_model_names(void); /* NULL-terminated */
+/* Appends one line per preset ("name  layers hidden heads vocab arch
+ * params") to out: what each name stands for (trace gen --help). */
+void gpt_describe_models(GString *out);
+
+/* "gpt", "bloom" ("?" when out of range). */
+const char *gpt_arch_name(GptArch a);
+gboolean gpt_arch_from_name(const char *name, GptArch *out, GError **error);
 
 /* Transformer layers on stage p (< pp): stage_layers[p], or layers/pp;
  * and the index of its first layer. */
@@ -116,8 +133,9 @@ guint gpt_config_chunks(const GptConfig *cfg);
 /* The vocabulary padded Megatron-style to a multiple of 128 * tp. */
 guint gpt_padded_vocab(const GptConfig *cfg);
 
-/* Parameters of the whole model (padded vocabulary, tied embeddings,
- * positions = seq_len): l*(12h^2 + 13h) + V*h + s*h + 2h. */
+/* Parameters of the whole model (padded vocabulary, tied embeddings):
+ * GPT l*(12h^2 + 13h) + V*h + s*h + 2h (positions = seq_len); BLOOM
+ * l*(12h^2 + 13h) + V*h + 4h (no positions, an embedding LayerNorm). */
 double gpt_n_params(const GptConfig *cfg);
 
 /* Ops per rank of pipeline stage `stage` (< pp) and over all ranks, as
