@@ -960,14 +960,20 @@ static void new_metatable(lua_State *L, const char *name, lua_CFunction gc,
   lua_pop(L, 1);
 }
 
+/* The embedded file `name` of the GResource bundle (a file of lua/). */
+static GBytes *resource_bytes(const char *name)
+{
+  g_autofree char *path = g_strconcat("/joulesim/", name, NULL);
+  GBytes *b = g_resource_lookup_data(js_res_get_resource(), path,
+                                     G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  g_assert(b != NULL); /* embedded at build time */
+  return b;
+}
+
 /* Loads an embedded Lua file from the GResource bundle. */
 static int load_resource(lua_State *L, const char *name)
 {
-  g_autofree char *path = g_strconcat("/joulesim/", name, NULL);
-  g_autoptr(GBytes) b = g_resource_lookup_data(js_res_get_resource(), path,
-                                               G_RESOURCE_LOOKUP_FLAGS_NONE,
-                                               NULL);
-  g_assert(b != NULL); /* embedded at build time */
+  g_autoptr(GBytes) b = resource_bytes(name);
   gsize n;
   const char *src = g_bytes_get_data(b, &n);
   g_autofree char *chunk = g_strconcat("=[joulesim ", name, "]", NULL);
@@ -1134,11 +1140,7 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
 gboolean js_run_resource(JsSession *s, const char *name, int argc,
                          char **argv, GError **error)
 {
-  g_autofree char *rpath = g_strconcat("/joulesim/", name, NULL);
-  g_autoptr(GBytes) b = g_resource_lookup_data(js_res_get_resource(), rpath,
-                                               G_RESOURCE_LOOKUP_FLAGS_NONE,
-                                               NULL);
-  g_assert(b != NULL); /* embedded at build time */
+  g_autoptr(GBytes) b = resource_bytes(name);
   gsize len;
   const char *src = g_bytes_get_data(b, &len);
   g_autofree char *path = g_strconcat("[joulesim ", name, "]", NULL);

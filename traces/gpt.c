@@ -341,6 +341,18 @@ static const struct {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(precisions) == G_N_ELEMENTS(precision_names));
 
+/* The index of `name` in names[0..n), or FALSE. */
+static gboolean name_index(const char *const *names, guint n,
+                           const char *name, guint *out)
+{
+  for (guint i = 0; name != NULL && i < n; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 const char *gpt_arch_name(GptArch a)
 {
   return (guint)a < G_N_ELEMENTS(arch_names) ? arch_names[a] : "?";
@@ -348,11 +360,11 @@ const char *gpt_arch_name(GptArch a)
 
 gboolean gpt_arch_from_name(const char *name, GptArch *out, GError **error)
 {
-  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(arch_names); i++)
-    if (strcmp(name, arch_names[i]) == 0) {
-      *out = (GptArch)i;
-      return TRUE;
-    }
+  guint i;
+  if (name_index(arch_names, G_N_ELEMENTS(arch_names), name, &i)) {
+    *out = (GptArch)i;
+    return TRUE;
+  }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
               "unknown arch '%s' (known: gpt, bloom)",
               name != NULL ? name : "(null)");
@@ -385,11 +397,11 @@ const char *gpt_precision_name(GptPrecision p)
 gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
                                  GError **error)
 {
-  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(precision_names); i++)
-    if (strcmp(name, precision_names[i]) == 0) {
-      *out = (GptPrecision)i;
-      return TRUE;
-    }
+  guint i;
+  if (name_index(precision_names, G_N_ELEMENTS(precision_names), name, &i)) {
+    *out = (GptPrecision)i;
+    return TRUE;
+  }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
               "unknown precision '%s' (known: bf16, fp16, tf32, fp32)",
               name != NULL ? name : "(null)");
@@ -410,11 +422,10 @@ gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
                                 GError **error)
 {
   g_return_val_if_fail(out != NULL, FALSE);
-  for (guint i = 0; name != NULL && i < G_N_ELEMENTS(schedule_names); i++) {
-    if (strcmp(name, schedule_names[i]) == 0) {
-      *out = (GptSchedule)i;
-      return TRUE;
-    }
+  guint i;
+  if (name_index(schedule_names, G_N_ELEMENTS(schedule_names), name, &i)) {
+    *out = (GptSchedule)i;
+    return TRUE;
   }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
               "schedule = \"%s\": unknown (known: 1f1b, gpipe, interleaved)",
