@@ -44,6 +44,9 @@ predicted against measured with the error per point and per case.
   --data DIR     the measured data (default: ../shared/data when it sits
                  beside the repository, else tests/data)
   --out FILE.h5  also write every table (and fidelity_summary) to FILE.h5
+  --png DIR      with --out: a PNG per dataset in DIR, drawn by
+                 scenarios/plot.py (needs python3-h5py and -matplotlib:
+                 make plot-deps)
   --only NAME    only the datasets whose name contains NAME (repeatable;
                  names are the files, e.g. zeus-powerlimit/a40_global.csv)
   --short        skip the slow datasets (the Perseus plan runs)
@@ -71,6 +74,7 @@ do
     if a == "--data" then opt.data = take()
     elseif a == "--out" then opt.out = take()
     elseif a == "--only" then opt.only[#opt.only + 1] = take()
+    elseif a == "--png" then opt.png = take()
     elseif a == "--check" then opt.check = take()
     elseif a == "--short" then opt.short = true
     elseif a == "--help" or a == "-h" then io.write(USAGE); return
@@ -78,6 +82,8 @@ do
     i = i + 1
   end
 end
+
+if opt.png and not opt.out then fail("--png needs --out FILE.h5") end
 
 local function exists(path)
   local f = io.open(path, "r")
@@ -782,6 +788,19 @@ for _, s in ipairs(summary) do
 end
 for _, t in pairs(out_tables) do t:close() end
 if opt.out then print("\nwrote " .. opt.out) end
+if opt.png then
+  local plot = "scenarios/plot.py"
+  if not exists(plot) then
+    fail("--png: " .. plot .. " not found (run from the repository)")
+  end
+  local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
+  local ok = os.execute("/usr/bin/python3 " .. plot .. " " .. q(opt.out)
+                        .. " -o " .. q(opt.png))
+  if not ok then
+    fail("--png: " .. plot .. " failed (make plot-deps installs what it "
+         .. "needs)")
+  end
+end
 
 -- ---- --check -----------------------------------------------------------------------------
 

@@ -32,10 +32,12 @@ DIR, default ./figures; the paths are printed):
                          bins (energy-preserving) and the mean clock while
                          kernels run.
   validation_<table>.png measured vs predicted: column pairs measured_X /
-                         predicted_X (or X_measured / X_predicted), as
-                         curves over a clock column (freq_mhz, sm_mhz,
-                         frequency, clock_mhz) per kernel/stage, else as a
-                         scatter against y = x.
+                         predicted_X (or X_measured / X_predicted, or
+                         meas_X / pred_X as `joulesim fidelity --out`
+                         writes them, one PNG per dataset), as curves over a
+                         clock column (freq_mhz, sm_mhz, frequency,
+                         clock_mhz, power_limit_w, plan, stage) per
+                         kernel/stage/case, else as a scatter against y = x.
 
 Rows with a non-empty `error` column (failed sweep points) are left out.
 Needs python3-h5py and python3-matplotlib (`make plot-deps`); numpy comes
@@ -63,9 +65,10 @@ LAYOUT_INTS = {"tp", "pp", "dp", "gpus", "nodes", "gpus_per_node",
 NOT_KEYS = {"policy", "point_id", "error", "policy_label", "label"}
 ENERGY_COLS = ["energy_per_iteration_j", "energy_j"]
 TIME_COLS = ["iteration_time_s", "time_s"]
-CLOCK_COLS = ["freq_mhz", "sm_mhz", "frequency", "clock_mhz", "frequency_mhz"]
+CLOCK_COLS = ["freq_mhz", "sm_mhz", "frequency", "clock_mhz", "frequency_mhz",
+              "power_limit_w", "plan", "stage"]
 GROUP_COLS = ["kernel", "stage", "instruction", "label", "policy", "run",
-              "gpu", "config"]
+              "gpu", "config", "case"]
 
 
 def text(x):
@@ -281,11 +284,12 @@ def validation_pairs(t):
     pairs = []
     for col in t.cols:
         m = re.match(r"^measured_(.+)$", col) or re.match(r"^(.+)_measured$",
-                                                         col)
+                                                         col) or \
+            re.match(r"^meas_(.+)$", col)
         if not m:
             continue
         q = m.group(1)
-        for pred in ("predicted_" + q, q + "_predicted"):
+        for pred in ("predicted_" + q, q + "_predicted", "pred_" + q):
             if pred in t.cols and t.cols[col].dtype.kind == "f" and \
                     t.cols[pred].dtype.kind == "f":
                 pairs.append((q, col, pred))
@@ -332,7 +336,8 @@ def plot_validation(t, out_dir, dpi, written):
         ax.set_ylabel(q)
         ax.set_title("%s: %s, MAPE %.2f%%" % (t.name, q, mape), fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     save(fig, out_dir, "validation_" + t.name, dpi, written)
 
 

@@ -37,6 +37,15 @@ with h5py.File('$T/f.h5') as f:
 "
 fi
 
+if /usr/bin/python3 -c 'import h5py, matplotlib' 2>/dev/null; then
+  check png 0 "validation_kerneltuner_a100_pcie_40gb_fp32_synthetic\.png" -- \
+    "$J" fidelity --data tests/data --only kerneltuner --out "$T/g.h5" \
+    --png "$T/png"
+  [ -s "$T/png/validation_kerneltuner_a100_pcie_40gb_fp32_synthetic.png" ] ||
+    { echo "FAIL png: no PNG written"; fails=$((fails+1)); }
+fi
+check png-needs-out 1 "--png needs --out FILE.h5" -- "$J" fidelity --png "$T/x"
+
 # The check can fail: a record with a smaller figure for one case.
 sed 's/^\(| `kerneltuner[^|]*| [^|]*| time, max abs err | \)[0-9.]*/\10.01/' \
   docs/fidelity.md >"$T/record.md"
