@@ -44,10 +44,11 @@
  * duration end - start and, for a kernel, its power increment (float bits),
  * for a communication op the blocked time start - arrive (its increment is
  * the rank's comm power - idle power).  Values that do not fit 32 bits (an op
- * lasting or blocked 2^32 ns = 4.3 s or more) go to a per-rank overflow list
- * (the log holds its index).  End times are kept only for the ops some other
- * op waits for (the rank's sorted `targets`, found by one scan when the
- * engine is created; each stream stores them through a cursor as its ops
+ * lasting or blocked 2^32 ns = 4.3 s or more), and kernels split by a clock
+ * switch (two increments), go to a per-rank overflow list (the log holds its
+ * index).  End times are kept only for the ops some other op waits for
+ * (the rank's sorted `targets`, found by one scan when the engine is
+ * created; each stream stores them through a cursor as its ops
  * complete), so the engine holds 8 bytes per op plus 12 per wait target,
  * against 28 per op before (three gint64 times and a float, whose first-
  * touch page faults a profile put at 42% of replay time).  The op logs of
@@ -97,14 +98,30 @@
  * and the network cannot be checked here and is the caller's contract
  * (lua/session.c refuses variability, stragglers and per-rank plans).
  *
- * Limits: the clocks in force at a kernel's start hold for the whole kernel;
- * clock-switch state is kept per (rank, stream); bandwidth sharing between
- * concurrent collectives is left to the network callback.  Sequence numbers
- * on a group, and the FIFO order of a p2p channel, follow the order in
- * which a rank's arrivals are processed: program order when a rank uses a
- * group (or a channel) from one stream, as every generated and imported
- * workload so far does; with several streams, the processing order decides
- * (deterministically).
+ * Clock switches
+ * --------------
+ * Per (rank, stream): the clocks in force, the last requested target and
+ * when it lands (Stream.clk_*).  A kernel takes the steady path (its
+ * request is the landed target: no pricing change, no check) or the slow
+ * one (clocks_at: a landing applied, a new request made); only there can a
+ * switch still be in flight, and when it lands before the kernel ends
+ * split_kernel() prices the rest at the new clocks (sim_kernel_rest_ns)
+ * and logs the kernel as an overflow record with both parts, which the
+ * accounting reads as two intervals of one op.  One switch is in flight
+ * at a time and requests come at kernel starts (or, early requests, at
+ * most the latency before a kernel's end), so a kernel splits at most
+ * once.  Early requests (SimPlan.ahead) are found like wait targets: a
+ * per-stream cursor in the rank's list, the loop's fast path stopping at
+ * the next one; plans without them cost one compare per kernel.
+ *
+ * Limits: clock-switch state is kept per (rank, stream); bandwidth sharing
+ * between concurrent collectives is left to the network callback; a switch
+ * costs time only through its latency (no stall, no energy of its own).
+ * Sequence numbers on a group, and the FIFO order of a p2p channel, follow
+ * the order in which a rank's arrivals are processed: program order when a
+ * rank uses a group (or a channel) from one stream, as every generated and
+ * imported workload so far does; with several streams, the processing order
+ * decides (deterministically).
  */
 #include "sim/engine.h"
 #include "sim/queue.h"
@@ -134,6 +151,15 @@ void sim_plan_free(SimPlan *p)
     for (guint r = 0; r < p->n_ranks; r++)
       g_free(p->index[r]);
   g_free(p->index);
+  if (p->ahead != NULL)
+    for (guint r = 0; r < p->n_ranks; r++)
+      g_free(p->ahead[r]);
+  g_free(p->ahead);
+  g_free(p->n_ahead);
+  if (p->init != NULL)
+    for (guint r = 0; r < p->n_ranks; r++)
+      g_free(p->init[r]);
+  g_free(p->init);
   g_free(p->pairs);
   g_free(p);
 }
@@ -157,6 +183,30 @@ guint16 *sim_plan_rank_index(SimPlan *p, guint r, guint32 n_ops)
   g_free(p->index[r]);
   p->index[r] = g_new0(guint16, MAX(n_ops, 1));
   return p->index[r];
+}
+
+SimAhead *sim_plan_rank_ahead(SimPlan *p, guint r, guint32 n)
+{
+  g_return_val_if_fail(r < p->n_ranks, NULL);
+  if (p->ahead == NULL) {
+    p->ahead = g_new0(SimAhead *, MAX(p->n_ranks, 1));
+    p->n_ahead = g_new0(guint32, MAX(p->n_ranks, 1));
+  }
+  g_clear_pointer(&p->ahead[r], g_free);
+  p->n_ahead[r] = n;
+  if (n > 0)
+    p->ahead[r] = g_new0(SimAhead, n);
+  return p->ahead[r];
+}
+
+SimInit *sim_plan_rank_init(SimPlan *p, guint r)
+{
+  g_return_val_if_fail(r < p->n_ranks, NULL);
+  if (p->init == NULL)
+    p->init = g_new0(SimInit *, MAX(p->n_ranks, 1));
+  g_free(p->init[r]);
+  p->init[r] = g_new0(SimInit, SIM_MAX_STREAMS);
+  return p->init[r];
 }
 
 void sim_result_free(SimResult *r)
@@ -188,16 +238,24 @@ typedef struct {
 } OpLog;
 G_STATIC_ASSERT(sizeof(OpLog) == 8);
 
-/* An op whose duration or blocked time does not fit 32 bits. */
+/* An op whose duration or blocked time does not fit 32 bits, or a kernel
+ * that a clock switch split (its two increments do not fit the log). */
 typedef struct {
   gint64 arrive, start, end;
-  float inc;
+  float inc;     /* before `split` (the whole op when not split) */
+  float inc2;    /* split kernel: from `split` to `end` */
+  gint64 split;  /* split kernel: when the switch landed, start < split <
+                    end; 0 = not split */
 } Overflow;
 
-/* An op's times as the accounting sees them. */
+/* An op's times as the accounting sees them.  A split kernel is read as
+ * its first part ([start, end) with inc), then its second ([end,
+ * rest_end) with rest_inc); rest_end is 0 otherwise. */
 typedef struct {
   gint64 arrive, start, end;
   float inc;
+  float rest_inc;
+  gint64 rest_end;
 } Iv;
 
 /* One cache line (the array is 64-byte aligned). */
@@ -641,6 +699,13 @@ static inline float bits_float(guint32 u)
   return f;
 }
 
+gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns)
+{
+  g_return_val_if_fail(done_ns >= 0 && done_ns < old_ns, 0);
+  /* The fraction of the work left, at the new clocks' full duration. */
+  return round_ns((double)(old_ns - done_ns) / (double)old_ns * new_ns);
+}
+
 /* ---- the op log --------------------------------------------------------------- */
 
 /* Appends an overflow record for op i and points its log entry at it. */
@@ -656,6 +721,8 @@ static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
   o->start = start;
   o->end = end;
   o->inc = inc;
+  o->inc2 = 0.0f;
+  o->split = 0;
   rs->log[i].dur = LOG_ESC;
   rs->log[i].aux = rs->n_ovf++;
 }
@@ -961,18 +1028,12 @@ static void comm_start(SimEngine *e, guint32 idx)
   pending_release(e, idx);
 }
 
-/* Applies the clock-switch rules to stream st for a kernel requesting c at
- * time t, and returns the clocks in force at t. */
-static inline SimClocks clocks_at(SimEngine *e, RankState *rs, Stream *st,
+/* Stream st requests clocks c at time t (>= every earlier request of the
+ * stream): a switch landing the latency later when c differs from the
+ * target.  A switch in flight that has not landed by t never lands. */
+static inline void request_clocks(SimEngine *e, RankState *rs, Stream *st,
                                   SimClocks c, gint64 t)
 {
-  if (G_UNLIKELY(!st->clk_init)) {
-    /* Clocks are set before the run starts: no switch for the first. */
-    st->clk_cur = st->clk_target = c;
-    st->clk_land_ns = 0;
-    st->clk_init = TRUE;
-    return c;
-  }
   if (st->clk_land_ns <= t)
     st->clk_cur = st->clk_target;
   if (c.sm_mhz != st->clk_target.sm_mhz ||
@@ -983,7 +1044,86 @@ static inline SimClocks clocks_at(SimEngine *e, RankState *rs, Stream *st,
     if (e->m->switch_latency_ns == 0)
       st->clk_cur = c;
   }
+}
+
+/* Applies the clock-switch rules to stream st for a kernel requesting c at
+ * time t, and returns the clocks in force at t.  init: the stream's clocks
+ * before the run from the plan, or NULL. */
+static inline SimClocks clocks_at(SimEngine *e, RankState *rs, Stream *st,
+                                  SimClocks c, gint64 t, const SimPlan *plan,
+                                  const SimInit *init)
+{
+  if (G_UNLIKELY(!st->clk_init)) {
+    st->clk_init = TRUE;
+    if (init == NULL || !init->set) {
+      /* Clocks are set before the run starts: no switch for the first. */
+      st->clk_cur = st->clk_target = c;
+      st->clk_land_ns = 0;
+      return c;
+    }
+    /* As after an iteration of the plan, then the kernel's own request. */
+    st->clk_cur = plan->pairs[init->cur];
+    st->clk_target = plan->pairs[init->target];
+    st->clk_land_ns = init->land_ns;
+  }
+  request_clocks(e, rs, st, c, t);
   return st->clk_cur;
+}
+
+/* The switch in flight on stream st lands inside kernel i of rank r, which
+ * started at `start` and would last `dur` at the clocks in force (priced
+ * in `slot`): splits the kernel there (sim/engine.h), logs both parts (an
+ * overflow record), reports the first part to the observer and returns the
+ * kernel's end; *inc2 gets the second part's increment.  The switch has
+ * landed afterwards.  Out of line: it runs once per landing at most. */
+static __attribute__((noinline)) gint64
+split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
+             gint64 dur, const CostSlot *slot, float *inc2)
+{
+  RankState *rs = &e->ranks[r];
+  const SimOp *op = &e->w->ranks[r].ops[i];
+  gint64 split = st->clk_land_ns;
+  /* slot is the shape's cache entry, about to be repriced: copy first. */
+  float inc1 = slot->inc;
+  SimClocks c1 = {slot->cost.sm_mhz, slot->cost.mem_mhz};
+  st->clk_cur = st->clk_target;
+  const CostSlot *now = price(e, r, op->shape, st->clk_cur);
+  gint64 rest = sim_kernel_rest_ns(dur, split - start,
+                                   (double)op->ref_ns * now->cost.time_scale);
+  gint64 end;
+  if (G_UNLIKELY(split >= TIME_MAX || rest > TIME_MAX - split)) {
+    end = TIME_MAX;
+    split = MIN(split, end);
+    if (rs->bad_op == 0)
+      rs->bad_op = i + 1;
+  } else {
+    end = split + rest;
+  }
+  log_overflow(rs, i, start, start, end, inc1);
+  Overflow *o = &rs->ovf[rs->n_ovf - 1];
+  o->split = split;
+  o->inc2 = now->inc;
+  if (G_UNLIKELY(e->observer != NULL)) {
+    SimOpRecord rec = {e->iter, r, i, start, start, split, 0.0, c1};
+    rec.power_w = rs->idle_w + inc1;
+    e->observer(e->observer_data, &rec);
+  }
+  *inc2 = now->inc;
+  return end;
+}
+
+/* First early request of the ascending list a[0, n) on an op >= i. */
+static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
+{
+  guint32 lo = 0, hi = n;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (a[mid].op < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 /* Runs stream s of rank r as far as it can go. */
@@ -1004,6 +1144,20 @@ static void advance(SimEngine *e, guint r, guint s)
   /* op_done() only matters for wait targets and observers. */
   const gboolean observed = e->observer != NULL;
   guint32 next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+  /* Early requests of this stream (plans made for a latency), found from
+   * the cursor; the loop stops its fast path at the next one as at the
+   * next wait target. */
+  const SimAhead *ah = NULL;
+  guint32 n_ah = 0, ka = 0, next_ahead = G_MAXUINT32;
+  if (G_UNLIKELY(plan->ahead != NULL) && r < plan->n_ranks &&
+      plan->ahead[r] != NULL) {
+    ah = plan->ahead[r];
+    n_ah = plan->n_ahead[r];
+    ka = ahead_from(ah, n_ah, st->cur);
+    if (ka < n_ah && ah[ka].op < st->end)
+      next_ahead = ah[ka].op;
+  }
+  guint32 next_stop = MIN(next_tgt, next_ahead);
   gint64 t = st->free_ns;
   guint32 i = st->cur;
   for (; i < st->end; i++) {
@@ -1022,21 +1176,47 @@ static void advance(SimEngine *e, guint r, guint s)
       ready = MAX(ready, target_end(rs, owner, j));
     }
     if (G_LIKELY(op->kind == SIM_OP_KERNEL)) {
+      if (G_UNLIKELY(i == next_ahead)) {
+        /* Requests made before this kernel starts, in the wait before it
+         * (not before the stream's previous op ended at t). */
+        for (; i == next_ahead && ah[ka].from_start; ka++) {
+          if (st->clk_init)
+            request_clocks(e, rs, st, pairs[ah[ka].pair],
+                           MAX(t, ready - ah[ka].lead_ns));
+          next_ahead = ka + 1 < n_ah && ah[ka + 1].op < st->end
+                           ? ah[ka + 1].op
+                           : G_MAXUINT32;
+        }
+        next_stop = MIN(next_tgt, next_ahead);
+      }
       guint k = pidx != NULL ? pidx[i] : 0;
       SimClocks req = pairs[k < n_pairs ? k : 0];
       SimClocks c;
       /* Steady state: the same pair as the stream's landed target. */
-      if (G_LIKELY(st->clk_init && pack_clocks(req) ==
-                                       pack_clocks(st->clk_target) &&
-                   pack_clocks(st->clk_cur) == pack_clocks(req)))
+      gboolean steady = st->clk_init &&
+                        pack_clocks(req) == pack_clocks(st->clk_target) &&
+                        pack_clocks(st->clk_cur) == pack_clocks(req);
+      if (G_LIKELY(steady))
         c = req;
       else
-        c = clocks_at(e, rs, st, req, ready);
+        c = clocks_at(e, rs, st, req, ready, plan,
+                      plan->init != NULL && r < plan->n_ranks &&
+                              plan->init[r] != NULL
+                          ? &plan->init[r][s]
+                          : NULL);
       const CostSlot *slot = price(e, r, op->shape, c);
       gint64 dur = round_ns((double)op->ref_ns * slot->cost.time_scale);
       float inc = slot->inc;
       gint64 end = ready + dur;
-      if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
+      gint64 split = 0; /* when a switch landed inside it (0: none) */
+      if (G_UNLIKELY(!steady &&
+                     pack_clocks(st->clk_cur) != pack_clocks(st->clk_target) &&
+                     st->clk_land_ns < end)) {
+        /* A switch in flight (it lands after `ready`, or clocks_at would
+         * have applied it) lands before the kernel ends. */
+        split = st->clk_land_ns;
+        end = split_kernel(e, r, st, i, ready, dur, slot, &inc);
+      } else if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
         log[i].dur = (guint32)dur;
         log[i].aux = float_bits(inc);
       } else {
@@ -1048,9 +1228,23 @@ static void advance(SimEngine *e, guint r, guint s)
         log_overflow(rs, i, ready, ready, end, inc);
       }
       t = end;
-      if (G_UNLIKELY(i == next_tgt || observed)) {
-        op_done(e, r, st, i, ready, ready, end, inc);
+      if (G_UNLIKELY(i == next_stop || observed)) {
+        for (; i == next_ahead; ka++) {
+          /* Made lead_ns before the kernel ends, but not before it starts,
+           * nor before the switch that landed inside it, nor so early
+           * that it would land inside it too (the list is in time order,
+           * so requests stay in order). */
+          gint64 lead = MIN(ah[ka].lead_ns, e->m->switch_latency_ns);
+          gint64 tq = MAX(MAX(ready, split), end - lead);
+          request_clocks(e, rs, st, pairs[ah[ka].pair], tq);
+          next_ahead = ka + 1 < n_ah && ah[ka + 1].op < st->end
+                           ? ah[ka + 1].op
+                           : G_MAXUINT32;
+        }
+        gint64 from = split != 0 ? split : ready; /* the last part */
+        op_done(e, r, st, i, from, from, end, inc);
         next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+        next_stop = MIN(next_tgt, next_ahead);
       }
     } else if (op->kind == SIM_OP_MARKER) {
       log[i].dur = 0;
@@ -1058,6 +1252,7 @@ static void advance(SimEngine *e, guint r, guint s)
       t = ready;
       op_done(e, r, st, i, ready, ready, ready, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+      next_stop = MIN(next_tgt, next_ahead);
     } else {
       st->state = ST_WAIT_COMM;
       st->cur = i;
@@ -1107,12 +1302,19 @@ static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
   }
   OpLog l = rs->log[i];
   iv->arrive = arrive;
+  iv->rest_end = 0;
   if (G_UNLIKELY(l.dur == LOG_ESC)) {
     const Overflow *o = &rs->ovf[l.aux];
     iv->arrive = o->arrive;
     iv->start = o->start;
     iv->end = o->end;
     iv->inc = o->inc;
+    if (o->split != 0) {
+      /* A split kernel: its first part now, the second after it. */
+      iv->end = o->split;
+      iv->rest_end = o->end;
+      iv->rest_inc = o->inc2;
+    }
     return;
   }
   switch (op->kind) {
@@ -1159,6 +1361,14 @@ static inline gboolean reader_skip(Reader *rd, const RankState *rs,
     if (reader_edge(rd) > tau)
       return TRUE;
     if (rd->phase == 2) {
+      if (G_UNLIKELY(rd->iv.rest_end != 0)) {
+        /* Past the first part of a split kernel: its second part. */
+        rd->iv.start = rd->iv.end;
+        rd->iv.end = rd->iv.rest_end;
+        rd->iv.inc = rd->iv.rest_inc;
+        rd->iv.rest_end = 0;
+        continue;
+      }
       rd->prev_end = rd->iv.end;
       rd->cur++;
       rd->phase = 0;
@@ -1246,11 +1456,14 @@ static double account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
     const SimOp *op = &ops[i];
     OpLog l = log[i];
     double d, inc, blocked;
+    const Overflow *split = NULL; /* a kernel split by a clock switch */
     if (G_UNLIKELY(l.dur == LOG_ESC)) {
       const Overflow *o = &rs->ovf[l.aux];
       d = (double)(o->end - o->start);
       inc = o->inc;
       blocked = (double)(o->start - o->arrive);
+      if (o->split != 0)
+        split = o;
     } else if (op->kind == SIM_OP_KERNEL) {
       d = (double)l.dur;
       inc = bits_float(l.aux);
@@ -1265,6 +1478,10 @@ static double account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
       blocked = (double)l.aux;
     }
     double ej = inc * d * 1e-9;
+    if (G_UNLIKELY(split != NULL))
+      /* Each part at its own clocks' power. */
+      ej = (double)split->inc * (double)(split->split - split->start) * 1e-9 +
+           (double)split->inc2 * (double)(split->end - split->split) * 1e-9;
     tot->by_class[op->klass].time_ns += d;
     tot->by_class[op->klass].energy_j += ej;
     tot->by_phase[op->phase].time_ns += d;
@@ -1395,8 +1612,10 @@ static double account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
        * before `limit`: the reader moves straight to each one's active
        * phase, which is what reader_skip would do through two empty
        * phases; the segment sums are those emit() would add, in the same
-       * order, with the reader and the GPU's kernel time kept in locals. */
-      if (!win3)
+       * order, with the reader and the GPU's kernel time kept in locals.
+       * Not from the first part of a split kernel (it does not end at
+       * tau). */
+      if (!win3 || sr->iv.rest_end != 0)
         continue;
       guint32 n = sr->cur + 1, last = sr->cur;
       gint64 t = tau, last_start = sr->iv.start;
@@ -1571,6 +1790,64 @@ static void add_weighted(SimResult *res, const Totals *s, double w)
   res->idle.energy_j += w * s->idle.energy_j;
 }
 
+/* Plan p's early requests fit the workload: on kernel ops of each rank,
+ * in time order (by op, those before its start first, each kind by
+ * decreasing lead), valid pairs, leads >= 0. */
+static gboolean check_ahead(const SimWorkload *w, const SimPlan *p,
+                            GError **error)
+{
+  if (p->ahead == NULL)
+    return TRUE;
+  if (p->n_ranks != w->n_ranks || p->n_ahead == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the plan's early requests do not match the workload (%u "
+                "ranks)", w->n_ranks);
+    return FALSE;
+  }
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimAhead *a = p->ahead[r];
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 k = 0; a != NULL && k < p->n_ahead[r]; k++) {
+      gboolean order =
+        k == 0 || a[k].op > a[k - 1].op ||
+        (a[k].op == a[k - 1].op &&
+         (a[k - 1].from_start > a[k].from_start ||
+          (a[k - 1].from_start == a[k].from_start &&
+           a[k].lead_ns <= a[k - 1].lead_ns)));
+      if (a[k].op >= rk->n_ops || !order || a[k].lead_ns < 0 ||
+          rk->ops[a[k].op].kind != SIM_OP_KERNEL || a[k].pair >= p->n_pairs) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                    "the plan's early request %u of rank %u (op %u, pair "
+                    "%u, lead %" G_GINT64_FORMAT " ns) is not on a kernel, "
+                    "out of order, has a negative lead or names no pair",
+                    k, r, a[k].op, a[k].pair, a[k].lead_ns);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+/* Plan p's clocks before the run name pairs it has and land in the run. */
+static gboolean check_init(const SimWorkload *w, const SimPlan *p,
+                           GError **error)
+{
+  if (p->init == NULL)
+    return TRUE;
+  for (guint r = 0; r < p->n_ranks; r++)
+    for (guint s = 0; p->init[r] != NULL && s < SIM_MAX_STREAMS; s++) {
+      const SimInit *x = &p->init[r][s];
+      if (x->set && (p->n_ranks != w->n_ranks || x->cur >= p->n_pairs ||
+                     x->target >= p->n_pairs || x->land_ns < 0)) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                    "the plan's clocks before the run for rank %u stream %u "
+                    "name no pair or land before it", r, s);
+        return FALSE;
+      }
+    }
+  return TRUE;
+}
+
 SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
                           GError **error)
 {
@@ -1587,6 +1864,8 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
                 w->n_ranks);
     return NULL;
   }
+  if (!check_ahead(w, plan, error) || !check_init(w, plan, error))
+    return NULL;
   g_autoptr(SimResult) res = g_new0(SimResult, 1);
   res->n_gpus = w->n_ranks;
   res->per_gpu = g_new0(SimGpuResult, MAX(w->n_ranks, 1));
@@ -1612,6 +1891,10 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
         sim_plan_free(owned);
         owned = p;
         e->plan = p;
+        if (!check_ahead(w, p, error) || !check_init(w, p, error)) {
+          sim_plan_free(owned);
+          return NULL;
+        }
       }
       /* Costs may depend on the iteration (stragglers): drop the cache. */
       if (e->shared_cache != NULL)
@@ -1681,4 +1964,215 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   res->ops = sim_workload_n_ops(w) * iterations;
   res->ops_represented = represented * iterations;
   return g_steal_pointer(&res);
+}
+
+/* ---- look-ahead --------------------------------------------------------- */
+
+void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
+                               const gint64 *start_ns, gint64 period_ns,
+                               gint64 latency_ns, const guint16 *intent,
+                               guint16 *req)
+{
+  double T = (double)MAX(period_ns, 1);
+  for (guint32 i = 0; i < n; i++) {
+    double tau = (double)start_ns[ks[i]] + (double)latency_ns;
+    if (tau >= T)
+      tau = fmod(tau, T);
+    /* the last kernel of the stream starting at or before tau */
+    guint32 lo = 0, hi = n;
+    while (lo < hi) {
+      guint32 mid = lo + (hi - lo) / 2;
+      if ((double)start_ns[ks[mid]] <= tau)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    guint32 j = lo > 0 ? lo - 1 : 0;
+    req[ks[i]] = intent[ks[j]];
+  }
+}
+
+/* The clocks of pair index k of plan p, packed, as the engine reads it
+ * (an index past the pairs means pair 0). */
+static guint32 plan_clocks(const SimPlan *p, guint16 k)
+{
+  return pack_clocks(p->pairs[k < p->n_pairs ? k : 0]);
+}
+
+/* A plan's latency-free timeline: per rank (NULL: not recorded) every
+ * op's start and end in iteration 0. */
+typedef struct {
+  gint64 **start, **end;
+} Timeline;
+
+static void record_times(gpointer data, const SimOpRecord *rec)
+{
+  Timeline *tl = data;
+  if (rec->iter == 0 && tl->start[rec->gpu] != NULL) {
+    tl->start[rec->gpu][rec->op] = rec->start_ns;
+    tl->end[rec->gpu][rec->op] = rec->end_ns;
+  }
+}
+
+/* The last of kernels ks[0, n) whose start is <= t (n if none). */
+static guint32 kernel_at(const guint32 *ks, guint32 n, const gint64 *start,
+                         gint64 t)
+{
+  guint32 lo = 0, hi = n;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (start[ks[mid]] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 ? lo - 1 : n;
+}
+
+/* Appends to `out` the early requests of one stream's kernels ks[0, n)
+ * (sim_plan_lookahead): for every change of the intended pair, at kernel
+ * j, one made latency_ns before j starts, by the kernel running then or
+ * (in a wait) the first one after it.  The caller sorts them. */
+static void stream_ahead(const SimPlan *p, const guint32 *ks, guint32 n,
+                         const gint64 *start, const gint64 *end,
+                         gint64 period_ns, gint64 latency_ns,
+                         const guint16 *intent, const guint16 *req,
+                         GArray *out)
+{
+  for (guint32 j = 0; j < n && n > 1; j++) {
+    guint32 prev = j > 0 ? j - 1 : n - 1;
+    if (plan_clocks(p, intent[ks[j]]) == plan_clocks(p, intent[ks[prev]]))
+      continue;
+    /* The anchor: the kernel running at tau - latency_ns, in this
+     * iteration or the previous one (times shifted by a period). */
+    gint64 t = start[ks[j]] - latency_ns, shift = 0;
+    guint32 a = kernel_at(ks, n, start, t);
+    if (a == n) {
+      shift = period_ns;
+      a = kernel_at(ks, n, start, t + shift);
+      if (a == n)
+        continue;
+    }
+    guint32 k = ks[a];
+    gint64 s_a = start[k] - shift, e_a = end[k] - shift;
+    /* Not needed when the anchor's own start request already asks for
+     * j's pair (it starts exactly then, or asks for it anyway). */
+    if (a == j || s_a + latency_ns >= start[ks[j]] ||
+        plan_clocks(p, req[k]) == plan_clocks(p, intent[ks[j]]))
+      continue;
+    SimAhead x = {k, intent[ks[j]], FALSE, latency_ns};
+    if (a != prev && e_a > t) {
+      x.lead_ns = e_a - t; /* inside kernel a */
+    } else if (a != prev) {
+      /* t falls in the wait after kernel a: the next kernel asks, that
+       * long before it starts. */
+      guint32 b = a + 1 < n ? a + 1 : 0;
+      x.op = ks[b];
+      x.from_start = TRUE;
+      x.lead_ns = start[ks[b]] - (a + 1 < n ? shift : shift - period_ns) - t;
+    }
+    g_array_append_val(out, x);
+  }
+}
+
+/* Early requests in the order they are made: by op; for one op, those
+ * before its start first; each kind by decreasing lead. */
+static gint cmp_ahead(gconstpointer pa, gconstpointer pb)
+{
+  const SimAhead *a = pa, *b = pb;
+  if (a->op != b->op)
+    return a->op < b->op ? -1 : 1;
+  if (a->from_start != b->from_start)
+    return a->from_start ? -1 : 1;
+  return (a->lead_ns < b->lead_ns) - (a->lead_ns > b->lead_ns);
+}
+
+/* Rank r's look-ahead (sim_plan_lookahead): replaces p->index[r] by the
+ * requests and sets its early requests.  ks: scratch of n_ops entries. */
+static void lookahead_rank(SimPlan *p, const SimRank *rk, guint r,
+                           const gint64 *start, const gint64 *end,
+                           gint64 period_ns, gint64 latency_ns, guint32 *ks)
+{
+  const guint16 *intent = p->index[r];
+  guint16 *req = g_memdup2(intent, sizeof(guint16) * MAX(rk->n_ops, 1));
+  g_autoptr(GArray) ahead = g_array_new(FALSE, FALSE, sizeof(SimAhead));
+  for (guint s = 0; s < rk->n_streams; s++) {
+    guint32 n = 0;
+    for (guint32 i = rk->stream_off[s]; i < rk->stream_off[s + 1]; i++)
+      if (rk->ops[i].kind == SIM_OP_KERNEL)
+        ks[n++] = i;
+    sim_plan_lookahead_stream(ks, n, start, period_ns, latency_ns, intent,
+                              req);
+    stream_ahead(p, ks, n, start, end, period_ns, latency_ns, intent, req,
+                 ahead);
+    if (n > 0 && plan_clocks(p, req[ks[0]]) != plan_clocks(p, intent[ks[0]])) {
+      /* The clocks change within the latency of the first kernel: start
+       * the run as an iteration starts, the next pair in flight since
+       * the previous one (landing where it changes). */
+      guint32 j = 1;
+      while (j < n && plan_clocks(p, intent[ks[j]]) ==
+                          plan_clocks(p, intent[ks[0]]))
+        j++;
+      if (p->init == NULL || p->init[r] == NULL)
+        sim_plan_rank_init(p, r);
+      SimInit *x = &p->init[r][s];
+      x->set = TRUE;
+      x->cur = intent[ks[0]];
+      x->target = req[ks[0]];
+      x->land_ns = j < n ? start[ks[j]] : start[ks[0]] + latency_ns;
+    }
+  }
+  g_array_sort(ahead, cmp_ahead);
+  g_free(p->index[r]);
+  p->index[r] = req;
+  if (ahead->len > 0) {
+    SimAhead *dst = sim_plan_rank_ahead(p, r, ahead->len);
+    memcpy(dst, ahead->data, sizeof(SimAhead) * ahead->len);
+  }
+}
+
+gboolean sim_plan_lookahead(SimPlan *p, const SimWorkload *w,
+                            const SimMachine *m, gint64 latency_ns,
+                            GError **error)
+{
+  g_return_val_if_fail(p != NULL && w != NULL && m != NULL, FALSE);
+  /* Look-ahead rewrites the intended pairs: once per plan. */
+  g_return_val_if_fail(p->ahead == NULL && p->init == NULL, FALSE);
+  if (latency_ns <= 0 || p->index == NULL)
+    return TRUE;
+  /* The plan's own timeline: its clocks at once, no hook. */
+  SimMachine vm = *m;
+  vm.switch_latency_ns = 0;
+  vm.iteration_begin = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &vm, error);
+  if (e == NULL)
+    return FALSE;
+  guint n = w->n_ranks;
+  Timeline tl = {g_new0(gint64 *, MAX(n, 1)), g_new0(gint64 *, MAX(n, 1))};
+  guint32 max_ops = 0;
+  for (guint r = 0; r < n && r < p->n_ranks; r++)
+    if (p->index[r] != NULL && w->ranks[r].n_ops > 0) {
+      tl.start[r] = g_new0(gint64, w->ranks[r].n_ops);
+      tl.end[r] = g_new0(gint64, w->ranks[r].n_ops);
+      max_ops = MAX(max_ops, w->ranks[r].n_ops);
+    }
+  sim_engine_set_observer(e, record_times, &tl);
+  SimResult *res = sim_engine_run(e, p, 1, error);
+  gboolean ok = res != NULL;
+  if (ok) {
+    gint64 period = res->iterations[0].time_ns;
+    g_autofree guint32 *ks = g_new(guint32, MAX(max_ops, 1));
+    for (guint r = 0; r < n; r++)
+      if (tl.start[r] != NULL)
+        lookahead_rank(p, &w->ranks[r], r, tl.start[r], tl.end[r], period,
+                       latency_ns, ks);
+  }
+  sim_result_free(res);
+  for (guint r = 0; r < n; r++) {
+    g_free(tl.start[r]);
+    g_free(tl.end[r]);
+  }
+  g_free(tl.start);
+  g_free(tl.end);
+  return ok;
 }

@@ -258,7 +258,7 @@ static void test_invalid(void)
 }
 
 /* A clock switch lands after the latency; kernels before it run at the
- * old clocks. */
+ * old clocks, a kernel it lands in is split there. */
 static void test_switch_latency(void)
 {
   g_autoptr(SimWorkload) w = sim_workload_new(1);
@@ -277,21 +277,347 @@ static void test_switch_latency(void)
   g_assert_cmpint(r0->time_ns, ==, 1000 + 1000 + 2000 + 2000);
   g_assert_cmpuint(r0->switches, ==, 1);
   /* Latency 1500: the switch asked at t=2000 lands at 3500, so op 2 still
-   * runs at 1000 MHz (2000-3000) and op 3 at 500 (3000 < 3500: still old!),
-   * so all four run fast. */
+   * runs at 1000 MHz (2000-3000) and op 3 starts there too (3000 < 3500);
+   * the switch lands half-way through it: the other half of its work at
+   * 500 MHz takes 1000 ns (until issue 14 the old clocks held for the
+   * whole op and it ended at 4000). */
   fake_init(&f, 1, 1500);
   g_autoptr(SimResult) r1 = run(w, &f, plan, 1);
-  g_assert_cmpint(r1->time_ns, ==, 4000);
+  g_assert_cmpint(r1->time_ns, ==, 3500 + 1000);
   g_assert_cmpuint(r1->switches, ==, 1);
-  /* Latency 500: lands at 2500; op 3 starts at 3000 at 500 MHz. */
+  /* Latency 500: lands at 2500, half-way through op 2 (its second half
+   * at 500 MHz takes 1000 ns), and op 3 runs at 500 MHz. */
   fake_init(&f, 1, 500);
   g_autoptr(SimResult) r2 = run(w, &f, plan, 1);
-  g_assert_cmpint(r2->time_ns, ==, 1000 + 1000 + 1000 + 2000);
+  g_assert_cmpint(r2->time_ns, ==, 1000 + 1000 + (500 + 1000) + 2000);
   /* Two iterations: iteration 1 starts at 500 MHz in force, asks for 1000
    * again (a switch), and back to 500: 3 switches in total. */
   g_autoptr(SimResult) r3 = run(w, &f, plan, 2);
   g_assert_cmpuint(r3->switches, ==, 3);
   g_assert_cmpuint(r3->per_gpu[0].switches, ==, 3);
+}
+
+/* Records of one op: kernel parts in time order. */
+static guint count_records(GArray *recs, guint gpu, guint32 op)
+{
+  guint n = 0;
+  for (guint i = 0; i < recs->len; i++) {
+    const SimOpRecord *rec = &g_array_index(recs, SimOpRecord, i);
+    n += rec->gpu == gpu && rec->op == op;
+  }
+  return n;
+}
+
+typedef struct {
+  GArray *recs;
+} Obs;
+static void observe(gpointer data, const SimOpRecord *rec);
+
+/* A switch landing inside a kernel, by hand.  Kernel A: 2000 ns of work at
+ * 1000 MHz (the fake machine: 2000 ns, 300 W); kernel B: 4000 ns of work,
+ * requesting 500 MHz (4000 ns at 1000 MHz, 8000 ns at 500 MHz, 200 W).
+ * With a 3000 ns latency B asks at t = 2000 and the switch lands at 5000,
+ * 3000 ns into B: it has done 3/4 of its work at 1000 MHz, the last 1/4
+ * takes 1/4 of 8000 = 2000 ns at 500 MHz, so B ends at 7000 and the energy
+ * is 300 W x 5000 ns + 200 W x 2000 ns. */
+static void test_switch_mid_op(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 2000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 4000, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){1000, 0});
+  guint16 slow = sim_plan_add_pair(plan, (SimClocks){500, 0});
+  sim_plan_rank_index(plan, 0, 2)[1] = slow;
+  const double p_fast = 100 + 0.2 * 1000, p_slow = 100 + 0.2 * 500;
+  struct {
+    gint64 latency, end;   /* B's end */
+    double energy_nsw;     /* W x ns */
+    guint parts;           /* B's records */
+  } want[] = {
+    {0, 2000 + 8000, p_fast * 2000 + p_slow * 8000, 1},
+    {3000, 7000, p_fast * 5000 + p_slow * 2000, 2},
+    /* Lands 1000 ns into B: 1/4 done, 3/4 of 8000 ns left. */
+    {1000, 3000 + 6000, p_fast * 3000 + p_slow * 6000, 2},
+    /* Lands when B ends (6000), or after: no split, the old rule. */
+    {4000, 6000, p_fast * 6000, 1},
+    {9000, 6000, p_fast * 6000, 1},
+  };
+  for (guint q = 0; q < G_N_ELEMENTS(want); q++) {
+    Fake f;
+    fake_init(&f, 1, want[q].latency);
+    GError *error = NULL;
+    g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+    g_assert_no_error(error);
+    Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    sim_engine_set_observer(e, observe, &o);
+    g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->time_ns, ==, want[q].end);
+    g_assert_true(test_close(r->energy_j, want[q].energy_nsw * 1e-9, 1e-12));
+    g_assert_cmpuint(r->switches, ==, 1);
+    g_assert_cmpfloat(r->per_gpu[0].kernel_ns, ==, (double)want[q].end);
+    g_assert_cmpfloat(r->peak_power_w, ==, p_fast);
+    g_assert_cmpuint(count_records(o.recs, 0, 1), ==, want[q].parts);
+    if (want[q].parts == 2) {
+      /* The observer sees the parts: old clocks, then new. */
+      const SimOpRecord *p1 = &g_array_index(o.recs, SimOpRecord, 1);
+      const SimOpRecord *p2 = &g_array_index(o.recs, SimOpRecord, 2);
+      g_assert_cmpint(p1->start_ns, ==, 2000);
+      g_assert_cmpint(p1->end_ns, ==, 2000 + want[q].latency);
+      g_assert_cmpuint(p1->clocks.sm_mhz, ==, 1000);
+      g_assert_cmpfloat(p1->power_w, ==, p_fast);
+      g_assert_cmpint(p2->start_ns, ==, p1->end_ns);
+      g_assert_cmpint(p2->arrive_ns, ==, p2->start_ns);
+      g_assert_cmpint(p2->end_ns, ==, want[q].end);
+      g_assert_cmpuint(p2->clocks.sm_mhz, ==, 500);
+      g_assert_cmpfloat(p2->power_w, ==, p_slow);
+    }
+    check_partition(r);
+    g_array_unref(o.recs);
+  }
+}
+
+/* Properties of split kernels on a single kernel whose switch lands at
+ * every point of it: lowering the clock never makes it faster (nor
+ * raising it slower), the duration is monotone in where the switch lands
+ * and between the two clocks' durations, and the energy is the sum over
+ * parts of power x duration. */
+static void test_switch_split_properties(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 1, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 7777, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  static const guint16 mhz[][2] = {{1250, 800}, {800, 1250}, {1410, 210},
+                                   {333, 1000}};
+  for (guint c = 0; c < G_N_ELEMENTS(mhz); c++) {
+    g_autoptr(SimPlan) plan =
+      sim_plan_new_uniform(1, (SimClocks){mhz[c][0], 0});
+    guint16 to = sim_plan_add_pair(plan, (SimClocks){mhz[c][1], 0});
+    sim_plan_rank_index(plan, 0, 2)[1] = to;
+    double d_old = 7777 * 1000.0 / mhz[c][0], d_new = 7777 * 1000.0 / mhz[c][1];
+    gboolean lower = mhz[c][1] < mhz[c][0];
+    gint64 prev = -1;
+    for (gint64 lat = 0; lat <= (gint64)d_old + 100; lat += 97) {
+      Fake f;
+      fake_init(&f, 1, lat);
+      GError *error = NULL;
+      g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+      g_assert_no_error(error);
+      Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+      sim_engine_set_observer(e, observe, &o);
+      g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+      g_assert_no_error(error);
+      /* Kernel 0 lasts 1 ns at the old clocks (rounded). */
+      gint64 start = (gint64)llround(1000.0 / mhz[c][0]);
+      gint64 d = r->time_ns - start;
+      /* Within a nanosecond of rounding of the two clocks' durations. */
+      g_assert_cmpfloat((double)d, >=, MIN(d_old, d_new) - 1);
+      g_assert_cmpfloat((double)d, <=, MAX(d_old, d_new) + 1);
+      if (prev >= 0) {
+        /* Landing later leaves more of the kernel at the old clocks. */
+        if (lower)
+          g_assert_cmpint(d, <=, prev + 1);
+        else
+          g_assert_cmpint(d, >=, prev - 1);
+      }
+      prev = d;
+      double sum = 0;
+      for (guint i = 0; i < o.recs->len; i++) {
+        const SimOpRecord *rec = &g_array_index(o.recs, SimOpRecord, i);
+        sum += rec->power_w * (double)(rec->end_ns - rec->start_ns) * 1e-9;
+      }
+      g_assert_true(test_close(r->energy_j, sum, 1e-12));
+      g_array_unref(o.recs);
+    }
+  }
+}
+
+/* Early requests: a kernel asks lead_ns before it ends, so the next
+ * kernel's clocks land when it starts; bad requests are refused. */
+static void test_early_request(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 100, SIM_COLL_ALL_REDUCE);
+  guint32 self[1] = {0};
+  guint32 g = sim_workload_add_group(w, self, 1);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 10000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, msg, g, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 4000, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  /* A at 1000 MHz (10000 ns); an all-reduce of 1100 ns; B at 500 MHz
+   * (8000 ns at 500, 4000 at 1000).  Latency 3000. */
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){1000, 0});
+  guint16 slow = sim_plan_add_pair(plan, (SimClocks){500, 0});
+  sim_plan_rank_index(plan, 0, 3)[2] = slow;
+  Fake f;
+  fake_init(&f, 1, 3000);
+  /* Without: B asks at 11100, the switch lands 3000 ns into it; 1/4 of
+   * its work left takes 2000 ns. */
+  g_autoptr(SimResult) r0 = run(w, &f, plan, 1);
+  g_assert_cmpint(r0->time_ns, ==, 11100 + 3000 + 2000);
+  /* A asks 3000 ns before it ends (t = 7000): in force from 10000 on. */
+  SimAhead *a = sim_plan_rank_ahead(plan, 0, 1);
+  a[0] = (SimAhead){.op = 0, .pair = slow, .lead_ns = 3000};
+  g_autoptr(SimResult) r1 = run(w, &f, plan, 1);
+  g_assert_cmpint(r1->time_ns, ==, 11100 + 8000);
+  g_assert_cmpuint(r1->switches, ==, 1);
+  /* A lead past the latency counts as the latency: the request never
+   * lands inside its own kernel. */
+  a[0].lead_ns = 20000;
+  g_autoptr(SimResult) r2 = run(w, &f, plan, 1);
+  g_assert_cmpint(r2->time_ns, ==, 11100 + 8000);
+  /* Lead 900: asked at 9100, lands at 12100, 1000 ns into B (1/4 of it
+   * at 1000 MHz, the rest at 500). */
+  a[0].lead_ns = 900;
+  g_autoptr(SimResult) r3 = run(w, &f, plan, 1);
+  g_assert_cmpint(r3->time_ns, ==, 11100 + 1000 + 6000);
+  /* Two requests on one op, in time order: back to 1000 MHz, then 500. */
+  SimAhead *a2 = sim_plan_rank_ahead(plan, 0, 2);
+  a2[0] = (SimAhead){.op = 0, .pair = 0, .lead_ns = 9000};
+  a2[1] = (SimAhead){.op = 0, .pair = slow, .lead_ns = 3000};
+  g_autoptr(SimResult) r4 = run(w, &f, plan, 1);
+  g_assert_cmpint(r4->time_ns, ==, 11100 + 8000);
+  /* Refused: not on a kernel, out of order (ops, leads, before-start
+   * ones after), no such pair, a negative lead. */
+  const SimAhead bad[][2] = {
+    {{.op = 1, .pair = slow}, {.op = 2, .pair = slow}},
+    {{.op = 2, .pair = slow}, {.op = 0, .pair = slow}},
+    {{.op = 0, .pair = slow, .lead_ns = 100},
+     {.op = 0, .pair = slow, .lead_ns = 200}},
+    {{.op = 2, .pair = slow},
+     {.op = 2, .pair = slow, .from_start = TRUE}},
+    {{.op = 0, .pair = 7}, {.op = 2, .pair = slow}},
+    {{.op = 0, .pair = slow, .lead_ns = -1}, {.op = 2, .pair = slow}}};
+  for (guint q = 0; q < G_N_ELEMENTS(bad); q++) {
+    SimAhead *x = sim_plan_rank_ahead(plan, 0, 2);
+    x[0] = bad[q][0];
+    x[1] = bad[q][1];
+    GError *error = NULL;
+    g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+    g_assert_no_error(error);
+    g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+    g_assert_null(r);
+    g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+    g_clear_error(&error);
+  }
+}
+
+/* Early requests before a kernel starts, in the wait before it: B (4000
+ * ns of work, 500 MHz) waits for C, 20000 ns on stream 1, after A (10000
+ * ns) on stream 0; latency 3000. */
+static void test_early_request_before_start(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 10000, k, 0, SIM_NO_WAIT);
+  guint32 c = tw_add(b, w, SIM_OP_KERNEL, 1, 20000, k, 0, SIM_NO_WAIT);
+  tw_add(b, w, SIM_OP_KERNEL, 0, 4000, k, 0, c);
+  sim_rank_builder_finish(b, w, 0);
+  /* Ops by stream: A = 0, B = 1, C = 2. */
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){1000, 0});
+  guint16 slow = sim_plan_add_pair(plan, (SimClocks){500, 0});
+  sim_plan_rank_index(plan, 0, 3)[1] = slow;
+  Fake f;
+  fake_init(&f, 1, 3000);
+  /* Asked at its start (20000): lands 3000 ns in, 1/4 of 8000 left. */
+  g_autoptr(SimResult) r0 = run(w, &f, plan, 1);
+  g_assert_cmpint(r0->time_ns, ==, 20000 + 3000 + 2000);
+  struct {
+    gint64 lead, end;
+  } want[] = {
+    {3000, 20000 + 8000},        /* asked at 17000, lands at 20000 */
+    {12000, 20000 + 8000},       /* not before A ends: 10000, lands 13000 */
+    {1000, 20000 + 2000 + 4000}, /* lands at 22000, half-way through B */
+  };
+  for (guint q = 0; q < G_N_ELEMENTS(want); q++) {
+    SimAhead *a = sim_plan_rank_ahead(plan, 0, 1);
+    a[0] = (SimAhead){.op = 1, .pair = slow, .from_start = TRUE,
+                      .lead_ns = want[q].lead};
+    g_autoptr(SimResult) r = run(w, &f, plan, 1);
+    g_assert_cmpint(r->time_ns, ==, want[q].end);
+    g_assert_cmpuint(r->switches, ==, 1);
+  }
+  /* Before the first kernel of a run: ignored (its own request sets the
+   * clocks before the run). */
+  SimAhead *a = sim_plan_rank_ahead(plan, 0, 1);
+  a[0] = (SimAhead){.op = 0, .pair = slow, .from_start = TRUE, .lead_ns = 5};
+  g_autoptr(SimResult) r1 = run(w, &f, plan, 1);
+  g_assert_cmpint(r1->time_ns, ==, r0->time_ns);
+}
+
+/* sim_plan_lookahead: a plan whose clocks change no more often than the
+ * latency runs at that latency exactly as at 0 ms, its switches requested
+ * ahead (at a kernel's start, early inside a long kernel, and before a
+ * wait); without, it does not.  At latency 0 the plan is left alone. */
+static void test_lookahead(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 0, SIM_COLL_SEND_RECV);
+  /* Rank 0: short kernels, then a long one, and sends to rank 1. */
+  guint32 last = SIM_NO_WAIT;
+  for (int i = 0; i < 12; i++) {
+    last = tw_add(b, w, SIM_OP_KERNEL, 0, i == 6 ? 9000 : 800, k, 0,
+                  SIM_NO_WAIT);
+    if (i % 4 == 3)
+      tw_add(b, w, SIM_OP_SEND, 2, 0, msg, 1, last);
+  }
+  sim_rank_builder_finish(b, w, 0);
+  /* Rank 1: waits for each message (a gap), then computes. */
+  for (int i = 0; i < 3; i++) {
+    guint32 rv = tw_add(b, w, SIM_OP_RECV, 3, 0, msg, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 3000, k, 0, rv);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 2500, k, 0, SIM_NO_WAIT);
+  }
+  sim_rank_builder_finish(b, w, 1);
+  g_autoptr(SimPlan) intent = sim_plan_new_uniform(2, (SimClocks){1000, 0});
+  guint16 lo = sim_plan_add_pair(intent, (SimClocks){600, 0});
+  guint16 hi = sim_plan_add_pair(intent, (SimClocks){1400, 0});
+  guint16 *i0 = sim_plan_rank_index(intent, 0, w->ranks[0].n_ops);
+  guint16 *i1 = sim_plan_rank_index(intent, 1, w->ranks[1].n_ops);
+  /* Runs of >= 4000 ns at 0 ms on every stream. */
+  for (guint32 i = 0; i < w->ranks[0].n_ops; i++)
+    i0[i] = i < 5 ? 0 : i < 9 ? lo : hi;
+  for (guint32 i = 0; i < w->ranks[1].n_ops; i++)
+    i1[i] = (i / 3) % 2 ? lo : hi;
+  Fake f;
+  fake_init(&f, 2, 0);
+  g_autoptr(SimResult) r0 = run(w, &f, intent, 2);
+  GError *error = NULL;
+  const gint64 lat = 2500;
+  /* At 0 ms nothing changes. */
+  g_assert_true(sim_plan_lookahead(intent, w, &f.m, 0, &error));
+  g_assert_null(intent->ahead);
+  fake_init(&f, 2, lat);
+  g_autoptr(SimResult) raw = run(w, &f, intent, 2);
+  g_assert_cmpint(raw->time_ns, !=, r0->time_ns);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  plan->n_pairs = intent->n_pairs;
+  plan->pairs = g_memdup2(intent->pairs, sizeof(SimClocks) * plan->n_pairs);
+  for (guint r = 0; r < 2; r++)
+    memcpy(sim_plan_rank_index(plan, r, w->ranks[r].n_ops), intent->index[r],
+           sizeof(guint16) * w->ranks[r].n_ops);
+  g_assert_true(sim_plan_lookahead(plan, w, &f.m, lat, &error));
+  g_assert_no_error(error);
+  g_assert_nonnull(plan->ahead);
+  g_autoptr(SimResult) ra = run(w, &f, plan, 2);
+  for (guint it = 0; it < 2; it++) {
+    g_assert_cmpint(ra->iterations[it].time_ns, ==, r0->iterations[it].time_ns);
+    g_assert_true(test_close(ra->iterations[it].energy_j,
+                             r0->iterations[it].energy_j, 1e-12));
+  }
+  g_assert_cmpmem(ra->by_class, sizeof ra->by_class, r0->by_class,
+                  sizeof r0->by_class);
 }
 
 /* Same inputs, same bits. */
@@ -328,9 +654,6 @@ static void test_determinism(void)
 
 /* Energy equals the integral of power rebuilt from the observer's records,
  * and event times seen by the observer never precede their arrivals. */
-typedef struct {
-  GArray *recs;
-} Obs;
 static void observe(gpointer data, const SimOpRecord *rec)
 {
   Obs *o = data;
@@ -878,6 +1201,13 @@ int main(int argc, char **argv)
   g_test_add_func("/engine/deadlock", test_deadlock);
   g_test_add_func("/engine/invalid", test_invalid);
   g_test_add_func("/engine/switch-latency", test_switch_latency);
+  g_test_add_func("/engine/switch/mid-op", test_switch_mid_op);
+  g_test_add_func("/engine/switch/split-properties",
+                  test_switch_split_properties);
+  g_test_add_func("/engine/switch/early-request", test_early_request);
+  g_test_add_func("/engine/switch/early-request-before-start",
+                  test_early_request_before_start);
+  g_test_add_func("/engine/switch/lookahead", test_lookahead);
   g_test_add_func("/engine/determinism", test_determinism);
   g_test_add_func("/engine/energy-integral", test_energy_integral);
   g_test_add_func("/engine/1f1b-bubble", test_bubble);

@@ -693,6 +693,178 @@ static void test_kernel_level(void)
   }
 }
 
+/* ---- switching latency ------------------------------------------------- */
+
+/* perseus_run of `kind` (slowdown s) on s's workload at the catalogue's
+ * switching latency (lat < 0) or lat ms, `iters` iterations. */
+static PerseusRun *run_policy(Setup *s, PerseusRunKind kind, double slowdown,
+                              double lat, const StragglerSet *set,
+                              gboolean aware, guint iters)
+{
+  GError *err = NULL;
+  PerseusPolicy pol;
+  perseus_policy_init(&pol, kind);
+  pol.slowdown = slowdown;
+  pol.straggler_aware = aware;
+  s->c->switch_latency_ms = lat;
+  PerseusRun *r = perseus_run(&pol, s->c, s->w, s->cat, set, iters, &err);
+  g_assert_no_error(err);
+  s->c->switch_latency_ms = 0;
+  return r;
+}
+
+/* The Perseus Table 6 setup (GPT-3 175B on A100, 8 stages, M = 24, P_block
+ * = idle = 83.64 W, as scenarios/perseus_emulation.lua) with the GPU's own
+ * switching latency (10 ms): the Perseus plan and EnvPipe run within 0.5%
+ * of their time at 0 ms and keep their saving within a point (in fact to
+ * the nanosecond: every computation lasts longer than the latency, so
+ * each switch is requested the latency before its computation starts).
+ * Without the look-ahead the same plan misses that: every computation
+ * starts at its predecessor's clocks and is split when its own land,
+ * 0.7% slower. */
+static void test_latency_table6(void)
+{
+  Setup s;
+  setup_pipeline(&s, A100_PROFILE, "A100-SXM4-80GB", 8, 24, 1, 83.64, 83.64);
+  g_assert_cmpfloat(s.c->gpu->switch_latency_ms.v, >, 0);
+  g_autoptr(PerseusRun) rmax = run_policy(&s, PERSEUS_RUN_MAX, 0, 0, NULL,
+                                          FALSE, 2);
+  const PerseusRunKind kinds[] = {PERSEUS_RUN_PERSEUS, PERSEUS_RUN_ENVPIPE};
+  for (guint q = 0; q < G_N_ELEMENTS(kinds); q++) {
+    g_autoptr(PerseusRun) r0 = run_policy(&s, kinds[q], 0, 0, NULL, FALSE, 2);
+    g_autoptr(PerseusRun) rl = run_policy(&s, kinds[q], 0, -1, NULL, FALSE, 2);
+    double save0 = 1 - r0->result->energy_j / rmax->result->energy_j;
+    double savel = 1 - rl->result->energy_j / rmax->result->energy_j;
+    g_assert_cmpfloat(save0, >, 0.10);
+    for (guint it = 0; it < 2; it++)
+      g_assert_cmpfloat((double)rl->result->iterations[it].time_ns, <=,
+                        1.005 * (double)r0->result->iterations[it].time_ns);
+    g_assert_cmpfloat(savel, >=, save0 - 0.01);
+    g_assert_cmpuint(rl->latency_fallback, ==, 0);
+    g_assert_cmpuint(rl->result->switches, >, 0);
+    /* Within the slowdown budget (none) against all-max at 0 ms. */
+    g_assert_cmpfloat((double)rl->result->time_ns, <=,
+                      (double)rmax->result->time_ns * (1 + 1e-6));
+    if (g_test_verbose())
+      g_printerr("%s: 0 ms saving %.2f%% %.6f s; 10 ms saving %.2f%% %.6f s\n",
+                 perseus_run_kind_name(kinds[q]), 100 * save0,
+                 r0->result->time_ns * 1e-9, 100 * savel,
+                 rl->result->time_ns * 1e-9);
+  }
+  /* The frontier point's plan as it is, not requested ahead, at 10 ms:
+   * every computation starts at its predecessor's clocks. */
+  g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, 0, NULL,
+                                        FALSE, 1);
+  g_autoptr(SimPlan) raw = perseus_model_plan_uniform(
+    s.pm, r0->frontier->points[r0->point].choice);
+  SimMachine m10 = *cluster_machine_sim(s.m);
+  m10.switch_latency_ns =
+    (gint64)llround(s.c->gpu->switch_latency_ms.v * 1e6);
+  g_autoptr(SimResult) rr = run(&s, &m10, raw, 1);
+  g_assert_cmpfloat((double)rr->time_ns, >,
+                    1.005 * (double)r0->result->time_ns);
+  setup_free(&s);
+}
+
+/* js.gpt at kernel level, perseus{ slowdown = 0.003 } with the catalogue's
+ * latency: within its budget, within 0.5% of its 0 ms time and a point of
+ * its 0 ms saving where computations last longer than the latency
+ * (GPT-3 2.7B, PP4, seq 2048: the plan runs as it is); within its budget
+ * where they do not (GPT-3 125M, PP2: a fallback runs). */
+static void test_latency_gpt(void)
+{
+  static const struct {
+    const char *model;
+    guint tp, pp, M, seq;
+    gboolean close; /* within 0.5% and a point of 0 ms */
+  } cases[] = {{"gpt3-2.7b", 1, 4, 8, 2048, TRUE},
+               {"gpt3-125m", 1, 2, 4, 512, FALSE}};
+  for (guint q = 0; q < G_N_ELEMENTS(cases); q++) {
+    GError *err = NULL;
+    Setup s;
+    memset(&s, 0, sizeof s);
+    s.cat = gpu_catalogue_new();
+    const GpuSpec *g = gpu_catalogue_lookup(s.cat, "A100-SXM4-80GB", &err);
+    g_assert_no_error(err);
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    g_assert_true(gpt_config_set_model(&cfg, cases[q].model, &err));
+    cfg.tp = cases[q].tp;
+    cfg.pp = cases[q].pp;
+    cfg.microbatches = cases[q].M;
+    cfg.seq_len = cases[q].seq;
+    s.w = gpt_generate(&cfg, g, &err);
+    g_assert_no_error(err);
+    g_autoptr(NetSpec) net = net_preset("dgx-a100", &err);
+    s.c = cluster_new(g, net, s.w->n_ranks, 8, &err);
+    g_assert_no_error(err);
+    g_autoptr(PerseusRun) rmax = run_policy(&s, PERSEUS_RUN_MAX, 0, 0, NULL,
+                                            FALSE, 2);
+    g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0.003, 0,
+                                          NULL, FALSE, 2);
+    g_autoptr(PerseusRun) rl = run_policy(&s, PERSEUS_RUN_PERSEUS, 0.003, -1,
+                                          NULL, FALSE, 2);
+    for (guint it = 0; it < 2; it++) {
+      double t = (double)rl->result->iterations[it].time_ns;
+      g_assert_cmpfloat(t, <=, (double)rmax->result->iterations[it].time_ns *
+                                   (1 + 0.003 + 1e-6));
+      if (cases[q].close)
+        g_assert_cmpfloat(t, <=, 1.005 * r0->result->iterations[it].time_ns);
+    }
+    double save0 = 1 - r0->result->energy_j / rmax->result->energy_j;
+    double savel = 1 - rl->result->energy_j / rmax->result->energy_j;
+    g_assert_cmpfloat(savel, >=, 0);
+    if (cases[q].close) {
+      g_assert_cmpfloat(savel, >=, save0 - 0.01);
+      g_assert_cmpuint(rl->latency_fallback, ==, 0);
+    }
+    if (g_test_verbose())
+      g_printerr("%s: 0 ms saving %.2f%%; %g ms saving %.2f%% slowdown "
+                 "%+.3f%% (fallback %u)\n", cases[q].model, 100 * save0,
+                 s.c->gpu->switch_latency_ms.v, 100 * savel,
+                 100 * (rl->result->time_ns / (double)rmax->result->time_ns -
+                        1), rl->latency_fallback);
+    sim_workload_free(s.w);
+    cluster_free(s.c);
+    gpu_catalogue_free(s.cat);
+  }
+}
+
+/* Straggler-aware Perseus with the catalogue's latency: plans installed at
+ * iteration boundaries are requested ahead too; never slower than the
+ * straggler alone (all-max and wait) and never more energy. */
+static void test_latency_straggler_aware(void)
+{
+  Setup s;
+  setup_pipeline(&s, A100_PROFILE, "A100-SXM4-80GB", 4, 8, 4, 83.64, 83.64);
+  GError *err = NULL;
+  const double slow[] = {1.1, 1.3};
+  for (guint q = 0; q < G_N_ELEMENTS(slow); q++) {
+    g_autoptr(StragglerSet) set = straggler_set_new(s.w->n_ranks, 1, 4, 3,
+                                                    &err);
+    g_assert_no_error(err);
+    StragglerSpec sp = {-1, 1, slow[q], 1, STRAGGLER_FOREVER};
+    g_assert_true(straggler_set_add(set, &sp, &err));
+    g_autoptr(PerseusRun) rm = run_policy(&s, PERSEUS_RUN_MAX, 0, -1, set,
+                                          FALSE, 3);
+    g_autoptr(PerseusRun) ra = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, -1, set,
+                                          TRUE, 3);
+    g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, 0, set,
+                                          TRUE, 3);
+    for (guint it = 0; it < 3; it++) {
+      g_assert_cmpint(ra->result->iterations[it].time_ns, <=,
+                      rm->result->iterations[it].time_ns + 100);
+      g_assert_cmpfloat(ra->result->iterations[it].energy_j, <,
+                        rm->result->iterations[it].energy_j);
+      /* Within a point of its saving at 0 ms. */
+      g_assert_cmpfloat(ra->result->iterations[it].energy_j, <=,
+                        r0->result->iterations[it].energy_j +
+                          0.01 * rm->result->iterations[it].energy_j);
+    }
+  }
+  setup_free(&s);
+}
+
 /* ---- stragglers ------------------------------------------------------------ */
 
 static void test_straggler_set(void)
@@ -804,5 +976,9 @@ int main(int argc, char **argv)
   g_test_add_func("/perseus/kernel-level", test_kernel_level);
   g_test_add_func("/perseus/straggler-set", test_straggler_set);
   g_test_add_func("/perseus/straggler-machine", test_straggler_machine);
+  g_test_add_func("/perseus/latency/table6", test_latency_table6);
+  g_test_add_func("/perseus/latency/gpt", test_latency_gpt);
+  g_test_add_func("/perseus/latency/straggler-aware",
+                  test_latency_straggler_aware);
   return g_test_run();
 }

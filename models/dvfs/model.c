@@ -45,10 +45,13 @@
  * Every kernel requests its plan's pair; per (class, stream) the evaluator
  * keeps the engine's switch state: a request that differs from the last
  * target is a switch landing latency_ns later, kernels start at the clocks
- * then in force, the first request of a run is free.  Energy per class and
- * iteration: P_idle * T + sum over kernels (float)(P - P_idle) * d + sum over
- * transfers (float)(P_comm - P_idle) * d + (P_block - P_idle) * (start -
- * arrive), the engine's integral term for term (sim/engine.h).
+ * then in force and a switch landing inside a kernel splits it
+ * (sim_kernel_rest_ns), the first request of a run is free.  Energy per
+ * class and iteration: P_idle * T + sum over kernels (float)(P - P_idle)
+ * * d (per part of a split kernel) + sum over transfers (float)(P_comm -
+ * P_idle) * d + (P_block - P_idle) * (start - arrive), the engine's
+ * integral term for term (sim/engine.h).  Plans with early requests
+ * (SimPlan.ahead) are not modelled: the planners here do not make them.
  *
  * Slack
  * -----
@@ -558,13 +561,30 @@ void dvfs_model_eval(DvfsModel *m, const DvfsPrices *p, const guint16 *request,
         guint32 c = m->slot_class[s0];
         if (kind == SIM_OP_KERNEL) {
           guint16 req = request != NULL ? request[s0] : 0;
-          guint16 in = clock_at(&m->ev_clock[m->slot_state[s0]], req, a,
-                                o->latency_ns, &sw[c]);
+          DvfsClockState *cs = &m->ev_clock[m->slot_state[s0]];
+          guint16 in = clock_at(cs, req, a, o->latency_ns, &sw[c]);
           const DvfsCost *cost = dvfs_prices_at(p, m, s0, in);
           d = (gint64)llround((double)m->slot_ref_ns[s0] * cost->time_scale);
           float inc = (float)(cost->power_w - m->class_idle_w[c]);
-          inc_j[c] += (double)inc * (double)d * 1e-9;
-          m->ev_power_w[s0] = (float)cost->power_w;
+          if (G_UNLIKELY(cs->cur != cs->target && cs->land_ns < a + d)) {
+            /* The switch in flight lands inside: the engine's split. */
+            gint64 d1 = cs->land_ns - a;
+            cs->cur = cs->target;
+            const DvfsCost *c2 = dvfs_prices_at(p, m, s0, cs->cur);
+            gint64 d2 = sim_kernel_rest_ns(
+              d, d1, (double)m->slot_ref_ns[s0] * c2->time_scale);
+            float inc2 = (float)(c2->power_w - m->class_idle_w[c]);
+            inc_j[c] += (double)inc * (double)d1 * 1e-9 +
+                        (double)inc2 * (double)d2 * 1e-9;
+            d = d1 + d2;
+            m->ev_power_w[s0] = d > 0 ? (float)((cost->power_w * (double)d1 +
+                                                 c2->power_w * (double)d2) /
+                                                (double)d)
+                                      : (float)c2->power_w;
+          } else {
+            inc_j[c] += (double)inc * (double)d * 1e-9;
+            m->ev_power_w[s0] = (float)cost->power_w;
+          }
         }
         arrive[s0] = start[s0] = a;
         end[s0] = a + d;

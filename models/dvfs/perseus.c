@@ -97,6 +97,18 @@
  *
  * Straggler-aware reaction (PerseusReactor): see perseus_reactor_new().
  *
+ * Switching latency.  The frontier is planned latency-free; every plan
+ * perseus_run simulates (and every plan the reactor installs) requests
+ * its switches the latency ahead in its own latency-free timeline
+ * (sim_plan_lookahead), so a plan whose clocks change no more often than
+ * the latency on each stage runs as at 0 ms (the measured pipelines: every
+ * computation lasts 45 ms or more against A100's 10 ms).  Where a stage
+ * changes clocks faster than that (kernel-level workloads with short
+ * computations) the engine's one switch in flight cannot follow, and
+ * latency_budget() runs the first plan that meets the policy's budget on
+ * the engine: the plan smoothed for the latency (smooth_choice: clocks
+ * only rise), one clock per stage, auto clocks.
+ *
  * Kernel-level clocks inside computations (perseus_kernel_plan, the
  * combined policy js.policy.perseus{ kernel = true }): given a frontier
  * point (clock k_i per computation i), each computation's kernels, grouped
@@ -135,8 +147,10 @@
 #include "models/dvfs/envpipe.h"
 #include "models/dvfs/zeus.h"
 #include "models/dvfs/knapsack.h"
+#include "models/dvfs/policy.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 G_DEFINE_QUARK(perseus-error-quark, perseus_error)
@@ -1435,6 +1449,9 @@ struct PerseusModel {
   guint n_ranks;
   guint32 *n_ops;      /* per rank */
   gint64 max_tail_ns;  /* the longest stage tail (model_tails) */
+  gint64 allmax_ns;    /* the all-max plan's engine iteration, latency 0 */
+  gboolean *auto_tail; /* per stage: kernels outside computations (the
+                          optimizer), run at auto clocks after them */
 };
 
 void perseus_model_free(PerseusModel *pm)
@@ -1445,6 +1462,7 @@ void perseus_model_free(PerseusModel *pm)
   perseus_dag_free(pm->dag);
   g_free(pm->clocks);
   g_free(pm->n_ops);
+  g_free(pm->auto_tail);
   g_free(pm);
 }
 
@@ -1557,10 +1575,12 @@ static void tail_observe(gpointer data, const SimOpRecord *rec)
 
 /* Per stage, what its representative rank does after its last computation
  * (DP all-reduce, optimizer step, ...), measured in one engine iteration
- * with every computation at the highest candidate clock. */
+ * with every computation at the highest candidate clock and clocks
+ * switching at once (the latency-free timeline every plan is made in);
+ * *allmax_ns gets that iteration's time. */
 static gboolean model_tails(const PerseusModel *pm, const SimWorkload *w,
                             const SimMachine *m, gint64 *tail,
-                            GError **error)
+                            gint64 *allmax_ns, GError **error)
 {
   const PerseusGroups *g = pm->g;
   guint S = g->n_stages, n = 2 * S * g->n_microbatches;
@@ -1576,7 +1596,9 @@ static gboolean model_tails(const PerseusModel *pm, const SimWorkload *w,
   g_autofree gint64 *last = g_new0(gint64, S);
   g_autofree gint64 *end = g_new0(gint64, S);
   TailObs obs = {g, rep_stage, last, end};
-  g_autoptr(SimEngine) e = sim_engine_new(w, m, error);
+  SimMachine m0 = *m;
+  m0.switch_latency_ns = 0;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &m0, error);
   if (e == NULL)
     return FALSE;
   sim_engine_set_observer(e, tail_observe, &obs);
@@ -1585,6 +1607,7 @@ static gboolean model_tails(const PerseusModel *pm, const SimWorkload *w,
     return FALSE;
   for (guint s = 0; s < S; s++)
     tail[s] = MAX(end[s] - last[s], (gint64)0);
+  *allmax_ns = r->iterations[0].time_ns;
   return TRUE;
 }
 
@@ -1617,14 +1640,17 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
   g_autofree double *e_j = g_new0(double, (gsize)n * nc);
   g_autofree SimCost *cost = g_new0(SimCost, (gsize)MAX(n_shapes, 1u) * nc);
   g_autofree guint8 *have = g_new0(guint8, (gsize)MAX(n_shapes, 1u) * nc);
+  pm->auto_tail = g_new0(gboolean, S);
   for (guint s = 0; s < S; s++) {
     guint r = pm->g->rep_rank[s];
     const SimRank *rk = &w->ranks[r];
     double comm_w = m->comm_power_w[r];
     for (guint32 i = 0; i < rk->n_ops; i++) {
       guint32 id = pm->g->node[r][i];
-      if (id == PERSEUS_NO_NODE)
+      if (id == PERSEUS_NO_NODE) {
+        pm->auto_tail[s] |= rk->ops[i].kind == SIM_OP_KERNEL;
         continue;
+      }
       const SimOp *op = &rk->ops[i];
       if (op->kind != SIM_OP_KERNEL) {
         /* A collective inside the computation, or the receive it starts
@@ -1672,7 +1698,7 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
     nopt[id] = nc;
   }
   g_autofree gint64 *tail = g_new0(gint64, S);
-  if (!model_tails(pm, w, m, tail, error))
+  if (!model_tails(pm, w, m, tail, &pm->allmax_ns, error))
     return NULL;
   for (guint s = 0; s < S; s++)
     pm->max_tail_ns = MAX(pm->max_tail_ns, tail[s]);
@@ -1896,6 +1922,9 @@ struct PerseusReactor {
   guint *assign;     /* per pipeline, the plan in force */
   guint *next;       /* per pipeline, scratch */
   double *factor;    /* per stage, scratch */
+  /* perseus_reactor_set_lookahead (borrowed; w NULL: none). */
+  const SimWorkload *w;
+  const SimMachine *m;
 };
 
 PerseusReactor *perseus_reactor_new(const PerseusModel *pm,
@@ -1987,6 +2016,14 @@ SimPlan *perseus_reactor_initial_plan(PerseusReactor *r)
   return assigned_plan(r);
 }
 
+void perseus_reactor_set_lookahead(PerseusReactor *r, const SimWorkload *w,
+                                   const SimMachine *m)
+{
+  g_return_if_fail(r != NULL && (w == NULL) == (m == NULL));
+  r->w = w;
+  r->m = m;
+}
+
 gboolean perseus_reactor_hook(gpointer data, guint iter, SimPlan **plan,
                               GError **error)
 {
@@ -1996,9 +2033,13 @@ gboolean perseus_reactor_hook(gpointer data, guint iter, SimPlan **plan,
   if (memcmp(r->assign, r->next, sizeof(guint) * np) == 0)
     return TRUE;
   memcpy(r->assign, r->next, sizeof(guint) * np);
+  g_autoptr(SimPlan) p = assigned_plan(r);
+  if (r->w != NULL &&
+      !sim_plan_lookahead(p, r->w, r->m, r->m->switch_latency_ns, error))
+    return FALSE;
   /* The engine takes ownership of the new plan and frees the one it
    * owned; the caller's initial plan is never freed here. */
-  *plan = assigned_plan(r);
+  *plan = g_steal_pointer(&p);
   return TRUE;
 }
 
@@ -2066,6 +2107,228 @@ static GArray *zeus_groups(const PerseusModel *pm, const StragglerSet *set,
     }
   }
   return out;
+}
+
+/* Rewrites plan for the run's switching latency (sim's) and replays it
+ * `iterations` times on mach (sim, or sim wrapped with stragglers).  The
+ * result, or NULL with error set (also when a price went out of the
+ * measured range, cluster_machine_check). */
+static SimResult *run_plan(const SimWorkload *w, const SimMachine *sim,
+                           const SimMachine *mach, ClusterMachine *cm,
+                           SimPlan *plan, guint iterations, GError **error)
+{
+  if (!sim_plan_lookahead(plan, w, sim, sim->switch_latency_ns, error))
+    return NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, mach, error);
+  if (e == NULL)
+    return NULL;
+  g_autoptr(SimResult) res = sim_engine_run(e, plan, iterations, error);
+  if (res == NULL || !cluster_machine_check(cm, error))
+    return NULL;
+  return g_steal_pointer(&res);
+}
+
+/* Every iteration of res within limit_ns. */
+static gboolean iterations_within(const SimResult *res, double limit_ns)
+{
+  for (guint i = 0; i < res->n_iterations; i++)
+    if ((double)res->iterations[i].time_ns > limit_ns)
+      return FALSE;
+  return TRUE;
+}
+
+/* One clock per stage for every computation: the highest that `choice`
+ * gives any of them, so a stage never switches between computations and
+ * no computation runs slower than in `choice`.  Caller frees it. */
+static guint16 *stage_choice(const PerseusModel *pm, const guint16 *choice)
+{
+  guint S = pm->g->n_stages, M = pm->g->n_microbatches;
+  /* Tail nodes (after the 2SM computations) keep their option. */
+  guint16 *out = g_memdup2(choice, sizeof(guint16) *
+                                       perseus_dag_n_nodes(pm->dag));
+  for (guint s = 0; s < S; s++) {
+    guint16 k = 0;
+    for (guint m = 0; m < 2 * M; m++)
+      k = MAX(k, choice[perseus_node_id(M, s, m / 2, m % 2)]);
+    for (guint m = 0; m < 2 * M; m++)
+      out[perseus_node_id(M, s, m / 2, m % 2)] = k;
+  }
+  return out;
+}
+
+/* Earliest start of every node of d under `choice` (st, n entries), and
+ * the iteration time. */
+static gint64 dag_starts(const PerseusDag *d, const guint16 *choice,
+                         gint64 *st)
+{
+  const guint *topo = NULL, *pred_off = NULL, *pred = NULL, *succ_off = NULL,
+              *succ = NULL;
+  guint n_edges = 0, n = perseus_dag_n_nodes(d);
+  perseus_dag_structure(d, &topo, &pred_off, &pred, &succ_off, &succ,
+                        &n_edges);
+  g_autofree gint64 *fin = g_new(gint64, MAX(n, 1u));
+  gint64 T = 0;
+  for (guint q = 0; q < n; q++) {
+    guint i = topo[q];
+    gint64 es = 0;
+    for (guint k = pred_off[i]; k < pred_off[i + 1]; k++)
+      es = MAX(es, fin[pred[k]]);
+    st[i] = es;
+    fin[i] = es + perseus_dag_option(d, i, choice[i])->time_ns;
+    T = MAX(T, fin[i]);
+  }
+  return T;
+}
+
+/* `choice` made followable with switching latency L: on every stage a
+ * run of computations at one clock must last at least L from its start
+ * to the next run's (one switch at most per L, the engine keeping one in
+ * flight), in the DAG's timeline.  The shortest run under L is merged with
+ * the neighbouring run whose clock is nearest (the higher on a tie) at
+ * the higher of the two clocks, until none is left: clocks only rise, so
+ * no computation gets slower and neither does the iteration.  A stage
+ * whose kernels outside computations (the optimizer) run at auto clocks
+ * after them has one more run, at the highest clock, from its last
+ * computation's end to the next iteration's first; when that is under L
+ * the last run rises to the highest clock (the optimizer then runs at it
+ * instead of waiting for a switch that cannot land).  Caller frees it. */
+static guint16 *smooth_choice(const PerseusModel *pm, const guint16 *choice,
+                              gint64 latency_ns)
+{
+  const PerseusDag *d = pm->dag;
+  guint n = perseus_dag_n_nodes(d), S = pm->g->n_stages;
+  guint len = 2 * pm->g->n_microbatches;
+  guint16 *out = g_memdup2(choice, sizeof(guint16) * MAX(n, 1u));
+  g_autofree gint64 *st = g_new(gint64, MAX(n, 1u));
+  const guint16 top_k = (guint16)(pm->n_clocks - 1);
+  for (;;) {
+    gint64 T = dag_starts(d, out, st);
+    guint best_s = G_MAXUINT, best_a = 0, best_b = 0;
+    gint64 best_span = latency_ns;
+    for (guint s = 0; s < S; s++) {
+      const guint32 *ord = pm->g->order[s];
+      guint last = ord[len - 1];
+      gint64 comp_end = st[last] + perseus_dag_option(d, last, out[last])
+                                     ->time_ns;
+      for (guint a = 0, b; a < len; a = b) {
+        for (b = a + 1; b < len && out[ord[b]] == out[ord[a]]; b++)
+          ;
+        if (a == 0 && b == len)
+          break; /* one clock for the computations: no neighbour */
+        gint64 next = b < len ? st[ord[b]] : pm->auto_tail[s] ? comp_end : T;
+        gint64 span = next - st[ord[a]];
+        if (span < best_span) {
+          best_span = span;
+          best_s = s;
+          best_a = a;
+          best_b = b;
+        }
+      }
+      if (pm->auto_tail[s] && out[last] != top_k &&
+          T - comp_end + st[ord[0]] < best_span) {
+        /* The optimizer's run (best_a == len marks it). */
+        best_span = T - comp_end + st[ord[0]];
+        best_s = s;
+        best_a = best_b = len;
+      }
+    }
+    if (best_s == G_MAXUINT)
+      return out;
+    const guint32 *ord = pm->g->order[best_s];
+    if (best_a == len) {
+      for (guint x = len; x > 0 && out[ord[x - 1]] == out[ord[len - 1]];)
+        out[ord[--x]] = top_k;
+      continue;
+    }
+    guint16 k = out[ord[best_a]];
+    /* Neighbours: the run ending at best_a, the one starting at best_b. */
+    gint kp = best_a > 0 ? out[ord[best_a - 1]] : -1;
+    gint kn = best_b < len ? out[ord[best_b]] : -1;
+    gboolean with_prev =
+      kn < 0 || (kp >= 0 && (abs(kp - (gint)k) < abs(kn - (gint)k) ||
+                             (abs(kp - (gint)k) == abs(kn - (gint)k) &&
+                              kp > kn)));
+    guint lo = best_a, hi = best_b;
+    guint16 other = (guint16)(with_prev ? kp : kn);
+    if (with_prev)
+      while (lo > 0 && out[ord[lo - 1]] == other)
+        lo--;
+    else
+      while (hi < len && out[ord[hi]] == other)
+        hi++;
+    guint16 top = MAX(k, other);
+    for (guint x = lo; x < hi; x++)
+      out[ord[x]] = top;
+  }
+}
+
+/* The combined policy's own figures follow its fallback: what ran for the
+ * frontier point (kernel-level clocks were not used). */
+static void fallback_single(PerseusRun *r, const PerseusPolicy *pol)
+{
+  if (!pol->kernel)
+    return;
+  r->single_time_ns = r->result->time_ns;
+  r->single_energy_j = r->result->energy_j;
+}
+
+/* The slowdown budget with a switching latency.  Perseus (slowdown s) and
+ * EnvPipe (no slowdown) promise iterations within (1 + s) x the all-max
+ * engine iteration at 0 ms (pm->allmax_ns, DVFS_SLOWDOWN_TOL as the DVFS
+ * planners).  A plan that switches more often than the latency on some
+ * stream cannot be followed exactly even when requested ahead; when the
+ * run misses the budget, the plan smoothed for the latency (smooth_choice)
+ * is tried, then one clock per stage (stage_choice), then auto clocks (no
+ * switch: the baseline), and r->latency_fallback says which ran.  Not
+ * checked without a latency, with stragglers (the budget is against
+ * all-max without them) or for Zeus (it trades time for energy).  FALSE
+ * with error set when a replay fails. */
+static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
+                               const PerseusModel *pm, const SimWorkload *w,
+                               const SimMachine *sim, const SimMachine *mach,
+                               ClusterMachine *cm,
+                               const StragglerSet *stragglers,
+                               const guint16 *run_choice, guint iterations,
+                               GError **error)
+{
+  if (sim->switch_latency_ns <= 0 || stragglers != NULL ||
+      (pol->kind != PERSEUS_RUN_PERSEUS && pol->kind != PERSEUS_RUN_ENVPIPE))
+    return TRUE;
+  double s = pol->kind == PERSEUS_RUN_PERSEUS ? pol->slowdown : 0.0;
+  double limit = (double)pm->allmax_ns * (1.0 + s + DVFS_SLOWDOWN_TOL);
+  if (iterations_within(r->result, limit))
+    return TRUE;
+  r->kernel_used = FALSE;
+  for (guint f = 1; f <= 2; f++) {
+    g_autofree guint16 *ch = f == 1 ? smooth_choice(pm, run_choice,
+                                                    sim->switch_latency_ns)
+                                    : stage_choice(pm, run_choice);
+    g_autoptr(SimPlan) sp = perseus_model_plan_uniform(pm, ch);
+    g_autoptr(SimResult) rs = run_plan(w, sim, mach, cm, sp, iterations,
+                                       error);
+    if (rs == NULL)
+      return FALSE;
+    if (iterations_within(rs, limit)) {
+      sim_result_free(r->result);
+      r->result = g_steal_pointer(&rs);
+      r->latency_fallback = f;
+      fallback_single(r, pol);
+      perseus_dag_eval(pm->dag, ch, NULL, &r->plan_time_ns,
+                       &r->plan_energy_j);
+      return TRUE;
+    }
+  }
+  sim_result_free(r->result);
+  SimClocks auto_clk = {0, 0};
+  g_autoptr(SimPlan) ap = sim_plan_new_uniform(pm->n_ranks, auto_clk);
+  r->result = run_plan(w, sim, mach, cm, ap, iterations, error);
+  if (r->result == NULL)
+    return FALSE;
+  r->latency_fallback = 3;
+  fallback_single(r, pol);
+  r->plan_time_ns = r->allmax_time_ns;
+  r->plan_energy_j = r->allmax_energy_j;
+  return TRUE;
 }
 
 PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
@@ -2173,14 +2436,16 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   if (plan == NULL)
     plan = perseus_model_plan_uniform(pm, run_choice);
 
+  /* With a switching latency every plan requests its switches that much
+   * ahead, in its own latency-free timeline (sim_plan_lookahead), so the
+   * clocks of each computation are in force when it starts. */
+  if (reactor != NULL)
+    perseus_reactor_set_lookahead(reactor, w, sim);
   g_autoptr(StragglerMachine) smach = straggler_machine_new(
     sim, stragglers, reactor != NULL ? perseus_reactor_hook : NULL, reactor);
-  g_autoptr(SimEngine) e = sim_engine_new(w, straggler_machine_sim(smach),
-                                          error);
-  if (e == NULL)
-    return NULL;
-  r->result = sim_engine_run(e, plan, iterations, error);
-  if (r->result == NULL || !cluster_machine_check(cm, error))
+  const SimMachine *mach = straggler_machine_sim(smach);
+  r->result = run_plan(w, sim, mach, cm, plan, iterations, error);
+  if (r->result == NULL)
     return NULL;
   if (pol->kind == PERSEUS_RUN_PERSEUS && pol->kernel) {
     /* The combined policy: kernel-level clocks inside every computation,
@@ -2190,12 +2455,9 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
     r->single_energy_j = r->result->energy_j;
     g_autoptr(SimPlan) kplan = perseus_kernel_plan(pm, w, sim, run_choice,
                                                    &r->kernel_refined);
-    g_autoptr(SimEngine) ek = sim_engine_new(w, straggler_machine_sim(smach),
-                                             error);
-    if (ek == NULL)
-      return NULL;
-    g_autoptr(SimResult) rk = sim_engine_run(ek, kplan, iterations, error);
-    if (rk == NULL || !cluster_machine_check(cm, error))
+    g_autoptr(SimResult) rk = run_plan(w, sim, mach, cm, kplan, iterations,
+                                       error);
+    if (rk == NULL)
       return NULL;
     if ((double)rk->time_ns <= (double)r->single_time_ns * 1.001 &&
         rk->energy_j < r->single_energy_j) {
@@ -2204,5 +2466,8 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
       r->kernel_used = TRUE;
     }
   }
+  if (!latency_budget(r, pol, pm, w, sim, mach, cm, stragglers, run_choice,
+                      iterations, error))
+    return NULL;
   return g_steal_pointer(&r);
 }

@@ -250,6 +250,13 @@ PerseusReactor *perseus_reactor_new(const PerseusModel *pm,
                                     const StragglerSet *set, guint lag);
 void perseus_reactor_free(PerseusReactor *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusReactor, perseus_reactor_free)
+/* With w and m set (borrowed, outliving the reactor's use; NULL: unset),
+ * every plan the hook installs requests its switches m's latency ahead
+ * (sim_plan_lookahead on w and m, the unwrapped machine: stragglers are
+ * not in the timeline it predicts).  The initial plan is the caller's to
+ * rewrite. */
+void perseus_reactor_set_lookahead(PerseusReactor *r, const SimWorkload *w,
+                                   const SimMachine *m);
 /* StragglerHook: installs the plan for iteration `iter` (replacing *plan
  * when the assignment changed). */
 gboolean perseus_reactor_hook(gpointer reactor, guint iter, SimPlan **plan,
@@ -305,8 +312,14 @@ typedef struct {
   gboolean kernel_used;       /* TRUE: the kernel-level plan was run; FALSE:
                                  it was not better on the engine, so the
                                  frontier point's plan was */
-  gint64 single_time_ns;      /* the frontier point's plan, simulated */
+  gint64 single_time_ns;      /* the frontier point's plan, simulated (its
+                                 latency fallback when one ran) */
   double single_energy_j;
+  /* With a switching latency (perseus, envpipe, no stragglers): 0 the
+   * policy's plan ran; it missed the slowdown budget on the engine, so
+   * 1 the plan smoothed for the latency ran, or 2 one clock per stage, or
+   * 3 auto clocks (plan_* are then the all-max figures). */
+  guint latency_fallback;
 } PerseusRun;
 
 void perseus_run_free(PerseusRun *r);
@@ -316,9 +329,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusRun, perseus_run_free)
  * overrides: blocking/idle power, power limit, switching latency,
  * variability, seed), then simulates `iterations` iterations with
  * `stragglers` (borrowed, may be NULL) applied; a straggler-aware Perseus
- * re-plans at iteration boundaries.  `catalogue` resolves the workload's
- * reference GPU (may be NULL).  Caller owns the result; NULL with an error
- * naming the parameter or what failed. */
+ * re-plans at iteration boundaries.  With a switching latency every plan
+ * run requests its switches that much ahead (sim_plan_lookahead), and
+ * Perseus and EnvPipe fall back to plans that can be followed when the
+ * run misses their slowdown budget (PerseusRun.latency_fallback).
+ * `catalogue` resolves the workload's reference GPU (may be NULL).  Caller
+ * owns the result; NULL with an error naming the parameter or what
+ * failed. */
 PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
                         const SimWorkload *w, const GpuCatalogue *catalogue,
                         const StragglerSet *stragglers, guint iterations,

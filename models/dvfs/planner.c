@@ -211,27 +211,11 @@ static void lookahead(Planner *P, const guint16 *intent, guint16 *req)
   DvfsEval ev;
   dvfs_model_eval(m, P->pr, intent, &o, &ev);
   P->evals++;
-  double T = (double)MAX(ev.time_ns[0], 1);
-  for (guint32 st = 0; st < P->n_streams; st++) {
-    const guint32 *ks = &P->ks[P->ks_off[st]];
-    guint32 n = P->ks_off[st + 1] - P->ks_off[st];
-    for (guint32 i = 0; i < n; i++) {
-      double tau = (double)m->ev_start[ks[i]] + (double)P->latency_ns;
-      if (tau >= T)
-        tau = fmod(tau, T);
-      /* last kernel of the stream starting at or before tau */
-      guint32 lo = 0, hi = n; /* answer in [lo, hi) ; first > tau */
-      while (lo < hi) {
-        guint32 mid = lo + (hi - lo) / 2;
-        if ((double)m->ev_start[ks[mid]] <= tau)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      guint32 j = lo > 0 ? lo - 1 : 0;
-      req[ks[i]] = intent[ks[j]];
-    }
-  }
+  /* The engine's look-ahead rule, shared with pipeline plans. */
+  for (guint32 st = 0; st < P->n_streams; st++)
+    sim_plan_lookahead_stream(&P->ks[P->ks_off[st]],
+                              P->ks_off[st + 1] - P->ks_off[st], m->ev_start,
+                              ev.time_ns[0], P->latency_ns, intent, req);
 }
 
 /* Evaluates a candidate (look-ahead included) and records feasibility. */
