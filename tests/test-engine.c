@@ -603,6 +603,7 @@ static void test_lookahead(void)
   g_assert_cmpint(raw->time_ns, !=, r0->time_ns);
   g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
   plan->n_pairs = intent->n_pairs;
+  g_free(plan->pairs);
   plan->pairs = g_memdup2(intent->pairs, sizeof(SimClocks) * plan->n_pairs);
   for (guint r = 0; r < 2; r++)
     memcpy(sim_plan_rank_index(plan, r, w->ranks[r].n_ops), intent->index[r],
