@@ -1007,8 +1007,6 @@ static void open_state(lua_State *L, JsSession *s)
     jsl_open_sandbox(L); /* lua/sandbox.c: the allow-list */
   else
     luaL_openlibs(L);
-  lua_pushlightuserdata(L, s);
-  lua_setfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
   new_metatable(L, CLUSTER_MT, cluster_gc, cluster_index, cluster_tostring);
   new_metatable(L, WORKLOAD_MT, workload_gc, workload_index,
                 workload_tostring);
@@ -1083,11 +1081,16 @@ static lua_State *new_state(JsSession *s, GError **error)
 }
 
 /* Runs the chunk src[0..len) named `chunk` (arg[0] = path) with script
- * arguments argv[0..argc). */
+ * arguments argv[0..argc), recording path and source in s (results files
+ * store them). */
 static gboolean run_chunk(JsSession *s, const char *path, const char *chunk,
                           const char *src, gsize len, int argc, char **argv,
                           GError **error)
 {
+  g_free(s->scenario_path);
+  s->scenario_path = g_strdup(path);
+  g_free(s->scenario_source);
+  s->scenario_source = g_strndup(src, len);
   lua_State *L = new_state(s, error);
   if (L == NULL)
     return FALSE;
@@ -1129,10 +1132,6 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
     g_error_free(ioerr);
     return FALSE;
   }
-  g_free(s->scenario_path);
-  s->scenario_path = g_strdup(path);
-  g_free(s->scenario_source);
-  s->scenario_source = g_strndup(src, len);
   g_autofree char *chunk = g_strconcat("@", path, NULL);
   return run_chunk(s, path, chunk, src, len, argc, argv, error);
 }
@@ -1144,10 +1143,6 @@ gboolean js_run_resource(JsSession *s, const char *name, int argc,
   gsize len;
   const char *src = g_bytes_get_data(b, &len);
   g_autofree char *path = g_strconcat("[joulesim ", name, "]", NULL);
-  g_free(s->scenario_path);
-  s->scenario_path = g_strdup(path);
-  g_free(s->scenario_source);
-  s->scenario_source = g_strndup(src, len);
   g_autofree char *chunk = g_strconcat("=", path, NULL);
   return run_chunk(s, path, chunk, src, len, argc, argv, error);
 }

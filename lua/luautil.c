@@ -13,9 +13,9 @@
 
 JsSession *jsl_session(lua_State *L)
 {
-  lua_getfield(L, LUA_REGISTRYINDEX, SESSION_KEY);
-  JsSession *s = lua_touserdata(L, -1);
-  lua_pop(L, 1);
+  /* jsl_state_new (lua/sandbox.c) stores it in the state's extra space,
+   * which every coroutine copies. */
+  JsSession *s = *(JsSession **)lua_getextraspace(L);
   g_assert(s != NULL);
   return s;
 }

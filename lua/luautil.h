@@ -16,7 +16,6 @@
 
 G_BEGIN_DECLS
 
-#define SESSION_KEY "joulesim.session"
 #define CLUSTER_MT "joulesim.Cluster"
 #define WORKLOAD_MT "joulesim.Workload"
 #define RESULTS_MT "joulesim.Results"
@@ -35,7 +34,7 @@ typedef struct {
 } LResults;
 
 
-/* The session of this Lua state (registry). */
+/* The session of this Lua state (its extra space, set by jsl_state_new). */
 JsSession *jsl_session(lua_State *L);
 /* Raises "FN: message" at the caller's line and frees err.  Never returns. */
 int jsl_raise_gerror(lua_State *L, const char *fn, GError *err);

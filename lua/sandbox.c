@@ -59,11 +59,6 @@
 #define JS_HOOK_PERIOD 1000
 #define JS_HARD_STOP_S 2
 
-static JsSession *state_session(lua_State *L)
-{
-  return *(JsSession **)lua_getextraspace(L);
-}
-
 /* ---- the allocator ----------------------------------------------------- */
 
 /* lua_Alloc with the session's heap cap.  Only growth can be refused: Lua
@@ -303,7 +298,7 @@ void jsl_protect_metatables(lua_State *L)
 void jsl_check_read(lua_State *L, const char *fn, const char *path)
 {
   GError *err = NULL;
-  if (!js_session_may_read(state_session(L), path, &err))
+  if (!js_session_may_read(jsl_session(L), path, &err))
     jsl_raise_gerror(L, fn, err);
 }
 
@@ -311,7 +306,7 @@ void jsl_check_write(lua_State *L, const char *fn, const char *path,
                      JsFileKind kind)
 {
   GError *err = NULL;
-  if (!js_session_may_write(state_session(L), path, kind, &err))
+  if (!js_session_may_write(jsl_session(L), path, kind, &err))
     jsl_raise_gerror(L, fn, err);
 }
 
@@ -351,7 +346,7 @@ static void arm_alarm(const JsLimits *lim)
 
 static void hook(lua_State *L, lua_Debug *ar)
 {
-  JsLimits *lim = &state_session(L)->limits;
+  JsLimits *lim = &jsl_session(L)->limits;
   if (lim->hit == NULL) {
     lim->executed += JS_HOOK_PERIOD;
     if (lim->max_instructions > 0 && lim->executed > lim->max_instructions)
