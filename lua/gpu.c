@@ -7,6 +7,14 @@
  *                  mem_mhz = { 1215, 1593 } }
  *                          -> the new entry's table; usable by js.cluster
  *
+ *   js.gpu.price{ gpu = "A100-SXM4-80GB", class = "gemm", flops = 1e12,
+ *                 bytes = 4e8, math = "bf16", sm_mhz = 1200, mem_mhz = 0,
+ *                 power_limit_w = 400, cap = true }
+ *                          -> { time_s, power_w, energy_j, sm_mhz, mem_mhz,
+ *                               capped, util_compute, util_memory }
+ *     one kernel priced by the GPU model (models/gpu.c): requested clocks
+ *     (0 = auto), the per-kernel power cap unless cap = false.
+ *
  * js.gpu is a table with a __call metamethod, so both forms work.  Defined
  * entries live in the session's catalogue (not on disk; `joulesim validate
  * --save-gpu` and JOULESIM_GPU_PATH persist fitted entries).
@@ -139,6 +147,58 @@ static int l_define(lua_State *L)
   return 1;
 }
 
+/* js.gpu.price{...}: one kernel through gpu_kernel_cost. */
+static int l_price(lua_State *L)
+{
+  const char *fn = "js.gpu.price";
+  JsSession *s = jsl_session(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  static const char *const keys[] = {"gpu", "class", "flops", "bytes",
+                                     "math", "sm_mhz", "mem_mhz",
+                                     "power_limit_w", "cap", NULL};
+  jsl_check_keys(L, 1, fn, keys);
+  const char *name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
+  GError *err = NULL;
+  const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, name, &err);
+  if (g == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  const char *cls = jsl_opt_str(L, 1, fn, "class", "gemm");
+  int c = sim_class_from_name(cls);
+  if (c < 0 || c >= SIM_CLASS_COUNT)
+    luaL_error(L, "%s: unknown class '%s' (gemm, attention, elementwise, "
+                  "norm, softmax, reduction, embedding, optimizer, memcpy, "
+                  "comm, other)", fn, cls);
+  static const char *const maths[] = {"bf16", "fp16", "tf32", "fp32", NULL};
+  static const guint math_unit[] = {SIM_MATH_TENSOR, SIM_MATH_TENSOR,
+                                    SIM_MATH_TF32, SIM_MATH_VECTOR};
+  int m = jsl_opt_choice(L, 1, fn, "math", 0, maths);
+  GpuKernel k = {
+    .klass = (SimOpClass)c,
+    .flops = jsl_opt_num(L, 1, fn, "flops", 0, 0, 1e21),
+    .bytes = jsl_opt_num(L, 1, fn, "bytes", 0, 0, 1e21),
+    .tensor = math_unit[m],
+  };
+  lua_Integer sm = jsl_opt_int(L, 1, fn, "sm_mhz", 0, 0, 100000);
+  lua_Integer mem = jsl_opt_int(L, 1, fn, "mem_mhz", 0, 0, 1000000);
+  double limit = jsl_opt_num(L, 1, fn, "power_limit_w", g->power_limit_w.v,
+                             1, 1e5);
+  if (!jsl_opt_bool(L, 1, fn, "cap", TRUE))
+    limit = GPU_POWER_UNCAPPED;
+  GpuCost cost;
+  gpu_kernel_cost(g, &k, (guint)sm, (guint)mem, limit, &cost);
+  lua_createtable(L, 0, 8);
+  jsl_set_num(L, "time_s", cost.time_s);
+  jsl_set_num(L, "power_w", cost.power_w);
+  jsl_set_num(L, "energy_j", cost.power_w * cost.time_s);
+  jsl_set_int(L, "sm_mhz", cost.sm_mhz);
+  jsl_set_int(L, "mem_mhz", cost.mem_mhz);
+  lua_pushboolean(L, cost.capped);
+  lua_setfield(L, -2, "capped");
+  jsl_set_num(L, "util_compute", cost.util_compute);
+  jsl_set_num(L, "util_memory", cost.util_memory);
+  return 1;
+}
+
 void jsl_register_gpu(lua_State *L)
 {
   /* module table at -1; its "gpu" field is the C function js.gpu(name) */
@@ -148,6 +208,8 @@ void jsl_register_gpu(lua_State *L)
   lua_pushvalue(L, -2);              /* define returns js.gpu(name) */
   lua_pushcclosure(L, l_define, 1);
   lua_setfield(L, -2, "define");
+  lua_pushcfunction(L, l_price);
+  lua_setfield(L, -2, "price");
   lua_createtable(L, 0, 1);          /* its metatable */
   lua_pushvalue(L, -3);              /* the C js.gpu function */
   lua_pushcclosure(L, gpu_call, 1);

@@ -28,6 +28,14 @@
   "GEMM at 400 W (258 TFLOP/s) and blocking power 83.64 W, see "             \
   "docs/gpu-model.md"
 #define SRC_VNOM "nominal 1 V: the model uses V(f)/v_max only"
+/* The boost controller (sim/engine.c): the window is the sensor's
+ * averaging (data/README.md: on A100/H100 the power sensor averages 25 ms
+ * of every 100 ms); period and step are estimates. */
+#define BOOST_PARAMS                                                        \
+  .boost_window_ms =                                                        \
+      P(25, SRC_README ": the power sensor averages 25 ms of every 100 ms"), \
+  .boost_period_ms = P(5, "estimate: the controller decides every few ms"), \
+  .boost_step_mhz = P(15, "estimate: one SM clock step per decision")
 #define SRC_GEMM_EFF                                                         \
   "data/README.md: 8192^3 BF16 GEMM 295 TFLOP/s unthrottled (zeros) / 312 " \
   "peak = 0.945"
@@ -100,18 +108,29 @@
 /* GA100 (A100): published facts, fitted power shape                       */
 
 /* Fitted A100 power parameters (docs/gpu-model.md, section "Fit"). */
-#define A100_P_CONST 43.9
-#define A100_P_DYN 470.8
-#define A100_P_LEAK 39.7
-#define A100_V_MIN 0.778
-#define A100_F_KNEE 1093.0
-#define A100_ACT_VEC 0.81
+#define A100_P_CONST 54.5
+#define A100_P_DYN 467.5
+#define A100_P_LEAK 29.1
+#define A100_V_MIN 0.772
+#define A100_F_KNEE 1088.0
+/* The PCIe boards' own V(f), fitted to the KernelTuner sweep of an A100
+ * PCIe 40GB (tests/test-gpu.c, /gpu/calibration/vcurve/A100): lower and
+ * convex, where the SXM4 stage fit's is linear from a higher knee. */
+#define A100_PCIE_V_MIN 0.744
+#define A100_PCIE_F_KNEE 944.0
+#define A100_V_EXP 1.74
+#define A100_PCIE_P_CONST 26.6
+#define SRC_VCURVE_A100                                                     \
+  "fit to measured/kerneltuner/a100_pcie_40gb_fp32_synthetic.csv (one "     \
+  "FP32 kernel at 10 locked clocks on GA100), docs/gpu-model.md"
+#define A100_STALL 0.20
+#define A100_ACT_VEC 0.59
 #define SRC_ACT_VEC_A100 "fit (one value for the vector classes), see " \
                          "docs/gpu-model.md"
 
 #define SRC_SHAPE_A100                                                      \
-  "estimate: same voltage/leakage shape as the A100 fit (v_min ratio, "      \
-  "f_knee at 0.774 f_max)"
+  "estimate: same voltage shape as GA100 (v_min ratio, f_knee at 0.67 "    \
+  "f_max, exponent 1.74) and the A100 stall activity"
 #define SRC_ISSUE_DC                                                        \
   "estimate: as A100 (32 B/clk/SM of DRAM traffic from the SMs; streaming "  \
   "kernels slow below bw / (n_sm x this))"
@@ -137,15 +156,33 @@
   .eff_compute = EFF_COMPUTE(0.945, SRC_GEMM_EFF), .eff_memory = EFF_MEMORY
 
 /* The fitted power shape, for the SXM4 parts (the fit's own cards). */
-#define A100_POWER(src)                                                     \
-  .p_const_w = P(A100_P_CONST, src), .p_dyn_w = P(A100_P_DYN, src),         \
-  .p_leak_w = P(A100_P_LEAK, src),                                          \
-  .v_min = P(A100_V_MIN, src " (ratio to v_max)"),                          \
-  .v_max = P(1.0, SRC_VNOM), .f_knee_mhz = P(A100_F_KNEE, src),             \
+#define A100_POWER(src, floor, vshape)                                      \
+  floor, .p_dyn_w = P(A100_P_DYN, src), .v_max = P(1.0, SRC_VNOM), vshape,  \
+  .stall_activity = P(A100_STALL, src),                                     \
+  BOOST_PARAMS,                                                             \
   .activity = ACTIVITY(A100_ACT_VEC, SRC_ACT_VEC_A100)
 
+#define A100_SXM_FLOOR                                                      \
+  .p_const_w = P(A100_P_CONST, SRC_FIT_A100),                               \
+  .p_leak_w = P(A100_P_LEAK, SRC_FIT_A100)
+#define A100_PCIE_FLOOR                                                     \
+  .p_const_w = P(A100_PCIE_P_CONST, SRC_VCURVE_A100 ": the PCIe board's "   \
+                 "floor, P_leak : P_const as the SXM4 fit"),                \
+  .p_leak_w = P(A100_PCIE_P_CONST * A100_P_LEAK / A100_P_CONST,             \
+                SRC_VCURVE_A100 ": the PCIe board's floor, P_leak : "       \
+                "P_const as the SXM4 fit")
+#define A100_SXM_VSHAPE                                                     \
+  .v_min = P(A100_V_MIN, SRC_FIT_A100 " (ratio to v_max)"),                 \
+  .f_knee_mhz = P(A100_F_KNEE, SRC_FIT_A100),                               \
+  .v_curve_exp = P(0, "fit form: linear above the knee (the SXM4 stage "    \
+                      "profile has no locked-clock sweep of its own)")
+#define A100_PCIE_VSHAPE                                                    \
+  .v_min = P(A100_PCIE_V_MIN, SRC_VCURVE_A100 " (ratio to v_max)"),         \
+  .f_knee_mhz = P(A100_PCIE_F_KNEE, SRC_VCURVE_A100),                       \
+  .v_curve_exp = P(A100_V_EXP, SRC_VCURVE_A100)
+
 #define A100_SXM_COMMON                                                     \
-  A100_CLOCKS, A100_POWER(SRC_FIT_A100),                                    \
+  A100_CLOCKS, A100_POWER(SRC_FIT_A100, A100_SXM_FLOOR, A100_SXM_VSHAPE),                                    \
   .power_min_w = P(100, SRC_README ": A100 power limit min 100 W"),         \
   .idle_power_w = P(60, SRC_README ": A100 idle ~55-65 W"),                 \
   .blocked_power_w =                                                        \
@@ -177,12 +214,24 @@
 /* GA102 (A40, RTX 3080 Ti)                                                */
 
 /* Fitted A40 power parameters (docs/gpu-model.md, section "A40"). */
-#define A40_P_CONST 42.0
-#define A40_P_DYN 465.0
-#define A40_P_LEAK 28.4
-#define A40_V_MIN 0.7035
-#define A40_F_KNEE 1061.0
-#define A40_ACT_VEC 1.0
+#define SRC_GA102_VLIN                                                      \
+  "linear above the knee: no locked-clock sweep of a GA102 part in the "    \
+  "data (GA100's is convex, exponent 1.74)"
+#define A40_STALL 0.87
+#define RTX3080TI_STALL A40_STALL
+#define RTX3080TI_MEM_STATIC 114.0
+#define RTX3080TI_P_DYN 192.0
+#define RTX3080TI_BOOST 1995
+#define SRC_FIT_STUDY                                                       \
+  "fit to the kernel-DVFS study's GEMM rows at 5001 MHz memory "            \
+  "(measured/kernel-dvfs-study; joulesim fidelity --refit), "               \
+  "docs/gpu-model.md"
+#define A40_P_CONST 51.9
+#define A40_P_DYN 349.5
+#define A40_P_LEAK 18.5
+#define A40_V_MIN 0.7606
+#define A40_F_KNEE 1060.0
+#define A40_ACT_VEC 0.78
 #define SRC_FIT_A40                                                         \
   "fit to perseus-emulation gpt3-175b+a40_bf16.csv and blocking power "     \
   "70.38 W, see docs/gpu-model.md"
@@ -223,7 +272,8 @@ static const GpuSpec builtins[] = {
     .name = "A100-PCIE-80GB",
     .description = "NVIDIA A100 PCIe 80GB (HBM2e, 300 W)",
     A100_CLOCKS,
-    A100_POWER("estimate: same GA100 die as the SXM4 fit"),
+    A100_POWER("estimate: same GA100 die as the SXM4 fit", A100_PCIE_FLOOR,
+               A100_PCIE_VSHAPE),
     .n_mem_clocks = 1,
     .mem_mhz = {P(1512, "NVIDIA A100 PCIe 80GB: memory clock 1512 MHz")},
     .mem_bw_gbps = P(1935, "NVIDIA A100 datasheet: PCIe 80GB 1935 GB/s"),
@@ -282,7 +332,10 @@ static const GpuSpec builtins[] = {
     .p_leak_w = P(H100_P_LEAK, SRC_H100_SCALE),
     .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
     .v_max = P(1.0, SRC_VNOM),
-    .f_knee_mhz = P(1533, SRC_SHAPE_A100),
+    .f_knee_mhz = P(1326, SRC_SHAPE_A100),
+    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
+    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
+    BOOST_PARAMS,
     .switch_latency_ms =
         P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
     .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
@@ -330,7 +383,10 @@ static const GpuSpec builtins[] = {
     .p_leak_w = P(60, "estimate: SXM5 69.5 W x 114/132 SMs"),
     .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
     .v_max = P(1.0, SRC_VNOM),
-    .f_knee_mhz = P(1359, SRC_SHAPE_A100),
+    .f_knee_mhz = P(1175, SRC_SHAPE_A100),
+    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
+    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
+    BOOST_PARAMS,
     .switch_latency_ms =
         P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
     .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
@@ -380,6 +436,9 @@ static const GpuSpec builtins[] = {
     .v_min = P(A40_V_MIN, SRC_FIT_A40 " (ratio to v_max)"),
     .v_max = P(1.0, SRC_VNOM),
     .f_knee_mhz = P(A40_F_KNEE, SRC_FIT_A40),
+    .v_curve_exp = P(0, SRC_GA102_VLIN),
+    .stall_activity = P(A40_STALL, SRC_FIT_A40),
+    BOOST_PARAMS,
     .switch_latency_ms =
         P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "
               "ms)"),
@@ -392,7 +451,9 @@ static const GpuSpec builtins[] = {
     .sm_min_mhz = P(210, SRC_README ": RTX 3080 Ti SM clock 210-2100 MHz"),
     .sm_max_mhz = P(2100, SRC_README ": RTX 3080 Ti SM clock 210-2100 MHz"),
     .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),
-    .sm_default_mhz = P(2100, "max boost (" SRC_README ")"),
+    .sm_default_mhz = P(RTX3080TI_BOOST, SRC_FIT_STUDY ": the clock the "
+                        "driver's boost reaches under load (2100 MHz can be "
+                        "locked, " SRC_README ")"),
     .n_mem_clocks = 5,
     .mem_mhz = {P(405, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
                 P(810, SRC_README ": 405, 810, 5001, 9251, 9501 MHz"),
@@ -427,18 +488,18 @@ static const GpuSpec builtins[] = {
     .p_const_w = P(A40_P_CONST, "estimate: as the A40 fit (GA102)"),
     .p_mem_w = P(52.9, "estimate: ~7.25 pJ/bit GDDR6X access energy x "
                        "912 GB/s"),
-    .p_mem_static_w = P(25, "estimate (not measured): GDDR6X PAM4 I/O, "
-                            "DLLs and termination at 19 Gbps/pin, about "
-                            "half the memory power at full traffic"),
-    .p_dyn_w = P(380, "fit: puts the 8192^3 GEMM at 350 W at 68.6 TFLOP/s "
-                      "(1860 MHz), inside " SRC_README "'s measured ~65-75 "
-                      "TFLOP/s (llm.c GEMMs); other power terms from the "
-                      "A40 fit"),
+    .p_mem_static_w = P(RTX3080TI_MEM_STATIC, SRC_FIT_STUDY ": GDDR6X PAM4 "
+                        "I/O, PHY, DLLs and termination at 19 Gbps/pin, "
+                        "whatever the traffic"),
+    .p_dyn_w = P(RTX3080TI_P_DYN, SRC_FIT_STUDY),
     .p_leak_w = P(A40_P_LEAK * 80.0 / 84.0, "estimate: A40 fit x 80/84 SMs"),
     .v_min = P(A40_V_MIN, "estimate: A40 fit ratio"),
     .v_max = P(1.0, SRC_VNOM),
     .f_knee_mhz = P(A40_F_KNEE * 2100.0 / 1740.0,
                     "estimate: A40 fit knee at the same fraction of f_max"),
+    .v_curve_exp = P(0, SRC_GA102_VLIN),
+    .stall_activity = P(RTX3080TI_STALL, "estimate: as the A40 fit (GA102)"),
+    BOOST_PARAMS,
     .switch_latency_ms =
         P(100, SRC_README ": >100 ms through nvidia-smi on a consumer "
                "Ampere card"),

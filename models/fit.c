@@ -134,15 +134,6 @@ static double eff_mem(const GpuSpec *g, guint m)
 }
 
 /* v = V(f)/V_max for a curve (ratio at and below knee, 1 at fmax). */
-static double vrel(double ratio, double knee, double fmax, double f)
-{
-  if (f <= knee || knee >= fmax)
-    return f >= fmax ? 1.0 : ratio;
-  if (f >= fmax)
-    return 1.0;
-  return ratio + (1.0 - ratio) * (f - knee) / (fmax - knee);
-}
-
 /* Solves the n x n system a x = b (n <= 3) by Gaussian elimination with
  * partial pivoting.  FALSE when (nearly) singular relative to the
  * diagonal. */
@@ -465,6 +456,21 @@ static double model_time(const FitModel *m, guint op, guint sm, guint mem)
   return t;
 }
 
+/* Energy of the op's stalled SM cycles at SM clock f (v = V(f)/V_max) for
+ * time t: the catalogue's stall term of models/gpu.c, P_dyn x activity x
+ * stall_activity x (f/f_max) v^2 x (1 - u_s) t, with u_s t = t0 a_c
+ * f_max/f.  Known, not fitted, like the static memory power. */
+static double stall_j(const FitModel *m, const FitOpModel *om, double f,
+                      double v, double t)
+{
+  const GpuSpec *g = m->gpu;
+  double s = g->stall_activity.v;
+  if (!(s > 0))
+    return 0;
+  double busy = MAX(0.0, t * f / g->sm_max_mhz.v - om->t0_s * om->a_c);
+  return g->p_dyn_w.v * g->activity[om->klass].v * s * v * v * busy;
+}
+
 /* Fitted-power energy at (sm, mem) for time t, uncapped.  The memory
  * interface's static power (models/gpu.c, P_mem_static * m / m_max) is the
  * catalogue's, not fitted: it is 0 on every part with one memory clock. */
@@ -474,11 +480,12 @@ static double model_energy(const FitModel *m, guint op, double sm, guint mem,
   const FitOpModel *om = &m->ops[op];
   if (om->sat_mhz > 0 && sm > om->sat_mhz)
     sm = om->sat_mhz;
-  double v = vrel(m->v_ratio, m->f_knee_mhz, m->gpu->sm_max_mhz.v, sm);
+  double v = gpu_voltage_ratio(m->v_ratio, m->f_knee_mhz, m->gpu->sm_max_mhz.v,
+                               m->gpu->v_curve_exp.v, sm);
   double mem_static = m->gpu->p_mem_static_w.v * eff_mem(m->gpu, mem) /
                       top_mem(m->gpu);
   return t * (m->p_const_w + m->p_leak_w * pow(v, LEAK_EXP) + mem_static) +
-         om->dyn_j * v * v + om->mem_j;
+         om->dyn_j * v * v + om->mem_j + stall_j(m, om, sm, v, t);
 }
 
 void fit_model_predict(const FitModel *m, guint op, guint sm_mhz,
@@ -727,14 +734,15 @@ static void build_gram(PowerFit *pf, double ratio, double knee)
       const FitPoint *p = &op->points[j];
       double sat = m->ops[i].sat_mhz;
       double f = sat > 0 ? MIN((double)p->sm_mhz, sat) : p->sm_mhz;
-      double v = vrel(ratio, knee, fmax, f);
+      double v = gpu_voltage_ratio(ratio, knee, fmax, m->gpu->v_curve_exp.v, f);
       double t = pf->times[i][j];
       double rw = w / (p->energy_j * p->energy_j);
       /* The catalogue's static memory power is known, not fitted. */
       double mem_static = t * m->gpu->p_mem_static_w.v *
                           eff_mem(m->gpu, p->mem_mhz) / top_mem(m->gpu);
       double x[4] = {t, t * pow(v, LEAK_EXP), v * v,
-                     p->energy_j - m->ops[i].mem_j - mem_static};
+                     p->energy_j - m->ops[i].mem_j - mem_static -
+                         stall_j(m, &m->ops[i], f, v, t)};
       for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
           gr->g[a][b] += rw * x[a] * x[b];

@@ -31,17 +31,27 @@
  * -----------------
  *   P = P_const
  *     + P_mem  * u_m * (m / m_max)
- *     + P_dyn  * activity[c] * u_s * (f / f_max) * (V(f) / V_max)^2
+ *     + P_mem_static * (m / m_max)
+ *     + P_dyn  * activity[c] * (u_s + s (1 - u_s)) * (f / f_max) * (V(f) / V_max)^2
  *     + P_leak * (V(f) / V_max)^3
  *
  * u_s = max(tc, ti) / t (SMs busy computing or issuing memory traffic),
  * u_m = td / t (DRAM busy); for relative kernels u_s = a_c f_max/f / t and
- * u_m = a_m m_max/m / t.  V(f) is piecewise linear: v_min up to f_knee, then
- * linear to v_max at f_max.  Leakage goes as V * I_leak(V) with I_leak
- * roughly quadratic in V over the DVFS range, hence the exponent 3 (a
- * choice, not a measurement; only V(f)/V_max enters the model, so v_max
- * itself is a nominal 1 V).  Since u_s * f ~ 1/t and u_m * m ~ 1/t, P never
- * rises when a clock is lowered, which makes the cap search a bisection.
+ * u_m = a_m m_max/m / t.  s = stall_activity: a stalled SM with resident
+ * warps is still clocked (clock tree, schedulers), so memory-bound kernels
+ * draw power that goes with f V^2 (forced by the kernel-DVFS study's
+ * 330-350 W memory-bound kernels on the RTX 3080 Ti; fitted on the A40 and
+ * A100 stage profiles).  P_mem_static is the memory interface's
+ * clock-proportional power (GDDR6X I/O; 0 where the memory clock is
+ * fixed).  V(f) is v_min up to f_knee, then v_min + (v_max - v_min) x^e
+ * with x = (f - f_knee) / (f_max - f_knee) and e = v_curve_exp (0 or 1:
+ * linear; 1.74 on the A100 PCIe, fitted to the KernelTuner sweep).
+ * Leakage goes as V * I_leak(V) with I_leak roughly quadratic in V over
+ * the DVFS range, hence the exponent 3 (a choice, not a measurement; only
+ * V(f)/V_max enters the model, so v_max itself is a nominal 1 V).  Since
+ * u_s * f ~ 1/t and u_m * m ~ 1/t, (1 - u_s) f is non-decreasing in f and
+ * u_s + s (1 - u_s) non-decreasing in m (s <= 1), P never rises when a
+ * clock is lowered, which makes the cap search a bisection.
  *
  * Power cap
  * ---------
@@ -195,6 +205,11 @@ static const ParamField scalar_fields[] = {
   FIELD(v_min, "V"),
   FIELD(v_max, "V"),
   FIELD(f_knee_mhz, "MHz"),
+  FIELD(v_curve_exp, "x"),
+  FIELD(stall_activity, "x"),
+  FIELD(boost_window_ms, "ms"),
+  FIELD(boost_period_ms, "ms"),
+  FIELD(boost_step_mhz, "MHz"),
   FIELD(switch_latency_ms, "ms"),
 };
 #undef FIELD
@@ -448,6 +463,15 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "v_max", s->v_max.v, s->v_min.v, 10, FALSE, error) ||
       !check_range(s, "f_knee_mhz", s->f_knee_mhz.v, fmin, fmax, FALSE,
                    error) ||
+      !check_range(s, "v_curve_exp", s->v_curve_exp.v, 0, 8, FALSE, error) ||
+      !check_range(s, "stall_activity", s->stall_activity.v, 0, 1, FALSE,
+                   error) ||
+      !check_range(s, "boost_window_ms", s->boost_window_ms.v, 0, 1e5, FALSE,
+                   error) ||
+      !check_range(s, "boost_period_ms", s->boost_period_ms.v, 0, 1e5, FALSE,
+                   error) ||
+      !check_range(s, "boost_step_mhz", s->boost_step_mhz.v, 0,
+                   fmax - fmin, FALSE, error) ||
       !check_range(s, "switch_latency_ms", s->switch_latency_ms.v, 0, 1e6,
                    FALSE, error))
     return FALSE;
@@ -664,16 +688,25 @@ guint gpu_snap_mem(const GpuSpec *g, guint mem_mhz)
   return (guint)lround(g->mem_mhz[best].v);
 }
 
+double gpu_voltage_ratio(double v_ratio, double knee_mhz, double fmax_mhz,
+                         double exponent, double sm_mhz)
+{
+  if (sm_mhz >= fmax_mhz)
+    return 1.0;
+  if (sm_mhz <= knee_mhz)
+    return v_ratio;
+  double x = (sm_mhz - knee_mhz) / (fmax_mhz - knee_mhz);
+  if (exponent > 0 && exponent != 1)
+    x = pow(x, exponent);
+  return v_ratio + (1.0 - v_ratio) * x;
+}
+
 double gpu_voltage(const GpuSpec *g, double sm_mhz)
 {
   g_return_val_if_fail(g != NULL, 0);
-  double knee = g->f_knee_mhz.v, fmax = g->sm_max_mhz.v;
-  if (sm_mhz <= knee)
-    return g->v_min.v;
-  if (sm_mhz >= fmax)
-    return g->v_max.v;
-  return g->v_min.v + (g->v_max.v - g->v_min.v) * (sm_mhz - knee) /
-                          (fmax - knee);
+  return g->v_max.v * gpu_voltage_ratio(g->v_min.v / g->v_max.v,
+                                        g->f_knee_mhz.v, g->sm_max_mhz.v,
+                                        g->v_curve_exp.v, sm_mhz);
 }
 
 double gpu_flop_per_clk_sm(const GpuSpec *g, guint math)
@@ -769,9 +802,11 @@ static double model_power(const GpuSpec *g, const GpuKernel *k, double f,
 {
   double vr = gpu_voltage(g, f) / g->v_max.v;
   double mtop = g->mem_mhz[g->n_mem_clocks - 1].v;
+  double s = g->stall_activity.v;
+  double busy = tm->u_sm + s * (1.0 - tm->u_sm);
   return g->p_const_w.v + g->p_mem_static_w.v * (m / mtop) +
          g->p_mem_w.v * tm->u_mem * (m / mtop) +
-         g->p_dyn_w.v * g->activity[k->klass].v * tm->u_sm *
+         g->p_dyn_w.v * g->activity[k->klass].v * busy *
              (f / g->sm_max_mhz.v) * vr * vr +
          g->p_leak_w.v * pow(vr, LEAK_EXP);
 }

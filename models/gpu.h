@@ -63,7 +63,25 @@ typedef struct {
                                           top memory clock whatever the
                                           traffic (PHY, DLL, termination);
                                           scales with m / m_max */
+  GpuParam v_curve_exp;                /* shape of V(f) above the knee:
+                                          V = v_min + (v_max - v_min) x^exp,
+                                          x = (f - knee) / (f_max - knee);
+                                          0 (or 1): linear */
+  GpuParam stall_activity;             /* SM switching power of a clocked
+                                          but stalled SM (resident warps
+                                          waiting on memory: clock tree,
+                                          schedulers), as a fraction of the
+                                          issuing power; 0: none */
+  /* The driver's boost controller (the cluster's boost = "controller";
+   * sim/engine.c): it averages board power with this time constant,
+   * decides once per period and moves the SM clock by one step.
+   * 0: the defaults below. */
+  GpuParam boost_window_ms, boost_period_ms, boost_step_mhz;
 } GpuSpec;
+
+/* Controller defaults for a spec that leaves them 0. */
+#define GPU_BOOST_WINDOW_MS 25.0
+#define GPU_BOOST_PERIOD_MS 5.0
 
 /* Passed as power_limit_w to gpu_kernel_cost: no power cap at all (e.g. for
  * reference durations "at max clocks, uncapped"). */
@@ -149,8 +167,13 @@ double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz);
  * tensor or TF32 tensor rate (tf32_flop_per_clk_sm, else half the BF16
  * rate). */
 double gpu_flop_per_clk_sm(const GpuSpec *g, guint math);
-/* Voltage at SM clock f (piecewise linear). */
+/* Voltage at SM clock f: v_min up to the knee, then rising as x^exp to
+ * v_max at f_max (linear when v_curve_exp is 0 or 1). */
 double gpu_voltage(const GpuSpec *g, double sm_mhz);
+/* The same curve as a ratio V / v_max, from its parameters (for fitting
+ * code that varies them): v_min / v_max, knee, f_max, exponent (0 = 1). */
+double gpu_voltage_ratio(double v_ratio, double knee_mhz, double fmax_mhz,
+                         double exponent, double sm_mhz);
 /* Snaps a requested clock to the nearest supported one; 0 -> default. */
 guint gpu_snap_sm(const GpuSpec *g, guint sm_mhz);
 guint gpu_snap_mem(const GpuSpec *g, guint mem_mhz);

@@ -109,7 +109,11 @@ static gboolean load_one(const char *name, gpointer data, GError **error)
   if (!g_key_file_has_key(x->kf, "values", name, NULL)) {
     /* Parameters added after files were written, whose 0 means "derive
      * it" (models/gpu.h), may be missing from a file without a base. */
-    static const char *const optional[] = {"tf32_flop_per_clk_sm", NULL};
+    static const char *const optional[] = {"tf32_flop_per_clk_sm",
+                                           "v_curve_exp", "stall_activity",
+                                           "boost_window_ms",
+                                           "boost_period_ms",
+                                           "boost_step_mhz", NULL};
     if (x->have_base || g_strv_contains(optional, name))
       return TRUE;
     g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,

@@ -229,9 +229,37 @@ static void test_gpu_table(void)
     "assert(#names >= 3)\n");
 }
 
+/* js.gpu.price: a compute-bound GEMM slows ~1/f and is capped at the limit;
+ * a streaming kernel keeps its time when the SM clock falls and draws
+ * less; cap = false lifts the cap. */
+static void test_gpu_price(void)
+{
+  expect_ok(
+    "local js = require 'joulesim'\n"
+    "local function p(t) t.gpu = 'A100-SXM4-80GB'; return js.gpu.price(t) end\n"
+    "local g1 = p{ class = 'gemm', flops = 1.1e12, bytes = 4e8, sm_mhz = 1410,\n"
+    "              power_limit_w = 250 }\n"
+    "assert(g1.capped and g1.power_w <= 250 and g1.sm_mhz < 1410)\n"
+    "local g2 = p{ class = 'gemm', flops = 1.1e12, bytes = 4e8, sm_mhz = 1410,\n"
+    "              cap = false }\n"
+    "assert(not g2.capped and g2.sm_mhz == 1410 and g2.power_w > 250)\n"
+    "assert(math.abs(g2.energy_j - g2.power_w * g2.time_s) < 1e-9)\n"
+    "local lo = p{ class = 'gemm', flops = 1.1e12, bytes = 4e8, sm_mhz = 705,\n"
+    "              cap = false }\n"
+    "assert(lo.time_s > 1.9 * g2.time_s and lo.time_s < 2.1 * g2.time_s)\n"
+    "local m1 = p{ class = 'elementwise', bytes = 8e9, sm_mhz = 1410 }\n"
+    "local m2 = p{ class = 'elementwise', bytes = 8e9, sm_mhz = 1005 }\n"
+    "assert(m2.time_s < 1.02 * m1.time_s and m2.power_w < m1.power_w)\n"
+    "assert(m1.util_memory > 0.8)\n"
+    "local tf = p{ class = 'gemm', flops = 1e12, math = 'tf32', cap = false }\n"
+    "local bf = p{ class = 'gemm', flops = 1e12, math = 'bf16', cap = false }\n"
+    "assert(math.abs(tf.time_s / bf.time_s - 2) < 0.01)\n");
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/lua/gpu-price", test_gpu_price);
   g_test_add_func("/lua/simulate", test_simulate);
   g_test_add_func("/lua/determinism", test_determinism);
   g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);
