@@ -141,7 +141,7 @@ static int workload_tostring(lua_State *L)
 static const char *const cluster_keys[] = {
   "gpu", "nodes", "gpus_per_node", "gpus", "network", "power_limit_w",
   "idle_power_w", "blocking_power_w", "comm_power_w", "switch_latency_ms",
-  "variability", NULL};
+  "variability", "boost", NULL};
 
 static int l_cluster(lua_State *L)
 {
@@ -198,6 +198,9 @@ static int l_cluster(lua_State *L)
   c->blocked_power_w = jsl_opt_num(L, 1, fn, "blocking_power_w", -1, 0, 5000);
   c->comm_power_w = jsl_opt_num(L, 1, fn, "comm_power_w", -1, 0, 5000);
   c->switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  static const char *const boosts[] = {"per-kernel", "controller", NULL};
+  c->boost = (ClusterBoost)jsl_opt_choice(L, 1, fn, "boost",
+                                          CLUSTER_BOOST_PER_KERNEL, boosts);
   if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
     static const char *const vkeys[] = {"perf", "power", NULL};
     jsl_check_keys(L, lua_gettop(L), "js.cluster{variability}", vkeys);
@@ -449,18 +452,13 @@ static gboolean boot_simulate(const FitModel *m, gpointer data,
 {
   BootRun *b = data;
   GpuSpec *spec = fit_model_to_gpu(m, b->c->gpu->name, "bootstrap fit");
-  Cluster *cc = cluster_new(spec, b->c->net, b->c->n_gpus,
-                            b->c->gpus_per_node, error);
-  gpu_spec_free(spec);
-  if (cc == NULL)
+  Cluster *cc = cluster_copy(b->c, error);
+  if (cc == NULL) {
+    gpu_spec_free(spec);
     return FALSE;
-  cc->power_limit_w = b->c->power_limit_w;
-  cc->idle_power_w = b->c->idle_power_w;
-  cc->blocked_power_w = b->c->blocked_power_w;
-  cc->comm_power_w = b->c->comm_power_w;
-  cc->switch_latency_ms = b->c->switch_latency_ms;
-  cc->perf_spread = b->c->perf_spread;
-  cc->power_spread = b->c->power_spread;
+  }
+  gpu_spec_free(cc->gpu);
+  cc->gpu = spec;
   SimResult *r = js_simulate_planned(b->s, cc, b->w, b->pol, &b->opt, NULL,
                                      error);
   cluster_free(cc);

@@ -52,6 +52,8 @@ predicted against measured with the error per point and per case.
   --short        skip the slow datasets (the Perseus plan runs)
   --check FILE   fail (exit 1) when a case's error exceeds the figure
                  recorded for it in FILE (docs/fidelity.md)
+  --boost MODE   how the Merak jobs' power limit holds: per-kernel (the
+                 default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
                  files (the RTX-3080-Ti's memory and boost terms, from the
                  study's GEMM rows) and print them
@@ -81,6 +83,7 @@ do
     elseif a == "--check" then opt.check = take()
     elseif a == "--short" then opt.short = true
     elseif a == "--refit" then opt.refit = true
+    elseif a == "--boost" then opt.boost = take()
     elseif a == "--help" or a == "-h" then io.write(USAGE); return
     else fail("unknown argument '" .. a .. "'\n" .. USAGE) end
     i = i + 1
@@ -298,7 +301,7 @@ local function job(model, gpu, pp, mbs, m, method, where)
   local stages, why = partition(model, method, pp)
   if not stages then fail(where .. ": cannot express " .. why) end
   local c = js.cluster{ gpu = gpu.name, gpus = pp, gpus_per_node = pp,
-                        network = gpu.network }
+                        network = gpu.network, boost = opt.boost }
   local w = js.gpt{ model = model, seq_len = 1024, microbatch_size = mbs,
                     microbatches = m, pp = pp, recompute = true,
                     stage_layers = stages, precision = PRECISION,

@@ -472,16 +472,11 @@ static int l_pipeline_run(lua_State *L)
   lua_setmetatable(L, -2);
   GError *err = NULL;
   /* The run's own copy of the cluster: seed and latency overrides. */
-  u->c = cluster_new(c->gpu, c->net, c->n_gpus, c->gpus_per_node, &err);
+  u->c = cluster_copy(c, &err);
   if (u->c == NULL)
     return jsl_raise_gerror(L, fn, err);
-  u->c->power_limit_w = c->power_limit_w;
-  u->c->idle_power_w = c->idle_power_w;
-  u->c->blocked_power_w = c->blocked_power_w;
-  u->c->comm_power_w = c->comm_power_w;
-  u->c->switch_latency_ms = lat >= 0 ? lat : c->switch_latency_ms;
-  u->c->perf_spread = c->perf_spread;
-  u->c->power_spread = c->power_spread;
+  if (lat >= 0)
+    u->c->switch_latency_ms = lat;
   u->c->seed = seed;
   if (lw->w->n_ranks != u->c->n_gpus)
     luaL_error(L, "%s: the workload has %d ranks but the cluster has %d GPUs",

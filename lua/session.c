@@ -220,14 +220,9 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
 {
   memset(report, 0, sizeof *report);
   /* Per-run overrides go on a private copy of the cluster. */
-  g_autoptr(Cluster) run = cluster_new(c->gpu, c->net, c->n_gpus,
-                                       c->gpus_per_node, error);
+  g_autoptr(Cluster) run = cluster_copy(c, error);
   if (run == NULL)
     return NULL;
-  run->power_limit_w = c->power_limit_w;
-  run->idle_power_w = c->idle_power_w;
-  run->blocked_power_w = c->blocked_power_w;
-  run->comm_power_w = c->comm_power_w;
   /* Latency: js.simulate's, else the policy's (a planned policy that names
    * one is planned for it and, unless the run overrides it, run with it),
    * else the cluster's. */
@@ -236,8 +231,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   run->switch_latency_ms = opt->switch_latency_ms >= 0 ? opt->switch_latency_ms
                            : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
-  run->perf_spread = c->perf_spread;
-  run->power_spread = c->power_spread;
   run->seed = opt->seed;
   if (!cluster_validate(run, error))
     return NULL;

@@ -135,6 +135,36 @@ void cluster_free(Cluster *c)
   g_free(c);
 }
 
+Cluster *cluster_copy(const Cluster *c, GError **error)
+{
+  g_return_val_if_fail(c != NULL, NULL);
+  Cluster *r = cluster_new(c->gpu, c->net, c->n_gpus, c->gpus_per_node,
+                           error);
+  if (r == NULL)
+    return NULL;
+  GpuSpec *gpu = r->gpu;
+  NetSpec *net = r->net;
+  *r = *c;
+  r->gpu = gpu;
+  r->net = net;
+  return r;
+}
+
+static const char *const boost_names[] = {"per-kernel", "controller", NULL};
+
+const char *cluster_boost_name(ClusterBoost b)
+{
+  return (guint)b < G_N_ELEMENTS(boost_names) - 1 ? boost_names[b] : NULL;
+}
+
+int cluster_boost_from_name(const char *s)
+{
+  for (int i = 0; s != NULL && boost_names[i] != NULL; i++)
+    if (strcmp(s, boost_names[i]) == 0)
+      return i;
+  return -1;
+}
+
 /* An override is "unset" when < 0; set, it must be finite and >= 0.  NaN is
  * neither, and is refused. */
 static gboolean check_override(const char *field, double v, GError **error)
@@ -190,6 +220,11 @@ gboolean cluster_validate(const Cluster *c, GError **error)
     return FALSE;
   }
 
+  if (cluster_boost_name(c->boost) == NULL) {
+    g_set_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID,
+                "cluster: unknown boost mode %d", (int)c->boost);
+    return FALSE;
+  }
   return check_spread("perf_spread", c->perf_spread, error) &&
          check_spread("power_spread", c->power_spread, error);
 }
@@ -238,6 +273,7 @@ struct ClusterMachine {
 
   double *idle_power_w, *blocked_power_w, *comm_power_w; /* n_gpus each */
   double *perf, *power_factor;                           /* n_gpus each */
+  SimBoost *boost;         /* n_gpus controllers, or NULL (per-kernel cap) */
 
   guint n_shapes;
   ShapeInfo *shapes;
@@ -491,6 +527,34 @@ static void build_gpus(ClusterMachine *m, const Cluster *c)
   }
 }
 
+/* The boost controllers (sim/engine.h SimBoost), one per GPU, from the
+ * spec's boost_* parameters (0: GPU_BOOST_* defaults, one clock step) and
+ * the limit in force; a 1% hysteresis below the limit (an estimate). */
+static void build_boost(ClusterMachine *m, const Cluster *c)
+{
+  const GpuSpec *g = c->gpu;
+  double limit = c->power_limit_w >= 0.0 ? c->power_limit_w
+                                         : g->power_limit_w.v;
+  double win = g->boost_window_ms.v > 0 ? g->boost_window_ms.v
+                                        : GPU_BOOST_WINDOW_MS;
+  double per = g->boost_period_ms.v > 0 ? g->boost_period_ms.v
+                                        : GPU_BOOST_PERIOD_MS;
+  double step = g->boost_step_mhz.v > 0 ? g->boost_step_mhz.v
+                                        : g->sm_step_mhz.v;
+  SimBoost b = {
+    .limit_w = limit,
+    .margin_w = 0.01 * limit,
+    .window_ns = MAX((gint64)llround(win * 1e6), 1),
+    .period_ns = MAX((gint64)llround(per * 1e6), 1),
+    .step_mhz = (guint16)CLAMP(lround(step), 1, G_MAXUINT16),
+    .min_mhz = (guint16)lround(g->sm_min_mhz.v),
+    .max_mhz = (guint16)lround(g->sm_default_mhz.v),
+  };
+  m->boost = g_new(SimBoost, c->n_gpus);
+  for (guint i = 0; i < c->n_gpus; i++)
+    m->boost[i] = b;
+}
+
 /* Returns a new machine (caller owns) or NULL with CLUSTER_ERROR_MISMATCH
  * when w does not fit c (rank count, group members, shapes) or the cluster's
  * own validation error. */
@@ -525,6 +589,11 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   m->n_gpus = c->n_gpus;
   m->gpus_per_node = c->gpus_per_node;
   m->power_limit_w = c->power_limit_w >= 0.0 ? c->power_limit_w : 0.0;
+  if (c->boost == CLUSTER_BOOST_CONTROLLER) {
+    /* The controller holds the limit; kernels are priced uncapped. */
+    build_boost(m, c);
+    m->power_limit_w = GPU_POWER_UNCAPPED;
+  }
 
   if (!build_groups(m, w, error) || !build_shapes(m, w, ref, error))
     return NULL;
@@ -554,6 +623,7 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   s->iteration_begin = NULL;
   /* Every GPU priced alike: the engine may share one price cache. */
   s->uniform_pricing = c->perf_spread == 0.0 && c->power_spread == 0.0;
+  s->boost = m->boost;
   return g_steal_pointer(&m);
 }
 
@@ -572,6 +642,7 @@ void cluster_machine_free(ClusterMachine *m)
   g_free(m->idle_power_w);
   g_free(m->blocked_power_w);
   g_free(m->comm_power_w);
+  g_free(m->boost);
   g_free(m);
 }
 

@@ -13,6 +13,19 @@
 
 G_BEGIN_DECLS
 
+/* How the power limit is held.  PER_KERNEL: each kernel runs at the highest
+ * clock whose own power fits (the steady state of a controller over one
+ * kernel; the default).  CONTROLLER: the driver's boost controller, which
+ * averages power over a window and moves the clock once per period
+ * (sim/engine.h SimBoost; its parameters are the GPU's boost_*). */
+typedef enum {
+  CLUSTER_BOOST_PER_KERNEL = 0,
+  CLUSTER_BOOST_CONTROLLER
+} ClusterBoost;
+/* "per-kernel", "controller"; -1 for an unknown name. */
+const char *cluster_boost_name(ClusterBoost b);
+int cluster_boost_from_name(const char *s);
+
 typedef struct {
   guint n_gpus;
   guint gpus_per_node;
@@ -29,6 +42,7 @@ typedef struct {
   double perf_spread;        /* e.g. 0.02: time factor in [1, 1+spread] */
   double power_spread;       /* power factor in [1-spread, 1+spread] */
   guint64 seed;
+  ClusterBoost boost;        /* how the power limit holds */
 } Cluster;
 
 /* Limits checked by cluster_new / cluster_validate.  (Added by the
@@ -41,6 +55,8 @@ typedef struct {
 Cluster *cluster_new(const GpuSpec *gpu, const NetSpec *net, guint n_gpus,
                      guint gpus_per_node, GError **error);
 void cluster_free(Cluster *c);
+/* A copy of c (its specs copied too), overrides and all. */
+Cluster *cluster_copy(const Cluster *c, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
 gboolean cluster_validate(const Cluster *c, GError **error);
 /* Nodes: ceil(n_gpus / gpus_per_node); GPU g sits on node g / gpus_per_node

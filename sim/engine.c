@@ -114,6 +114,26 @@
  * per-stream cursor in the rank's list, the loop's fast path stopping at
  * the next one; plans without them cost one compare per kernel.
  *
+ * Boost controller
+ * ----------------
+ * With SimMachine.boost, each GPU's SM clock has a ceiling that models the
+ * driver's own boost: a kernel runs at min(requested, ceiling), "auto"
+ * asking for the controller's max_mhz, and kernel_cost prices it uncapped.
+ * The controller keeps an exponential average of board power (time
+ * constant window_ns) fed by the kernels it sees start, in time order:
+ * the last kernel's power until it ends, idle power after.  Every
+ * period_ns it lowers the ceiling when the average is above the limit and
+ * raises it when it is below limit - margin, in proportion to the error
+ * (boost_decide), in whole steps of step_mhz.  It reacts
+ * late by design: after a phase of light kernels it sits at the top and a
+ * GEMM overshoots the limit until the average catches up; then it
+ * throttles the light kernels that follow too.  Decisions land at kernel
+ * starts (a kernel keeps the clock it started with), the kernels of the
+ * compute streams are seen in the order the stream sweep schedules them,
+ * and one out of time order (another stream behind) is priced at the
+ * current ceiling without feeding the average.  State lives beside the
+ * ranks (BoostState), reset per run, carried across iterations.
+ *
  * Limits: clock-switch state is kept per (rank, stream); bandwidth sharing
  * between concurrent collectives is left to the network callback; a switch
  * costs time only through its latency (no stall, no energy of its own).
@@ -340,10 +360,21 @@ typedef struct {
   guint32 mask;
 } Ring;
 
+/* One GPU's boost controller state (see "Boost controller"). */
+typedef struct {
+  double avg_w;     /* power average, valid at t_ns */
+  double kernel_w;  /* power of the last kernel seen */
+  gint64 t_ns;      /* time of the average */
+  gint64 end_ns;    /* end of the last kernel seen */
+  gint64 tick_ns;   /* next decision */
+  guint16 mhz;      /* the ceiling */
+} BoostState;
+
 struct SimEngine {
   const SimWorkload *w;
   const SimMachine *m;
   RankState *ranks;
+  BoostState *boost;          /* per rank with m->boost, else NULL */
   SimQueue *queue;
   const SimShape *shapes;
   /* Collectives. */
@@ -481,6 +512,17 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                 "negative clock switching latency");
     return NULL;
   }
+  for (guint r = 0; m->boost != NULL && r < m->n_gpus; r++) {
+    const SimBoost *b = &m->boost[r];
+    if (!(b->window_ns > 0 && b->period_ns > 0 && b->step_mhz > 0 &&
+          b->min_mhz <= b->max_mhz && b->max_mhz > 0 &&
+          isfinite(b->limit_w) && b->limit_w > 0 && b->margin_w >= 0)) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                  "GPU %u: boost controller needs window, period and step > "
+                  "0, 0 < min <= max clock and a positive limit", r);
+      return NULL;
+    }
+  }
   /* The workload is validated rank by rank, each rank's wait targets
    * collected right after its check, while its ops are in cache. */
   g_autoptr(SimValidator) v = sim_validator_new(w, error);
@@ -504,6 +546,8 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   e->folded = w->fold_rep != NULL;
   e->shapes = (const SimShape *)(void *)w->shapes->data;
   e->ranks = g_aligned_alloc0(MAX(w->n_ranks, 1), sizeof(RankState), 64);
+  if (m->boost != NULL)
+    e->boost = g_new0(BoostState, MAX(w->n_ranks, 1));
   e->queue = sim_queue_new();
   guint n_shapes = w->shapes->len;
   /* One price cache for all ranks when the machine prices every GPU alike
@@ -584,6 +628,7 @@ void sim_engine_free(SimEngine *e)
     g_free(rs->chans);
   }
   g_aligned_free(e->ranks);
+  g_free(e->boost);
   g_free(e->log_mem);
   g_free(e->shared_cache);
   g_free(e->mseq);
@@ -659,6 +704,108 @@ static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
     slot->inc = (float)(slot->cost.power_w - e->ranks[r].idle_w);
   }
   return slot;
+}
+
+/* ---- boost controller -------------------------------------------------------- */
+
+/* Moves the average of b from t_ns to `to`: the last kernel's power until
+ * it ended, idle power after. */
+static void boost_hold(BoostState *b, const SimBoost *c, double idle_w,
+                       gint64 to)
+{
+  if (to <= b->t_ns)
+    return;
+  gint64 mid = CLAMP(b->end_ns, b->t_ns, to);
+  double tau = (double)c->window_ns;
+  if (mid > b->t_ns)
+    b->avg_w = b->kernel_w +
+               (b->avg_w - b->kernel_w) * exp(-(double)(mid - b->t_ns) / tau);
+  if (to > mid)
+    b->avg_w = idle_w + (b->avg_w - idle_w) * exp(-(double)(to - mid) / tau);
+  b->t_ns = to;
+}
+
+/* One decision on the average: a proportional step.  Near the top clocks
+ * board power goes roughly as f^3 (f V^2 with V rising with f), so an
+ * error e = avg / limit - 1 is undone by moving the clock by f e / 3,
+ * rounded up to whole steps (at least one); above the limit it lowers the
+ * clock, below limit - margin it raises it. */
+static inline void boost_decide(BoostState *b, const SimBoost *c)
+{
+  double e = b->avg_w / c->limit_w - 1.0;
+  if (b->avg_w <= c->limit_w && b->avg_w >= c->limit_w - c->margin_w)
+    return;
+  double mhz = fabs(e) * b->mhz / 3.0;
+  guint n = (guint)MIN(ceil(mhz / c->step_mhz), 65535.0);
+  guint d = MAX(n, 1u) * c->step_mhz;
+  if (e > 0)
+    b->mhz = b->mhz > c->min_mhz + d ? (guint16)(b->mhz - d) : c->min_mhz;
+  else
+    b->mhz = (guint16)MIN((guint)c->max_mhz, (guint)b->mhz + d);
+}
+
+/* The controller of GPU r up to time t (a kernel's start), then clocks c
+ * under its ceiling.  Past as many decisions as it takes to cross the whole
+ * range and settle the average, more decisions repeat the last one, so a
+ * long gap costs a bounded loop. */
+static __attribute__((noinline)) SimClocks
+boost_clocks(SimEngine *e, guint r, SimClocks c, gint64 t)
+{
+  const SimBoost *cfg = &e->m->boost[r];
+  BoostState *b = &e->boost[r];
+  double idle = e->ranks[r].idle_w;
+  if (t > b->t_ns) {
+    gint64 budget = (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 2 +
+                    20 * cfg->window_ns / cfg->period_ns;
+    while (b->tick_ns <= t && budget-- > 0) {
+      boost_hold(b, cfg, idle, b->tick_ns);
+      boost_decide(b, cfg);
+      b->tick_ns += cfg->period_ns;
+    }
+    if (b->tick_ns <= t) {
+      gint64 n = (t - b->tick_ns) / cfg->period_ns + 1;
+      boost_hold(b, cfg, idle, b->tick_ns + (n - 1) * cfg->period_ns);
+      for (int k = 0; k < (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 1;
+           k++)
+        boost_decide(b, cfg);
+      b->tick_ns += n * cfg->period_ns;
+    }
+    boost_hold(b, cfg, idle, t);
+  }
+  guint want = c.sm_mhz != 0 ? c.sm_mhz : cfg->max_mhz;
+  c.sm_mhz = (guint16)MIN(want, (guint)b->mhz);
+  return c;
+}
+
+/* Clocks c under GPU r's current ceiling, the controller not moved. */
+static inline SimClocks boost_cap(const SimEngine *e, guint r, SimClocks c)
+{
+  guint want = c.sm_mhz != 0 ? c.sm_mhz : e->m->boost[r].max_mhz;
+  c.sm_mhz = (guint16)MIN(want, (guint)e->boost[r].mhz);
+  return c;
+}
+
+/* A kernel of GPU r ran until `end` drawing idle + inc: what the
+ * controller averages next (ignored when it ends before the last one). */
+static inline void boost_note(SimEngine *e, guint r, gint64 end, float inc)
+{
+  BoostState *b = &e->boost[r];
+  if (end <= b->end_ns)
+    return;
+  b->end_ns = end;
+  b->kernel_w = e->ranks[r].idle_w + inc;
+}
+
+static void boost_reset(SimEngine *e)
+{
+  for (guint r = 0; r < e->w->n_ranks; r++) {
+    const SimBoost *c = &e->m->boost[r];
+    BoostState *b = &e->boost[r];
+    b->avg_w = b->kernel_w = e->ranks[r].idle_w;
+    b->t_ns = b->end_ns = 0;
+    b->tick_ns = c->period_ns;
+    b->mhz = c->max_mhz;
+  }
 }
 
 /* Simulated time is gint64 ns.  No time may pass TIME_MAX (2^62 - 1 ns,
@@ -1087,7 +1234,9 @@ split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
   float inc1 = slot->inc;
   SimClocks c1 = {slot->cost.sm_mhz, slot->cost.mem_mhz};
   st->clk_cur = st->clk_target;
-  const CostSlot *now = price(e, r, op->shape, st->clk_cur);
+  SimClocks c2 = G_UNLIKELY(e->boost != NULL) ? boost_cap(e, r, st->clk_cur)
+                                              : st->clk_cur;
+  const CostSlot *now = price(e, r, op->shape, c2);
   gint64 rest = sim_kernel_rest_ns(dur, split - start,
                                    (double)op->ref_ns * now->cost.time_scale);
   gint64 end;
@@ -1204,6 +1353,8 @@ static void advance(SimEngine *e, guint r, guint s)
                               plan->init[r] != NULL
                           ? &plan->init[r][s]
                           : NULL);
+      if (G_UNLIKELY(e->boost != NULL))
+        c = boost_clocks(e, r, c, ready);
       const CostSlot *slot = price(e, r, op->shape, c);
       gint64 dur = round_ns((double)op->ref_ns * slot->cost.time_scale);
       float inc = slot->inc;
@@ -1228,6 +1379,8 @@ static void advance(SimEngine *e, guint r, guint s)
         log_overflow(rs, i, ready, ready, end, inc);
       }
       t = end;
+      if (G_UNLIKELY(e->boost != NULL))
+        boost_note(e, r, end, inc);
       if (G_UNLIKELY(i == next_stop || observed)) {
         for (; i == next_ahead; ka++) {
           /* Made lead_ns before the kernel ends, but not before it starts,
@@ -1771,6 +1924,8 @@ static void engine_reset(SimEngine *e)
     rs->switches = 0;
     rs->bad_op = 0;
   }
+  if (e->boost != NULL)
+    boost_reset(e);
 }
 
 /* Adds w times the scratch totals s to the result. */

@@ -137,6 +137,20 @@ SimAhead *sim_plan_rank_ahead(SimPlan *p, guint r, guint32 n);
 SimInit *sim_plan_rank_init(SimPlan *p, guint r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPlan, sim_plan_free)
 
+/* The driver's boost controller of one GPU (sim/engine.c, "Boost
+ * controller"): the SM clock ceiling under "auto" and under locked clocks
+ * (an upper bound the card may still throttle below), moved by one step per
+ * period towards holding the average board power at the limit. */
+typedef struct {
+  double limit_w;      /* the power limit it holds on average */
+  double margin_w;     /* it raises the clock only below limit - margin */
+  gint64 window_ns;    /* time constant of its power average (> 0) */
+  gint64 period_ns;    /* one decision per period (> 0) */
+  guint16 step_mhz;    /* the clock moves in whole steps of this (> 0) */
+  guint16 min_mhz;     /* never below */
+  guint16 max_mhz;     /* never above; what "auto" (sm_mhz 0) asks for */
+} SimBoost;
+
 typedef struct SimMachine SimMachine;
 struct SimMachine {
   guint n_gpus;                 /* == workload ranks (rank r runs on GPU r) */
@@ -170,6 +184,10 @@ struct SimMachine {
    * on large machines; results are the same).  A wrapper that prices GPUs
    * differently (stragglers) must clear it. */
   gboolean uniform_pricing;
+  /* Optional: one boost controller per GPU (n_gpus entries), or NULL.  With
+   * it, kernel_cost must price without a power cap of its own: the
+   * controller caps the clocks instead. */
+  const SimBoost *boost;
 };
 
 typedef struct {

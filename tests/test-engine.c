@@ -1192,6 +1192,169 @@ static void test_uniform_pricing(void)
   }
 }
 
+/* ---- the boost controller ------------------------------------------------ */
+
+/* One GPU, n kernels of ref_ns each, back to back. */
+static SimWorkload *chain(guint n, gint64 ref_ns)
+{
+  SimWorkload *w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  for (guint i = 0; i < n; i++)
+    tw_add(b, w, SIM_OP_KERNEL, 0, ref_ns, k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  return w;
+}
+
+/* The fake's power is 100 + 0.2 f W, so a 250 W limit holds at 750 MHz;
+ * auto asks for 1000 MHz (300 W). */
+static const SimBoost fake_boost = {
+  .limit_w = 250, .margin_w = 2.5, .window_ns = 1000000, .period_ns = 100000,
+  .step_mhz = 10, .min_mhz = 100, .max_mhz = 1000,
+};
+
+typedef struct {
+  guint n;
+  guint mhz[4096];
+  double power[4096];
+} ClockLog;
+
+static void log_clocks(gpointer data, const SimOpRecord *rec)
+{
+  ClockLog *l = data;
+  if (l->n < G_N_ELEMENTS(l->mhz)) {
+    l->mhz[l->n] = rec->clocks.sm_mhz;
+    l->power[l->n] = rec->power_w;
+    l->n++;
+  }
+}
+
+/* A long run of one kernel above the limit: it starts at the top clock and
+ * overshoots, the controller throttles within a few windows and then holds
+ * the average at the limit, dithering around 750 MHz; the whole run draws
+ * more than the limit only by the start's overshoot. */
+static void test_boost_settles(void)
+{
+  g_autoptr(SimWorkload) w = chain(4000, 10000); /* 10 us each at 1000 MHz */
+  Fake f;
+  fake_init(&f, 1, 0);
+  f.m.boost = &fake_boost;
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  ClockLog *l = g_new0(ClockLog, 1);
+  sim_engine_set_observer(e, log_clocks, l);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(l->n, ==, 4000);
+  g_assert_cmpuint(l->mhz[0], ==, 1000);             /* starts at the top */
+  g_assert_cmpfloat(l->power[0], >, fake_boost.limit_w); /* overshoots */
+  double sum_f = 0;
+  guint lo = G_MAXUINT, hi = 0;
+  for (guint i = 2000; i < 4000; i++) {
+    sum_f += l->mhz[i];
+    lo = MIN(lo, l->mhz[i]);
+    hi = MAX(hi, l->mhz[i]);
+  }
+  double mean = sum_f / 2000;
+  g_test_message("boost: settled at %.1f MHz mean (%u..%u), run %.2f W",
+                 mean, lo, hi, r->energy_j / ((double)r->time_ns * 1e-9));
+  g_assert_cmpfloat(fabs(mean - 750), <, 15);
+  g_assert_cmpuint(hi - lo, <=, 60);
+  double avg_w = r->energy_j / ((double)r->time_ns * 1e-9);
+  g_assert_cmpfloat(avg_w, >, 245);
+  g_assert_cmpfloat(avg_w, <, 256);
+  check_partition(r);
+  g_free(l);
+}
+
+/* Under the limit the controller never moves: the run is bit-identical to
+ * one without it, at auto and at a locked clock. */
+static void test_boost_under_limit(void)
+{
+  g_autoptr(SimWorkload) w = chain(500, 10000);
+  SimBoost high = fake_boost;
+  high.limit_w = 400;
+  for (int locked = 0; locked < 2; locked++) {
+    SimClocks c = {locked ? 700 : 0, 0};
+    Fake a, b;
+    fake_init(&a, 1, 0);
+    fake_init(&b, 1, 0);
+    b.m.boost = &high;
+    g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, c);
+    g_autoptr(SimResult) ra = run(w, &a, plan, 2);
+    g_autoptr(SimResult) rb = run(w, &b, plan, 2);
+    g_assert_cmpint(ra->time_ns, ==, rb->time_ns);
+    g_assert_cmpfloat(ra->energy_j, ==, rb->energy_j);
+  }
+}
+
+/* A locked clock is an upper bound: below the limit's clock it holds (600
+ * MHz, 220 W), above it the card throttles below the lock (900 MHz asks
+ * 280 W) and the run is slower than the lock alone. */
+static void test_boost_locked_bound(void)
+{
+  g_autoptr(SimWorkload) w = chain(2000, 10000);
+  Fake f, g;
+  fake_init(&f, 1, 0);
+  fake_init(&g, 1, 0);
+  g.m.boost = &fake_boost;
+  g_autoptr(SimPlan) p600 = sim_plan_new_uniform(1, (SimClocks){600, 0});
+  g_autoptr(SimPlan) p900 = sim_plan_new_uniform(1, (SimClocks){900, 0});
+  g_autoptr(SimResult) a600 = run(w, &f, p600, 1);
+  g_autoptr(SimResult) b600 = run(w, &g, p600, 1);
+  g_assert_cmpint(a600->time_ns, ==, b600->time_ns);
+  g_autoptr(SimResult) a900 = run(w, &f, p900, 1);
+  g_autoptr(SimResult) b900 = run(w, &g, p900, 1);
+  g_assert_cmpint(b900->time_ns, >, a900->time_ns);
+  g_assert_cmpint(b900->time_ns, <, a600->time_ns);
+  g_assert_cmpfloat(b900->energy_j / ((double)b900->time_ns * 1e-9), <, 256);
+  /* Deterministic. */
+  g_autoptr(SimResult) again = run(w, &g, p900, 1);
+  g_assert_cmpint(again->time_ns, ==, b900->time_ns);
+  g_assert_cmpfloat(again->energy_j, ==, b900->energy_j);
+}
+
+/* The controller's state carries over from one iteration to the next: the
+ * second iteration starts throttled where the first ended. */
+static void test_boost_carried(void)
+{
+  g_autoptr(SimWorkload) w = chain(1000, 10000);
+  Fake f;
+  fake_init(&f, 1, 0);
+  f.m.boost = &fake_boost;
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  ClockLog *l = g_new0(ClockLog, 1);
+  sim_engine_set_observer(e, log_clocks, l);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){0, 0});
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, 2, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(l->n, ==, 2000);
+  g_assert_cmpuint(l->mhz[0], ==, 1000);
+  g_assert_cmpuint(l->mhz[1000], <, 800);
+  g_assert_cmpint(r->iterations[1].time_ns, >, r->iterations[0].time_ns);
+  g_free(l);
+}
+
+/* A bad controller is refused when the engine is made. */
+static void test_boost_invalid(void)
+{
+  g_autoptr(SimWorkload) w = chain(1, 10);
+  Fake f;
+  fake_init(&f, 1, 0);
+  SimBoost bad = fake_boost;
+  bad.period_ns = 0;
+  f.m.boost = &bad;
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_null(e);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_error_free(error);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -1221,5 +1384,10 @@ int main(int argc, char **argv)
   }
   g_test_add_func("/engine/estimate", test_estimate);
   g_test_add_func("/engine/uniform-pricing", test_uniform_pricing);
+  g_test_add_func("/engine/boost/settles", test_boost_settles);
+  g_test_add_func("/engine/boost/under-limit", test_boost_under_limit);
+  g_test_add_func("/engine/boost/locked-bound", test_boost_locked_bound);
+  g_test_add_func("/engine/boost/carried", test_boost_carried);
+  g_test_add_func("/engine/boost/invalid", test_boost_invalid);
   return g_test_run();
 }

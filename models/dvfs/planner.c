@@ -1143,18 +1143,9 @@ static Cand *plan_custom(Planner *P, GError **error)
 static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
                                    GError **error)
 {
-  Cluster *r = cluster_new(c->gpu, c->net, c->n_gpus, c->gpus_per_node,
-                           error);
-  if (r == NULL)
-    return NULL;
-  r->power_limit_w = limit_w;
-  r->idle_power_w = c->idle_power_w;
-  r->blocked_power_w = c->blocked_power_w;
-  r->comm_power_w = c->comm_power_w;
-  r->switch_latency_ms = c->switch_latency_ms;
-  r->perf_spread = c->perf_spread;
-  r->power_spread = c->power_spread;
-  r->seed = c->seed;
+  Cluster *r = cluster_copy(c, error);
+  if (r != NULL)
+    r->power_limit_w = limit_w;
   return r;
 }
 
@@ -1402,6 +1393,18 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
                 "policy '%s' is not planned (use dvfs_plan)",
                 dvfs_kind_name(p->kind));
     return NULL;
+  }
+  /* Plans are made (and checked) against the per-kernel cap, the
+   * controller's steady state: the plan model reproduces the engine only
+   * for a pricing that does not depend on the schedule.  The run of the
+   * plan then uses the cluster's own boost mode (docs/dvfs.md). */
+  g_autoptr(Cluster) steady = NULL;
+  if (run->boost != CLUSTER_BOOST_PER_KERNEL) {
+    steady = cluster_copy(run, error);
+    if (steady == NULL)
+      return NULL;
+    steady->boost = CLUSTER_BOOST_PER_KERNEL;
+    run = steady;
   }
   Planner P = {0};
   P.pol = p;
