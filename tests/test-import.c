@@ -64,13 +64,21 @@ static void write_gz(const char *path, const void *data, gsize len)
   g_assert_cmpint(gzclose(f), ==, Z_OK);
 }
 
-static SimWorkload *import_n(const char *const *paths, guint n, gint iteration,
-                             GPtrArray *warnings, GError **error)
+static SimWorkload *import_gpu(const char *const *paths, guint n,
+                               gint iteration, gboolean gpu_only,
+                               GPtrArray *warnings, GError **error)
 {
   TraceImportOptions o = {0};
   o.iteration = iteration;
   o.warnings = warnings;
+  o.gpu_only = gpu_only;
   return trace_import(paths, n, &o, error);
+}
+
+static SimWorkload *import_n(const char *const *paths, guint n, gint iteration,
+                             GPtrArray *warnings, GError **error)
+{
+  return import_gpu(paths, n, iteration, FALSE, warnings, error);
 }
 
 static SimWorkload *import1(const char *path, gint iteration)
@@ -88,19 +96,43 @@ typedef struct {
   guint cls[SIM_CLASS_COUNT];
   guint kind[SIM_OP_KIND_COUNT];
   guint phase[SIM_PHASE_COUNT];
-  gint64 busy_ns;          /* sum of ref_ns of non-marker ops */
+  gint64 busy_ns;          /* sum of ref_ns of GPU ops (not markers) */
+  guint host;              /* host ops (counted in none of the above) */
+  guint host_streams, host_waits;
+  gint64 host_ns;
 } RankStats;
 
 static void rank_stats(const SimWorkload *w, guint r, RankStats *st)
 {
   memset(st, 0, sizeof *st);
   const SimRank *rk = &w->ranks[r];
-  st->streams = rk->n_streams;
+  /* GPU streams: those with GPU ops; the others are host streams. */
+  for (guint s = 0; s < rk->n_streams; s++) {
+    gboolean gpu = FALSE, host = FALSE;
+    for (guint32 i = rk->stream_off[s]; i < rk->stream_off[s + 1]; i++) {
+      gpu |= rk->ops[i].kind != SIM_OP_HOST && rk->ops[i].kind != SIM_OP_MARKER;
+      host |= rk->ops[i].kind == SIM_OP_HOST;
+    }
+    st->streams += gpu;
+    st->host_streams += host && !gpu;
+  }
   for (guint32 i = 0; i < rk->n_ops; i++) {
     const SimOp *op = &rk->ops[i];
-    st->waits += op->wait != SIM_NO_WAIT;
+    /* Waits between GPU ops (launch and synchronisation waits on host
+     * ops are counted in host_waits). */
+    if (op->wait != SIM_NO_WAIT) {
+      gboolean hw = op->kind == SIM_OP_HOST ||
+                    rk->ops[op->wait].kind == SIM_OP_HOST;
+      st->waits += !hw;
+      st->host_waits += hw;
+    }
     if (op->kind == SIM_OP_MARKER) {
       st->markers++;
+      continue;
+    }
+    if (op->kind == SIM_OP_HOST) {
+      st->host++;
+      st->host_ns += op->ref_ns;
       continue;
     }
     st->ops++;
@@ -672,7 +704,8 @@ static void test_kineto_two_rank(void)
   GError *error = NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   const char *p[] = {TWO_R1, TWO_R0};
-  g_autoptr(SimWorkload) w = import_n(p, 2, 0, warnings, &error);
+  /* The GPU side alone (host streams: /import/host/ *). */
+  g_autoptr(SimWorkload) w = import_gpu(p, 2, 0, TRUE, warnings, &error);
   g_assert_no_error(error);
   /* The device name maps to the catalogue; all ranks present: no warning. */
   for (guint i = 0; i < warnings->len; i++)
@@ -768,8 +801,8 @@ static void test_kineto_two_rank(void)
   g_assert_cmpuint(n, ==, 2);
 
   /* Every event: both steps. */
-  g_autoptr(SimWorkload) wa = import_n(p, 2, TRACE_ITERATION_ALL, NULL,
-                                       &error);
+  g_autoptr(SimWorkload) wa = import_gpu(p, 2, TRACE_ITERATION_ALL, TRUE,
+                                         NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(sim_workload_n_ops(wa), ==, 14 + 4);
 }
@@ -1506,6 +1539,8 @@ static void test_fidelity(gconstpointer data)
     g_autofree double *busy = g_new0(double, w->n_ranks);
     for (guint i = 0; i < rec.recs->len; i++) {
       const SimOpRecord *x = &g_array_index(rec.recs, SimOpRecord, i);
+      if (w->ranks[x->gpu].ops[x->op].kind == SIM_OP_HOST)
+        continue; /* CPU time, not GPU busy time */
       busy[x->gpu] += (double)(x->end_ns - x->start_ns);
     }
     g_array_unref(rec.recs);
