@@ -95,6 +95,37 @@ void trace_warn(const TraceImportOptions *opt, const char *fmt, ...)
   va_end(ap);
 }
 
+gboolean trace_parse_step_option(const char *text, TraceImportOptions *opt,
+                                 GError **error)
+{
+  g_return_val_if_fail(text != NULL && opt != NULL, FALSE);
+  if (strcmp(text, "first") == 0) {
+    opt->step = TRACE_STEP_FIRST;
+    return TRUE;
+  }
+  if (strcmp(text, "median") == 0) {
+    opt->step = TRACE_STEP_MEDIAN;
+    return TRUE;
+  }
+  if (strcmp(text, "all") == 0) {
+    opt->step = TRACE_STEP_ALL;
+    return TRUE;
+  }
+  char *end = NULL;
+  errno = 0;
+  gint64 v = g_ascii_strtoll(text, &end, 10);
+  if (text[0] == '\0' || *end != '\0' || errno != 0 || v < 0 ||
+      !g_ascii_isdigit(text[0])) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                "step \"%s\": expected first, median, all or a step number",
+                text);
+    return FALSE;
+  }
+  opt->step = TRACE_STEP_NUMBER;
+  opt->step_number = v;
+  return TRUE;
+}
+
 /* ---- format detection --------------------------------------------------- */
 
 static gboolean has_suffix_ci(const char *path, const char *suffix)

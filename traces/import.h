@@ -85,6 +85,13 @@ typedef enum {
                             range, duplicate ranks) */
 } TraceError;
 
+/* Parses a step choice as `trace import --step` and js.trace.import{
+ * step = } take it: "first", "median", "all" or a step number (>= 0).
+ * Sets opt->step (and opt->step_number); FALSE with TRACE_ERROR_INVALID
+ * naming the value otherwise. */
+gboolean trace_parse_step_option(const char *text, TraceImportOptions *opt,
+                                 GError **error);
+
 /* "kineto", "nsys", "chakra", "native" or "unknown" (static string). */
 const char *trace_format_name(TraceFormat f);
 
