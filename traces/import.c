@@ -1901,6 +1901,33 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
     } else {
       g_hash_table_insert(pv, g_strdup("host_ops"), g_strdup("gpu_only"));
     }
+    /* What the trace measured, for fidelity checks: the GPU span of the
+     * first rank's file (first GPU start to last GPU end, every op) and
+     * the CPU durations of its profiled steps. */
+    {
+      const TraceRawRank *r0 = b.rw[0].raw;
+      gint64 g0 = G_MAXINT64, g1 = G_MININT64;
+      for (guint k = 0; k < r0->ops->len; k++) {
+        const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
+        g0 = MIN(g0, o->ts_ns);
+        g1 = MAX(g1, o->ts_ns + o->dur_ns);
+      }
+      if (g1 > g0)
+        g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
+                            g_strdup_printf("%" G_GINT64_FORMAT, g1 - g0));
+      g_autoptr(GArray) sr = step_ranges(r0);
+      if (sr->len > 0) {
+        GString *sd = g_string_new(NULL);
+        for (guint k = 0; k < sr->len; k++) {
+          const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
+          g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
+                                       : "%" G_GINT64_FORMAT,
+                                 x->end_ns - x->start_ns);
+        }
+        g_hash_table_insert(pv, g_strdup("trace_step_ns"),
+                            g_string_free(sd, FALSE));
+      }
+    }
     if (step_mode(opt) == TRACE_STEP_ALL && b.win[0].steps != NULL) {
       GString *st = g_string_new(NULL);
       for (guint k = 0; k < b.win[0].steps->len; k++)
