@@ -341,7 +341,8 @@ static void push_te(lua_State *L, const SimTE *te)
 
 /* Converts a SimResult into the documented plain table. */
 static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
-                        const SimWorkload *w, const DvfsPolicy *p)
+                        const SimWorkload *w, const DvfsPolicy *p,
+                        const GArray *steps)
 {
   double t = (double)r->time_ns * 1e-9;
   lua_createtable(L, 0, 24);
@@ -369,12 +370,27 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
           t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
   jsl_set_num(L, "iteration_time_s", t / r->n_iterations);
   jsl_set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
-  lua_createtable(L, (int)r->n_iterations, 0);
-  for (guint i = 0; i < r->n_iterations; i++) {
-    lua_createtable(L, 0, 2);
-    jsl_set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
-    jsl_set_num(L, "energy_j", r->iterations[i].energy_j);
-    lua_rawseti(L, -2, i + 1);
+  if (steps != NULL && steps->len > 0) {
+    /* A workload of every profiled step: one row per step (lua/session.h,
+     * JsStepRow), numbered by iteration and ProfilerStep. */
+    lua_createtable(L, (int)steps->len, 0);
+    for (guint i = 0; i < steps->len; i++) {
+      const JsStepRow *row = &g_array_index(steps, JsStepRow, i);
+      lua_createtable(L, 0, 4);
+      jsl_set_num(L, "time_s", (double)row->time_ns * 1e-9);
+      jsl_set_num(L, "energy_j", row->energy_j);
+      jsl_set_int(L, "iteration", (lua_Integer)row->iteration + 1);
+      jsl_set_int(L, "step", (lua_Integer)row->step);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  } else {
+    lua_createtable(L, (int)r->n_iterations, 0);
+    for (guint i = 0; i < r->n_iterations; i++) {
+      lua_createtable(L, 0, 2);
+      jsl_set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
+      jsl_set_num(L, "energy_j", r->iterations[i].energy_j);
+      lua_rawseti(L, -2, i + 1);
+    }
   }
   lua_setfield(L, -2, "iterations");
   lua_createtable(L, 0, SIM_CLASS_COUNT);
@@ -665,7 +681,7 @@ static int l_simulate(lua_State *L)
   c->power_spread = saved_power;
   if (!uok)
     return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
-  push_result(L, box->r, c, lw->w, &pol);
+  push_result(L, box->r, c, lw->w, &pol, box->rep.steps);
   if (tl_path != NULL) {
     lua_pushstring(L, tl_path);
     lua_setfield(L, -2, "timeline");

@@ -93,6 +93,8 @@ void js_run_report_clear(JsRunReport *r)
   dvfs_plan_result_free(r->plan);
   perseus_run_free(r->pipeline);
   g_free(r->clocks);
+  if (r->steps != NULL)
+    g_array_unref(r->steps);
   memset(r, 0, sizeof *r);
 }
 
@@ -176,6 +178,104 @@ static gboolean check_folded(const Cluster *run, const DvfsPolicy *p,
     return FALSE;
   }
   return TRUE;
+}
+
+/* ---- step rows -------------------------------------------------------------
+ *
+ * A workload imported with every profiled step (trace import --step all)
+ * opens each step with a marker named ProfilerStep#N on a host stream.
+ * The final replay is observed (every op record kept: 48 bytes per op per
+ * iteration) and each iteration split at the markers of the first rank
+ * that has them; a step's energy is the integral of every GPU's power over
+ * its window, from the records as the engine's additive model defines it:
+ * idle power throughout, plus each op's increment over its run and, for a
+ * communication op, the blocked increment from its arrival to its start.
+ * The steps' energies add up to the iteration's (to rounding). */
+
+typedef struct {
+  SimObserver inner;
+  gpointer inner_data;
+  GArray *recs;              /* SimOpRecord */
+} StepObs;
+
+static void step_observe(gpointer data, const SimOpRecord *rec)
+{
+  StepObs *so = data;
+  g_array_append_vals(so->recs, rec, 1);
+  if (so->inner != NULL)
+    so->inner(so->inner_data, rec);
+}
+
+/* The rank whose markers split the steps, or -1 when w has none. */
+static gint step_rank(const SimWorkload *w)
+{
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 i = 0; i < rk->n_ops; i++)
+      if (rk->ops[i].kind == SIM_OP_MARKER &&
+          g_str_has_prefix(sim_workload_name(w, rk->ops[i].name),
+                           "ProfilerStep#"))
+        return (gint)r;
+  }
+  return -1;
+}
+
+static double overlap(gint64 a0, gint64 a1, gint64 b0, gint64 b1)
+{
+  gint64 lo = MAX(a0, b0), hi = MIN(a1, b1);
+  return hi > lo ? (double)(hi - lo) : 0.0;
+}
+
+/* Builds the rows of every iteration of r from the records in so. */
+static GArray *step_rows(const SimWorkload *w, const SimMachine *m,
+                         const SimResult *r, guint sr, const StepObs *so)
+{
+  GArray *rows = g_array_new(FALSE, FALSE, sizeof(JsStepRow));
+  const SimOpRecord *rec = (const SimOpRecord *)(void *)so->recs->data;
+  guint nrec = so->recs->len;
+  gint64 t0 = 0;
+  for (guint it = 0; it < r->n_iterations; it++) {
+    gint64 t1 = t0 + r->iterations[it].time_ns;
+    /* Boundaries: the step markers of rank sr this iteration. */
+    g_autoptr(GArray) bnd = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(GArray) num = g_array_new(FALSE, FALSE, sizeof(gint64));
+    for (guint k = 0; k < nrec; k++) {
+      const SimOpRecord *x = &rec[k];
+      if (x->iter != it || x->gpu != sr)
+        continue;
+      const SimOp *op = &w->ranks[sr].ops[x->op];
+      const char *nm = sim_workload_name(w, op->name);
+      if (op->kind != SIM_OP_MARKER || !g_str_has_prefix(nm, "ProfilerStep#"))
+        continue;
+      gint64 n = g_ascii_strtoll(nm + strlen("ProfilerStep#"), NULL, 10);
+      g_array_append_val(bnd, x->start_ns);
+      g_array_append_val(num, n);
+    }
+    guint ns = bnd->len;
+    for (guint k = 0; k < ns; k++) {
+      gint64 a = k == 0 ? t0 : g_array_index(bnd, gint64, k);
+      gint64 b = k + 1 < ns ? g_array_index(bnd, gint64, k + 1) : t1;
+      JsStepRow row = {it, g_array_index(num, gint64, k), b - a, 0.0};
+      double e = 0;
+      for (guint g = 0; g < m->n_gpus; g++)
+        e += m->idle_power_w[g] * (double)(b - a) * 1e-9;
+      for (guint q = 0; q < nrec; q++) {
+        const SimOpRecord *x = &rec[q];
+        if (x->iter != it)
+          continue;
+        double idle = m->idle_power_w[x->gpu];
+        e += (x->power_w - idle) * overlap(x->start_ns, x->end_ns, a, b) *
+             1e-9;
+        if (x->arrive_ns < x->start_ns)
+          e += (m->blocked_power_w[x->gpu] - idle) *
+               overlap(x->arrive_ns, x->start_ns, a, b) * 1e-9;
+      }
+      row.energy_j = e;
+      g_array_append_val(rows, row);
+    }
+    t0 = t1;
+  }
+  return rows;
 }
 
 static const PerseusRunKind pipeline_kinds[] = {
@@ -292,10 +392,20 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)
     return NULL;
-  if (opt->observer != NULL)
+  gint sr = w->fold_rep == NULL ? step_rank(w) : -1;
+  StepObs so = {opt->observer, opt->observer_data, NULL};
+  if (sr >= 0) {
+    so.recs = g_array_new(FALSE, FALSE, sizeof(SimOpRecord));
+    sim_engine_set_observer(e, step_observe, &so);
+  } else if (opt->observer != NULL) {
     sim_engine_set_observer(e, opt->observer, opt->observer_data);
+  }
   g_autoptr(SimResult) r = sim_engine_run(e, plan, MAX(opt->iterations, 1),
                                           error);
+  if (r != NULL && sr >= 0)
+    report->steps = step_rows(w, sim, r, (guint)sr, &so);
+  if (so.recs != NULL)
+    g_array_unref(so.recs);
   if (r == NULL)
     return NULL;
   if (table != NULL && !cluster_machine_check(m, error))

@@ -90,7 +90,20 @@ typedef struct {
                                 every computation runs clocks[k] MHz */
   guint n_clocks;
   guint n_stages, n_microbatches; /* pipeline kinds */
+  GArray *steps;             /* JsStepRow, per iteration per step, for a
+                                workload with step markers (trace import
+                                --step all); else NULL */
 } JsRunReport;
+
+/* One profiled step of one replayed iteration: the time from its marker
+ * (ProfilerStep#N on the first rank that has them) to the next one (or
+ * the iteration's end), and the energy of every GPU in that window. */
+typedef struct {
+  guint iteration;
+  gint64 step;               /* N of ProfilerStep#N */
+  gint64 time_ns;
+  double energy_j;
+} JsStepRow;
 
 void js_run_report_clear(JsRunReport *r);
 

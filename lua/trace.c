@@ -37,9 +37,10 @@
  * traces (all other cases).  `gpu` is the GPU to assume for devices not in
  * the catalogue (NULL: the importer's default); warnings (owned strings)
  * are added to `warnings` when given.  Caller owns the result. */
-static SimWorkload *load_inputs(JsSession *s, const char *const *paths,
-                                guint n, const char *gpu,
-                                GPtrArray *warnings, GError **error)
+static SimWorkload *load_inputs_opt(JsSession *s, const char *const *paths,
+                                    guint n, const char *gpu,
+                                    const TraceImportOptions *how,
+                                    GPtrArray *warnings, GError **error)
 {
   g_return_val_if_fail(n > 0, NULL);
   /* HDF5 content, or an .h5/.hdf5 name, means a native trace (so that a
@@ -59,10 +60,22 @@ static SimWorkload *load_inputs(JsSession *s, const char *const *paths,
   }
   TraceImportOptions opt;
   memset(&opt, 0, sizeof opt);
+  if (how != NULL) {
+    opt.step = how->step;
+    opt.step_number = how->step_number;
+    opt.gpu_only = how->gpu_only;
+  }
   opt.catalogue = s->catalogue;
   opt.gpu = gpu;
   opt.warnings = warnings;
   return trace_import(paths, n, &opt, error);
+}
+
+static SimWorkload *load_inputs(JsSession *s, const char *const *paths,
+                                guint n, const char *gpu,
+                                GPtrArray *warnings, GError **error)
+{
+  return load_inputs_opt(s, paths, n, gpu, NULL, warnings, error);
 }
 
 /* A label for a workload read from paths: the first file's base name (and
@@ -102,6 +115,8 @@ static int l_trace_import(lua_State *L)
   const char *fn = "js.trace.import";
   JsSession *s = jsl_session(L);
   const char *gpu = NULL;
+  TraceImportOptions how;
+  memset(&how, 0, sizeof how);
   /* Every check that can raise comes before the first allocation (a Lua
    * error longjmps past any free).  The file names stay on the Lua stack,
    * at first..first+n-1, and are only borrowed below. */
@@ -115,11 +130,12 @@ static int l_trace_import(lua_State *L)
       lua_pop(L, 1);
       if (lua_type(L, -1) == LUA_TSTRING) {
         const char *k = lua_tostring(L, -1);
-        if (strcmp(k, "gpu") != 0) {
-          static const char *const keys[] = {"gpu", NULL};
+        if (strcmp(k, "gpu") != 0 && strcmp(k, "step") != 0 &&
+            strcmp(k, "gpu_only") != 0) {
+          static const char *const keys[] = {"gpu", "step", "gpu_only", NULL};
           const char *near = jsl_closest(k, keys);
           luaL_error(L, "%s: unknown argument '%s'%s%s%s; allowed: the "
-                        "file names (a list) and gpu", fn, k,
+                        "file names (a list), gpu, step and gpu_only", fn, k,
                      near ? " (did you mean '" : "", near ? near : "",
                      near ? "'?)" : "");
         }
@@ -140,6 +156,38 @@ static int l_trace_import(lua_State *L)
                    luaL_typename(L, -1));
     }
     gpu = jsl_opt_str(L, 1, fn, "gpu", NULL);
+    /* step = "first" | "median" | "all" | a step number */
+    lua_getfield(L, 1, "step");
+    if (lua_isinteger(L, -1)) {
+      lua_Integer v = lua_tointeger(L, -1);
+      if (v < 0)
+        luaL_error(L, "%s: argument 'step' must be a step number >= 0, "
+                      "\"first\", \"median\" or \"all\" (got %I)", fn, v);
+      how.step = TRACE_STEP_NUMBER;
+      how.step_number = (gint64)v;
+    } else if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *v = lua_tostring(L, -1);
+      if (strcmp(v, "first") == 0)
+        how.step = TRACE_STEP_FIRST;
+      else if (strcmp(v, "median") == 0)
+        how.step = TRACE_STEP_MEDIAN;
+      else if (strcmp(v, "all") == 0)
+        how.step = TRACE_STEP_ALL;
+      else
+        luaL_error(L, "%s: argument 'step' must be \"first\", \"median\", "
+                      "\"all\" or a step number (got \"%s\")", fn, v);
+    } else if (!lua_isnil(L, -1)) {
+      luaL_error(L, "%s: argument 'step' must be \"first\", \"median\", "
+                    "\"all\" or a step number (got %s)", fn,
+                 luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "gpu_only");
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+      luaL_error(L, "%s: argument 'gpu_only' must be a boolean (got %s)", fn,
+                 luaL_typename(L, -1));
+    how.gpu_only = lua_toboolean(L, -1);
+    lua_pop(L, 1);
   } else {
     for (int i = 1; i <= n; i++) {
       if (lua_type(L, i) != LUA_TSTRING)
@@ -160,7 +208,8 @@ static int l_trace_import(lua_State *L)
   for (int i = 0; i < n; i++)
     paths[i] = lua_tostring(L, first + i);
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
-  SimWorkload *w = load_inputs(s, paths, (guint)n, gpu, warnings, &err);
+  SimWorkload *w = load_inputs_opt(s, paths, (guint)n, gpu, &how, warnings,
+                                   &err);
   char *label = w != NULL ? inputs_label(paths, (guint)n) : NULL;
   g_free(paths);
   if (w == NULL) {
@@ -238,6 +287,10 @@ static int l_trace_info(lua_State *L)
   lua_setfield(L, -2, "busy_s");
   jsl_set_num(L, "busy_min_s", (double)st.busy_min_ns * 1e-9);
   jsl_set_num(L, "busy_max_s", (double)st.busy_max_ns * 1e-9);
+  jsl_set_num(L, "host_ops", (double)st.host_ops);
+  jsl_set_num(L, "host_streams", (double)st.host_streams);
+  jsl_set_num(L, "step_s", (double)st.step_ns * 1e-9);
+  jsl_set_num(L, "host_bound", st.host_bound);
   jsl_set_num(L, "busy_mean_s", st.busy_mean_ns * 1e-9);
   lua_createtable(L, 0, (int)st.groups->len);
   for (guint k = 0; k < st.groups->len; k++) {
@@ -569,14 +622,26 @@ static int cmd_gen(int argc, char **argv)
 
 /* ---- trace import ------------------------------------------------------------------ */
 
+#define STEP_HELP                                                           \
+  "  --step N|first|median|all\n"                                          \
+  "                      which profiled step: the one numbered N\n"          \
+  "                      (ProfilerStep#N), the first, the one of median\n"   \
+  "                      duration (default: the steady state), or all of\n" \
+  "                      them as one workload with step markers\n"          \
+  "  --gpu-only          leave the CPU out: no host streams, GPU ops in\n"   \
+  "                      stream order only (the replay before host\n"       \
+  "                      modelling)\n"
+
 static const char usage_import[] =
   "usage: joulesim trace import FILES... -o TRACE.h5 [--gpu NAME]\n"
+  "                             [--step N|first|median|all] [--gpu-only]\n"
   "\n"
   "Imports the profiler traces of one job (PyTorch profiler / Kineto JSON,\n"
   ".json or .json.gz, one file per rank; Nsight Systems SQLite exports;\n"
   "Chakra execution traces) and writes them as one native trace file.\n"
   "  --gpu NAME          GPU to assume when a trace's device is not in the\n"
   "                      catalogue (see joulesim gpus)\n"
+  STEP_HELP
   "  -o, --output FILE   the trace file to write (required)\n"
   "  --force             replace FILE even when it is not a joulesim trace\n"
   "                      (refused otherwise)\n";
@@ -593,6 +658,8 @@ static int cmd_import(int argc, char **argv)
 {
   const char *cmd = "import";
   const char *out = NULL, *gpu = NULL;
+  TraceImportOptions how;
+  memset(&how, 0, sizeof how);
   g_autoptr(GPtrArray) files = g_ptr_array_new();
   gboolean force = FALSE;
   Args a = {argc, argv, 0, NULL, FALSE};
@@ -610,6 +677,18 @@ static int cmd_import(int argc, char **argv)
       if (a.missing)
         return fail_usage(cmd, usage_import, "--gpu needs a GPU name");
       gpu = a.value;
+    } else if (opt_value(&a, "--step")) {
+      if (a.missing)
+        return fail_usage(cmd, usage_import, "--step needs N, first, median or "
+                          "all");
+      GError *e = NULL;
+      if (!trace_parse_step_option(a.value, &how, &e)) {
+        int rc = fail_usage(cmd, usage_import, "--step: %s", e->message);
+        g_error_free(e);
+        return rc;
+      }
+    } else if (strcmp(arg, "--gpu-only") == 0) {
+      how.gpu_only = TRUE;
     } else if (strcmp(arg, "--force") == 0) {
       force = TRUE;
     } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -629,8 +708,9 @@ static int cmd_import(int argc, char **argv)
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
     return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(SimWorkload) w = load_inputs(
-    s, (const char *const *)files->pdata, files->len, gpu, warnings, &err);
+  g_autoptr(SimWorkload) w = load_inputs_opt(
+    s, (const char *const *)files->pdata, files->len, gpu, &how, warnings,
+    &err);
   print_warnings(cmd, warnings);
   if (w == NULL)
     return fail_user(cmd, err);
@@ -640,18 +720,22 @@ static int cmd_import(int argc, char **argv)
 /* ---- trace info ----------------------------------------------------------------------- */
 
 static const char usage_info[] =
-  "usage: joulesim trace info FILE...\n"
+  "usage: joulesim trace info FILE... [--gpu NAME] [--step S] [--gpu-only]\n"
   "\n"
   "Summarises a trace: ranks, layout, ops per class and per kind, streams,\n"
   "GPU busy time per rank (sum of kernel durations), collectives per group\n"
-  "type, bytes and provenance.  FILE is a native trace (.h5) or the\n"
-  "profiler traces of one job (imported on the fly).\n"
-  "  --gpu NAME          GPU to assume for devices not in the catalogue\n";
+  "type, host ops and the host-bound share of the step, bytes and\n"
+  "provenance.  FILE is a native trace (.h5) or the profiler traces of one\n"
+  "job (imported on the fly).\n"
+  "  --gpu NAME          GPU to assume for devices not in the catalogue\n"
+  STEP_HELP;
 
 static int cmd_info(int argc, char **argv)
 {
   const char *cmd = "info";
   const char *gpu = NULL;
+  TraceImportOptions how;
+  memset(&how, 0, sizeof how);
   g_autoptr(GPtrArray) files = g_ptr_array_new();
   Args a = {argc, argv, 0, NULL, FALSE};
   for (a.i = 0; a.i < argc; a.i++) {
@@ -664,6 +748,18 @@ static int cmd_info(int argc, char **argv)
       if (a.missing)
         return fail_usage(cmd, usage_info, "--gpu needs a GPU name");
       gpu = a.value;
+    } else if (opt_value(&a, "--step")) {
+      if (a.missing)
+        return fail_usage(cmd, usage_info, "--step needs N, first, median or "
+                          "all");
+      GError *e = NULL;
+      if (!trace_parse_step_option(a.value, &how, &e)) {
+        int rc = fail_usage(cmd, usage_info, "--step: %s", e->message);
+        g_error_free(e);
+        return rc;
+      }
+    } else if (strcmp(arg, "--gpu-only") == 0) {
+      how.gpu_only = TRUE;
     } else if (arg[0] == '-' && arg[1] != '\0') {
       return fail_usage(cmd, usage_info, "unknown option '%s'", arg);
     } else {
@@ -677,8 +773,9 @@ static int cmd_info(int argc, char **argv)
   if (gpu != NULL && gpu_catalogue_lookup(s->catalogue, gpu, &err) == NULL)
     return fail_option(cmd, "--gpu", err);
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(SimWorkload) w = load_inputs(
-    s, (const char *const *)files->pdata, files->len, gpu, warnings, &err);
+  g_autoptr(SimWorkload) w = load_inputs_opt(
+    s, (const char *const *)files->pdata, files->len, gpu, &how, warnings,
+    &err);
   print_warnings(cmd, warnings);
   if (w == NULL)
     return fail_user(cmd, err);

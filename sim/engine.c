@@ -874,6 +874,27 @@ static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
   rs->log[i].aux = rs->n_ovf++;
 }
 
+/* Logs host op i (SIM_OP_HOST) of rank rs, ready at `ready`: it lasts
+ * its ref_ns, whatever the clocks, with no power increment.  Returns its
+ * end (capped at TIME_MAX, which fails the iteration as for kernels). */
+static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
+{
+  gint64 dur = op->ref_ns;
+  if (G_LIKELY(dur >= 0 && dur < LOG_ESC && ready + dur <= TIME_MAX)) {
+    rs->log[i].dur = (guint32)dur;
+    rs->log[i].aux = 0;
+    return ready + dur;
+  }
+  gint64 end = ready + MIN(dur, TIME_MAX);
+  if (end > TIME_MAX) {
+    end = TIME_MAX;
+    if (rs->bad_op == 0)
+      rs->bad_op = i + 1;
+  }
+  log_overflow(rs, i, ready, ready, end, 0.0f);
+  return end;
+}
+
 /* End time of wait target j of rank rs (j has completed). */
 static inline gint64 target_end(const RankState *rs, const Stream *owner,
                                 guint32 j)
@@ -1406,6 +1427,12 @@ static void advance(SimEngine *e, guint r, guint s)
       op_done(e, r, st, i, ready, ready, ready, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
       next_stop = MIN(next_tgt, next_ahead);
+    } else if (op->kind == SIM_OP_HOST) {
+      /* CPU time: its recorded duration at any clocks, no GPU power. */
+      t = host_op(rs, i, op, ready);
+      op_done(e, r, st, i, ready, ready, t, 0.0f);
+      next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+      next_stop = MIN(next_tgt, next_ahead);
     } else {
       st->state = ST_WAIT_COMM;
       st->cur = i;
@@ -1480,6 +1507,11 @@ static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
     iv->start = iv->end = arrive;
     iv->inc = 0.0f;
     break;
+  case SIM_OP_HOST:
+    iv->start = arrive;
+    iv->end = arrive + l.dur;
+    iv->inc = 0.0f;
+    break;
   default:
     iv->start = arrive + l.aux;
     iv->end = iv->start + l.dur;
@@ -1533,14 +1565,18 @@ static inline gboolean reader_skip(Reader *rd, const RankState *rs,
   }
 }
 
-/* State of a stream for the attribution: 3 kernel, 2 communication,
+/* State of a stream for the attribution: 3 kernel, 2 communication (a
+ * running host op counts as idle),
  * 1 blocked, 0 idle; and its power increment (when active). */
 static inline int reader_kind(const Reader *rd, const SimOp *ops)
 {
   if (rd->phase == 1)
     return 1;
-  if (rd->phase == 2)
-    return ops[rd->cur].kind == SIM_OP_KERNEL ? 3 : 2;
+  if (rd->phase == 2) {
+    guint8 k = ops[rd->cur].kind;
+    /* A running host op leaves the GPU idle. */
+    return k == SIM_OP_KERNEL ? 3 : k == SIM_OP_HOST ? 0 : 2;
+  }
   return 0;
 }
 
@@ -1610,6 +1646,8 @@ static double account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
     OpLog l = log[i];
     double d, inc, blocked;
     const Overflow *split = NULL; /* a kernel split by a clock switch */
+    if (G_UNLIKELY(op->kind == SIM_OP_HOST))
+      continue; /* CPU time: no increment, no GPU class time */
     if (G_UNLIKELY(l.dur == LOG_ESC)) {
       const Overflow *o = &rs->ovf[l.aux];
       d = (double)(o->end - o->start);

@@ -13,7 +13,7 @@ static const char *const class_names[SIM_CLASS_COUNT] = {
 static const char *const phase_names[SIM_PHASE_COUNT] = {
   "forward", "backward", "optimizer", "other"};
 static const char *const kind_names[SIM_OP_KIND_COUNT] = {
-  "kernel", "collective", "send", "recv", "marker"};
+  "kernel", "collective", "send", "recv", "marker", "host"};
 static const char *const coll_names[SIM_COLL_COUNT] = {
   "all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all",
   "send_recv"};

@@ -24,6 +24,13 @@
  * of that group on every member) or a peer rank (send/recv; the n-th send
  * from a to b matches the n-th recv on b from a).
  *
+ * Host ops (SIM_OP_HOST, imported traces) are the CPU side of a rank: one
+ * stream per CPU thread whose ops last their recorded ref_ns at any clocks
+ * and draw no GPU power.  A GPU op waits for its launch by waiting for a
+ * host op; a synchronising call is a host op waiting for a GPU op.  The
+ * engine counts the time a host op runs as GPU idle time (unless a GPU op
+ * of the rank runs then), so a host-bound step shows its idle power.
+ *
  * Why this lives in sim/: the op record is the contract between whoever
  * produces work (traces/: generator, importers, native files) and the engine
  * that replays it; the engine must not depend on traces/ (DESIGN section 2),
@@ -42,6 +49,8 @@ typedef enum {
   SIM_OP_SEND,
   SIM_OP_RECV,
   SIM_OP_MARKER, /* zero-duration annotation (iteration/microbatch boundary) */
+  SIM_OP_HOST,   /* CPU time on a host stream: lasts ref_ns whatever the
+                    clocks, draws no GPU power (the GPU idles meanwhile) */
   SIM_OP_KIND_COUNT
 } SimOpKind;
 

@@ -19,6 +19,7 @@
 #include "tests/testutil.h"
 #include "traces/classify.h"
 #include "traces/import.h"
+#include "traces/native.h"
 
 #define KINETO_A100 TEST_DATA("traces/a100_2rank_nccl_rank0.json.gz")
 #define KINETO_W0 TEST_DATA("traces/sampled_world128_rank0.json.gz")
@@ -64,13 +65,21 @@ static void write_gz(const char *path, const void *data, gsize len)
   g_assert_cmpint(gzclose(f), ==, Z_OK);
 }
 
-static SimWorkload *import_n(const char *const *paths, guint n, gint iteration,
-                             GPtrArray *warnings, GError **error)
+static SimWorkload *import_gpu(const char *const *paths, guint n,
+                               gint iteration, gboolean gpu_only,
+                               GPtrArray *warnings, GError **error)
 {
   TraceImportOptions o = {0};
   o.iteration = iteration;
   o.warnings = warnings;
+  o.gpu_only = gpu_only;
   return trace_import(paths, n, &o, error);
+}
+
+static SimWorkload *import_n(const char *const *paths, guint n, gint iteration,
+                             GPtrArray *warnings, GError **error)
+{
+  return import_gpu(paths, n, iteration, FALSE, warnings, error);
 }
 
 static SimWorkload *import1(const char *path, gint iteration)
@@ -88,19 +97,43 @@ typedef struct {
   guint cls[SIM_CLASS_COUNT];
   guint kind[SIM_OP_KIND_COUNT];
   guint phase[SIM_PHASE_COUNT];
-  gint64 busy_ns;          /* sum of ref_ns of non-marker ops */
+  gint64 busy_ns;          /* sum of ref_ns of GPU ops (not markers) */
+  guint host;              /* host ops (counted in none of the above) */
+  guint host_streams, host_waits;
+  gint64 host_ns;
 } RankStats;
 
 static void rank_stats(const SimWorkload *w, guint r, RankStats *st)
 {
   memset(st, 0, sizeof *st);
   const SimRank *rk = &w->ranks[r];
-  st->streams = rk->n_streams;
+  /* GPU streams: those with GPU ops; the others are host streams. */
+  for (guint s = 0; s < rk->n_streams; s++) {
+    gboolean gpu = FALSE, host = FALSE;
+    for (guint32 i = rk->stream_off[s]; i < rk->stream_off[s + 1]; i++) {
+      gpu |= rk->ops[i].kind != SIM_OP_HOST && rk->ops[i].kind != SIM_OP_MARKER;
+      host |= rk->ops[i].kind == SIM_OP_HOST;
+    }
+    st->streams += gpu;
+    st->host_streams += host && !gpu;
+  }
   for (guint32 i = 0; i < rk->n_ops; i++) {
     const SimOp *op = &rk->ops[i];
-    st->waits += op->wait != SIM_NO_WAIT;
+    /* Waits between GPU ops (launch and synchronisation waits on host
+     * ops are counted in host_waits). */
+    if (op->wait != SIM_NO_WAIT) {
+      gboolean hw = op->kind == SIM_OP_HOST ||
+                    rk->ops[op->wait].kind == SIM_OP_HOST;
+      st->waits += !hw;
+      st->host_waits += hw;
+    }
     if (op->kind == SIM_OP_MARKER) {
       st->markers++;
+      continue;
+    }
+    if (op->kind == SIM_OP_HOST) {
+      st->host++;
+      st->host_ns += op->ref_ns;
       continue;
     }
     st->ops++;
@@ -672,7 +705,8 @@ static void test_kineto_two_rank(void)
   GError *error = NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   const char *p[] = {TWO_R1, TWO_R0};
-  g_autoptr(SimWorkload) w = import_n(p, 2, 0, warnings, &error);
+  /* The GPU side alone (host streams: /import/host/ *). */
+  g_autoptr(SimWorkload) w = import_gpu(p, 2, 0, TRUE, warnings, &error);
   g_assert_no_error(error);
   /* The device name maps to the catalogue; all ranks present: no warning. */
   for (guint i = 0; i < warnings->len; i++)
@@ -768,8 +802,8 @@ static void test_kineto_two_rank(void)
   g_assert_cmpuint(n, ==, 2);
 
   /* Every event: both steps. */
-  g_autoptr(SimWorkload) wa = import_n(p, 2, TRACE_ITERATION_ALL, NULL,
-                                       &error);
+  g_autoptr(SimWorkload) wa = import_gpu(p, 2, TRACE_ITERATION_ALL, TRUE,
+                                         NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(sim_workload_n_ops(wa), ==, 14 + 4);
 }
@@ -1471,6 +1505,320 @@ static void test_chakra_two_ranks(void)
   test_rmdir(dir);
 }
 
+/* ---- host streams (issue 16) ---------------------------------------------- */
+
+/* Writes a one-rank Kineto trace of the given events (JSON objects, joined
+ * with commas) on an A100-SXM4-80GB (so a replay at the default limit
+ * reproduces every recorded duration) and imports it. */
+static SimWorkload *host_trace(const char *dir, const char *events,
+                               TraceStep step, GPtrArray *warnings,
+                               GError **error)
+{
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  g_autofree char *json = g_strdup_printf(
+      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}],"
+      "\"traceEvents\":[%s]}", events);
+  write_file(path, json, strlen(json));
+  TraceImportOptions o = {0};
+  o.step = step;
+  o.warnings = warnings;
+  const char *p[] = {path};
+  return trace_import(p, 1, &o, error);
+}
+
+#define HK(name, ts, dur, corr)                                            \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,"      \
+  "\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,"       \
+  "\"stream\":7,\"correlation\":" #corr "}}"
+#define HR(name, ts, dur, corr)                                            \
+  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1," \
+  "\"tid\":100,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" \
+  #corr "}}"
+#define HS(n, ts, dur)                                                     \
+  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" #n   \
+  "\",\"pid\":1,\"tid\":100,\"ts\":" #ts ",\"dur\":" #dur "}"
+
+/* The op of rank 0 named `name` (the nth), its index. */
+static guint32 op_named(const SimWorkload *w, const char *name, guint nth)
+{
+  const SimRank *rk = &w->ranks[0];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (strcmp(sim_workload_name(w, rk->ops[i].name), name) == 0 &&
+        nth-- == 0)
+      return i;
+  g_assert_not_reached();
+  return 0;
+}
+
+/* The record of op i (the last part when split). */
+static const SimOpRecord *rec_of(const Recorder *rec, guint32 i)
+{
+  const SimOpRecord *hit = NULL;
+  for (guint k = 0; k < rec->recs->len; k++) {
+    const SimOpRecord *x = &g_array_index(rec->recs, SimOpRecord, k);
+    if (x->gpu == 0 && x->op == i && x->iter == 0)
+      hit = x;
+  }
+  g_assert_nonnull(hit);
+  return hit;
+}
+
+/* Launch-bound: five 5 us kernels launched every 100 us.  Each kernel
+ * starts when its launch call returned, and the step lasts what the host
+ * did (its recorded 1,000 us), not the 25 us of GPU work. */
+static void test_host_launch_bound(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 1000) ","
+      HR("cudaLaunchKernel", 100, 10, 1) "," HK("k0", 112, 5, 1) ","
+      HR("cudaLaunchKernel", 200, 10, 2) "," HK("k1", 212, 5, 2) ","
+      HR("cudaLaunchKernel", 300, 10, 3) "," HK("k2", 312, 5, 3) ","
+      HR("cudaLaunchKernel", 400, 10, 4) "," HK("k3", 412, 5, 4) ","
+      HR("cudaLaunchKernel", 500, 10, 5) "," HK("k4", 512, 5, 5),
+      TRACE_STEP_AUTO, NULL, &error);
+  g_assert_no_error(error);
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.host_streams, ==, 1);
+  g_assert_cmpuint(st.host, ==, 6); /* five launches and the tail */
+  g_assert_cmpint(st.host_ns, ==, 1000000);
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->time_ns, ==, 1000000); /* the host's time */
+  for (guint k = 0; k < 5; k++) {
+    char nm[4] = {'k', (char)('0' + k), 0, 0};
+    const SimOpRecord *x = rec_of(&rec, op_named(w, nm, 0));
+    g_assert_cmpint(x->start_ns, ==, (gint64)(100 * (k + 1) + 10) * 1000);
+    g_assert_cmpint(x->end_ns - x->start_ns, ==, 5000);
+  }
+  /* The GPU idles at idle power between kernels: kernel time is the GPU
+   * work, the rest of the step is idle. */
+  g_assert_cmpfloat(fabs(r->per_gpu[0].kernel_ns - 25000.0), <, 1e-6);
+  g_assert_cmpfloat(fabs(r->per_gpu[0].idle_ns - 975000.0), <, 1e-6);
+  g_array_unref(rec.recs);
+  test_rmdir(dir);
+}
+
+/* GPU-bound: ten 100 us kernels launched in 20 us.  The replay is the
+ * first launch's end plus the GPU work, back to back. */
+static void test_host_gpu_bound(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  GString *ev = g_string_new(HS(1, 0, 40));
+  for (int k = 0; k < 10; k++)
+    g_string_append_printf(ev, ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\","
+                           "\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":"
+                           "100,\"ts\":%d,\"dur\":1,\"args\":{\"correlation\":"
+                           "%d}},{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":"
+                           "\"k\",\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":100,"
+                           "\"args\":{\"device\":0,\"stream\":7,"
+                           "\"correlation\":%d}}", 10 + 2 * k, k + 1,
+                           12 + 100 * k, k + 1);
+  g_autoptr(SimWorkload) w = host_trace(dir, ev->str, TRACE_STEP_AUTO, NULL,
+                                        &error);
+  g_string_free(ev, TRUE);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->time_ns, ==, 11000 + 10 * 100000);
+  g_assert_cmpfloat(fabs(r->per_gpu[0].kernel_ns - 1e6), <, 1e-6);
+  test_rmdir(dir);
+}
+
+/* A cudaStreamSynchronize in the middle: it waits for the 200 us kernel,
+ * then the host goes on; slower kernels delay everything after the sync
+ * by exactly the kernel's extra time. */
+static void test_host_sync(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 300) ","
+      HR("cudaLaunchKernel", 10, 5, 1) "," HK("ampere_sgemm_a", 20, 200, 1) ","
+      HR("cudaStreamSynchronize", 20, 205, 2) ","
+      HR("cudaLaunchKernel", 230, 5, 3) "," HK("ampere_sgemm_b", 240, 50, 3),
+      TRACE_STEP_AUTO, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(warnings->len, ==, 0);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_syncs"), ==, "1");
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  guint32 ka = op_named(w, "ampere_sgemm_a", 0);
+  guint32 kb = op_named(w, "ampere_sgemm_b", 0);
+  guint32 sy = op_named(w, "cudaStreamSynchronize", 0);
+  /* By hand: a starts at its launch's end (15 us), ends at 215; the sync
+   * waits for it, then lasts what it took after the kernel ended (225 -
+   * 220 = 5 us): 220; the second launch takes its 10 us from the sync's
+   * end: b runs 230..280; the host's tail (65 us) ends at 295. */
+  g_assert_cmpint(rec_of(&rec, ka)->start_ns, ==, 15000);
+  g_assert_cmpint(rec_of(&rec, sy)->end_ns, ==, 220000);
+  g_assert_cmpint(rec_of(&rec, kb)->start_ns, ==, 230000);
+  g_assert_cmpint(r->time_ns, ==, 295000);
+  g_array_unref(rec.recs);
+  /* Slower kernels: the host after the sync moves with kernel a's end. */
+  Recorder slow = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) rs = replay(w, DVFS_FIXED, 600, -1, &slow, &error);
+  g_assert_no_error(error);
+  gint64 a_end = rec_of(&slow, ka)->end_ns;
+  g_assert_cmpint(a_end, >, 215000);
+  g_assert_cmpint(rec_of(&slow, kb)->start_ns - a_end, ==, 15000);
+  g_array_unref(slow.recs);
+  /* GPU order only: the sync is gone and the step is the GPU's. */
+  TraceImportOptions o = {0};
+  o.gpu_only = TRUE;
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  const char *p[] = {path};
+  g_autoptr(SimWorkload) g = trace_import(p, 1, &o, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) rg = replay(g, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rg->time_ns, ==, 250000);
+  test_rmdir(dir);
+}
+
+/* Orphan GPU ops (no correlation), a launch pointing nowhere and a
+ * negative runtime duration: warnings, and the trace still replays. */
+static void test_host_bad_input(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 100) ","
+      HR("cudaLaunchKernel", 10, 5, 1) "," HK("k", 20, 10, 1) ","
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"orphan\",\"pid\":0,"
+      "\"tid\":7,\"ts\":40,\"dur\":10,\"args\":{\"device\":0,\"stream\":7}},"
+      HR("cudaLaunchKernel", 50, 5, 999) ","
+      HR("cudaLaunchKernel", 60, -3, 4) "," HK("k2", 70, 5, 4),
+      TRACE_STEP_AUTO, warnings, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < warnings->len; i++)
+    g_test_message("warning: %s", (char *)g_ptr_array_index(warnings, i));
+  g_assert_true(warned(warnings, "1 of 3 GPU ops have no runtime launch"));
+  g_assert_true(warned(warnings, "1 runtime launches name a correlation id "
+                                 "with no GPU activity"));
+  g_assert_true(warned(warnings, "1 runtime calls have a negative duration"));
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->time_ns, ==, 100000);
+  /* A step that does not exist. */
+  TraceImportOptions o = {0};
+  o.step = TRACE_STEP_NUMBER;
+  o.step_number = 7;
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  const char *p[] = {path};
+  g_assert_null(trace_import(p, 1, &o, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "step 7 does not exist"));
+  g_clear_error(&error);
+  g_assert_false(trace_parse_step_option("12x", &o, &error));
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_INVALID);
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
+/* Three steps of 100, 300 and 200 us: first, median (200 us), a number,
+ * and all of them with a marker per step. */
+static void test_host_steps(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *ev =
+      HS(1, 0, 100) "," HS(2, 100, 300) "," HS(3, 400, 200) ","
+      HR("cudaLaunchKernel", 10, 5, 1) "," HK("a", 20, 10, 1) ","
+      HR("cudaLaunchKernel", 110, 5, 2) "," HK("b", 120, 10, 2) ","
+      HR("cudaLaunchKernel", 410, 5, 3) "," HK("c", 420, 10, 3);
+  static const struct {
+    TraceStep mode;
+    const char *label;
+    gint64 time_ns;
+  } cases[] = {
+    {TRACE_STEP_FIRST, "step 1", 100000},
+    {TRACE_STEP_MEDIAN, "step 3", 200000},
+    {TRACE_STEP_AUTO, "step 3", 200000},
+    {TRACE_STEP_ALL, "all", 600000},
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autoptr(SimWorkload) w = host_trace(dir, ev, cases[k].mode, NULL,
+                                          &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "iteration"), ==,
+                    cases[k].label);
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->time_ns, ==, cases[k].time_ns);
+    RankStats st;
+    rank_stats(w, 0, &st);
+    g_assert_cmpuint(st.markers, ==, cases[k].mode == TRACE_STEP_ALL ? 3 : 0);
+  }
+  /* One row per step through js_simulate_report. */
+  g_autoptr(SimWorkload) w = host_trace(dir, ev, TRACE_STEP_ALL, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "steps"), ==, "1,2,3");
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, w->ref_gpu, &error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_autoptr(Cluster) c = cluster_new(g, net, 1, 8, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, DVFS_MAX);
+  JsRunOptions o = {0};
+  o.iterations = 2;
+  o.switch_latency_ms = -1;
+  JsRunReport rep;
+  g_autoptr(SimResult) r = js_simulate_report(s, c, w, &pol, &o, &rep,
+                                              &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(rep.steps);
+  g_assert_cmpuint(rep.steps->len, ==, 6);
+  gint64 t = 0;
+  double e = 0;
+  for (guint k = 0; k < rep.steps->len; k++) {
+    const JsStepRow *row = &g_array_index(rep.steps, JsStepRow, k);
+    g_assert_cmpint(row->step, ==, (gint64)(k % 3) + 1);
+    t += row->time_ns;
+    e += row->energy_j;
+  }
+  g_assert_cmpint(t, ==, r->time_ns);
+  g_assert_cmpfloat(fabs(e - r->energy_j), <, 1e-9 * r->energy_j);
+  const JsStepRow *s2 = &g_array_index(rep.steps, JsStepRow, 1);
+  g_assert_cmpint(s2->time_ns, ==, 300000);
+  js_run_report_clear(&rep);
+  test_rmdir(dir);
+}
+
+/* Host streams survive a native file (format version 2) and the file
+ * replays as the import does. */
+static void test_host_native(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 300) ","
+      HR("cudaLaunchKernel", 10, 5, 1) "," HK("k", 20, 200, 1) ","
+      HR("cudaDeviceSynchronize", 20, 205, 2),
+      TRACE_STEP_AUTO, NULL, &error);
+  g_assert_no_error(error);
+  g_autofree char *h5 = g_build_filename(dir, "host.h5", NULL);
+  g_assert_true(trace_native_save(w, h5, &error));
+  g_assert_no_error(error);
+  g_autoptr(SimWorkload) l = trace_native_load(h5, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_workload_n_ops(l), ==, sim_workload_n_ops(w));
+  g_autoptr(SimResult) a = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_autoptr(SimResult) b = replay(l, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(a->time_ns, ==, b->time_ns);
+  g_assert_cmpfloat(a->energy_j, ==, b->energy_j);
+  test_rmdir(dir);
+}
+
 /* ---- replay fidelity ---------------------------------------------------- */
 
 typedef struct {
@@ -1506,6 +1854,8 @@ static void test_fidelity(gconstpointer data)
     g_autofree double *busy = g_new0(double, w->n_ranks);
     for (guint i = 0; i < rec.recs->len; i++) {
       const SimOpRecord *x = &g_array_index(rec.recs, SimOpRecord, i);
+      if (w->ranks[x->gpu].ops[x->op].kind == SIM_OP_HOST)
+        continue; /* CPU time, not GPU busy time */
       busy[x->gpu] += (double)(x->end_ns - x->start_ns);
     }
     g_array_unref(rec.recs);
@@ -1564,6 +1914,12 @@ int main(int argc, char **argv)
     g_test_add_data_func(n, &real_cases[i], test_kineto_real);
   }
   g_test_add_func("/import/kineto/iterations", test_kineto_iterations);
+  g_test_add_func("/import/host/launch-bound", test_host_launch_bound);
+  g_test_add_func("/import/host/gpu-bound", test_host_gpu_bound);
+  g_test_add_func("/import/host/sync", test_host_sync);
+  g_test_add_func("/import/host/bad-input", test_host_bad_input);
+  g_test_add_func("/import/host/steps", test_host_steps);
+  g_test_add_func("/import/host/native", test_host_native);
   g_test_add_func("/import/kineto/partial-job", test_kineto_partial_job);
   g_test_add_func("/import/kineto/two-rank", test_kineto_two_rank);
   g_test_add_func("/import/kineto/unpaired", test_kineto_unpaired);

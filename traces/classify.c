@@ -390,3 +390,42 @@ const char *trace_gpu_for_device(const GpuCatalogue *cat, const char *device)
   }
   return NULL;
 }
+
+/* ---- runtime calls -------------------------------------------------------- */
+
+typedef struct {
+  const char *prefix;
+  TraceCall call;
+} CallRule;
+
+/* Prefixes, first match wins; "cuda" and "cu" spellings of each call.
+ * cudaMemcpyToSymbol, cudaMemcpy2DAsync ... are copies too. */
+static const CallRule call_rules[] = {
+  {"cudaLaunchKernel", TRACE_CALL_LAUNCH},
+  {"cudaLaunchCooperativeKernel", TRACE_CALL_LAUNCH},
+  {"cuLaunchKernel", TRACE_CALL_LAUNCH},
+  {"cuLaunchCooperativeKernel", TRACE_CALL_LAUNCH},
+  {"cudaGraphLaunch", TRACE_CALL_LAUNCH},
+  {"cudaMemcpy", TRACE_CALL_MEMCPY},
+  {"cuMemcpy", TRACE_CALL_MEMCPY},
+  {"cudaMemset", TRACE_CALL_MEMSET},
+  {"cuMemset", TRACE_CALL_MEMSET},
+  {"cudaStreamSynchronize", TRACE_CALL_SYNC_STREAM},
+  {"cuStreamSynchronize", TRACE_CALL_SYNC_STREAM},
+  {"cudaDeviceSynchronize", TRACE_CALL_SYNC_DEVICE},
+  {"cuCtxSynchronize", TRACE_CALL_SYNC_DEVICE},
+  {"cudaEventSynchronize", TRACE_CALL_SYNC_EVENT},
+  {"cuEventSynchronize", TRACE_CALL_SYNC_EVENT},
+  {"cudaStreamWaitEvent", TRACE_CALL_WAIT_EVENT},
+  {"cuStreamWaitEvent", TRACE_CALL_WAIT_EVENT},
+};
+
+TraceCall trace_runtime_call(const char *name)
+{
+  if (name == NULL)
+    return TRACE_CALL_OTHER;
+  for (gsize i = 0; i < G_N_ELEMENTS(call_rules); i++)
+    if (g_str_has_prefix(name, call_rules[i].prefix))
+      return call_rules[i].call;
+  return TRACE_CALL_OTHER;
+}

@@ -58,6 +58,25 @@ gint trace_phase_of_annotation(const char *name);
  * "iteration 3", "step_7", "ProfilerStep#2".  Returns TRUE and the number. */
 gboolean trace_parse_step(const char *name, gint64 *number);
 
+/* What a CUDA runtime (or driver) call does to the host-device order
+ * (traces/import.c, "host streams").  Names as Kineto records them
+ * ("cudaLaunchKernel", "cudaMemcpyAsync") or with Nsight Systems' version
+ * suffix ("cudaLaunchKernel_v7000", "cuLaunchKernel"). */
+typedef enum {
+  TRACE_CALL_OTHER = 0,     /* host time only (cudaEventRecord, queries...) */
+  TRACE_CALL_LAUNCH,        /* enqueues a kernel */
+  TRACE_CALL_MEMCPY,        /* enqueues a copy; synchronous when the copy
+                               ends before the call returns */
+  TRACE_CALL_MEMSET,        /* enqueues a memset */
+  TRACE_CALL_SYNC_STREAM,   /* cudaStreamSynchronize: waits for a stream */
+  TRACE_CALL_SYNC_DEVICE,   /* cudaDeviceSynchronize: waits for every stream */
+  TRACE_CALL_SYNC_EVENT,    /* cudaEventSynchronize: waits for one op */
+  TRACE_CALL_WAIT_EVENT     /* cudaStreamWaitEvent: a GPU-side wait, host
+                               time only on the CPU */
+} TraceCall;
+
+TraceCall trace_runtime_call(const char *name);
+
 /* Catalogue GPU for a profiler device name ("NVIDIA A100-SXM4-80GB",
  * "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 3080 Ti"): a borrowed
  * catalogue name, or NULL when none matches. */

@@ -95,6 +95,37 @@ void trace_warn(const TraceImportOptions *opt, const char *fmt, ...)
   va_end(ap);
 }
 
+gboolean trace_parse_step_option(const char *text, TraceImportOptions *opt,
+                                 GError **error)
+{
+  g_return_val_if_fail(text != NULL && opt != NULL, FALSE);
+  if (strcmp(text, "first") == 0) {
+    opt->step = TRACE_STEP_FIRST;
+    return TRUE;
+  }
+  if (strcmp(text, "median") == 0) {
+    opt->step = TRACE_STEP_MEDIAN;
+    return TRUE;
+  }
+  if (strcmp(text, "all") == 0) {
+    opt->step = TRACE_STEP_ALL;
+    return TRUE;
+  }
+  char *end = NULL;
+  errno = 0;
+  gint64 v = g_ascii_strtoll(text, &end, 10);
+  if (text[0] == '\0' || *end != '\0' || errno != 0 || v < 0 ||
+      !g_ascii_isdigit(text[0])) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                "step \"%s\": expected first, median, all or a step number",
+                text);
+    return FALSE;
+  }
+  opt->step = TRACE_STEP_NUMBER;
+  opt->step_number = v;
+  return TRUE;
+}
+
 /* ---- format detection --------------------------------------------------- */
 
 static gboolean has_suffix_ci(const char *path, const char *suffix)
@@ -295,18 +326,49 @@ static GArray *parse_members(const char *s)
   return a;
 }
 
+/* What the import keeps of rank i's time: the GPU ops launched in
+ * [w0, w1) (w0 > w1: every op), and the host streams' window [h0, h1)
+ * (h0 > h1: from the first runtime call to the last one's end).  `steps`
+ * (owned, may be NULL): the step ranges that get markers (every step with
+ * TRACE_STEP_ALL, else the one chosen); step_tid their thread. */
+typedef struct {
+  gint64 w0, w1, h0, h1;
+  GArray *steps;
+  gint64 step_tid;
+} Window;
+
+static void windows_clear(Window *win, guint n)
+{
+  if (win == NULL)
+    return;
+  for (guint i = 0; i < n; i++)
+    if (win[i].steps != NULL)
+      g_array_unref(win[i].steps);
+  g_free(win);
+}
+
 /* How a communication op is replayed. */
 enum { CM_NONE = 0, CM_COLL, CM_SEND, CM_RECV, CM_SOLO };
 
 /* One selected op of one rank, between analysis and emission. */
 typedef struct {
-  guint32 raw;        /* index in the raw rank's ops */
+  guint32 raw;        /* index in the raw rank's ops (GPU ops) */
   guint32 stream;     /* dense stream index */
   guint8 phase;
   guint8 cm;          /* CM_* */
+  guint8 host;        /* HS_GPU, or a host stream's HS_OP / HS_STEP */
   guint32 gkey;       /* CM_COLL: index into Build.gkeys */
-  guint32 peer;       /* CM_SEND/RECV: peer's workload rank */
+  guint32 peer;       /* CM_SEND/RECV: peer's workload rank; HS_STEP: the
+                         index of the step in Window.steps */
+  guint32 hname;      /* host ops: name in the pool, or HN_* */
+  gint64 host_ns;     /* host ops: duration */
 } Sel;
+
+/* Sel.host */
+enum { HS_GPU = 0, HS_OP, HS_STEP };
+/* Names of host ops that are no runtime call (Sel.hname) */
+#define HN_GAP (G_MAXUINT32 - 1)   /* CPU time before a synchronising call */
+#define HN_TAIL (G_MAXUINT32 - 2)  /* CPU time to the end of the window */
 
 typedef struct {
   TraceRawRank *raw;
@@ -315,6 +377,8 @@ typedef struct {
   guint n_streams;
   GArray *deps;       /* guint32 pairs (consumer pos, producer pos) */
   const char *device; /* borrowed from raw->devices */
+  guint32 n_gpu;      /* sel[0, n_gpu): GPU ops; after them, host entries */
+  guint ns_gpu;       /* streams [0, ns_gpu) are GPU streams */
 } RankWork;
 
 typedef struct {
@@ -325,6 +389,10 @@ typedef struct {
   GPtrArray *gkeys;      /* member lists (GArray of guint32 local ranks) */
   GHashTable *gkey_index;/* "0,1" -> index + 1 */
   guint64 solo_ops;      /* comm ops replayed at recorded durations */
+  Window *win;           /* n: what each rank keeps */
+  /* Host streams (summed over ranks, for the warnings and provenance): */
+  guint64 host_ops, host_syncs, orphans, gpu_ops, nowhere, bad_durs,
+      host_cycles;
 } Build;
 
 static void build_clear(Build *b)
@@ -339,6 +407,7 @@ static void build_clear(Build *b)
     }
   g_free(b->rw);
   g_free(b->global);
+  windows_clear(b->win, b->n);
   if (b->gkeys != NULL)
     g_ptr_array_unref(b->gkeys);
   if (b->gkey_index != NULL)
@@ -405,6 +474,19 @@ static void resolve_launches(TraceRawRank *raw)
   }
 }
 
+typedef struct {
+  gint64 t;
+  guint32 pos;
+} TimeKey;
+
+static int cmp_time(const void *a, const void *b)
+{
+  const TimeKey *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
 /* Iteration ranges of a raw rank, sorted by start (new array). */
 static GArray *step_ranges(const TraceRawRank *raw)
 {
@@ -418,23 +500,60 @@ static GArray *step_ranges(const TraceRawRank *raw)
   return s;
 }
 
-/* Picks the [start, end) window of every rank (start > end: no window). */
-static gboolean pick_windows(Build *b, gint64 *w0, gint64 *w1,
-                             GString *label, GError **error)
+/* The step mode an options record asks for (resolving TRACE_STEP_AUTO). */
+static TraceStep step_mode(const TraceImportOptions *opt)
+{
+  if (opt->step != TRACE_STEP_AUTO)
+    return opt->step;
+  if (opt->iteration == TRACE_ITERATION_ALL)
+    return TRACE_STEP_ALL;
+  return opt->iteration != 0 ? TRACE_STEP_INDEX : TRACE_STEP_MEDIAN;
+}
+
+/* Index of the step of median CPU duration among s (sorted by start): the
+ * lower median, the earlier step on a tie. */
+static guint median_step(const GArray *s)
+{
+  g_autofree TimeKey *k = g_new(TimeKey, MAX(s->len, 1));
+  for (guint i = 0; i < s->len; i++) {
+    const TraceRawRange *r = &g_array_index(s, TraceRawRange, i);
+    k[i].t = r->end_ns - r->start_ns;
+    k[i].pos = i;
+  }
+  qsort(k, s->len, sizeof *k, cmp_time);
+  return k[(s->len - 1) / 2].pos;
+}
+
+static GArray *one_range(const TraceRawRange *r)
+{
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(TraceRawRange));
+  g_array_append_vals(a, r, 1);
+  return a;
+}
+
+/* Picks the windows of every rank (see Window) and the label. */
+static gboolean pick_windows(Build *b, Window *win, GString *label,
+                             GError **error)
 {
   const TraceImportOptions *opt = b->opt;
   guint n = b->n;
   for (guint i = 0; i < n; i++) {
-    w0[i] = 1;
-    w1[i] = 0; /* everything */
+    win[i].w0 = win[i].h0 = 1;
+    win[i].w1 = win[i].h1 = 0; /* everything */
+    win[i].step_tid = -1;
   }
   g_string_assign(label, "all");
-  if (opt->iteration == TRACE_ITERATION_ALL)
-    return TRUE;
-  if (opt->iteration < 0) {
+  TraceStep mode = step_mode(opt);
+  if (mode == TRACE_STEP_INDEX && opt->iteration < 0) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
                 "iteration %d: must be >= 0 (or TRACE_ITERATION_ALL)",
                 opt->iteration);
+    return FALSE;
+  }
+  if ((guint)mode > TRACE_STEP_INDEX) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                "step mode %d is not one of first, median, all, a number",
+                (int)mode);
     return FALSE;
   }
   g_autoptr(GPtrArray) steps = g_ptr_array_new_with_free_func(
@@ -446,27 +565,70 @@ static gboolean pick_windows(Build *b, gint64 *w0, gint64 *w1,
       ref = (gint)i;
     g_ptr_array_add(steps, s);
   }
+  if (mode == TRACE_STEP_ALL) {
+    /* Every GPU event; the host streams from the first step's start to
+     * the last step's end, with a marker at each step's start. */
+    for (guint i = 0; i < n; i++) {
+      GArray *s = g_ptr_array_index(steps, i);
+      if (s->len == 0)
+        continue;
+      win[i].h0 = g_array_index(s, TraceRawRange, 0).start_ns;
+      win[i].h1 = g_array_index(s, TraceRawRange, s->len - 1).end_ns;
+      for (guint k = 1; k < s->len; k++)
+        win[i].h1 = MAX(win[i].h1, g_array_index(s, TraceRawRange, k).end_ns);
+      win[i].step_tid = g_array_index(s, TraceRawRange, 0).tid;
+      win[i].steps = g_array_ref(s);
+    }
+    return TRUE;
+  }
   if (ref < 0) {
-    if (opt->iteration > 0) {
+    if (mode == TRACE_STEP_INDEX || mode == TRACE_STEP_NUMBER) {
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                  "iteration %d: %s marks no iterations (no ProfilerStep#N "
-                  "or NVTX iteration ranges); import all events instead",
-                  opt->iteration, b->rw[0].raw->path);
+                  "step %s: %s marks no steps (no ProfilerStep#N or NVTX "
+                  "iteration ranges); import all events instead",
+                  mode == TRACE_STEP_NUMBER ? "number" : "index",
+                  b->rw[0].raw->path);
       return FALSE;
     }
     return TRUE;
   }
   GArray *rs = g_ptr_array_index(steps, ref);
-  if ((guint)opt->iteration >= rs->len) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                "iteration %d out of range: %s marks %u iterations "
-                "(steps %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
-                opt->iteration, b->rw[ref].raw->path, rs->len,
-                g_array_index(rs, TraceRawRange, 0).step,
-                g_array_index(rs, TraceRawRange, rs->len - 1).step);
-    return FALSE;
+  guint idx = 0;
+  switch (mode) {
+  case TRACE_STEP_FIRST:
+    idx = 0;
+    break;
+  case TRACE_STEP_MEDIAN:
+    idx = median_step(rs);
+    break;
+  case TRACE_STEP_NUMBER:
+    for (idx = 0; idx < rs->len; idx++)
+      if (g_array_index(rs, TraceRawRange, idx).step == opt->step_number)
+        break;
+    if (idx == rs->len) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                  "step %" G_GINT64_FORMAT " does not exist: %s marks %u "
+                  "steps (%" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                  opt->step_number, b->rw[ref].raw->path, rs->len,
+                  g_array_index(rs, TraceRawRange, 0).step,
+                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
+      return FALSE;
+    }
+    break;
+  default: /* TRACE_STEP_INDEX */
+    if ((guint)opt->iteration >= rs->len) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                  "iteration %d out of range: %s marks %u iterations "
+                  "(steps %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                  opt->iteration, b->rw[ref].raw->path, rs->len,
+                  g_array_index(rs, TraceRawRange, 0).step,
+                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
+      return FALSE;
+    }
+    idx = (guint)opt->iteration;
+    break;
   }
-  gint64 number = g_array_index(rs, TraceRawRange, opt->iteration).step;
+  gint64 number = g_array_index(rs, TraceRawRange, idx).step;
   g_string_printf(label, "step %" G_GINT64_FORMAT, number);
   for (guint i = 0; i < n; i++) {
     GArray *s = g_ptr_array_index(steps, i);
@@ -474,11 +636,11 @@ static gboolean pick_windows(Build *b, gint64 *w0, gint64 *w1,
     for (guint k = 0; k < s->len && hit == NULL; k++)
       if (g_array_index(s, TraceRawRange, k).step == number)
         hit = &g_array_index(s, TraceRawRange, k);
-    if (hit == NULL && s->len > (guint)opt->iteration) {
-      hit = &g_array_index(s, TraceRawRange, opt->iteration);
+    if (hit == NULL && s->len > idx) {
+      hit = &g_array_index(s, TraceRawRange, idx);
       trace_warn(opt, "%s: no step %" G_GINT64_FORMAT "; using its "
-                 "iteration %d (step %" G_GINT64_FORMAT ") instead",
-                 b->rw[i].raw->path, number, opt->iteration, hit->step);
+                 "step %u in time order (step %" G_GINT64_FORMAT ") instead",
+                 b->rw[i].raw->path, number, idx, hit->step);
     }
     if (hit == NULL) {
       if (s->len == 0) {
@@ -487,12 +649,15 @@ static gboolean pick_windows(Build *b, gint64 *w0, gint64 *w1,
         continue;
       }
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                  "iteration %d out of range for %s (%u iterations)",
-                  opt->iteration, b->rw[i].raw->path, s->len);
+                  "step %" G_GINT64_FORMAT " (%u-th in time order) is out "
+                  "of range for %s (%u steps)", number, idx,
+                  b->rw[i].raw->path, s->len);
       return FALSE;
     }
-    w0[i] = hit->start_ns;
-    w1[i] = hit->end_ns;
+    win[i].w0 = win[i].h0 = hit->start_ns;
+    win[i].w1 = win[i].h1 = hit->end_ns;
+    win[i].step_tid = hit->tid;
+    win[i].steps = one_range(hit);
   }
   return TRUE;
 }
@@ -527,19 +692,6 @@ static int cmp_order(const void *a, const void *b)
   if (x->corr != y->corr)
     return x->corr < y->corr ? -1 : 1;
   return x->raw < y->raw ? -1 : x->raw > y->raw;
-}
-
-typedef struct {
-  gint64 t;
-  guint32 pos;
-} TimeKey;
-
-static int cmp_time(const void *a, const void *b)
-{
-  const TimeKey *x = a, *y = b;
-  if (x->t != y->t)
-    return x->t < y->t ? -1 : 1;
-  return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
 typedef struct {
@@ -643,6 +795,8 @@ static gboolean analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
   }
   for (guint s = 0; s < ns; s++)
     rw->stream_off[s + 1] += rw->stream_off[s];
+  rw->n_gpu = n;
+  rw->ns_gpu = ns;
 
   /* Phases: sweep launches in time order against ranges sorted by start,
    * keeping per phase the furthest end of the ranges begun so far. */
@@ -756,6 +910,411 @@ static gboolean analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
   return TRUE;
 }
 
+/* ---- host streams --------------------------------------------------------
+ *
+ * The CPU side of a rank (issue 16).  Each CPU thread with runtime calls in
+ * the host window becomes one host stream after the GPU streams; its ops
+ * (SIM_OP_HOST) last what the thread spent, so the sum of a stream's host
+ * ops up to any call is the time from the window's start to that call's
+ * end.  Only two kinds of calls need ops of their own:
+ *
+ *  - a launch (kernel, copy or memset) whose GPU op was imported: a host op
+ *    from the previous op's end to the call's end, which the GPU op waits
+ *    for (through its correlation id);
+ *  - a synchronising call that did wait: cudaStreamSynchronize,
+ *    cudaEventSynchronize, cudaDeviceSynchronize, or a copy that ended
+ *    before its call returned (a synchronous cudaMemcpy, a copy to pageable
+ *    memory: PyTorch's .item()).  It waited when a GPU op launched before
+ *    it (smaller correlation id) ended while it ran; that op is the one it
+ *    waited for (cudaEventSynchronize), the last op launched before it on
+ *    that op's stream (cudaStreamSynchronize, copies), or the last op
+ *    launched before it on every stream (cudaDeviceSynchronize).  It is a
+ *    host op for the CPU time before the call (HN_GAP; a synchronous copy
+ *    waits for it), then a host op that waits for those GPU ops and lasts
+ *    what the call took after the last of them ended.
+ *
+ * Every other call (cudaEventRecord, cudaStreamWaitEvent, queries, launches
+ * of ops outside the import) is folded into the CPU time before the next
+ * op, and a last op (HN_TAIL) runs to the window's end.  Replayed at the
+ * recorded clocks, each host op then ends when its call ended, and a GPU op
+ * starts no earlier than its launch returned; slower kernels delay the
+ * host only through the synchronisations.  With TRACE_STEP_ALL a marker
+ * named after the step opens each step on the stream of the thread that
+ * records the steps.
+ *
+ * Every dependency goes from a smaller correlation id to a larger one (or
+ * from a launch to its own GPU op), so the graph has no cycle when the
+ * trace is consistent; emit_rank checks and falls back to GPU order when a
+ * damaged trace makes one.
+ */
+
+typedef struct {
+  gint64 tid, ts, corr;
+  guint32 idx;
+} CallKey;
+
+static int cmp_call(const void *a, const void *b)
+{
+  const CallKey *x = a, *y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  if (x->corr != y->corr)
+    return x->corr < y->corr ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* What the host builder of one rank looks things up in. */
+typedef struct {
+  RankWork *rw;
+  TraceRawRank *raw;
+  CorrKey *by_corr;      /* selected GPU ops with a correlation id */
+  guint n_corr;
+  CorrKey *stream_corr;  /* all selected GPU ops, per stream by corr
+                            (stream s: [stream_off[s], stream_off[s+1])) */
+  TimeKey *by_end;       /* selected GPU ops with a correlation id, by end */
+  guint n_end;
+  gint64 *all_corr;      /* every GPU op of the file, sorted */
+  guint n_all;
+} HostCtx;
+
+static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
+{
+  const Sel *s = &g_array_index(h->rw->sel, Sel, pos);
+  return &g_array_index(h->raw->ops, TraceRawOp, s->raw);
+}
+
+static gint64 sel_end(const HostCtx *h, guint32 pos)
+{
+  const TraceRawOp *o = sel_raw(h, pos);
+  return o->ts_ns + o->dur_ns;
+}
+
+/* The selected GPU op launched by correlation id corr, or G_MAXUINT32. */
+static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
+{
+  guint lo = 0, hi = h->n_corr;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->by_corr[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < h->n_corr && h->by_corr[lo].corr == corr ? h->by_corr[lo].pos
+                                                        : G_MAXUINT32;
+}
+
+static gboolean file_has_corr(const HostCtx *h, gint64 corr)
+{
+  guint lo = 0, hi = h->n_all;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->all_corr[mid] < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < h->n_all && h->all_corr[lo] == corr;
+}
+
+/* The op of GPU stream s launched last before correlation id corr, or
+ * G_MAXUINT32. */
+static guint32 last_before(const HostCtx *h, guint s, gint64 corr)
+{
+  const CorrKey *a = h->stream_corr + h->rw->stream_off[s];
+  guint n = h->rw->stream_off[s + 1] - h->rw->stream_off[s];
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (a[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && a[lo - 1].corr >= 0 ? a[lo - 1].pos : G_MAXUINT32;
+}
+
+/* The GPU op a call over [t0, t1] with correlation id corr waited for: the
+ * latest-ending op launched before it that ended inside the call, or
+ * G_MAXUINT32 when none did (the call did not wait). */
+static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
+                           gint64 corr)
+{
+  guint lo = 0, hi = h->n_end;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->by_end[mid].t <= t1)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (guint k = lo; k-- > 0 && h->by_end[k].t >= t0;) {
+    guint32 pos = h->by_end[k].pos;
+    if (sel_raw(h, pos)->corr < corr)
+      return pos;
+  }
+  return G_MAXUINT32;
+}
+
+/* Appends a host entry on stream `stream`; returns its position. */
+static guint32 host_add(RankWork *rw, guint stream, guint8 kind,
+                        guint32 name, gint64 dur_ns)
+{
+  Sel s = {0};
+  s.stream = stream;
+  s.phase = SIM_PHASE_OTHER;
+  s.host = kind;
+  s.hname = name;
+  s.host_ns = MAX(dur_ns, 0);
+  g_array_append_val(rw->sel, s);
+  return rw->sel->len - 1;
+}
+
+static void add_dep(RankWork *rw, guint32 consumer, guint32 producer)
+{
+  guint32 pair[2] = {consumer, producer};
+  g_array_append_vals(rw->deps, pair, 1);
+}
+
+/* The host stream of one thread: calls[0..n) in time order.  Returns FALSE
+ * (nothing added) when the thread neither launches an imported op nor
+ * synchronises nor records the steps. */
+static gboolean host_thread(Build *b, HostCtx *h, guint stream,
+                            const CallKey *calls, guint n, const Window *win,
+                            gint64 h0, gint64 h1, gboolean step_thread)
+{
+  RankWork *rw = h->rw;
+  TraceRawRank *raw = h->raw;
+  guint32 first = rw->sel->len, first_dep = rw->deps->len;
+  guint64 n_host = 0, n_sync = 0, n_nowhere = 0;
+  gboolean anchored = step_thread;
+  const GArray *steps = step_thread ? win->steps : NULL;
+  guint k_step = 0;
+  gint64 prev = h0;
+  for (guint c = 0; c <= n; c++) {
+    /* Step markers due before this call (or, after the last, all left). */
+    while (steps != NULL && k_step < steps->len &&
+           (c == n || g_array_index(steps, TraceRawRange, k_step).start_ns <=
+                          calls[c].ts)) {
+      gint64 s0 = g_array_index(steps, TraceRawRange, k_step).start_ns;
+      if (s0 > prev) {
+        host_add(rw, stream, HS_OP, HN_GAP, s0 - prev);
+        prev = s0;
+      }
+      guint32 m = host_add(rw, stream, HS_STEP, 0, 0);
+      g_array_index(rw->sel, Sel, m).peer = k_step++;
+    }
+    if (c == n)
+      break;
+    const TraceRawLaunch *l = &g_array_index(raw->launches, TraceRawLaunch,
+                                             calls[c].idx);
+    gint64 end = l->ts_ns + MAX(l->dur_ns, 0);
+    TraceCall call = (TraceCall)l->call;
+    if (call == TRACE_CALL_LAUNCH || call == TRACE_CALL_MEMCPY ||
+        call == TRACE_CALL_MEMSET) {
+      guint32 g = gpu_of_corr(h, l->corr);
+      if (g == G_MAXUINT32) {
+        n_nowhere += !file_has_corr(h, l->corr);
+        continue;
+      }
+      gint64 g_end = sel_end(h, g);
+      if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
+        /* A synchronous copy: launched at the call's start, waited for. */
+        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+        prev = MAX(prev, l->ts_ns);
+        add_dep(rw, g, gap);
+        guint32 sy = host_add(rw, stream, HS_OP, l->name,
+                              end - MAX(prev, g_end));
+        guint gs = g_array_index(rw->sel, Sel, g).stream;
+        add_dep(rw, sy, last_before(h, gs, l->corr + 1));
+        n_host += 2;
+        n_sync++;
+      } else {
+        guint32 op = host_add(rw, stream, HS_OP, l->name, end - prev);
+        add_dep(rw, g, op);
+        n_host++;
+      }
+      prev = MAX(prev, end);
+      anchored = TRUE;
+    } else if (call == TRACE_CALL_SYNC_STREAM ||
+               call == TRACE_CALL_SYNC_EVENT ||
+               call == TRACE_CALL_SYNC_DEVICE) {
+      guint32 r = released_by(h, l->ts_ns, end, l->corr);
+      if (r == G_MAXUINT32)
+        continue; /* it did not wait: CPU time */
+      guint32 prod[SIM_MAX_STREAMS];
+      guint np = 0;
+      if (call == TRACE_CALL_SYNC_EVENT) {
+        prod[np++] = r;
+      } else if (call == TRACE_CALL_SYNC_STREAM) {
+        prod[np++] = last_before(h, g_array_index(rw->sel, Sel, r).stream,
+                                 l->corr);
+      } else {
+        for (guint s = 0; s < rw->ns_gpu; s++) {
+          guint32 p = last_before(h, s, l->corr);
+          if (p != G_MAXUINT32)
+            prod[np++] = p;
+        }
+      }
+      gint64 last_end = G_MININT64;
+      for (guint k = 0; k < np; k++)
+        last_end = MAX(last_end, sel_end(h, prod[k]));
+      host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+      prev = MAX(prev, l->ts_ns);
+      guint32 sy = host_add(rw, stream, HS_OP, l->name,
+                            end - MAX(prev, last_end));
+      for (guint k = 0; k < np; k++)
+        add_dep(rw, sy, prod[k]);
+      prev = MAX(prev, end);
+      n_host += 2;
+      n_sync++;
+      anchored = TRUE;
+    }
+  }
+  if (!anchored) {
+    g_array_set_size(rw->sel, first);
+    g_array_set_size(rw->deps, first_dep);
+    b->nowhere += n_nowhere;
+    return FALSE;
+  }
+  if (h1 > prev)
+    host_add(rw, stream, HS_OP, HN_TAIL, h1 - prev);
+  b->host_syncs += n_sync;
+  b->nowhere += n_nowhere;
+  return TRUE;
+}
+
+/* Adds rank i's host streams (see above) to its selection. */
+static gboolean host_streams(Build *b, guint i, const Window *win,
+                             GError **error)
+{
+  (void)error;
+  RankWork *rw = &b->rw[i];
+  TraceRawRank *raw = rw->raw;
+  guint32 n = rw->n_gpu;
+  b->bad_durs += raw->bad_host_durs;
+  raw->bad_host_durs = 0;
+  b->gpu_ops += n;
+  HostCtx h = {rw, raw, NULL, 0, NULL, NULL, 0, NULL, 0};
+  h.by_corr = g_new(CorrKey, MAX(n, 1));
+  h.stream_corr = g_new(CorrKey, MAX(n, 1));
+  h.by_end = g_new(TimeKey, MAX(n, 1));
+  for (guint32 k = 0; k < n; k++) {
+    const TraceRawOp *o = sel_raw(&h, k);
+    h.stream_corr[k] = (CorrKey){o->corr, k};
+    if (o->corr < 0)
+      continue;
+    h.by_corr[h.n_corr++] = (CorrKey){o->corr, k};
+    h.by_end[h.n_end++] = (TimeKey){o->ts_ns + o->dur_ns, k};
+  }
+  qsort(h.by_corr, h.n_corr, sizeof *h.by_corr, cmp_corr);
+  qsort(h.by_end, h.n_end, sizeof *h.by_end, cmp_time);
+  for (guint s = 0; s < rw->ns_gpu; s++)
+    qsort(h.stream_corr + rw->stream_off[s],
+          rw->stream_off[s + 1] - rw->stream_off[s], sizeof *h.stream_corr,
+          cmp_corr);
+  h.n_all = raw->ops->len;
+  h.all_corr = g_new(gint64, MAX(h.n_all, 1));
+  for (guint k = 0; k < h.n_all; k++)
+    h.all_corr[k] = g_array_index(raw->ops, TraceRawOp, k).corr;
+  qsort(h.all_corr, h.n_all, sizeof *h.all_corr, cmp_i64);
+
+  /* The calls in the window, by thread and time. */
+  gboolean all = win->h0 > win->h1;
+  g_autoptr(GArray) calls = g_array_new(FALSE, FALSE, sizeof(CallKey));
+  gint64 h0 = G_MAXINT64, h1 = G_MININT64;
+  for (guint k = 0; k < raw->launches->len; k++) {
+    const TraceRawLaunch *l = &g_array_index(raw->launches, TraceRawLaunch,
+                                             k);
+    if (!all && (l->ts_ns < win->h0 || l->ts_ns >= win->h1))
+      continue;
+    CallKey ck = {l->tid, l->ts_ns, l->corr, k};
+    g_array_append_val(calls, ck);
+    h0 = MIN(h0, l->ts_ns);
+    h1 = MAX(h1, l->ts_ns + MAX(l->dur_ns, 0));
+  }
+  if (win->steps != NULL && win->steps->len > 0) {
+    h0 = MIN(h0, g_array_index(win->steps, TraceRawRange, 0).start_ns);
+    for (guint k = 0; k < win->steps->len; k++)
+      h1 = MAX(h1, g_array_index(win->steps, TraceRawRange, k).end_ns);
+  }
+  if (!all) {
+    h0 = win->h0;
+    h1 = win->h1;
+  }
+  g_array_sort(calls, cmp_call);
+  const CallKey *ck = (const CallKey *)(void *)calls->data;
+  gboolean markers = win->steps != NULL && step_mode(b->opt) == TRACE_STEP_ALL;
+  gboolean step_done = !markers;
+  guint ns = rw->ns_gpu, skipped = 0;
+  for (guint c0 = 0; c0 < calls->len || !step_done;) {
+    guint c1 = c0;
+    gint64 tid = c0 < calls->len ? ck[c0].tid : win->step_tid;
+    while (c1 < calls->len && ck[c1].tid == tid)
+      c1++;
+    /* The thread that records the steps gets their markers; when it makes
+     * no call, a stream of its own after the others. */
+    gboolean st = !step_done && (tid == win->step_tid || c0 >= calls->len);
+    if (ns >= SIM_MAX_STREAMS) {
+      skipped++;
+    } else if (host_thread(b, &h, ns, ck + c0, c1 - c0, win, h0, h1, st)) {
+      ns++;
+      step_done |= st;
+    }
+    if (c0 >= calls->len)
+      break;
+    c0 = c1;
+  }
+  if (skipped > 0)
+    trace_warn(b->opt, "%s: %u CPU threads left out (at most %d streams per "
+               "rank); their launches are not modelled", raw->path, skipped,
+               SIM_MAX_STREAMS);
+  /* Layout: the new streams' offsets. */
+  rw->stream_off = g_renew(guint32, rw->stream_off, ns + 1);
+  for (guint s = rw->ns_gpu + 1; s <= ns; s++)
+    rw->stream_off[s] = rw->stream_off[s - 1];
+  for (guint32 k = n; k < rw->sel->len; k++)
+    rw->stream_off[g_array_index(rw->sel, Sel, k).stream + 1]++;
+  for (guint s = rw->ns_gpu + 1; s <= ns; s++)
+    rw->stream_off[s] = MAX(rw->stream_off[s], rw->stream_off[s - 1]);
+  rw->n_streams = ns;
+  /* GPU ops that wait for no launch. */
+  g_autofree gboolean *launched = g_new0(gboolean, MAX(n, 1));
+  const guint32 *dp = (const guint32 *)(void *)rw->deps->data;
+  for (guint k = 0; k < rw->deps->len; k++)
+    if (dp[2 * k] < n && dp[2 * k + 1] >= n)
+      launched[dp[2 * k]] = TRUE;
+  for (guint32 k = 0; k < n; k++)
+    b->orphans += !launched[k];
+  for (guint32 k = n; k < rw->sel->len; k++)
+    b->host_ops += g_array_index(rw->sel, Sel, k).host == HS_OP;
+  g_free(h.by_corr);
+  g_free(h.stream_corr);
+  g_free(h.by_end);
+  g_free(h.all_corr);
+  return TRUE;
+}
+
+/* The import's warnings about the host side. */
+static void host_warnings(Build *b)
+{
+  if (b->opt->gpu_only)
+    return;
+  if (b->orphans > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " GPU "
+               "ops have no runtime launch in the trace; they replay in GPU "
+               "order only", b->orphans, b->gpu_ops);
+  if (b->nowhere > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " runtime launches name a "
+               "correlation id with no GPU activity in the file; taken as CPU "
+               "time", b->nowhere);
+  if (b->bad_durs > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " runtime calls have a negative "
+               "duration; taken as 0", b->bad_durs);
+}
+
 /* Step 6, first half: how each communication op of rank i replays. */
 static void resolve_comm(Build *b, guint i, gboolean complete)
 {
@@ -763,8 +1322,10 @@ static void resolve_comm(Build *b, guint i, gboolean complete)
   TraceRawRank *raw = rw->raw;
   for (guint32 k = 0; k < rw->sel->len; k++) {
     Sel *s = &g_array_index(rw->sel, Sel, k);
-    const TraceRawOp *op = &g_array_index(raw->ops, TraceRawOp, s->raw);
     s->cm = CM_NONE;
+    if (s->host != HS_GPU)
+      continue;
+    const TraceRawOp *op = &g_array_index(raw->ops, TraceRawOp, s->raw);
     if (op->comm == G_MAXUINT32)
       continue;
     const TraceRawComm *c = &g_array_index(raw->comms, TraceRawComm,
@@ -880,6 +1441,7 @@ typedef struct {
   GHashTable *kernel;   /* name id -> shape + 1 */
   GHashTable *comm;     /* "name|coll|bytes" -> shape + 1 */
   guint32 marker_shape, marker_name;
+  guint32 host_shape;   /* G_MAXUINT32 until the first host op */
 } Shapes;
 
 static guint32 kernel_shape(Shapes *sh, guint32 name, TraceRawKind kind,
@@ -932,6 +1494,83 @@ static int cmp_u32(const void *a, const void *b)
 {
   guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
   return x < y ? -1 : x > y;
+}
+
+/* Would the engine finish ops[0..n) (streams by off[0..ns])?  Every
+ * stream runs in order and an op also needs its wait target done: a
+ * replay without times. */
+static gboolean rank_acyclic(const SimOp *ops, guint32 n, const guint32 *off,
+                             guint ns)
+{
+  guint32 cur[SIM_MAX_STREAMS];
+  for (guint s = 0; s < ns; s++)
+    cur[s] = off[s];
+  guint32 done = 0;
+  gboolean progress = TRUE;
+  while (progress) {
+    progress = FALSE;
+    for (guint s = 0; s < ns; s++)
+      while (cur[s] < off[s + 1]) {
+        guint32 j = ops[cur[s]].wait;
+        if (j != SIM_NO_WAIT && cur[ops[j].stream] <= j)
+          break;
+        cur[s]++;
+        done++;
+        progress = TRUE;
+      }
+  }
+  return done == n;
+}
+
+/* Drops rank rw's host streams: its selection and dependencies go back to
+ * the GPU ops alone. */
+static void strip_host(RankWork *rw)
+{
+  guint32 n = rw->n_gpu;
+  g_array_set_size(rw->sel, n);
+  rw->n_streams = rw->ns_gpu;
+  guint32 *d = (guint32 *)(void *)rw->deps->data;
+  guint k = 0;
+  for (guint j = 0; j < rw->deps->len; j++)
+    if (d[2 * j] < n && d[2 * j + 1] < n) {
+      d[2 * k] = d[2 * j];
+      d[2 * k + 1] = d[2 * j + 1];
+      k++;
+    }
+  g_array_set_size(rw->deps, k);
+}
+
+/* Fills host entry s of rank i as op (its stream and wait are the
+ * caller's). */
+static void emit_host(Build *b, guint i, Shapes *sh, const Sel *s, SimOp *op)
+{
+  SimWorkload *w = sh->w;
+  if (sh->host_shape == G_MAXUINT32) {
+    SimShape hs = {0};
+    hs.name = sim_workload_intern(w, "host");
+    hs.klass = SIM_CLASS_OTHER;
+    sh->host_shape = sim_workload_add_shape(w, &hs);
+  }
+  op->shape = sh->host_shape;
+  op->klass = SIM_CLASS_OTHER;
+  op->phase = SIM_PHASE_OTHER;
+  op->microbatch = G_MAXUINT16;
+  op->layer = 255;
+  op->ref_ns = s->host_ns;
+  if (s->host == HS_STEP) {
+    const TraceRawRange *r = &g_array_index(b->win[i].steps, TraceRawRange,
+                                            s->peer);
+    g_autofree char *nm = g_strdup_printf("ProfilerStep#%" G_GINT64_FORMAT,
+                                          r->step);
+    op->kind = SIM_OP_MARKER;
+    op->name = sim_workload_intern(w, nm);
+    return;
+  }
+  op->kind = SIM_OP_HOST;
+  op->name = s->hname == HN_GAP    ? sim_workload_intern(w, "host: cpu time")
+             : s->hname == HN_TAIL ? sim_workload_intern(w,
+                                                         "host: to step end")
+                                   : s->hname;
 }
 
 /* Step 7: writes workload rank i (ops, markers, waits, shapes).  gid maps
@@ -999,7 +1638,9 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
   guint32 solo = G_MAXUINT32;
   for (guint32 c = 0; c < n; c++) {
     const Sel *s = &g_array_index(rw->sel, Sel, c);
-    const TraceRawOp *ro = &g_array_index(raw->ops, TraceRawOp, s->raw);
+    const TraceRawOp *ro = s->host == HS_GPU
+                               ? &g_array_index(raw->ops, TraceRawOp, s->raw)
+                               : NULL;
     guint32 np = prod_off[c + 1] - prod_off[c];
     const guint32 *pp = np > 0 ? &g_array_index(prod, guint32, prod_off[c])
                                : NULL;
@@ -1023,6 +1664,12 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
       mk->layer = 255;
     }
     SimOp *op = &ops[pos[c]];
+    if (s->host != HS_GPU) {
+      emit_host(b, i, sh, s, op);
+      op->stream = (guint8)s->stream;
+      op->wait = np > 0 ? pos[pp[np - 1]] : SIM_NO_WAIT;
+      continue;
+    }
     op->ref_ns = ro->dur_ns;
     op->name = ro->name;
     op->phase = s->phase;
@@ -1063,6 +1710,17 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
       op->ref_ns = ro->dur_ns;
       break;
     }
+  }
+  if (rw->n_streams > rw->ns_gpu &&
+      !rank_acyclic(ops, total, off, rw->n_streams)) {
+    /* A damaged trace made the host dependencies circular: GPU order. */
+    g_free(ops);
+    b->host_cycles++;
+    trace_warn(b->opt, "%s: the runtime calls' dependencies form a cycle "
+               "(inconsistent times or correlation ids); the rank replays in "
+               "GPU order only", raw->path);
+    strip_host(rw);
+    return emit_rank(b, i, sh, gid, comm_recorded, error);
   }
   sim_workload_set_rank(w, i, ops, total, g_steal_pointer(&off),
                         rw->n_streams);
@@ -1155,14 +1813,15 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
 
   /* 2-5. Iteration, phases, streams, order, waits. */
   {
-    g_autofree gint64 *w0 = g_new(gint64, n);
-    g_autofree gint64 *w1 = g_new(gint64, n);
     g_autoptr(GString) label = g_string_new(NULL);
-    if (!pick_windows(&b, w0, w1, label, error))
+    b.win = g_new0(Window, n);
+    if (!pick_windows(&b, b.win, label, error))
       goto out;
     for (guint i = 0; i < n; i++)
-      if (!analyse_rank(&b, i, w0[i], w1[i], error))
+      if (!analyse_rank(&b, i, b.win[i].w0, b.win[i].w1, error) ||
+          (!opt->gpu_only && !host_streams(&b, i, &b.win[i], error)))
         goto out;
+    host_warnings(&b);
 
     /* 6. Communication. */
     for (guint i = 0; i < n; i++)
@@ -1195,8 +1854,9 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
       sim_workload_intern(w, sim_workload_name(names, k));
     Shapes sh = {w, g_hash_table_new(g_direct_hash, g_direct_equal),
                  g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
-                 0, 0};
+                 0, 0, 0};
     sh.marker_shape = G_MAXUINT32; /* created with the first marker */
+    sh.host_shape = G_MAXUINT32;
     g_autofree guint32 *gid = g_new(guint32, MAX(b.gkeys->len, 1));
     for (guint g = 0; g < b.gkeys->len; g++) {
       GArray *m = g_ptr_array_index(b.gkeys, g);
@@ -1231,6 +1891,52 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
       g_hash_table_insert(pv, g_strdup("device"), g_strdup(b.rw[0].device));
     g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, b.solo_ops));
+    if (!opt->gpu_only) {
+      g_hash_table_insert(pv, g_strdup("host_ops"),
+                          g_strdup_printf("%" G_GUINT64_FORMAT, b.host_ops));
+      g_hash_table_insert(pv, g_strdup("host_syncs"),
+                          g_strdup_printf("%" G_GUINT64_FORMAT, b.host_syncs));
+      g_hash_table_insert(pv, g_strdup("host_orphan_gpu_ops"),
+                          g_strdup_printf("%" G_GUINT64_FORMAT, b.orphans));
+    } else {
+      g_hash_table_insert(pv, g_strdup("host_ops"), g_strdup("gpu_only"));
+    }
+    /* What the trace measured, for fidelity checks: the GPU span of the
+     * first rank's file (first GPU start to last GPU end, every op) and
+     * the CPU durations of its profiled steps. */
+    {
+      const TraceRawRank *r0 = b.rw[0].raw;
+      gint64 g0 = G_MAXINT64, g1 = G_MININT64;
+      for (guint k = 0; k < r0->ops->len; k++) {
+        const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
+        g0 = MIN(g0, o->ts_ns);
+        g1 = MAX(g1, o->ts_ns + o->dur_ns);
+      }
+      if (g1 > g0)
+        g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
+                            g_strdup_printf("%" G_GINT64_FORMAT, g1 - g0));
+      g_autoptr(GArray) sr = step_ranges(r0);
+      if (sr->len > 0) {
+        GString *sd = g_string_new(NULL);
+        for (guint k = 0; k < sr->len; k++) {
+          const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
+          g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
+                                       : "%" G_GINT64_FORMAT,
+                                 x->end_ns - x->start_ns);
+        }
+        g_hash_table_insert(pv, g_strdup("trace_step_ns"),
+                            g_string_free(sd, FALSE));
+      }
+    }
+    if (step_mode(opt) == TRACE_STEP_ALL && b.win[0].steps != NULL) {
+      GString *st = g_string_new(NULL);
+      for (guint k = 0; k < b.win[0].steps->len; k++)
+        g_string_append_printf(st, k ? ",%" G_GINT64_FORMAT
+                                     : "%" G_GINT64_FORMAT,
+                               g_array_index(b.win[0].steps, TraceRawRange,
+                                             k).step);
+      g_hash_table_insert(pv, g_strdup("steps"), g_string_free(st, FALSE));
+    }
     if (!sim_workload_validate(w, error)) {
       g_prefix_error(error, "imported workload is inconsistent: ");
       goto out;

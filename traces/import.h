@@ -14,6 +14,18 @@
 
 G_BEGIN_DECLS
 
+/* Which profiled step an import keeps (docs/trace-import.md,
+ * "Iterations"). */
+typedef enum {
+  TRACE_STEP_AUTO = 0,   /* `iteration` when it is not 0, else MEDIAN */
+  TRACE_STEP_FIRST,      /* the first step in time order */
+  TRACE_STEP_MEDIAN,     /* the step of median CPU duration (the lower
+                            median for an even count): the steady state */
+  TRACE_STEP_ALL,        /* every step, one workload, step markers */
+  TRACE_STEP_NUMBER,     /* the step numbered step_number */
+  TRACE_STEP_INDEX       /* the `iteration`-th step in time order */
+} TraceStep;
+
 typedef struct {
   const GpuCatalogue *catalogue; /* to map device names to catalogue GPUs */
   const char *gpu;       /* GPU to assume when the trace's device is not in
@@ -22,12 +34,19 @@ typedef struct {
   /* Added by the importers (zero-initialised callers get the defaults): */
   gint iteration;        /* which iteration to import when the trace marks
                             them (Kineto ProfilerStep#N, NVTX ranges):
-                            0 = the first (default), k = the k-th in time
-                            order, TRACE_ITERATION_ALL = every GPU event */
+                            k > 0 the k-th in time order,
+                            TRACE_ITERATION_ALL every GPU event; 0 lets
+                            `step` decide (default: the median step) */
   gboolean comm_recorded; /* replay every communication op at its recorded
                              duration, even when all members are present
                              (default: the network model prices matched
                              collectives; see docs/trace-import.md) */
+  /* Added by issue 16: */
+  TraceStep step;        /* which step (TRACE_STEP_AUTO: `iteration` when it
+                            is not 0, else the median step) */
+  gint64 step_number;    /* TRACE_STEP_NUMBER: the ProfilerStep number */
+  gboolean gpu_only;     /* leave the CPU out: no host streams, GPU ops in
+                            stream order only (the replay before issue 16) */
 } TraceImportOptions;
 
 #define TRACE_ITERATION_ALL (-1)
@@ -65,6 +84,13 @@ typedef enum {
   TRACE_ERROR_INVALID    /* invalid option (unknown GPU, iteration out of
                             range, duplicate ranks) */
 } TraceError;
+
+/* Parses a step choice as `trace import --step` and js.trace.import{
+ * step = } take it: "first", "median", "all" or a step number (>= 0).
+ * Sets opt->step (and opt->step_number); FALSE with TRACE_ERROR_INVALID
+ * naming the value otherwise. */
+gboolean trace_parse_step_option(const char *text, TraceImportOptions *opt,
+                                 GError **error);
 
 /* "kineto", "nsys", "chakra", "native" or "unknown" (static string). */
 const char *trace_format_name(TraceFormat f);
@@ -113,6 +139,7 @@ typedef struct {
   gint64 start_ns, end_ns;
   gint64 step;         /* ProfilerStep number, -1 when not an iteration */
   gint32 phase;        /* SimPhase, or -1 for iteration ranges */
+  gint64 tid;          /* CPU thread (-1 unknown) */
 } TraceRawRange;
 
 /* "Stream `stream` waits for an event recorded on `wait_on_stream`": the
@@ -123,8 +150,14 @@ typedef struct {
   gint64 device, stream, corr, wait_on_stream, record_corr;
 } TraceRawSync;
 
+/* A CUDA runtime call: its correlation id, CPU start, duration (-1
+ * unknown, e.g. a negative recorded one), thread and TraceCall. */
 typedef struct {
   gint64 corr, ts_ns;
+  gint64 dur_ns;
+  gint64 tid;
+  guint32 name;        /* in the name pool */
+  guint8 call;         /* TraceCall (traces/classify.h) */
 } TraceRawLaunch;
 
 typedef struct {
@@ -135,7 +168,8 @@ typedef struct {
   GArray *comms;         /* TraceRawComm (strings freed with the array) */
   GArray *ranges;        /* TraceRawRange: iterations and phases */
   GArray *syncs;         /* TraceRawSync */
-  GArray *launches;      /* TraceRawLaunch */
+  GArray *launches;      /* TraceRawLaunch: runtime calls */
+  guint64 bad_host_durs; /* runtime calls with a negative duration */
   GHashTable *devices;   /* device id (gint64*) -> device name (owned) */
   GHashTable *pg_ranks;  /* process-group name -> canonical member list */
 } TraceRawRank;

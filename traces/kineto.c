@@ -21,9 +21,11 @@
  *    also carry their communication args: "Collective name", "In msg
  *    nelems", "Out msg nelems", "dtype", "Group size", "Process Group
  *    Ranks", "Process Group Name", "Src Rank", "Dst Rank".
- *  - CPU launches: cat "cuda_runtime"/"cuda_driver"/"Runtime" events with a
- *    correlation id -> their CPU start time (to place GPU ops in
- *    iterations and phases by when they were launched).
+ *  - CUDA runtime calls: cat "cuda_runtime"/"cuda_driver"/"Runtime" events
+ *    with a correlation id -> their CPU start, duration, thread and call
+ *    kind (to place GPU ops in iterations and phases by when they were
+ *    launched, and for the host streams, traces/import.c).  A negative
+ *    duration is counted (the builder warns) and taken as unknown.
  *  - CPU ranges: "ProfilerStep#N" (iterations) and phase markers
  *    (traces/classify.c) among the other complete CPU events.
  *  - Cross-stream waits: cat "cuda_sync" "Stream Wait Event" events
@@ -107,6 +109,7 @@ typedef struct {
   GString *dev_name;
   /* caches */
   GByteArray *nccl;         /* per name id: 0 unknown, 1 no, 2 yes */
+  GByteArray *calls;        /* per name id: 0 unknown, else TraceCall + 1 */
   GHashTable *cpu_names;    /* CPU event name -> (phase + 2) or 1 (none) */
 } Kin;
 
@@ -393,6 +396,20 @@ static gboolean is_nccl(Kin *k, guint32 name)
   return k->nccl->data[name] == 2;
 }
 
+/* TraceCall of a runtime call name, cached per name id (value + 1). */
+static TraceCall runtime_call(Kin *k, guint32 name)
+{
+  if (name >= k->calls->len) {
+    guint old = k->calls->len;
+    g_byte_array_set_size(k->calls, name + 1);
+    memset(k->calls->data + old, 0, name + 1 - old);
+  }
+  if (k->calls->data[name] == 0)
+    k->calls->data[name] = (guint8)(trace_runtime_call(sim_workload_name(
+                                        k->names, name)) + 1);
+  return (TraceCall)(k->calls->data[name] - 1);
+}
+
 /* Communication record of an NCCL kernel event. */
 static guint32 add_comm(Kin *k, const Event *e)
 {
@@ -442,7 +459,8 @@ static void cpu_range(Kin *k, const Event *e)
   }
   if (code == 0)
     return;
-  TraceRawRange r = {e->ts_ns, e->ts_ns + e->dur_ns, -1, -1};
+  TraceRawRange r = {e->ts_ns, e->ts_ns + e->dur_ns, -1, -1,
+                     e->has_tid ? e->tid : -1};
   if (code == 1) {
     if (!trace_parse_step(name, &r.step))
       return;
@@ -497,7 +515,16 @@ static int event_end(Kin *k)
   }
   case C_RUNTIME:
     if (e->has_corr && e->has_ts) {
-      TraceRawLaunch l = {e->corr, e->ts_ns};
+      TraceRawLaunch l = {e->corr, e->ts_ns, -1, e->has_tid ? e->tid : -1,
+                          0, TRACE_CALL_OTHER};
+      if (e->has_dur && e->dur_ns >= 0)
+        l.dur_ns = e->dur_ns;
+      else if (e->has_dur)
+        k->raw->bad_host_durs++;
+      l.name = sim_workload_intern(k->names, e->name->len > 0
+                                                 ? e->name->str
+                                                 : "(runtime call)");
+      l.call = (guint8)runtime_call(k, l.name);
       g_array_append_val(k->raw->launches, l);
     }
     return 1;
@@ -897,6 +924,7 @@ static void kin_clear(Kin *k)
   g_string_free(k->pgc_ranks, TRUE);
   g_string_free(k->dev_name, TRUE);
   g_byte_array_unref(k->nccl);
+  g_byte_array_unref(k->calls);
   g_hash_table_unref(k->cpu_names);
   g_clear_error(&k->error);
 }
@@ -946,6 +974,7 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   k.pgc_ranks = g_string_new(NULL);
   k.dev_name = g_string_new(NULL);
   k.nccl = g_byte_array_new();
+  k.calls = g_byte_array_new();
   k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   yajl_handle h = yajl_alloc(&callbacks, NULL, &k);
   g_autofree unsigned char *buf = g_malloc(CHUNK);

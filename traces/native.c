@@ -1,6 +1,7 @@
 /* traces/native.c -- native trace files (HDF5) and trace summaries.
  *
- * File layout (format_version 1; docs/trace-files.md has the h5py view)
+ * File layout (format_version 1, or 2 when the workload has host ops
+ * (SIM_OP_HOST, kind 5); docs/trace-files.md has the h5py view)
  * -----------------------------------------------------------------------
  *
  *   /                      attributes: format = "joulesim-trace" (string),
@@ -63,6 +64,7 @@
  * ops per rank < 2^32 (SimOp indices are 32-bit).
  */
 #include "traces/native.h"
+#include "sim/engine.h"
 #include "sim/fault.h"
 #include "traces/h5util.h"
 
@@ -293,9 +295,16 @@ static gboolean nat_write_layout(NatWriter *wr, const SimWorkload *w,
   hid_t root = wr->file;
   const char *obj = "the root group";
   double tokens = w->tokens_per_iteration;
+  /* Version 1 unless the workload needs version 2's host ops. */
+  guint32 version = 1;
+  for (guint r = 0; r < w->n_ranks && version == 1; r++)
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      if (w->ranks[r].ops[i].kind == SIM_OP_HOST) {
+        version = TRACE_NATIVE_VERSION_HOST;
+        break;
+      }
   if (!nat_attr_str(wr, root, obj, "format", NATIVE_FORMAT, error) ||
-      !nat_attr_u32(wr, root, obj, "format_version", TRACE_NATIVE_VERSION,
-                    error) ||
+      !nat_attr_u32(wr, root, obj, "format_version", version, error) ||
       !nat_attr_u32(wr, root, obj, "n_ranks", w->n_ranks, error) ||
       !nat_attr_u32(wr, root, obj, "tp", w->tp, error) ||
       !nat_attr_u32(wr, root, obj, "pp", w->pp, error) ||
@@ -1239,7 +1248,7 @@ static gboolean nat_verify(const char *path, GError **error)
 /* Opens path read-only as a native trace: the file checks and the format
  * attributes.  Returns the file (caller closes) or < 0 with error set. */
 static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
-                      GError **error)
+                      guint32 *version_out, GError **error)
 {
   if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
@@ -1295,6 +1304,7 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
                 TRACE_NATIVE_VERSION);
     return H5I_INVALID_HID;
   }
+  *version_out = version;
   if (!nat_attr_u32_read(file, obj, "n_ranks", n_ranks, path, error))
     return H5I_INVALID_HID;
   if (*n_ranks > NATIVE_MAX_RANKS) {
@@ -1341,8 +1351,8 @@ SimWorkload *trace_native_load(const char *path, GError **error)
     nat_fail(error, TRACE_NATIVE_ERROR_IO, path, "cannot build string type");
     return NULL;
   }
-  guint32 n_ranks = 0;
-  g_auto(H5uHid) file = nat_open(path, vstr, &n_ranks, error);
+  guint32 n_ranks = 0, version = 0;
+  g_auto(H5uHid) file = nat_open(path, vstr, &n_ranks, &version, error);
   if (file < 0)
     return NULL;
   g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
@@ -1360,6 +1370,17 @@ SimWorkload *trace_native_load(const char *path, GError **error)
     g_error_free(inner);
     return NULL;
   }
+  if (version < TRACE_NATIVE_VERSION_HOST)
+    for (guint r = 0; r < w->n_ranks; r++)
+      for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+        if (w->ranks[r].ops[i].kind == SIM_OP_HOST) {
+          g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                      "%s: /ranks/%u/ops[%u] is a host op (kind %d), which "
+                      "format version %u does not have (host streams are "
+                      "version %u)", path, r, i, SIM_OP_HOST, version,
+                      TRACE_NATIVE_VERSION_HOST);
+          return NULL;
+        }
   return g_steal_pointer(&w);
 }
 
@@ -1499,6 +1520,61 @@ static void nat_fold_map(NatFold *f, guint32 r, guint32 q)
   }
 }
 
+/* A machine that replays every op at its reference duration with no
+ * power: the timing the trace recorded (host_bound_share). */
+static void hb_kernel(gpointer ctx, guint gpu, guint32 shape, SimClocks req,
+                      guint iter, SimCost *out)
+{
+  (void)ctx; (void)gpu; (void)shape; (void)req; (void)iter;
+  memset(out, 0, sizeof *out);
+  out->time_scale = 1.0;
+}
+
+static gint64 hb_coll(gpointer ctx, guint32 group, double bytes,
+                      SimCollType coll, gint64 start_ns)
+{
+  (void)ctx; (void)group; (void)bytes; (void)coll; (void)start_ns;
+  return 0;
+}
+
+static gint64 hb_p2p(gpointer ctx, guint src, guint dst, double bytes,
+                     gint64 start_ns)
+{
+  (void)ctx; (void)src; (void)dst; (void)bytes; (void)start_ns;
+  return 0;
+}
+
+/* Replays w at its recorded durations: the step time and the mean share
+ * of it that the ranks' GPUs were idle (neither computing, communicating
+ * nor blocked).  FALSE when the replay fails (a folded workload, or one
+ * the engine refuses). */
+static gboolean host_bound_share(const SimWorkload *w, gint64 *step_ns,
+                                 double *share)
+{
+  g_autofree double *zero = g_new0(double, MAX(w->n_ranks, 1));
+  SimMachine m = {0};
+  m.n_gpus = w->n_ranks;
+  m.idle_power_w = m.blocked_power_w = m.comm_power_w = zero;
+  m.kernel_cost = hb_kernel;
+  m.collective_ns = hb_coll;
+  m.p2p_ns = hb_p2p;
+  m.uniform_pricing = TRUE;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &m, NULL);
+  if (e == NULL)
+    return FALSE;
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(w->n_ranks,
+                                                 (SimClocks){0, 0});
+  g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, NULL);
+  if (r == NULL || r->time_ns <= 0)
+    return FALSE;
+  double sum = 0;
+  for (guint g = 0; g < r->n_gpus; g++)
+    sum += r->per_gpu[g].idle_ns / (double)r->time_ns;
+  *step_ns = r->time_ns;
+  *share = sum / MAX(r->n_gpus, 1);
+  return TRUE;
+}
+
 void trace_stats_compute(const SimWorkload *w, TraceStats *st)
 {
   g_return_if_fail(w != NULL && st != NULL);
@@ -1536,8 +1612,12 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
       const SimShape *sh = &shapes[op->shape];
-      st->by_class[op->klass]++;
       st->by_kind[op->kind]++;
+      if (op->kind == SIM_OP_HOST) {
+        st->host_ops++;
+        continue;
+      }
+      st->by_class[op->klass]++;
       switch (op->kind) {
       case SIM_OP_KERNEL:
         /* Saturating: a valid workload bounds each ref_ns, not the sum
@@ -1605,6 +1685,20 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
     dst->calls += coll_ops[g] / MAX(n, 1);
     dst->bytes += coll_bytes[g];
   }
+  if (st->host_ops > 0) {
+    for (guint r = 0; r < w->n_ranks; r++) {
+      const SimRank *rk = &w->ranks[r];
+      for (guint s = 0; s < rk->n_streams; s++) {
+        guint32 i = rk->stream_off[s];
+        while (i < rk->stream_off[s + 1] && rk->ops[i].kind == SIM_OP_MARKER)
+          i++;
+        st->host_streams += i < rk->stream_off[s + 1] &&
+                            rk->ops[i].kind == SIM_OP_HOST;
+      }
+    }
+    if (!host_bound_share(w, &st->step_ns, &st->host_bound))
+      st->step_ns = 0;
+  }
 }
 
 void trace_stats_clear(TraceStats *st)
@@ -1669,12 +1763,24 @@ void trace_info(const SimWorkload *w, GString *out)
       g_string_append_printf(out, "  %-12s %12" G_GUINT64_FORMAT "  %5.1f%%\n",
                              sim_class_name((SimOpClass)c), st.by_class[c],
                              100.0 * (double)st.by_class[c] /
-                               (double)MAX(st.n_ops, 1));
+                               (double)MAX(st.n_ops - st.host_ops, 1));
   g_string_append(out, "ops per kind\n");
   for (int k = 0; k < SIM_OP_KIND_COUNT; k++)
     if (st.by_kind[k] > 0)
       g_string_append_printf(out, "  %-12s %12" G_GUINT64_FORMAT "\n",
                              sim_kind_name((SimOpKind)k), st.by_kind[k]);
+
+  if (st.host_ops > 0) {
+    g_string_append_printf(out, "host          %" G_GUINT64_FORMAT " ops on %"
+                           G_GUINT64_FORMAT " host streams (CPU threads)\n",
+                           st.host_ops, st.host_streams);
+    if (st.step_ns > 0)
+      g_string_append_printf(out, "step          %.3f ms replayed at the "
+                             "recorded durations; host-bound %.1f%% (GPU "
+                             "idle waiting for the host)\n",
+                             (double)st.step_ns * 1e-6,
+                             100.0 * st.host_bound);
+  }
 
   g_string_append(out, "\nGPU busy time per rank (sum of kernel ref_ns)\n");
   if (st.n_ranks <= 16) {

@@ -21,7 +21,11 @@ G_BEGIN_DECLS
 
 /* The format version written by this build; files with a larger version
  * are refused with TRACE_NATIVE_ERROR_VERSION. */
-#define TRACE_NATIVE_VERSION 1u
+#define TRACE_NATIVE_VERSION 2u
+/* Version 2 (issue 16) adds host streams: ops of kind SIM_OP_HOST (5).  A
+ * workload without host ops is still written as version 1, which older
+ * builds read; a version-1 file holding host ops is refused. */
+#define TRACE_NATIVE_VERSION_HOST 2u
 
 /* Writes w (borrowed) to `path`.  The file is written to a temporary file
  * next to `path` and renamed over it only when complete, so a failure (or a
@@ -81,6 +85,14 @@ typedef struct {
   double p2p_bytes;     /* bytes of the send ops */
   GArray *groups;       /* of TraceGroupStats, in order of first group id
                            (owned) */
+  /* Host streams (imported traces, issue 16): */
+  guint64 host_ops;     /* SIM_OP_HOST ops (not in by_class) */
+  guint64 host_streams; /* streams holding host ops, all ranks */
+  gint64 step_ns;       /* the iteration replayed at its recorded durations
+                           (every op its ref_ns, communication priced 0
+                           when not recorded); 0 without host ops */
+  double host_bound;    /* share of step_ns the GPUs idle waiting for the
+                           host (mean over ranks); 0 without host ops */
 } TraceStats;
 
 /* Fills *st from w (borrowed; it must pass sim_workload_validate(), as

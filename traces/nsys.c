@@ -13,7 +13,10 @@
  *                                correlationId, copyKind -> "Memcpy HtoD"...
  *   CUPTI_ACTIVITY_KIND_MEMSET   start, end, deviceId, streamId,
  *                                correlationId -> "Memset"
- *   CUPTI_ACTIVITY_KIND_RUNTIME  correlationId, start: CPU launch times
+ *   CUPTI_ACTIVITY_KIND_RUNTIME  correlationId, start, end, globalTid,
+ *                                nameId: the runtime calls (launch times,
+ *                                host streams; a negative duration counts
+ *                                as unknown)
  *   NVTX_EVENTS                  start, end, text or textId: iteration
  *                                ranges ("ProfilerStep#N", "iteration N",
  *                                "step N") and phase ranges (see
@@ -281,8 +284,12 @@ static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
   return TRUE;
 }
 
-/* Launch times from the runtime API table (shared by all devices). */
-static gboolean read_launches(Nsys *s, GArray *out, GError **error)
+/* Runtime calls from the runtime API table (shared by all devices): the
+ * correlation id and start always; end, globalTid and the call's name
+ * (nameId into StringIds) when the export has them (host streams,
+ * traces/import.c). */
+static gboolean read_launches(Nsys *s, SimWorkload *names, GArray *out,
+                              GError **error)
 {
   int ex = table_exists(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
   if (ex <= 0)
@@ -294,17 +301,39 @@ static gboolean read_launches(Nsys *s, GArray *out, GError **error)
   if (!g_hash_table_contains(cols, "correlationId") ||
       !g_hash_table_contains(cols, "start"))
     return TRUE;
+  gboolean has_end = g_hash_table_contains(cols, "end");
+  gboolean has_tid = g_hash_table_contains(cols, "globalTid");
+  gboolean has_name = g_hash_table_contains(cols, "nameId") && s->has_strings;
+  g_autofree char *sql = g_strdup_printf(
+      "SELECT r.correlationId, r.start, %s, %s, %s FROM "
+      "CUPTI_ACTIVITY_KIND_RUNTIME r%s WHERE r.correlationId IS NOT NULL "
+      "AND r.start IS NOT NULL",
+      has_end ? "r.\"end\"" : "NULL", has_tid ? "r.globalTid" : "NULL",
+      has_name ? "n.value" : "NULL",
+      has_name ? " LEFT JOIN StringIds n ON n.id = r.nameId" : "");
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT correlationId, start FROM "
-                         "CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId "
-                         "IS NOT NULL AND start IS NOT NULL", -1, &st,
-                         NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
     return db_error(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     TraceRawLaunch l = {sqlite3_column_int64(st, 0),
-                        sqlite3_column_int64(st, 1)};
+                        sqlite3_column_int64(st, 1), -1, -1, 0,
+                        TRACE_CALL_OTHER};
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+      gint64 end = sqlite3_column_int64(st, 2);
+      /* A negative or absurd duration is unknown (the builder counts it). */
+      l.dur_ns = end >= l.ts_ns && end - l.ts_ns < ((gint64)1 << 62)
+                     ? end - l.ts_ns : -1;
+    }
+    if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+      l.tid = sqlite3_column_int64(st, 3);
+    const unsigned char *nm = sqlite3_column_text(st, 4);
+    if (nm != NULL) {
+      l.name = sim_workload_intern(names, (const char *)nm);
+      l.call = (guint8)trace_runtime_call((const char *)nm);
+    } else {
+      l.name = sim_workload_intern(names, "(runtime call)");
+    }
     g_array_append_val(out, l);
   }
   sqlite3_finalize(st);
@@ -345,7 +374,7 @@ static gboolean read_nvtx(Nsys *s, GArray *out, GError **error)
     if (v == NULL)
       continue;
     TraceRawRange r = {sqlite3_column_int64(st, 0),
-                       sqlite3_column_int64(st, 1), -1, -1};
+                       sqlite3_column_int64(st, 1), -1, -1, -1};
     if (!trace_parse_step((const char *)v, &r.step)) {
       r.step = -1;
       r.phase = trace_phase_of_annotation((const char *)v);
@@ -460,7 +489,7 @@ gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
     if (ex == 1 && !read_activity(&d, mem[i].table, mem[i].kind, error))
       goto out;
   }
-  if (!read_launches(&s, launches, error) || !read_nvtx(&s, ranges, error) ||
+  if (!read_launches(&s, names, launches, error) || !read_nvtx(&s, ranges, error) ||
       !read_devices(&s, devnames, error))
     goto out;
   if (d.ranks->len == 0) {

@@ -381,6 +381,8 @@ static void tl_op_args(TraceTimeline *tl, const SimOp *op,
   if (op->kind == SIM_OP_KERNEL)
     g_string_append_printf(e, ",\"sm_mhz\":%u,\"mem_mhz\":%u",
                            rec->clocks.sm_mhz, rec->clocks.mem_mhz);
+  else if (op->kind == SIM_OP_HOST)
+    ; /* CPU time: no clocks, no transfer */
   else {
     const SimShape *sh = &g_array_index(tl->w->shapes, SimShape, op->shape);
     g_string_append_printf(e, ",\"coll\":\"%s\",\"bytes\":",
@@ -480,7 +482,9 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
   g_string_append(e, ",\"name\":");
   g_string_append(e, tl_name(tl, op->name));
   g_string_append_printf(e, ",\"cat\":\"%s\"",
-                         sim_class_name((SimOpClass)op->klass));
+                         op->kind == SIM_OP_HOST
+                             ? "host"
+                             : sim_class_name((SimOpClass)op->klass));
   tl_op_args(tl, op, rec);
   tl_emit(tl);
   tl->counts.complete++;

@@ -35,6 +35,7 @@
  *   kernel     start = ready, end = start + llround(ref_ns * time_scale)
  *   transfer   arrive(s) = ready(s) for each member s,
  *              start = max arrive(s), end = start + d   (d: baseline, fixed)
+ *   host op    a transfer of one member that draws no GPU power
  *
  * with t0 the iteration start (iterations are separated by a barrier).
  * Transfer durations come from the baseline replay: the network model is a
@@ -609,6 +610,8 @@ void dvfs_model_eval(DvfsModel *m, const DvfsPrices *p, const guint16 *request,
         guint32 c = m->slot_class[s];
         start[s] = st;
         end[s] = en;
+        if (m->slot_kind[s] == SIM_OP_HOST)
+          continue; /* CPU time: the GPU idles, no increment */
         float inc = (float)(m->class_comm_w[c] - m->class_idle_w[c]);
         inc_j[c] += (double)inc * (double)(en - st) * 1e-9;
         inc_j[c] += (m->class_blocked_w[c] - m->class_idle_w[c]) *
