@@ -17,15 +17,58 @@
 -- Definitions (docs/dvfs.md): baseline = auto clocks; saving = 1 - E/E_base;
 -- slowdown = T/T_base - 1, per iteration.
 --
--- Usage:  joulesim run scenarios/dvfs_granularity.lua [OUT.h5] [small]
+--   (e) with "study": only the kernel-level DVFS study's setup (Spaan et
+--       al. 2026: GPT-3 XL, 24 layers, hidden 2048, 16 heads, seq 1024,
+--       batch 40, one RTX 3080 Ti), kernel-, pass- and iteration-level at
+--       zero slowdown, next to the study's 15.64 / 1.98 / - (a check, not
+--       a fit), under the per-kernel cap and under the boost controller.
+--
+-- Usage:  joulesim run scenarios/dvfs_granularity.lua [OUT.h5] [small|study]
 --   OUT.h5   results file (default dvfs_granularity.h5; tables granularity,
---            latency, transfer and plan_summary under /results)
+--            latency, transfer and plan_summary under /results; study)
 --   small    small models and short sequences (for tests: seconds)
+--   study    (e) only
 local js = require "joulesim"
 
-local out_path, small = "dvfs_granularity.h5", false
+local out_path, small, study = "dvfs_granularity.h5", false, false
 for _, a in ipairs(arg) do
-  if a == "small" then small = true else out_path = a end
+  if a == "small" then small = true
+  elseif a == "study" then study = true
+  else out_path = a end
+end
+
+local function pct(x) return string.format("%7.2f%%", 100 * x) end
+
+if study then
+  local res = js.results(out_path, "study")
+  local w = js.gpt { model = "gpt3-xl", seq_len = 1024, microbatch_size = 40,
+                     microbatches = 1, gpu = "RTX-3080-Ti" }
+  local published = { kernel = 15.64, pass = 1.98 }
+  print("== (e) the kernel-level DVFS study's setup: GPT-3 XL, batch 40, "
+        .. "seq 1024, one RTX-3080-Ti, slowdown 0 ==")
+  print(string.format("%-12s %-12s %9s %9s %10s %9s", "boost", "granularity",
+                      "saving", "slowdown", "switches", "study"))
+  for _, boost in ipairs { "per-kernel", "controller" } do
+    local c = js.cluster { gpu = "RTX-3080-Ti", gpus = 1, boost = boost }
+    local base = js.simulate { cluster = c, workload = w,
+                               policy = js.policy.max() }
+    for _, g in ipairs { "kernel", "pass", "iteration" } do
+      local pol = js.policy[g] { slowdown = 0 }
+      local r = js.simulate { cluster = c, workload = w, policy = pol,
+                              switch_latency_ms = 0 }
+      local cmp = js.compare(base, r)
+      local pub = published[g]
+      print(string.format("%-12s %-12s %s %s %10d %9s", boost, g,
+                          pct(cmp.saving), pct(cmp.slowdown), r.switches,
+                          pub and string.format("%.2f%%", pub) or "-"))
+      res:append { boost = boost, granularity = g,
+                   saving_pct = 100 * cmp.saving,
+                   slowdown_pct = 100 * cmp.slowdown, switches = r.switches,
+                   study_saving_pct = pub or 0 / 0 }
+    end
+  end
+  res:close()
+  return
 end
 
 local configs = {
@@ -64,8 +107,6 @@ local out = {
   transfer = js.results(out_path, "transfer"),
   summary = js.results(out_path, "plan_summary"),
 }
-
-local function pct(x) return string.format("%7.2f%%", 100 * x) end
 
 -- (a), (b): granularity tables ------------------------------------------
 local budgets = { 0.0, 0.01, 0.05 }

@@ -45,6 +45,24 @@ nest=$(awk "$G"' {
             }' "$T/out1")
 [ -z "$nest" ] || fail "nesting: $nest"
 
+# (e) the study's setup: runs; under the per-kernel cap every budget-0
+# plan keeps its time and kernel level saves more than pass level, which
+# saves at least as much as iteration level.
+if "$J" run scenarios/dvfs_granularity.lua "$T/e.h5" study >"$T/oute" 2>&1
+then
+  echo "ok study"
+  bad=$(awk '$1 == "per-kernel" { s = $4; sub(/%/, "", s);
+                                  if (s + 0 > 1e-4) print }' "$T/oute")
+  [ -z "$bad" ] || fail "study: slowdown over budget 0: $bad"
+  order=$(awk '$1 == "per-kernel" { v = $3; sub(/%/, "", v); x[$2] = v + 0 }
+               END { if (!(x["kernel"] > x["pass"] && x["pass"] >= x["iteration"] &&
+                           x["iteration"] >= 0)) print "kernel", x["kernel"],
+                           "pass", x["pass"], "iteration", x["iteration"] }' "$T/oute")
+  [ -z "$order" ] || fail "study: savings out of order: $order"
+else
+  fail "study run (exit $?)"; cat "$T/oute"
+fi
+
 "$J" run --seed 7 scenarios/dvfs_granularity.lua "$T/b.h5" small \
     >"$T/out2" 2>&1 || fail "second run"
 sed "s|$T/a.h5|X|" "$T/out1" >"$T/o1"

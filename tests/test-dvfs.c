@@ -679,12 +679,6 @@ static void test_memory_clock_speeds_up_capped_gemm(void)
   static const double mems[] = {405, 810, 5001, 9251, 9501};
   for (guint i = 0; i < 5; i++)
     g_assert_cmpfloat(g->mem_mhz[i].v, ==, mems[i]);
-  g_autoptr(GpuSpec) copy = gpu_spec_copy(g);
-  if (gpu_spec_param(copy, "p_mem_static_w") == NULL) {
-    g_test_skip("the GPU model has no memory-clock static power term "
-                "(p_mem_static_w); see docs/dvfs.md, 'Memory clocks'");
-    return;
-  }
   double n = 8192;
   GpuKernel k = {SIM_CLASS_GEMM, 2 * n * n * n, 3 * n * n * 2, TRUE};
   GpuCost top, best = {0};
