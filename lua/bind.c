@@ -517,6 +517,8 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
   jsl_set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
   jsl_set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
   jsl_set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  if (rep->pipeline_kind == DVFS_PLAN)
+    jsl_set_int(L, "plan_snapped", pr->plan_snapped);
   if (pr->n_tried > 0) {
     jsl_set_num(L, "limit_w", pr->limit_w);
     jsl_set_int(L, "limits_tried", pr->n_tried);

@@ -90,6 +90,7 @@ typedef struct {
                                 every computation runs clocks[k] MHz */
   guint n_clocks;
   guint n_stages, n_microbatches; /* pipeline kinds */
+  DvfsKind pipeline_kind;    /* pipeline kinds: which one ran */
 } JsRunReport;
 
 void js_run_report_clear(JsRunReport *r);
