@@ -517,6 +517,9 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
   jsl_set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
   jsl_set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
   jsl_set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  /* 0: the policy's own plan ran; 1-3: its switching-latency fallback
+   * (PerseusRun.latency_fallback). */
+  jsl_set_int(L, "latency_fallback", pr->latency_fallback);
   if (rep->pipeline_kind == DVFS_PLAN)
     jsl_set_int(L, "plan_snapped", pr->plan_snapped);
   if (pr->n_tried > 0) {
