@@ -38,6 +38,7 @@ local js = require "joulesim"
 local USAGE = [[
 usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
                          [--short] [--check FILE.md] [--fit IMPL]
+                         [--sched DIR]
 
 Runs every measured case through the model, out of the box, and prints
 predicted against measured with the error per point and per case.
@@ -52,6 +53,10 @@ predicted against measured with the error per point and per case.
   --short        skip the slow datasets (the Perseus plan runs)
   --check FILE   fail (exit 1) when a case's error exceeds the figure
                  recorded for it in FILE (docs/fidelity.md)
+  --sched DIR    the Perseus artifact's sosp24_data/perseus folder (ml-energy/
+                 zeus, branch kronos): replay every measured plan's
+                 N.sched.json with js.policy.plan instead of comparing the
+                 model's frontier with the measured points
   --fit IMPL     refit the generator's efficiency factors of IMPL
                  (megatron: on the odd rows of the weak-scaling table; hf:
                  on the Merak GPT-3 2.7B A40 plan-0 stage times), print
@@ -83,6 +88,7 @@ do
     elseif a == "--check" then opt.check = take()
     elseif a == "--short" then opt.short = true
     elseif a == "--fit" then opt.fit = take()
+    elseif a == "--sched" then opt.sched = take()
     elseif a == "--help" or a == "-h" then io.write(USAGE); return
     else fail("unknown argument '" .. a .. "'\n" .. USAGE) end
     i = i + 1
@@ -240,6 +246,9 @@ local function maxabs(list)
   for _, v in ipairs(list) do m = math.max(m, math.abs(v)) end
   return m
 end
+
+-- Relative error of p against m, in %.
+local function pct(p, m) return 100 * (p / m - 1) end
 
 -- ---- workloads ------------------------------------------------------------------
 
@@ -408,13 +417,19 @@ local HF_PREDICTED = "predicted (impl hf fitted on GPT-3 2.7B, A40)"
 local PERSEUS = {
   { file = "perseus-runs/bloom-3b_a100_dp1_pp4_tp1_plans.csv", model = "bloom-3b",
     gpu = GPUS.a100, pp = 4, mbs = 4, m = 128, method = "custom:0,10,18,26,32",
-    role = HF_PREDICTED },
+    role = HF_PREDICTED,
+    sched = "A100/dp1+pp4+tp1/merak+bloom-3b+custom:0,10,18,26,32+dp1+pp4+tp1+"
+            .. "mbs4+nmb128+PointSolution" },
   { file = "perseus-runs/bloom-3b_a40_dp1_pp8_tp1_plans.csv", model = "bloom-3b",
     gpu = GPUS.a40, pp = 8, mbs = 4, m = 128,
-    method = "custom:0,6,10,14,18,22,26,30,32", role = HF_PREDICTED },
+    method = "custom:0,6,10,14,18,22,26,30,32", role = HF_PREDICTED,
+    sched = "A40/dp1+pp8+tp1/merak+bloom-3b+custom:0,6,10,14,18,22,26,30,32+"
+            .. "dp1+pp8+tp1+mbs4+nmb128+PointSolution" },
   { file = "perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_plans.csv", model = "gpt3-2.7b",
     gpu = GPUS.a40, pp = 8, mbs = 4, m = 256, method = "uniform_transformer",
-    role = "fitted (impl hf's efficiency factors)", fit = true },
+    role = "fitted (impl hf's efficiency factors)", fit = true,
+    sched = "A40/dp1+pp8+tp1/merak+gpt3-2.7b+uniform_transformer+dp1+pp8+tp1+"
+            .. "mbs4+nmb256+PointSolution" },
 }
 
 -- Energy ratio of the frontier at time ratio tau (linear between points;
@@ -432,21 +447,64 @@ local function frontier_at(fr, tau)
   return fr[#fr].energy_j / e0
 end
 
+-- Every measured plan replayed from its own schedule (--sched DIR: the
+-- artifact's N.sched.json files) with js.policy.plan: the replay's time
+-- and energy over the replay of plan 0 against the measured ratios.
+local function perseus_replay(ds, rows, path, c, w, t0, e0)
+  print("  each plan replayed from " .. opt.sched .. "/" .. ds.sched)
+  print(("  %5s %8s %8s %7s | %8s %8s %7s | %7s"):format("plan", "T/T0 m",
+        "T/T0 p", "err %", "E/E0 m", "E/E0 p", "err pt", "snapped"))
+  local base, terrs, eerrs = nil, {}, {}
+  local sorted = {}
+  for _, r in ipairs(rows) do sorted[#sorted + 1] = r end
+  table.sort(sorted, function(a, b) return num(a, "plan", path) < num(b, "plan", path) end)
+  for _, r in ipairs(sorted) do
+    local n = math.tointeger(num(r, "plan", path))
+    local sp = ("%s/%s/%d.sched.json"):format(opt.sched, ds.sched, n)
+    if not exists(sp) then fail(sp .. ": no such file (--sched names the "
+                                .. "artifact's sosp24_data/perseus folder)") end
+    local res = js.simulate{ cluster = c, workload = w,
+                             policy = js.policy.plan{ plan = sp } }
+    base = base or (n == 0 and res) or nil
+    if not base then fail(sp .. ": plan 0 must come first") end
+    local tm = num(r, "iteration_time_s", path, 0) / t0
+    local em = num(r, "energy_j", path, 0) / e0
+    local tp, ep = res.time_s / base.time_s, res.energy_j / base.energy_j
+    local te, ee = pct(tp, tm), 100 * (ep - em)
+    terrs[#terrs + 1], eerrs[#eerrs + 1] = te, ee
+    print(("  %5d %8.4f %8.4f %+7.2f | %8.4f %8.4f %+7.2f | %7d"):format(n,
+          tm, tp, te, em, ep, ee, res.plan_snapped))
+    row_out(ds.file, { case = ds.model, plan = n, meas_time_norm = tm,
+                       pred_time_norm = tp, meas_energy_norm = em,
+                       pred_energy_norm = ep, time_err_pct = te,
+                       energy_err_pt = ee, role = "predicted" })
+  end
+  record(ds.file, ds.model, "replayed plans: normalised time, max abs err",
+         maxabs(terrs), "%", "predicted (each measured plan's sched.json)")
+  record(ds.file, ds.model, "replayed plans: normalised energy, max abs err",
+         maxabs(eerrs), "pt", "predicted (each measured plan's sched.json)")
+end
+
 local function perseus(ds)
   local path = data .. "/measured/" .. ds.file
   local rows = read_csv(path, { "plan", "iteration_time_s", "energy_j" })
   local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m, ds.method,
                            path)
-  heading(ds.file, "measured Perseus plans against the model's frontier ("
-          .. ds.gpu.name .. ")")
-  print("  " .. approx)
-  local fr = js.perseus_frontier{ cluster = c, workload = w }
   local base
   for _, r in ipairs(rows) do
     if math.tointeger(num(r, "plan", path)) == 0 then base = r end
   end
   base = base or rows[1]
   local t0, e0 = num(base, "iteration_time_s", path, 0), num(base, "energy_j", path, 0)
+  if opt.sched then
+    heading(ds.file, "measured Perseus plans replayed (" .. ds.gpu.name .. ")")
+    print("  " .. approx)
+    return perseus_replay(ds, rows, path, c, w, t0, e0)
+  end
+  heading(ds.file, "measured Perseus plans against the model's frontier ("
+          .. ds.gpu.name .. ")")
+  print("  " .. approx)
+  local fr = js.perseus_frontier{ cluster = c, workload = w }
   print(("  frontier: %d points, all-max %.3f s; minimum energy %.1f%% below "
          .. "at %+.1f%% time"):format(#fr, fr[1].time_s,
          100 * (1 - fr[#fr].energy_j / fr[1].energy_j),
@@ -509,8 +567,6 @@ local function stage_prediction(ds)
   out.time_m = tsum / #rows
   return out
 end
-
-local function pct(p, m) return 100 * (p / m - 1) end
 
 local function stage_times(ds)
   local p = stage_prediction(ds)
