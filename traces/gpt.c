@@ -196,10 +196,32 @@
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
  * (gpt_rank_ops computes it, n_buckets included).
  *
+ * The implementation (GptConfig.impl)
+ * -----------------------------------
+ * The tables above are Megatron-LM's kernels (impl megatron).  impl hf is
+ * a Hugging Face model in eager PyTorch, as Merak pipelines it (tp = 1):
+ * the same matmuls (so the same FLOPs, Megatron's closed form), but every
+ * op Megatron fuses runs as its own kernel (build_hf_protos): the scores
+ * are scaled (GPT-2; BLOOM scales inside baddbmm), masked, softmaxed and
+ * dropped out in four kernels over the b*a*s^2 matrix; heads are merged
+ * and split by copies; bias+dropout+residual is a dropout and an add; the
+ * tanh GeLU is its chain of elementwise ops (hf_gelu_*: 8 forward and 10
+ * backward kernels for GPT-2's gelu_new, 9 and 18 for BLOOM's), each pass
+ * reading and writing the 4bs*h activation; LayerNorm's backward is two
+ * kernels; wgrad GEMMs write fresh FP32 gradients (4 bytes/parameter),
+ * bias gradients are reductions, and the layer's gradients are added into
+ * .grad by one kernel (12 bytes/parameter); the loss copies the shifted
+ * logits before log-softmax and NLL; AdamW moves 80 bytes/parameter.
+ * Each implementation has efficiency factors (gemm, attention, memory)
+ * multiplying the GPU's roofline efficiencies (gpt_priced_spec), fitted
+ * by `joulesim fidelity --fit megatron|hf` (impl_default_eff below says
+ * on what).
+ *
  * Durations
  * ---------
- * Kernel ref_ns = round(gpu_kernel_cost(ref, k, auto clocks, no power cap)
- * * 1e9), at least 1 ns, once per shape.  Communication ops have ref_ns = 0
+ * Kernel ref_ns = round(gpu_kernel_cost(priced, k, auto clocks, no power
+ * cap) * 1e9), at least 1 ns, once per shape, where priced is the
+ * reference GPU with the implementation's efficiency factors.  Communication ops have ref_ns = 0
  * (the network model prices them).
  *
  * Templates
