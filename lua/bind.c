@@ -221,8 +221,10 @@ static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
-  "stage_layers", "precision", "arch", NULL};
+  "stage_layers", "precision", "arch", "impl", "efficiency", NULL};
 static const char *const archs[] = {"gpt", "bloom", NULL};
+static const char *const impls[] = {"megatron", "hf", NULL};
+static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", NULL};
 static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 
@@ -298,6 +300,24 @@ static int l_gpt(lua_State *L)
   cfg.precision = (GptPrecision)jsl_opt_choice(L, 1, fn, "precision",
                                                GPT_PRECISION_BF16, precisions);
   cfg.arch = (GptArch)jsl_opt_choice(L, 1, fn, "arch", cfg.arch, archs);
+  cfg.impl = (GptImpl)jsl_opt_choice(L, 1, fn, "impl", GPT_IMPL_MEGATRON,
+                                     impls);
+  /* efficiency = { gemm =, attention =, memory = }: the factors on the
+   * catalogue's roofline efficiencies, for fitting (scenarios/
+   * fit_impl.lua); absent ones keep the implementation's fitted value. */
+  if (lua_getfield(L, 1, "efficiency") != LUA_TNIL) {
+    const char *efn = "js.gpt{efficiency}";
+    if (!lua_istable(L, -1))
+      luaL_error(L, "%s: argument 'efficiency' must be a table { gemm =, "
+                    "attention =, memory = } (got %s)", fn,
+                 luaL_typename(L, -1));
+    int et = lua_gettop(L);
+    jsl_check_keys(L, et, efn, eff_keys);
+    cfg.eff.gemm = jsl_opt_num(L, et, efn, "gemm", 0, 1e-3, 2);
+    cfg.eff.attention = jsl_opt_num(L, et, efn, "attention", 0, 1e-3, 2);
+    cfg.eff.memory = jsl_opt_num(L, et, efn, "memory", 0, 1e-3, 2);
+  }
+  lua_pop(L, 1);
   if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
     luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
                   "supported", fn,
@@ -511,6 +531,11 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
   jsl_set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
   jsl_set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
   jsl_set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  /* 0: the policy's own plan ran; 1-3: its switching-latency fallback
+   * (PerseusRun.latency_fallback). */
+  jsl_set_int(L, "latency_fallback", pr->latency_fallback);
+  if (rep->pipeline_kind == DVFS_PLAN)
+    jsl_set_int(L, "plan_snapped", pr->plan_snapped);
   if (pr->n_tried > 0) {
     jsl_set_num(L, "limit_w", pr->limit_w);
     jsl_set_int(L, "limits_tried", pr->n_tried);

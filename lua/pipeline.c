@@ -37,6 +37,7 @@
 #include "models/straggler.h"
 #include "traces/pipeline.h"
 #include "traces/profile.h"
+#include "traces/sched.h"
 
 #define FRONTIER_MT "joulesim.PerseusFrontier"
 
@@ -543,6 +544,42 @@ static int l_pipeline_run(lua_State *L)
   return 1;
 }
 
+/* ---- js.perseus.load_schedule ---------------------------------------------------------- */
+
+/* js.perseus.load_schedule(path) -> { [stage] = { forward = { MHz per
+ * microbatch }, backward = { ... } } }: a Perseus/Merak N.sched.json
+ * (traces/sched.h) as the plan js.policy.plan replays; the format of
+ * fr:plan(i). */
+static int l_load_schedule(lua_State *L)
+{
+  const char *fn = "js.perseus.load_schedule";
+  const char *path = luaL_checkstring(L, 1);
+  jsl_check_read(L, fn, path);
+  GError *err = NULL;
+  SchedPlan *sp = sched_plan_load(path, &err);
+  if (sp == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  /* Copy into Lua first, free, then push: a Lua error cannot leak it. */
+  guint S = sp->n_stages, M = sp->n_microbatches;
+  guint16 *mhz = lua_newuserdatauv(L, sizeof(guint16) * 2 * (gsize)S * M, 0);
+  memcpy(mhz, sp->mhz, sizeof(guint16) * 2 * (gsize)S * M);
+  sched_plan_free(sp);
+  lua_createtable(L, (int)S, 0);
+  for (guint s = 0; s < S; s++) {
+    lua_createtable(L, 0, 2);
+    for (guint b = 0; b < 2; b++) {
+      lua_createtable(L, (int)M, 0);
+      for (guint m = 0; m < M; m++) {
+        lua_pushinteger(L, mhz[perseus_node_id(M, s, m, b)]);
+        lua_rawseti(L, -2, m + 1);
+      }
+      lua_setfield(L, -2, b ? "backward" : "forward");
+    }
+    lua_rawseti(L, -2, s + 1);
+  }
+  return 1;
+}
+
 /* ---- registration ------------------------------------------------------------------ */
 
 void jsl_register_pipeline(lua_State *L)
@@ -557,4 +594,9 @@ void jsl_register_pipeline(lua_State *L)
     {"pipeline_run", l_pipeline_run},
     {NULL, NULL}};
   luaL_setfuncs(L, funcs, 0);
+  static const luaL_Reg perseus_funcs[] = {
+    {"load_schedule", l_load_schedule},
+    {NULL, NULL}};
+  luaL_newlib(L, perseus_funcs);
+  lua_setfield(L, -2, "perseus");
 }

@@ -21,9 +21,9 @@
 /* Indexed by DvfsKind; "auto" (an alias of max) comes last. */
 static const char *const kinds[] = {"max", "fixed", "powercap", "iteration",
                                     "pass", "kernel", "custom", "perseus",
-                                    "envpipe", "zeus", "auto", NULL};
+                                    "envpipe", "zeus", "plan", "auto", NULL};
 #define KIND_AUTO DVFS_KIND_COUNT
-G_STATIC_ASSERT(DVFS_KIND_COUNT == 10);
+G_STATIC_ASSERT(DVFS_KIND_COUNT == 11);
 static const char *const granularities[] = {"name", "op", NULL};
 
 /* Allowed keys per kind (constructors: without "name"). */
@@ -44,6 +44,7 @@ static const char *const keys_perseus[] = {"name", "slowdown",
                                            "straggler_aware", "lag",
                                            "resolution", "kernel", NULL};
 static const char *const keys_zeus[] = {"name", "eta", "step_w", NULL};
+static const char *const keys_plan[] = {"name", "plan", NULL};
 
 static const char *const *keys_of(DvfsKind k)
 {
@@ -64,6 +65,8 @@ static const char *const *keys_of(DvfsKind k)
     return keys_perseus;
   case DVFS_ZEUS:
     return keys_zeus;
+  case DVFS_PLAN:
+    return keys_plan;
   default: /* max, envpipe */
     return keys_max;
   }
@@ -184,6 +187,100 @@ static gboolean lua_choose(gpointer data, const DvfsUnitInfo *u,
   return TRUE;
 }
 
+/* ---- plans ------------------------------------------------------------------- */
+
+/* The clocks of list plan[s].<pass> at index idx: integers in 1..65535,
+ * written to out[(s * M + m) * 2 + b].  Raises naming the entry. */
+static void read_pass(lua_State *L, int idx, const char *fn, guint s,
+                      const char *pass, guint M, guint16 *out)
+{
+  int b = strcmp(pass, "backward") == 0;
+  for (guint m = 0; m < M; m++) {
+    lua_rawgeti(L, idx, (lua_Integer)m + 1);
+    int isint = 0;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (!isint || lua_type(L, -1) != LUA_TNUMBER || v < 1 || v > 65535)
+      luaL_error(L, "%s: plan[%d].%s[%d] must be an SM clock in MHz (an "
+                    "integer in 1..65535), got %s", fn, (int)s + 1, pass,
+                 (int)m + 1, luaL_tolstring(L, -1, NULL));
+    out[((gsize)s * M + m) * 2 + (gsize)b] = (guint16)v;
+    lua_pop(L, 1);
+  }
+}
+
+/* Pushes the plan of argument `plan` of the table at idx: a table
+ * { [stage] = { forward = { MHz per microbatch }, backward = { ... } } }
+ * (what fr:plan(i) and js.perseus.load_schedule return) or the path of a
+ * Perseus N.sched.json.  Fills p's plan fields; the clocks live in a
+ * userdata left on the stack.  Raises on a plan of the wrong shape. */
+static void read_plan(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
+{
+  int t = lua_getfield(L, idx, "plan");
+  if (t == LUA_TSTRING) {
+    /* A file: js.perseus.load_schedule(path) turns it into the table. */
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "loaded");
+    lua_getfield(L, -1, "joulesim");
+    if (lua_getfield(L, -1, "perseus") != LUA_TTABLE ||
+        lua_getfield(L, -1, "load_schedule") != LUA_TFUNCTION)
+      luaL_error(L, "%s: js.perseus.load_schedule is not available", fn);
+    lua_pushvalue(L, -6);
+    lua_call(L, 1, 1);
+    lua_replace(L, -6);
+    lua_pop(L, 4);
+    t = LUA_TTABLE;
+  }
+  if (t != LUA_TTABLE)
+    luaL_error(L, "%s: argument 'plan' must be a plan { [stage] = { forward "
+                  "= { MHz per microbatch }, backward = { ... } } } or the "
+                  "path of a sched.json (got %s)", fn, luaL_typename(L, -1));
+  int plan = lua_gettop(L);
+  lua_Integer S = (lua_Integer)lua_rawlen(L, plan);
+  if (S < 1 || S > 4096)
+    luaL_error(L, "%s: argument 'plan' must list 1..4096 stages (plan[1], "
+                  "plan[2], ...; got %d)", fn, (int)S);
+  guint M = 0;
+  for (lua_Integer s = 1; s <= S; s++) {
+    if (lua_rawgeti(L, plan, s) != LUA_TTABLE)
+      luaL_error(L, "%s: plan[%d] must be a table { forward = {...}, "
+                    "backward = {...} } (got %s)", fn, (int)s,
+                 luaL_typename(L, -1));
+    for (int b = 0; b < 2; b++) {
+      const char *pass = b ? "backward" : "forward";
+      if (lua_getfield(L, -1, pass) != LUA_TTABLE)
+        luaL_error(L, "%s: plan[%d].%s must be a list of clocks, one per "
+                      "microbatch (got %s)", fn, (int)s, pass,
+                   luaL_typename(L, -1));
+      lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+      if (M == 0 && n >= 1 && n <= 65535)
+        M = (guint)n;
+      if (n != (lua_Integer)M)
+        luaL_error(L, "%s: plan[%d].%s has %d clocks, plan[1].forward %d: "
+                      "every stage needs one clock per microbatch for each "
+                      "pass", fn, (int)s, pass, (int)n, (int)M);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  if (M == 0)
+    luaL_error(L, "%s: plan[1].forward must hold 1..65535 clocks", fn);
+  guint16 *mhz = lua_newuserdatauv(L, sizeof(guint16) * 2 * (gsize)S * M, 0);
+  for (lua_Integer s = 1; s <= S; s++) {
+    lua_rawgeti(L, plan, s);
+    for (int b = 0; b < 2; b++) {
+      const char *pass = b ? "backward" : "forward";
+      lua_getfield(L, -1, pass);
+      read_pass(L, lua_gettop(L), fn, (guint)s - 1, pass, M, mhz);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_remove(L, plan);
+  p->plan_mhz = mhz;
+  p->plan_stages = (guint)S;
+  p->plan_microbatches = M;
+}
+
 /* ---- parsing --------------------------------------------------------------- */
 
 /* Parses the fields of kind k from the table at idx (or defaults when nil)
@@ -226,6 +323,9 @@ static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
     if (p->straggler_aware && p->kernel_within)
       luaL_error(L, "%s: 'kernel' = true cannot be combined with "
                     "'straggler_aware' = true", fn);
+    break;
+  case DVFS_PLAN:
+    read_plan(L, idx, fn, p);
     break;
   case DVFS_ZEUS:
     p->eta = jsl_opt_num(L, idx, fn, "eta", p->eta, 0, 1);
@@ -308,6 +408,9 @@ static int construct(lua_State *L, DvfsKind k)
   parse_fields(L, 1, k, fn, &p);
   if (k == DVFS_FIXED && p.sm_mhz == 0 && p.mem_mhz == 0)
     luaL_error(L, "%s: give 'sm' and/or 'mem' (MHz)", fn);
+  if (k == DVFS_PLAN && lua_isnoneornil(L, 1))
+    luaL_error(L, "%s: give 'plan' (a plan from fr:plan(i) or "
+                  "js.perseus.load_schedule, or a sched.json path)", fn);
   if (k == DVFS_POWERCAP && lua_isnoneornil(L, 1))
     luaL_error(L, "%s: give either 'watts' (a power limit) or 'slowdown' "
                   "(search the lowest-energy limit within that slowdown)", fn);
@@ -342,6 +445,7 @@ CONSTRUCTOR(l_custom, DVFS_CUSTOM)
 CONSTRUCTOR(l_perseus, DVFS_PERSEUS)
 CONSTRUCTOR(l_envpipe, DVFS_ENVPIPE)
 CONSTRUCTOR(l_zeus, DVFS_ZEUS)
+CONSTRUCTOR(l_plan, DVFS_PLAN)
 #undef CONSTRUCTOR
 
 void jsl_register_policy(lua_State *L)
@@ -354,7 +458,7 @@ void jsl_register_policy(lua_State *L)
                {"iteration", l_iteration}, {"pass", l_pass},
                {"kernel", l_kernel},   {"custom", l_custom},
                {"perseus", l_perseus}, {"envpipe", l_envpipe},
-               {"zeus", l_zeus}};
+               {"zeus", l_zeus},       {"plan", l_plan}};
   lua_createtable(L, 0, G_N_ELEMENTS(ctors));
   for (gsize i = 0; i < G_N_ELEMENTS(ctors); i++) {
     lua_pushfstring(L, "js.policy.%s", ctors[i].name);

@@ -282,6 +282,7 @@ static const PerseusRunKind pipeline_kinds[] = {
   [DVFS_PERSEUS] = PERSEUS_RUN_PERSEUS,
   [DVFS_ENVPIPE] = PERSEUS_RUN_ENVPIPE,
   [DVFS_ZEUS] = PERSEUS_RUN_ZEUS,
+  [DVFS_PLAN] = PERSEUS_RUN_PLAN,
 };
 
 static SimResult *run_pipeline(JsSession *s, const Cluster *run,
@@ -301,12 +302,17 @@ static SimResult *run_pipeline(JsSession *s, const Cluster *run,
   pol.frontier.resolution = p->resolution;
   /* js.policy.perseus{ kernel = true } (lua/policy.c). */
   pol.kernel = p->kind == DVFS_PERSEUS && p->kernel_within;
+  /* js.policy.plan{ plan = P } (lua/policy.c). */
+  pol.plan_mhz = p->plan_mhz;
+  pol.plan_stages = p->plan_stages;
+  pol.plan_microbatches = p->plan_microbatches;
   rep->pipeline = perseus_run(&pol, run, w, s->catalogue, opt->stragglers,
                               MAX(opt->iterations, 1), error);
   if (rep->pipeline == NULL)
     return NULL;
   rep->n_stages = w->pp;
   rep->n_microbatches = w->microbatches;
+  rep->pipeline_kind = p->kind;
   if (rep->pipeline->frontier != NULL &&
       !pipeline_clocks(s, run, w, rep, error))
     return NULL;

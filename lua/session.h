@@ -93,6 +93,7 @@ typedef struct {
   GArray *steps;             /* JsStepRow, per iteration per step, for a
                                 workload with step markers (trace import
                                 --step all); else NULL */
+  DvfsKind pipeline_kind;    /* pipeline kinds: which one ran */
 } JsRunReport;
 
 /* One profiled step of one replayed iteration: the time from its marker

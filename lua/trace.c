@@ -285,6 +285,16 @@ static int l_trace_info(lua_State *L)
     lua_rawseti(L, -2, r + 1);
   }
   lua_setfield(L, -2, "busy_s");
+  lua_createtable(L, (int)st.n_ranks, 0);
+  for (guint r = 0; r < st.n_ranks; r++) {
+    lua_createtable(L, 0, SIM_PHASE_COUNT);
+    for (int k = 0; k < SIM_PHASE_COUNT; k++)
+      jsl_set_num(L, sim_phase_name((SimPhase)k),
+                  (double)st.busy_phase_ns[(gsize)r * SIM_PHASE_COUNT + k] *
+                      1e-9);
+    lua_rawseti(L, -2, r + 1);
+  }
+  lua_setfield(L, -2, "busy_by_phase_s");
   jsl_set_num(L, "busy_min_s", (double)st.busy_min_ns * 1e-9);
   jsl_set_num(L, "busy_max_s", (double)st.busy_max_ns * 1e-9);
   jsl_set_num(L, "host_ops", (double)st.host_ops);
@@ -471,6 +481,8 @@ static const char usage_gen[] =
   "  --recompute         full activation recomputation\n"
   "  --precision P       bf16 (default), fp16, tf32 (tensor cores) or fp32\n"
   "                      (CUDA cores): GEMM and attention rates, element bytes\n"
+  "  --impl I            megatron (default: fused kernels) or hf (Hugging\n"
+  "                      Face in eager PyTorch, as Merak runs it; tp 1)\n"
   "  --stage-layers N,N,...\n"
   "                      transformer layers per pipeline stage (--pp entries\n"
   "                      summing to the model's layers; default: uniform)\n"
@@ -486,6 +498,7 @@ static int cmd_gen(int argc, char **argv)
   gpt_config_init(&cfg);
   const char *model = NULL, *schedule = NULL, *out = NULL;
   const char *stage_layers = NULL, *precision = NULL, *arch = NULL;
+  const char *impl = NULL;
   g_autofree guint *layers_of = NULL;
   gboolean force = FALSE;
   const char *gpu_name = "A100-SXM4-80GB";
@@ -550,6 +563,9 @@ static int cmd_gen(int argc, char **argv)
     } else if (opt_value(&a, "--arch")) {
       str = &arch;
       sname = "--arch";
+    } else if (opt_value(&a, "--impl")) {
+      str = &impl;
+      sname = "--impl";
     }
     if (str != NULL) {
       if (a.missing)
@@ -581,6 +597,8 @@ static int cmd_gen(int argc, char **argv)
     return fail_option(cmd, "--precision", err);
   if (arch != NULL && !gpt_arch_from_name(arch, &cfg.arch, &err))
     return fail_option(cmd, "--arch", err);
+  if (impl != NULL && !gpt_impl_from_name(impl, &cfg.impl, &err))
+    return fail_option(cmd, "--impl", err);
   if (stage_layers != NULL) {
     g_auto(GStrv) parts = g_strsplit(stage_layers, ",", -1);
     guint n = g_strv_length(parts);

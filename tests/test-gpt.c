@@ -40,6 +40,7 @@ typedef struct {
   double bucket_mb;
   gboolean overlap;
   const guint *stage_layers; /* NULL: uniform stages */
+  GptImpl impl;              /* 0: Megatron's kernels */
 } Layout;
 
 /* Uneven partitions (Merak's custom:... style; issue 15). */
@@ -50,52 +51,60 @@ static const guint sl_9885[] = {9, 8, 8, 5}; /* Merak custom:0,10,18,26,32 */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 0, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
-   GPT_SCHEDULE_1F1B, 0, 10, FALSE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON},
   {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
-   GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   /* Interleaved: two stages (each other's previous and next), m = pp (the
    * first stage only warms up), three and four chunks, one layer per
    * chunk, one bucket per chunk, tiny buckets. */
   {"350m-t1p2d2-v2-m4-il", "gpt3-350m", 0, 0, 0, 0, 1, 2, 2, 1, 4, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t2p4d2-v3-m8-il", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
-   GPT_SCHEDULE_INTERLEAVED, 3, 10, TRUE, NULL},
+   GPT_SCHEDULE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"760m-t1p4d2-v2-m4-il-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 4, 2, 1, 4,
-   1024, GPT_SCHEDULE_INTERLEAVED, 2, 0, TRUE, NULL},
+   1024, GPT_SCHEDULE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"custom-t2p3d3-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 3, 2,
-   6, 256, GPT_SCHEDULE_INTERLEAVED, 2, 1e-6, TRUE, NULL},
+   6, 256, GPT_SCHEDULE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"2.7b-t2p8d1-v4-m16-il", "gpt3-2.7b", 0, 0, 0, 0, 2, 8, 1, 1, 16, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 4, 25, TRUE, NULL},
+   GPT_SCHEDULE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t1p2d2-v6-m2-il-nooverlap", "gpt3-125m", 0, 0, 0, 0, 1, 2, 2, 1, 2,
-   512, GPT_SCHEDULE_INTERLEAVED, 6, 25, FALSE, NULL},
+   512, GPT_SCHEDULE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON},
   /* Uneven stages: transformer layers per stage given explicitly. */
   {"1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8, 1024,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON},
   {"2.7b-t2p3d1-m4-gpipe-stages-12-11-9", "gpt3-2.7b", 0, 0, 0, 0, 2, 3, 1, 1,
-   4, 512, GPT_SCHEDULE_GPIPE, 0, 25, TRUE, sl_12_11_9},
+   4, 512, GPT_SCHEDULE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON},
   {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
-   2, 3, 256, GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, sl_1_5},
+   2, 3, 256, GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON},
   /* BLOOM: ALiBi, an embedding LayerNorm, the 250,880-token vocabulary. */
   {"bloom-3b-t2p3d2-m3", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1, 3, 256,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4, 256,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885},
+   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON},
+  /* Hugging Face kernels (impl hf, tp 1): GPT-2 and BLOOM, uneven stages,
+   * DP buckets, GPipe. */
+  {"hf-1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8,
+   1024, GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF},
+  {"hf-bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4,
+   256, GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF},
+  {"hf-custom-t1p3d3-m5-gpipe-tinybuckets", NULL, 6, 512, 8, 1000, 1, 3, 3, 2,
+   5, 256, GPT_SCHEDULE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -123,6 +132,7 @@ static void layout_config(const Layout *l, GptConfig *cfg)
   cfg->dp_bucket_mb = l->bucket_mb;
   cfg->dp_overlap = l->overlap;
   cfg->stage_layers = l->stage_layers;
+  cfg->impl = l->impl;
 }
 
 /* Generates cfg on the reference GPU; asserts success and validity. */
@@ -517,7 +527,12 @@ static void test_recompute(gconstpointer data)
         g_str_has_prefix(name_of(rec, op), "fwd."))
       n_rec++;
   }
-  guint64 per_layer = 12;
+  /* Megatron: 12 kernels per layer; Hugging Face: 17 (BLOOM 16, its
+   * scale is inside baddbmm) besides its unfused GeLU (8 kernels for
+   * GPT-2's gelu_new, 9 for BLOOM's). */
+  gboolean bloom = cfg.arch == GPT_ARCH_BLOOM;
+  guint64 per_layer = cfg.impl == GPT_IMPL_HF ? (bloom ? 16 + 9 : 17 + 8)
+                                              : 12;
   g_assert_cmpuint(n_rec, ==,
                    (guint64)cfg.microbatches * gpt_stage_layers(&cfg, 0) *
                        per_layer);
@@ -541,6 +556,16 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
   guint64 bloom = cfg->arch == GPT_ARCH_BLOOM; /* + the embedding LN bwd */
   guint64 B = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first * (1 + bloom) +
               last * (4 + c);
+  if (cfg->impl == GPT_IMPL_HF) {
+    /* Unfused (tp = 1): a layer forward is 17 kernels (BLOOM 16: no scale
+     * kernel) plus the GeLU chain (8, BLOOM 9); its backward 29 (28) plus
+     * the GeLU's backward (10, BLOOM 18); embeddings 4 (BLOOM 2) forward
+     * and 4 backward; the head 5 and 8. */
+    guint64 lf = 17 - bloom + (bloom ? 9 : 8);
+    guint64 lb = 29 - bloom + (bloom ? 18 : 10);
+    F = L * lf + first * (bloom ? 2 : 4) + last * 5;
+    B = L * lb + R * L * lf + first * 4 + last * 8;
+  }
   /* Each chunk pass receives its input and sends its output, but the
    * embedding chunk has no input and the head chunk no output. */
   guint64 v = gpt_config_chunks(cfg);
@@ -602,7 +627,10 @@ static void check_counts(const GptConfig *cfg)
       if (strcmp(name_of(w, op), "dp.all_reduce") == 0)
         grads += shape_of(w, op)->bytes;
     }
-    g_assert_true(test_close(adam, 30 * params, 1e-12));
+    /* Fused Adam: 30 bytes per parameter; PyTorch's multi-tensor AdamW
+     * (impl hf): 80. */
+    double per_param = cfg->impl == GPT_IMPL_HF ? 80 : 30;
+    g_assert_true(test_close(adam, per_param * params, 1e-12));
     if (cfg->dp > 1)
       g_assert_true(test_close(grads, 4 * params, 1e-12));
   }
@@ -1314,9 +1342,15 @@ static void test_optimizer_wait(gconstpointer data)
       g_assert_cmpuint(t->microbatch, ==, cfg.microbatches - 1);
       g_assert_cmpint(t->phase, ==, SIM_PHASE_BACKWARD);
       const char *tn = name_of(w, t);
+      /* impl hf: LayerNorm gradients come from their own reduction, the
+       * embedding's and the tied head copy's from their accumulation. */
       g_assert_true(g_str_has_suffix(tn, "_wgrad") ||
                     strcmp(tn, "bwd.layernorm") == 0 ||
-                    strcmp(tn, "bwd.embedding") == 0);
+                    strcmp(tn, "bwd.embedding") == 0 ||
+                    (cfg.impl == GPT_IMPL_HF &&
+                     (strcmp(tn, "bwd.layernorm_params") == 0 ||
+                      strcmp(tn, "bwd.grad_accum") == 0 ||
+                      g_str_has_suffix(tn, "_grad_accum"))));
       g_assert_cmpuint(b->wait, >=, prev_wait);
       prev_wait = b->wait;
     }
@@ -1348,7 +1382,9 @@ static void test_fields(gconstpointer data)
   /* Shapes: distinct keys, tensor exactly for matmuls, priced as the GPU
    * model says at auto clocks without a cap. */
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
-  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, NULL);
+  GpuSpec priced;
+  gpt_priced_spec(&cfg, gpu_catalogue_lookup(cat, REF_GPU, NULL), &priced);
+  const GpuSpec *ref = &priced;
   g_assert_cmpuint(w->shapes->len, <, 100);
   g_autofree gint64 *shape_ns = g_new0(gint64, w->shapes->len);
   for (guint i = 0; i < w->shapes->len; i++) {
@@ -2214,6 +2250,112 @@ typedef struct {
   GTestDataFunc fn;
 } Check;
 
+/* Number of kernels of rank 0 named `name` (0 when absent). */
+static guint64 count_name(const SimWorkload *w, const char *name)
+{
+  guint64 n = 0;
+  const SimRank *rk = &w->ranks[0];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (rk->ops[i].kind == SIM_OP_KERNEL &&
+        strcmp(name_of(w, &rk->ops[i]), name) == 0)
+      n++;
+  return n;
+}
+
+/* impl hf is a different kernel list, not a rescaled one: the unfused
+ * kernels Megatron fuses are there (bias+dropout+residual as dropout and
+ * add, the GeLU as its elementwise chain, scale, mask, softmax and
+ * dropout of the scores as kernels of their own, the gradient
+ * accumulation), Megatron's fused ones are not; the FLOPs are the same
+ * (Megatron's closed form) and the same GPU prices them slower. */
+static void test_impl_kernels(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  cfg.seq_len = 1024;
+  cfg.microbatches = 2;
+  cfg.layers = 4;
+  g_autoptr(SimWorkload) meg = generate(&cfg);
+  cfg.impl = GPT_IMPL_HF;
+  g_autoptr(SimWorkload) hf = generate(&cfg);
+  guint64 L = cfg.layers, m = cfg.microbatches;
+  const char *unfused[] = {"fwd.attn_scale", "fwd.attn_mask",
+                           "fwd.attn_dropout", "fwd.resid_dropout",
+                           "fwd.mlp_dropout", "fwd.merge_heads",
+                           "fwd.gelu_1", "fwd.gelu_8", "bwd.gelu_10",
+                           "bwd.grad_accum", "bwd.fc1_bias_grad"};
+  for (gsize i = 0; i < G_N_ELEMENTS(unfused); i++) {
+    g_assert_cmpuint(count_name(hf, unfused[i]), ==, L * m);
+    g_assert_cmpuint(count_name(meg, unfused[i]), ==, 0);
+  }
+  g_assert_cmpuint(count_name(hf, "fwd.residual_add"), ==, 2 * L * m);
+  g_assert_cmpuint(count_name(hf, "fwd.gelu_9"), ==, 0);
+  g_assert_cmpuint(count_name(meg, "fwd.bias_dropout_add"), ==, 2 * L * m);
+  g_assert_cmpuint(count_name(hf, "fwd.bias_dropout_add"), ==, 0);
+  g_assert_cmpuint(count_name(meg, "fwd.gelu"), ==, L * m);
+  g_assert_cmpuint(count_name(hf, "fwd.gelu"), ==, 0);
+  /* The same FLOPs, Megatron's closed form exactly. */
+  g_assert_true(test_close(kernel_flops(hf), gpt_megatron_flops(&cfg), 1e-12));
+  g_assert_true(test_close(kernel_flops(meg), kernel_flops(hf), 1e-12));
+  g_assert_cmpuint(sim_workload_n_ops(hf), >, sim_workload_n_ops(meg));
+  g_assert_cmpstr(g_hash_table_lookup(hf->provenance, "impl"), ==, "hf");
+  g_assert_cmpstr(g_hash_table_lookup(meg->provenance, "impl"), ==,
+                  "megatron");
+  /* BLOOM under hf: its scale is inside baddbmm, its GeLU a 9-kernel
+   * chain. */
+  g_assert_true(gpt_config_set_model(&cfg, "bloom-3b", NULL));
+  cfg.layers = 2;
+  g_autoptr(SimWorkload) bl = generate(&cfg);
+  g_assert_cmpuint(count_name(bl, "fwd.attn_scale"), ==, 0);
+  g_assert_cmpuint(count_name(bl, "fwd.gelu_9"), ==, 2 * m);
+  g_assert_cmpuint(count_name(bl, "bwd.gelu_18"), ==, 2 * m);
+}
+
+/* An efficiency override prices kernels on the scaled roofline: halving
+ * the GEMM factor doubles a compute-bound GEMM's time less its launch
+ * overhead, leaves the FLOPs alone; the factors are checked. */
+static void test_impl_efficiency(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  cfg.layers = 2;
+  cfg.microbatches = 1;
+  cfg.eff.gemm = 0.5;
+  cfg.eff.memory = 1;
+  cfg.eff.attention = 1;
+  g_autoptr(SimWorkload) half = generate(&cfg);
+  cfg.eff.gemm = 1;
+  g_autoptr(SimWorkload) full = generate(&cfg);
+  gint64 a = 0, b = 0;
+  for (guint32 i = 0; i < full->ranks[0].n_ops; i++)
+    if (strcmp(name_of(full, &full->ranks[0].ops[i]), "fwd.fc1_gemm") == 0) {
+      a = half->ranks[0].ops[i].ref_ns;
+      b = full->ranks[0].ops[i].ref_ns;
+      break;
+    }
+  g_assert_cmpint(b, >, 0);
+  g_assert_true(test_close((double)a / (double)b, 2.0, 0.02));
+  g_assert_true(test_close(kernel_flops(half), kernel_flops(full), 1e-12));
+  GError *error = NULL;
+  cfg.eff.memory = 3;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "efficiency.memory = 3"));
+  g_clear_error(&error);
+  cfg.eff.memory = 0;
+  cfg.impl = GPT_IMPL_HF;
+  cfg.tp = 2;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "impl = \"hf\" needs tp = 1"));
+  g_clear_error(&error);
+  GptImpl impl;
+  g_assert_false(gpt_impl_from_name("deepspeed", &impl, &error));
+  g_assert_nonnull(strstr(error->message, "unknown impl 'deepspeed'"));
+  g_clear_error(&error);
+  g_assert_true(gpt_impl_from_name("hf", &impl, NULL));
+  g_assert_cmpint(impl, ==, GPT_IMPL_HF);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -2263,5 +2405,7 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/estimate/175b", test_estimate_175b);
   g_test_add_func("/gpt/fold/save-refused", test_fold_save_refused);
   g_test_add_func("/gpt/fold/lua", test_fold_lua);
+  g_test_add_func("/gpt/impl/kernels", test_impl_kernels);
+  g_test_add_func("/gpt/impl/efficiency", test_impl_efficiency);
   return g_test_run();
 }

@@ -196,10 +196,32 @@
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
  * (gpt_rank_ops computes it, n_buckets included).
  *
+ * The implementation (GptConfig.impl)
+ * -----------------------------------
+ * The tables above are Megatron-LM's kernels (impl megatron).  impl hf is
+ * a Hugging Face model in eager PyTorch, as Merak pipelines it (tp = 1):
+ * the same matmuls (so the same FLOPs, Megatron's closed form), but every
+ * op Megatron fuses runs as its own kernel (build_hf_protos): the scores
+ * are scaled (GPT-2; BLOOM scales inside baddbmm), masked, softmaxed and
+ * dropped out in four kernels over the b*a*s^2 matrix; heads are merged
+ * and split by copies; bias+dropout+residual is a dropout and an add; the
+ * tanh GeLU is its chain of elementwise ops (hf_gelu_*: 8 forward and 10
+ * backward kernels for GPT-2's gelu_new, 9 and 18 for BLOOM's), each pass
+ * reading and writing the 4bs*h activation; LayerNorm's backward is two
+ * kernels; wgrad GEMMs write fresh FP32 gradients (4 bytes/parameter),
+ * bias gradients are reductions, and the layer's gradients are added into
+ * .grad by one kernel (12 bytes/parameter); the loss copies the shifted
+ * logits before log-softmax and NLL; AdamW moves 80 bytes/parameter.
+ * Each implementation has efficiency factors (gemm, attention, memory)
+ * multiplying the GPU's roofline efficiencies (gpt_priced_spec), fitted
+ * by `joulesim fidelity --fit megatron|hf` (impl_default_eff below says
+ * on what).
+ *
  * Durations
  * ---------
- * Kernel ref_ns = round(gpu_kernel_cost(ref, k, auto clocks, no power cap)
- * * 1e9), at least 1 ns, once per shape.  Communication ops have ref_ns = 0
+ * Kernel ref_ns = round(gpu_kernel_cost(priced, k, auto clocks, no power
+ * cap) * 1e9), at least 1 ns, once per shape, where priced is the
+ * reference GPU with the implementation's efficiency factors.  Communication ops have ref_ns = 0
  * (the network model prices them).
  *
  * Templates
@@ -313,6 +335,19 @@ G_STATIC_ASSERT(G_N_ELEMENTS(gpt_models) + 1 ==
                 G_N_ELEMENTS(gpt_model_name_list));
 static const char *const arch_names[] = {"gpt", "bloom"};
 #define GPT3_SEQ 2048
+
+/* The fitted factors: `joulesim fidelity --fit megatron` and `--fit hf`
+ * print them (Nelder-Mead from 1, deterministic); the errors on the
+ * fitted and held-out cases are in docs/gpt-generator.md, "Calibration".
+ * Megatron's attention factor is not fitted (the weak-scaling table does
+ * not separate it from the GEMMs).  Refit after a change to the GPU
+ * model: the fits run through the whole simulation, power cap included. */
+#define IMPL_MEGATRON_GEMM 0.8864
+#define IMPL_MEGATRON_ATTENTION 1.0
+#define IMPL_MEGATRON_MEMORY 0.6526
+#define IMPL_HF_GEMM 0.7960
+#define IMPL_HF_ATTENTION 1.7247
+#define IMPL_HF_MEMORY 1.1049
 #define VOCAB_ALIGN 128 /* Megatron's make_vocab_size_divisible_by */
 
 /* Limits: either what the op record can express (8-bit layer, 16-bit
@@ -328,6 +363,24 @@ static const char *const arch_names[] = {"gpt", "bloom"};
 
 static const char *const schedule_names[] = {"1f1b", "gpipe", "interleaved"};
 static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32"};
+static const char *const impl_names[] = {"megatron", "hf"};
+
+/* Fitted efficiency factors per implementation (see "The implementation"
+ * in the opening comment and docs/gpt-generator.md, "Calibration"; the
+ * fits are reproduced by `joulesim fidelity --fit megatron|hf`).
+ *  megatron: fitted on the odd rows (1.7B, 7.5B, 39.1B, 145.6B, 529.6B) of
+ *    Narayanan et al. SC'21 Table 1 (recompute on, the recomputed forward
+ *    counted), A100-SXM4-80GB, dgx-a100; the even rows are predictions.
+ *  hf: fitted on the plan-0 stage forward and backward times of the Merak
+ *    GPT-3 2.7B run on 8 x A40 (Perseus SOSP'24 artifact,
+ *    measured/perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_stage_times.csv); the
+ *    Bloom 3B runs on A40 and A100 PCIe are predictions. */
+static const GptImplEff impl_default_eff[] = {
+  [GPT_IMPL_MEGATRON] = {IMPL_MEGATRON_GEMM, IMPL_MEGATRON_ATTENTION,
+                         IMPL_MEGATRON_MEMORY},
+  [GPT_IMPL_HF] = {IMPL_HF_GEMM, IMPL_HF_ATTENTION, IMPL_HF_MEMORY},
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(impl_default_eff) == G_N_ELEMENTS(impl_names));
 
 /* Element bytes and the math unit of GEMMs and attention, per precision. */
 static const struct {
@@ -406,6 +459,57 @@ gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
               "unknown precision '%s' (known: bf16, fp16, tf32, fp32)",
               name != NULL ? name : "(null)");
   return FALSE;
+}
+
+const char *gpt_impl_name(GptImpl i)
+{
+  return (guint)i < G_N_ELEMENTS(impl_names) ? impl_names[i] : "?";
+}
+
+gboolean gpt_impl_from_name(const char *name, GptImpl *out, GError **error)
+{
+  guint i;
+  if (name_index(impl_names, G_N_ELEMENTS(impl_names), name, &i)) {
+    *out = (GptImpl)i;
+    return TRUE;
+  }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "unknown impl '%s' (known: megatron, hf)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
+
+GptImplEff gpt_impl_default_eff(GptImpl i)
+{
+  GptImplEff none = {1, 1, 1};
+  return (guint)i < G_N_ELEMENTS(impl_default_eff) ? impl_default_eff[i]
+                                                   : none;
+}
+
+GptImplEff gpt_config_eff(const GptConfig *cfg)
+{
+  GptImplEff e = gpt_impl_default_eff(cfg->impl);
+  if (cfg->eff.gemm > 0)
+    e.gemm = cfg->eff.gemm;
+  if (cfg->eff.attention > 0)
+    e.attention = cfg->eff.attention;
+  if (cfg->eff.memory > 0)
+    e.memory = cfg->eff.memory;
+  return e;
+}
+
+void gpt_priced_spec(const GptConfig *cfg, const GpuSpec *ref, GpuSpec *out)
+{
+  g_return_if_fail(cfg != NULL && ref != NULL && out != NULL);
+  *out = *ref;
+  GptImplEff eff = gpt_config_eff(cfg);
+  /* An efficiency is a fraction of the roofline: at most 1. */
+  for (guint k = 0; k < SIM_CLASS_COUNT; k++)
+    out->eff_memory[k].v = MIN(1.0, out->eff_memory[k].v * eff.memory);
+  out->eff_compute[SIM_CLASS_GEMM].v =
+      MIN(1.0, out->eff_compute[SIM_CLASS_GEMM].v * eff.gemm);
+  out->eff_compute[SIM_CLASS_ATTENTION].v =
+      MIN(1.0, out->eff_compute[SIM_CLASS_ATTENTION].v * eff.attention);
 }
 
 const char *const *gpt_model_names(void)
@@ -657,16 +761,78 @@ guint gpt_stage_first_layer(const GptConfig *cfg, guint p)
   return n;
 }
 
+/* The element passes (reads + writes, in tensors of the activation's
+ * size) of each kernel of the unfused tanh-GeLU that eager PyTorch runs
+ * for a Hugging Face model, forward and backward (autograd of every
+ * elementwise op), per arch (see "The implementation").  GPT-2's
+ * gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); BLOOM's
+ * bloom_gelu_forward / bloom_gelu_back, which recompute the tanh in the
+ * backward. */
+static const guint8 hf_gelu_fwd_gpt[] = {2, 2, 3, 2, 2, 2, 2, 3};
+static const guint8 hf_gelu_bwd_gpt[] = {3, 3, 2, 3, 2, 2, 2, 3, 3, 3};
+static const guint8 hf_gelu_fwd_bloom[] = {2, 2, 2, 3, 2, 3, 2, 2, 3};
+static const guint8 hf_gelu_bwd_bloom[] = {2, 2, 3, 2, 3, 2, 2, 3, 2, 2,
+                                           3, 2, 3, 3, 2, 2, 3, 3};
+
+typedef struct {
+  const guint8 *passes;
+  guint n;
+} GeluChain;
+
+static GeluChain hf_gelu(const GptConfig *cfg, gboolean backward)
+{
+  GeluChain c;
+  if (cfg->arch == GPT_ARCH_BLOOM) {
+    c.passes = backward ? hf_gelu_bwd_bloom : hf_gelu_fwd_bloom;
+    c.n = backward ? G_N_ELEMENTS(hf_gelu_bwd_bloom)
+                   : G_N_ELEMENTS(hf_gelu_fwd_bloom);
+  } else {
+    c.passes = backward ? hf_gelu_bwd_gpt : hf_gelu_fwd_gpt;
+    c.n = backward ? G_N_ELEMENTS(hf_gelu_bwd_gpt)
+                   : G_N_ELEMENTS(hf_gelu_fwd_gpt);
+  }
+  return c;
+}
+
+/* Ops of each kernel sequence (TP all-reduces included), as build_protos
+ * emits them; gpt_rank_ops counts with these without generating. */
+typedef struct {
+  guint64 layer_fwd, layer_bwd, emb_fwd, emb_bwd, head_fwd, head_bwd;
+} SeqLens;
+
+static void seq_lens(const GptConfig *cfg, SeqLens *n)
+{
+  guint64 c = cfg->tp > 1, bloom = cfg->arch == GPT_ARCH_BLOOM;
+  if (cfg->impl == GPT_IMPL_HF) {
+    /* Hugging Face (tp = 1): GPT-2 scales the scores in a kernel of its
+     * own, BLOOM inside baddbmm. */
+    n->layer_fwd = 17 - bloom + hf_gelu(cfg, FALSE).n;
+    n->layer_bwd = 29 - bloom + hf_gelu(cfg, TRUE).n;
+    n->emb_fwd = bloom ? 2 : 4;
+    n->emb_bwd = 4;
+    n->head_fwd = 5;
+    n->head_bwd = 8;
+    return;
+  }
+  n->layer_fwd = 12 + 2 * c;
+  n->layer_bwd = 16 + 2 * c;
+  n->emb_fwd = 2 + c;
+  n->emb_bwd = 1 + bloom;
+  n->head_fwd = 5 + 3 * c;
+  n->head_bwd = 4 + c;
+}
+
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
 {
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0 && stage < cfg->pp, 0);
-  guint64 c = cfg->tp > 1, R = cfg->recompute != FALSE;
+  guint64 R = cfg->recompute != FALSE;
   guint64 first = stage == 0, last = stage == cfg->pp - 1;
   guint64 L = gpt_stage_layers(cfg, stage), v = gpt_config_chunks(cfg);
-  guint64 f = L * (12 + 2 * c) + first * (2 + c) + last * (5 + 3 * c);
-  guint64 bloom = cfg->arch == GPT_ARCH_BLOOM;
-  guint64 b = L * (16 + 2 * c) + R * L * (12 + 2 * c) + first * (1 + bloom) +
-              last * (4 + c);
+  SeqLens sl;
+  seq_lens(cfg, &sl);
+  guint64 f = L * sl.layer_fwd + first * sl.emb_fwd + last * sl.head_fwd;
+  guint64 b = L * sl.layer_bwd + R * L * sl.layer_fwd + first * sl.emb_bwd +
+              last * sl.head_bwd;
   /* Every chunk pass receives its input and sends its output but the
    * first stage's chunk 0 (embedding) and the last stage's last chunk
    * (loss): 2 fewer p2p ops each way per microbatch. */
@@ -812,6 +978,23 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
                    cfg->heads, cfg->tp);
   if ((guint)cfg->arch >= G_N_ELEMENTS(arch_names))
     return invalid(error, "arch = %d is not gpt or bloom", (int)cfg->arch);
+  if ((guint)cfg->impl >= G_N_ELEMENTS(impl_names))
+    return invalid(error, "impl = %d is not megatron or hf", (int)cfg->impl);
+  if (cfg->impl == GPT_IMPL_HF && cfg->tp != 1)
+    return invalid(error, "impl = \"hf\" needs tp = 1, not %u: Hugging Face "
+                   "layers are not tensor-parallel (Merak's sharding of them "
+                   "is not modelled)", cfg->tp);
+  const struct {
+    const char *name;
+    double v;
+  } effs[] = {{"efficiency.gemm", cfg->eff.gemm},
+              {"efficiency.attention", cfg->eff.attention},
+              {"efficiency.memory", cfg->eff.memory}};
+  for (guint i = 0; i < G_N_ELEMENTS(effs); i++)
+    if (!isfinite(effs[i].v) || effs[i].v < 0 || effs[i].v > 2)
+      return invalid(error, "%s = %g: must be in (0, 2] (0 = the "
+                     "implementation's fitted value)", effs[i].name,
+                     effs[i].v);
   if ((guint)cfg->precision >= G_N_ELEMENTS(precision_names))
     return invalid(error, "precision = %d is not one of bf16, fp16, tf32, "
                    "fp32", (int)cfg->precision);
@@ -926,7 +1109,7 @@ typedef struct {
   gint8 unit;   /* Unit whose gradient this op completes, or -1 */
 } Proto;
 
-#define SEQ_MAX 24
+#define SEQ_MAX 64 /* the longest: a BLOOM layer's backward under impl hf */
 typedef struct {
   Proto p[SEQ_MAX];
   guint n;
@@ -956,6 +1139,8 @@ static gboolean shape_key_equal(gconstpointer a, gconstpointer b)
 typedef struct {
   const GptConfig *cfg;
   const GpuSpec *ref;
+  GpuSpec priced;      /* ref with the implementation's efficiencies: what
+                          kernels are priced on (a shallow copy) */
   SimWorkload *w;
   GHashTable *shapes;  /* ShapeKey (owned) -> shape index + 1 */
   GArray *shape_ns;    /* gint64 ref_ns per shape */
@@ -1014,7 +1199,7 @@ static guint32 get_shape(Gen *g, guint32 name, SimOpClass klass,
     GpuCost cost;
     memset(&cost, 0, sizeof cost);
     /* Auto clocks, no power cap: the reference duration. */
-    gpu_kernel_cost(g->ref, &k, 0, 0, G_MAXDOUBLE, &cost);
+    gpu_kernel_cost(&g->priced, &k, 0, 0, G_MAXDOUBLE, &cost);
     if (!isfinite(cost.time_s) || cost.time_s < 0 || cost.time_s > 1e6) {
       if (g->error == NULL)
         g_set_error(&g->error, GPT_ERROR, GPT_ERROR_INVALID,
@@ -1079,9 +1264,9 @@ static void tp_allreduce(Gen *g, Seq *q, double bytes)
   q->p[q->n++] = p;
 }
 
-/* Builds every op prototype of the iteration (see the opening comment for
+/* Builds the kernel sequences of Megatron-LM (see the opening comment for
  * the formulas; the code follows the table line by line). */
-static void build_protos(Gen *g)
+static void build_megatron_protos(Gen *g)
 {
   const double E = precisions[g->cfg->precision].bytes;
   const double b = g->b, s = g->s, h = g->h, ht = g->ht;
@@ -1196,6 +1381,198 @@ static void build_protos(Gen *g)
   tp_allreduce(g, q, E * X);
   kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
        UNIT_HEAD_LN);
+}
+
+/* Appends the kernels of an unfused GeLU over `elems` elements: one per
+ * entry of the chain, each moving passes x E bytes per element. */
+static void hf_gelu_kernels(Gen *g, Seq *q, const char *prefix,
+                            gboolean backward, double elems)
+{
+  const double E = precisions[g->cfg->precision].bytes;
+  GeluChain c = hf_gelu(g->cfg, backward);
+  for (guint i = 0; i < c.n; i++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "%s.gelu_%u", prefix, i + 1);
+    kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0, c.passes[i] * E * elems, -1);
+  }
+}
+
+/* Builds the kernel sequences of a Hugging Face model in eager PyTorch
+ * (tp = 1; see "The implementation" in the opening comment). */
+static void build_hf_protos(Gen *g)
+{
+  const double E = precisions[g->cfg->precision].bytes;
+  const double b = g->b, s = g->s, h = g->h;
+  const gboolean bloom = g->cfg->arch == GPT_ARCH_BLOOM;
+  const double alibi = bloom ? E * b * g->cfg->heads * s : 0;
+  const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
+  const double gemm_qkv = 2 * X * 3 * h, gemm_proj = 2 * X * h;
+  const double gemm_fc = 2 * X * 4 * h, att = 2 * b * s * s * h;
+  const double logits = 2 * X * vt;
+  const double mask = s * s; /* the causal mask: one byte per (q, k) */
+  const double layer_params = 12 * h * h + 13 * h;
+
+  /* Layer forward. */
+  Seq *q = &g->layer_fwd;
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
+       E * (X + 3 * h * h + 3 * bs * h), -1);
+  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
+       E * (2 * bs * h + N) + alibi, -1);
+  if (!bloom)
+    kern(g, q, "fwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
+  kern(g, q, "fwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask, -1);
+  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * N, -1);
+  kern(g, q, "fwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
+       -1);
+  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
+       E * (N + 2 * bs * h), -1);
+  kern(g, q, "fwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, gemm_proj,
+       E * (X + h * h + X), -1);
+  kern(g, q, "fwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+       -1);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * h * h + 4 * bs * h), -1);
+  hf_gelu_kernels(g, q, "fwd", FALSE, 4 * bs * h);
+  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * h + 4 * h * h + X), -1);
+  kern(g, q, "fwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+
+  /* Layer backward: autograd runs every forward op's backward in reverse;
+   * a wgrad GEMM writes a fresh FP32 gradient (4 bytes per parameter),
+   * each bias gradient is a reduction of its own, and the layer's
+   * parameter gradients are accumulated into .grad afterwards (read both,
+   * write one: 12 bytes per parameter). */
+  q = &g->layer_bwd;
+  kern(g, q, "bwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
+  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * h * h + 4 * bs * h), -1);
+  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * h + X) + 4 * 4 * h * h, UNIT_FC2);
+  kern(g, q, "bwd.fc2_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h, -1);
+  hf_gelu_kernels(g, q, "bwd", TRUE, 4 * bs * h);
+  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (4 * bs * h + 4 * h * h + X), -1);
+  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, gemm_fc,
+       E * (X + 4 * bs * h) + 4 * 4 * h * h, UNIT_FC1);
+  kern(g, q, "bwd.fc1_bias_grad", SIM_CLASS_REDUCTION, 0,
+       E * 4 * bs * h + 16 * h, -1);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+       2 * E * X + 8 * h, UNIT_LN2);
+  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+       -1);
+  kern(g, q, "bwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+       -1);
+  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, gemm_proj,
+       E * (X + h * h + X), -1);
+  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, gemm_proj,
+       E * (X + X) + 4 * h * h, UNIT_PROJ);
+  kern(g, q, "bwd.proj_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h,
+       -1);
+  kern(g, q, "bwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * att,
+       E * (3 * bs * h + 2 * N), -1);
+  kern(g, q, "bwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
+       -1);
+  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * N, -1);
+  kern(g, q, "bwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask, -1);
+  if (!bloom)
+    kern(g, q, "bwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
+  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * att,
+       E * (N + 4 * bs * h), -1);
+  kern(g, q, "bwd.split_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * 3 * X, -1);
+  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, gemm_qkv,
+       E * (3 * bs * h + 3 * h * h + X), -1);
+  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, gemm_qkv,
+       E * (X + 3 * bs * h) + 4 * 3 * h * h, UNIT_QKV);
+  kern(g, q, "bwd.qkv_bias_grad", SIM_CLASS_REDUCTION, 0,
+       E * 3 * bs * h + 12 * h, -1);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+       2 * E * X + 8 * h, -1);
+  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+       -1);
+  /* The last op of the layer's backward: its last unit (ln1) is complete
+   * here, when every .grad of the layer is. */
+  kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
+       UNIT_LN1);
+
+  /* First stage: GPT-2 gathers word and position rows, adds them and
+   * applies dropout; BLOOM gathers word rows and normalises them. */
+  q = &g->emb_fwd;
+  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  if (bloom) {
+    kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+         2 * E * X + 2 * E * h, -1);
+  } else {
+    kern(g, q, "fwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
+         8 * bs + 2 * E * X, -1);
+    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+    kern(g, q, "fwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
+         2 * E * X + X, -1);
+  }
+  /* Backward: the dense gradient of the table (zero-filled, then rows
+   * scattered in: 4 bytes per element written) and its accumulation into
+   * .grad (12 bytes per element). */
+  q = &g->emb_bwd;
+  if (bloom) {
+    kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+         3 * E * X + 8 * h, -1);
+    kern(g, q, "bwd.embedding_layernorm_params", SIM_CLASS_REDUCTION, 0,
+         2 * E * X + 8 * h, -1);
+  } else {
+    kern(g, q, "bwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
+         2 * E * X + X, -1);
+    kern(g, q, "bwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
+         E * X + 8 * bs + 16 * s * h, -1);
+  }
+  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+       E * X + 8 * bs + 4 * vt * h, -1);
+  kern(g, q, "bwd.embedding_grad_accum", SIM_CLASS_ELEMENTWISE, 0,
+       12 * vt * h, UNIT_EMB);
+
+  /* Last stage: final LayerNorm, the full logits, the shifted copy the
+   * loss takes, log-softmax and NLL (CrossEntropyLoss). */
+  q = &g->head_fwd;
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  kern(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, logits,
+       E * (X + vt * h + bs * vt), -1);
+  kern(g, q, "fwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt,
+       -1);
+  kern(g, q, "fwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * bs * vt, -1);
+  kern(g, q, "fwd.nll_loss", SIM_CLASS_REDUCTION, 0, E * bs + 8 * bs, -1);
+  q = &g->head_bwd;
+  kern(g, q, "bwd.nll_loss", SIM_CLASS_ELEMENTWISE, 0, E * bs * vt + 8 * bs,
+       -1);
+  kern(g, q, "bwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * bs * vt, -1);
+  kern(g, q, "bwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * vt,
+       -1);
+  kern(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, logits,
+       E * (bs * vt + vt * h + X), -1);
+  kern(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, logits,
+       E * (X + bs * vt) + 4 * vt * h, -1);
+  kern(g, q, "bwd.logits_grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * vt * h,
+       g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+       2 * E * X + 8 * h, UNIT_HEAD_LN);
+}
+
+/* Builds every op prototype of the iteration: the implementation's kernel
+ * sequences, then the point-to-point and tie prototypes. */
+static void build_protos(Gen *g)
+{
+  const double E = precisions[g->cfg->precision].bytes;
+  const double X = g->x, vt = g->vt, h = g->h;
+  if (g->cfg->impl == GPT_IMPL_HF)
+    build_hf_protos(g);
+  else
+    build_megatron_protos(g);
 
   /* Point to point and the embedding tie. */
   g->send_fwd = make_proto(g, "pp.send_fwd", SIM_OP_SEND, SIM_CLASS_COMM,
@@ -1214,9 +1591,15 @@ static void build_protos(Gen *g)
 
 /* Optimizer bytes per parameter: fused Adam reads the FP32 grad, master
  * weight and both moments (16) and writes weight and moments (12); in
- * mixed precision it also writes the 16-bit model copy (2). */
+ * mixed precision it also writes the 16-bit model copy (2).  Under impl
+ * hf, torch.optim.AdamW's multi-tensor path runs one pass per operation,
+ * each reading and writing FP32 tensors: weight decay (8), first moment
+ * lerp (12), second moment scale and addcmul (8 + 12), square root, bias
+ * correction and epsilon (8 each), the addcdiv update (16): 80. */
 static double adam_bytes(const GptConfig *cfg)
 {
+  if (cfg->impl == GPT_IMPL_HF)
+    return 80; /* PyTorch's multi-tensor AdamW, pass by pass (below) */
   return precisions[cfg->precision].bytes < 4 ? 30 : 28;
 }
 
@@ -1665,6 +2048,10 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
   PV("recompute", "%s", cfg->recompute ? "true" : "false");
   PV("dp_bucket_mb", "%g", cfg->dp_bucket_mb);
   PV("dp_overlap", "%s", cfg->dp_overlap ? "true" : "false");
+  PV("impl", "%s", gpt_impl_name(cfg->impl));
+  GptImplEff eff = gpt_config_eff(cfg);
+  PV("efficiency", "gemm %.17g, attention %.17g, memory %.17g", eff.gemm,
+     eff.attention, eff.memory);
   /* Only when set, so unfolded workloads keep their provenance (and their
    * native files their bytes). */
   if (cfg->fold)
@@ -1701,6 +2088,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   memset(&g, 0, sizeof g);
   g.cfg = &c;
   g.ref = ref;
+  gpt_priced_spec(&c, ref, &g.priced);
   g.w = w;
   g.shapes = g_hash_table_new_full(shape_key_hash, shape_key_equal, g_free,
                                    NULL);

@@ -26,6 +26,27 @@ typedef enum {
   GPT_ARCH_BLOOM,
 } GptArch;
 
+/* The implementation the job ran (issue 15 item 4): which kernels one
+ * layer launches, and how close each kind of kernel gets to the GPU's
+ * roofline.  Megatron-LM fuses bias+GeLU, bias+dropout+residual and
+ * scale+mask+softmax and accumulates weight gradients inside the GEMM;
+ * a Hugging Face model in eager PyTorch (what Merak and DeepSpeed pipeline)
+ * runs each of those as its own kernels (docs/gpt-generator.md, "The
+ * implementation"). */
+typedef enum {
+  GPT_IMPL_MEGATRON = 0, /* the default */
+  GPT_IMPL_HF,
+} GptImpl;
+
+/* Efficiency factors of an implementation, multiplying the GPU
+ * catalogue's roofline efficiencies when the generator prices a kernel:
+ * gemm and attention scale eff_compute of their class, memory scales
+ * eff_memory of every class.  1 = the catalogue's figures; 0 in a
+ * GptConfig = the implementation's fitted default (gpt_impl_default_eff). */
+typedef struct {
+  double gemm, attention, memory;
+} GptImplEff;
+
 /* The training precision: the math unit of GEMMs and attention and the
  * element size of activations and weights. */
 typedef enum {
@@ -59,6 +80,9 @@ typedef struct {
                               transformer layers per stage (Merak's and
                               DeepSpeed's custom partitions); NULL: layers/pp
                               each.  Only with one chunk per stage. */
+  GptImpl impl;            /* the kernels of a layer (default Megatron) */
+  GptImplEff eff;          /* per factor: 0 = the implementation's own
+                              (fitted) value; > 0 overrides it (fitting) */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -112,6 +136,20 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
                           GError **error);
 
 /* ---- Added with traces/gpt.c ------------------------------------------ */
+
+/* "megatron", "hf" ("?" when out of range). */
+const char *gpt_impl_name(GptImpl i);
+gboolean gpt_impl_from_name(const char *name, GptImpl *out, GError **error);
+/* The fitted efficiency factors of implementation i (traces/gpt.c says
+ * where each was fitted). */
+GptImplEff gpt_impl_default_eff(GptImpl i);
+/* The factors cfg generates with: its overrides, else the defaults. */
+GptImplEff gpt_config_eff(const GptConfig *cfg);
+/* What kernels are priced on: *out = a shallow copy of ref (borrowing
+ * its strings) whose eff_compute (gemm, attention) and eff_memory (every
+ * class) are multiplied by gpt_config_eff(cfg), each held at <= 1.  A
+ * kernel's ref_ns is its time on *out at auto clocks, no power cap. */
+void gpt_priced_spec(const GptConfig *cfg, const GpuSpec *ref, GpuSpec *out);
 
 /* "bf16", "fp16", "tf32", "fp32" ("?" when out of range). */
 const char *gpt_precision_name(GptPrecision p);

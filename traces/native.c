@@ -1584,6 +1584,8 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
   st->n_names = w->names->len;
   st->n_groups = sim_workload_n_groups(w);
   st->busy_ns = g_new0(gint64, MAX(w->n_ranks, 1));
+  st->busy_phase_ns = g_new0(gint64, (gsize)MAX(w->n_ranks, 1) *
+                                         SIM_PHASE_COUNT);
   st->groups = g_array_new(FALSE, TRUE, sizeof(TraceGroupStats));
   const SimShape *shapes = (const SimShape *)(void *)w->shapes->data;
   /* Collective ops per group, then folded into group kinds. */
@@ -1624,6 +1626,11 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
          * (fuzzing: an imported trace of two 2^62 ns kernels). */
         busy = op->ref_ns > G_MAXINT64 - busy ? G_MAXINT64
                                               : busy + op->ref_ns;
+        if (op->phase < SIM_PHASE_COUNT) {
+          gint64 *ph = &st->busy_phase_ns[(gsize)r * SIM_PHASE_COUNT +
+                                          op->phase];
+          *ph = op->ref_ns > G_MAXINT64 - *ph ? G_MAXINT64 : *ph + op->ref_ns;
+        }
         st->kernel_flops += sh->flops;
         st->kernel_bytes += sh->bytes;
         break;
@@ -1706,6 +1713,7 @@ void trace_stats_clear(TraceStats *st)
   if (st == NULL)
     return;
   g_free(st->busy_ns);
+  g_free(st->busy_phase_ns);
   if (st->groups != NULL)
     g_array_unref(st->groups);
   memset(st, 0, sizeof *st);

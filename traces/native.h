@@ -73,6 +73,9 @@ typedef struct {
   guint streams_min, streams_max;  /* streams per rank */
   guint64 streams_total;
   gint64 *busy_ns;      /* per rank: sum of ref_ns of its kernels (owned) */
+  gint64 *busy_phase_ns; /* per rank r and phase k, [r * SIM_PHASE_COUNT +
+                           k]: the same sum by the kernels' phase (owned;
+                           a recomputed forward is phase backward) */
   gint64 busy_min_ns, busy_max_ns;
   double busy_mean_ns;
   guint busy_min_rank, busy_max_rank;

@@ -2047,7 +2047,7 @@ gboolean perseus_reactor_hook(gpointer data, guint iter, SimPlan **plan,
 /* The pipeline policies, end to end                                          */
 
 static const char *const run_kind_names[PERSEUS_RUN_KIND_COUNT] = {
-  "max", "perseus", "envpipe", "zeus"};
+  "max", "perseus", "envpipe", "zeus", "plan"};
 
 const char *perseus_run_kind_name(PerseusRunKind k)
 {
@@ -2331,6 +2331,40 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
   return TRUE;
 }
 
+/* The choice (an option per node of pm's DAG) that runs the plan's clock
+ * for every computation: the candidate clock nearest to it, the higher on
+ * a tie; *snapped counts the computations whose clock was not a
+ * candidate.  NULL with an error naming both shapes when the plan's
+ * stages or microbatches differ from the workload's.  Caller frees. */
+static guint16 *plan_choice(const PerseusModel *pm, const PerseusPolicy *pol,
+                            guint *snapped, GError **error)
+{
+  guint S = pm->g->n_stages, M = pm->g->n_microbatches;
+  if (pol->plan_mhz == NULL || pol->plan_stages != S ||
+      pol->plan_microbatches != M) {
+    invalid(error, "plan: the plan has %u stages x %u microbatches, the "
+            "workload %u stages x %u microbatches", pol->plan_stages,
+            pol->plan_microbatches, S, M);
+    return NULL;
+  }
+  guint16 *ch = perseus_dag_max_choice(pm->dag);
+  *snapped = 0;
+  for (guint i = 0; i < 2 * S * M; i++) {
+    guint best = 0;
+    gint64 bd = G_MAXINT64;
+    for (guint k = 0; k < pm->n_clocks; k++) {
+      gint64 d = ABS((gint64)pm->clocks[k] - (gint64)pol->plan_mhz[i]);
+      if (d < bd || (d == bd && pm->clocks[k] > pm->clocks[best])) {
+        bd = d;
+        best = k;
+      }
+    }
+    ch[i] = (guint16)best;
+    *snapped += bd != 0;
+  }
+  return ch;
+}
+
 PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
                         const SimWorkload *w, const GpuCatalogue *catalogue,
                         const StragglerSet *stragglers, guint iterations,
@@ -2402,6 +2436,11 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   }
   case PERSEUS_RUN_ENVPIPE:
     run_choice = choice = envpipe_plan(d);
+    break;
+  case PERSEUS_RUN_PLAN:
+    run_choice = choice = plan_choice(pm, pol, &r->plan_snapped, error);
+    if (choice == NULL)
+      return NULL;
     break;
   case PERSEUS_RUN_ZEUS: {
     /* The GPU's limit range, up to the highest computation power so that

@@ -272,6 +272,7 @@ typedef enum {
   PERSEUS_RUN_PERSEUS,    /* a frontier point (straggler-aware or not) */
   PERSEUS_RUN_ENVPIPE,    /* models/dvfs/envpipe.h */
   PERSEUS_RUN_ZEUS,       /* models/dvfs/zeus.h */
+  PERSEUS_RUN_PLAN,       /* a given clock per computation (plan_mhz) */
   PERSEUS_RUN_KIND_COUNT
 } PerseusRunKind;
 
@@ -288,12 +289,18 @@ typedef struct {
                                computation within the frontier point's
                                time (perseus_kernel_plan); not with
                                straggler_aware */
+  /* plan: the SM clock (MHz) of every computation of one pipeline,
+   * plan_stages x plan_microbatches x 2, at perseus_node_id(M, s, m, b);
+   * borrowed.  Each runs the candidate clock nearest to it (the higher on
+   * a tie); PerseusRun.plan_snapped counts those that were not one. */
+  const guint16 *plan_mhz;
+  guint plan_stages, plan_microbatches;
 } PerseusPolicy;
 
 /* Defaults: slowdown 0, not straggler-aware, lag 0, eta 0.5, 5 W steps,
  * perseus_options_init. */
 void perseus_policy_init(PerseusPolicy *p, PerseusRunKind kind);
-/* "max", "perseus", "envpipe", "zeus" ("?" when out of range). */
+/* "max", "perseus", "envpipe", "zeus", "plan" ("?" when out of range). */
 const char *perseus_run_kind_name(PerseusRunKind k);
 
 typedef struct {
@@ -320,6 +327,8 @@ typedef struct {
    * 1 the plan smoothed for the latency ran, or 2 one clock per stage, or
    * 3 auto clocks (plan_* are then the all-max figures). */
   guint latency_fallback;
+  guint plan_snapped;         /* plan: computations whose clock was not a
+                                 candidate clock (run at the nearest) */
 } PerseusRun;
 
 void perseus_run_free(PerseusRun *r);

@@ -13,6 +13,7 @@ static const char *const kind_names[DVFS_KIND_COUNT] = {
   [DVFS_PASS] = "pass",         [DVFS_KERNEL] = "kernel",
   [DVFS_CUSTOM] = "custom",     [DVFS_PERSEUS] = "perseus",
   [DVFS_ENVPIPE] = "envpipe",   [DVFS_ZEUS] = "zeus",
+  [DVFS_PLAN] = "plan",
 };
 
 const char *dvfs_kind_name(DvfsKind k)
@@ -46,7 +47,7 @@ gboolean dvfs_policy_is_planned(const DvfsPolicy *p)
 
 gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p)
 {
-  return p->kind >= DVFS_PERSEUS && p->kind <= DVFS_ZEUS;
+  return p->kind >= DVFS_PERSEUS && p->kind <= DVFS_PLAN;
 }
 
 /* "%g" without trailing noise for budgets like 0.01. */
@@ -105,6 +106,9 @@ char *dvfs_policy_label(const DvfsPolicy *p)
     return g_strdup("envpipe");
   case DVFS_ZEUS:
     return g_strdup_printf("zeus(eta=%g,step=%gW)", p->eta, p->step_w);
+  case DVFS_PLAN:
+    return g_strdup_printf("plan(%ux%u)", p->plan_stages,
+                           p->plan_microbatches);
   default:
     return g_strdup("?");
   }

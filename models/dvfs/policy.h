@@ -35,6 +35,7 @@ typedef enum {
   DVFS_PERSEUS,   /* pipelines: a time-energy frontier point (perseus.h) */
   DVFS_ENVPIPE,   /* pipelines: EnvPipe (models/dvfs/envpipe.h) */
   DVFS_ZEUS,      /* pipelines: Zeus's power limit (models/dvfs/zeus.h) */
+  DVFS_PLAN,      /* pipelines: a given clock per computation (replay) */
   DVFS_KIND_COUNT
 } DvfsKind;
 
@@ -95,6 +96,11 @@ typedef struct {
                                  (PERSEUS_RESOLUTION) */
   gboolean kernel_within;     /* PERSEUS: kernel-level clocks inside each
                                  computation (perseus_kernel_plan) */
+  /* PLAN: the SM clock of every computation, plan_stages x
+   * plan_microbatches x 2 at (s * M + m) * 2 + b (b = 1 backward; the
+   * order of perseus_node_id), in MHz; borrowed. */
+  const guint16 *plan_mhz;
+  guint plan_stages, plan_microbatches;
   DvfsChooseFn choose;        /* CUSTOM */
   gpointer choose_data;       /* CUSTOM, borrowed */
   /* Optional restriction of the candidate clocks (borrowed arrays; NULL =
@@ -111,14 +117,15 @@ typedef struct {
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
 
 /* Stable lower-case names ("max", "fixed", "powercap", "iteration", "pass",
- * "kernel", "custom", "perseus", "envpipe", "zeus") and granularity names ("name", "op"). */
+ * "kernel", "custom", "perseus", "envpipe", "zeus", "plan") and granularity
+ * names ("name", "op"). */
 const char *dvfs_kind_name(DvfsKind k);
 const char *dvfs_granularity_name(DvfsGranularity g);
 
 /* TRUE for the kinds that need the planner (dvfs_planner_run): powercap,
  * iteration, pass, kernel, custom. */
 gboolean dvfs_policy_is_planned(const DvfsPolicy *p);
-/* TRUE for the pipeline kinds (perseus, envpipe, zeus), which plan and run
+/* TRUE for the pipeline kinds (perseus, envpipe, zeus, plan), which plan and run
  * through perseus_run (models/dvfs/perseus.h). */
 gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p);
 
