@@ -1495,12 +1495,12 @@ static void shape_report(const Build *b, GHashTable *pv)
                       g_strdup_printf("%" G_GUINT64_FORMAT " of %"
                                       G_GUINT64_FORMAT, b->shaped_kernels,
                                       b->n_kernels));
-  guint64 bad = 0, with_ops = 0;
+  guint64 bad = 0, priced = 0;
   const char *first = NULL;
   for (guint i = 0; i < b->n; i++) {
     const TraceRawRank *r = b->rw[i].raw;
     bad += r->bad_shapes;
-    with_ops += r->cpu_ops->len > 0;
+    priced += r->works->len;
     if (first == NULL && r->bad_shape_op != NULL)
       first = r->bad_shape_op;
   }
@@ -1509,15 +1509,15 @@ static void shape_report(const Build *b, GHashTable *pv)
                "shapes (wrong rank, non-numeric or inconsistent dims; the "
                "first: %s); their kernels keep class-only pricing", bad,
                first);
-  if (b->n_kernels > 0 && b->shaped_kernels < b->n_kernels)
+  /* Only for traces that record shapes (record_shapes=True): the others
+   * are priced by class as before, which `trace info` reports. */
+  if (priced + bad > 0 && b->n_kernels > 0 &&
+      b->shaped_kernels < b->n_kernels)
     trace_warn(b->opt, "kernel shapes: %.1f%% of kernel time (%"
                G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " kernels) has "
-               "FLOPs and bytes from its operator's recorded shapes%s; the "
+               "FLOPs and bytes from its operator's recorded shapes; the "
                "rest is priced by class fractions", 100.0 * cover,
-               b->shaped_kernels, b->n_kernels,
-               with_ops == 0 ? " (the trace has no CPU operators)"
-               : b->shaped_kernels == 0 ? " (profile with record_shapes="
-                                         "True for shapes)" : "");
+               b->shaped_kernels, b->n_kernels);
 }
 
 /* Step 6, first half: how each communication op of rank i replays. */

@@ -575,7 +575,8 @@ static void cpu_op(Kin *k, const Event *e)
     g_hash_table_insert(k->op_names, g_strdup(name), v);
   }
   gint op = GPOINTER_TO_INT(v) - 2;
-  if (op >= 0) {
+  /* Dims without "Input type" give no element size: not priced. */
+  if (op >= 0 && k->shp.n_types > 0) {
     TraceShapeInputs *in = &k->shp;
     for (guint i = 0; i < MIN(in->n, TRACE_SHAPE_MAX_INPUTS); i++)
       in->in[i].elem = i < MIN(in->n_types, TRACE_SHAPE_MAX_INPUTS)
