@@ -53,10 +53,13 @@
  *     exactly as recorded.)  When the matched ops of a group (or of a
  *     send/receive pair) do not pair up -- the files cut different windows
  *     -- that group falls back to recorded durations too, with a warning.
- *  7. Costs: kernels keep their recorded duration as ref_ns; shapes are per
- *     (name, class) with no FLOPs or bytes, so the GPU model scales them by
- *     its relative form (models/gpu.c, F = B = 0).  Communication shapes
- *     are per (name, type, bytes).
+ *  7. Costs: kernels keep their recorded duration as ref_ns.  A kernel
+ *     whose CPU operator's recorded shapes priced it (see "kernel shapes"
+ *     below) has a shape per (name, FLOPs, bytes, class, math unit),
+ *     priced on the roofline; the others are per (name, class) with no
+ *     FLOPs or bytes, so the GPU model scales them by its relative form
+ *     (models/gpu.c, F = B = 0).  Communication shapes are per (name,
+ *     type, bytes).
  *
  * Limits: the CPU side is not replayed, so launch-bound gaps between
  * kernels vanish in replay; GPU busy time is preserved exactly.

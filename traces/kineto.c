@@ -26,6 +26,12 @@
  *    kind (to place GPU ops in iterations and phases by when they were
  *    launched, and for the host streams, traces/import.c).  A negative
  *    duration is counted (the builder warns) and taken as unknown.
+ *  - CPU operators: cat "cpu_op" (older: "Operator") -> TraceRawCpuOp
+ *    (time, thread, "External id"); with "Input Dims" and "Input type"
+ *    (record_shapes=True) the operators traces/shapes.c knows get their
+ *    FLOPs and bytes (TraceRawWork), linked to kernels by the builder.
+ *    Damaged shapes are counted (the builder warns), never an error.
+ *    Runtime calls keep their "External id" for that link.
  *  - CPU ranges: "ProfilerStep#N" (iterations) and phase markers
  *    (traces/classify.c) among the other complete CPU events.
  *  - Cross-stream waits: cat "cuda_sync" "Stream Wait Event" events
