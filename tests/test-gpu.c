@@ -1105,7 +1105,9 @@ static double nm_minimize(NmObjective fn, void *data, int n, double *x0,
                           const double *lo, const double *hi, int iters)
 {
   double x[NM_MAX + 1][NM_MAX], fx[NM_MAX + 1];
-  gsize row = sizeof x[0];
+  g_assert(n > 0 && n <= NM_MAX);
+  /* Only n coordinates: x0 (the caller's) holds no more (make asan). */
+  gsize row = (gsize)n * sizeof(double);
   for (int i = 0; i <= n; i++) {
     memcpy(x[i], x0, row);
     if (i > 0) {
