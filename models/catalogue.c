@@ -236,6 +236,90 @@
   "fit to perseus-emulation gpt3-175b+a40_bf16.csv and blocking power "     \
   "70.38 W, see docs/gpu-model.md"
 
+
+/* ---------------------------------------------------------------------- */
+/* GV100 (V100), GH100 with HBM3e (H200), AD102 (L40S): the GPUs public     */
+/* traces come from (issue 16 item 4).  Published facts; every power and   */
+/* voltage parameter is scaled from the A100 or A40 fit ("estimate").      */
+
+/* V100 SXM2 (300 W): P_dyn and P_leak scale from the A100 fit by TDP
+ * 300/400 W, P_const by idle ~45/60 W; voltage shape as GA100 with the
+ * knee at the same 0.67 f_max as the H100 entries. */
+#define V100_P_CONST 40.9
+#define V100_P_DYN 350.6
+#define V100_P_LEAK 21.8
+#define SRC_V100_SCALE                                                      \
+  "estimate: A100 fit scaled by TDP 300/400 W (not measured on V100)"
+#define SRC_V100_CONST                                                      \
+  "estimate: A100 fit 54.5 W scaled by idle ~45/60 W (V100 SXM2 idles "     \
+  "near 40-50 W in nvidia-smi reports; not in data/README.md)"
+#define SRC_V100_SHAPE                                                      \
+  "estimate: GA100 voltage shape (v_min ratio, exponent 1.74, A100 stall "  \
+  "activity), knee at 0.67 f_max"
+#define SRC_V100_DS "NVIDIA Tesla V100 datasheet (SXM2)"
+
+#define V100_SXM2_COMMON                                                    \
+  .sm_min_mhz = P(135, "nvidia-smi -q -d SUPPORTED_CLOCKS on V100 SXM2: "   \
+                       "135-1530 MHz"),                                     \
+  .sm_max_mhz = P(1530, SRC_V100_DS ": boost 1530 MHz"),                    \
+  .sm_step_mhz = P(15, "estimate: nvidia-smi lists 7-8 MHz steps on V100 " \
+                       "(1530, 1522, 1515, ...); every other one, as the " \
+                       "model's grid is whole MHz"),                        \
+  .sm_default_mhz = P(1530, "max boost (" SRC_V100_DS ")"),                 \
+  .n_mem_clocks = 1,                                                        \
+  .mem_mhz = {P(877, "derived: 900 GB/s on 4096-bit HBM2 = 1.75 Gbps/pin = " \
+                     "2 x 877 MHz; fixed")},                                \
+  .n_sm = P(80, SRC_V100_DS ": 80 SMs (5120 CUDA cores)"),                  \
+  .tensor_flop_per_clk_sm =                                                 \
+      P(1024, SRC_V100_DS ": 125 TFLOP/s FP16 tensor at 1530 MHz = 1024 "   \
+              "FLOP/clk/SM (no BF16 on Volta: 16-bit means FP16)"),         \
+  .vector_flop_per_clk_sm =                                                 \
+      P(128, SRC_V100_DS ": 15.7 TFLOP/s FP32 = 64 FMA/clk/SM"),            \
+  .tf32_flop_per_clk_sm =                                                   \
+      P(128, "no TF32 on Volta: a TF32 request (allow_tf32) runs FP32 on "  \
+             "the CUDA cores, so the FP32 rate"),                           \
+  .mem_bw_gbps = P(900, SRC_V100_DS ": 900 GB/s HBM2"),                     \
+  .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),                        \
+  .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
+  .eff_compute = EFF_COMPUTE(0.85, "estimate: large FP16 GEMMs reach "      \
+                                   "~100-110 of 125 TFLOP/s on V100"),      \
+  .eff_memory = EFF_MEMORY,                                                 \
+  .power_limit_w = P(300, SRC_V100_DS ": 300 W"),                           \
+  .power_min_w = P(150, "nvidia-smi -q -d POWER on V100 SXM2: min power "   \
+                        "limit 150 W"),                                     \
+  .power_max_w = P(300, SRC_V100_DS ": 300 W"),                             \
+  .idle_power_w = P(45, SRC_V100_CONST),                                    \
+  .blocked_power_w = P(62.7, "estimate (not published): P_const + P_leak, " \
+                             "as the A100/A40 fits make it"),               \
+  .comm_power_w = P(85, "estimate (not published): blocked plus NCCL SMs " \
+                        "and NVLink2 busy"),                                \
+  .p_const_w = P(V100_P_CONST, SRC_V100_CONST),                             \
+  .p_mem_w = P(28.1, "estimate: ~3.9 pJ/bit HBM2 access energy x 900 "      \
+                     "GB/s"),                                               \
+  .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static " \
+                         "power is part of p_const_w"),                     \
+  .p_dyn_w = P(V100_P_DYN, SRC_V100_SCALE),                                 \
+  .p_leak_w = P(V100_P_LEAK, SRC_V100_SCALE),                               \
+  .v_min = P(A100_V_MIN, SRC_V100_SHAPE),                                   \
+  .v_max = P(1.0, SRC_VNOM),                                                \
+  .f_knee_mhz = P(1028, SRC_V100_SHAPE),                                  \
+  .v_curve_exp = P(A100_V_EXP, SRC_V100_SHAPE),                             \
+  .stall_activity = P(A100_STALL, SRC_V100_SHAPE),                          \
+  BOOST_PARAMS,                                                             \
+  .switch_latency_ms =                                                      \
+      P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "   \
+            "ms)"),                                                         \
+  .activity = ACTIVITY(A100_ACT_VEC, "estimate: as the A100 fit")
+
+/* L40S (AD102, 350 W): power scaled from the A40 fit (GA102, 300 W) by
+ * TDP 350/300 W; voltage shape as the A40 fit with the knee at the same
+ * fraction of f_max. */
+#define L40S_P_DYN 407.8
+#define L40S_P_LEAK 21.6
+#define SRC_L40S_DS "NVIDIA L40S datasheet"
+#define SRC_L40S_SCALE                                                      \
+  "estimate: A40 fit scaled by TDP 350/300 W (not measured on L40S)"
+
 static const GpuSpec builtins[] = {
   {
     .name = "A100-SXM4-40GB",
@@ -503,6 +587,122 @@ static const GpuSpec builtins[] = {
     .switch_latency_ms =
         P(100, SRC_README ": >100 ms through nvidia-smi on a consumer "
                "Ampere card"),
+    .activity = ACTIVITY(A40_ACT_VEC, "estimate: as the A40 fit"),
+  },
+  {
+    .name = "V100-SXM2-16GB",
+    .description = "NVIDIA Tesla V100 SXM2 16GB (GV100, HBM2, 300 W)",
+    V100_SXM2_COMMON,
+  },
+  {
+    .name = "V100-SXM2-32GB",
+    .description = "NVIDIA Tesla V100 SXM2 32GB (GV100, HBM2, 300 W)",
+    V100_SXM2_COMMON,
+  },
+  {
+    .name = "H200-SXM-141GB",
+    .description = "NVIDIA H200 SXM 141GB (GH100, HBM3e, 700 W)",
+    .sm_min_mhz = P(345, "as H100 SXM5 (same GH100 die; " SRC_README ")"),
+    .sm_max_mhz = P(1980, "NVIDIA H200 datasheet: boost 1980 MHz, as H100 "
+                          "SXM5"),
+    .sm_step_mhz = P(15, "as H100 SXM5 (" SRC_README ": 15 MHz steps)"),
+    .sm_default_mhz = P(1980, "max boost"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(3125, "derived: 4.8 TB/s on 6144-bit HBM3e = 6.25 "
+                        "Gbps/pin = 2 x 3125 MHz; fixed")},
+    .n_sm = P(132, "NVIDIA H200 datasheet: same GH100 configuration as H100 "
+                   "SXM5, 132 SMs"),
+    .tensor_flop_per_clk_sm =
+        P(4096, "NVIDIA H200 datasheet: 989 TFLOP/s dense BF16 (1979 with "
+                "sparsity), as H100 SXM5 = 4096 FLOP/clk/SM"),
+    .vector_flop_per_clk_sm =
+        P(256, "NVIDIA H200 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
+    .tf32_flop_per_clk_sm =
+        P(2048, "NVIDIA H200 datasheet: 494.7 TFLOP/s dense TF32 (989 with "
+                "sparsity), half the BF16 rate"),
+    .mem_bw_gbps = P(4800, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(700, "NVIDIA H200 datasheet: SXM up to 700 W "
+                            "(configurable)"),
+    .power_min_w = P(200, "estimate: as H100 SXM5 (" SRC_README ")"),
+    .power_max_w = P(700, "NVIDIA H200 datasheet: SXM up to 700 W"),
+    .idle_power_w = P(82.5, "estimate: as H100 SXM5 (" SRC_README
+                            ": H100 idle ~65-100 W)"),
+    .blocked_power_w = P(135, "estimate (not published): H100 SXM5's 130 W "
+                              "plus the larger HBM3e stack's refresh"),
+    .comm_power_w = P(175, "estimate (not published): blocked plus NCCL "
+                           "SMs and NVLink4 busy, as H100 SXM5"),
+    .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5 (same die)"),
+    .p_mem_w = P(149.8, "estimate: ~3.9 pJ/bit HBM access energy x "
+                        "4800 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
+    .p_dyn_w = P(H100_P_DYN, "estimate: as H100 SXM5 (same die and TDP)"),
+    .p_leak_w = P(H100_P_LEAK, "estimate: as H100 SXM5 (same die)"),
+    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(1326, SRC_SHAPE_A100),
+    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
+    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
+    BOOST_PARAMS,
+    .switch_latency_ms = P(6, SRC_README ": ~6 ms reported on H200"),
+    .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
+  },
+  {
+    .name = "L40S",
+    .description = "NVIDIA L40S 48GB (AD102, GDDR6, 350 W)",
+    .sm_min_mhz = P(210, "estimate: as GA102 parts (" SRC_README
+                         ": A40 210 MHz)"),
+    .sm_max_mhz = P(2520, SRC_L40S_DS ": boost 2520 MHz"),
+    .sm_step_mhz = P(15, "estimate: 15 MHz steps as the Ampere parts"),
+    .sm_default_mhz = P(2520, "max boost (" SRC_L40S_DS ")"),
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(9001, "derived: 864 GB/s on a 384-bit GDDR6 bus = 18 "
+                        "Gbps/pin = 2 x 9001 MHz; fixed")},
+    .n_sm = P(142, SRC_L40S_DS ": 18176 CUDA cores = 142 SMs x 128"),
+    .tensor_flop_per_clk_sm =
+        P(1024, SRC_L40S_DS ": 362 TFLOP/s dense BF16 (733 with sparsity) "
+                "~ 1024 FLOP/clk/SM x 142 x 2520 MHz (366)"),
+    .vector_flop_per_clk_sm =
+        P(256, SRC_L40S_DS ": 91.6 TFLOP/s FP32 = 128 FMA/clk/SM"),
+    .tf32_flop_per_clk_sm =
+        P(512, SRC_L40S_DS ": 183 TFLOP/s dense TF32 (366 with sparsity), "
+               "half the BF16 rate"),
+    .mem_bw_gbps = P(864, SRC_L40S_DS ": 864 GB/s GDDR6"),
+    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
+    .kernel_overhead_us = P(3, SRC_OVERHEAD),
+    .eff_compute = EFF_COMPUTE(0.80, "estimate: large BF16 GEMM share of "
+                                     "peak, as A40"),
+    .eff_memory = EFF_MEMORY,
+    .power_limit_w = P(350, SRC_L40S_DS ": max power 350 W"),
+    .power_min_w = P(100, "estimate: board minimum limit, as A40"),
+    .power_max_w = P(350, SRC_L40S_DS ": max power 350 W"),
+    .idle_power_w = P(35, "estimate (not published): passive 350 W board "
+                          "at idle clocks, a little above A40's 30 W"),
+    .blocked_power_w = P(75, "estimate (not published): A40's 70.38 W "
+                             "scaled to the larger die"),
+    .comm_power_w = P(95, "estimate (not published): blocked plus NCCL "
+                          "SMs and PCIe busy (no NVLink)"),
+    .p_const_w = P(A40_P_CONST, "estimate: as the A40 fit"),
+    .p_mem_w = P(51.8, "estimate: ~7.5 pJ/bit GDDR6 access energy x "
+                       "864 GB/s"),
+    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
+                           "power is part of p_const_w"),
+    .p_dyn_w = P(L40S_P_DYN, SRC_L40S_SCALE),
+    .p_leak_w = P(L40S_P_LEAK, SRC_L40S_SCALE),
+    .v_min = P(A40_V_MIN, "estimate: A40 fit ratio"),
+    .v_max = P(1.0, SRC_VNOM),
+    .f_knee_mhz = P(A40_F_KNEE * 2520.0 / 1740.0,
+                    "estimate: A40 fit knee at the same fraction of f_max"),
+    .v_curve_exp = P(0, SRC_GA102_VLIN),
+    .stall_activity = P(A40_STALL, "estimate: as the A40 fit"),
+    BOOST_PARAMS,
+    .switch_latency_ms =
+        P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "
+              "ms)"),
     .activity = ACTIVITY(A40_ACT_VEC, "estimate: as the A40 fit"),
   },
 };

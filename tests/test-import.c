@@ -1821,6 +1821,176 @@ static void test_host_native(void)
 
 /* ---- replay fidelity ---------------------------------------------------- */
 
+/* ---- kernel shapes (issue 16 item 3) -------------------------------------- */
+
+typedef struct {
+  const char *op, *dims, *types, *kernel;
+  double flops, bytes;   /* by hand (comments), or -1: unusable shapes */
+  guint8 math;
+} ShapeCase;
+
+#define BF "\"c10::BFloat16\""
+static const ShapeCase shape_cases[] = {
+  /* 2*64*128*32; 4*(64*128 + 128*32 + 64*32) */
+  {"aten::mm", "[[64,128],[128,32]]", "[\"float\",\"float\"]", "k", 524288,
+   57344, SIM_MATH_VECTOR},
+  /* the same on TF32 tensor cores, as the kernel name says */
+  {"aten::mm", "[[64,128],[128,32]]", "[\"float\",\"float\"]",
+   "ampere_tf32_s1688gemm_tf32_128x128", 524288, 57344, SIM_MATH_TF32},
+  /* bias 32 read: 2*(32 + 8192 + 4096 + 2048) */
+  {"aten::addmm", "[[32],[64,128],[128,32],[],[]]",
+   "[" BF "," BF "," BF ",\"Scalar\",\"Scalar\"]", "k", 524288, 28736,
+   SIM_MATH_TENSOR},
+  /* 4 x the mm: 2097152; 2*4*(8192 + 4096 + 2048) */
+  {"aten::bmm", "[[4,64,128],[4,128,32]]", "[\"c10::Half\",\"c10::Half\"]",
+   "k", 2097152, 114688, SIM_MATH_TENSOR},
+  /* 4*(4*(8192 + 4096) + 2*4*2048): self read, output written */
+  {"aten::baddbmm", "[[4,64,32],[4,64,128],[4,128,32],[],[]]",
+   "[\"float\",\"float\",\"float\",\"Scalar\",\"Scalar\"]", "k", 2097152,
+   262144, SIM_MATH_VECTOR},
+  /* batch 2*3 broadcast: 6*524288; 4*(49152 + 4096 + 6*64*32) */
+  {"aten::matmul", "[[2,3,64,128],[128,32]]", "[\"float\",\"float\"]", "k",
+   3145728, 262144, SIM_MATH_VECTOR},
+  /* 512 rows: 2*512*128*32; 2*(65536 + 4096 + 512*32) + 2*32 */
+  {"aten::linear", "[[8,64,128],[32,128],[32]]", "[" BF "," BF "," BF "]",
+   "k", 4194304, 172096, SIM_MATH_TENSOR},
+  /* b h L = 1024, S = 256, d = dv = 64: 2*1024*256*128;
+   * 2*(65536 + 131072 + 131072 + 65536) */
+  {"aten::_scaled_dot_product_flash_attention",
+   "[[2,4,128,64],[2,4,256,64],[2,4,256,64],[],[]]",
+   "[" BF "," BF "," BF ",\"Scalar\",\"bool\"]", "k", 67108864, 786432,
+   SIM_MATH_TENSOR},
+  {"aten::_flash_attention_forward",
+   "[[2,128,4,64],[2,256,4,64],[2,256,4,64]]",
+   "[\"c10::Half\",\"c10::Half\",\"c10::Half\"]", "k", 67108864, 786432,
+   SIM_MATH_TENSOR},
+  /* backward: 2.5 x the forward's FLOPs, twice its bytes */
+  {"aten::_scaled_dot_product_flash_attention_backward",
+   "[[2,4,128,64],[2,4,128,64],[2,4,256,64],[2,4,256,64],[2,4,128,64]]",
+   "[" BF "," BF "," BF "," BF "," BF "]", "k", 167772160, 1572864,
+   SIM_MATH_TENSOR},
+  /* N = 524288: 8N; 4*2N + weight and bias 2*4096 */
+  {"aten::native_layer_norm", "[[512,1024],[],[1024],[1024],[]]",
+   "[\"float\",\"\",\"float\",\"float\",\"Scalar\"]", "k", 4194304, 4202496,
+   SIM_MATH_VECTOR},
+  /* 10N; 4*3N + weight grads 2*4096 */
+  {"aten::native_layer_norm_backward",
+   "[[512,1024],[512,1024],[],[512,1],[512,1],[1024],[1024],[]]",
+   "[\"float\",\"float\",\"\",\"float\",\"float\",\"float\",\"float\","
+   "\"\"]", "k", 5242880, 6299648, SIM_MATH_VECTOR},
+  /* N = 262144: 5N; 4*2N */
+  {"aten::_softmax", "[[16,128,128],[],[]]",
+   "[\"float\",\"Scalar\",\"bool\"]", "k", 1310720, 2097152, SIM_MATH_VECTOR},
+  /* 4N; 4*3N */
+  {"aten::_softmax_backward_data", "[[16,128,128],[16,128,128],[],[]]",
+   "[\"float\",\"float\",\"Scalar\",\"Scalar\"]", "k", 1048576, 3145728,
+   SIM_MATH_VECTOR},
+  /* broadcast [512,1024] + [1024]: N; 2*(524288 + 1024) + 2*524288 */
+  {"aten::add", "[[512,1024],[1024],[]]", "[" BF "," BF ",\"Scalar\"]", "k",
+   524288, 2099200, SIM_MATH_VECTOR},
+  /* 4N; 4*2N */
+  {"aten::gelu", "[[512,1024],[]]", "[\"float\",\"\"]", "k", 2097152,
+   4194304, SIM_MATH_VECTOR},
+  /* TensorList of two [512,64] (dtype not recorded: 4 bytes): 2*4*65536 */
+  {"aten::cat", "[[[512,64],[512,64]],[]]", "[\"TensorList\",\"Scalar\"]",
+   "k", 0, 524288, SIM_MATH_VECTOR},
+  /* float -> bf16: 524288*4 read + 524288*2 written */
+  {"aten::copy_", "[[512,1024],[512,1024],[]]",
+   "[" BF ",\"float\",\"Scalar\"]", "k", 0, 3145728, SIM_MATH_VECTOR},
+  /* unusable: wrong rank, non-numeric, inner dims disagree, not a list of
+   * lists, a boolean dim, a TensorList nested too deep */
+  {"aten::mm", "[[4,64,128],[128,32]]", "[\"float\",\"float\"]", "k", -1, -1,
+   0},
+  {"aten::mm", "[[\"a\",128],[128,32]]", "[\"float\",\"float\"]", "k", -1,
+   -1, 0},
+  {"aten::mm", "[[64,100],[128,32]]", "[\"float\",\"float\"]", "k", -1, -1,
+   0},
+  {"aten::bmm", "[64,128]", "[\"float\",\"float\"]", "k", -1, -1, 0},
+  {"aten::linear", "[[true,128],[32,128]]", "[\"float\",\"float\"]", "k", -1,
+   -1, 0},
+  {"aten::cat", "[[[[512]]]]", "[\"TensorList\"]", "k", -1, -1, 0},
+};
+
+/* One cpu_op launching one kernel (linked by External id), imported; the
+ * kernel's shape is checked against the hand count. */
+static void test_shapes_operator(gconstpointer data)
+{
+  const ShapeCase *c = data;
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *events = g_strdup_printf(
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":1,"
+      "\"tid\":100,\"ts\":0,\"dur\":50,\"args\":{\"External id\":9,"
+      "\"Input Dims\":%s,\"Input type\":%s}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+      "\"pid\":1,\"tid\":100,\"ts\":10,\"dur\":5,\"args\":{\"External id\":9,"
+      "\"correlation\":1}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,"
+      "\"ts\":20,\"dur\":30,\"args\":{\"device\":0,\"stream\":7,"
+      "\"correlation\":1}}", c->op, c->dims, c->types, c->kernel);
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = host_trace(dir, events, TRACE_STEP_AUTO,
+                                        warnings, &error);
+  g_assert_no_error(error);
+  const SimOp *op = &w->ranks[0].ops[op_named(w, c->kernel, 0)];
+  const SimShape *sh = &g_array_index(w->shapes, SimShape, op->shape);
+  const char *cover = g_hash_table_lookup(w->provenance, "shape_coverage");
+  if (c->flops < 0) {
+    g_assert_cmpfloat(sh->flops, ==, 0);
+    g_assert_cmpfloat(sh->bytes, ==, 0);
+    g_assert_true(warned(warnings, "unusable shapes"));
+    g_assert_true(warned(warnings, c->op));
+    g_assert_cmpstr(cover, ==, "0.0000");
+  } else {
+    g_assert_cmpfloat(sh->flops, ==, c->flops);
+    g_assert_cmpfloat(sh->bytes, ==, c->bytes);
+    g_assert_cmpuint(sh->tensor, ==, c->math);
+    g_assert_false(warned(warnings, "unusable shapes"));
+    g_assert_cmpstr(cover, ==, "1.0000");
+  }
+  test_rmdir(dir);
+}
+
+/* No External id on the launches: the innermost enclosing cpu_op on their
+ * thread links them (aten::mm inside aten::linear).  Two kernels: the
+ * longer takes the work, the other keeps class-only pricing; coverage is
+ * 20 of 25 us. */
+static void test_shapes_link(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::linear\",\"pid\":1,"
+      "\"tid\":100,\"ts\":0,\"dur\":100,\"args\":{\"External id\":1,"
+      "\"Input Dims\":[[64,128],[32,128],[]],\"Input type\":[\"float\","
+      "\"float\",\"\"]}},"
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,"
+      "\"tid\":100,\"ts\":5,\"dur\":60,\"args\":{\"External id\":2,"
+      "\"Input Dims\":[[64,128],[128,32]],\"Input type\":[\"float\","
+      "\"float\"]}},"
+      HR("cudaLaunchKernel", 10, 5, 1) "," HK("splitk_gemm", 20, 20, 1) ","
+      HR("cudaLaunchKernel", 30, 5, 2) "," HK("splitk_reduce", 40, 5, 2),
+      TRACE_STEP_AUTO, warnings, &error);
+  g_assert_no_error(error);
+  const SimRank *rk = &w->ranks[0];
+  const SimShape *a = &g_array_index(w->shapes, SimShape,
+                                     rk->ops[op_named(w, "splitk_gemm", 0)]
+                                         .shape);
+  const SimShape *b = &g_array_index(w->shapes, SimShape,
+                                     rk->ops[op_named(w, "splitk_reduce", 0)]
+                                         .shape);
+  g_assert_cmpfloat(a->flops, ==, 524288); /* the mm's, not the linear's */
+  g_assert_cmpfloat(a->bytes, ==, 57344);
+  g_assert_cmpuint(a->klass, ==, SIM_CLASS_GEMM); /* the name says nothing */
+  g_assert_cmpfloat(b->flops, ==, 0);
+  g_assert_cmpfloat(b->bytes, ==, 0);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "shape_coverage"), ==,
+                  "0.8000");
+  g_assert_true(warned(warnings, "80.0% of kernel time"));
+  test_rmdir(dir);
+}
+
 typedef struct {
   const char *label;
   const char *paths[2];
@@ -1920,6 +2090,12 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);
   g_test_add_func("/import/host/native", test_host_native);
+  for (gsize i = 0; i < G_N_ELEMENTS(shape_cases); i++) {
+    g_autofree char *n = g_strdup_printf("/import/shapes/%s/%" G_GSIZE_FORMAT,
+                                         shape_cases[i].op, i);
+    g_test_add_data_func(n, &shape_cases[i], test_shapes_operator);
+  }
+  g_test_add_func("/import/shapes/link", test_shapes_link);
   g_test_add_func("/import/kineto/partial-job", test_kineto_partial_job);
   g_test_add_func("/import/kineto/two-rank", test_kineto_two_rank);
   g_test_add_func("/import/kineto/unpaired", test_kineto_unpaired);

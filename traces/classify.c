@@ -333,7 +333,8 @@ gboolean trace_parse_step(const char *name, gint64 *number)
 
 typedef struct {
   const char *pattern;  /* lower-case substring of the device name */
-  const char *gpu;      /* catalogue name */
+  const char *gpu;      /* catalogue name; NULL: a board that must not
+                           match a later, looser pattern */
 } DeviceRule;
 
 /* Profiler device names (nvidia-smi / cudaGetDeviceProperties) that do not
@@ -351,6 +352,11 @@ static const DeviceRule device_rules[] = {
   {"h100 pcie", "H100-PCIE-80GB"},
   {"h100-pcie", "H100-PCIE-80GB"},
   {"rtx 3080 ti", "RTX-3080-Ti"},
+  {"v100-sxm2-16gb", "V100-SXM2-16GB"},  /* "Tesla V100-SXM2-16GB" */
+  {"v100-sxm2-32gb", "V100-SXM2-32GB"},
+  {"h200 nvl", NULL},                    /* the 600 W PCIe board: unknown */
+  {"h200", "H200-SXM-141GB"},            /* "NVIDIA H200" */
+  {"l40s", "L40S"},                      /* "NVIDIA L40S" (not the L40) */
 };
 
 /* Lower case, "nvidia " prefix dropped, spaces as '-'. */
@@ -384,6 +390,8 @@ const char *trace_gpu_for_device(const GpuCatalogue *cat, const char *device)
   for (gsize i = 0; i < G_N_ELEMENTS(device_rules); i++) {
     if (strstr(low, device_rules[i].pattern) == NULL)
       continue;
+    if (device_rules[i].gpu == NULL)
+      return NULL; /* a known board with no entry of its own */
     for (guint k = 0; k < names->len; k++)
       if (strcmp(g_ptr_array_index(names, k), device_rules[i].gpu) == 0)
         return g_ptr_array_index(names, k);

@@ -53,10 +53,13 @@
  *     exactly as recorded.)  When the matched ops of a group (or of a
  *     send/receive pair) do not pair up -- the files cut different windows
  *     -- that group falls back to recorded durations too, with a warning.
- *  7. Costs: kernels keep their recorded duration as ref_ns; shapes are per
- *     (name, class) with no FLOPs or bytes, so the GPU model scales them by
- *     its relative form (models/gpu.c, F = B = 0).  Communication shapes
- *     are per (name, type, bytes).
+ *  7. Costs: kernels keep their recorded duration as ref_ns.  A kernel
+ *     whose CPU operator's recorded shapes priced it (see "kernel shapes"
+ *     below) has a shape per (name, FLOPs, bytes, class, math unit),
+ *     priced on the roofline; the others are per (name, class) with no
+ *     FLOPs or bytes, so the GPU model scales them by its relative form
+ *     (models/gpu.c, F = B = 0).  Communication shapes are per (name,
+ *     type, bytes).
  *
  * Limits: the CPU side is not replayed, so launch-bound gaps between
  * kernels vanish in replay; GPU busy time is preserved exactly.
@@ -209,6 +212,8 @@ TraceRawRank *trace_raw_rank_new(const char *path)
   r->ranges = g_array_new(FALSE, FALSE, sizeof(TraceRawRange));
   r->syncs = g_array_new(FALSE, FALSE, sizeof(TraceRawSync));
   r->launches = g_array_new(FALSE, FALSE, sizeof(TraceRawLaunch));
+  r->cpu_ops = g_array_new(FALSE, FALSE, sizeof(TraceRawCpuOp));
+  r->works = g_array_new(FALSE, FALSE, sizeof(TraceRawWork));
   r->devices = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                      g_free);
   r->pg_ranks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
@@ -226,6 +231,9 @@ void trace_raw_rank_free(TraceRawRank *r)
   g_array_unref(r->ranges);
   g_array_unref(r->syncs);
   g_array_unref(r->launches);
+  g_array_unref(r->cpu_ops);
+  g_array_unref(r->works);
+  g_free(r->bad_shape_op);
   g_hash_table_unref(r->devices);
   g_hash_table_unref(r->pg_ranks);
   g_free(r);
@@ -393,6 +401,10 @@ typedef struct {
   /* Host streams (summed over ranks, for the warnings and provenance): */
   guint64 host_ops, host_syncs, orphans, gpu_ops, nowhere, bad_durs,
       host_cycles;
+  /* Kernel shapes (summed over ranks): kernel ops and their recorded time,
+   * and those of them priced from their operator's shapes. */
+  guint64 n_kernels, shaped_kernels;
+  gint64 kernel_ns, shaped_ns;
 } Build;
 
 static void build_clear(Build *b)
@@ -472,6 +484,165 @@ static void resolve_launches(TraceRawRank *raw)
     if (lo < l->len && la[lo].corr == op->corr)
       op->launch_ns = la[lo].ts_ns;
   }
+}
+
+/* ---- kernel shapes (issue 16 item 3) ------------------------------------
+ *
+ * A kernel's work comes from the CPU operator that launched it: the
+ * kernel's correlation id finds its runtime launch; the launch's External
+ * id finds the cpu_op with the same External id (how Kineto links them);
+ * when no cpu_op carries that id (sampled or post-processed traces renumber
+ * one side), the innermost cpu_op on the launch's thread whose time range
+ * holds the launch's start is taken instead (PyTorch launches inside the
+ * operator that issues the kernel, and the operators on one thread nest).
+ * An operator that launches several kernels gives its whole work to the
+ * longest of them (first in the file on a tie), its "main" kernel: GEMMs
+ * come with split-K reductions or casts and layer norm backward with a
+ * small second kernel; those keep class-only pricing.  The work's
+ * FLOP/byte ratio, which decides the main kernel's clock sensitivity, is
+ * the operator's.  Only kernels take work (memcpy and memset activities
+ * are priced by their class: a host copy's bytes cross PCIe, not DRAM). */
+
+/* Position of correlation id corr in the launch table (sorted), or -1. */
+static gint64 launch_pos(const TraceRawRank *raw, gint64 corr)
+{
+  const GArray *l = raw->launches;
+  const TraceRawLaunch *la = (const TraceRawLaunch *)(void *)l->data;
+  guint lo = 0, hi = l->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (la[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < l->len && la[lo].corr == corr ? (gint64)lo : -1;
+}
+
+typedef struct {
+  gint64 tid, ts, end;
+  guint32 idx;
+  gboolean is_op;
+} SweepKey;
+
+/* By thread, then time; at one time operators before launches, and the
+ * outer (longer) operator first. */
+static int cmp_sweep(const void *a, const void *b)
+{
+  const SweepKey *x = a, *y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  if (x->is_op != y->is_op)
+    return x->is_op ? -1 : 1;
+  if (x->end != y->end)
+    return x->end > y->end ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_ext(const void *a, const void *b)
+{
+  const gint64 *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The cpu_op of every launch (G_MAXUINT32: none), launches in table order
+ * (sorted by correlation id).  Returns a new array. */
+static guint32 *launch_ops(const TraceRawRank *raw)
+{
+  guint nl = raw->launches->len, no = raw->cpu_ops->len;
+  const TraceRawLaunch *la = (const TraceRawLaunch *)(void *)
+                                 raw->launches->data;
+  const TraceRawCpuOp *co = (const TraceRawCpuOp *)(void *)
+                                raw->cpu_ops->data;
+  guint32 *out = g_new(guint32, MAX(nl, 1));
+  for (guint i = 0; i < nl; i++)
+    out[i] = G_MAXUINT32;
+  /* Containment: one sweep over (thread, time) with the stack of open
+   * operators. */
+  g_autofree SweepKey *keys = g_new(SweepKey, MAX(nl + no, 1));
+  guint n = 0;
+  for (guint i = 0; i < no; i++)
+    keys[n++] = (SweepKey){co[i].tid, co[i].ts_ns, co[i].end_ns, i, TRUE};
+  for (guint i = 0; i < nl; i++)
+    keys[n++] = (SweepKey){la[i].tid, la[i].ts_ns, 0, i, FALSE};
+  qsort(keys, n, sizeof *keys, cmp_sweep);
+  g_autofree guint32 *stack = g_new(guint32, MAX(no, 1));
+  guint depth = 0;
+  gint64 tid = G_MININT64;
+  for (guint i = 0; i < n; i++) {
+    const SweepKey *k = &keys[i];
+    if (k->tid != tid) {
+      depth = 0;
+      tid = k->tid;
+    }
+    while (depth > 0 && co[stack[depth - 1]].end_ns <= k->ts)
+      depth--;
+    if (k->is_op)
+      stack[depth++] = k->idx;
+    else if (depth > 0)
+      out[k->idx] = stack[depth - 1];
+  }
+  /* External ids, where they match, win. */
+  g_autofree gint64 *ext = g_new(gint64, 2 * MAX(no, 1));
+  guint ne = 0;
+  for (guint i = 0; i < no; i++)
+    if (co[i].ext >= 0) {
+      ext[2 * ne] = co[i].ext;
+      ext[2 * ne + 1] = i;
+      ne++;
+    }
+  qsort(ext, ne, 2 * sizeof(gint64), cmp_ext);
+  for (guint i = 0; i < nl && ne > 0; i++) {
+    if (la[i].ext < 0)
+      continue;
+    guint lo = 0, hi = ne;
+    while (lo < hi) {
+      guint mid = lo + (hi - lo) / 2;
+      if (ext[2 * mid] < la[i].ext)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < ne && ext[2 * lo] == la[i].ext)
+      out[i] = (guint32)ext[2 * lo + 1];
+  }
+  return out;
+}
+
+/* Gives each operator's work to its main kernel (TraceRawOp.work).  Needs
+ * the launch table sorted (resolve_launches). */
+static void resolve_work(TraceRawRank *raw)
+{
+  for (guint k = 0; k < raw->ops->len; k++)
+    g_array_index(raw->ops, TraceRawOp, k).work = G_MAXUINT32;
+  if (raw->works->len == 0 || raw->launches->len == 0)
+    return;
+  g_autofree guint32 *lop = launch_ops(raw);
+  guint no = raw->cpu_ops->len;
+  g_autofree guint32 *main_op = g_new(guint32, MAX(no, 1));
+  for (guint c = 0; c < no; c++)
+    main_op[c] = G_MAXUINT32;
+  for (guint k = 0; k < raw->ops->len; k++) {
+    const TraceRawOp *op = &g_array_index(raw->ops, TraceRawOp, k);
+    if (op->kind != TRACE_RAW_KERNEL || op->comm != G_MAXUINT32 ||
+        op->corr < 0)
+      continue;
+    gint64 l = launch_pos(raw, op->corr);
+    if (l < 0 || lop[l] == G_MAXUINT32)
+      continue;
+    guint32 c = lop[l];
+    if (g_array_index(raw->cpu_ops, TraceRawCpuOp, c).work == G_MAXUINT32)
+      continue;
+    if (main_op[c] == G_MAXUINT32 ||
+        op->dur_ns > g_array_index(raw->ops, TraceRawOp, main_op[c]).dur_ns)
+      main_op[c] = k;
+  }
+  for (guint c = 0; c < no; c++)
+    if (main_op[c] != G_MAXUINT32)
+      g_array_index(raw->ops, TraceRawOp, main_op[c]).work =
+          g_array_index(raw->cpu_ops, TraceRawCpuOp, c).work;
 }
 
 typedef struct {
@@ -715,6 +886,7 @@ static gboolean analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
   TraceRawRank *raw = rw->raw;
   const TraceImportOptions *opt = b->opt;
   resolve_launches(raw);
+  resolve_work(raw);
 
   /* Selection. */
   g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(OrderKey));
@@ -1315,6 +1487,42 @@ static void host_warnings(Build *b)
                "duration; taken as 0", b->bad_durs);
 }
 
+/* Kernel shapes: the coverage in the provenance and the warnings. */
+static void shape_report(const Build *b, GHashTable *pv)
+{
+  double cover = b->kernel_ns > 0
+                     ? (double)b->shaped_ns / (double)b->kernel_ns : 0.0;
+  g_hash_table_insert(pv, g_strdup("shape_coverage"),
+                      g_strdup_printf("%.4f", cover));
+  g_hash_table_insert(pv, g_strdup("shape_kernels"),
+                      g_strdup_printf("%" G_GUINT64_FORMAT " of %"
+                                      G_GUINT64_FORMAT, b->shaped_kernels,
+                                      b->n_kernels));
+  guint64 bad = 0, priced = 0;
+  const char *first = NULL;
+  for (guint i = 0; i < b->n; i++) {
+    const TraceRawRank *r = b->rw[i].raw;
+    bad += r->bad_shapes;
+    priced += r->works->len;
+    if (first == NULL && r->bad_shape_op != NULL)
+      first = r->bad_shape_op;
+  }
+  if (bad > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " CPU operators have unusable "
+               "shapes (wrong rank, non-numeric or inconsistent dims; the "
+               "first: %s); their kernels keep class-only pricing", bad,
+               first);
+  /* Only for traces that record shapes (record_shapes=True): the others
+   * are priced by class as before, which `trace info` reports. */
+  if (priced + bad > 0 && b->n_kernels > 0 &&
+      b->shaped_kernels < b->n_kernels)
+    trace_warn(b->opt, "kernel shapes: %.1f%% of kernel time (%"
+               G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " kernels) has "
+               "FLOPs and bytes from its operator's recorded shapes; the "
+               "rest is priced by class fractions", 100.0 * cover,
+               b->shaped_kernels, b->n_kernels);
+}
+
 /* Step 6, first half: how each communication op of rank i replays. */
 static void resolve_comm(Build *b, guint i, gboolean complete)
 {
@@ -1440,6 +1648,8 @@ typedef struct {
   SimWorkload *w;
   GHashTable *kernel;   /* name id -> shape + 1 */
   GHashTable *comm;     /* "name|coll|bytes" -> shape + 1 */
+  GHashTable *work;     /* WorkKey -> shape + 1 */
+  GHashTable *names;    /* name id -> 1 + (class << 1 | name says TF32) */
   guint32 marker_shape, marker_name;
   guint32 host_shape;   /* G_MAXUINT32 until the first host op */
 } Shapes;
@@ -1469,6 +1679,94 @@ static guint32 kernel_shape(Shapes *sh, guint32 name, TraceRawKind kind,
   g_hash_table_insert(sh->kernel, GUINT_TO_POINTER(name + 1),
                       GUINT_TO_POINTER(id + 1));
   *klass = (SimOpClass)s.klass;
+  return id;
+}
+
+/* The math unit of a kernel doing `w`: 16-bit (and 8-bit) GEMMs and
+ * attention on the tensor cores; FP32 ones on the tensor cores at the TF32
+ * rate when the kernel name says so (cuBLAS "ampere_tf32_s1688gemm_tf32",
+ * "sm80_xmma_gemm_f32f32_tf32f32"), else on the CUDA cores ("ampere_sgemm",
+ * the default since PyTorch 1.12 turned TF32 matmuls off); everything
+ * else on the CUDA cores. */
+/* A kernel name's class and whether it says TF32, cached per name. */
+static SimOpClass name_info(Shapes *sh, guint32 name, gboolean *tf32)
+{
+  gpointer v = g_hash_table_lookup(sh->names, GUINT_TO_POINTER(name + 1));
+  if (v == NULL) {
+    const char *nm = sim_workload_name(sh->w, name);
+    g_autofree char *low = g_ascii_strdown(nm, -1);
+    guint code = (guint)trace_classify_kernel(nm) << 1 |
+                 (strstr(low, "tf32") != NULL);
+    v = GUINT_TO_POINTER(code + 1);
+    g_hash_table_insert(sh->names, GUINT_TO_POINTER(name + 1), v);
+  }
+  guint code = GPOINTER_TO_UINT(v) - 1;
+  *tf32 = code & 1;
+  return (SimOpClass)(code >> 1);
+}
+
+static guint8 work_math(const TraceRawWork *w, SimOpClass klass,
+                        gboolean tf32)
+{
+  if (klass != SIM_CLASS_GEMM && klass != SIM_CLASS_ATTENTION)
+    return SIM_MATH_VECTOR;
+  if (w->elem > 0 && w->elem <= 2)
+    return SIM_MATH_TENSOR;
+  return w->elem == 4 && tf32 ? SIM_MATH_TF32 : SIM_MATH_VECTOR;
+}
+
+/* Key of a priced kernel shape (all bytes set: hashed as memory). */
+typedef struct {
+  double flops, bytes;
+  guint32 name;
+  guint8 klass, math, pad_[2];
+} WorkKey;
+
+static guint work_key_hash(gconstpointer p)
+{
+  const guint8 *b = p;
+  guint h = 2166136261u; /* FNV-1a */
+  for (gsize i = 0; i < sizeof(WorkKey); i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
+static gboolean work_key_equal(gconstpointer a, gconstpointer b)
+{
+  return memcmp(a, b, sizeof(WorkKey)) == 0;
+}
+
+/* The shape of a kernel priced from its operator's work: the class its
+ * name gives (the operator's when the name says nothing), the work's
+ * FLOPs and bytes. */
+static guint32 work_shape(Shapes *sh, guint32 name, const TraceRawWork *w,
+                          SimOpClass *klass)
+{
+  gboolean tf32;
+  SimOpClass c = name_info(sh, name, &tf32);
+  if (c == SIM_CLASS_OTHER || c == SIM_CLASS_COMM)
+    c = (SimOpClass)w->klass;
+  WorkKey key;
+  memset(&key, 0, sizeof key);
+  key.flops = w->flops;
+  key.bytes = w->bytes;
+  key.name = name;
+  key.klass = (guint8)c;
+  key.math = work_math(w, c, tf32);
+  guint8 math = key.math;
+  *klass = c;
+  gpointer v = g_hash_table_lookup(sh->work, &key);
+  if (v != NULL)
+    return GPOINTER_TO_UINT(v) - 1;
+  SimShape s = {0};
+  s.name = name;
+  s.klass = (guint8)c;
+  s.flops = w->flops;
+  s.bytes = w->bytes;
+  s.tensor = math;
+  guint32 id = sim_workload_add_shape(sh->w, &s);
+  g_hash_table_insert(sh->work, g_memdup2(&key, sizeof key),
+                      GUINT_TO_POINTER(id + 1));
   return id;
 }
 
@@ -1573,6 +1871,13 @@ static void emit_host(Build *b, guint i, Shapes *sh, const Sel *s, SimOp *op)
                                    : s->hname;
 }
 
+/* a + b for non-negative durations, saturating (a trace may hold 2^62 ns
+ * kernels). */
+static gint64 sat_add(gint64 a, gint64 b)
+{
+  return b > G_MAXINT64 - a ? G_MAXINT64 : a + b;
+}
+
 /* Step 7: writes workload rank i (ops, markers, waits, shapes).  gid maps
  * member-list keys to workload groups; the rank's one-rank group for
  * communication replayed at recorded durations is added on first use. */
@@ -1636,6 +1941,8 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
     return FALSE;
   }
   guint32 solo = G_MAXUINT32;
+  guint64 n_kernels = 0, shaped_kernels = 0;
+  gint64 kernel_ns = 0, shaped_ns = 0;
   for (guint32 c = 0; c < n; c++) {
     const Sel *s = &g_array_index(rw->sel, Sel, c);
     const TraceRawOp *ro = s->host == HS_GPU
@@ -1680,7 +1987,17 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
     if (s->cm == CM_NONE) {
       SimOpClass k;
       op->kind = SIM_OP_KERNEL;
-      op->shape = kernel_shape(sh, ro->name, (TraceRawKind)ro->kind, &k);
+      if (ro->work != G_MAXUINT32 && ro->kind == TRACE_RAW_KERNEL) {
+        op->shape = work_shape(sh, ro->name,
+                               &g_array_index(raw->works, TraceRawWork,
+                                              ro->work), &k);
+        shaped_kernels++;
+        shaped_ns = sat_add(shaped_ns, ro->dur_ns);
+      } else {
+        op->shape = kernel_shape(sh, ro->name, (TraceRawKind)ro->kind, &k);
+      }
+      n_kernels++;
+      kernel_ns = sat_add(kernel_ns, ro->dur_ns);
       op->klass = (guint8)k;
       continue;
     }
@@ -1724,6 +2041,10 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
   }
   sim_workload_set_rank(w, i, ops, total, g_steal_pointer(&off),
                         rw->n_streams);
+  b->n_kernels += n_kernels;
+  b->shaped_kernels += shaped_kernels;
+  b->kernel_ns = sat_add(b->kernel_ns, kernel_ns);
+  b->shaped_ns = sat_add(b->shaped_ns, shaped_ns);
   return TRUE;
 }
 
@@ -1854,7 +2175,9 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
       sim_workload_intern(w, sim_workload_name(names, k));
     Shapes sh = {w, g_hash_table_new(g_direct_hash, g_direct_equal),
                  g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
-                 0, 0, 0};
+                 g_hash_table_new_full(work_key_hash, work_key_equal, g_free,
+                                       NULL),
+                 g_hash_table_new(g_direct_hash, g_direct_equal), 0, 0, 0};
     sh.marker_shape = G_MAXUINT32; /* created with the first marker */
     sh.host_shape = G_MAXUINT32;
     g_autofree guint32 *gid = g_new(guint32, MAX(b.gkeys->len, 1));
@@ -1868,8 +2191,11 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
       emitted = emit_rank(&b, i, &sh, gid, opt->comm_recorded, error);
     g_hash_table_unref(sh.kernel);
     g_hash_table_unref(sh.comm);
+    g_hash_table_unref(sh.work);
+    g_hash_table_unref(sh.names);
     if (!emitted)
       goto out;
+    shape_report(&b, w->provenance);
     w->ref_gpu = g_strdup(ref);
 
     GHashTable *pv = w->provenance;

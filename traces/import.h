@@ -131,6 +131,10 @@ typedef struct {
   gint64 device, stream;
   guint32 name;        /* in the name pool */
   guint32 comm;        /* index into TraceRawRank.comms or G_MAXUINT32 */
+  guint32 work;        /* index into TraceRawRank.works (the work of the
+                          CPU operator that launched it, when this is the
+                          operator's main kernel) or G_MAXUINT32; set by
+                          the builder */
   guint8 kind;         /* TraceRawKind */
 } TraceRawOp;
 
@@ -156,9 +160,28 @@ typedef struct {
   gint64 corr, ts_ns;
   gint64 dur_ns;
   gint64 tid;
+  gint64 ext;          /* External id (its CPU operator's), -1 unknown */
   guint32 name;        /* in the name pool */
   guint8 call;         /* TraceCall (traces/classify.h) */
 } TraceRawLaunch;
+
+/* A CPU operator (Kineto cpu_op): its time on its thread, its External id
+ * and, when its recorded shapes priced it (traces/shapes.c), its work. */
+typedef struct {
+  gint64 ts_ns, end_ns;
+  gint64 tid;          /* -1 unknown */
+  gint64 ext;          /* External id, -1 unknown */
+  guint32 work;        /* index into TraceRawRank.works, G_MAXUINT32: no
+                          priced shapes */
+} TraceRawCpuOp;
+
+/* The work of a CPU operator (FLOPs, DRAM bytes, implied class and element
+ * size; traces/shapes.h TraceOpWork). */
+typedef struct {
+  double flops, bytes;
+  guint8 klass;        /* SimOpClass */
+  guint8 elem;         /* bytes per element of the main input */
+} TraceRawWork;
 
 typedef struct {
   char *path;            /* owned */
@@ -170,6 +193,10 @@ typedef struct {
   GArray *syncs;         /* TraceRawSync */
   GArray *launches;      /* TraceRawLaunch: runtime calls */
   guint64 bad_host_durs; /* runtime calls with a negative duration */
+  GArray *cpu_ops;       /* TraceRawCpuOp, in file order */
+  GArray *works;         /* TraceRawWork */
+  guint64 bad_shapes;    /* operators whose shapes were unusable */
+  char *bad_shape_op;    /* the first of them (name, owned) or NULL */
   GHashTable *devices;   /* device id (gint64*) -> device name (owned) */
   GHashTable *pg_ranks;  /* process-group name -> canonical member list */
 } TraceRawRank;

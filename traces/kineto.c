@@ -26,6 +26,12 @@
  *    kind (to place GPU ops in iterations and phases by when they were
  *    launched, and for the host streams, traces/import.c).  A negative
  *    duration is counted (the builder warns) and taken as unknown.
+ *  - CPU operators: cat "cpu_op" (older: "Operator") -> TraceRawCpuOp
+ *    (time, thread, "External id"); with "Input Dims" and "Input type"
+ *    (record_shapes=True) the operators traces/shapes.c knows get their
+ *    FLOPs and bytes (TraceRawWork), linked to kernels by the builder.
+ *    Damaged shapes are counted (the builder warns), never an error.
+ *    Runtime calls keep their "External id" for that link.
  *  - CPU ranges: "ProfilerStep#N" (iterations) and phase markers
  *    (traces/classify.c) among the other complete CPU events.
  *  - Cross-stream waits: cat "cuda_sync" "Stream Wait Event" events
@@ -44,6 +50,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
+#include "traces/shapes.h"
 #include "sim/fault.h"
 
 #include <errno.h>
@@ -59,7 +66,8 @@
 
 typedef enum {
   R_IGNORE = 0, R_ROOT, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_RANKS, R_DIST,
-  R_PGCONF, R_PG, R_PG_RANKS, R_DEVPROPS, R_DEVPROP
+  R_PGCONF, R_PG, R_PG_RANKS, R_DEVPROPS, R_DEVPROP,
+  R_DIMS, R_DIM, R_DIM_LIST, R_TYPES /* cpu_op "Input Dims", "Input type" */
 } Role;
 
 typedef enum {
@@ -71,21 +79,22 @@ typedef enum {
   /* args */
   K_DEVICE, K_STREAM, K_CORR, K_COLL_NAME, K_IN_NELEMS, K_OUT_NELEMS,
   K_DTYPE, K_GROUP_SIZE, K_PG_RANKS, K_PG_NAME, K_SRC_RANK, K_DST_RANK,
-  K_WAIT_STREAM, K_WAIT_CORR,
+  K_WAIT_STREAM, K_WAIT_CORR, K_EXT, K_IN_DIMS, K_IN_TYPE,
   /* distributedInfo / pg_config / deviceProperties */
   K_RANK, K_WORLD, K_PG_CONFIG, K_PGC_NAME, K_PGC_RANKS, K_ID, K_DEV_NAME
 } Key;
 
 typedef enum {
-  C_OTHER = 0, C_KERNEL, C_MEMCPY, C_MEMSET, C_RUNTIME, C_SYNC, C_GPU_ANNOT
+  C_OTHER = 0, C_KERNEL, C_MEMCPY, C_MEMSET, C_RUNTIME, C_SYNC, C_GPU_ANNOT,
+  C_CPU_OP
 } Cat;
 
 typedef struct {
   gboolean has_ts, has_dur, has_pid, has_tid, has_device, has_stream,
-      has_corr, has_coll, has_dtype, has_pg_ranks, has_pg_name;
+      has_corr, has_coll, has_dtype, has_pg_ranks, has_pg_name, has_ext;
   char ph;
   Cat cat;
-  gint64 ts_ns, dur_ns, pid, tid, device, stream, corr;
+  gint64 ts_ns, dur_ns, pid, tid, device, stream, corr, ext;
   gint64 in_nelems, out_nelems, group_size, src_rank, dst_rank;
   gint64 wait_stream, wait_corr;
   GString *name, *coll, *dtype, *pg_ranks, *pg_name;
@@ -111,6 +120,13 @@ typedef struct {
   GByteArray *nccl;         /* per name id: 0 unknown, 1 no, 2 yes */
   GByteArray *calls;        /* per name id: 0 unknown, else TraceCall + 1 */
   GHashTable *cpu_names;    /* CPU event name -> (phase + 2) or 1 (none) */
+  GHashTable *op_names;     /* cpu_op name -> operator + 2, or 1 (none) */
+  GHashTable *types;        /* "Input type" string -> element bytes + 1 */
+  /* The current event's "Input Dims" and "Input type" (either may come
+   * first in its args, so types are joined to dims at the event's end). */
+  TraceShapeInputs shp;
+  guint8 types_elem[TRACE_SHAPE_MAX_INPUTS];
+  double list_prod;         /* element count of the TensorList member open */
 } Kin;
 
 #define FAIL(k, ...)                                                        \
@@ -270,6 +286,11 @@ static Key args_key(const unsigned char *us, size_t len)
     break;
   case 'I':
     if (IS("In msg nelems")) return K_IN_NELEMS;
+    if (IS("Input Dims")) return K_IN_DIMS;
+    if (IS("Input type")) return K_IN_TYPE;
+    break;
+  case 'E':
+    if (IS("External id")) return K_EXT;
     break;
   case 'O':
     if (IS("Out msg nelems")) return K_OUT_NELEMS;
@@ -329,6 +350,7 @@ static Cat cat_of(const char *s, size_t len)
 {
   switch (len) {
   case 6:
+    if (IS("cpu_op")) return C_CPU_OP;
     if (IS("kernel")) return C_KERNEL;
     if (IS("Kernel")) return C_KERNEL; /* PyTorch <= 1.10 spellings */
     if (IS("Memcpy")) return C_MEMCPY;
@@ -336,6 +358,9 @@ static Cat cat_of(const char *s, size_t len)
     break;
   case 7:
     if (IS("Runtime")) return C_RUNTIME;
+    break;
+  case 8:
+    if (IS("Operator")) return C_CPU_OP; /* PyTorch <= 1.10 */
     break;
   case 9:
     if (IS("cuda_sync")) return C_SYNC;
@@ -470,6 +495,117 @@ static void cpu_range(Kin *k, const Event *e)
   g_array_append_val(k->raw->ranges, r);
 }
 
+/* Element bytes of an "Input type" string, cached (0: not a tensor). */
+static guint8 type_elem(Kin *k, const char *s, size_t len)
+{
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return 0;
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  gpointer v = g_hash_table_lookup(k->types, buf);
+  if (v != NULL)
+    return (guint8)(GPOINTER_TO_UINT(v) - 1);
+  guint e = MIN(trace_dtype_bytes(buf), 255u);
+  g_hash_table_insert(k->types, g_strdup(buf), GUINT_TO_POINTER(e + 1));
+  return (guint8)e;
+}
+
+/* The input of "Input Dims" being filled (NULL past the kept ones). */
+static TraceShapeInput *cur_input(Kin *k)
+{
+  guint i = k->shp.n;
+  return i > 0 && i <= TRACE_SHAPE_MAX_INPUTS ? &k->shp.in[i - 1] : NULL;
+}
+
+/* A scalar inside "Input Dims" or "Input type" that is not what the role
+ * wants: the dims are damaged (the operator keeps class-only pricing). */
+static void shape_scalar(Kin *k, Role r)
+{
+  TraceShapeInput *t;
+  switch (r) {
+  case R_DIMS:
+    k->shp.malformed = TRUE;
+    break;
+  case R_DIM:
+  case R_DIM_LIST:
+    if ((t = cur_input(k)) != NULL)
+      t->bad = TRUE;
+    break;
+  case R_TYPES:
+    k->shp.n_types++;
+    break;
+  default:
+    break;
+  }
+}
+
+/* One dim of the current input (or of its TensorList member). */
+static void shape_dim(Kin *k, Role r, const char *s, size_t len)
+{
+  gint64 v;
+  TraceShapeInput *t = cur_input(k);
+  if (!parse_int(s, len, &v) || v < 0) {
+    shape_scalar(k, r);
+    return;
+  }
+  if (t == NULL)
+    return;
+  if (r == R_DIM_LIST) {
+    k->list_prod *= (double)v;
+    return;
+  }
+  if (t->list) {
+    t->bad = TRUE; /* numbers mixed with member lists */
+    return;
+  }
+  if (t->rank < TRACE_SHAPE_MAX_RANK)
+    t->dims[t->rank] = v;
+  if (t->rank < 255)
+    t->rank++;
+  t->numel *= (double)v;
+}
+
+/* A CPU operator: kept with its time, thread, External id and, when its
+ * shapes price it (traces/shapes.c), its work. */
+static void cpu_op(Kin *k, const Event *e)
+{
+  TraceRawCpuOp c = {e->ts_ns, e->ts_ns + e->dur_ns,
+                     e->has_tid ? e->tid : -1, e->has_ext ? e->ext : -1,
+                     G_MAXUINT32};
+  const char *name = e->name->str;
+  gpointer v = g_hash_table_lookup(k->op_names, name);
+  if (v == NULL) {
+    gint op = trace_shape_operator(name);
+    v = GINT_TO_POINTER(op + 2);
+    g_hash_table_insert(k->op_names, g_strdup(name), v);
+  }
+  gint op = GPOINTER_TO_INT(v) - 2;
+  /* Dims without "Input type" give no element size: not priced. */
+  if (op >= 0 && k->shp.n_types > 0) {
+    TraceShapeInputs *in = &k->shp;
+    for (guint i = 0; i < MIN(in->n, TRACE_SHAPE_MAX_INPUTS); i++)
+      in->in[i].elem = i < MIN(in->n_types, TRACE_SHAPE_MAX_INPUTS)
+                           ? k->types_elem[i] : 0;
+    TraceOpWork w;
+    switch (trace_shape_work(op, in, &w)) {
+    case TRACE_SHAPE_OK: {
+      TraceRawWork rw = {w.flops, w.bytes, w.klass, w.elem};
+      g_array_append_val(k->raw->works, rw);
+      c.work = k->raw->works->len - 1;
+      break;
+    }
+    case TRACE_SHAPE_BAD:
+      if (k->raw->bad_shapes++ == 0)
+        k->raw->bad_shape_op = g_strdup(name);
+      break;
+    default:
+      break;
+    }
+  }
+  g_array_append_val(k->raw->cpu_ops, c);
+}
+
 static int event_end(Kin *k)
 {
   Event *e = &k->ev;
@@ -508,6 +644,7 @@ static int event_end(Kin *k)
                                : e->cat == C_MEMCPY ? "Memcpy" : "Memset");
     op.name = sim_workload_intern(k->names, e->name->str);
     op.comm = G_MAXUINT32;
+    op.work = G_MAXUINT32;
     if (e->cat == C_KERNEL && is_nccl(k, op.name))
       op.comm = add_comm(k, e);
     g_array_append_val(k->raw->ops, op);
@@ -516,7 +653,7 @@ static int event_end(Kin *k)
   case C_RUNTIME:
     if (e->has_corr && e->has_ts) {
       TraceRawLaunch l = {e->corr, e->ts_ns, -1, e->has_tid ? e->tid : -1,
-                          0, TRACE_CALL_OTHER};
+                          e->has_ext ? e->ext : -1, 0, TRACE_CALL_OTHER};
       if (e->has_dur && e->dur_ns >= 0)
         l.dur_ns = e->dur_ns;
       else if (e->has_dur)
@@ -537,6 +674,13 @@ static int event_end(Kin *k)
     }
     return 1;
   case C_GPU_ANNOT:
+    return 1;
+  case C_CPU_OP:
+    if (e->has_ts && e->has_dur && e->name->len > 0) {
+      cpu_range(k, e);
+      if (e->dur_ns >= 0)
+        cpu_op(k, e);
+    }
     return 1;
   default:
     if (e->has_ts && e->has_dur && e->name->len > 0)
@@ -585,12 +729,22 @@ static int cb_null(void *ctx)
   Role r = top_role(k);
   if (r == R_EVENT && k->key == K_ARGS)
     return 1; /* "args": null is harmless */
+  if (r >= R_DIMS) {
+    shape_scalar(k, r);
+    return 1;
+  }
   return type_error(k, "null");
 }
 
 static int cb_boolean(void *ctx, int v)
 {
   (void)v;
+  Kin *k = ctx;
+  Role r = top_role(k);
+  if (r >= R_DIMS) {
+    shape_scalar(k, r);
+    return 1;
+  }
   return type_error(ctx, "a boolean");
 }
 
@@ -640,8 +794,17 @@ static int cb_number(void *ctx, const char *s, size_t len)
     case K_DST_RANK: e->dst_rank = v; break;
     case K_WAIT_STREAM: e->wait_stream = v; break;
     case K_WAIT_CORR: e->wait_corr = v; break;
+    case K_EXT: e->ext = v; e->has_ext = TRUE; break;
     default: break;
     }
+    return 1;
+  case R_DIM:
+  case R_DIM_LIST:
+    shape_dim(k, r, s, len);
+    return 1;
+  case R_DIMS:
+  case R_TYPES:
+    shape_scalar(k, r);
     return 1;
   case R_ARGS_RANKS:
     if (parse_int(s, len, &v)) {
@@ -724,6 +887,16 @@ static int cb_string(void *ctx, const unsigned char *us, size_t len)
       break;
     }
     return 1;
+  case R_TYPES:
+    if (k->shp.n_types < TRACE_SHAPE_MAX_INPUTS)
+      k->types_elem[k->shp.n_types] = type_elem(k, s, len);
+    k->shp.n_types++;
+    return 1;
+  case R_DIMS:
+  case R_DIM:
+  case R_DIM_LIST:
+    shape_scalar(k, r);
+    return 1;
   case R_PG:
     if (k->key == K_PGC_NAME) {
       g_string_truncate(k->pgc_name, 0);
@@ -786,6 +959,8 @@ static int push(Kin *k, gboolean is_map)
         return type_error(k, "an array");
       role = R_EVENT;
       event_reset(&k->ev);
+      k->shp.n = k->shp.n_types = 0;
+      k->shp.malformed = FALSE;
       k->key = K_OTHER;
       break;
     case R_EVENT:
@@ -802,8 +977,55 @@ static int push(Kin *k, gboolean is_map)
       if (k->key == K_PG_RANKS && !is_map) {
         role = R_ARGS_RANKS;
         g_string_truncate(k->ev.pg_ranks, 0);
+      } else if (k->key == K_IN_DIMS) {
+        if (is_map)
+          k->shp.malformed = TRUE;
+        else
+          role = R_DIMS;
+        k->shp.n = 0;
+      } else if (k->key == K_IN_TYPE && !is_map) {
+        role = R_TYPES;
+        k->shp.n_types = 0;
       }
       break;
+    case R_DIMS:
+      if (is_map) {
+        k->shp.malformed = TRUE;
+        break;
+      }
+      role = R_DIM;
+      if (k->shp.n < TRACE_SHAPE_MAX_INPUTS) {
+        TraceShapeInput *t = &k->shp.in[k->shp.n];
+        memset(t, 0, sizeof *t);
+        t->numel = 1;
+      }
+      if (k->shp.n < G_MAXUINT)
+        k->shp.n++;
+      break;
+    case R_DIM: {
+      /* A TensorList member (newer profilers) or damage. */
+      TraceShapeInput *t = cur_input(k);
+      if (is_map || (t != NULL && t->rank > 0)) {
+        if (t != NULL)
+          t->bad = TRUE;
+        break;
+      }
+      if (t != NULL)
+        t->list = TRUE;
+      role = R_DIM_LIST;
+      k->list_prod = 1;
+      break;
+    }
+    case R_DIM_LIST:
+    case R_TYPES: {
+      /* Deeper than a TensorList member: damage. */
+      TraceShapeInput *t = cur_input(k);
+      if (parent == R_DIM_LIST && t != NULL)
+        t->bad = TRUE;
+      if (parent == R_TYPES)
+        k->shp.n_types++;
+      break;
+    }
     case R_DIST:
       if (k->key == K_PG_CONFIG && !is_map)
         role = R_PGCONF;
@@ -845,6 +1067,12 @@ static int pop(Kin *k)
   switch (r) {
   case R_EVENT:
     return event_end(k);
+  case R_DIM_LIST: {
+    TraceShapeInput *t = cur_input(k);
+    if (t != NULL)
+      t->list_numel += k->list_prod;
+    return 1;
+  }
   case R_PG:
     if (k->pgc_name->len > 0 && k->pgc_ranks->len > 0)
       g_hash_table_insert(k->raw->pg_ranks, g_strdup(k->pgc_name->str),
@@ -926,6 +1154,8 @@ static void kin_clear(Kin *k)
   g_byte_array_unref(k->nccl);
   g_byte_array_unref(k->calls);
   g_hash_table_unref(k->cpu_names);
+  g_hash_table_unref(k->op_names);
+  g_hash_table_unref(k->types);
   g_clear_error(&k->error);
 }
 
@@ -976,6 +1206,8 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   k.nccl = g_byte_array_new();
   k.calls = g_byte_array_new();
   k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.op_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   yajl_handle h = yajl_alloc(&callbacks, NULL, &k);
   g_autofree unsigned char *buf = g_malloc(CHUNK);
   guint64 total = 0;

@@ -1633,6 +1633,9 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
         }
         st->kernel_flops += sh->flops;
         st->kernel_bytes += sh->bytes;
+        st->kernel_ns += (double)op->ref_ns;
+        if (sh->flops > 0 || sh->bytes > 0)
+          st->shaped_ns += (double)op->ref_ns;
         break;
       case SIM_OP_COLLECTIVE:
         st->comm_bytes += sh->bytes;
@@ -1840,6 +1843,10 @@ void trace_info(const SimWorkload *w, GString *out)
   append_bytes(out, st.comm_bytes);
   g_string_append_printf(out, "\nkernel work     %.3f TFLOP\n",
                          st.kernel_flops * 1e-12);
+  if (st.kernel_ns > 0)
+    g_string_append_printf(out, "kernel shapes   %.1f%% of kernel time has "
+                           "FLOPs/bytes (roofline pricing; the rest by "
+                           "class)\n", 100.0 * st.shaped_ns / st.kernel_ns);
 
   if (g_hash_table_size(w->provenance) > 0) {
     g_string_append(out, "\nprovenance\n");

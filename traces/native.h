@@ -80,6 +80,9 @@ typedef struct {
   double busy_mean_ns;
   guint busy_min_rank, busy_max_rank;
   double kernel_flops;  /* sum over kernels of their shape's FLOPs */
+  double kernel_ns;     /* sum of kernel ref_ns (all ranks) */
+  double shaped_ns;     /* of which kernels whose shape has FLOPs or bytes
+                           (priced on the roofline, not by class) */
   double kernel_bytes;  /* sum over kernels of their shape's DRAM bytes */
   double comm_bytes;    /* sum over comm ops of their message bytes */
   guint64 coll_by_type[SIM_COLL_COUNT];   /* collective ops per type */

@@ -250,6 +250,7 @@ static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
                   ? -1 : sqlite3_column_int64(st, 4);
     op.kind = (guint8)kind;
     op.comm = G_MAXUINT32;
+    op.work = G_MAXUINT32;
     const char *name;
     if (kind == TRACE_RAW_KERNEL) {
       const unsigned char *v = sqlite3_column_text(st, 6);
@@ -317,7 +318,7 @@ static gboolean read_launches(Nsys *s, SimWorkload *names, GArray *out,
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     TraceRawLaunch l = {sqlite3_column_int64(st, 0),
-                        sqlite3_column_int64(st, 1), -1, -1, 0,
+                        sqlite3_column_int64(st, 1), -1, -1, -1, 0,
                         TRACE_CALL_OTHER};
     if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
       gint64 end = sqlite3_column_int64(st, 2);
