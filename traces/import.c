@@ -1431,7 +1431,8 @@ static gboolean host_streams(Build *b, guint i, const Window *win,
     gboolean st = !step_done && (tid == win->step_tid || c0 >= calls->len);
     if (ns >= SIM_MAX_STREAMS) {
       skipped++;
-    } else if (host_thread(b, &h, ns, ck + c0, c1 - c0, win, h0, h1, st)) {
+    } else if (host_thread(b, &h, ns, c1 > c0 ? ck + c0 : NULL, c1 - c0, win,
+                           h0, h1, st)) {
       ns++;
       step_done |= st;
     }
