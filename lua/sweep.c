@@ -1241,13 +1241,7 @@ static int worker_no_exit(lua_State *L)
                        "(return a row, or raise an error to fail the point)");
 }
 
-/* A 64-bit mix (splitmix64's finaliser). */
-static guint64 mix64(guint64 z)
-{
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
+#define mix64 sim_splitmix64_fin /* sim/pcg.h */
 
 static guint64 fnv1a64(const char *s)
 {

@@ -32,7 +32,8 @@
  *   P = P_const
  *     + P_mem  * u_m * (m / m_max)
  *     + P_mem_static * (m / m_max)
- *     + P_dyn  * activity[c] * (u_s + s (1 - u_s)) * (f / f_max) * (V(f) / V_max)^2
+ *     + P_dyn  * activity[c] * (u_s + s (1 - u_s)) * (f / f_max)
+ *              * (V(f) / V_max)^2
  *     + P_leak * (V(f) / V_max)^3
  *
  * u_s = max(tc, ti) / t (SMs busy computing or issuing memory traffic),
@@ -115,24 +116,10 @@ G_DEFINE_QUARK(gpu-error-quark, gpu_error)
 /* ---------------------------------------------------------------------- */
 /* Op classes                                                              */
 
-static const char *const class_names[SIM_CLASS_COUNT] = {
-  [SIM_CLASS_GEMM] = "gemm",
-  [SIM_CLASS_ATTENTION] = "attention",
-  [SIM_CLASS_ELEMENTWISE] = "elementwise",
-  [SIM_CLASS_NORM] = "norm",
-  [SIM_CLASS_SOFTMAX] = "softmax",
-  [SIM_CLASS_REDUCTION] = "reduction",
-  [SIM_CLASS_EMBEDDING] = "embedding",
-  [SIM_CLASS_OPTIMIZER] = "optimizer",
-  [SIM_CLASS_MEMCPY] = "memcpy",
-  [SIM_CLASS_COMM] = "comm",
-  [SIM_CLASS_OTHER] = "other",
-};
-
 const char *gpu_class_name(SimOpClass c)
 {
   g_return_val_if_fail((guint)c < SIM_CLASS_COUNT, NULL);
-  return class_names[c];
+  return sim_class_name(c);
 }
 
 /* Default time fractions (compute, memory, fixed) of a kernel without
@@ -279,7 +266,7 @@ GpuParam *gpu_spec_param(GpuSpec *s, const char *field)
         strncmp(field, array_names[a], prefix) != 0)
       continue;
     for (int c = 0; c < SIM_CLASS_COUNT; c++)
-      if (strcmp(rest, class_names[c]) == 0)
+      if (strcmp(rest, sim_class_name((SimOpClass)c)) == 0)
         return &class_array(s, (ArrayId)a)[c];
     return NULL;
   }
@@ -430,13 +417,14 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
     return FALSE;
   for (int c = 0; c < SIM_CLASS_COUNT; c++) {
     char field[48];
-    g_snprintf(field, sizeof field, "eff_compute.%s", class_names[c]);
+    const char *cn = sim_class_name((SimOpClass)c);
+    g_snprintf(field, sizeof field, "eff_compute.%s", cn);
     if (!check_range(s, field, s->eff_compute[c].v, 0, 1, TRUE, error))
       return FALSE;
-    g_snprintf(field, sizeof field, "eff_memory.%s", class_names[c]);
+    g_snprintf(field, sizeof field, "eff_memory.%s", cn);
     if (!check_range(s, field, s->eff_memory[c].v, 0, 1, TRUE, error))
       return FALSE;
-    g_snprintf(field, sizeof field, "activity.%s", class_names[c]);
+    g_snprintf(field, sizeof field, "activity.%s", cn);
     if (!check_range(s, field, s->activity[c].v, 0, 2, FALSE, error))
       return FALSE;
   }
@@ -902,7 +890,8 @@ void gpu_spec_describe(const GpuSpec *g, GString *out)
   for (int a = 0; a < ARR_COUNT; a++)
     for (int c = 0; c < SIM_CLASS_COUNT; c++) {
       char name[48];
-      g_snprintf(name, sizeof name, "%s.%s", array_names[a], class_names[c]);
+      g_snprintf(name, sizeof name, "%s.%s", array_names[a],
+                 sim_class_name((SimOpClass)c));
       describe_param(out, name, &class_array((GpuSpec *)g, (ArrayId)a)[c],
                      units[a]);
     }

@@ -142,8 +142,8 @@ GpuParam *gpu_spec_param(GpuSpec *s, const char *field);
  * writer of specs iterates. */
 const char *gpu_spec_scalar_name(guint i);
 const char *gpu_spec_array_name(guint a);
-/* Lower-case class name used in parameter names ("gemm", "norm", ...);
- * independent of sim/workload.c. */
+/* Lower-case class name used in parameter names ("gemm", "norm", ...): the
+ * workload's own (sim_class_name). */
 const char *gpu_class_name(SimOpClass c);
 
 /* The SM clock grid: sm_min + i * step, i = 0 .. gpu_sm_n_steps() - 1. */

@@ -117,19 +117,9 @@ void sim_pcg_advance(SimPcg *rng, guint64 delta)
   rng->state = acc_mult * rng->state + acc_plus;
 }
 
-/* The splitmix64 finaliser (Steele, Lea, Flood 2014; constants from
- * Stafford's "Mix13"): a bijection of 64-bit words in which every input bit
- * affects every output bit with probability close to 1/2. */
-static inline guint64 pcg_mix64(guint64 z)
-{
-  z = (z ^ (z >> 30u)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27u)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
-  return z ^ (z >> 31u);
-}
-
-/* The splitmix64 increment (2^64 / golden ratio), used to offset the words
- * fed to the mixer so that zero inputs do not map to zero. */
-#define PCG_GAMMA G_GUINT64_CONSTANT(0x9e3779b97f4a7c15)
+/* The mixer and its increment: sim/pcg.h. */
+#define pcg_mix64 sim_splitmix64_fin
+#define PCG_GAMMA SIM_SPLITMIX64_GAMMA
 
 /* Chains the mixer over seed, kind and id: each stage is a bijection of its
  * input word, so for a fixed (seed, kind) distinct ids give distinct keys,

@@ -42,6 +42,21 @@ typedef enum {
  * arguments (state and stream selector derived by a 64-bit mix). */
 void sim_pcg_for_entity(SimPcg *rng, guint64 seed, guint32 kind, guint64 id);
 
+/* The splitmix64 finaliser (Steele, Lea, Flood 2014; constants from
+ * Stafford's "Mix13"): a bijection of 64-bit words in which every input bit
+ * affects every output bit with probability close to 1/2.  The one 64-bit
+ * mixer of the code base: seeds here, hash keys elsewhere (sim_mix64). */
+static inline guint64 sim_splitmix64_fin(guint64 z)
+{
+  z = (z ^ (z >> 30u)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27u)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  return z ^ (z >> 31u);
+}
+
+/* The splitmix64 increment (2^64 / golden ratio): offsets words fed to the
+ * finaliser so that zero does not map to zero. */
+#define SIM_SPLITMIX64_GAMMA G_GUINT64_CONSTANT(0x9e3779b97f4a7c15)
+
 G_END_DECLS
 
 #endif

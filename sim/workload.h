@@ -40,6 +40,7 @@
 #define SIM_WORKLOAD_H
 
 #include <glib.h>
+#include "sim/pcg.h"
 
 G_BEGIN_DECLS
 
@@ -195,13 +196,10 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);
 
-/* splitmix64's finaliser: a strong 64-bit mix for hash keys. */
+/* A strong 64-bit mix for hash keys: splitmix64 (sim/pcg.h) of x. */
 static inline guint64 sim_mix64(guint64 x)
 {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+  return sim_splitmix64_fin(x + SIM_SPLITMIX64_GAMMA);
 }
 
 /* A rank's program: its streams and every op field but the peer (which

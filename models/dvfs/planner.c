@@ -887,10 +887,7 @@ static guint units_segment(const Planner *P, guint32 *slot_unit,
       continue;
     const SimOp *op = dvfs_model_op(m, s);
     guint64 x = ((guint64)op->name << 8) ^ op->phase ^ ((guint64)len[u] << 40);
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    h[u] = (h[u] * 31u) ^ x ^ (x >> 31);
+    h[u] = (h[u] * 31u) ^ sim_mix64(x);
     len[u]++;
   }
   g_autoptr(GHashTable) ids = g_hash_table_new_full(g_int64_hash,
