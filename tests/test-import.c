@@ -1991,6 +1991,59 @@ static void test_shapes_link(void)
   test_rmdir(dir);
 }
 
+/* Shapes change how a what-if prices a kernel.  At half the top SM clock
+ * (705 MHz on the A100 reference), priced on the roofline: a shaped
+ * streaming add (3 x 128 MB of BF16) keeps its time within 3%, being above
+ * the 590 MHz memory knee (the memory side's p-norm gives (1 + (590 /
+ * 705)^8)^(1/8) = 1.027), and a shaped 8192^3 BF16 GEMM takes about twice
+ * as long;
+ * an elementwise kernel without shapes is priced by its class fractions,
+ * 0.10 x 2 + 0.80 + 0.10 = 1.10 of its time. */
+static void test_shapes_dvfs(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::add\",\"pid\":1,"
+      "\"tid\":100,\"ts\":0,\"dur\":20,\"args\":{\"External id\":1,"
+      "\"Input Dims\":[[67108864],[67108864],[]],\"Input type\":[" BF ","
+      BF ",\"Scalar\"]}},"
+      HR("cudaLaunchKernel", 5, 5, 1) ","
+      HK("vectorized_elementwise_kernel", 30, 200, 1) ","
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,"
+      "\"tid\":100,\"ts\":40,\"dur\":20,\"args\":{\"External id\":2,"
+      "\"Input Dims\":[[8192,8192],[8192,8192]],\"Input type\":[" BF ","
+      BF "]}},"
+      HR("cudaLaunchKernel", 45, 5, 2) "," HK("ampere_bf16_gemm", 240, 4000, 2)
+      "," HR("cudaLaunchKernel", 70, 5, 3) ","
+      HK("elementwise_kernel", 4300, 200, 3),
+      TRACE_STEP_AUTO, NULL, &error);
+  g_assert_no_error(error);
+  static const char *const names[] = {"vectorized_elementwise_kernel",
+                                      "ampere_bf16_gemm", "elementwise_kernel"};
+  double t[2][3];
+  for (int k = 0; k < 2; k++) {
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, k == 0 ? DVFS_MAX : DVFS_FIXED,
+                                    k == 0 ? 0 : 705, 0, &rec, &error);
+    g_assert_no_error(error);
+    for (int i = 0; i < 3; i++) {
+      const SimOpRecord *x = rec_of(&rec, op_named(w, names[i], 0));
+      t[k][i] = (double)(x->end_ns - x->start_ns);
+    }
+    g_array_free(rec.recs, TRUE);
+  }
+  double add = t[1][0] / t[0][0], mm = t[1][1] / t[0][1],
+         plain = t[1][2] / t[0][2];
+  g_test_message("at 705 MHz: shaped add x%.3f, shaped GEMM x%.3f, "
+                 "unshaped elementwise x%.3f", add, mm, plain);
+  g_assert_cmpfloat(add, >, 1.0);
+  g_assert_cmpfloat(add, <, 1.03);
+  g_assert_cmpfloat(mm, >, 1.8);
+  g_assert_cmpfloat(fabs(plain - 1.10), <, 0.005);
+  test_rmdir(dir);
+}
+
 typedef struct {
   const char *label;
   const char *paths[2];
@@ -2096,6 +2149,7 @@ int main(int argc, char **argv)
     g_test_add_data_func(n, &shape_cases[i], test_shapes_operator);
   }
   g_test_add_func("/import/shapes/link", test_shapes_link);
+  g_test_add_func("/import/shapes/dvfs", test_shapes_dvfs);
   g_test_add_func("/import/kineto/partial-job", test_kineto_partial_job);
   g_test_add_func("/import/kineto/two-rank", test_kineto_two_rank);
   g_test_add_func("/import/kineto/unpaired", test_kineto_unpaired);
