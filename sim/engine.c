@@ -744,6 +744,14 @@ static inline void boost_decide(BoostState *b, const SimBoost *c)
     b->mhz = (guint16)MIN((guint)c->max_mhz, (guint)b->mhz + d);
 }
 
+/* Clocks c under GPU r's current ceiling, the controller not moved. */
+static inline SimClocks boost_cap(const SimEngine *e, guint r, SimClocks c)
+{
+  guint want = c.sm_mhz != 0 ? c.sm_mhz : e->m->boost[r].max_mhz;
+  c.sm_mhz = (guint16)MIN(want, (guint)e->boost[r].mhz);
+  return c;
+}
+
 /* The controller of GPU r up to time t (a kernel's start), then clocks c
  * under its ceiling.  Past as many decisions as it takes to cross the whole
  * range and settle the average, more decisions repeat the last one, so a
@@ -772,17 +780,7 @@ boost_clocks(SimEngine *e, guint r, SimClocks c, gint64 t)
     }
     boost_hold(b, cfg, idle, t);
   }
-  guint want = c.sm_mhz != 0 ? c.sm_mhz : cfg->max_mhz;
-  c.sm_mhz = (guint16)MIN(want, (guint)b->mhz);
-  return c;
-}
-
-/* Clocks c under GPU r's current ceiling, the controller not moved. */
-static inline SimClocks boost_cap(const SimEngine *e, guint r, SimClocks c)
-{
-  guint want = c.sm_mhz != 0 ? c.sm_mhz : e->m->boost[r].max_mhz;
-  c.sm_mhz = (guint16)MIN(want, (guint)e->boost[r].mhz);
-  return c;
+  return boost_cap(e, r, c);
 }
 
 /* A kernel of GPU r ran until `end` drawing idle + inc: what the

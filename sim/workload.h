@@ -196,6 +196,18 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);
 
+/* FNV-1a over n bytes: the hash of the fixed-size, zero-padded keys that
+ * GHashTables compare with memcmp (the generator's and the importer's
+ * shape keys). */
+static inline guint sim_hash_bytes(const void *p, gsize n)
+{
+  const guint8 *b = p;
+  guint32 h = 2166136261u;
+  for (gsize i = 0; i < n; i++)
+    h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
 /* A strong 64-bit mix for hash keys: splitmix64 (sim/pcg.h) of x. */
 static inline guint64 sim_mix64(guint64 x)
 {

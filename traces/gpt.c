@@ -1124,11 +1124,7 @@ typedef struct {
 
 static guint shape_key_hash(gconstpointer p)
 {
-  const guint8 *b = p;
-  guint32 h = 2166136261u; /* FNV-1a */
-  for (gsize i = 0; i < sizeof(ShapeKey); i++)
-    h = (h ^ b[i]) * 16777619u;
-  return h;
+  return sim_hash_bytes(p, sizeof(ShapeKey));
 }
 
 static gboolean shape_key_equal(gconstpointer a, gconstpointer b)

@@ -1725,11 +1725,7 @@ typedef struct {
 
 static guint work_key_hash(gconstpointer p)
 {
-  const guint8 *b = p;
-  guint h = 2166136261u; /* FNV-1a */
-  for (gsize i = 0; i < sizeof(WorkKey); i++)
-    h = (h ^ b[i]) * 16777619u;
-  return h;
+  return sim_hash_bytes(p, sizeof(WorkKey));
 }
 
 static gboolean work_key_equal(gconstpointer a, gconstpointer b)
