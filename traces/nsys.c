@@ -323,8 +323,9 @@ static gboolean read_launches(Nsys *s, SimWorkload *names, GArray *out,
     if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
       gint64 end = sqlite3_column_int64(st, 2);
       /* A negative or absurd duration is unknown (the builder counts it). */
-      l.dur_ns = end >= l.ts_ns && end - l.ts_ns < ((gint64)1 << 62)
-                     ? end - l.ts_ns : -1;
+      /* (unsigned: end - start of two gint64 can overflow gint64) */
+      guint64 d = (guint64)end - (guint64)l.ts_ns;
+      l.dur_ns = end >= l.ts_ns && d < ((guint64)1 << 62) ? (gint64)d : -1;
     }
     if (sqlite3_column_type(st, 3) != SQLITE_NULL)
       l.tid = sqlite3_column_int64(st, 3);
