@@ -16,9 +16,9 @@
  */
 #include "lua/bind.h"
 #include "lua/luautil.h"
-#include "lua/memory.h"
-#include "lua/results.h"
-#include "sim/fault.h"
+#include "run/memory.h"
+#include "io/results.h"
+#include "io/fault.h"
 #include "sim/pcg.h"
 #include "traces/gpt.h"
 #include "traces/timeline.h"
@@ -391,7 +391,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   jsl_set_num(L, "iteration_time_s", t / r->n_iterations);
   jsl_set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
   if (steps != NULL && steps->len > 0) {
-    /* A workload of every profiled step: one row per step (lua/session.h,
+    /* A workload of every profiled step: one row per step (run/session.h,
      * JsStepRow), numbered by iteration and ProfilerStep. */
     lua_createtable(L, (int)steps->len, 0);
     for (guint i = 0; i < steps->len; i++) {

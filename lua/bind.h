@@ -8,7 +8,7 @@
 #define LUA_BIND_H
 
 #include <glib.h>
-#include "lua/session.h"
+#include "run/session.h"
 
 G_BEGIN_DECLS
 
@@ -17,7 +17,7 @@ G_BEGIN_DECLS
  * script runs under lua_pcall with a traceback; a syntax or run-time error
  * returns FALSE with an error whose message starts with "path:line:".
  * With s->sandbox (js_session_sandbox) the state is the sandbox's and
- * the joulesim API confines files (lua/sandbox.c, lua/confine.h); the
+ * the joulesim API confines files (lua/sandbox.c, run/confine.h); the
  * limits of s->limits hold either way. */
 gboolean js_run_script(JsSession *s, const char *path, int argc,
                        char **argv, GError **error);

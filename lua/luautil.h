@@ -9,8 +9,8 @@
 
 #include <glib.h>
 #include <lua.h>
-#include "lua/session.h"
-#include "lua/results.h"
+#include "run/session.h"
+#include "io/results.h"
 #include "models/fit.h"
 #include "traces/profile.h"
 

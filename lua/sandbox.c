@@ -18,7 +18,7 @@
  * string.dump is removed, and the string metatable and every joulesim
  * metatable carry __metatable, so getmetatable cannot reach a library
  * table or a C __gc that would free an object still in use.  Files are
- * confined by the joulesim API itself (lua/confine.h, jsl_check_read/
+ * confined by the joulesim API itself (run/confine.h, jsl_check_read/
  * jsl_check_write), the one way a sandboxed script can reach them.
  *
  * Limits, sandboxed or not:
@@ -44,7 +44,7 @@
  * reach process-global state, and there is one script run per process.
  */
 #include "lua/luautil.h"
-#include "lua/memory.h"
+#include "run/memory.h"
 
 #include <errno.h>
 #include <lauxlib.h>

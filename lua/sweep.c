@@ -39,7 +39,7 @@
  * Rows.  A row holds the point's keys (sorted), then run's row keys
  * (sorted), then point_id (string) and error (string, "" on success).  A
  * row may repeat a point's key only with the same value.  The first
- * successful row fixes the table's columns and types (lua/results.h); a
+ * successful row fixes the table's columns and types (io/results.h); a
  * later row that does not fit is recorded as a failure of its point.  A
  * point whose run raises an error (or returns a bad row) gets a row with
  * its message in `error` and defaults in the run's columns (NaN, 0, false,
@@ -53,7 +53,7 @@
  * (the default) the error rows of this sweep's points are first removed
  * (res_table_filter, crash-safe) and those points run again, so that every
  * point ends up with exactly one row.  Every row is flushed when written
- * (lua/results.c: a kill -9 keeps every written row), so an interrupted
+ * (io/results.c: a kill -9 keeps every written row), so an interrupted
  * sweep loses only the points in flight.
  *
  * Crashes.  A worker that dies (killed, crashed in C) is seen as EOF on its
@@ -70,14 +70,14 @@
  * job down; the rerun resumes.
  *
  * What a worker must not do: write the sweep's results file (its HDF5
- * state is a copy of the parent's; lua/results.c refuses writes through an
+ * state is a copy of the parent's; io/results.c refuses writes through an
  * inherited table), call js.sweep (refused), or os.exit (refused: it would
  * run the parent's exit handlers in the child).  Workers end with _exit()
  * after flushing stdio, so they never run exit handlers either.
  */
 #include "lua/sweep.h"
 #include "lua/luautil.h"
-#include "lua/results.h"
+#include "io/results.h"
 
 #include <errno.h>
 #include <lauxlib.h>

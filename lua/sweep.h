@@ -9,14 +9,14 @@
 #define LUA_SWEEP_H
 
 #include <glib.h>
-#include "lua/results.h"
-#include "lua/session.h"
+#include "io/results.h"
+#include "run/session.h"
 
 G_BEGIN_DECLS
 
 /* The number of points that failed in the js.sweep calls made with session
  * s since the last call, and forgets it (so call it once, after the script
- * has run).  sim/main.c exits with status 1 when it is not 0. */
+ * has run).  cli/main.c exits with status 1 when it is not 0. */
 guint js_sweep_take_failed(JsSession *s);
 
 /* The canonical identity of a point (the `point_id` column): its values

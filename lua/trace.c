@@ -12,9 +12,9 @@
  * Output files are written durably (temporary file + rename), so an error
  * never leaves a partial file behind.
  */
-#include "lua/commands.h"
+#include "cli/commands.h"
 #include "lua/luautil.h"
-#include "lua/memory.h"
+#include "run/memory.h"
 #include "models/net.h"
 #include "traces/gpt.h"
 #include "traces/import.h"
@@ -449,7 +449,7 @@ static gboolean parse_count(const char *s, guint64 lo, guint64 hi,
   return TRUE;
 }
 
-/* What every refusal to replace a file says (lua/confine.h). */
+/* What every refusal to replace a file says (run/confine.h). */
 #define FORCE_HINT "--force replaces it"
 
 /* Writes w to the native file `out` and says so; the exit status. */

@@ -19,9 +19,9 @@
  *                     row "gpu" with the GPU-level power parameters
  * Each table is replaced when it exists (other tables of the file stay).
  */
-#include "lua/commands.h"
+#include "cli/commands.h"
 #include "lua/luautil.h"
-#include "lua/results.h"
+#include "io/results.h"
 #include "models/fit.h"
 #include "models/gpufile.h"
 #include "traces/profile.h"
@@ -667,7 +667,7 @@ int js_cmd_validate(int argc, char **argv)
 
   GError *err = NULL;
   /* An output that would replace someone else's file is refused before
-   * any work (lua/confine.h). */
+   * any work (run/confine.h). */
   if (cfg.out != NULL && !cfg.force &&
       !js_output_check(cfg.out, JS_FILE_RESULTS, "--force replaces it",
                        &err)) {

@@ -7,7 +7,7 @@
  * gpu_spec_describe() output, so a parameter missing here fails it).
  */
 #include "models/gpufile.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <string.h>
 

@@ -41,7 +41,7 @@ gboolean gpu_spec_save_keyfile(const GpuSpec *spec, const char *path,
                                GError **error);
 
 /* TRUE when `path` is a key file with the [gpu] and [values] groups of a
- * catalogue entry (lua/confine.h: what a saved entry may replace). */
+ * catalogue entry (run/confine.h: what a saved entry may replace). */
 gboolean gpu_file_probe(const char *path);
 
 /* Reads one entry; `base` (may be NULL) resolves a `base=` key.  Errors

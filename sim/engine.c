@@ -96,7 +96,7 @@
  * weighted by the class size.  sim_engine_new() checks that the machine's
  * per-GPU power constants agree within each class; pricing by kernel_cost
  * and the network cannot be checked here and is the caller's contract
- * (lua/session.c refuses variability, stragglers and per-rank plans).
+ * (run/session.c refuses variability, stragglers and per-rank plans).
  *
  * Clock switches
  * --------------

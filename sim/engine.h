@@ -62,7 +62,7 @@
  *   stands for.  The machine must price every member of a class like its
  *   representative: sim_engine_new checks the per-GPU power constants;
  *   kernel_cost, the network callbacks and the plan are the caller's
- *   contract (lua/session.c refuses variability, stragglers, per-rank
+ *   contract (run/session.c refuses variability, stragglers, per-rank
  *   plans and timelines on folded workloads).  An observer sees the
  *   representatives' ops only.
  */

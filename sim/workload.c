@@ -1,7 +1,7 @@
 /* sim/workload.c -- workload container, string interning, rank builder and
  * the invariant check the engine relies on.  See sim/workload.h. */
 #include "sim/workload.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <string.h>
 
@@ -458,7 +458,7 @@ guint32 sim_rank_builder_add(SimRankBuilder *b, const SimOp *op)
 
 /* Counting sort by stream (stable), then handles -> final indices.  The op
  * array, the one allocation as large as the workload, is allocated first
- * and may fail (sim/fault.h): nothing has changed then. */
+ * and may fail (io/fault.h): nothing has changed then. */
 gboolean sim_rank_builder_try_finish(SimRankBuilder *b, SimWorkload *w,
                                      guint r, GError **error)
 {

@@ -269,7 +269,7 @@ guint32 sim_rank_builder_add(SimRankBuilder *b, const SimOp *op);
 /* Installs the ops as rank r of w and resets the builder for reuse. */
 void sim_rank_builder_finish(SimRankBuilder *b, SimWorkload *w, guint r);
 /* Like sim_rank_builder_finish() but the op array is allocated with
- * fault_try_alloc (sim/fault.h: FAULT_ALLOC, site "workload: op array"):
+ * fault_try_alloc (io/fault.h: FAULT_ALLOC, site "workload: op array"):
  * FALSE with SIM_ERROR_LIMIT naming rank r when it cannot be; the builder
  * and the workload are then unchanged. */
 gboolean sim_rank_builder_try_finish(SimRankBuilder *b, SimWorkload *w,

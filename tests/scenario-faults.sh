@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/scenario-faults.sh -- fault injection at the I/O boundary
-# (sim/fault.h, docs/fault-injection.md), end to end.
+# (io/fault.h, docs/fault-injection.md), end to end.
 #
 # For each command below: run it once with JOULESIM_FAULT_LOG=1 to count
 # its guarded calls (file reads and writes, HDF5 driver calls, op-array

@@ -3,7 +3,7 @@
  * workloads, nesting of granularities, switching latency, the planner
  * against brute force, determinism, memory clocks, and the Lua API. */
 #include "lua/bind.h"
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/dvfs/knapsack.h"
 #include "models/dvfs/model.h"
 #include "models/dvfs/planner.h"

@@ -1,4 +1,4 @@
-/* tests/test-fault.c -- the fault-injection countdown (sim/fault.h) and the
+/* tests/test-fault.c -- the fault-injection countdown (io/fault.h) and the
  * I/O paths it guards.
  *
  * First the switch itself: disarmed it never fires nor counts, armed it
@@ -13,11 +13,11 @@
  * previous rows; the native trace is the old file or the complete new
  * one, and no temporary file stays behind).
  */
-#include "lua/results.h"
+#include "io/results.h"
 #include "models/gpu.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 #include "traces/gpt.h"
-#include "traces/h5util.h"
+#include "io/h5util.h"
 #include "traces/import.h"
 #include "traces/native.h"
 #include "traces/profile.h"

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/cluster.h"
 #include "models/gpu.h"
 #include "models/net.h"

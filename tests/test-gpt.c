@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "lua/bind.h"
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/cluster.h"
 #include "models/gpu.h"
 #include "models/net.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/cluster.h"
 #include "models/net.h"
 #include "tests/testutil.h"

@@ -1,6 +1,6 @@
 /* tests/test-integration.c -- generator + GPU/network models + engine
  * together: invariants that only hold for the whole chain. */
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/cluster.h"
 #include "models/net.h"
 #include "traces/gpt.h"

@@ -2,7 +2,7 @@
  * kind of bad argument gives an error naming the function, the argument and
  * the script line. */
 #include "lua/bind.h"
-#include "lua/results.h"
+#include "io/results.h"
 #include "testutil.h"
 
 #include <string.h>

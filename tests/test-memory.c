@@ -1,6 +1,6 @@
-/* tests/test-memory.c -- lua/memory.c: --max-memory sizes and the early
+/* tests/test-memory.c -- run/memory.c: --max-memory sizes and the early
  * memory check. */
-#include "lua/memory.h"
+#include "run/memory.h"
 
 #include "tests/testutil.h"
 

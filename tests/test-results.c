@@ -4,8 +4,8 @@
  * opens, in C and in h5py, with every completed row), forked children that
  * must not write, removing rows crash-safely, timelines (also from a real
  * engine run), and reading the file with h5py. */
-#include "lua/results.h"
-#include "lua/session.h"
+#include "io/results.h"
+#include "run/session.h"
 #include "models/net.h"
 #include "traces/gpt.h"
 
@@ -640,7 +640,7 @@ static void test_attributes(Fixture *fx, gconstpointer data)
 
   /* Layout: compound, 1-D, unlimited, chunked 256 rows, no filter (a
    * compressed chunk moves when a row is appended, which a kill can
-   * corrupt: lua/results.c, Durability). */
+   * corrupt: io/results.c, Durability). */
   hid_t ftype = H5Dget_type(dset);
   g_assert_cmpint(H5Tget_class(ftype), ==, H5T_COMPOUND);
   g_assert_cmpint(H5Tget_nmembers(ftype), ==, G_N_ELEMENTS(r));
@@ -869,7 +869,7 @@ static G_GNUC_NORETURN void kill_writer(const char *path)
  * creation, table creation, appends, closes and reopens) and checks each
  * file: it opens, and its rows are exactly 0..n-1 with their values (no
  * lost, torn or zero-filled row).  Then h5py reads every file and finds
- * the same row counts.  (lua/results.c, Durability, gives the figures of
+ * the same row counts.  (io/results.c, Durability, gives the figures of
  * a longer run of the same test.) */
 static void test_kill_loop(Fixture *fx, gconstpointer data)
 {

@@ -3,7 +3,7 @@
  * jobs, failing and crashing points, resume after SIGKILL with every point
  * exactly once, retry of failed points, and bad arguments. */
 #include "lua/bind.h"
-#include "lua/results.h"
+#include "io/results.h"
 #include "lua/sweep.h"
 
 #include <math.h>

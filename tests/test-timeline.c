@@ -3,7 +3,7 @@
  * process and thread, the power counter integrates to the engine's energy,
  * GPU and window filters work, hostile kernel names stay valid JSON, and
  * failures leave no file. */
-#include "lua/session.h"
+#include "run/session.h"
 #include "models/net.h"
 #include "traces/gpt.h"
 #include "traces/timeline.h"

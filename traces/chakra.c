@@ -54,7 +54,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 #include "chakra.pb-c.h"
 
 #include <errno.h>

@@ -285,7 +285,7 @@
  *   16-bit (<= 65535 microbatches).
  */
 #include "traces/gpt.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <math.h>
 #include <string.h>

@@ -66,7 +66,7 @@
  */
 #include "traces/import.h"
 #include "traces/classify.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -51,7 +51,7 @@
 #include "traces/import.h"
 #include "traces/classify.h"
 #include "traces/shapes.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <math.h>

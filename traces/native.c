@@ -65,8 +65,8 @@
  */
 #include "traces/native.h"
 #include "sim/engine.h"
-#include "sim/fault.h"
-#include "traces/h5util.h"
+#include "io/fault.h"
+#include "io/h5util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -497,7 +497,7 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
   NatWriter wr = { path, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
                    H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID };
   /* A copy of the default list: HDF5's own driver, or the fault driver
-   * when fault injection is armed (traces/h5util.c). */
+   * when fault injection is armed (io/h5util.c). */
   g_auto(H5uHid) fapl = H5Pcopy(H5P_FILE_ACCESS_DEFAULT);
   g_auto(H5uHid) fcpl = H5Pcreate(H5P_FILE_CREATE);
   g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);

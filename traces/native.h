@@ -50,7 +50,7 @@ gboolean trace_native_probe(const char *path);
 
 /* TRUE when `path` is a joulesim trace: an HDF5 file whose root attribute
  * format names this format (any version, intact or not).  For refusing to
- * replace other files with a trace (lua/confine.h). */
+ * replace other files with a trace (run/confine.h). */
 gboolean trace_native_is_trace(const char *path);
 
 /* Collectives of one kind of communicator group (see trace_stats). */

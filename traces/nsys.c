@@ -33,7 +33,7 @@
  * file (one profiled process per file, as nsys writes one per rank).
  */
 #include "traces/import.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 #include "traces/classify.h"
 
 #include <errno.h>

@@ -46,7 +46,7 @@
  * sampled clock inside it (locked clocks make it unique).
  */
 #include "traces/profile.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <math.h>
 #include <stdio.h>

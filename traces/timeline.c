@@ -49,7 +49,7 @@
  * and renamed on close; on error it is removed.
  */
 #include "traces/timeline.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -75,7 +75,7 @@ void trace_timeline_abort(TraceTimeline *tl);
 
 /* TRUE when `path` starts like a timeline this module writes (its header
  * names joulesim as the generator); for refusing to replace other files
- * with a timeline (lua/confine.h). */
+ * with a timeline (run/confine.h). */
 gboolean trace_timeline_probe(const char *path);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TraceTimeline, trace_timeline_abort)
 

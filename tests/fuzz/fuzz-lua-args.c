@@ -44,7 +44,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "lua/bind.h"
-#include "lua/session.h"
+#include "run/session.h"
 
 #include <fcntl.h>
 #include <unistd.h>

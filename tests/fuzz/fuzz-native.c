@@ -31,7 +31,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "traces/native.h"
-#include "traces/h5util.h"
+#include "io/h5util.h"
 
 #include <hdf5.h>
 #include <stddef.h>

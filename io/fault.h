@@ -1,4 +1,4 @@
-/* sim/fault.h -- fault injection at the I/O boundary: a countdown switch.
+/* io/fault.h -- fault injection at the I/O boundary: a countdown switch.
  *
  * Every place where joulesim touches the outside world and can fail -- a
  * file opened or read, an HDF5 file driver call, the allocation of a
@@ -19,7 +19,7 @@
  *                renames, fsync, the native trace's seal, timeline JSON
  *   FAULT_HDF5   every call HDF5 makes to its file driver (open, read,
  *                write, flush, truncate) for the files joulesim opens,
- *                except inside H5Fclose (traces/h5util.c)
+ *                except inside H5Fclose (io/h5util.c)
  *   FAULT_ALLOC  op-array allocations of the workload builders
  *
  * State.  The switch is process-global on purpose: it must reach the
@@ -87,7 +87,7 @@ const char *fault_kind_name(FaultKind kind);
 
 /* Guarded calls inside fault_suspend() .. fault_resume() (nestable) are
  * neither counted nor failed: for work that has no clean failure path of
- * its own (HDF5's H5Fclose, see traces/h5util.c). */
+ * its own (HDF5's H5Fclose, see io/h5util.c). */
 void fault_suspend(void);
 void fault_resume(void);
 

@@ -1,4 +1,4 @@
-/* lua/session.h -- one scenario run's context and the orchestration shared
+/* run/session.h -- one scenario run's context and the orchestration shared
  * by the Lua binding, the CLI and the benchmark: cluster + workload + policy
  * -> machine -> plan -> engine -> result.  No global state: everything a
  * script needs lives in its JsSession.
@@ -14,7 +14,7 @@
 #include "models/dvfs/planner.h"
 #include "models/dvfs/perseus.h"
 #include "models/straggler.h"
-#include "lua/confine.h"
+#include "run/confine.h"
 
 G_BEGIN_DECLS
 
@@ -42,7 +42,7 @@ typedef struct {
   guint jobs;
   guint64 max_memory;       /* --max-memory bytes; 0: what is available */
   gboolean sandbox;         /* --sandbox: allow-listed globals, confined
-                               files (lua/sandbox.c, lua/confine.h) */
+                               files (lua/sandbox.c, run/confine.h) */
   JsConfine *confine;       /* owned; the sandbox's file rules (set when
                                sandbox is) */
   JsLimits limits;

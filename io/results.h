@@ -1,8 +1,8 @@
-/* lua/results.h -- appendable HDF5 results tables and run timelines
+/* io/results.h -- appendable HDF5 results tables and run timelines
  * (DESIGN section 9).
  *
  * One compound dataset per table at /results/<table>, chunked (not
- * compressed: see Durability in lua/results.c), extendible along its single
+ * compressed: see Durability in io/results.c), extendible along its single
  * dimension.  Columns are typed from
  * the first row ever written to the table (int64, float64, bool stored as
  * uint8 with an enum-free convention, variable-length UTF-8 strings); a later
@@ -13,7 +13,7 @@
  * _tflops: TFLOP/s).
  * Every append is flushed before it returns: a process killed at any
  * instant leaves a file that HDF5 and h5py open, holding every row whose
- * append had returned (lua/results.c, Durability, says how and how it was
+ * append had returned (io/results.c, Durability, says how and how it was
  * verified).  Per-run power timelines live under /timelines/<run>.
  *
  * Names of tables and timelines are non-empty UTF-8 without '/' and do not
@@ -54,7 +54,7 @@ typedef struct {
 typedef struct ResTable ResTable;
 
 /* TRUE when `path` is a joulesim results file: HDF5 with the root
- * attribute joulesim_version and a /results group (lua/confine.h). */
+ * attribute joulesim_version and a /results group (run/confine.h). */
 gboolean res_file_probe(const char *path);
 
 /* Opens (creating when needed) `path` and table `table`.  APPEND keeps

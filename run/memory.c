@@ -1,5 +1,5 @@
-/* lua/memory.c -- memory limits; see memory.h. */
-#include "lua/memory.h"
+/* run/memory.c -- memory limits; see memory.h. */
+#include "run/memory.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* lua/memory.h -- fail early, with an estimate, instead of being OOM-killed
+/* run/memory.h -- fail early, with an estimate, instead of being OOM-killed
  * (DESIGN section 10; issue 8 item 8).
  *
  * Whatever is about to build something big (a generated or loaded

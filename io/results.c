@@ -1,4 +1,4 @@
-/* lua/results.c -- appendable HDF5 results tables and run timelines
+/* io/results.c -- appendable HDF5 results tables and run timelines
  * (DESIGN section 9).
  *
  * File layout:
@@ -92,9 +92,9 @@
  * HDF5 handle is held in a g_auto(H5uHid) or in the ResTable, so every exit
  * path closes it.
  */
-#include "lua/results.h"
-#include "sim/fault.h"
-#include "traces/h5util.h"
+#include "io/results.h"
+#include "io/fault.h"
+#include "io/h5util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -390,7 +390,7 @@ static gboolean res_fsync(hid_t file)
 }
 
 /* In a fork()ed child: closes the descriptors of every HDF5 file open in
- * the parent (see lua/results.h). */
+ * the parent (see io/results.h). */
 void res_release_files_in_child(void)
 {
   g_auto(H5uQuiet) quiet = h5u_quiet();
@@ -417,8 +417,8 @@ void res_release_files_in_child(void)
     close(null_fd);
 }
 
-/* H5Fclose without fault injection (sim/fault.h): HDF5 1.10 cannot recover
- * from a failed close (traces/h5util.c), so callers flush first. */
+/* H5Fclose without fault injection (io/fault.h): HDF5 1.10 cannot recover
+ * from a failed close (io/h5util.c), so callers flush first. */
 static herr_t res_close_file(hid_t file)
 {
   fault_suspend();
@@ -698,7 +698,7 @@ static gboolean res_recover_rewrite(hid_t file, const char *path,
   return TRUE;
 }
 
-/* Opens `table` in the results file at `path` (see lua/results.h).
+/* Opens `table` in the results file at `path` (see io/results.h).
  * Returns a new ResTable owned by the caller (res_table_close), or NULL
  * with error: RES_ERROR_IO when the file cannot be opened or created (a
  * file this call created is removed again), RES_ERROR_SCHEMA when the table
@@ -941,7 +941,7 @@ static gboolean res_table_put(ResTable *t, const ResValue *v, GError **error)
   return TRUE;
 }
 
-/* Appends one row (see lua/results.h).  Errors: RES_ERROR_SCHEMA naming the
+/* Appends one row (see io/results.h).  Errors: RES_ERROR_SCHEMA naming the
  * column for a missing, unknown, repeated or mistyped column (the table is
  * unchanged); RES_ERROR_IO when HDF5 fails to extend, write or flush. */
 gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
@@ -1238,7 +1238,7 @@ static htri_t res_link_exists(hid_t file, const char *group,
   return g > 0 ? H5Lexists(file, link, H5P_DEFAULT) : g;
 }
 
-/* Reads every row of `table` from `path` (see lua/results.h).  Returns a
+/* Reads every row of `table` from `path` (see io/results.h).  Returns a
  * new array (owned by the caller; g_ptr_array_unref frees everything) of
  * rows in file order, each a GPtrArray of ResValue* in column order; NULL
  * with RES_ERROR_IO when the file or table cannot be read, RES_ERROR_SCHEMA
@@ -1272,7 +1272,7 @@ GPtrArray *res_table_read(const char *path, const char *table, GError **error)
 /* ---- removing rows -------------------------------------------------------- */
 
 /* Removes the rows of `table` for which keep(row, data) is FALSE (see
- * lua/results.h).  The kept rows are written, in order, to a copy of the
+ * io/results.h).  The kept rows are written, in order, to a copy of the
  * table made with H5Ocopy (attributes included) at "/results/.<table>
  * .rewrite", which is flushed before the table is unlinked and the copy
  * moved to its name and flushed again; res_table_open and res_table_read
@@ -1513,7 +1513,7 @@ static gboolean res_timeline_put(hid_t file, const char *dset_path,
   return TRUE;
 }
 
-/* Writes the timeline of one run (see lua/results.h).  The dataset is
+/* Writes the timeline of one run (see io/results.h).  The dataset is
  * written complete under "/timelines/.<run>.partial", flushed, and then
  * moved to "/timelines/<run>", so a kill never leaves a partial timeline
  * under the run's name. */

@@ -1,6 +1,6 @@
-/* lua/confine.c -- see lua/confine.h. */
-#include "lua/confine.h"
-#include "lua/results.h"
+/* run/confine.c -- see run/confine.h. */
+#include "run/confine.h"
+#include "io/results.h"
 #include "models/gpufile.h"
 #include "traces/native.h"
 #include "traces/timeline.h"

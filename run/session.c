@@ -1,6 +1,6 @@
-/* lua/session.c -- see lua/session.h. */
-#include "lua/session.h"
-#include "lua/memory.h"
+/* run/session.c -- see run/session.h. */
+#include "run/session.h"
+#include "run/memory.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* sim/fault.c -- the countdown switch of sim/fault.h.
+/* io/fault.c -- the countdown switch of io/fault.h.
  *
  * Algorithm.  One process-wide record {fail_at, kinds, log, count, fired,
  * suspended}.  fault_inject() is an inline test of `fault_enabled_` (FALSE
@@ -21,7 +21,7 @@
  * driver operation), so the failure is the one the call would report, not
  * a partial read or a short write.
  */
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <stdlib.h>

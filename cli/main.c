@@ -1,16 +1,16 @@
-/* sim/main.c -- the joulesim command line (DESIGN section 8).
+/* cli/main.c -- the joulesim command line (DESIGN section 8).
  *
  * The only file that may include every layer.  Exit status: 0 success, 1 a
  * user error (the message names the file, line or field), 2 a usage error.
  * Only this file prints errors.
  */
 #include "lua/bind.h"
-#include "lua/commands.h"
-#include "lua/memory.h"
-#include "lua/session.h"
+#include "cli/commands.h"
+#include "run/memory.h"
+#include "run/session.h"
 #include "lua/sweep.h"
 #include "models/gpu.h"
-#include "sim/fault.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* traces/h5util.h -- small HDF5 helpers shared by every module that reads
- * or writes HDF5 (traces/native.c, lua/results.c): owned identifiers closed
+/* io/h5util.h -- small HDF5 helpers shared by every module that reads
+ * or writes HDF5 (traces/native.c, io/results.c): owned identifiers closed
  * by g_auto, a guard that silences HDF5's automatic error printing for the
  * duration of a public call, and the reason of the last HDF5 failure.
  */

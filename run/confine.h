@@ -1,4 +1,4 @@
-/* lua/confine.h -- where a sandboxed scenario may read and write files, and
+/* run/confine.h -- where a sandboxed scenario may read and write files, and
  * which existing files an output may replace (issue 13).
  *
  * A JsConfine is two lists of canonical directories (absolute, symbolic
@@ -37,7 +37,7 @@ typedef enum { JS_ACCESS_READ, JS_ACCESS_WRITE } JsAccess;
 /* The kinds of file joulesim writes. */
 typedef enum {
   JS_FILE_TRACE,     /* a native trace (HDF5, traces/native.h) */
-  JS_FILE_RESULTS,   /* a results file (HDF5 with /results, lua/results.h) */
+  JS_FILE_RESULTS,   /* a results file (HDF5 with /results, io/results.h) */
   JS_FILE_TIMELINE,  /* a Chrome trace-event timeline (traces/timeline.h) */
   JS_FILE_GPU,       /* a GPU catalogue entry (models/gpufile.h) */
 } JsFileKind;

@@ -1,4 +1,4 @@
-/* lua/bench.c -- `joulesim bench`: the performance figures of DESIGN
+/* cli/bench.c -- `joulesim bench`: the performance figures of DESIGN
  * section 10 (issue 8), as text or as JSON.
  *
  * Every case runs in a child process (this binary, `bench --case ...` or
@@ -24,8 +24,8 @@
  * A case whose target (DESIGN section 10) is known prints it and whether
  * it was met.  Timings live here and never in tests.
  */
-#include "lua/commands.h"
-#include "lua/session.h"
+#include "cli/commands.h"
+#include "run/session.h"
 #include "models/cluster.h"
 #include "models/dvfs/planner.h"
 #include "models/gpu.h"

@@ -1,6 +1,6 @@
-/* traces/h5util.c -- see traces/h5util.h.
+/* io/h5util.c -- see io/h5util.h.
  *
- * Fault injection (sim/fault.h).  When the fault switch is armed, every
+ * Fault injection (io/fault.h).  When the fault switch is armed, every
  * HDF5 file that joulesim opens is routed through "joulesim-fault", a file
  * driver that passes each operation to HDF5's own sec2 (POSIX) driver,
  * after asking fault_inject(FAULT_HDF5, "OP FILE") for open, read, write,
@@ -20,10 +20,10 @@
  * close would do are made, and can fail, in a guarded H5Fflush.
  *
  * The driver's id and the pending fault below are process-wide, like the
- * fault switch itself (sim/fault.h says why) and HDF5's own driver ids.
+ * fault switch itself (io/fault.h says why) and HDF5's own driver ids.
  */
-#include "traces/h5util.h"
-#include "sim/fault.h"
+#include "io/h5util.h"
+#include "io/fault.h"
 
 #include <H5FDsec2.h>
 #include <string.h>
