@@ -17,6 +17,7 @@
 #include "lua/bind.h"
 #include "lua/luautil.h"
 #include "run/memory.h"
+#include "run/validate.h"
 #include "io/results.h"
 #include "io/fault.h"
 #include "sim/pcg.h"
@@ -696,11 +697,11 @@ static int l_simulate(lua_State *L)
     BootRun b = {s, c, lw->w, &pol, opt};
     b.opt.observer = NULL;
     b.opt.observer_data = NULL;
-    JslFitInput in = {0};
-    jsl_fit_input_from_profile(uprof, &in);
+    JsFitInput in = {0};
+    js_fit_input_from_profile(uprof, &in);
     uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, umode, ulimit, usamples,
                               ulevel, useed, 2, boot_simulate, &b, iv, &err);
-    jsl_fit_input_clear(&in);
+    js_fit_input_clear(&in);
   }
   c->perf_spread = saved_perf;
   c->power_spread = saved_power;
@@ -1046,6 +1047,7 @@ static void open_state(lua_State *L, JsSession *s)
     jsl_open_sandbox(L); /* lua/sandbox.c: the allow-list */
   else
     luaL_openlibs(L);
+  jsl_open_print(L);
   new_metatable(L, CLUSTER_MT, cluster_gc, cluster_index, cluster_tostring);
   new_metatable(L, WORKLOAD_MT, workload_gc, workload_index,
                 workload_tostring);

@@ -83,6 +83,9 @@ static inline void jsl_set_int(lua_State *L, const char *k, lua_Integer v)
 lua_State *jsl_state_new(JsSession *s);
 /* lua/sandbox.c: the sandbox's globals in place of luaL_openlibs. */
 void jsl_open_sandbox(lua_State *L);
+/* lua/sandbox.c: the global print, writing through the session's print
+ * hook (run/session.h); after the libraries are open. */
+void jsl_open_print(lua_State *L);
 /* lua/sandbox.c: __metatable on every "joulesim.*" metatable. */
 void jsl_protect_metatables(lua_State *L);
 /* lua/sandbox.c: raise "FN: sandbox: ..." unless the session may read
@@ -132,15 +135,6 @@ void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
                        guint tp, const guint16 *clocks, guint n_clocks,
                        gint64 allmax_time_ns, double allmax_energy_j);
 
-/* lua/validate.c: FitOp records of a profile (points copied; op names
- * borrowed from the profile), freed with jsl_fit_input_clear. */
-typedef struct {
-  FitOp *ops;
-  FitPoint **points;
-  guint n;
-} JslFitInput;
-void jsl_fit_input_from_profile(const Profile *p, JslFitInput *in);
-void jsl_fit_input_clear(JslFitInput *in);
 /* lua/validate.c: the profile argument 'profile' of the table at idx: a
  * path (loaded, and pushed as a profile userdata so it is collected) or a
  * profile from js.profile.load.  Leaves one value on the stack; raises

@@ -1,6 +1,11 @@
-/* lua/sandbox.c -- the Lua state of a scenario: its allocator, the
- * sandbox's allow-listed globals, and the limits that stop a runaway
- * script (issue 13; docs/lua-api.md, "The sandbox" and "Limits").
+/* lua/sandbox.c -- the Lua state of a scenario: its allocator, where its
+ * text goes, the sandbox's allow-listed globals, and the limits that stop
+ * a runaway script (docs/lua-api.md, "The sandbox" and "Limits").
+ *
+ * Text: print, Lua's warnings and the panic message go to the session's
+ * print hook (run/session.h), never to a stream; the CLI's hook writes
+ * them to stdout and stderr.  (The one exception is the --max-seconds
+ * hard stop below: a signal handler can only write(2) its message.)
  *
  * The sandbox is an allow-list.  A sandboxed state never opens io, os,
  * debug or package.  It opens base, string, table, math, utf8 and
@@ -84,31 +89,73 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   return p;
 }
 
+/* ---- what a script writes ---------------------------------------------- */
+
+/* Hands text to the session's print hook (run/session.h); without one the
+ * text is dropped. */
+static void emit(JsSession *s, JsPrintStream to, const char *text, gsize len)
+{
+  if (s != NULL && s->print != NULL)
+    s->print(to, text, len, s->print_data);
+}
+
 static int panic(lua_State *L)
 {
   const char *msg = lua_tostring(L, -1);
-  fprintf(stderr, "joulesim: Lua panic (unprotected error): %s\n",
-          msg != NULL ? msg : "(not a string)");
+  g_autofree char *line = g_strdup_printf(
+    "joulesim: Lua panic (unprotected error): %s\n",
+    msg != NULL ? msg : "(not a string)");
+  emit(jsl_session(L), JS_PRINT_ERR, line, strlen(line));
   return 0; /* Lua aborts */
 }
 
 /* Lua's warning function as luaL_newstate sets it up: off until "@on",
- * then "Lua warning: " + the pieces to stderr.  ud is the on/off flag. */
+ * then "Lua warning: " + the pieces, as diagnostics.  ud is the session;
+ * the on/off state is process-global like the alarm's (one script run per
+ * process). */
+static gboolean warnings_on;
 static void warnf(void *ud, const char *msg, int tocont)
 {
   static gboolean continuing;
-  gboolean *on = ud;
   if (!continuing && !tocont && msg[0] == '@') {
     if (strcmp(msg, "@on") == 0)
-      *on = TRUE;
+      warnings_on = TRUE;
     else if (strcmp(msg, "@off") == 0)
-      *on = FALSE;
+      warnings_on = FALSE;
     return;
   }
-  if (*on)
-    fprintf(stderr, "%s%s%s", continuing ? "" : "Lua warning: ", msg,
-            tocont ? "" : "\n");
+  if (warnings_on) {
+    if (!continuing)
+      emit(ud, JS_PRINT_ERR, "Lua warning: ", 13);
+    emit(ud, JS_PRINT_ERR, msg, strlen(msg));
+    if (!tocont)
+      emit(ud, JS_PRINT_ERR, "\n", 1);
+  }
   continuing = tocont != 0;
+}
+
+/* print(...): Lua's own (luaB_print), its text going to the print hook:
+ * each argument through tostring, separated by tabs, then a newline. */
+static int l_print(lua_State *L)
+{
+  JsSession *s = jsl_session(L);
+  int n = lua_gettop(L);
+  for (int i = 1; i <= n; i++) {
+    size_t len;
+    const char *str = luaL_tolstring(L, i, &len);
+    if (i > 1)
+      emit(s, JS_PRINT_OUT, "\t", 1);
+    emit(s, JS_PRINT_OUT, str, len);
+    lua_pop(L, 1);
+  }
+  emit(s, JS_PRINT_OUT, "\n", 1);
+  return 0;
+}
+
+void jsl_open_print(lua_State *L)
+{
+  lua_pushcfunction(L, l_print);
+  lua_setglobal(L, "print");
 }
 
 lua_State *jsl_state_new(JsSession *s)
@@ -126,9 +173,8 @@ lua_State *jsl_state_new(JsSession *s)
   if (L == NULL)
     return NULL;
   lua_atpanic(L, panic);
-  static gboolean warnings_on;
   warnings_on = FALSE;
-  lua_setwarnf(L, warnf, &warnings_on);
+  lua_setwarnf(L, warnf, s);
   *(JsSession **)lua_getextraspace(L) = s;
   return L;
 }

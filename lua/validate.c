@@ -1,740 +1,27 @@
-/* lua/validate.c -- measured profiles against the model: `joulesim
- * validate`, js.profile, js.validate, js.validate_interval and
- * js.validate_run.
+/* lua/validate.c -- measured profiles against the model from Lua:
+ * js.profile (load, load_nvml, profile userdata), js.validate,
+ * js.validate_interval and js.validate_run.
  *
- * The work is done by traces/profile.c (loading) and models/fit.c (fitting
- * and held-out prediction); this file converts a Profile into FitOp
- * records, formats the readable report, writes the HDF5 tables and saves
- * fitted catalogue entries (models/gpufile.c).  See docs/validation.md.
- *
- * HDF5 tables written by --out / out=:
- *   validate_points   one row per measured point: measured, out-of-box and
- *                     fitted time/energy, relative residuals, held out or
- *                     not, fold
- *   validate_summary  one row per op and one "overall": MAPE / max / bias
- *                     (in %) of both models on the held-out points, the
- *                     minimum-energy clocks, savings and regrets
- *   validate_model    the fitted model: one row per op (time coefficients,
- *                     saturation clock, dynamic and DRAM energy) and one
- *                     row "gpu" with the GPU-level power parameters
- * Each table is replaced when it exists (other tables of the file stay).
+ * The validation itself, its report and its HDF5 tables are run/validate.h
+ * (shared with `joulesim validate`, cli/cmd_validate.c); loading is
+ * traces/profile.c and fitting models/fit.c.  This file checks the Lua
+ * arguments, converts the results to Lua tables and, for js.validate{
+ * save_gpu = }, defines the fitted entry in the session's catalogue.  See
+ * docs/validation.md.
  */
-#include "cli/commands.h"
 #include "lua/luautil.h"
-#include "io/results.h"
+#include "run/validate.h"
 #include "models/fit.h"
 #include "models/gpufile.h"
 #include "traces/profile.h"
 
-#include <errno.h>
-#include <gio/gio.h>
-#include <glib/gstdio.h>
 #include <lauxlib.h>
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define PROFILE_MT "joulesim.Profile"
 #define FITMODEL_MT "joulesim.FitModel"
 #define REPORTBOX_MT "joulesim.FitReportBox"
-
-#define EXIT_USER 1
-#define EXIT_USAGE 2
-
-/* ---------------------------------------------------------------------- */
-/* Profile -> fit input                                                    */
-
-/* FitOp records for a profile; points are copied (the profile may go).
- * Exported through lua/luautil.h (js.simulate's uncertainty). */
-typedef JslFitInput FitInput;
-
-void jsl_fit_input_clear(FitInput *in)
-{
-  for (guint i = 0; i < in->n; i++)
-    g_free(in->points[i]);
-  g_free(in->points);
-  g_free(in->ops);
-  memset(in, 0, sizeof *in);
-}
-
-/* Op names stay borrowed from p. */
-void jsl_fit_input_from_profile(const Profile *p, FitInput *in)
-{
-  in->n = p->ops->len;
-  in->ops = g_new0(FitOp, in->n);
-  in->points = g_new0(FitPoint *, in->n);
-  for (guint i = 0; i < in->n; i++) {
-    const ProfileOp *op = g_ptr_array_index(p->ops, i);
-    FitOp *f = &in->ops[i];
-    f->name = op->name;
-    f->klass = op->klass;
-    f->count = op->count;
-    f->mix = FIT_MIX_NONE;
-    if (op->instruction != NULL) {
-      if (g_ascii_strcasecmp(op->instruction, "forward") == 0)
-        f->mix = FIT_MIX_FORWARD;
-      else if (g_ascii_strcasecmp(op->instruction, "backward") == 0)
-        f->mix = FIT_MIX_BACKWARD;
-    }
-    in->points[i] = g_new(FitPoint, op->points->len);
-    for (guint j = 0; j < op->points->len; j++) {
-      const ProfilePoint *pp = &g_array_index(op->points, ProfilePoint, j);
-      in->points[i][j] =
-          (FitPoint){pp->sm_mhz, pp->mem_mhz, pp->time_s, pp->energy_j};
-    }
-    f->points = in->points[i];
-    f->n_points = op->points->len;
-  }
-}
-
-/* ---------------------------------------------------------------------- */
-/* The validation run shared by the CLI and js.validate                    */
-
-typedef struct {
-  const char *gpu;          /* catalogue name */
-  FitMode mode;
-  double holdout;
-  guint folds;
-  guint64 seed;
-  double power_limit_w;     /* <= 0: the GPU's default */
-  const char *out;          /* HDF5 path or NULL */
-  const char *save_gpu;     /* name of the fitted entry or NULL */
-  gboolean force;           /* --force: an existing `out` that is not a
-                               results file is replaced, not refused */
-} ValidateCfg;
-
-static const char *format_name(ProfileFormat f)
-{
-  return f == PROFILE_PERSEUS ? "perseus" : "kernel";
-}
-
-static double pct(double x)
-{
-  return 100 * x;
-}
-
-/* The readable report. */
-static void report_text(const Profile *p, const GpuSpec *g,
-                        const ValidateCfg *cfg, const FitReport *r,
-                        gboolean points, GString *o)
-{
-  const FitModel *oob = r->oob;
-  guint lo = G_MAXUINT, hi = 0;
-  for (guint k = 0; k < r->rows->len; k++) {
-    const FitRow *row = &g_array_index(r->rows, FitRow, k);
-    lo = MIN(lo, row->sm_mhz);
-    hi = MAX(hi, row->sm_mhz);
-  }
-  g_string_append_printf(
-      o, "profile %s (%s form): %u ops, %u SM clocks %u-%u MHz\n", p->path,
-      format_name(p->format), p->ops->len, r->n_clocks, lo, hi);
-  g_string_append_printf(o, "GPU %s, power limit %.0f W; fit: %s", g->name,
-                         oob->power_limit_w, fit_mode_name(r->mode));
-  if (r->mode == FIT_NONE)
-    g_string_append(o, " (out of the box only, every point)\n");
-  else if (r->folds > 0)
-    g_string_append_printf(o, ", %u-fold over SM clocks (seed %" G_GUINT64_FORMAT
-                              ")\n",
-                           r->folds, cfg->seed);
-  else {
-    g_string_append_printf(o, ", %u of %u clocks held out (seed %" G_GUINT64_FORMAT
-                              "):",
-                           r->n_heldout_clocks, r->n_clocks, cfg->seed);
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-    g_autoptr(GArray) hc = g_array_new(FALSE, FALSE, sizeof(guint));
-    for (guint k = 0; k < r->rows->len; k++) {
-      const FitRow *row = &g_array_index(r->rows, FitRow, k);
-      if (row->heldout && g_hash_table_add(seen, GUINT_TO_POINTER(row->sm_mhz)))
-        g_array_append_val(hc, row->sm_mhz);
-    }
-    for (guint i = 0; i < hc->len; i++)
-      for (guint j = i + 1; j < hc->len; j++)
-        if (g_array_index(hc, guint, j) < g_array_index(hc, guint, i)) {
-          guint t = g_array_index(hc, guint, i);
-          g_array_index(hc, guint, i) = g_array_index(hc, guint, j);
-          g_array_index(hc, guint, j) = t;
-        }
-    for (guint i = 0; i < hc->len; i++)
-      g_string_append_printf(o, " %u", g_array_index(hc, guint, i));
-    g_string_append(o, "\n");
-  }
-
-  gboolean fitted = r->mode != FIT_NONE;
-  g_string_append(o, "\nErrors on held-out points (%, pred/meas - 1)\n");
-  /* Columns: name (22) pts (6), then per model 36 characters. */
-  int n_models = fitted ? 2 : 1;
-  static const char *const titles[2] = {"------- out of the box -------",
-                                        "----------- fitted -----------"};
-  g_string_append_printf(o, "%-28s", "");
-  for (int m = 0; m < n_models; m++)
-    g_string_append_printf(o, "%s %-35s", m == 1 ? "  " : "", titles[m]);
-  g_string_append_printf(o, "\n%-28s", "");
-  for (int m = 0; m < n_models; m++)
-    g_string_append_printf(o, "%s %-17s %-17s", m == 1 ? "  " : "", "time",
-                           "energy");
-  g_string_append_printf(o, "\n%-22s %5s", "op", "pts");
-  for (int m = 0; m < n_models; m++)
-    g_string_append_printf(o, "%s %5s %5s %5s %5s %5s %5s", m == 1 ? "  " : "",
-                           "MAPE", "max", "bias", "MAPE", "max", "bias");
-  g_string_append(o, "\n");
-  for (guint i = 0; i < r->summary->len; i++) {
-    const FitSummary *s = &g_array_index(r->summary, FitSummary, i);
-    g_string_append_printf(o, "%-22.22s %5u", s->name, s->fit.n);
-    const FitErr *e[2] = {&s->oob, &s->fit};
-    for (int m = 0; m < (fitted ? 2 : 1); m++) {
-      g_string_append_printf(o, "%s %5.2f %5.2f %+5.2f %5.2f %5.2f %+5.2f",
-                             m == 1 ? "  " : "", pct(e[m]->time_mape),
-                             pct(e[m]->time_max), pct(e[m]->time_bias),
-                             pct(e[m]->energy_mape), pct(e[m]->energy_max),
-                             pct(e[m]->energy_bias));
-    }
-    g_string_append(o, "\n");
-  }
-
-  g_string_append(o, "\nMinimum-energy SM clock (MHz), energy saving there "
-                     "vs the top clock (%),\nregret = measured energy at the "
-                     "predicted minimum over the measured minimum - 1 (%)\n");
-  g_string_append_printf(o, "%-22s %5s %5s %5s  %6s %6s %6s  %6s %6s\n", "op",
-                         "meas", "oob", "fit", "meas", "oob", "fit",
-                         "r.oob", "r.fit");
-  for (guint i = 0; i < r->summary->len; i++) {
-    const FitSummary *s = &g_array_index(r->summary, FitSummary, i);
-    if (isnan(s->saving_meas)) {
-      g_string_append_printf(o, "%-22.22s (no clock pair common to every op)\n",
-                             s->name);
-      continue;
-    }
-    g_string_append_printf(o,
-                           "%-22.22s %5u %5u %5u  %6.2f %6.2f %6.2f  %6.2f "
-                           "%6.2f\n",
-                           s->name, s->min_sm_meas, s->min_sm_oob,
-                           s->min_sm_fit, pct(s->saving_meas),
-                           pct(s->saving_oob), pct(s->saving_fit),
-                           pct(s->regret_oob), pct(s->regret_fit));
-  }
-  if (r->fitted_all != NULL) {
-    const FitModel *m = r->fitted_all;
-    g_string_append_printf(o, "\nModel fitted on every point (%s):\n",
-                           fit_mode_name(m->mode));
-    if (m->mode == FIT_POWER || m->mode == FIT_ALL)
-      g_string_append_printf(
-          o,
-          "  P_const %.1f W (catalogue %.1f), P_leak %.1f W (%.1f), v_min/v_max "
-          "%.3f (%.3f), f_knee %.0f MHz (%.0f), P_dyn x %.3f\n",
-          m->p_const_w, g->p_const_w.v, m->p_leak_w, g->p_leak_w.v,
-          m->v_ratio, g->v_min.v / g->v_max.v, m->f_knee_mhz,
-          g->f_knee_mhz.v, m->dyn_scale);
-    g_string_append_printf(o,
-                           "  training RMS error: time %.2f%%, energy %.2f%%\n",
-                           pct(m->rms_rel_time), pct(m->rms_rel_energy));
-    g_string_append_printf(o, "  %-22s %9s %6s %6s %6s %6s\n", "op", "t0 (s)",
-                           "a_c", "a_m", "a_o", "sat");
-    for (guint i = 0; i < m->n_ops; i++) {
-      const FitOpModel *om = &m->ops[i];
-      g_string_append_printf(o, "  %-22.22s %9.5f %6.3f %6.3f %6.3f ",
-                             ((const ProfileOp *)g_ptr_array_index(p->ops, i))
-                                 ->name,
-                             om->t0_s, om->a_c, om->a_m, om->a_o);
-      if (om->sat_mhz > 0)
-        g_string_append_printf(o, "%6.0f\n", om->sat_mhz);
-      else
-        g_string_append_printf(o, "%6s\n", "-");
-    }
-  }
-  if (points) {
-    g_string_append_printf(o, "\nPoints (H = held out)\n%-22s %5s %5s  %10s "
-                              "%7s %7s  %10s %7s %7s\n",
-                           "op", "sm", "mem", "time (s)", "oob%", "fit%",
-                           "energy (J)", "oob%", "fit%");
-    for (guint k = 0; k < r->rows->len; k++) {
-      const FitRow *w = &g_array_index(r->rows, FitRow, k);
-      g_string_append_printf(
-          o, "%-22.22s %5u %5u%c %10.5f %+7.2f %+7.2f  %10.4f %+7.2f %+7.2f\n",
-          ((const ProfileOp *)g_ptr_array_index(p->ops, w->op))->name,
-          w->sm_mhz, w->mem_mhz, w->heldout ? 'H' : ' ', w->time_s,
-          pct(w->oob_time_s / w->time_s - 1),
-          pct(w->fit_time_s / w->time_s - 1), w->energy_j,
-          pct(w->oob_energy_j / w->energy_j - 1),
-          pct(w->fit_energy_j / w->energy_j - 1));
-    }
-  }
-}
-
-/* Row builder for res_table_append. */
-typedef struct {
-  ResValue v[48];
-  guint n;
-} Row;
-
-static void row_s(Row *r, const char *name, const char *s)
-{
-  g_assert(r->n < G_N_ELEMENTS(r->v));
-  r->v[r->n++] = (ResValue){.name = name, .type = RES_STRING, .s = s};
-}
-static void row_i(Row *r, const char *name, gint64 i)
-{
-  g_assert(r->n < G_N_ELEMENTS(r->v));
-  r->v[r->n++] = (ResValue){.name = name, .type = RES_INT, .i = i};
-}
-static void row_b(Row *r, const char *name, gboolean b)
-{
-  g_assert(r->n < G_N_ELEMENTS(r->v));
-  r->v[r->n++] = (ResValue){.name = name, .type = RES_BOOL, .i = b ? 1 : 0};
-}
-static void row_f(Row *r, const char *name, double f)
-{
-  g_assert(r->n < G_N_ELEMENTS(r->v));
-  r->v[r->n++] = (ResValue){.name = name, .type = RES_FLOAT, .f = f};
-}
-
-static void row_err(Row *r, const char *const names[6], const FitErr *e)
-{
-  row_f(r, names[0], pct(e->time_mape));
-  row_f(r, names[1], pct(e->time_max));
-  row_f(r, names[2], pct(e->time_bias));
-  row_f(r, names[3], pct(e->energy_mape));
-  row_f(r, names[4], pct(e->energy_max));
-  row_f(r, names[5], pct(e->energy_bias));
-}
-
-static gboolean write_tables(const Profile *p, const GpuSpec *g,
-                             const ValidateCfg *cfg, const FitReport *r,
-                             GError **error)
-{
-  ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed};
-  const char *mode = fit_mode_name(r->mode);
-  /* Points. */
-  {
-    g_autoptr(ResTable) t = res_table_open(cfg->out, "validate_points",
-                                           RES_MODE_REPLACE, &meta, error);
-    if (t == NULL)
-      return FALSE;
-    for (guint k = 0; k < r->rows->len; k++) {
-      const FitRow *w = &g_array_index(r->rows, FitRow, k);
-      const ProfileOp *op = g_ptr_array_index(p->ops, w->op);
-      Row row = {0};
-      row_s(&row, "profile", p->path);
-      row_s(&row, "gpu", g->name);
-      row_s(&row, "fit", mode);
-      row_s(&row, "op", op->name);
-      row_i(&row, "stage", op->stage);
-      row_s(&row, "instruction", op->instruction != NULL ? op->instruction : "");
-      row_i(&row, "sm_mhz", w->sm_mhz);
-      row_i(&row, "mem_mhz", w->mem_mhz);
-      row_b(&row, "heldout", w->heldout);
-      row_i(&row, "fold", w->fold);
-      row_f(&row, "time_s", w->time_s);
-      row_f(&row, "energy_j", w->energy_j);
-      row_f(&row, "power_w", w->energy_j / w->time_s);
-      row_f(&row, "oob_time_s", w->oob_time_s);
-      row_f(&row, "oob_energy_j", w->oob_energy_j);
-      row_f(&row, "fit_time_s", w->fit_time_s);
-      row_f(&row, "fit_energy_j", w->fit_energy_j);
-      row_f(&row, "oob_time_err_pct", pct(w->oob_time_s / w->time_s - 1));
-      row_f(&row, "oob_energy_err_pct",
-            pct(w->oob_energy_j / w->energy_j - 1));
-      row_f(&row, "fit_time_err_pct", pct(w->fit_time_s / w->time_s - 1));
-      row_f(&row, "fit_energy_err_pct",
-            pct(w->fit_energy_j / w->energy_j - 1));
-      if (!res_table_append(t, row.v, row.n, error))
-        return FALSE;
-    }
-    if (!res_table_close(g_steal_pointer(&t), error))
-      return FALSE;
-  }
-  /* Summary. */
-  {
-    g_autoptr(ResTable) t = res_table_open(cfg->out, "validate_summary",
-                                           RES_MODE_REPLACE, &meta, error);
-    if (t == NULL)
-      return FALSE;
-    static const char *const oob_names[6] = {
-      "oob_time_mape_pct", "oob_time_max_pct", "oob_time_bias_pct",
-      "oob_energy_mape_pct", "oob_energy_max_pct", "oob_energy_bias_pct"};
-    static const char *const fit_names[6] = {
-      "fit_time_mape_pct", "fit_time_max_pct", "fit_time_bias_pct",
-      "fit_energy_mape_pct", "fit_energy_max_pct", "fit_energy_bias_pct"};
-    static const char *const all_names[6] = {
-      "oob_all_time_mape_pct", "oob_all_time_max_pct",
-      "oob_all_time_bias_pct", "oob_all_energy_mape_pct",
-      "oob_all_energy_max_pct", "oob_all_energy_bias_pct"};
-    for (guint i = 0; i < r->summary->len; i++) {
-      const FitSummary *s = &g_array_index(r->summary, FitSummary, i);
-      Row row = {0};
-      row_s(&row, "profile", p->path);
-      row_s(&row, "gpu", g->name);
-      row_s(&row, "fit", mode);
-      row_f(&row, "holdout", r->folds > 0 ? 0 : cfg->holdout);
-      row_i(&row, "folds", r->folds);
-      row_i(&row, "seed", (gint64)cfg->seed);
-      row_f(&row, "power_limit_w", r->oob->power_limit_w);
-      row_s(&row, "op", s->name);
-      row_i(&row, "n_heldout", s->fit.n);
-      row_err(&row, oob_names, &s->oob);
-      row_err(&row, fit_names, &s->fit);
-      row_err(&row, all_names, &s->oob_all);
-      row_i(&row, "min_sm_meas_mhz", s->min_sm_meas);
-      row_i(&row, "min_sm_oob_mhz", s->min_sm_oob);
-      row_i(&row, "min_sm_fit_mhz", s->min_sm_fit);
-      row_f(&row, "saving_meas_pct", pct(s->saving_meas));
-      row_f(&row, "saving_oob_pct", pct(s->saving_oob));
-      row_f(&row, "saving_fit_pct", pct(s->saving_fit));
-      row_f(&row, "regret_oob_pct", pct(s->regret_oob));
-      row_f(&row, "regret_fit_pct", pct(s->regret_fit));
-      if (!res_table_append(t, row.v, row.n, error))
-        return FALSE;
-    }
-    if (!res_table_close(g_steal_pointer(&t), error))
-      return FALSE;
-  }
-  /* Model. */
-  const FitModel *m = r->fitted_all != NULL ? r->fitted_all : r->oob;
-  {
-    g_autoptr(ResTable) t = res_table_open(cfg->out, "validate_model",
-                                           RES_MODE_REPLACE, &meta, error);
-    if (t == NULL)
-      return FALSE;
-    for (guint i = 0; i <= m->n_ops; i++) {
-      Row row = {0};
-      gboolean gpu_row = i == m->n_ops;
-      const FitOpModel *om = gpu_row ? NULL : &m->ops[i];
-      row_s(&row, "fit", fit_mode_name(m->mode));
-      row_s(&row, "op",
-            gpu_row ? "gpu"
-                    : ((const ProfileOp *)g_ptr_array_index(p->ops, i))->name);
-      row_f(&row, "t0_s", gpu_row ? NAN : om->t0_s);
-      row_f(&row, "a_c", gpu_row ? NAN : om->a_c);
-      row_f(&row, "a_m", gpu_row ? NAN : om->a_m);
-      row_f(&row, "a_o", gpu_row ? NAN : om->a_o);
-      row_f(&row, "sat_mhz", gpu_row ? NAN : om->sat_mhz);
-      row_f(&row, "dyn_j", gpu_row ? NAN : om->dyn_j);
-      row_f(&row, "mem_j", gpu_row ? NAN : om->mem_j);
-      row_f(&row, "p_const_w", gpu_row ? m->p_const_w : NAN);
-      row_f(&row, "p_leak_w", gpu_row ? m->p_leak_w : NAN);
-      row_f(&row, "v_ratio", gpu_row ? m->v_ratio : NAN);
-      row_f(&row, "f_knee_mhz", gpu_row ? m->f_knee_mhz : NAN);
-      row_f(&row, "dyn_scale", gpu_row ? m->dyn_scale : NAN);
-      row_f(&row, "rms_time_pct", gpu_row ? pct(m->rms_rel_time) : NAN);
-      row_f(&row, "rms_energy_pct", gpu_row ? pct(m->rms_rel_energy) : NAN);
-      if (!res_table_append(t, row.v, row.n, error))
-        return FALSE;
-    }
-    if (!res_table_close(g_steal_pointer(&t), error))
-      return FALSE;
-  }
-  return TRUE;
-}
-
-/* The three tables go into a copy of the target (or a new file) under a
- * temporary name, renamed into place only when all are written: an error
- * part-way leaves the target as it was. */
-static gboolean write_hdf5(const Profile *p, const GpuSpec *g,
-                           const ValidateCfg *cfg, const FitReport *r,
-                           GError **error)
-{
-  g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", cfg->out, (int)getpid());
-  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
-      !g_file_test(cfg->out, G_FILE_TEST_IS_REGULAR)) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR,
-                "%s: cannot open results file: not a regular file", cfg->out);
-    return FALSE;
-  }
-  g_unlink(tmp);
-  /* Tables are added to an existing results file; anything else is
-   * refused by the callers' js_output_check, or (--force) replaced. */
-  if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
-      !(cfg->force && !res_file_probe(cfg->out))) {
-    g_autoptr(GFile) src = g_file_new_for_path(cfg->out);
-    g_autoptr(GFile) dst = g_file_new_for_path(tmp);
-    GError *err = NULL;
-    if (!g_file_copy(src, dst, G_FILE_COPY_OVERWRITE, NULL, NULL, NULL,
-                     &err)) {
-      g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
-                  "%s: cannot copy it to update it: %s", cfg->out,
-                  err->message);
-      g_error_free(err);
-      g_unlink(tmp);
-      return FALSE;
-    }
-  }
-  ValidateCfg c = *cfg;
-  c.out = tmp;
-  if (!write_tables(p, g, &c, r, error)) {
-    g_unlink(tmp);
-    return FALSE;
-  }
-  if (g_rename(tmp, cfg->out) != 0) {
-    int e = errno;
-    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
-                "%s: cannot replace it: %s", cfg->out, g_strerror(e));
-    g_unlink(tmp);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* Runs the validation of p on the catalogue's cfg->gpu.  Returns the
- * report (caller frees) with *gpu_out borrowed from cat. */
-static FitReport *run_validation(const GpuCatalogue *cat, const Profile *p,
-                                 const ValidateCfg *cfg,
-                                 const GpuSpec **gpu_out, GError **error)
-{
-  const GpuSpec *g = gpu_catalogue_lookup(cat, cfg->gpu, error);
-  if (g == NULL)
-    return NULL;
-  FitInput in = {0};
-  jsl_fit_input_from_profile(p, &in);
-  FitOptions opt = {cfg->mode, cfg->holdout, cfg->folds, cfg->seed,
-                    cfg->power_limit_w};
-  GError *err = NULL;
-  FitReport *r = fit_validate(g, in.ops, in.n, &opt, &err);
-  jsl_fit_input_clear(&in);
-  if (r == NULL) {
-    g_set_error(error, err->domain, err->code, "%s: %s", p->path,
-                err->message);
-    g_error_free(err);
-    return NULL;
-  }
-  *gpu_out = g;
-  return r;
-}
-
-/* The fitted entry for --save-gpu / save_gpu=. */
-static GpuSpec *fitted_spec(const FitReport *r, const Profile *p,
-                            const char *name, GError **error)
-{
-  if (r->fitted_all == NULL) {
-    g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
-                "save_gpu '%s': nothing was fitted (fit = none)", name);
-    return NULL;
-  }
-  g_autofree char *base = g_path_get_basename(p->path);
-  g_autofree char *src = g_strdup_printf(
-      "fit (%s) to %s by joulesim validate", fit_mode_name(r->mode), base);
-  GpuSpec *s = fit_model_to_gpu(r->fitted_all, name, src);
-  if (!gpu_spec_validate(s, error)) {
-    gpu_spec_free(s);
-    return NULL;
-  }
-  return s;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Command line                                                            */
-
-static const char usage_validate[] =
-  "usage: joulesim validate PROFILE.csv --gpu NAME [options]\n"
-  "       joulesim validate --nvml SAMPLES.csv WINDOWS.csv --gpu NAME "
-  "[options]\n"
-  "\n"
-  "Compares a measured time/energy profile with the model: out of the box\n"
-  "(the catalogue entry, anchored at the top clock's measured time) and\n"
-  "fitted on a training subset of the clocks, predicting the others.\n"
-  "PROFILE.csv: `stage,instruction,frequency,time,energy` (Perseus/Zeus) or\n"
-  "`kernel,sm_mhz,mem_mhz,time_s,energy_j[,count,class]`.  With --nvml,\n"
-  "an nvidia-smi power/clock sample series and `kernel,start,end` windows.\n"
-  "\n"
-  "  --gpu NAME          catalogue GPU to compare with (joulesim gpus)\n"
-  "  --fit MODE          none | time | power | all (default all)\n"
-  "  --holdout F         fraction of the SM clocks held out (default 0.25)\n"
-  "  --folds K           K-fold over the SM clocks instead of --holdout\n"
-  "  --seed N            PCG seed choosing the held-out clocks (default 1)\n"
-  "  --power-limit W     the card's power limit during the measurement\n"
-  "                      (default: the GPU's default limit)\n"
-  "  --points            also print every point\n"
-  "  --out FILE.h5       write validate_points, validate_summary and\n"
-  "                      validate_model tables\n"
-  "  --save-gpu NAME     save the power model fitted on every point as\n"
-  "                      catalogue entry NAME, in NAME.gpu under --gpu-dir\n"
-  "  --gpu-dir DIR       where --save-gpu writes (default: the first\n"
-  "                      directory of $JOULESIM_GPU_PATH, else .)\n"
-  "  --force             replace an existing --out or NAME.gpu that is not\n"
-  "                      a joulesim file of that kind (refused otherwise)\n"
-  "\n"
-  "Entries in the directories of JOULESIM_GPU_PATH (colon-separated) are\n"
-  "part of the catalogue.  See docs/validation.md.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-  fprintf(stderr, "joulesim validate: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(see joulesim validate --help)\n");
-  return EXIT_USAGE;
-}
-
-static gboolean parse_double_arg(const char *s, double *out)
-{
-  char *end = NULL;
-  if (s == NULL || *s == '\0')
-    return FALSE;
-  double v = g_ascii_strtod(s, &end);
-  if (*end != '\0' || !isfinite(v))
-    return FALSE;
-  *out = v;
-  return TRUE;
-}
-
-static gboolean parse_uint_arg(const char *s, guint64 *out)
-{
-  char *end = NULL;
-  if (s == NULL || *s == '\0' || *s == '-')
-    return FALSE;
-  guint64 v = g_ascii_strtoull(s, &end, 10);
-  if (*end != '\0')
-    return FALSE;
-  *out = v;
-  return TRUE;
-}
-
-int js_cmd_validate(int argc, char **argv)
-{
-  ValidateCfg cfg = {NULL, FIT_ALL, 0.25, 0, 1, 0, NULL, NULL, FALSE};
-  const char *profile_path = NULL, *nvml = NULL, *gpu_dir = NULL;
-  gboolean points = FALSE;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(usage_validate, stdout);
-      return 0;
-    }
-    if (a[0] != '-' || a[1] == '\0') {
-      if (profile_path != NULL)
-        return usage_error("unexpected argument '%s'", a);
-      profile_path = a;
-      continue;
-    }
-    if (strcmp(a, "--points") == 0) {
-      points = TRUE;
-      continue;
-    }
-    if (strcmp(a, "--force") == 0) {
-      cfg.force = TRUE;
-      continue;
-    }
-    if (v == NULL)
-      return usage_error("option %s needs a value", a);
-    i++;
-    if (strcmp(a, "--gpu") == 0) {
-      cfg.gpu = v;
-    } else if (strcmp(a, "--fit") == 0) {
-      int m = fit_mode_from_name(v);
-      if (m < 0)
-        return usage_error("--fit must be none, time, power or all (got "
-                           "'%s')",
-                           v);
-      cfg.mode = (FitMode)m;
-    } else if (strcmp(a, "--holdout") == 0) {
-      if (!parse_double_arg(v, &cfg.holdout) || !(cfg.holdout > 0) ||
-          !(cfg.holdout < 1))
-        return usage_error("--holdout must be a fraction in (0, 1) (got "
-                           "'%s')",
-                           v);
-    } else if (strcmp(a, "--folds") == 0) {
-      guint64 k;
-      if (!parse_uint_arg(v, &k) || k < 2 || k > 1000)
-        return usage_error("--folds must be an integer in 2..1000 (got '%s')",
-                           v);
-      cfg.folds = (guint)k;
-    } else if (strcmp(a, "--seed") == 0) {
-      if (!parse_uint_arg(v, &cfg.seed))
-        return usage_error("--seed must be a non-negative integer (got '%s')",
-                           v);
-    } else if (strcmp(a, "--power-limit") == 0) {
-      if (!parse_double_arg(v, &cfg.power_limit_w) ||
-          !(cfg.power_limit_w > 0) || cfg.power_limit_w > 1e5)
-        return usage_error("--power-limit must be watts > 0 (got '%s')", v);
-    } else if (strcmp(a, "--out") == 0) {
-      cfg.out = v;
-    } else if (strcmp(a, "--save-gpu") == 0) {
-      cfg.save_gpu = v;
-    } else if (strcmp(a, "--gpu-dir") == 0) {
-      gpu_dir = v;
-    } else if (strcmp(a, "--nvml") == 0) {
-      nvml = v;
-    } else {
-      return usage_error("unknown option '%s'", a);
-    }
-  }
-  if (profile_path == NULL)
-    return usage_error("%s", nvml != NULL ? "missing WINDOWS.csv after "
-                                            "--nvml SAMPLES.csv"
-                                          : "missing PROFILE.csv");
-  if (cfg.gpu == NULL)
-    return usage_error("%s", "missing --gpu NAME (see joulesim gpus)");
-
-  GError *err = NULL;
-  /* An output that would replace someone else's file is refused before
-   * any work (run/confine.h). */
-  if (cfg.out != NULL && !cfg.force &&
-      !js_output_check(cfg.out, JS_FILE_RESULTS, "--force replaces it",
-                       &err)) {
-    fprintf(stderr, "joulesim validate: --out: %s\n", err->message);
-    g_error_free(err);
-    return EXIT_USER;
-  }
-  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
-  /* The GPU first: a misspelt name is refused before a long load, and the
-   * message names the option. */
-  if (gpu_catalogue_lookup(cat, cfg.gpu, &err) == NULL) {
-    fprintf(stderr, "joulesim validate: --gpu: %s\n", err->message);
-    g_error_free(err);
-    return EXIT_USER;
-  }
-  g_autoptr(Profile) p = nvml != NULL
-                             ? profile_load_nvml(nvml, profile_path, &err)
-                             : profile_load(profile_path, &err);
-  if (p == NULL) {
-    fprintf(stderr, "joulesim validate: %s\n", err->message);
-    g_error_free(err);
-    return EXIT_USER;
-  }
-  const GpuSpec *g = NULL;
-  g_autoptr(FitReport) r = run_validation(cat, p, &cfg, &g, &err);
-  if (r == NULL) {
-    fprintf(stderr, "joulesim validate: %s\n", err->message);
-    g_error_free(err);
-    return EXIT_USER;
-  }
-  g_autoptr(GString) text = g_string_new(NULL);
-  report_text(p, g, &cfg, r, points, text);
-  fputs(text->str, stdout);
-  if (cfg.out != NULL && !write_hdf5(p, g, &cfg, r, &err)) {
-    fprintf(stderr, "joulesim validate: %s\n", err->message);
-    g_error_free(err);
-    return EXIT_USER;
-  }
-  if (cfg.save_gpu != NULL) {
-    g_autoptr(GpuSpec) s = fitted_spec(r, p, cfg.save_gpu, &err);
-    g_autofree char *dir = NULL;
-    if (gpu_dir != NULL) {
-      dir = g_strdup(gpu_dir);
-    } else {
-      const char *env = g_getenv(GPU_PATH_ENV);
-      g_auto(GStrv) dirs = env != NULL ? g_strsplit(env, ":", -1) : NULL;
-      for (guint i = 0; dirs != NULL && dirs[i] != NULL && dir == NULL; i++)
-        if (dirs[i][0] != '\0')
-          dir = g_strdup(dirs[i]);
-      if (dir == NULL)
-        dir = g_strdup(".");
-    }
-    g_autofree char *file = g_strconcat(cfg.save_gpu, GPU_FILE_EXT, NULL);
-    g_autofree char *path = g_build_filename(dir, file, NULL);
-    if (s != NULL && !cfg.force &&
-        !js_output_check(path, JS_FILE_GPU, "--force replaces it", &err))
-      g_clear_pointer(&s, gpu_spec_free);
-    if (s == NULL || !gpu_spec_save_keyfile(s, path, &err)) {
-      fprintf(stderr, "joulesim validate: %s\n", err->message);
-      g_error_free(err);
-      return EXIT_USER;
-    }
-    printf("\nsaved GPU '%s' to %s (use it with JOULESIM_GPU_PATH=%s)\n",
-           cfg.save_gpu, path, dir);
-  }
-  return 0;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Lua: profiles                                                           */
@@ -843,7 +130,7 @@ static int profile_index(lua_State *L)
   if (strcmp(k, "path") == 0) {
     lua_pushstring(L, p->path);
   } else if (strcmp(k, "format") == 0) {
-    lua_pushstring(L, format_name(p->format));
+    lua_pushstring(L, js_profile_format_name(p->format));
   } else if (strcmp(k, "stages") == 0) {
     lua_pushinteger(L, p->n_stages);
   } else if (strcmp(k, "ops") == 0) {
@@ -890,7 +177,7 @@ static int profile_tostring(lua_State *L)
 {
   Profile *p = check_profile(L, 1, "profile");
   lua_pushfstring(L, "profile %s (%s form, %d ops)", p->path,
-                  format_name(p->format), (int)p->ops->len);
+                  js_profile_format_name(p->format), (int)p->ops->len);
   return 1;
 }
 
@@ -1024,7 +311,7 @@ static int l_validate(lua_State *L)
   JsSession *s = jsl_session(L);
   luaL_checktype(L, 1, LUA_TTABLE);
   jsl_check_keys(L, 1, fn, validate_keys);
-  ValidateCfg cfg = {0};
+  JsValidateCfg cfg = {0};
   cfg.gpu = jsl_opt_str(L, 1, fn, "gpu", NULL);
   if (cfg.gpu == NULL)
     return luaL_error(L, "%s: argument 'gpu' is required (a catalogue name)",
@@ -1057,14 +344,14 @@ static int l_validate(lua_State *L)
 
   GError *err = NULL;
   const GpuSpec *g = NULL;
-  FitReport *r = run_validation(s->catalogue, p, &cfg, &g, &err);
+  FitReport *r = js_validate_run(s->catalogue, p, &cfg, &g, &err);
   if (r == NULL)
     return jsl_raise_gerror(L, fn, err);
   gboolean ok = TRUE;
   if (cfg.out != NULL)
-    ok = write_hdf5(p, g, &cfg, r, &err);
+    ok = js_validate_write(p, g, &cfg, r, &err);
   if (ok && cfg.save_gpu != NULL) {
-    GpuSpec *spec = fitted_spec(r, p, cfg.save_gpu, &err);
+    GpuSpec *spec = js_validate_fitted_spec(r, p, cfg.save_gpu, &err);
     ok = spec != NULL && gpu_catalogue_define(s->catalogue, spec, &err) &&
          (save_file == NULL || gpu_spec_save_keyfile(spec, save_file, &err));
     gpu_spec_free(spec);
@@ -1081,7 +368,7 @@ static int l_validate(lua_State *L)
   luaL_setmetatable(L, REPORTBOX_MT);
   const GpuSpec *gg = gpu_catalogue_lookup(s->catalogue, cfg.gpu, NULL);
   GString *text = g_string_new(NULL);
-  report_text(p, gg, &cfg, r, points, text);
+  js_validate_report(p, gg, &cfg, r, points, text);
   lua_createtable(L, 0, 12);
   lua_pushlstring(L, text->str, text->len);
   g_string_free(text, TRUE);
@@ -1292,14 +579,14 @@ static int l_validate_interval(lua_State *L)
   char *src = g_strdup_printf("bootstrap fit to %s", base);
   g_free(base);
   GpuSpec *gcopy = gpu_spec_copy(g);
-  FitInput in = {0};
-  jsl_fit_input_from_profile(p, &in);
+  JsFitInput in = {0};
+  js_fit_input_from_profile(p, &in);
   BootCtx ctx = {L, fn_idx, ud_idx, s, gpu_name, src};
   FitInterval iv;
   gboolean ok = fit_bootstrap(gcopy, in.ops, in.n, (FitMode)mode, limit,
                               samples, level, seed, boot_eval, &ctx, &iv,
                               &err);
-  jsl_fit_input_clear(&in);
+  js_fit_input_clear(&in);
   gpu_spec_free(gcopy);
   g_free(src);
   if (!ok)

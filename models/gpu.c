@@ -101,7 +101,6 @@
  *   the memory clock, as on A100/H100.
  */
 #include "models/gpu.h"
-#include "models/gpufile.h"
 
 #include <math.h>
 #include <string.h>
@@ -486,14 +485,6 @@ GpuCatalogue *gpu_catalogue_new(void)
     /* The built-ins are checked by tests/test-gpu.c; a bad one is a bug. */
     g_assert(gpu_spec_validate(&builtins[i], NULL));
     g_ptr_array_add(c->specs, gpu_spec_copy(&builtins[i]));
-  }
-  /* User entries: *.gpu files in $JOULESIM_GPU_PATH (models/gpufile.h).
-   * This function cannot fail: a bad file is logged and skipped. */
-  const char *path = g_getenv(GPU_PATH_ENV);
-  GError *err = NULL;
-  if (path != NULL && !gpu_catalogue_load_path(c, path, &err)) {
-    g_warning("%s: %s", GPU_PATH_ENV, err->message);
-    g_error_free(err);
   }
   return c;
 }

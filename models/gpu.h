@@ -109,7 +109,10 @@ typedef struct {
 
 /* Catalogue (embedded; extensible at run time through a GpuCatalogue). */
 typedef struct GpuCatalogue GpuCatalogue;
-GpuCatalogue *gpu_catalogue_new(void);           /* holds the built-ins */
+/* A catalogue of the built-in entries only; pure (no environment, no
+ * files).  $JOULESIM_GPU_PATH's entries are added by the callers that want
+ * them with gpu_catalogue_load_path (models/gpufile.h): the CLI does. */
+GpuCatalogue *gpu_catalogue_new(void);
 void gpu_catalogue_free(GpuCatalogue *c);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpuCatalogue, gpu_catalogue_free)
 /* Borrowed pointer, or NULL with an error listing the known names. */

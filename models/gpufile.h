@@ -17,10 +17,11 @@
  *
  * Without a base every parameter must be given; with one, the listed ones
  * replace the base's values (and sources).  The result is validated
- * (gpu_spec_validate).  gpu_catalogue_new() also loads every `*.gpu` file
- * of the directories in the environment variable JOULESIM_GPU_PATH
+ * (gpu_spec_validate).  The command line (cli/session.c) loads every
+ * `*.gpu` file of the directories in the environment variable
+ * JOULESIM_GPU_PATH into its catalogues with gpu_catalogue_load_path
  * (colon-separated, in order; later files replace earlier entries of the
- * same name).
+ * same name); gpu_catalogue_new() itself reads no environment.
  */
 #ifndef MODELS_GPUFILE_H
 #define MODELS_GPUFILE_H

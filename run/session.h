@@ -33,8 +33,19 @@ typedef struct {
   char *hit;                 /* owned: the limit that stopped the script */
 } JsLimits;
 
+/* Where the text a script writes goes: Lua's print (JS_PRINT_OUT, the
+ * script's output), its warnings and a Lua panic's message (JS_PRINT_ERR,
+ * diagnostics).  The library never prints: the CLI installs a hook that
+ * writes to stdout and stderr (cli/session.c); with no hook (C tests,
+ * fuzz targets) the text is dropped.  `text` is not NUL-terminated. */
+typedef enum { JS_PRINT_OUT, JS_PRINT_ERR } JsPrintStream;
+typedef void (*JsPrintFunc)(JsPrintStream to, const char *text, gsize len,
+                            gpointer data);
+
 typedef struct {
-  GpuCatalogue *catalogue;  /* owned */
+  GpuCatalogue *catalogue;  /* owned; the built-in entries (callers that
+                               want $JOULESIM_GPU_PATH's call
+                               gpu_catalogue_load_path) */
   guint64 seed;             /* --seed */
   char *scenario_path;      /* owned, may be NULL */
   char *scenario_source;    /* owned, may be NULL */
@@ -46,6 +57,8 @@ typedef struct {
   JsConfine *confine;       /* owned; the sandbox's file rules (set when
                                sandbox is) */
   JsLimits limits;
+  JsPrintFunc print;        /* NULL: a script's text is dropped */
+  gpointer print_data;
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);

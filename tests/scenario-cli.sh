@@ -51,6 +51,41 @@ check unwritable-missing 1 "no/such/dir" -- "$J" run "$T/unwritable.lua" "$T/no/
 printf 'print(arg[0], arg[1], arg[2], ...)\n' >"$T/args.lua"
 check script-args 0 "args.lua	a	b	a	b" -- "$J" run "$T/args.lua" a b
 
+# Lua's warnings reach stderr through the session's print hook.
+printf 'warn("@on")\nwarn("careful", "!")\n' >"$T/warn.lua"
+check lua-warning 0 "Lua warning: careful!" -- "$J" run "$T/warn.lua"
+
+# A bad JOULESIM_GPU_PATH is a warning; the built-in catalogue still works.
+check gpu-path-warning 0 "JOULESIM_GPU_PATH: " -- env JOULESIM_GPU_PATH="$T/no-such-dir" "$J" gpus
+check gpus-sources 0 "^sources: docs/sources.md" -- "$J" gpus A100-SXM4-80GB
+
+# One option grammar for every command (cli/options.h): --opt=VALUE is
+# --opt VALUE, a missing value is a usage error (2) naming the option, and
+# a flag given a value is an unknown option.
+P=tests/data/profiles
+TR=tests/data/traces
+check run-opt-eq 0 "args.lua	a" -- "$J" run --seed=7 --max-instructions=100000000 --max-seconds=60 "$T/args.lua" a
+check run-opt-missing 2 "--max-seconds needs a number of seconds > 0 (got 'nothing')" -- "$J" run --max-seconds
+check run-opt-missing-seed 2 "--seed needs a non-negative integer" -- "$J" run --seed
+check run-flag-value 2 "unknown option '--quiet=1'" -- "$J" run --quiet=1 "$T/args.lua"
+check gen-opt-eq 0 "wrote $T/eq.h5: 2 ranks" -- "$J" trace gen --model=gpt3-125m --tp=2 --microbatches=2 --output="$T/eq.h5"
+check gen-short-o 0 "wrote $T/eq2.h5: 1 ranks" -- "$J" trace gen --model gpt3-125m --microbatches 2 -o "$T/eq2.h5"
+check gen-opt-missing 2 "--tp needs an integer from 1 to 1024 (got 'nothing')" -- "$J" trace gen --tp
+check gen-o-missing 2 "-o needs a value" -- "$J" trace gen -o
+check import-opt-eq 0 "wrote $T/imp.h5" -- "$J" trace import $TR/two_rank_rank0.json $TR/two_rank_rank1.json --output="$T/imp.h5" --step=first
+check import-opt-missing 2 "-o needs a file name" -- "$J" trace import $TR/two_rank_rank0.json -o
+check info-opt-eq 0 "ranks         2" -- "$J" trace info "$T/eq.h5" --gpu=A100-SXM4-80GB
+check info-opt-missing 2 "--step needs N, first, median or all" -- "$J" trace info "$T/eq.h5" --step
+check export-opt-eq 0 "op events" -- "$J" trace export --chrome="$T/eq.json" --iterations=1 --policy=max --gpus-per-node=2 "$T/eq.h5"
+check export-opt-missing 2 "--window needs a value" -- "$J" trace export --chrome "$T/eq.json" "$T/eq.h5" --window
+check validate-opt-eq 0 "fit: none" -- "$J" validate $P/bloom+a40_bf16.csv --gpu=A40 --fit=none --seed=3
+check validate-opt-missing 2 "option --gpu needs a value" -- "$J" validate $P/bloom+a40_bf16.csv --gpu
+check validate-opt-unknown 2 "unknown option '--frob'" -- "$J" validate $P/bloom+a40_bf16.csv --frob x
+check fidelity-opt-eq 0 "kerneltuner" -- "$J" fidelity --data=tests/data --only=kerneltuner
+check fidelity-opt-missing 1 "--only needs a value" -- "$J" fidelity --only
+check bench-opt-eq 0 "bench" -- "$J" bench --quick --only=no-such-case
+check bench-opt-missing 2 "unknown option '--only'" -- "$J" bench --only
+
 # The sandbox itself: tests/scenario-sandbox.sh and tests/sandbox/.
 # A real C module loads outside the sandbox (tests/sandbox/package-cpath.lua
 # is the same script refused inside).

@@ -721,11 +721,15 @@ static void test_gpufile_dir(void)
   g_assert_cmpfloat(s->p_leak_w.v, ==, 20);
   g_assert_cmpstr(s->p_leak_w.source, ==, b);
 
-  /* The environment variable: gpu_catalogue_new() finds the entries. */
+  /* A search path as $JOULESIM_GPU_PATH holds it (the CLI loads the
+   * variable's value so); gpu_catalogue_new() itself reads no environment. */
   g_unlink(c);
   g_autofree char *path = g_strdup_printf("%s:", dir);
   g_setenv(GPU_PATH_ENV, path, TRUE);
   g_autoptr(GpuCatalogue) env = gpu_catalogue_new();
+  g_assert_null(gpu_catalogue_lookup(env, "My-A40", NULL));
+  g_assert_true(gpu_catalogue_load_path(env, g_getenv(GPU_PATH_ENV), &error));
+  g_assert_no_error(error);
   g_unsetenv(GPU_PATH_ENV);
   g_assert_nonnull(gpu_catalogue_lookup(env, "My-A40", NULL));
   g_assert_nonnull(gpu_catalogue_lookup(env, "My-A40-cool", NULL));

@@ -1,4 +1,4 @@
-/* cli/bench.c -- `joulesim bench`: the performance figures of DESIGN
+/* cli/cmd_bench.c -- `joulesim bench`: the performance figures of DESIGN
  * section 10 (issue 8), as text or as JSON.
  *
  * Every case runs in a child process (this binary, `bench --case ...` or
@@ -25,6 +25,7 @@
  * it was met.  Timings live here and never in tests.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "run/session.h"
 #include "models/cluster.h"
 #include "models/dvfs/planner.h"
@@ -42,9 +43,6 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define EXIT_USER 1
-#define EXIT_USAGE 2
 
 static const char usage_bench[] =
   "usage: joulesim bench [--quick] [--json] [--scaling] [--only ID]...\n"
@@ -302,7 +300,7 @@ static int run_child(int argc, char **argv)
               cc->name, cc->argc);
       return EXIT_USAGE;
     }
-    g_autoptr(JsSession) s = js_session_new(1);
+    g_autoptr(JsSession) s = cli_session_new(1);
     GError *err = NULL;
     if (!cc->fn(s, argv + 1, &err)) {
       fprintf(stderr, "joulesim: %s\n", err->message);
@@ -769,30 +767,48 @@ static gboolean id_selected(const char *id, GPtrArray *only)
   return FALSE;
 }
 
-int js_cmd_bench(const char *self, int argc, char **argv)
+enum { OPT_HELP, OPT_CASE, OPT_QUICK, OPT_JSON, OPT_SCALING, OPT_TRACE,
+       OPT_ONLY };
+
+static const CliOption bench_options[] = {
+  {"--help", OPT_HELP, FALSE},
+  {"-h", OPT_HELP, FALSE},
+  {"--case", OPT_CASE, FALSE},
+  {"--quick", OPT_QUICK, FALSE},
+  {"--json", OPT_JSON, FALSE},
+  {"--scaling", OPT_SCALING, FALSE},
+  {"--trace", OPT_TRACE, TRUE},
+  {"--only", OPT_ONLY, TRUE},
+  {NULL, 0, FALSE}};
+
+int cmd_bench(const char *self, int argc, char **argv)
 {
   gboolean quick = FALSE, json = FALSE, scaling = FALSE;
   g_autoptr(GPtrArray) traces = g_ptr_array_new();
   g_autoptr(GPtrArray) only = g_ptr_array_new();
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+  CliArgs a;
+  cli_args_init(&a, argc, argv, bench_options, 0);
+  for (int id; (id = cli_next(&a)) != CLI_DONE;) {
+    if (id == OPT_HELP) {
       fputs(usage_bench, stdout);
       return 0;
-    } else if (strcmp(a, "--case") == 0) {
-      return run_child(argc - i - 1, argv + i + 1);
-    } else if (strcmp(a, "--quick") == 0) {
+    } else if (id == OPT_CASE) {
+      /* A child: the rest is its case and arguments. */
+      return run_child(CLI_REST_ARGC(&a), CLI_REST_ARGV(&a));
+    } else if (id == OPT_QUICK) {
       quick = TRUE;
-    } else if (strcmp(a, "--json") == 0) {
+    } else if (id == OPT_JSON) {
       json = TRUE;
-    } else if (strcmp(a, "--scaling") == 0) {
+    } else if (id == OPT_SCALING) {
       scaling = TRUE;
-    } else if (strcmp(a, "--trace") == 0 && i + 1 < argc) {
-      g_ptr_array_add(traces, argv[++i]);
-    } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
-      g_ptr_array_add(only, argv[++i]);
+    } else if (id == OPT_TRACE && a.value != NULL) {
+      g_ptr_array_add(traces, (gpointer)a.value);
+    } else if (id == OPT_ONLY && a.value != NULL) {
+      g_ptr_array_add(only, (gpointer)a.value);
     } else {
-      fprintf(stderr, "joulesim bench: unknown option '%s'\n%s", a,
+      /* An unknown option, an argument, or --trace/--only without a
+       * value. */
+      fprintf(stderr, "joulesim bench: unknown option '%s'\n%s", a.arg,
               usage_bench);
       return EXIT_USAGE;
     }

@@ -1,0 +1,47 @@
+/* run/inputs.c -- see run/inputs.h. */
+#include "run/inputs.h"
+#include "traces/native.h"
+
+#include <string.h>
+
+SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
+                            guint n, const char *gpu,
+                            const TraceImportOptions *how,
+                            GPtrArray *warnings, GError **error)
+{
+  g_return_val_if_fail(n > 0, NULL);
+  /* HDF5 content, or an .h5/.hdf5 name, means a native trace (so that a
+   * damaged native file gets the native loader's diagnosis). */
+  for (guint i = 0; i < n; i++) {
+    gboolean native = trace_native_probe(paths[i]) ||
+                      g_str_has_suffix(paths[i], ".h5") ||
+                      g_str_has_suffix(paths[i], ".hdf5");
+    if (native && n == 1)
+      return trace_native_load(paths[0], error);
+    if (native) {
+      g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                  "%s: a native trace (HDF5) cannot be combined with other "
+                  "files; give it alone", paths[i]);
+      return NULL;
+    }
+  }
+  TraceImportOptions opt;
+  memset(&opt, 0, sizeof opt);
+  if (how != NULL) {
+    opt.step = how->step;
+    opt.step_number = how->step_number;
+    opt.gpu_only = how->gpu_only;
+  }
+  opt.catalogue = cat;
+  opt.gpu = gpu;
+  opt.warnings = warnings;
+  return trace_import(paths, n, &opt, error);
+}
+
+char *js_inputs_label(const char *const *paths, guint n)
+{
+  g_autofree char *base = g_path_get_basename(paths[0]);
+  if (n > 1)
+    return g_strdup_printf("%s+%u", base, n - 1);
+  return g_steal_pointer(&base);
+}
