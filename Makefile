@@ -20,6 +20,20 @@ DEB_PKGS := libglib2.0-dev libglib2.0-dev-bin libhdf5-dev liblua5.4-dev \
 # own build dir; the default build is serial and needs none of it.  See
 # docs/sweeps.md "Sweeps on a cluster (MPI)".  `make mpi-deps` installs it.
 MPI_DEB_PKGS := openmpi-bin libopenmpi-dev libhdf5-openmpi-dev
+
+# $(call install_debs,PKGS): apt-get installs those of the Debian packages
+# PKGS that dpkg does not list as installed (through sudo unless root);
+# nothing when all are there.  Used by deps, plot-deps, mpi-deps and
+# fuzz-deps.
+define install_debs
+missing=""; for p in $(1); do \
+  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "installing:$$missing"; \
+  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
+fi
+endef
 ifeq ($(MPI),1)
 PKGS := $(filter-out hdf5,$(PKGS)) hdf5-openmpi ompi-c
 BUILD ?= build-mpi
@@ -32,13 +46,7 @@ endif
 .DEFAULT_GOAL := all
 .PHONY: mpi-deps
 mpi-deps:
-	@missing=""; for p in $(MPI_DEB_PKGS); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
-	fi
+	@$(call install_debs,$(MPI_DEB_PKGS))
 
 BUILD ?= build
 BIN ?= joulesim
@@ -46,8 +54,14 @@ BIN ?= joulesim
 VERSION := 0.1.0
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# pkg-config runs once per make.  A package it cannot find is not an error
+# here (`make test` parses this file before `make deps` has installed
+# anything, then builds in a fresh make): pkg-check, which every compile
+# waits for, fails naming the missing packages.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_MISSING := $(shell for p in $(PKGS); do \
+                 pkg-config --exists $$p 2>/dev/null || echo $$p; done)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wno-unused-parameter
@@ -73,39 +87,33 @@ TEST_SRC := $(wildcard tests/test-*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 RESOURCES := $(wildcard lua/*.lua)
 
-.PHONY: all deps plot-deps run test check-layering asan install clean unit-tests
+.PHONY: all deps plot-deps run test check-layering asan install clean unit-tests \
+        pkg-check
 
 all: $(BIN)
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
-	fi
+	@$(call install_debs,$(DEB_PKGS))
 
 # scenarios/plot.py's Python packages (Debian's, not pip's).
 PLOT_DEB_PKGS := python3-h5py python3-matplotlib python3-pandas
 plot-deps:
-	@missing=""; for p in $(PLOT_DEB_PKGS); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
-	fi
+	@$(call install_debs,$(PLOT_DEB_PKGS))
+
+pkg-check:
+	@$(if $(PKG_MISSING),$(error pkg-config cannot find $(PKG_MISSING): \
+	  `make deps` installs the build's packages$(if $(filter 1,$(MPI)), \
+	  and `make mpi-deps` those of MPI=1)),:)
 
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: traces/%.proto
 	@mkdir -p $(BUILD)/proto
 	protoc-c --proto_path=traces --c_out=$(BUILD)/proto $<
-$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c | pkg-check
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
 # Every object may include generated protobuf headers.
 $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC) $(CLI_SRC)): | $(PROTO_C)
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | pkg-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -114,7 +122,7 @@ $(BUILD)/resources.c: lua/joulesim.gresource.xml $(RESOURCES)
 	@mkdir -p $(BUILD)
 	glib-compile-resources --sourcedir=lua --generate-source \
 	  --c-name js_res --target=$@ $<
-$(BUILD)/resources.o: $(BUILD)/resources.c
+$(BUILD)/resources.o: $(BUILD)/resources.c | pkg-check
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -Wno-overlength-strings -c $< -o $@
 
 $(BUILD)/libjoulesim.a: $(LIB_OBJ)
@@ -124,7 +132,7 @@ $(BUILD)/libjoulesim.a: $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(BUILD)/libjoulesim.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a tests/testutil.h tests/testwork.h
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libjoulesim.a $(LDLIBS)
 
@@ -144,7 +152,7 @@ unit-tests: $(BIN) $(TEST_BIN)
 test: deps
 	$(MAKE) unit-tests
 	@$(MAKE) --no-print-directory check-layering
-	@tests/run-tests.sh $(BUILD)/tests ./joulesim
+	@tests/run-tests.sh $(BUILD)/tests ./$(BIN)
 
 # The rooms' order (docs/architecture.md): a room includes only from the
 # rooms left of it, and itself.

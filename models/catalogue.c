@@ -1,6 +1,6 @@
 /* models/catalogue.c -- the embedded GPU catalogue, as C tables.
  *
- * Every number carries its source: a published figure (data/README.md, an
+ * Every number carries its source: a published figure (docs/sources.md, an
  * NVIDIA datasheet), a fit (docs/gpu-model.md, reproduced by
  * `test-gpu -m thorough -p /gpu/calibration/fit/<GPU>`), or "estimate:" with the
  * reasoning.  The model that reads these numbers is described in
@@ -22,14 +22,14 @@
 /* ---------------------------------------------------------------------- */
 /* Shared sources                                                          */
 
-#define SRC_README "data/README.md"
+#define SRC_README "docs/sources.md"
 #define SRC_FIT_A100                                                         \
-  "fit to perseus-emulation gpt3-175b+a100_sxm_bf16.csv, the A100 8192^3 "  \
+  "fit to tests/data/profiles/gpt3-175b+a100_sxm_bf16.csv, the A100 8192^3 " \
   "GEMM at 400 W (258 TFLOP/s) and blocking power 83.64 W, see "             \
   "docs/gpu-model.md"
 #define SRC_VNOM "nominal 1 V: the model uses V(f)/v_max only"
 /* The boost controller (sim/engine.c): the window is the sensor's
- * averaging (data/README.md: on A100/H100 the power sensor averages 25 ms
+ * averaging (docs/sources.md: on A100/H100 the power sensor averages 25 ms
  * of every 100 ms); period and step are estimates. */
 #define BOOST_PARAMS                                                        \
   .boost_window_ms =                                                        \
@@ -37,7 +37,7 @@
   .boost_period_ms = P(5, "estimate: the controller decides every few ms"), \
   .boost_step_mhz = P(15, "estimate: one SM clock step per decision")
 #define SRC_GEMM_EFF                                                         \
-  "data/README.md: 8192^3 BF16 GEMM 295 TFLOP/s unthrottled (zeros) / 312 " \
+  "docs/sources.md: 8192^3 BF16 GEMM 295 TFLOP/s unthrottled (zeros) / 312 " \
   "peak = 0.945"
 #define SRC_EST_EFF_C "estimate: fraction of peak FLOP rate for this class"
 #define SRC_EST_EFF_M                                                       \
@@ -121,8 +121,9 @@
 #define A100_V_EXP 1.74
 #define A100_PCIE_P_CONST 26.6
 #define SRC_VCURVE_A100                                                     \
-  "fit to measured/kerneltuner/a100_pcie_40gb_fp32_synthetic.csv (one "     \
-  "FP32 kernel at 10 locked clocks on GA100), docs/gpu-model.md"
+  "fit to tests/data/measured/kerneltuner/"                                \
+  "a100_pcie_40gb_fp32_synthetic.csv (one FP32 kernel at 10 locked "        \
+  "clocks on GA100), docs/gpu-model.md"
 #define A100_STALL 0.20
 #define A100_ACT_VEC 0.59
 #define SRC_ACT_VEC_A100 "fit (one value for the vector classes), see " \
@@ -224,7 +225,7 @@
 #define RTX3080TI_BOOST 1995
 #define SRC_FIT_STUDY                                                       \
   "fit to the kernel-DVFS study's GEMM rows at 5001 MHz memory "            \
-  "(measured/kernel-dvfs-study; joulesim fidelity --refit), "               \
+  "(tests/data/measured/kernel-dvfs-study; joulesim fidelity --refit), "    \
   "docs/gpu-model.md"
 #define A40_P_CONST 51.9
 #define A40_P_DYN 349.5
@@ -233,7 +234,7 @@
 #define A40_F_KNEE 1060.0
 #define A40_ACT_VEC 0.78
 #define SRC_FIT_A40                                                         \
-  "fit to perseus-emulation gpt3-175b+a40_bf16.csv and blocking power "     \
+  "fit to tests/data/profiles/gpt3-175b+a40_bf16.csv and blocking power "   \
   "70.38 W, see docs/gpu-model.md"
 
 
@@ -252,7 +253,7 @@
   "estimate: A100 fit scaled by TDP 300/400 W (not measured on V100)"
 #define SRC_V100_CONST                                                      \
   "estimate: A100 fit 54.5 W scaled by idle ~45/60 W (V100 SXM2 idles "     \
-  "near 40-50 W in nvidia-smi reports; not in data/README.md)"
+  "near 40-50 W in nvidia-smi reports; not in docs/sources.md)"
 #define SRC_V100_SHAPE                                                      \
   "estimate: GA100 voltage shape (v_min ratio, exponent 1.74, A100 stall "  \
   "activity), knee at 0.67 f_max"
@@ -346,7 +347,7 @@ static const GpuSpec builtins[] = {
     .mem_bw_gbps = P(2039, SRC_README ": A100 80GB 2039 GB/s"),
     .power_limit_w = P(400, SRC_README ": A100 default power limit 400 W"),
     .power_max_w = P(500, SRC_README ": 500 W variants exist (the "
-                          "perseus-emulation card)"),
+                          "Perseus profile's card)"),
     .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
                        "2039 GB/s"),
     .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
@@ -480,8 +481,8 @@ static const GpuSpec builtins[] = {
     .description = "NVIDIA A40 48GB (GA102, GDDR6, 300 W)",
     .sm_min_mhz = P(210, SRC_README ": A40 SM clock 210-1740 MHz"),
     .sm_max_mhz = P(1740, SRC_README ": A40 SM clock 210-1740 MHz"),
-    .sm_step_mhz = P(15, "15 MHz steps, as the perseus-emulation A40 "
-                         "profile"),
+    .sm_step_mhz = P(15, "15 MHz steps, as the Perseus A40 profile "
+                         "(docs/sources.md)"),
     .sm_default_mhz = P(1740, "max boost (" SRC_README ")"),
     .n_mem_clocks = 1,
     .mem_mhz = {P(7251, "derived: 696 GB/s on a 384-bit GDDR6 bus = 14.5 "

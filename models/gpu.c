@@ -60,13 +60,13 @@
  * highest SM clock of the grid sm_min + i * step whose power fits (binary
  * search on i; time recomputed there), never below sm_min.  This is the
  * steady state of the card's power controller over one kernel; real
- * controllers average over ~25-100 ms windows (data/README.md), so short
+ * controllers average over ~25-100 ms windows (docs/sources.md), so short
  * kernels mixed with GEMMs are capped per kernel here, not per window.
  *
  * Calibration (numbers and the commands reproducing them: docs/gpu-model.md)
  * ---------------------------------------------------------------------------
  * Clocks, SM counts, FLOP/clk/SM, bandwidths, power limits, idle and blocked
- * power: published figures (data/README.md, NVIDIA datasheets).  DRAM power
+ * power: published figures (docs/sources.md, NVIDIA datasheets).  DRAM power
  * p_mem_w: access energy per bit x bit rate (estimate).  A100 P_const,
  * P_dyn, P_leak, v_min, f_knee and the vector-class activity: fitted jointly
  * (tests/test-gpu.c, /gpu/calibration/fit) to

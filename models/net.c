@@ -70,14 +70,14 @@
  * -------------------
  *   dgx-a100  NVLink3: 12 links x 50 GB/s = 600 GB/s bidirectional per GPU
  *             -> 300 GB/s per direction (NVIDIA A100 datasheet;
- *             data/README.md "Interconnect facts").  8 x Mellanox HDR
+ *             docs/sources.md "Interconnect").  8 x Mellanox HDR
  *             200 Gb/s NICs per node -> 25 GB/s each (DGX A100 user guide).
  *   dgx-h100  NVLink4: 900 GB/s bidirectional -> 450 GB/s per direction;
  *             8 x ConnectX-7 NDR 400 Gb/s -> 50 GB/s each (DGX H100 guide).
  *   pcie      no NVLink: GPUs talk over PCIe Gen4 x16, 32 GB/s raw and
  *             ~25 GB/s achievable per direction; the network is the DGX A100
  *             one (8 x HDR), so this preset isolates the effect of NVLink.
- *   Latencies (NCCL src/graph/tuning.cc, Simple protocol; data/README.md):
+ *   Latencies (NCCL src/graph/tuning.cc, Simple protocol; docs/sources.md):
  *             base 8.4 us (ring, Simple); per-step hardware latency 3.4 us
  *             over NVLink, 5.7 us over PCIe, ~14 us across the network.
  *             p2p_lat_us (a send/recv pair's base) is taken equal to the

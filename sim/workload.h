@@ -17,8 +17,8 @@
  * collective size and type).  Ops carry a reference duration (ref_ns, at the
  * reference GPU's maximum clocks) and the GPU model scales it by the ratio
  * t(clocks)/t(reference) of the op's shape.  A 175B / 1,024-GPU iteration has
- * ~50M ops but only a few hundred shapes, so everything expensive is computed
- * per shape and cached.
+ * 25.6 M ops but only 52 shapes, so everything expensive is computed per
+ * shape and cached.
  *
  * Communication ops name a group (collectives; matched by the n-th collective
  * of that group on every member) or a peer rank (send/recv; the n-th send

@@ -1,41 +1,90 @@
 #!/bin/sh
-# Runs every GTest binary in $1 (TAP output) and every scenario test
-# (tests/scenario-*.sh, given the joulesim binary $2), then prints the total
-# as "N passed, N failed".  Exit status 1 when anything failed.
+# tests/run-tests.sh DIR JOULESIM -- runs every GTest binary in DIR (TAP
+# output) and every scenario test (tests/scenario-*.sh, given the joulesim
+# binary JOULESIM), each under a time limit, and prints the totals.
+#
+# Counting:
+# - a GTest case is passed ("ok N"), skipped ("ok N ... # SKIP", from
+#   g_test_skip) or failed ("not ok N"); a binary that exits non-zero with
+#   no failed case (a crash, an abort between cases) counts one failure;
+# - a scenario script is passed (exit 0) or failed (any other exit); it is
+#   skipped as a whole when it exits 0 after printing "ok # SKIP reason"
+#   (scenario-mpi.sh without MPI), and the checks it skipped while passing
+#   -- lines "skip NAME (reason)" or TAP "ok N ... # SKIP" -- are counted
+#   as skipped, the script itself still as one pass;
+# - a binary or script still running after TEST_TIMEOUT seconds (default
+#   600) is killed, with its children, and counts as failed.
+#
+# The last two lines are "K skipped" and "N passed, N failed" (the form the
+# README promises).  Exit status 1 when anything failed.
 dir=$1
 bin=$2
+limit=${TEST_TIMEOUT:-600}
 pass=0
 fail=0
+skip=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+
+# run_limited CMD...: CMD under the time limit, output in $log; sets rc
+# (124 when the limit killed it).
+run_limited() {
+  timeout -k 10 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  [ "$rc" -eq 137 ] && rc=124
+}
+
 for t in "$dir"/test-*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
-  "$t" --tap >"$log" 2>&1
-  rc=$?
-  p=$(grep -c '^ok ' "$log")
+  run_limited "$t" --tap
+  p=$(grep '^ok ' "$log" | grep -vc '# SKIP')
+  s=$(grep '^ok ' "$log" | grep -c '# SKIP')
   f=$(grep -c '^not ok ' "$log")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   pass=$((pass + p))
   fail=$((fail + f))
-  if [ "$f" -ne 0 ]; then
+  skip=$((skip + s))
+  if [ "$rc" -eq 124 ]; then
+    echo "FAIL $name (killed after $limit s)"
+    grep -v '^ok ' "$log" | tail -40
+  elif [ "$f" -ne 0 ]; then
     echo "FAIL $name (exit $rc)"
     grep -v '^ok ' "$log" | tail -40
+  elif [ "$s" -ne 0 ]; then
+    echo "ok   $name ($p, $s skipped)"
   else
     echo "ok   $name ($p)"
   fi
 done
-for s in tests/scenario-*.sh; do
-  [ -f "$s" ] || continue
-  name=$(basename "$s")
-  if JOULESIM="$bin" sh "$s" >"$log" 2>&1; then
+
+for sc in tests/scenario-*.sh; do
+  [ -f "$sc" ] || continue
+  name=$(basename "$sc")
+  run_limited env JOULESIM="$bin" sh "$sc"
+  if [ "$rc" -eq 0 ] && grep -q '^ok # SKIP' "$log"; then
+    skip=$((skip + 1))
+    echo "skip $name: $(grep -m1 '^ok # SKIP' "$log" | sed 's/^ok # SKIP *//')"
+  elif [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
-    echo "ok   $name"
+    s=$(grep -cE '^skip |^ok [0-9]+ .*# SKIP' "$log")
+    skip=$((skip + s))
+    if [ "$s" -ne 0 ]; then
+      echo "ok   $name ($s checks skipped)"
+    else
+      echo "ok   $name"
+    fi
   else
     fail=$((fail + 1))
-    echo "FAIL $name"
+    if [ "$rc" -eq 124 ]; then
+      echo "FAIL $name (killed after $limit s)"
+    else
+      echo "FAIL $name (exit $rc)"
+    fi
     tail -40 "$log"
   fi
 done
+
+echo "$skip skipped"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,10 +7,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "lua/bind.h"
 #include "models/cluster.h"
 #include "models/dvfs/perseus.h"
 #include "models/dvfs/planner.h"
+#include "tests/testlua.h"
 #include "tests/testutil.h"
 #include "traces/gpt.h"
 
@@ -244,12 +244,6 @@ static void test_errors(void)
 
 /* ---- through Lua -------------------------------------------------------- */
 
-static gboolean run_lua(const char *src, GError **error)
-{
-  g_autoptr(JsSession) s = js_session_new(7);
-  return js_run_string(s, "=test", src, error);
-}
-
 #define LUA_SETUP                                                           \
   "local js = require 'joulesim'\n"                                         \
   "local w = js.gpt{ model = 'gpt3-125m', tp = 1, pp = 2, dp = 1,\n"        \
@@ -259,8 +253,7 @@ static gboolean run_lua(const char *src, GError **error)
 
 static void test_lua(void)
 {
-  GError *err = NULL;
-  gboolean ok = run_lua(LUA_SETUP
+  test_lua_expect_ok(LUA_SETUP
     "local p = js.simulate{ cluster = c, workload = w,\n"
     "  policy = js.policy.perseus{} }\n"
     "local k = js.simulate{ cluster = c, workload = w,\n"
@@ -269,12 +262,7 @@ static void test_lua(void)
     "assert(k.energy_j < p.energy_j, k.energy_j .. ' vs ' .. p.energy_j)\n"
     "local k2 = js.simulate{ cluster = c, workload = w,\n"
     "  policy = js.policy.perseus{ kernel = true } }\n"
-    "assert(k2.energy_j == k.energy_j)\n",
-    &err);
-  if (!ok)
-    g_printerr("script failed: %s\n", err->message);
-  g_assert_no_error(err);
-  g_assert_true(ok);
+    "assert(k2.energy_j == k.energy_j)\n");
 
   static const struct {
     const char *src, *want;
@@ -287,13 +275,7 @@ static void test_lua(void)
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autofree char *src = g_strconcat(LUA_SETUP, bad[i].src, "\n", NULL);
-    ok = run_lua(src, &err);
-    g_assert_false(ok);
-    g_assert_nonnull(err);
-    if (strstr(err->message, bad[i].want) == NULL)
-      g_printerr("case %u: %s\n", i, err->message);
-    g_assert_nonnull(strstr(err->message, bad[i].want));
-    g_clear_error(&err);
+    test_lua_expect_error(src, bad[i].want, NULL);
   }
 }
 

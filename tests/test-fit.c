@@ -420,7 +420,7 @@ static void test_errors(void)
 typedef struct {
   const char *file;
   const char *gpu;
-  double limit_w;        /* the measuring card's limit (data/README.md) */
+  double limit_w;        /* the measuring card's limit (docs/sources.md) */
   /* Minimum-energy clock check (see test_shared for the reasons):
    * max_steps >= 0: |fitted - measured| <= max_steps x 15 MHz overall;
    * else the regret (measured energy at the predicted clock over the

@@ -320,7 +320,7 @@ static void stage_fit(const GpuSpec *g, const Profile *pr, StageFit *r)
   }
 }
 
-/* The 8192^3 BF16 GEMM of data/README.md. */
+/* The 8192^3 BF16 GEMM of docs/sources.md. */
 static GpuKernel gemm8192(void)
 {
   return kernel(SIM_CLASS_GEMM, 2.0 * 8192 * 8192 * 8192,
@@ -365,7 +365,7 @@ static void test_catalogue_facts(void)
   const GpuSpec *a40 = lookup(c, "A100-SXM4-40GB");
   const GpuSpec *a80 = lookup(c, "A100-SXM4-80GB");
   const GpuSpec *h = lookup(c, "H100-SXM5-80GB");
-  /* data/README.md peaks: 312 TFLOP/s at 1410, 989 at 1830. */
+  /* docs/sources.md peaks: 312 TFLOP/s at 1410, 989 at 1830. */
   g_assert_true(test_close(gpu_peak_tensor_flops(a40, 1410), 312e12, 0.005));
   g_assert_true(test_close(gpu_peak_tensor_flops(h, 1830), 989e12, 0.005));
   g_assert_cmpfloat(a40->mem_mhz[0].v, ==, 1215);
@@ -807,7 +807,7 @@ static void test_memory_knee(void)
 /* ---------------------------------------------------------------------- */
 /* Power and the cap                                                       */
 
-/* data/README.md: the 8192^3 BF16 GEMM on a 400 W A100 is power-limited and
+/* docs/sources.md: the 8192^3 BF16 GEMM on a 400 W A100 is power-limited and
  * runs at 258 TFLOP/s (random data). */
 static void test_gemm_power_limited(void)
 {
@@ -837,7 +837,7 @@ static void test_gemm_power_limited(void)
   }
 }
 
-/* Published large-GEMM throughputs (data/README.md) at the default limit. */
+/* Published large-GEMM throughputs (docs/sources.md) at the default limit. */
 typedef struct {
   const char *gpu;
   double lo_tflops, hi_tflops;

@@ -1444,7 +1444,7 @@ static void test_chakra(void)
   guint nodes, gpu, comm;
   guint64 dur_us;
   scan_chakra((const guint8 *)raw, len, &nodes, &gpu, &comm, &dur_us);
-  g_assert_cmpuint(nodes, ==, 3664); /* data/README.md */
+  g_assert_cmpuint(nodes, ==, 3664); /* docs/sources.md */
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   GError *error = NULL;
   const char *p[] = {CHAKRA};

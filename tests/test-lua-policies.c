@@ -3,26 +3,8 @@
  * reproduce js.pipeline_run, stragglers slow the run as specified and are
  * deterministic for a seed, bad arguments name the argument, and the
  * bootstrap interval brackets its estimate. */
-#include "lua/bind.h"
+#include "testlua.h"
 #include "testutil.h"
-
-#include <string.h>
-
-static gboolean run(const char *src, GError **error)
-{
-  g_autoptr(JsSession) s = js_session_new(7);
-  return js_run_string(s, "=test", src, error);
-}
-
-static void expect_ok(const char *src)
-{
-  GError *error = NULL;
-  gboolean ok = run(src, &error);
-  if (!ok)
-    g_printerr("script failed: %s\n", error->message);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-}
 
 #define PIPE_SETUP                                                          \
   "local js = require 'joulesim'\n"                                         \
@@ -38,7 +20,7 @@ static void expect_ok(const char *src)
  * (same planner, same engine) and the frontier with :plan(i). */
 static void test_same_as_pipeline_run(void)
 {
-  expect_ok(PIPE_SETUP
+  test_lua_expect_ok(PIPE_SETUP
     "local cases = {\n"
     "  { js.policy.perseus{}, { policy = 'perseus' } },\n"
     "  { js.policy.perseus{ slowdown = 0.05 },\n"
@@ -89,7 +71,7 @@ static void test_same_as_pipeline_run(void)
  * deterministic for a seed and differ between seeds. */
 static void test_stragglers(void)
 {
-  expect_ok(PIPE_SETUP
+  test_lua_expect_ok(PIPE_SETUP
     "local base = js.simulate{ cluster = c, workload = w, iterations = 3 }\n"
     "local s = js.simulate{ cluster = c, workload = w, iterations = 3,\n"
     "  stragglers = { { gpu = 16, slowdown = 1.5, from_iteration = 2,\n"
@@ -211,25 +193,15 @@ static const BadCase bad_cases[] = {
 static void test_bad(gconstpointer data)
 {
   const BadCase *bc = data;
-  GError *error = NULL;
-  gboolean ok = run(bc->src, &error);
-  g_assert_false(ok);
-  g_assert_error(error, JS_ERROR, JS_ERROR_SCRIPT);
-  if (strstr(error->message, bc->expect1) == NULL ||
-      strstr(error->message, bc->expect2) == NULL)
-    g_printerr("case %s: message was: %s\n", bc->name, error->message);
-  g_assert_nonnull(strstr(error->message, bc->expect1));
-  g_assert_nonnull(strstr(error->message, bc->expect2));
-  /* The error is located at a script line. */
-  g_assert_nonnull(strstr(error->message, "test:"));
-  g_clear_error(&error);
+  /* "test:": the error is located at a script line. */
+  test_lua_expect_error(bc->src, bc->expect1, bc->expect2, "test:", NULL);
 }
 
 /* The bootstrap interval brackets its estimate, is deterministic for a
  * seed and has the requested sample count. */
 static void test_uncertainty(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "local js = require 'joulesim'\n"
     "local prof = 'tests/data/profiles/gpt3-175b+a100_sxm_bf16.csv'\n"
     "local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 4 }\n"

@@ -1,31 +1,15 @@
 /* tests/test-lua.c -- the Lua binding: the API works end to end, and every
  * kind of bad argument gives an error naming the function, the argument and
  * the script line. */
-#include "lua/bind.h"
-#include "io/results.h"
+#include "testlua.h"
+#include "testresults.h"
 #include "testutil.h"
 
 #include <string.h>
 
-static gboolean run(const char *src, GError **error)
-{
-  g_autoptr(JsSession) s = js_session_new(7);
-  return js_run_string(s, "=test", src, error);
-}
-
-static void expect_ok(const char *src)
-{
-  GError *error = NULL;
-  gboolean ok = run(src, &error);
-  if (!ok)
-    g_printerr("script failed: %s\n", error->message);
-  g_assert_no_error(error);
-  g_assert_true(ok);
-}
-
 static void test_simulate(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "local js = require 'joulesim'\n"
     "local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 4 }\n"
     "assert(c.n_gpus == 4 and c.gpu == 'A100-SXM4-80GB')\n"
@@ -73,7 +57,7 @@ static void test_determinism(void)
   const char *outs[2] = {a, b};
   for (int i = 0; i < 2; i++) {
     g_autofree char *full = g_strdup_printf("OUT = [[%s]]\n%s", outs[i], src);
-    expect_ok(full);
+    test_lua_expect_ok(full);
   }
   g_autofree char *ta = NULL, *tb = NULL;
   g_assert_true(g_file_get_contents(a, &ta, NULL, NULL));
@@ -102,10 +86,8 @@ static void test_results_roundtrip(void)
     "r:append{ policy = 'y', time_s = 1.0, n = 1, ok = true }\n"
     "r:close()\n",
     path, path, path);
-  expect_ok(src);
-  GError *error = NULL;
-  g_autoptr(GPtrArray) rows = res_table_read(path, "runs", &error);
-  g_assert_no_error(error);
+  test_lua_expect_ok(src);
+  g_autoptr(GPtrArray) rows = test_read_rows(path, "runs");
   g_assert_cmpuint(rows->len, ==, 1);
   test_rmdir(dir);
 }
@@ -170,6 +152,15 @@ static const BadCase bad_cases[] = {
    "dgx-a100", "js.cluster"},
 };
 
+/* `want`, or "test:N+1:" when it is "test:N:". */
+static char *shift_line(const char *want)
+{
+  int line;
+  if (sscanf(want, "test:%d:", &line) == 1)
+    return g_strdup_printf("test:%d:", line + 1);
+  return g_strdup(want);
+}
+
 static void test_bad(gconstpointer data)
 {
   const BadCase *bc = data;
@@ -177,28 +168,9 @@ static void test_bad(gconstpointer data)
   g_autofree char *out = g_build_filename(dir, "o.h5", NULL);
   g_autofree char *src = g_strdup_printf("OUT = [[%s]]\n%s", out, bc->src);
   /* OUT adds a line: shift expected line numbers by one. */
-  GError *error = NULL;
-  g_autofree char *shifted1 = NULL, *shifted2 = NULL;
-  const char *e[2] = {bc->expect1, bc->expect2};
-  char *shifted[2] = {NULL, NULL};
-  for (int i = 0; i < 2; i++) {
-    int line;
-    if (sscanf(e[i], "test:%d:", &line) == 1)
-      shifted[i] = g_strdup_printf("test:%d:", line + 1);
-  }
-  shifted1 = shifted[0];
-  shifted2 = shifted[1];
-  gboolean ok = run(src, &error);
-  g_assert_false(ok);
-  g_assert_error(error, JS_ERROR, JS_ERROR_SCRIPT);
-  const char *want1 = shifted1 ? shifted1 : bc->expect1;
-  const char *want2 = shifted2 ? shifted2 : bc->expect2;
-  if (strstr(error->message, want1) == NULL ||
-      strstr(error->message, want2) == NULL)
-    g_printerr("case %s: message was: %s\n", bc->name, error->message);
-  g_assert_nonnull(strstr(error->message, want1));
-  g_assert_nonnull(strstr(error->message, want2));
-  g_clear_error(&error);
+  g_autofree char *want1 = shift_line(bc->expect1);
+  g_autofree char *want2 = shift_line(bc->expect2);
+  test_lua_expect_error(src, want1, want2, NULL);
   /* nothing half-written */
   g_assert_false(g_file_test(out, G_FILE_TEST_EXISTS) &&
                  strcmp(bc->name, "bad-row-value") != 0);
@@ -207,7 +179,7 @@ static void test_bad(gconstpointer data)
 
 static void test_random_is_seeded(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "math.randomseed(5)\n"
     "local a = { math.random(), math.random(1, 6), math.random(10) }\n"
     "math.randomseed(5)\n"
@@ -219,7 +191,7 @@ static void test_random_is_seeded(void)
 
 static void test_gpu_table(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "local js = require 'joulesim'\n"
     "local g = js.gpu('H100-SXM5-80GB')\n"
     "assert(g.n_sm == 132 and g.sm_max_mhz == 1980)\n"
@@ -234,7 +206,7 @@ static void test_gpu_table(void)
  * less; cap = false lifts the cap. */
 static void test_gpu_price(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "local js = require 'joulesim'\n"
     "local function p(t) t.gpu = 'A100-SXM4-80GB'; return js.gpu.price(t) end\n"
     "local g1 = p{ class = 'gemm', flops = 1.1e12, bytes = 4e8, sm_mhz = 1410,\n"
@@ -261,7 +233,7 @@ static void test_gpu_price(void)
  * never does; a planned policy still plans and runs under it. */
 static void test_boost_controller(void)
 {
-  expect_ok(
+  test_lua_expect_ok(
     "local js = require 'joulesim'\n"
     "local w = js.gpt{ model = 'gpt3-1.3b', pp = 2, microbatches = 4 }\n"
     "local a = js.simulate{ cluster = js.cluster{ gpus = 2 }, workload = w }\n"

@@ -1,6 +1,15 @@
-/* tests/test-net.c -- the alpha-beta collective model: closed forms, presets,
- * invariants (monotone in bytes and ranks, 1 rank free, RS + AG == AR),
- * hierarchy, sharing and the nccl-tests bus bandwidth. */
+/* tests/test-net.c -- the alpha-beta collective model, checked against what
+ * does not depend on its own formulas: the published link figures its
+ * presets carry; the bandwidth lower bound every algorithm must respect
+ * (each rank must move 2(n-1)/n of an all-reduce's buffer, (n-1)/n of a
+ * reduce-scatter's...) and that the ring attains as messages grow; the
+ * tree's logarithmic latency against the ring's linear one; cases worked
+ * by hand from the published bandwidths and NCCL's latencies
+ * (docs/network-model.md); invariants (monotone in bytes and ranks, 1 rank
+ * free, RS + AG == AR, hierarchy = intra + inter, NIC share, sharing, AUTO
+ * = the faster); and the nccl-tests bus bandwidth it predicts, which lies
+ * between the measured figure and the link (the model is the ideal link).
+ * Published figures: docs/sources.md, "Interconnect". */
 #include "models/net.h"
 
 #include <math.h>
@@ -24,6 +33,27 @@ static NetGroupShape group(guint n, guint k)
   return g;
 }
 
+/* The published link figures of each NVLink preset (docs/sources.md,
+ * "Interconnect"), in the units the documents give them. */
+typedef struct {
+  const char *preset;
+  double nvlink_bidir_gbps;  /* GB/s, both directions, per GPU */
+  double nic_gbit;           /* Gb/s per NIC */
+  guint nics;                /* NICs per node */
+} Published;
+
+static const Published published[] = {
+  /* A100 datasheet: NVLink3 12 x 50 GB/s; DGX A100: 8 x HDR 200 Gb/s. */
+  { "dgx-a100", 600.0, 200.0, 8 },
+  /* H100 datasheet: NVLink4 900 GB/s; DGX H100: 8 x NDR 400 Gb/s. */
+  { "dgx-h100", 900.0, 400.0, 8 },
+};
+
+/* Every preset is valid under its own name; the NVLink presets carry the
+ * published bandwidths (per direction, bytes); pcie has no NVLink, a
+ * slower intra-node link and slower steps, and DGX A100's network, so that
+ * it differs from dgx-a100 in NVLink only; a network step is slower than
+ * an NVLink step. */
 static void test_presets(void)
 {
   const char *const *names = net_preset_names();
@@ -34,26 +64,27 @@ static void test_presets(void)
     GError *error = NULL;
     g_assert_true(net_spec_validate(s, &error));
     g_assert_no_error(error);
+    g_assert_cmpfloat(s->intra_lat_us, <, s->inter_lat_us);
   }
   g_assert_cmpuint(count, ==, 3);
 
+  for (guint i = 0; i < G_N_ELEMENTS(published); i++) {
+    const Published *p = &published[i];
+    g_autoptr(NetSpec) s = preset(p->preset);
+    g_assert_true(s->nvlink);
+    g_assert_cmpfloat(s->intra_bw_gbps, ==, p->nvlink_bidir_gbps / 2);
+    g_assert_cmpfloat(s->nic_bw_gbps, ==, p->nic_gbit / 8);
+    g_assert_cmpuint(s->nics_per_node, ==, p->nics);
+  }
+
   g_autoptr(NetSpec) a100 = preset("dgx-a100");
-  g_assert_cmpfloat(a100->intra_bw_gbps, ==, 300.0);
-  g_assert_cmpfloat(a100->nic_bw_gbps, ==, 25.0);
-  g_assert_cmpuint(a100->nics_per_node, ==, 8);
-  g_assert_cmpfloat(a100->base_lat_us, ==, 8.4);
-  g_assert_cmpfloat(a100->intra_lat_us, ==, 3.4);
-  g_assert_cmpfloat(a100->inter_lat_us, ==, 14.0);
-  g_assert_true(a100->nvlink);
-
-  g_autoptr(NetSpec) h100 = preset("dgx-h100");
-  g_assert_cmpfloat(h100->intra_bw_gbps, ==, 450.0);
-  g_assert_cmpfloat(h100->nic_bw_gbps, ==, 50.0);
-  g_assert_true(h100->nvlink);
-
   g_autoptr(NetSpec) pcie = preset("pcie");
   g_assert_false(pcie->nvlink);
   g_assert_cmpfloat(pcie->intra_bw_gbps, <, a100->intra_bw_gbps);
+  g_assert_cmpfloat(pcie->intra_lat_us, >, a100->intra_lat_us);
+  g_assert_cmpfloat(pcie->nic_bw_gbps, ==, a100->nic_bw_gbps);
+  g_assert_cmpuint(pcie->nics_per_node, ==, a100->nics_per_node);
+  g_assert_cmpfloat(pcie->inter_lat_us, ==, a100->inter_lat_us);
 }
 
 static void test_unknown_preset(void)
@@ -106,38 +137,132 @@ static void test_copy_and_validate(void)
   g_clear_error(&error);
 }
 
-/* The model's ring all-reduce is the closed form, bit for bit. */
-static void test_ring_closed_form(void)
+/* net_ring_allreduce_s: no ranks or one rank cost nothing. */
+static void test_ring_helper(void)
 {
-  g_autoptr(NetSpec) s = preset("dgx-a100");
-  static const double sizes[] = { 0.0, 1.0, 4096.0, 1e6, 3.3e8, 1e9 };
-  for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
-    for (guint n = 2; n <= 8; n++) {
-      NetGroupShape g = group(n, 8);
-      double t = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, sizes[i], &g,
-                                       NET_ALGO_RING, 1);
-      double cf = net_ring_allreduce_s(sizes[i], n, s->intra_bw_gbps * 1e9,
-                                       s->intra_lat_us * 1e-6,
-                                       s->base_lat_us * 1e-6);
-      g_assert_cmpfloat(t, ==, cf);
-    }
-    /* One rank per node: a flat ring over the NICs. */
-    NetGroupShape g = group(16, 1);
-    double t = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, sizes[i], &g,
-                                     NET_ALGO_RING, 1);
-    double cf = net_ring_allreduce_s(sizes[i], 16, s->nic_bw_gbps * 1e9,
-                                     s->inter_lat_us * 1e-6,
-                                     s->base_lat_us * 1e-6);
-    g_assert_cmpfloat(t, ==, cf);
-  }
-
-  /* The closed form itself, against the formula written out. */
-  double n = 8, B = 1e9, bw = 300e9, lat = 3.4e-6, base = 8.4e-6;
-  double expect = base + 2 * (n - 1) * lat + 2 * (n - 1) / n * B / bw;
-  g_assert_true(test_close(net_ring_allreduce_s(B, 8, bw, lat, base), expect,
-                           1e-15));
+  double B = 1e9, bw = 300e9, lat = 3.4e-6, base = 8.4e-6;
   g_assert_cmpfloat(net_ring_allreduce_s(B, 1, bw, lat, base), ==, 0.0);
   g_assert_cmpfloat(net_ring_allreduce_s(B, 0, bw, lat, base), ==, 0.0);
+  g_assert_cmpfloat(net_ring_allreduce_s(B, 2, bw, lat, base), >, base);
+}
+
+/* The bytes each rank must move through its link, as a fraction of the
+ * buffer B, whatever the algorithm: an all-reduce 2(n-1)/n (Patarasuk and
+ * Yuan's bound, which the ring attains), reduce-scatter, all-gather and
+ * all-to-all (n-1)/n, a broadcast or a pair exchange all of B. */
+static double bytes_per_rank(SimCollType t, guint n)
+{
+  double f = (double)(n - 1) / (double)n;
+  switch (t) {
+  case SIM_COLL_ALL_REDUCE:
+    return 2 * f;
+  case SIM_COLL_ALL_GATHER:
+  case SIM_COLL_REDUCE_SCATTER:
+  case SIM_COLL_ALL_TO_ALL:
+    return f;
+  default:
+    return 1.0;
+  }
+}
+
+/* No collective beats the bandwidth bound through the fastest link a rank
+ * has (NVLink when a node holds several members, the rank's own NIC when
+ * it is alone on its node), nor its base latency; in one node the ring
+ * attains the bound as the message grows (within 1e-4 at 10 TB). */
+static void test_bandwidth_bound(gconstpointer data)
+{
+  const char *name = data;
+  g_autoptr(NetSpec) s = preset(name);
+  static const guint shapes[][2] = {
+    { 2, 8 }, { 8, 8 }, { 16, 1 }, { 64, 8 }, { 32, 4 }, { 1024, 8 },
+  };
+  static const double sizes[] = { 0.0, 1e3, 1e6, 1e8, 1e10, 1e13 };
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    NetGroupShape g = group(shapes[i][0], shapes[i][1]);
+    double bw = (g.n_nodes > 1 && g.max_per_node == 1 ? s->nic_bw_gbps
+                                                       : s->intra_bw_gbps);
+    for (int t = 0; t < SIM_COLL_COUNT; t++) {
+      for (int a = NET_ALGO_AUTO; a <= NET_ALGO_TREE; a++) {
+        for (guint j = 0; j < G_N_ELEMENTS(sizes); j++) {
+          double bound = bytes_per_rank((SimCollType)t, g.n_ranks) *
+                         sizes[j] / (bw * 1e9);
+          double tm = net_collective_time_s(s, (SimCollType)t, sizes[j], &g,
+                                            (NetAlgo)a, 1);
+          g_assert_cmpfloat(tm, >=, bound);
+          if (t != SIM_COLL_SEND_RECV)
+            g_assert_cmpfloat(tm, >=, s->base_lat_us * 1e-6);
+        }
+      }
+    }
+  }
+  NetGroupShape node = group(8, 8);
+  double B = 1e13;
+  for (int t = 0; t < SIM_COLL_COUNT; t++) {
+    double bound = bytes_per_rank((SimCollType)t, 8) * B /
+                   (s->intra_bw_gbps * 1e9);
+    double tm = net_collective_time_s(s, (SimCollType)t, B, &node,
+                                      NET_ALGO_RING, 1);
+    g_assert_cmpfloat(tm / bound - 1, <, 1e-4);
+  }
+}
+
+/* Latency (an empty message) across nodes, one rank per node: the double
+ * binary tree adds the same amount each time the group doubles (log2 n
+ * steps), the ring twice as much as the time before (n steps). */
+static void test_tree_latency_logarithmic(void)
+{
+  g_autoptr(NetSpec) s = preset("dgx-a100");
+  double prev_tree = 0, prev_ring = 0, step_tree = 0, step_ring = 0;
+  for (guint n = 4; n <= 4096; n *= 2) {
+    NetGroupShape g = group(n, 1);
+    double tree = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, 0, &g,
+                                        NET_ALGO_TREE, 1);
+    double ring = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, 0, &g,
+                                        NET_ALGO_RING, 1);
+    if (prev_tree > 0) {
+      if (step_tree > 0) {
+        g_assert_true(test_close(tree - prev_tree, step_tree, 1e-9));
+        g_assert_true(test_close(ring - prev_ring, 2 * step_ring, 1e-9));
+      }
+      step_tree = tree - prev_tree;
+      step_ring = ring - prev_ring;
+      g_assert_cmpfloat(step_tree, >, 0);
+    }
+    prev_tree = tree;
+    prev_ring = ring;
+  }
+  g_assert_cmpfloat(prev_tree, <, prev_ring);
+}
+
+/* Worked by hand from the published bandwidths (NVLink3 300 GB/s and
+ * NVLink4 450 GB/s per direction, HDR 25 GB/s per NIC) and NCCL's latencies
+ * (base 8.4 us, 3.4 us per NVLink step, 14 us per network step, p2p base
+ * 8.4 us); the 64-rank cases are docs/network-model.md's worked example. */
+static void test_worked_cases(void)
+{
+  g_autoptr(NetSpec) a100 = preset("dgx-a100");
+  g_autoptr(NetSpec) h100 = preset("dgx-h100");
+  NetGroupShape node = group(8, 8), hier = group(64, 8), flat = group(64, 1);
+  double B = 1e9;
+  /* 8.4 us + 14 x 3.4 us + 2 x 7/8 x 1 GB / 300 GB/s = 5.8893 ms */
+  g_assert_true(test_close(net_collective_time_s(a100, SIM_COLL_ALL_REDUCE,
+                                                 B, &node, NET_ALGO_RING, 1),
+                           5.8893e-3, 1e-4));
+  /* 8.4 us + 14 x 3.4 us + 2 x 7/8 x 1 GB / 450 GB/s = 3.9449 ms */
+  g_assert_true(test_close(net_collective_time_s(h100, SIM_COLL_ALL_REDUCE,
+                                                 B, &node, NET_ALGO_RING, 1),
+                           3.9449e-3, 1e-4));
+  /* 8.4 us + 2(7 x 3.4 us + 7/8 x 1 GB / 300 GB/s)
+   *        + 2(7 x 14 us + 7/8 x 125 MB / 25 GB/s) = 14.835 ms */
+  g_assert_true(test_close(net_collective_time_s(a100, SIM_COLL_ALL_REDUCE,
+                                                 B, &hier, NET_ALGO_RING, 1),
+                           14.835e-3, 1e-4));
+  /* 8.4 us + 126 x 14 us + 2 x 63/64 x 1 GB / 25 GB/s = 80.522 ms */
+  g_assert_true(test_close(net_collective_time_s(a100, SIM_COLL_ALL_REDUCE,
+                                                 B, &flat, NET_ALGO_RING, 1),
+                           80.522e-3, 1e-4));
+  /* 8.4 us + 14 us + 1 GB / 25 GB/s = 40.022 ms */
+  g_assert_true(test_close(net_p2p_time_s(a100, B, FALSE), 40.022e-3, 1e-4));
 }
 
 static void test_one_rank_free(void)
@@ -207,35 +332,38 @@ static void test_monotone_ranks(gconstpointer data)
   }
 }
 
-/* 64 ranks, 8 per node: the hierarchical all-reduce beats a flat ring that
- * puts every step on the network. */
-static void test_hierarchical_beats_flat(void)
+/* 64 ranks, 8 per node: the hierarchical all-reduce beats the same ranks
+ * in a flat ring that puts every step on the network, and it is the
+ * all-reduce inside one node plus the all-reduce of the 1/8 shard among
+ * the 8 nodes, with one base latency. */
+static void test_hierarchical(void)
 {
   g_autoptr(NetSpec) s = preset("dgx-a100");
-  NetGroupShape g = group(64, 8);
+  NetGroupShape g = group(64, 8), flat = group(64, 1);
+  NetGroupShape node = group(8, 8), nodes = group(8, 1);
   g_assert_cmpuint(g.n_nodes, ==, 8);
+  double base = s->base_lat_us * 1e-6;
   static const double sizes[] = { 1e6, 1e8, 1e9 };
   for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
-    double flat = net_ring_allreduce_s(sizes[i], 64, s->nic_bw_gbps * 1e9,
-                                       s->inter_lat_us * 1e-6,
-                                       s->base_lat_us * 1e-6);
+    double B = sizes[i];
+    double ring = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &flat,
+                                        NET_ALGO_RING, 1);
+    double intra = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &node,
+                                         NET_ALGO_RING, 1);
     for (int a = NET_ALGO_AUTO; a <= NET_ALGO_TREE; a++) {
-      double hier = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, sizes[i],
-                                          &g, (NetAlgo)a, 1);
-      g_assert_cmpfloat(hier, <, flat);
+      double hier = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g,
+                                          (NetAlgo)a, 1);
+      g_assert_cmpfloat(hier, <, ring);
+      if (a == NET_ALGO_AUTO)
+        continue;
+      double inter = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B / 8,
+                                           &nodes, (NetAlgo)a, 1);
+      g_assert_true(test_close(hier, intra + inter - base, 1e-12));
     }
   }
 
-  /* Worked example (ring): base + 2[7 lat_i + 7/8 B/bw_i]
-   * + 2[7 lat_n + 7/8 (B/8)/bw_nic]. */
-  double B = 1e9;
-  double expect = 8.4e-6 + 2 * (7 * 3.4e-6 + 7.0 / 8 * B / 300e9) +
-                  2 * (7 * 14e-6 + 7.0 / 8 * (B / 8) / 25e9);
-  double got = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g,
-                                     NET_ALGO_RING, 1);
-  g_assert_true(test_close(got, expect, 1e-12));
-
   /* A group that spans nodes is slower than the same count in one node. */
+  double B = 1e9;
   NetGroupShape one = group(8, 8), two = group(8, 4);
   g_assert_cmpfloat(
     net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &one, NET_ALGO_AUTO, 1),
@@ -243,23 +371,32 @@ static void test_hierarchical_beats_flat(void)
                              1));
 }
 
-/* Fewer NICs than local ranks: each rank gets nics/k of a NIC. */
+/* Inter-node part of a 64-rank, 8-per-node all-reduce: the whole minus
+ * the same all-reduce inside one node. */
+static double inter_part(const NetSpec *s, double B)
+{
+  NetGroupShape g = group(64, 8), node = group(8, 8);
+  return net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g, NET_ALGO_RING,
+                               1) -
+         net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &node,
+                               NET_ALGO_RING, 1);
+}
+
+/* Fewer NICs than local ranks: each rank gets nics/k of a NIC, so halving
+ * the NICs doubles the inter-node bandwidth term and changes nothing
+ * else; one rank per node keeps a whole NIC. */
 static void test_nic_share(void)
 {
   g_autoptr(NetSpec) s = preset("dgx-a100");
   g_autoptr(NetSpec) half = net_spec_copy(s);
   half->nics_per_node = 4;
-  NetGroupShape g = group(64, 8);
   double B = 1e9;
-  double t8 = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g,
-                                    NET_ALGO_RING, 1);
-  double t4 = net_collective_time_s(half, SIM_COLL_ALL_REDUCE, B, &g,
-                                    NET_ALGO_RING, 1);
-  /* The inter-node bandwidth term doubles, nothing else changes. */
-  double inter8 = 2 * 7.0 / 8 * (B / 8) / 25e9;
-  g_assert_true(test_close(t4 - t8, inter8, 1e-9));
+  double bw8 = inter_part(s, B) - inter_part(s, 0);
+  double bw4 = inter_part(half, B) - inter_part(half, 0);
+  g_assert_cmpfloat(bw8, >, 0);
+  g_assert_true(test_close(bw4, 2 * bw8, 1e-9));
+  g_assert_true(test_close(inter_part(half, 0), inter_part(s, 0), 1e-9));
 
-  /* One rank per node still gets a whole NIC with 4 NICs. */
   NetGroupShape flat = group(8, 1);
   g_assert_cmpfloat(
     net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &flat, NET_ALGO_RING, 1),
@@ -373,59 +510,68 @@ static void test_p2p(void)
       prev_same = same;
       prev_cross = cross;
     }
-    /* p2p latency + link latency + bytes / link bandwidth. */
-    double expect = (s->p2p_lat_us + s->inter_lat_us) * 1e-6 +
-                    1e9 / (s->nic_bw_gbps * 1e9);
-    g_assert_true(test_close(net_p2p_time_s(s, 1e9, FALSE), expect, 1e-12));
+  }
+  /* Each extra byte goes at the published link speed: NVLink inside a
+   * node, the GPU's own NIC across nodes. */
+  for (guint i = 0; i < G_N_ELEMENTS(published); i++) {
+    const Published *p = &published[i];
+    g_autoptr(NetSpec) s = preset(p->preset);
+    double B = 1e9;
+    double same = B / (net_p2p_time_s(s, 2 * B, TRUE) -
+                       net_p2p_time_s(s, B, TRUE));
+    double cross = B / (net_p2p_time_s(s, 2 * B, FALSE) -
+                        net_p2p_time_s(s, B, FALSE));
+    g_assert_true(test_close(same, p->nvlink_bidir_gbps / 2 * 1e9, 1e-9));
+    g_assert_true(test_close(cross, p->nic_gbit / 8 * 1e9, 1e-9));
   }
 }
 
-/* nccl-tests convention: algbw = B / T, busbw = algbw * 2(n-1)/n.  A 1 GB
- * all-reduce over 8 NVLink3 GPUs shows a bus bandwidth within 2% of the
- * 300 GB/s per-direction NVLink figure (the latency terms eat the rest). */
-static void test_busbw_nvlink(void)
+/* The nccl-tests bus bandwidth (algbw = B / T, busbw = algbw x 2(n-1)/n)
+ * the model predicts for a 1 GB all-reduce on 8 NVLink3 GPUs lies between
+ * what nccl-tests measure on DGX A100 (about 230 GB/s, docs/sources.md)
+ * and the 300 GB/s link: the model is the ideal link, optimistic against
+ * measurements.  It rises towards the link speed as the message grows. */
+static void test_busbw_ideal_link(void)
 {
   g_autoptr(NetSpec) s = preset("dgx-a100");
   NetGroupShape g = group(8, 8);
   double B = 1e9;
   double t = net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g,
                                    NET_ALGO_AUTO, 1);
-  double algbw = B / t;
-  double busbw = algbw * 2.0 * 7.0 / 8.0;
+  double busbw = B / t * 2.0 * 7.0 / 8.0;
   g_assert_cmpfloat(busbw, <, 300e9);
-  g_assert_cmpfloat(busbw, >, 0.98 * 300e9);
+  g_assert_cmpfloat(busbw, >, 230e9);
   g_test_message("1 GB all-reduce, 8 x NVLink3: %.3f ms, busbw %.1f GB/s",
                  t * 1e3, busbw / 1e9);
 
-  g_autoptr(NetSpec) h = preset("dgx-h100");
-  t = net_collective_time_s(h, SIM_COLL_ALL_REDUCE, B, &g, NET_ALGO_AUTO, 1);
-  busbw = B / t * 2.0 * 7.0 / 8.0;
-  g_assert_cmpfloat(busbw, >, 0.97 * 450e9);
+  for (guint i = 0; i < G_N_ELEMENTS(published); i++) {
+    g_autoptr(NetSpec) p = preset(published[i].preset);
+    double link = published[i].nvlink_bidir_gbps / 2 * 1e9, prev = 0;
+    for (B = 1e6; B <= 1e13; B *= 10) {
+      t = net_collective_time_s(p, SIM_COLL_ALL_REDUCE, B, &g,
+                                NET_ALGO_AUTO, 1);
+      busbw = B / t * 2.0 * 7.0 / 8.0;
+      g_assert_cmpfloat(busbw, >, prev);
+      g_assert_cmpfloat(busbw, <, link);
+      prev = busbw;
+    }
+    g_assert_cmpfloat(prev, >, (1 - 1e-4) * link);
+  }
 }
 
-/* Other collectives against their formulas (single node, dgx-a100). */
-static void test_formulas(void)
+/* All-to-all across nodes is charged at the slowest class (a conservative
+ * choice, docs/network-model.md): each extra byte of a 16-rank, 2-node
+ * exchange goes at the NIC's 25 GB/s (HDR 200 Gb/s), not NVLink's 300. */
+static void test_alltoall_across_nodes(void)
 {
   g_autoptr(NetSpec) s = preset("dgx-a100");
-  NetGroupShape g = group(8, 8);
-  double B = 1e8, bw = 300e9, lat = 3.4e-6, base = 8.4e-6;
-  g_assert_true(test_close(
-    net_collective_time_s(s, SIM_COLL_REDUCE_SCATTER, B, &g, NET_ALGO_AUTO, 1),
-    base + 7 * lat + 7.0 / 8 * B / bw, 1e-12));
-  g_assert_true(test_close(
-    net_collective_time_s(s, SIM_COLL_BROADCAST, B, &g, NET_ALGO_AUTO, 1),
-    base + 7 * lat + B / bw, 1e-12));
-  g_assert_true(test_close(
-    net_collective_time_s(s, SIM_COLL_ALL_TO_ALL, B, &g, NET_ALGO_AUTO, 1),
-    base + 7 * lat + 7.0 / 8 * B / bw, 1e-12));
-  g_assert_true(test_close(
-    net_collective_time_s(s, SIM_COLL_ALL_REDUCE, B, &g, NET_ALGO_TREE, 1),
-    base + 2 * 3 * lat + 2 * B / bw, 1e-12));
-  /* All-to-all across nodes runs at the NIC share. */
   NetGroupShape x = group(16, 8);
-  g_assert_true(test_close(
-    net_collective_time_s(s, SIM_COLL_ALL_TO_ALL, B, &x, NET_ALGO_AUTO, 1),
-    base + 15 * 14e-6 + 15.0 / 16 * B / 25e9, 1e-12));
+  double B = 1e9;
+  double d = net_collective_time_s(s, SIM_COLL_ALL_TO_ALL, 2 * B, &x,
+                                   NET_ALGO_AUTO, 1) -
+             net_collective_time_s(s, SIM_COLL_ALL_TO_ALL, B, &x,
+                                   NET_ALGO_AUTO, 1);
+  g_assert_true(test_close(15.0 / 16 * B / d, 200.0 / 8 * 1e9, 1e-9));
 }
 
 int main(int argc, char **argv)
@@ -434,21 +580,26 @@ int main(int argc, char **argv)
   g_test_add_func("/net/presets", test_presets);
   g_test_add_func("/net/unknown-preset", test_unknown_preset);
   g_test_add_func("/net/copy-validate", test_copy_and_validate);
-  g_test_add_func("/net/ring-closed-form", test_ring_closed_form);
+  g_test_add_func("/net/ring-helper", test_ring_helper);
+  g_test_add_func("/net/tree-latency-logarithmic",
+                  test_tree_latency_logarithmic);
+  g_test_add_func("/net/worked-cases", test_worked_cases);
   g_test_add_func("/net/one-rank-free", test_one_rank_free);
   for (const char *const *n = net_preset_names(); *n != NULL; n++) {
     g_autofree char *p1 = g_strdup_printf("/net/monotone-bytes/%s", *n);
     g_autofree char *p2 = g_strdup_printf("/net/monotone-ranks/%s", *n);
+    g_autofree char *p3 = g_strdup_printf("/net/bandwidth-bound/%s", *n);
     g_test_add_data_func(p1, *n, test_monotone_bytes);
     g_test_add_data_func(p2, *n, test_monotone_ranks);
+    g_test_add_data_func(p3, *n, test_bandwidth_bound);
   }
-  g_test_add_func("/net/hierarchical", test_hierarchical_beats_flat);
+  g_test_add_func("/net/hierarchical", test_hierarchical);
   g_test_add_func("/net/nic-share", test_nic_share);
   g_test_add_func("/net/rs-plus-ag", test_rs_plus_ag);
   g_test_add_func("/net/concurrent", test_concurrent_doubles_bandwidth);
   g_test_add_func("/net/auto", test_auto);
   g_test_add_func("/net/p2p", test_p2p);
-  g_test_add_func("/net/busbw-nvlink", test_busbw_nvlink);
-  g_test_add_func("/net/formulas", test_formulas);
+  g_test_add_func("/net/busbw-ideal-link", test_busbw_ideal_link);
+  g_test_add_func("/net/alltoall-across-nodes", test_alltoall_across_nodes);
   return g_test_run();
 }

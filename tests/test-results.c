@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/testresults.h"
 #include "tests/testutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -144,27 +145,6 @@ static void close_ok(ResTable *t)
   g_assert_true(ok);
 }
 
-static GPtrArray *read_ok(const char *path, const char *table)
-{
-  g_autoptr(GError) error = NULL;
-  GPtrArray *rows = res_table_read(path, table, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(rows);
-  return rows;
-}
-
-/* The value of column `name` in a read row (fails the test when absent). */
-static const ResValue *cell(GPtrArray *row, const char *name)
-{
-  for (guint i = 0; i < row->len; i++) {
-    const ResValue *v = g_ptr_array_index(row, i);
-    if (strcmp(v->name, name) == 0)
-      return v;
-  }
-  g_error("no column '%s' in row", name);
-  return NULL;
-}
-
 /* Bit-exact double comparison (NaN and -0.0 included). */
 static void assert_same_double(double got, double want)
 {
@@ -217,7 +197,7 @@ static void test_roundtrip(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(res_table_rows(t), ==, 5);
   close_ok(t);
 
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 5);
   static const char *const order[] = { "run", "energy_j", "ok", "policy" };
   static const gint64 runs[] = { 0, G_MININT64, G_MAXINT64, 3, -4 };
@@ -231,14 +211,14 @@ static void test_roundtrip(Fixture *fx, gconstpointer data)
     for (guint c = 0; c < row->len; c++)
       g_assert_cmpstr(((ResValue *)g_ptr_array_index(row, c))->name, ==,
                       order[c]);
-    g_assert_cmpint(cell(row, "run")->type, ==, RES_INT);
-    g_assert_cmpint(cell(row, "run")->i, ==, runs[r]);
-    g_assert_cmpint(cell(row, "energy_j")->type, ==, RES_FLOAT);
-    assert_same_double(cell(row, "energy_j")->f, energy[r]);
-    g_assert_cmpint(cell(row, "ok")->type, ==, RES_BOOL);
-    g_assert_cmpint(cell(row, "ok")->i, ==, oks[r]);
-    g_assert_cmpint(cell(row, "policy")->type, ==, RES_STRING);
-    g_assert_cmpstr(cell(row, "policy")->s, ==, policy[r]);
+    g_assert_cmpint(test_cell(row, "run")->type, ==, RES_INT);
+    g_assert_cmpint(test_cell(row, "run")->i, ==, runs[r]);
+    g_assert_cmpint(test_cell(row, "energy_j")->type, ==, RES_FLOAT);
+    assert_same_double(test_cell(row, "energy_j")->f, energy[r]);
+    g_assert_cmpint(test_cell(row, "ok")->type, ==, RES_BOOL);
+    g_assert_cmpint(test_cell(row, "ok")->i, ==, oks[r]);
+    g_assert_cmpint(test_cell(row, "policy")->type, ==, RES_STRING);
+    g_assert_cmpstr(test_cell(row, "policy")->s, ==, policy[r]);
   }
 }
 
@@ -287,21 +267,21 @@ static void test_replace(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(res_table_rows(t), ==, 1);
   close_ok(t);
 
-  g_autoptr(GPtrArray) ra = read_ok(fx->path, "a");
+  g_autoptr(GPtrArray) ra = test_read_rows(fx->path, "a");
   g_assert_cmpuint(ra->len, ==, 1);
   GPtrArray *row = g_ptr_array_index(ra, 0);
   g_assert_cmpuint(row->len, ==, 1);
-  g_assert_cmpint(cell(row, "done")->i, ==, 1);
+  g_assert_cmpint(test_cell(row, "done")->i, ==, 1);
 
-  g_autoptr(GPtrArray) rb = read_ok(fx->path, "b");
+  g_autoptr(GPtrArray) rb = test_read_rows(fx->path, "b");
   g_assert_cmpuint(rb->len, ==, 1);
-  g_assert_cmpstr(cell(g_ptr_array_index(rb, 0), "gpu")->s, ==, "A100");
+  g_assert_cmpstr(test_cell(g_ptr_array_index(rb, 0), "gpu")->s, ==, "A100");
 
   /* REPLACE of a table that does not exist yet is a plain create. */
   t = open_ok(fx->path, "c", RES_MODE_REPLACE);
   append_ok(t, b, 2);
   close_ok(t);
-  g_autoptr(GPtrArray) rc = read_ok(fx->path, "c");
+  g_autoptr(GPtrArray) rc = test_read_rows(fx->path, "c");
   g_assert_cmpuint(rc->len, ==, 1);
 }
 
@@ -323,20 +303,20 @@ static void test_two_tables(Fixture *fx, gconstpointer data)
   close_ok(t1);
   close_ok(t2);
 
-  g_autoptr(GPtrArray) r1 = read_ok(fx->path, "runs");
-  g_autoptr(GPtrArray) r2 = read_ok(fx->path, "gpus");
+  g_autoptr(GPtrArray) r1 = test_read_rows(fx->path, "runs");
+  g_autoptr(GPtrArray) r2 = test_read_rows(fx->path, "gpus");
   g_assert_cmpuint(r1->len, ==, 300);
   g_assert_cmpuint(r2->len, ==, 100);
   for (guint i = 0; i < r1->len; i++) {
     GPtrArray *row = g_ptr_array_index(r1, i);
-    g_assert_cmpint(cell(row, "run")->i, ==, i);
-    assert_same_double(cell(row, "time_s")->f, i * 0.5);
+    g_assert_cmpint(test_cell(row, "run")->i, ==, i);
+    assert_same_double(test_cell(row, "time_s")->f, i * 0.5);
   }
   for (guint i = 0; i < r2->len; i++) {
     GPtrArray *row = g_ptr_array_index(r2, i);
-    g_assert_cmpint(cell(row, "gpu")->i, ==, 3 * i);
-    g_assert_cmpstr(cell(row, "name")->s, ==, (3 * i) % 2 ? "H100" : "A100");
-    assert_same_double(cell(row, "energy_j")->f, 3 * i * 1.25);
+    g_assert_cmpint(test_cell(row, "gpu")->i, ==, 3 * i);
+    g_assert_cmpstr(test_cell(row, "name")->s, ==, (3 * i) % 2 ? "H100" : "A100");
+    assert_same_double(test_cell(row, "energy_j")->f, 3 * i * 1.25);
   }
 }
 
@@ -416,7 +396,7 @@ static void test_schema_error(Fixture *fx, gconstpointer data)
 
   append_ok(t, schema_first, G_N_ELEMENTS(schema_first));
   close_ok(t);
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 2);
 }
 
@@ -538,7 +518,7 @@ static void test_foreign_dataset(Fixture *fx, gconstpointer data)
   const ResValue r[] = { I("x", 5) };
   append_ok(t, r, 1);
   close_ok(t);
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 1);
 }
 
@@ -721,10 +701,10 @@ static void test_crash_keeps_rows(void)
   g_test_trap_assert_passed();
   g_unsetenv("JOULESIM_TEST_RESULTS");
 
-  g_autoptr(GPtrArray) rows = read_ok(fx.path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx.path, "runs");
   g_assert_cmpuint(rows->len, ==, 3);
   for (guint i = 0; i < 3; i++)
-    g_assert_cmpint(cell(g_ptr_array_index(rows, i), "i")->i, ==, i);
+    g_assert_cmpint(test_cell(g_ptr_array_index(rows, i), "i")->i, ==, i);
   ResTable *t = open_ok(fx.path, "runs", RES_MODE_APPEND);
   g_assert_cmpuint(res_table_rows(t), ==, 3);
   close_ok(t);
@@ -738,7 +718,7 @@ static void test_read_while_open(Fixture *fx, gconstpointer data)
   const ResValue r[] = { I("i", 1) };
   append_ok(t, r, 1);
   append_ok(t, r, 1);
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 2);
   close_ok(t);
 }
@@ -906,10 +886,10 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
       GPtrArray *row = g_ptr_array_index(rows, r);
       char text[64];
       g_snprintf(text, sizeof text, "row %u of the kill test", r);
-      g_assert_cmpint(cell(row, "i")->i, ==, r);
-      assert_same_double(cell(row, "energy_j")->f, r * 0.25);
-      g_assert_cmpstr(cell(row, "s")->s, ==, text);
-      g_assert_cmpint(cell(row, "ok")->i, ==, r % 2);
+      g_assert_cmpint(test_cell(row, "i")->i, ==, r);
+      assert_same_double(test_cell(row, "energy_j")->f, r * 0.25);
+      g_assert_cmpstr(test_cell(row, "s")->s, ==, text);
+      g_assert_cmpint(test_cell(row, "ok")->i, ==, r % 2);
     }
     rows_total += rows->len;
     g_string_append_printf(expect, "%s %u\n", path, rows->len);
@@ -986,10 +966,10 @@ static void test_forked_child(Fixture *fx, gconstpointer data)
   const ResValue r2[] = { I("i", 1), S("who", "parent") };
   append_ok(t, r2, 2);
   close_ok(t);
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 2);
   for (guint i = 0; i < 2; i++)
-    g_assert_cmpstr(cell(g_ptr_array_index(rows, i), "who")->s, ==, "parent");
+    g_assert_cmpstr(test_cell(g_ptr_array_index(rows, i), "who")->s, ==, "parent");
 }
 
 /* ---- columns and notes ---------------------------------------------------- */
@@ -1037,7 +1017,7 @@ static gboolean keep_even(GPtrArray *row, gpointer data)
 {
   guint *calls = data;
   (*calls)++;
-  return cell(row, "i")->i % 2 == 0;
+  return test_cell(row, "i")->i % 2 == 0;
 }
 
 static gboolean keep_none(GPtrArray *row, gpointer data)
@@ -1075,14 +1055,14 @@ static void test_filter(Fixture *fx, gconstpointer data)
                                  &error));
   g_assert_cmpuint(removed, ==, 0);
   {
-    g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+    g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
     g_assert_cmpuint(rows->len, ==, 150);
     for (guint r = 0; r < rows->len; r++) {
       GPtrArray *row = g_ptr_array_index(rows, r);
       char s[32];
       g_snprintf(s, sizeof s, "row-%u", 2 * r);
-      g_assert_cmpint(cell(row, "i")->i, ==, 2 * r);
-      g_assert_cmpstr(cell(row, "s")->s, ==, s);
+      g_assert_cmpint(test_cell(row, "i")->i, ==, 2 * r);
+      g_assert_cmpstr(test_cell(row, "s")->s, ==, s);
     }
   }
   hid_t file = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -1139,7 +1119,7 @@ static void test_rewrite_recovery(Fixture *fx, gconstpointer data)
   H5Dclose(tmp);
   H5Fclose(file);
   {
-    g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+    g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
     g_assert_cmpuint(rows->len, ==, 5);
   }
   t = open_ok(fx->path, "runs", RES_MODE_APPEND);
@@ -1162,16 +1142,16 @@ static void test_rewrite_recovery(Fixture *fx, gconstpointer data)
   g_assert_cmpint(H5Ldelete(file, "/results/runs", H5P_DEFAULT), >=, 0);
   H5Fclose(file);
   {
-    g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+    g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
     g_assert_cmpuint(rows->len, ==, 3);
   }
   t = open_ok(fx->path, "runs", RES_MODE_APPEND);
   g_assert_cmpuint(res_table_rows(t), ==, 3);
   close_ok(t);
-  g_autoptr(GPtrArray) rows = read_ok(fx->path, "runs");
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 3);
   for (guint r = 0; r < 3; r++)
-    g_assert_cmpint(cell(g_ptr_array_index(rows, r), "i")->i, ==, r);
+    g_assert_cmpint(test_cell(g_ptr_array_index(rows, r), "i")->i, ==, r);
 }
 
 /* ---- timelines ------------------------------------------------------------- */
@@ -1212,13 +1192,13 @@ static void test_timeline_roundtrip(Fixture *fx, gconstpointer data)
   const double want_p[] = { 80.0, 350.5, 300.0, 90.0, 85.0, 400.0 };
   for (guint i = 0; i < rows->len; i++) {
     GPtrArray *row = g_ptr_array_index(rows, i);
-    g_assert_cmpint(cell(row, "gpu")->i, ==, want_gpu[i]);
-    assert_same_double(cell(row, "time_s")->f, want_t[i]);
-    assert_same_double(cell(row, "power_w")->f, want_p[i]);
+    g_assert_cmpint(test_cell(row, "gpu")->i, ==, want_gpu[i]);
+    assert_same_double(test_cell(row, "time_s")->f, want_t[i]);
+    assert_same_double(test_cell(row, "power_w")->f, want_p[i]);
     if (i < 4)
-      assert_same_double(cell(row, "sm_mhz")->f, tl_f0[i]);
+      assert_same_double(test_cell(row, "sm_mhz")->f, tl_f0[i]);
     else
-      g_assert_true(isnan(cell(row, "sm_mhz")->f));
+      g_assert_true(isnan(test_cell(row, "sm_mhz")->f));
   }
 
   /* Layout: compressed, with units; the file's attributes from meta. */
@@ -1433,8 +1413,8 @@ static void test_timeline_from_engine(Fixture *fx, gconstpointer data)
   double prev_t = 0;
   for (guint k = 0; k < rows->len; k++) {
     GPtrArray *row = g_ptr_array_index(rows, k);
-    gint64 g = cell(row, "gpu")->i;
-    double t = cell(row, "time_s")->f, p = cell(row, "power_w")->f;
+    gint64 g = test_cell(row, "gpu")->i;
+    double t = test_cell(row, "time_s")->f, p = test_cell(row, "power_w")->f;
     g_assert_cmpint(g, >=, prev_gpu);
     if (g == prev_gpu)
       g_assert_cmpfloat(t, >=, prev_t);

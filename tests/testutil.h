@@ -1,4 +1,7 @@
-/* tests/testutil.h -- small helpers shared by the GTest binaries. */
+/* tests/testutil.h -- small helpers shared by the GTest binaries: data
+ * paths, closeness, scratch directories.  Running Lua scripts is
+ * tests/testlua.h; reading results tables back, tests/testresults.h;
+ * building workloads by hand, tests/testwork.h. */
 #ifndef TESTS_TESTUTIL_H
 #define TESTS_TESTUTIL_H
 

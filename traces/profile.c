@@ -35,7 +35,7 @@
  * (the trapezoid rule, with the end points interpolated): this is what the
  * NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption) would
  * accumulate if it were read at the window's edges, up to the counter's own
- * refresh cadence.  Assumptions and limits (data/README.md): the driver
+ * refresh cadence.  Assumptions and limits (docs/sources.md): the driver
  * refreshes power every 20-100 ms and on A100/H100 the sensor averages only
  * 25 ms out of every 100 ms, so a window needs many sample periods (seconds
  * of repeated kernels, not one launch) for the integral to be meaningful;

@@ -1028,10 +1028,4 @@ static int fuzz_lua_args_one(const guint8 *data, size_t size)
   return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-  return fuzz_lua_args_one(data, size);
-}
-#endif
+FUZZ_TARGET(fuzz_lua_args_one)

@@ -421,10 +421,4 @@ static int fuzz_native_one(const guint8 *data, size_t size)
   return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-  return fuzz_native_one(data, size);
-}
-#endif
+FUZZ_TARGET(fuzz_native_one)

@@ -263,10 +263,4 @@ static int fuzz_nsys_one(const guint8 *data, size_t size)
   return 0;
 }
 
-#ifndef FUZZ_NO_MAIN
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-  return fuzz_nsys_one(data, size);
-}
-#endif
+FUZZ_TARGET(fuzz_nsys_one)

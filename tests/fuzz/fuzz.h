@@ -7,9 +7,10 @@
  * scripts), and checks the outcome: success, or a clean GError -- the
  * module's domain, a non-empty message that names the file.  A violated
  * check prints what went wrong and abort()s, which libFuzzer reports as a
- * crash and the regression test as a failure.  The target files define
- * LLVMFuzzerTestOneInput unless FUZZ_NO_MAIN is defined, so the regression
- * test can #include every target and call the same functions.
+ * crash and the regression test as a failure.  Each target file ends with
+ * FUZZ_TARGET(fuzz_NAME_one), which defines LLVMFuzzerTestOneInput unless
+ * FUZZ_NO_MAIN is defined, so the regression test can #include every
+ * target and call the same functions.
  *
  * Input decoding never fails: a short input reads as zeros, so every byte
  * string is a valid test case and the fuzzer's mutations always reach the
@@ -37,6 +38,21 @@
     fputc('\n', stderr);                                                    \
     abort();                                                                \
   } while (0)
+
+/* FUZZ_TARGET(fn): makes `fn(data, size)` the target's libFuzzer entry
+ * point (LLVMFuzzerTestOneInput), unless FUZZ_NO_MAIN is defined (the
+ * regression test includes every target and calls each fn itself).  Every
+ * target file ends with it. */
+#ifdef FUZZ_NO_MAIN
+#define FUZZ_TARGET(fn)
+#else
+#define FUZZ_TARGET(fn)                                                     \
+  int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);             \
+  int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)              \
+  {                                                                         \
+    return fn(data, size);                                                  \
+  }
+#endif
 
 #define FUZZ_CHECK(cond, ...)                                               \
   do {                                                                      \

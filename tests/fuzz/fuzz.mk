@@ -59,26 +59,20 @@ FUZZ_BINS := $(patsubst %,$(FUZZ_BUILD)/fuzz-%,$(FUZZ_TARGETS))
 .PHONY: fuzz fuzz-build fuzz-regress fuzz-deps fuzz-clean
 
 fuzz-deps:
-	@missing=""; for p in $(FUZZ_DEB_PKGS); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
-	  $$SUDO apt-get update && $$SUDO apt-get install -y $$missing; \
-	fi
+	@$(call install_debs,$(FUZZ_DEB_PKGS))
 
 fuzz-build: $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/proto/%.pb-c.c $(FUZZ_BUILD)/proto/%.pb-c.h: traces/%.proto
 	@mkdir -p $(FUZZ_BUILD)/proto
 	protoc-c --proto_path=traces --c_out=$(FUZZ_BUILD)/proto $<
-$(FUZZ_BUILD)/proto/%.pb-c.o: $(FUZZ_BUILD)/proto/%.pb-c.c
+$(FUZZ_BUILD)/proto/%.pb-c.o: $(FUZZ_BUILD)/proto/%.pb-c.c | pkg-check
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer-no-link \
 	  -Wno-missing-prototypes -c $< -o $@
 $(patsubst %.c,$(FUZZ_BUILD)/%.o,$(LIB_SRC)): | $(FUZZ_PROTO_C)
 
 # The library: every object instrumented for coverage (fuzzer-no-link).
-$(FUZZ_BUILD)/%.o: %.c
+$(FUZZ_BUILD)/%.o: %.c | pkg-check
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -fsanitize=fuzzer-no-link \
 	  -Wno-unused-variable -MMD -MP -c $< -o $@
@@ -87,7 +81,7 @@ $(FUZZ_BUILD)/resources.c: lua/joulesim.gresource.xml $(RESOURCES)
 	@mkdir -p $(FUZZ_BUILD)
 	glib-compile-resources --sourcedir=lua --generate-source \
 	  --c-name js_res --target=$@ $<
-$(FUZZ_BUILD)/resources.o: $(FUZZ_BUILD)/resources.c
+$(FUZZ_BUILD)/resources.o: $(FUZZ_BUILD)/resources.c | pkg-check
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -Wno-missing-prototypes \
 	  -Wno-overlength-strings -c $< -o $@
 
