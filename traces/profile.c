@@ -46,6 +46,7 @@
  * sampled clock inside it (locked clocks make it unique).
  */
 #include "traces/profile.h"
+#include "traces/gpt.h"
 #include "io/fault.h"
 
 #include <math.h>
@@ -739,6 +740,37 @@ Profile *profile_load(const char *path, GError **error)
     return NULL;
   sort_points(p);
   return g_steal_pointer(&p);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The out-of-box kernel mix                                               */
+
+G_STATIC_ASSERT(PROFILE_OP_KERNELS_MAX == GPT_LAYER_KERNELS_MAX);
+
+guint profile_op_kernels(const ProfileOp *op, FitKernel *out)
+{
+  SimPhase phase;
+  if (op->instruction == NULL)
+    return 0;
+  if (g_ascii_strcasecmp(op->instruction, "forward") == 0)
+    phase = SIM_PHASE_FORWARD;
+  else if (g_ascii_strcasecmp(op->instruction, "backward") == 0)
+    phase = SIM_PHASE_BACKWARD;
+  else
+    return 0;
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gboolean ok = gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  g_assert(ok);
+  cfg.tp = 8;
+  cfg.seq_len = 2048;
+  cfg.microbatch_size = 1;
+  cfg.precision = GPT_PRECISION_BF16;
+  GptLayerKernel ks[GPT_LAYER_KERNELS_MAX];
+  guint n = gpt_layer_kernels(&cfg, phase, ks);
+  for (guint i = 0; i < n; i++)
+    out[i] = (FitKernel){ks[i].kernel, ks[i].count};
+  return n;
 }
 
 /* ---------------------------------------------------------------------- */
