@@ -48,7 +48,7 @@
  * traceEvents array, an empty file -- ends the parse with TRACE_ERROR_FORMAT
  * naming the file and the byte offset or event index.
  */
-#include "traces/import.h"
+#include "traces/import-private.h"
 #include "traces/classify.h"
 #include "traces/shapes.h"
 #include "io/fault.h"

@@ -32,7 +32,7 @@
  * (stream order only); launch correlation ids are assumed unique within a
  * file (one profiled process per file, as nsys writes one per rank).
  */
-#include "traces/import.h"
+#include "traces/import-private.h"
 #include "io/fault.h"
 #include "traces/classify.h"
 
