@@ -606,26 +606,14 @@ static int cmp_rank_order(const void *a, const void *b)
   return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
-                             const TraceImportOptions *opt,
-                             const char *format, GError **error)
+/* Step 1: workload rank i is the i-th smallest global rank; files without
+ * one take the smallest ranks not taken.  Fills b->global and b->rw[].raw;
+ * *world receives the job's size (at least the ranks seen). */
+static gboolean order_ranks(Build *b, GPtrArray *raws, gint64 *world,
+                            GError **error)
 {
-  g_return_val_if_fail(raws != NULL && raws->len > 0 && names != NULL, NULL);
-  TraceImportOptions dflt = {0};
-  if (opt == NULL)
-    opt = &dflt;
-  guint n = raws->len;
-  Build b = {0};
-  b.opt = opt;
-  b.n = n;
-  b.global = g_new(gint64, n);
-  b.rw = g_new0(RankWork, n);
-  b.gkeys = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  b.gkey_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                       NULL);
-  SimWorkload *result = NULL;
-
-  /* 1. Ranks. */
+  const TraceImportOptions *opt = b->opt;
+  guint n = b->n;
   g_autofree RankOrder *ro = g_new(RankOrder, n);
   guint with_rank = 0;
   for (guint i = 0; i < n; i++) {
@@ -649,7 +637,7 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
         g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
                     "%s and %s both hold rank %" G_GINT64_FORMAT, other,
                     r->path, r->rank);
-        goto out;
+        return FALSE;
       }
       g_hash_table_add(taken, g_memdup2(&r->rank, sizeof r->rank));
     }
@@ -670,153 +658,212 @@ SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
                  "in file order", n - with_rank, n);
   }
   qsort(ro, n, sizeof *ro, cmp_rank_order);
-  gint64 world = n;
+  *world = n;
   for (guint i = 0; i < n; i++) {
-    b.global[i] = ro[i].rank;
-    b.rw[i].raw = g_ptr_array_index(raws, ro[i].idx);
-    world = MAX(world, b.rw[i].raw->world_size);
-    world = MAX(world, ro[i].rank + 1);
+    b->global[i] = ro[i].rank;
+    b->rw[i].raw = g_ptr_array_index(raws, ro[i].idx);
+    *world = MAX(*world, b->rw[i].raw->world_size);
+    *world = MAX(*world, ro[i].rank + 1);
   }
+  return TRUE;
+}
+
+/* The reference GPU: the first rank's device (a warning when the ranks'
+ * devices differ).  A new string, or NULL with error. */
+static char *reference_gpu(const Build *b, GError **error)
+{
+  const TraceImportOptions *opt = b->opt;
+  char *ref = trace_ref_gpu(opt, b->rw[0].device, b->rw[0].raw->path,
+                            error);
+  if (ref == NULL)
+    return NULL;
+  for (guint i = 1; i < b->n; i++) {
+    const char *d = b->rw[i].device, *d0 = b->rw[0].device;
+    if (d != NULL && d0 != NULL && strcmp(d, d0) != 0) {
+      trace_warn(opt, "%s ran on \"%s\" but %s on \"%s\"; every rank is "
+                 "taken as measured on %s", b->rw[i].raw->path, d,
+                 b->rw[0].raw->path, d0, ref);
+      break;
+    }
+  }
+
+  return ref;
+}
+
+/* Step 7: the workload of every rank (names, groups, ops and shapes), or
+ * NULL with error. */
+static SimWorkload *emit_workload(Build *b, const SimWorkload *names,
+                                  GError **error)
+{
+  guint n = b->n;
+  g_autoptr(SimWorkload) w = sim_workload_new(n);
+  for (guint k = 0; k < names->names->len; k++)
+    sim_workload_intern(w, sim_workload_name(names, k));
+  Shapes sh = {w, g_hash_table_new(g_direct_hash, g_direct_equal),
+               g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+               g_hash_table_new_full(work_key_hash, work_key_equal, g_free,
+                                     NULL),
+               g_hash_table_new(g_direct_hash, g_direct_equal), 0, 0, 0};
+  sh.marker_shape = G_MAXUINT32; /* created with the first marker */
+  sh.host_shape = G_MAXUINT32;
+  g_autofree guint32 *gid = g_new(guint32, MAX(b->gkeys->len, 1));
+  for (guint g = 0; g < b->gkeys->len; g++) {
+    GArray *m = g_ptr_array_index(b->gkeys, g);
+    gid[g] = sim_workload_add_group(w, (const guint32 *)(void *)m->data,
+                                    m->len);
+  }
+  gboolean emitted = TRUE;
+  for (guint i = 0; i < n && emitted; i++)
+    emitted = emit_rank(b, i, &sh, gid, b->opt->comm_recorded, error);
+  g_hash_table_unref(sh.kernel);
+  g_hash_table_unref(sh.comm);
+  g_hash_table_unref(sh.work);
+  g_hash_table_unref(sh.names);
+  if (!emitted)
+    return NULL;
+  return g_steal_pointer(&w);
+}
+
+/* The provenance of what the import read and kept. */
+static void set_provenance(const Build *b, SimWorkload *w, const char *format,
+                           gint64 world, const char *label, const char *ref)
+{
+  const TraceImportOptions *opt = b->opt;
+  guint n = b->n;
+  GHashTable *pv = w->provenance;
+  GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
+  for (guint i = 0; i < n; i++) {
+    g_string_append_printf(src, i ? ";%s" : "%s", b->rw[i].raw->path);
+    g_string_append_printf(gr, i ? ",%" G_GINT64_FORMAT
+                                 : "%" G_GINT64_FORMAT, b->global[i]);
+  }
+  g_hash_table_insert(pv, g_strdup("importer"), g_strdup(format));
+  g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
+  g_hash_table_insert(pv, g_strdup("global_ranks"),
+                      g_string_free(gr, FALSE));
+  g_hash_table_insert(pv, g_strdup("world_size"),
+                      g_strdup_printf("%" G_GINT64_FORMAT, world));
+  g_hash_table_insert(pv, g_strdup("iteration"), g_strdup(label));
+  g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
+  if (b->rw[0].device != NULL)
+    g_hash_table_insert(pv, g_strdup("device"), g_strdup(b->rw[0].device));
+  g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
+                      g_strdup_printf("%" G_GUINT64_FORMAT, b->solo_ops));
+  if (!opt->gpu_only) {
+    g_hash_table_insert(pv, g_strdup("host_ops"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT, b->host_ops));
+    g_hash_table_insert(pv, g_strdup("host_syncs"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT, b->host_syncs));
+    g_hash_table_insert(pv, g_strdup("host_orphan_gpu_ops"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT, b->orphans));
+  } else {
+    g_hash_table_insert(pv, g_strdup("host_ops"), g_strdup("gpu_only"));
+  }
+  /* What the trace measured, for fidelity checks: the GPU span of the
+   * first rank's file (first GPU start to last GPU end, every op) and
+   * the CPU durations of its profiled steps. */
+  {
+    const TraceRawRank *r0 = b->rw[0].raw;
+    gint64 g0 = G_MAXINT64, g1 = G_MININT64;
+    for (guint k = 0; k < r0->ops->len; k++) {
+      const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
+      g0 = MIN(g0, o->ts_ns);
+      g1 = MAX(g1, o->ts_ns + o->dur_ns);
+    }
+    if (g1 > g0)
+      g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
+                          g_strdup_printf("%" G_GINT64_FORMAT, g1 - g0));
+    g_autoptr(GArray) sr = trace_step_ranges(r0);
+    if (sr->len > 0) {
+      GString *sd = g_string_new(NULL);
+      for (guint k = 0; k < sr->len; k++) {
+        const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
+        g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
+                                     : "%" G_GINT64_FORMAT,
+                               x->end_ns - x->start_ns);
+      }
+      g_hash_table_insert(pv, g_strdup("trace_step_ns"),
+                          g_string_free(sd, FALSE));
+    }
+  }
+  if (trace_step_mode(opt) == TRACE_STEP_ALL && b->win[0].steps != NULL) {
+    GString *st = g_string_new(NULL);
+    for (guint k = 0; k < b->win[0].steps->len; k++)
+      g_string_append_printf(st, k ? ",%" G_GINT64_FORMAT
+                                   : "%" G_GINT64_FORMAT,
+                             g_array_index(b->win[0].steps, TraceRawRange,
+                                           k).step);
+    g_hash_table_insert(pv, g_strdup("steps"), g_string_free(st, FALSE));
+  }
+}
+
+/* Steps 1-7 on a set-up builder; NULL with error. */
+static SimWorkload *build(Build *b, GPtrArray *raws, const SimWorkload *names,
+                          const char *format, GError **error)
+{
+  const TraceImportOptions *opt = b->opt;
+  guint n = b->n;
+  gint64 world;
+  if (!order_ranks(b, raws, &world, error))
+    return NULL;
   gboolean complete = (guint64)world == n;
 
   /* 2-5. Iteration, phases, streams, order, waits. */
-  {
-    g_autoptr(GString) label = g_string_new(NULL);
-    b.win = g_new0(Window, n);
-    if (!trace_pick_windows(&b, b.win, label, error))
-      goto out;
-    for (guint i = 0; i < n; i++)
-      if (!trace_analyse_rank(&b, i, b.win[i].w0, b.win[i].w1, error) ||
-          (!opt->gpu_only && !trace_host_streams(&b, i, &b.win[i], error)))
-        goto out;
-    trace_host_warnings(&b);
+  g_autoptr(GString) label = g_string_new(NULL);
+  b->win = g_new0(Window, n);
+  if (!trace_pick_windows(b, b->win, label, error))
+    return NULL;
+  for (guint i = 0; i < n; i++)
+    if (!trace_analyse_rank(b, i, b->win[i].w0, b->win[i].w1, error) ||
+        (!opt->gpu_only && !trace_host_streams(b, i, &b->win[i], error)))
+      return NULL;
+  trace_host_warnings(b);
 
-    /* 6. Communication. */
-    for (guint i = 0; i < n; i++)
-      resolve_comm(&b, i, complete);
-    check_matching(&b);
-    if (b.solo_ops > 0)
-      trace_warn(opt, "%" G_GUINT64_FORMAT " communication ops replay at "
-                 "their recorded durations (%s)", b.solo_ops,
-                 complete ? "their peers are unknown or do not pair up"
-                          : "the import holds only some ranks of the job");
+  /* 6. Communication. */
+  for (guint i = 0; i < n; i++)
+    resolve_comm(b, i, complete);
+  check_matching(b);
+  if (b->solo_ops > 0)
+    trace_warn(opt, "%" G_GUINT64_FORMAT " communication ops replay at "
+               "their recorded durations (%s)", b->solo_ops,
+               complete ? "their peers are unknown or do not pair up"
+                        : "the import holds only some ranks of the job");
+  g_autofree char *ref = reference_gpu(b, error);
+  if (ref == NULL)
+    return NULL;
 
-    /* Reference GPU: the first rank's device. */
-    g_autofree char *ref = trace_ref_gpu(opt, b.rw[0].device,
-                                         b.rw[0].raw->path, error);
-    if (ref == NULL)
-      goto out;
-    for (guint i = 1; i < n; i++) {
-      const char *d = b.rw[i].device, *d0 = b.rw[0].device;
-      if (d != NULL && d0 != NULL && strcmp(d, d0) != 0) {
-        trace_warn(opt, "%s ran on \"%s\" but %s on \"%s\"; every rank is "
-                   "taken as measured on %s", b.rw[i].raw->path, d,
-                   b.rw[0].raw->path, d0, ref);
-        break;
-      }
-    }
-
-    /* 7. The workload. */
-    g_autoptr(SimWorkload) w = sim_workload_new(n);
-    for (guint k = 0; k < names->names->len; k++)
-      sim_workload_intern(w, sim_workload_name(names, k));
-    Shapes sh = {w, g_hash_table_new(g_direct_hash, g_direct_equal),
-                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
-                 g_hash_table_new_full(work_key_hash, work_key_equal, g_free,
-                                       NULL),
-                 g_hash_table_new(g_direct_hash, g_direct_equal), 0, 0, 0};
-    sh.marker_shape = G_MAXUINT32; /* created with the first marker */
-    sh.host_shape = G_MAXUINT32;
-    g_autofree guint32 *gid = g_new(guint32, MAX(b.gkeys->len, 1));
-    for (guint g = 0; g < b.gkeys->len; g++) {
-      GArray *m = g_ptr_array_index(b.gkeys, g);
-      gid[g] = sim_workload_add_group(w, (const guint32 *)(void *)m->data,
-                                      m->len);
-    }
-    gboolean emitted = TRUE;
-    for (guint i = 0; i < n && emitted; i++)
-      emitted = emit_rank(&b, i, &sh, gid, opt->comm_recorded, error);
-    g_hash_table_unref(sh.kernel);
-    g_hash_table_unref(sh.comm);
-    g_hash_table_unref(sh.work);
-    g_hash_table_unref(sh.names);
-    if (!emitted)
-      goto out;
-    trace_shape_report(&b, w->provenance);
-    w->ref_gpu = g_strdup(ref);
-
-    GHashTable *pv = w->provenance;
-    GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
-    for (guint i = 0; i < n; i++) {
-      g_string_append_printf(src, i ? ";%s" : "%s", b.rw[i].raw->path);
-      g_string_append_printf(gr, i ? ",%" G_GINT64_FORMAT
-                                   : "%" G_GINT64_FORMAT, b.global[i]);
-    }
-    g_hash_table_insert(pv, g_strdup("importer"), g_strdup(format));
-    g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
-    g_hash_table_insert(pv, g_strdup("global_ranks"),
-                        g_string_free(gr, FALSE));
-    g_hash_table_insert(pv, g_strdup("world_size"),
-                        g_strdup_printf("%" G_GINT64_FORMAT, world));
-    g_hash_table_insert(pv, g_strdup("iteration"), g_strdup(label->str));
-    g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
-    if (b.rw[0].device != NULL)
-      g_hash_table_insert(pv, g_strdup("device"), g_strdup(b.rw[0].device));
-    g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
-                        g_strdup_printf("%" G_GUINT64_FORMAT, b.solo_ops));
-    if (!opt->gpu_only) {
-      g_hash_table_insert(pv, g_strdup("host_ops"),
-                          g_strdup_printf("%" G_GUINT64_FORMAT, b.host_ops));
-      g_hash_table_insert(pv, g_strdup("host_syncs"),
-                          g_strdup_printf("%" G_GUINT64_FORMAT, b.host_syncs));
-      g_hash_table_insert(pv, g_strdup("host_orphan_gpu_ops"),
-                          g_strdup_printf("%" G_GUINT64_FORMAT, b.orphans));
-    } else {
-      g_hash_table_insert(pv, g_strdup("host_ops"), g_strdup("gpu_only"));
-    }
-    /* What the trace measured, for fidelity checks: the GPU span of the
-     * first rank's file (first GPU start to last GPU end, every op) and
-     * the CPU durations of its profiled steps. */
-    {
-      const TraceRawRank *r0 = b.rw[0].raw;
-      gint64 g0 = G_MAXINT64, g1 = G_MININT64;
-      for (guint k = 0; k < r0->ops->len; k++) {
-        const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
-        g0 = MIN(g0, o->ts_ns);
-        g1 = MAX(g1, o->ts_ns + o->dur_ns);
-      }
-      if (g1 > g0)
-        g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
-                            g_strdup_printf("%" G_GINT64_FORMAT, g1 - g0));
-      g_autoptr(GArray) sr = trace_step_ranges(r0);
-      if (sr->len > 0) {
-        GString *sd = g_string_new(NULL);
-        for (guint k = 0; k < sr->len; k++) {
-          const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
-          g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
-                                       : "%" G_GINT64_FORMAT,
-                                 x->end_ns - x->start_ns);
-        }
-        g_hash_table_insert(pv, g_strdup("trace_step_ns"),
-                            g_string_free(sd, FALSE));
-      }
-    }
-    if (trace_step_mode(opt) == TRACE_STEP_ALL && b.win[0].steps != NULL) {
-      GString *st = g_string_new(NULL);
-      for (guint k = 0; k < b.win[0].steps->len; k++)
-        g_string_append_printf(st, k ? ",%" G_GINT64_FORMAT
-                                     : "%" G_GINT64_FORMAT,
-                               g_array_index(b.win[0].steps, TraceRawRange,
-                                             k).step);
-      g_hash_table_insert(pv, g_strdup("steps"), g_string_free(st, FALSE));
-    }
-    if (!sim_workload_validate(w, error)) {
-      g_prefix_error(error, "imported workload is inconsistent: ");
-      goto out;
-    }
-    result = g_steal_pointer(&w);
+  /* 7. The workload. */
+  g_autoptr(SimWorkload) w = emit_workload(b, names, error);
+  if (w == NULL)
+    return NULL;
+  trace_shape_report(b, w->provenance);
+  w->ref_gpu = g_strdup(ref);
+  set_provenance(b, w, format, world, label->str, ref);
+  if (!sim_workload_validate(w, error)) {
+    g_prefix_error(error, "imported workload is inconsistent: ");
+    return NULL;
   }
-out:
+  return g_steal_pointer(&w);
+}
+
+SimWorkload *trace_raw_build(GPtrArray *raws, const SimWorkload *names,
+                             const TraceImportOptions *opt,
+                             const char *format, GError **error)
+{
+  g_return_val_if_fail(raws != NULL && raws->len > 0 && names != NULL, NULL);
+  TraceImportOptions dflt = {0};
+  if (opt == NULL)
+    opt = &dflt;
+  guint n = raws->len;
+  Build b = {0};
+  b.opt = opt;
+  b.n = n;
+  b.global = g_new(gint64, n);
+  b.rw = g_new0(RankWork, n);
+  b.gkeys = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  b.gkey_index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       NULL);
+  SimWorkload *result = build(&b, raws, names, format, error);
   trace_build_clear(&b);
   return result;
 }

@@ -548,19 +548,11 @@ int trace_cmp_corr(const void *a, const void *b)
   return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Steps 2-5 for workload rank i: selection, phases, streams, order, deps. */
-gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
-                             GError **error)
+/* Step 2: the ops launched in [w0, w1) (w0 > w1: all), as order keys
+ * (keys) and their streams (skeys, in the same order).  FALSE when none. */
+static gboolean select_ops(const TraceRawRank *raw, gint64 w0, gint64 w1,
+                           GArray *keys, GArray *skeys, GError **error)
 {
-  RankWork *rw = &b->rw[i];
-  TraceRawRank *raw = rw->raw;
-  const TraceImportOptions *opt = b->opt;
-  resolve_launches(raw);
-  resolve_work(raw);
-
-  /* Selection. */
-  g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(OrderKey));
-  g_autoptr(GArray) skeys = g_array_new(FALSE, FALSE, sizeof(StreamKey));
   for (guint k = 0; k < raw->ops->len; k++) {
     const TraceRawOp *op = &g_array_index(raw->ops, TraceRawOp, k);
     if (w0 <= w1 && (op->launch_ns < w0 || op->launch_ns >= w1))
@@ -582,8 +574,18 @@ gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
     return FALSE;
   }
 
+  return TRUE;
+}
+
+/* Step 4: rank rw's streams, distinct (device, stream) in ascending order
+ * (returned), and its selection grouped by stream in GPU order. */
+static GArray *rank_streams(const TraceImportOptions *opt, RankWork *rw,
+                            GArray *keys, const GArray *skeys,
+                            GError **error)
+{
+  TraceRawRank *raw = rw->raw;
   /* Streams: distinct (device, stream) in ascending order. */
-  g_autoptr(GArray) streams = g_array_copy(skeys);
+  g_autoptr(GArray) streams = g_array_copy((GArray *)skeys);
   g_array_sort(streams, cmp_stream_key);
   guint ns = 0;
   for (guint k = 0; k < streams->len; k++)
@@ -598,7 +600,7 @@ gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
                 "%s: %u (device, stream) pairs carry GPU activity; at most "
                 "%d streams per rank are supported", raw->path, ns,
                 SIM_MAX_STREAMS);
-    return FALSE;
+    return NULL;
   }
   guint n_devices = 0;
   for (guint k = 0; k < ns; k++)
@@ -640,8 +642,16 @@ gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
   rw->n_gpu = n;
   rw->ns_gpu = ns;
 
-  /* Phases: sweep launches in time order against ranges sorted by start,
-   * keeping per phase the furthest end of the ranges begun so far. */
+  return g_steal_pointer(&streams);
+}
+
+/* Step 3: the phase of every selected op.  Sweeps launches in time order
+ * against ranges sorted by start, keeping per phase the furthest end of
+ * the ranges begun so far. */
+static void assign_phases(RankWork *rw)
+{
+  const TraceRawRank *raw = rw->raw;
+  guint32 n = rw->n_gpu;
   g_autoptr(GArray) pr = g_array_new(FALSE, FALSE, sizeof(TraceRawRange));
   for (guint k = 0; k < raw->ranges->len; k++) {
     const TraceRawRange *r = &g_array_index(raw->ranges, TraceRawRange, k);
@@ -678,10 +688,18 @@ gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
     g_array_index(rw->sel, Sel, tk[k].pos).phase = (guint8)ph;
   }
 
-  /* Recorded cross-stream waits. */
+}
+
+/* Step 5: the cross-stream waits the trace records, as rw->deps. */
+static void recorded_waits(const TraceImportOptions *opt, RankWork *rw,
+                           const GArray *streams)
+{
+  const TraceRawRank *raw = rw->raw;
+  guint32 n = rw->n_gpu;
+  guint ns = rw->n_streams;
   rw->deps = g_array_new(FALSE, FALSE, sizeof(guint32) * 2);
   if (raw->syncs->len == 0)
-    return TRUE;
+    return;
   /* Per stream, its ops by correlation id. */
   g_autofree CorrKey *ck = g_new(CorrKey, n);
   for (guint32 k = 0; k < n; k++) {
@@ -749,5 +767,23 @@ gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
   if (dropped > 0)
     trace_warn(opt, "%s: %u recorded stream waits contradict the recorded "
                "times and were ignored", raw->path, dropped);
+}
+
+/* Steps 2-5 for workload rank i: selection, phases, streams, order, deps. */
+gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
+                            GError **error)
+{
+  RankWork *rw = &b->rw[i];
+  resolve_launches(rw->raw);
+  resolve_work(rw->raw);
+  g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(OrderKey));
+  g_autoptr(GArray) skeys = g_array_new(FALSE, FALSE, sizeof(StreamKey));
+  if (!select_ops(rw->raw, w0, w1, keys, skeys, error))
+    return FALSE;
+  g_autoptr(GArray) streams = rank_streams(b->opt, rw, keys, skeys, error);
+  if (streams == NULL)
+    return FALSE;
+  assign_phases(rw);
+  recorded_waits(b->opt, rw, streams);
   return TRUE;
 }
