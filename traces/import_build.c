@@ -425,15 +425,12 @@ static gint64 sat_add(gint64 a, gint64 b)
   return b > G_MAXINT64 - a ? G_MAXINT64 : a + b;
 }
 
-/* Step 7: writes workload rank i (ops, markers, waits, shapes).  gid maps
- * member-list keys to workload groups; the rank's one-rank group for
- * communication replayed at recorded durations is added on first use. */
-static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
-                          gboolean comm_recorded, GError **error)
+/* The producers each selected op of rw waits for: its recorded
+ * dependencies reduced to the latest producer per producer stream.
+ * prod[prod_off[c], prod_off[c+1]) are op c's, in stream order. */
+static void reduce_producers(const RankWork *rw, GArray *prod,
+                             guint32 *prod_off)
 {
-  RankWork *rw = &b->rw[i];
-  TraceRawRank *raw = rw->raw;
-  SimWorkload *w = sh->w;
   guint32 n = rw->sel->len;
   /* Producers per consumer: (consumer, producer) sorted, then reduced to
    * the latest producer per producer stream. */
@@ -447,8 +444,6 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
   /* For each consumer, keep max producer position per stream. */
   g_autofree guint32 *latest = g_new(guint32, SIM_MAX_STREAMS);
   /* First pass: count markers to size the output. */
-  g_autoptr(GArray) prod = g_array_new(FALSE, FALSE, sizeof(guint32));
-  g_autofree guint32 *prod_off = g_new0(guint32, n + 1);
   for (guint s = 0; s < SIM_MAX_STREAMS; s++)
     latest[s] = G_MAXUINT32;
   for (guint32 c = 0; c < n; c++) {
@@ -469,6 +464,57 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
       }
     prod_off[c + 1] = prod->len;
   }
+}
+
+/* Fills communication op op of selection s (raw op ro) of rank i: a
+ * matched collective on its group, a p2p op, or a one-rank collective at
+ * its recorded duration (the group *solo, created on first use). */
+static void emit_comm(Shapes *sh, guint i, const TraceRawRank *raw,
+                      const Sel *s, const TraceRawOp *ro, const guint32 *gid,
+                      gboolean comm_recorded, guint32 *solo, SimOp *op)
+{
+  SimWorkload *w = sh->w;
+  const TraceRawComm *cm = &g_array_index(raw->comms, TraceRawComm,
+                                          ro->comm);
+  SimCollType coll = cm->kind == TRACE_COMM_COLL ? (SimCollType)cm->coll
+                                                 : SIM_COLL_SEND_RECV;
+  op->klass = SIM_CLASS_COMM;
+  op->shape = comm_shape(sh, ro->name, coll, cm->bytes);
+  switch (s->cm) {
+  case CM_COLL:
+    op->kind = SIM_OP_COLLECTIVE;
+    op->peer = gid[s->gkey];
+    op->ref_ns = comm_recorded ? ro->dur_ns : 0;
+    break;
+  case CM_SEND:
+  case CM_RECV:
+    op->kind = s->cm == CM_SEND ? SIM_OP_SEND : SIM_OP_RECV;
+    op->peer = s->peer;
+    op->ref_ns = comm_recorded ? ro->dur_ns : 0;
+    break;
+  default:
+    if (*solo == G_MAXUINT32)
+      *solo = sim_workload_add_group(w, &i, 1);
+    op->kind = SIM_OP_COLLECTIVE;
+    op->peer = *solo;
+    op->ref_ns = ro->dur_ns;
+    break;
+  }
+}
+
+/* Step 7: writes workload rank i (ops, markers, waits, shapes).  gid maps
+ * member-list keys to workload groups; the rank's one-rank group for
+ * communication replayed at recorded durations is added on first use. */
+static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
+                          gboolean comm_recorded, GError **error)
+{
+  RankWork *rw = &b->rw[i];
+  TraceRawRank *raw = rw->raw;
+  SimWorkload *w = sh->w;
+  guint32 n = rw->sel->len;
+  g_autoptr(GArray) prod = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_autofree guint32 *prod_off = g_new0(guint32, n + 1);
+  reduce_producers(rw, prod, prod_off);
   /* Output positions: each op preceded by (producers - 1) markers. */
   g_autofree guint32 *pos = g_new(guint32, n);
   guint32 total = 0;
@@ -548,32 +594,7 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
       op->klass = (guint8)k;
       continue;
     }
-    const TraceRawComm *cm = &g_array_index(raw->comms, TraceRawComm,
-                                            ro->comm);
-    SimCollType coll = cm->kind == TRACE_COMM_COLL ? (SimCollType)cm->coll
-                                                   : SIM_COLL_SEND_RECV;
-    op->klass = SIM_CLASS_COMM;
-    op->shape = comm_shape(sh, ro->name, coll, cm->bytes);
-    switch (s->cm) {
-    case CM_COLL:
-      op->kind = SIM_OP_COLLECTIVE;
-      op->peer = gid[s->gkey];
-      op->ref_ns = comm_recorded ? ro->dur_ns : 0;
-      break;
-    case CM_SEND:
-    case CM_RECV:
-      op->kind = s->cm == CM_SEND ? SIM_OP_SEND : SIM_OP_RECV;
-      op->peer = s->peer;
-      op->ref_ns = comm_recorded ? ro->dur_ns : 0;
-      break;
-    default:
-      if (solo == G_MAXUINT32)
-        solo = sim_workload_add_group(w, &i, 1);
-      op->kind = SIM_OP_COLLECTIVE;
-      op->peer = solo;
-      op->ref_ns = ro->dur_ns;
-      break;
-    }
+    emit_comm(sh, i, raw, s, ro, gid, comm_recorded, &solo, op);
   }
   if (rw->n_streams > rw->ns_gpu &&
       !rank_acyclic(ops, total, off, rw->n_streams)) {
