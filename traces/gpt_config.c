@@ -649,9 +649,10 @@ static gboolean invalid(GError **error, const char *fmt, ...)
   return FALSE;
 }
 
-gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
+/* Sizes: each > 0 and within the op record's limits, the rank count, and
+ * the divisibility of hidden by heads and of heads by tp. */
+static gboolean check_sizes(const GptConfig *cfg, GError **error)
 {
-  g_return_val_if_fail(cfg != NULL, FALSE);
   const struct {
     const char *name;
     guint v, max;
@@ -686,6 +687,12 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
   if (cfg->heads % cfg->tp != 0)
     return invalid(error, "heads = %u is not a multiple of tp = %u",
                    cfg->heads, cfg->tp);
+  return TRUE;
+}
+
+/* The enumerations and the efficiency overrides. */
+static gboolean check_kinds(const GptConfig *cfg, GError **error)
+{
   if ((guint)cfg->arch >= G_N_ELEMENTS(arch_names))
     return invalid(error, "arch = %d is not gpt or bloom", (int)cfg->arch);
   if ((guint)cfg->impl >= G_N_ELEMENTS(impl_names))
@@ -708,6 +715,12 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
   if ((guint)cfg->precision >= G_N_ELEMENTS(precision_names))
     return invalid(error, "precision = %d is not one of bf16, fp16, tf32, "
                    "fp32", (int)cfg->precision);
+  return TRUE;
+}
+
+/* How layers split into stages and chunks, and the schedule's demands. */
+static gboolean check_stages(const GptConfig *cfg, GError **error)
+{
   if (cfg->stage_layers != NULL) {
     guint64 sum = 0;
     for (guint p = 0; p < cfg->pp; p++) {
@@ -764,6 +777,12 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
                      "interleaved schedule needs it, as in Megatron)",
                      cfg->microbatches, cfg->pp);
   }
+  return TRUE;
+}
+
+/* The bucket size and the op counts the records can hold. */
+static gboolean check_counts(const GptConfig *cfg, GError **error)
+{
   if (!isfinite(cfg->dp_bucket_mb) || cfg->dp_bucket_mb < 0 ||
       cfg->dp_bucket_mb > 1048576.0)
     return invalid(error,
@@ -789,5 +808,12 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
                    " (fewer ranks or microbatches, or fold = true)",
                    total, MAX_TOTAL_OPS);
   return TRUE;
+}
+
+gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
+{
+  g_return_val_if_fail(cfg != NULL, FALSE);
+  return check_sizes(cfg, error) && check_kinds(cfg, error) &&
+         check_stages(cfg, error) && check_counts(cfg, error);
 }
 

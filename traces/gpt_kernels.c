@@ -253,20 +253,30 @@ static void hf_gelu_kernels(Gen *g, Seq *q, const char *prefix,
   }
 }
 
-/* Builds the kernel sequences of a Hugging Face model in eager PyTorch
- * (tp = 1; see "The implementation" in the opening comment). */
-static void build_hf_protos(Gen *g)
+/* The sizes impl hf's kernels are written in (see build_hf_protos). */
+typedef struct {
+  double E, b, s, h, alibi, N, X, vt, bs;
+  double gemm_qkv, gemm_proj, gemm_fc, att, logits;
+  double mask;         /* the causal mask: one byte per (q, k) */
+  double layer_params;
+  gboolean bloom;
+} HfSizes;
+
+/* The forward kernels of one layer. */
+static void hf_layer_forward(Gen *g, const HfSizes *z)
 {
-  const double E = gpt_elem_bytes(g->cfg);
-  const double b = g->b, s = g->s, h = g->h;
-  const gboolean bloom = g->cfg->arch == GPT_ARCH_BLOOM;
-  const double alibi = bloom ? E * b * g->cfg->heads * s : 0;
-  const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
-  const double gemm_qkv = 2 * X * 3 * h, gemm_proj = 2 * X * h;
-  const double gemm_fc = 2 * X * 4 * h, att = 2 * b * s * s * h;
-  const double logits = 2 * X * vt;
-  const double mask = s * s; /* the causal mask: one byte per (q, k) */
-  const double layer_params = 12 * h * h + 13 * h;
+  const double E = z->E;
+  const double h = z->h;
+  const double alibi = z->alibi;
+  const double N = z->N;
+  const double X = z->X;
+  const double bs = z->bs;
+  const double gemm_qkv = z->gemm_qkv;
+  const double gemm_proj = z->gemm_proj;
+  const double gemm_fc = z->gemm_fc;
+  const double att = z->att;
+  const double mask = z->mask;
+  const gboolean bloom = z->bloom;
 
   /* Layer forward. */
   Seq *q = &g->layer_fwd;
@@ -297,13 +307,30 @@ static void build_hf_protos(Gen *g)
        E * (4 * bs * h + 4 * h * h + X), -1);
   kern(g, q, "fwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
   kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+}
+
+/* The backward kernels of one layer. */
+static void hf_layer_backward(Gen *g, const HfSizes *z)
+{
+  const double E = z->E;
+  const double h = z->h;
+  const double N = z->N;
+  const double X = z->X;
+  const double bs = z->bs;
+  const double gemm_qkv = z->gemm_qkv;
+  const double gemm_proj = z->gemm_proj;
+  const double gemm_fc = z->gemm_fc;
+  const double att = z->att;
+  const double mask = z->mask;
+  const double layer_params = z->layer_params;
+  const gboolean bloom = z->bloom;
 
   /* Layer backward: autograd runs every forward op's backward in reverse;
    * a wgrad GEMM writes a fresh FP32 gradient (4 bytes per parameter),
    * each bias gradient is a reduction of its own, and the layer's
    * parameter gradients are accumulated into .grad afterwards (read both,
    * write one: 12 bytes per parameter). */
-  q = &g->layer_bwd;
+  Seq *q = &g->layer_bwd;
   kern(g, q, "bwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
   kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
        E * (X + 4 * h * h + 4 * bs * h), -1);
@@ -357,10 +384,24 @@ static void build_hf_protos(Gen *g)
    * here, when every .grad of the layer is. */
   kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
        UNIT_LN1);
+}
+
+/* The first stage's embedding and the last stage's head, forward and
+ * backward. */
+static void hf_ends(Gen *g, const HfSizes *z)
+{
+  const double E = z->E;
+  const double s = z->s;
+  const double h = z->h;
+  const double X = z->X;
+  const double vt = z->vt;
+  const double bs = z->bs;
+  const double logits = z->logits;
+  const gboolean bloom = z->bloom;
 
   /* First stage: GPT-2 gathers word and position rows, adds them and
    * applies dropout; BLOOM gathers word rows and normalises them. */
-  q = &g->emb_fwd;
+  Seq *q = &g->emb_fwd;
   kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
   if (bloom) {
     kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
@@ -417,6 +458,28 @@ static void build_hf_protos(Gen *g)
   kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
   kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
        2 * E * X + 8 * h, UNIT_HEAD_LN);
+}
+
+/* Builds the kernel sequences of a Hugging Face model in eager PyTorch
+ * (tp = 1; see "The implementation" in the opening comment). */
+static void build_hf_protos(Gen *g)
+{
+  const double E = gpt_elem_bytes(g->cfg);
+  const double b = g->b, s = g->s, h = g->h;
+  const gboolean bloom = g->cfg->arch == GPT_ARCH_BLOOM;
+  const double alibi = bloom ? E * b * g->cfg->heads * s : 0;
+  const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
+  const double gemm_qkv = 2 * X * 3 * h, gemm_proj = 2 * X * h;
+  const double gemm_fc = 2 * X * 4 * h, att = 2 * b * s * s * h;
+  const double logits = 2 * X * vt;
+  const double mask = s * s; /* the causal mask: one byte per (q, k) */
+  const double layer_params = 12 * h * h + 13 * h;
+
+  const HfSizes z = {E, b, s, h, alibi, N, X, vt, bs, gemm_qkv, gemm_proj,
+                     gemm_fc, att, logits, mask, layer_params, bloom};
+  hf_layer_forward(g, &z);
+  hf_layer_backward(g, &z);
+  hf_ends(g, &z);
 }
 
 /* Builds every op prototype of the iteration: the implementation's kernel
