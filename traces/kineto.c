@@ -543,6 +543,56 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
 }
 
 /* Role of a container opened in the current position. */
+/* push() inside "Input Dims" and "Input type": the role of a container
+ * opened under parent (R_IGNORE when it is damage, which is marked). */
+static Role push_shapes(Kin *k, Role parent, gboolean is_map)
+{
+  Role role = R_IGNORE;
+  switch (parent) {
+  case R_DIMS:
+    if (is_map) {
+      k->shp.malformed = TRUE;
+      break;
+    }
+    role = R_DIM;
+    if (k->shp.n < TRACE_SHAPE_MAX_INPUTS) {
+      TraceShapeInput *t = &k->shp.in[k->shp.n];
+      memset(t, 0, sizeof *t);
+      t->numel = 1;
+    }
+    if (k->shp.n < G_MAXUINT)
+      k->shp.n++;
+    break;
+  case R_DIM: {
+    /* A TensorList member (newer profilers) or damage. */
+    TraceShapeInput *t = kin_cur_input(k);
+    if (is_map || (t != NULL && t->rank > 0)) {
+      if (t != NULL)
+        t->bad = TRUE;
+      break;
+    }
+    if (t != NULL)
+      t->list = TRUE;
+    role = R_DIM_LIST;
+    k->list_prod = 1;
+    break;
+  }
+  case R_DIM_LIST:
+  case R_TYPES: {
+    /* Deeper than a TensorList member: damage. */
+    TraceShapeInput *t = kin_cur_input(k);
+    if (parent == R_DIM_LIST && t != NULL)
+      t->bad = TRUE;
+    if (parent == R_TYPES)
+      k->shp.n_types++;
+    break;
+  }
+  default:
+    break;
+  }
+  return role;
+}
+
 static int push(Kin *k, gboolean is_map)
 {
   Role parent = top_role(k);
@@ -602,43 +652,11 @@ static int push(Kin *k, gboolean is_map)
       }
       break;
     case R_DIMS:
-      if (is_map) {
-        k->shp.malformed = TRUE;
-        break;
-      }
-      role = R_DIM;
-      if (k->shp.n < TRACE_SHAPE_MAX_INPUTS) {
-        TraceShapeInput *t = &k->shp.in[k->shp.n];
-        memset(t, 0, sizeof *t);
-        t->numel = 1;
-      }
-      if (k->shp.n < G_MAXUINT)
-        k->shp.n++;
-      break;
-    case R_DIM: {
-      /* A TensorList member (newer profilers) or damage. */
-      TraceShapeInput *t = kin_cur_input(k);
-      if (is_map || (t != NULL && t->rank > 0)) {
-        if (t != NULL)
-          t->bad = TRUE;
-        break;
-      }
-      if (t != NULL)
-        t->list = TRUE;
-      role = R_DIM_LIST;
-      k->list_prod = 1;
-      break;
-    }
+    case R_DIM:
     case R_DIM_LIST:
-    case R_TYPES: {
-      /* Deeper than a TensorList member: damage. */
-      TraceShapeInput *t = kin_cur_input(k);
-      if (parent == R_DIM_LIST && t != NULL)
-        t->bad = TRUE;
-      if (parent == R_TYPES)
-        k->shp.n_types++;
+    case R_TYPES:
+      role = push_shapes(k, parent, is_map);
       break;
-    }
     case R_DIST:
       if (k->key == K_PG_CONFIG && !is_map)
         role = R_PGCONF;
@@ -772,6 +790,66 @@ static void kin_clear(Kin *k)
   g_clear_error(&k->error);
 }
 
+/* A parse state for `path` filling raw, names interned in `names`. */
+static void kin_init(Kin *kp, const char *path, TraceRawRank *raw,
+                     SimWorkload *names)
+{
+  Kin k = {0};
+  k.path = path;
+  k.raw = raw;
+  k.names = names;
+  k.ev.name = g_string_sized_new(256);
+  k.ev.coll = g_string_new(NULL);
+  k.ev.dtype = g_string_new(NULL);
+  k.ev.pg_ranks = g_string_new(NULL);
+  k.ev.pg_name = g_string_new(NULL);
+  k.pgc_name = g_string_new(NULL);
+  k.pgc_ranks = g_string_new(NULL);
+  k.dev_name = g_string_new(NULL);
+  k.nccl = g_byte_array_new();
+  k.calls = g_byte_array_new();
+  k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.op_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  *kp = k;
+}
+
+/* Reads the next chunk (at most CHUNK bytes, *n; 0 at the end) of the
+ * gzip stream zf or, without one, of f; total bytes were read before. */
+static gboolean read_chunk(const char *path, gzFile zf, FILE *f,
+                           unsigned char *buf, guint64 total, size_t *n,
+                           GError **error)
+{
+  if (fault_inject(FAULT_READ, "kineto: read")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO,
+                "%s: read error after %" G_GUINT64_FORMAT " bytes: %s "
+                "(injected fault)", path, total, g_strerror(EIO));
+    return FALSE;
+  }
+  if (zf != NULL) {
+    int got = gzread(zf, buf, CHUNK);
+    int zerr = Z_OK;
+    const char *zmsg = gzerror(zf, &zerr);
+    if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  "%s: corrupt or truncated gzip data after %"
+                  G_GUINT64_FORMAT " decompressed bytes (%s)", path,
+                  total + (got > 0 ? (guint64)got : 0),
+                  zerr == Z_BUF_ERROR ? "unexpected end of file" : zmsg);
+      return FALSE;
+    }
+    *n = (size_t)got;
+  } else {
+    *n = fread(buf, 1, CHUNK, f);
+    if (*n < CHUNK && ferror(f)) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error",
+                  path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
                                 GError **error)
 {
@@ -804,58 +882,17 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   }
 
   g_autoptr(TraceRawRank) raw = trace_raw_rank_new(path);
-  Kin k = {0};
-  k.path = path;
-  k.raw = raw;
-  k.names = names;
-  k.ev.name = g_string_sized_new(256);
-  k.ev.coll = g_string_new(NULL);
-  k.ev.dtype = g_string_new(NULL);
-  k.ev.pg_ranks = g_string_new(NULL);
-  k.ev.pg_name = g_string_new(NULL);
-  k.pgc_name = g_string_new(NULL);
-  k.pgc_ranks = g_string_new(NULL);
-  k.dev_name = g_string_new(NULL);
-  k.nccl = g_byte_array_new();
-  k.calls = g_byte_array_new();
-  k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  k.op_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  k.types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Kin k;
+  kin_init(&k, path, raw, names);
   yajl_handle h = yajl_alloc(&callbacks, NULL, &k);
   g_autofree unsigned char *buf = g_malloc(CHUNK);
   guint64 total = 0;
   gboolean ok = TRUE;
   for (;;) {
-    size_t n;
-    if (fault_inject(FAULT_READ, "kineto: read")) {
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO,
-                  "%s: read error after %" G_GUINT64_FORMAT " bytes: %s "
-                  "(injected fault)", path, total, g_strerror(EIO));
+    size_t n = 0;
+    if (!read_chunk(path, zf, f, buf, total, &n, error)) {
       ok = FALSE;
       break;
-    }
-    if (gz) {
-      int got = gzread(zf, buf, CHUNK);
-      int zerr = Z_OK;
-      const char *zmsg = gzerror(zf, &zerr);
-      if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-        g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
-                    "%s: corrupt or truncated gzip data after %"
-                    G_GUINT64_FORMAT " decompressed bytes (%s)", path,
-                    total + (got > 0 ? (guint64)got : 0),
-                    zerr == Z_BUF_ERROR ? "unexpected end of file" : zmsg);
-        ok = FALSE;
-        break;
-      }
-      n = (size_t)got;
-    } else {
-      n = fread(buf, 1, CHUNK, f);
-      if (n < CHUNK && ferror(f)) {
-        g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error",
-                    path);
-        ok = FALSE;
-        break;
-      }
     }
     if (n == 0)
       break;
