@@ -468,6 +468,105 @@ static gboolean loader_point(Loader *ld, ProfileOp *op, const ProfilePoint *pt,
   return TRUE;
 }
 
+/* The field of column id c of row, and its 1-based column number. */
+#define FIELD(c) ((const char *)g_ptr_array_index(row->fields, (guint)col_of[c]))
+#define COLNO(c) ((guint)col_of[c] + 1)
+
+/* One row of the Perseus form: stage, instruction, frequency, time,
+ * energy. */
+static gboolean perseus_row(Loader *ld, const CsvRow *row, const int *col_of,
+                            GError **error)
+{
+  Profile *p = ld->p;
+  guint line = row->line;
+  ProfilePoint pt = {0};
+  double t, e;
+  guint stage;
+  const char *instr = FIELD(COL_INSTRUCTION);
+  if (!parse_index(p->path, line, COLNO(COL_STAGE), "stage",
+                   FIELD(COL_STAGE), &stage, error) ||
+      !profile_parse_clock(p->path, line, COLNO(COL_FREQUENCY), "frequency",
+                   FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_TIME), "time",
+                      FIELD(COL_TIME), &t, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_ENERGY), "energy",
+                      FIELD(COL_ENERGY), &e, error))
+    return FALSE;
+  if (instr[0] == '\0') {
+    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                "%s:%u: column %u (instruction): empty value", p->path,
+                line, COLNO(COL_INSTRUCTION));
+    return FALSE;
+  }
+  pt.time_s = t;
+  pt.energy_j = e;
+  g_autofree char *name = g_strdup_printf("stage%u.%s", stage, instr);
+  ProfileOp *op = loader_op(ld, name, line, stage, instr, SIM_CLASS_OTHER,
+                            1, FALSE, FALSE, error);
+  if (op == NULL || !loader_point(ld, op, &pt, line, error))
+    return FALSE;
+  p->n_stages = MAX(p->n_stages, stage + 1);
+  return TRUE;
+}
+
+/* One row of the per-kernel form: kernel, clocks, time, energy[, count,
+ * class]. */
+static gboolean kernel_row(Loader *ld, const CsvRow *row, const int *col_of,
+                           GError **error)
+{
+  Profile *p = ld->p;
+  guint line = row->line;
+  ProfilePoint pt = {0};
+  double t, e;
+  const char *kname = FIELD(COL_KERNEL);
+  double count = 1;
+  SimOpClass klass = SIM_CLASS_OTHER;
+  if (kname[0] == '\0') {
+    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                "%s:%u: column %u (kernel): empty value", p->path, line,
+                COLNO(COL_KERNEL));
+    return FALSE;
+  }
+  if (!profile_parse_clock(p->path, line, COLNO(COL_SM_MHZ), "sm_mhz",
+                   FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
+      !profile_parse_clock(p->path, line, COLNO(COL_MEM_MHZ), "mem_mhz",
+                   FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_TIME_S), "time_s",
+                      FIELD(COL_TIME_S), &t, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_ENERGY_J), "energy_j",
+                      FIELD(COL_ENERGY_J), &e, error) ||
+      (col_of[COL_COUNT] >= 0 &&
+       !profile_parse_positive(p->path, line, COLNO(COL_COUNT), "count",
+                       FIELD(COL_COUNT), &count, error)))
+    return FALSE;
+  if (col_of[COL_CLASS] >= 0) {
+    int k = sim_class_from_name(FIELD(COL_CLASS));
+    if (k < 0) {
+      g_autoptr(GString) names = g_string_new(NULL);
+      for (int i = 0; i < SIM_CLASS_COUNT; i++)
+        g_string_append_printf(names, "%s%s", i > 0 ? ", " : "",
+                               sim_class_name((SimOpClass)i));
+      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                  "%s:%u: column %u (class): unknown class '%s' (one of "
+                  "%s)",
+                  p->path, line, COLNO(COL_CLASS), FIELD(COL_CLASS),
+                  names->str);
+      return FALSE;
+    }
+    klass = (SimOpClass)k;
+  }
+  pt.time_s = t;
+  pt.energy_j = e;
+  ProfileOp *op = loader_op(ld, kname, line, 0, NULL, klass, count,
+                            col_of[COL_CLASS] >= 0,
+                            col_of[COL_COUNT] >= 0, error);
+  if (op == NULL || !loader_point(ld, op, &pt, line, error))
+    return FALSE;
+  return TRUE;
+}
+#undef FIELD
+#undef COLNO
+
 /* Parses the rows of an open reader whose header has been read. */
 static gboolean load_rows(Loader *ld, CsvReader *r, const int *col_of,
                           guint n_cols, GError **error)
@@ -489,96 +588,12 @@ static gboolean load_rows(Loader *ld, CsvReader *r, const int *col_of,
       ok = FALSE;
       break;
     }
-    /* The field of column id c, and its 1-based column number. */
-#define FIELD(c) ((const char *)g_ptr_array_index(row.fields, (guint)col_of[c]))
-#define COLNO(c) ((guint)col_of[c] + 1)
-    ProfilePoint pt = {0};
-    double t, e;
-    if (p->format == PROFILE_PERSEUS) {
-      guint stage;
-      const char *instr = FIELD(COL_INSTRUCTION);
-      if (!parse_index(p->path, line, COLNO(COL_STAGE), "stage",
-                       FIELD(COL_STAGE), &stage, error) ||
-          !profile_parse_clock(p->path, line, COLNO(COL_FREQUENCY), "frequency",
-                       FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
-          !profile_parse_positive(p->path, line, COLNO(COL_TIME), "time",
-                          FIELD(COL_TIME), &t, error) ||
-          !profile_parse_positive(p->path, line, COLNO(COL_ENERGY), "energy",
-                          FIELD(COL_ENERGY), &e, error)) {
-        ok = FALSE;
-        break;
-      }
-      if (instr[0] == '\0') {
-        g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                    "%s:%u: column %u (instruction): empty value", p->path,
-                    line, COLNO(COL_INSTRUCTION));
-        ok = FALSE;
-        break;
-      }
-      pt.time_s = t;
-      pt.energy_j = e;
-      g_autofree char *name = g_strdup_printf("stage%u.%s", stage, instr);
-      ProfileOp *op = loader_op(ld, name, line, stage, instr, SIM_CLASS_OTHER,
-                                1, FALSE, FALSE, error);
-      if (op == NULL || !loader_point(ld, op, &pt, line, error)) {
-        ok = FALSE;
-        break;
-      }
-      p->n_stages = MAX(p->n_stages, stage + 1);
-    } else {
-      const char *kname = FIELD(COL_KERNEL);
-      double count = 1;
-      SimOpClass klass = SIM_CLASS_OTHER;
-      if (kname[0] == '\0') {
-        g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                    "%s:%u: column %u (kernel): empty value", p->path, line,
-                    COLNO(COL_KERNEL));
-        ok = FALSE;
-        break;
-      }
-      if (!profile_parse_clock(p->path, line, COLNO(COL_SM_MHZ), "sm_mhz",
-                       FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
-          !profile_parse_clock(p->path, line, COLNO(COL_MEM_MHZ), "mem_mhz",
-                       FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
-          !profile_parse_positive(p->path, line, COLNO(COL_TIME_S), "time_s",
-                          FIELD(COL_TIME_S), &t, error) ||
-          !profile_parse_positive(p->path, line, COLNO(COL_ENERGY_J), "energy_j",
-                          FIELD(COL_ENERGY_J), &e, error) ||
-          (col_of[COL_COUNT] >= 0 &&
-           !profile_parse_positive(p->path, line, COLNO(COL_COUNT), "count",
-                           FIELD(COL_COUNT), &count, error))) {
-        ok = FALSE;
-        break;
-      }
-      if (col_of[COL_CLASS] >= 0) {
-        int k = sim_class_from_name(FIELD(COL_CLASS));
-        if (k < 0) {
-          g_autoptr(GString) names = g_string_new(NULL);
-          for (int i = 0; i < SIM_CLASS_COUNT; i++)
-            g_string_append_printf(names, "%s%s", i > 0 ? ", " : "",
-                                   sim_class_name((SimOpClass)i));
-          g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                      "%s:%u: column %u (class): unknown class '%s' (one of "
-                      "%s)",
-                      p->path, line, COLNO(COL_CLASS), FIELD(COL_CLASS),
-                      names->str);
-          ok = FALSE;
-          break;
-        }
-        klass = (SimOpClass)k;
-      }
-      pt.time_s = t;
-      pt.energy_j = e;
-      ProfileOp *op = loader_op(ld, kname, line, 0, NULL, klass, count,
-                                col_of[COL_CLASS] >= 0,
-                                col_of[COL_COUNT] >= 0, error);
-      if (op == NULL || !loader_point(ld, op, &pt, line, error)) {
-        ok = FALSE;
-        break;
-      }
+    if (!(p->format == PROFILE_PERSEUS
+              ? perseus_row(ld, &row, col_of, error)
+              : kernel_row(ld, &row, col_of, error))) {
+      ok = FALSE;
+      break;
     }
-#undef FIELD
-#undef COLNO
   }
   if (err != NULL) {
     g_propagate_error(error, err);
