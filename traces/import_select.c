@@ -376,6 +376,90 @@ static GArray *one_range(const TraceRawRange *r)
   return a;
 }
 
+/* The index (in time order) of the step the options choose among the
+ * reference rank's steps rs (mode first, median, a number or an index). */
+static gboolean chosen_step(const Build *b, TraceStep mode, gint ref,
+                            const GArray *rs, guint *out, GError **error)
+{
+  const TraceImportOptions *opt = b->opt;
+  guint idx = 0;
+  switch (mode) {
+  case TRACE_STEP_FIRST:
+    idx = 0;
+    break;
+  case TRACE_STEP_MEDIAN:
+    idx = median_step(rs);
+    break;
+  case TRACE_STEP_NUMBER:
+    for (idx = 0; idx < rs->len; idx++)
+      if (g_array_index(rs, TraceRawRange, idx).step == opt->step_number)
+        break;
+    if (idx == rs->len) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                  "step %" G_GINT64_FORMAT " does not exist: %s marks %u "
+                  "steps (%" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                  opt->step_number, b->rw[ref].raw->path, rs->len,
+                  g_array_index(rs, TraceRawRange, 0).step,
+                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
+      return FALSE;
+    }
+    break;
+  default: /* TRACE_STEP_INDEX */
+    if ((guint)opt->iteration >= rs->len) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                  "iteration %d out of range: %s marks %u iterations "
+                  "(steps %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                  opt->iteration, b->rw[ref].raw->path, rs->len,
+                  g_array_index(rs, TraceRawRange, 0).step,
+                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
+      return FALSE;
+    }
+    idx = (guint)opt->iteration;
+    break;
+  }
+  *out = idx;
+  return TRUE;
+}
+
+/* Each rank's window: its step with the chosen number, else its idx-th
+ * step (warned), else (no steps at all) everything (warned). */
+static gboolean align_steps(Build *b, Window *win, GPtrArray *steps,
+                            guint idx, gint64 number, GError **error)
+{
+  const TraceImportOptions *opt = b->opt;
+  guint n = b->n;
+  for (guint i = 0; i < n; i++) {
+    GArray *s = g_ptr_array_index(steps, i);
+    const TraceRawRange *hit = NULL;
+    for (guint k = 0; k < s->len && hit == NULL; k++)
+      if (g_array_index(s, TraceRawRange, k).step == number)
+        hit = &g_array_index(s, TraceRawRange, k);
+    if (hit == NULL && s->len > idx) {
+      hit = &g_array_index(s, TraceRawRange, idx);
+      trace_warn(opt, "%s: no step %" G_GINT64_FORMAT "; using its "
+                 "step %u in time order (step %" G_GINT64_FORMAT ") instead",
+                 b->rw[i].raw->path, number, idx, hit->step);
+    }
+    if (hit == NULL) {
+      if (s->len == 0) {
+        trace_warn(opt, "%s marks no iterations; importing all its events",
+                   b->rw[i].raw->path);
+        continue;
+      }
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
+                  "step %" G_GINT64_FORMAT " (%u-th in time order) is out "
+                  "of range for %s (%u steps)", number, idx,
+                  b->rw[i].raw->path, s->len);
+      return FALSE;
+    }
+    win[i].w0 = win[i].h0 = hit->start_ns;
+    win[i].w1 = win[i].h1 = hit->end_ns;
+    win[i].step_tid = hit->tid;
+    win[i].steps = one_range(hit);
+  }
+  return TRUE;
+}
+
 /* Picks the windows of every rank (see Window) and the label. */
 gboolean trace_pick_windows(Build *b, Window *win, GString *label,
                              GError **error)
@@ -438,73 +522,12 @@ gboolean trace_pick_windows(Build *b, Window *win, GString *label,
     return TRUE;
   }
   GArray *rs = g_ptr_array_index(steps, ref);
-  guint idx = 0;
-  switch (mode) {
-  case TRACE_STEP_FIRST:
-    idx = 0;
-    break;
-  case TRACE_STEP_MEDIAN:
-    idx = median_step(rs);
-    break;
-  case TRACE_STEP_NUMBER:
-    for (idx = 0; idx < rs->len; idx++)
-      if (g_array_index(rs, TraceRawRange, idx).step == opt->step_number)
-        break;
-    if (idx == rs->len) {
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                  "step %" G_GINT64_FORMAT " does not exist: %s marks %u "
-                  "steps (%" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
-                  opt->step_number, b->rw[ref].raw->path, rs->len,
-                  g_array_index(rs, TraceRawRange, 0).step,
-                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
-      return FALSE;
-    }
-    break;
-  default: /* TRACE_STEP_INDEX */
-    if ((guint)opt->iteration >= rs->len) {
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                  "iteration %d out of range: %s marks %u iterations "
-                  "(steps %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
-                  opt->iteration, b->rw[ref].raw->path, rs->len,
-                  g_array_index(rs, TraceRawRange, 0).step,
-                  g_array_index(rs, TraceRawRange, rs->len - 1).step);
-      return FALSE;
-    }
-    idx = (guint)opt->iteration;
-    break;
-  }
+  guint idx;
+  if (!chosen_step(b, mode, ref, rs, &idx, error))
+    return FALSE;
   gint64 number = g_array_index(rs, TraceRawRange, idx).step;
   g_string_printf(label, "step %" G_GINT64_FORMAT, number);
-  for (guint i = 0; i < n; i++) {
-    GArray *s = g_ptr_array_index(steps, i);
-    const TraceRawRange *hit = NULL;
-    for (guint k = 0; k < s->len && hit == NULL; k++)
-      if (g_array_index(s, TraceRawRange, k).step == number)
-        hit = &g_array_index(s, TraceRawRange, k);
-    if (hit == NULL && s->len > idx) {
-      hit = &g_array_index(s, TraceRawRange, idx);
-      trace_warn(opt, "%s: no step %" G_GINT64_FORMAT "; using its "
-                 "step %u in time order (step %" G_GINT64_FORMAT ") instead",
-                 b->rw[i].raw->path, number, idx, hit->step);
-    }
-    if (hit == NULL) {
-      if (s->len == 0) {
-        trace_warn(opt, "%s marks no iterations; importing all its events",
-                   b->rw[i].raw->path);
-        continue;
-      }
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_INVALID,
-                  "step %" G_GINT64_FORMAT " (%u-th in time order) is out "
-                  "of range for %s (%u steps)", number, idx,
-                  b->rw[i].raw->path, s->len);
-      return FALSE;
-    }
-    win[i].w0 = win[i].h0 = hit->start_ns;
-    win[i].w1 = win[i].h1 = hit->end_ns;
-    win[i].step_tid = hit->tid;
-    win[i].steps = one_range(hit);
-  }
-  return TRUE;
+  return align_steps(b, win, steps, idx, number, error);
 }
 
 typedef struct {
