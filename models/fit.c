@@ -415,28 +415,33 @@ FitModel *fit_model_oob(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
 /* ---------------------------------------------------------------------- */
 /* Time fit                                                                */
 
-/* Fits the single-op time form of op i to the targets tgt[j] (measured or
- * catalogue times at the op's points) with weights w[j] (NULL = 1).
- * Errors: too few distinct clocks. */
-static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
-                            const double *tgt, const double *w,
-                            FitOpModel *om, GError **error)
+/* An op's training points: distinct SM clocks (the first 512 in sms, all
+ * counted in n_sm), distinct memory clocks, points, and the last point's
+ * memory clock. */
+typedef struct {
+  guint n_sm, n_mem, n_pts;
+  guint sms[512];
+  guint fixed_mem;
+} TrainClocks;
+
+/* The training clocks of op under weights w (NULL = every point). */
+static void training_clocks(const GpuSpec *g, const FitOp *op,
+                            const double *w, TrainClocks *tc)
 {
-  double f0 = g->sm_max_mhz.v, m0 = fit_top_mem(g);
-  /* Distinct training clocks. */
   guint n_sm = 0, n_mem = 0, n_pts = 0;
-  guint sms[512], mems[8];
+  guint *sms = tc->sms, mems[8];
   guint fixed_mem = 0;
   for (guint j = 0; j < op->n_points; j++) {
     if (w != NULL && !(w[j] > 0))
       continue;
     n_pts++;
-    guint s = op->points[j].sm_mhz, mm = (guint)fit_eff_mem(g, op->points[j].mem_mhz);
+    guint s = op->points[j].sm_mhz;
+    guint mm = (guint)fit_eff_mem(g, op->points[j].mem_mhz);
     gboolean seen = FALSE;
-    for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(sms)); k++)
+    for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(tc->sms)); k++)
       seen = seen || sms[k] == s;
     if (!seen) {
-      if (n_sm < G_N_ELEMENTS(sms))
+      if (n_sm < G_N_ELEMENTS(tc->sms))
         sms[n_sm] = s;
       n_sm++;
     }
@@ -450,6 +455,25 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
     }
     fixed_mem = mm;
   }
+  tc->n_sm = n_sm;
+  tc->n_mem = n_mem;
+  tc->n_pts = n_pts;
+  tc->fixed_mem = fixed_mem;
+}
+
+/* Fits the single-op time form of op i to the targets tgt[j] (measured or
+ * catalogue times at the op's points) with weights w[j] (NULL = 1).
+ * Errors: too few distinct clocks. */
+static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
+                            const double *tgt, const double *w,
+                            FitOpModel *om, GError **error)
+{
+  double f0 = g->sm_max_mhz.v, m0 = fit_top_mem(g);
+  TrainClocks tc;
+  training_clocks(g, op, w, &tc);
+  guint n_sm = tc.n_sm, n_mem = tc.n_mem, n_pts = tc.n_pts;
+  const guint *sms = tc.sms;
+  guint fixed_mem = tc.fixed_mem;
   if (n_sm < 2) {
     g_set_error(error, FIT_ERROR, FIT_ERROR_TOO_FEW,
                 "op '%s': %u distinct training SM clock%s; fitting the time "
@@ -463,14 +487,14 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
    * upper half of the training range except the highest.  A cap is kept
    * only when it pays for its parameter (BIC: n ln(SSE) + k ln n). */
   double fmin_t = G_MAXDOUBLE, fmax_t = 0;
-  for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(sms)); k++) {
+  for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(tc.sms)); k++) {
     fmin_t = MIN(fmin_t, sms[k]);
     fmax_t = MAX(fmax_t, sms[k]);
   }
   double c[3] = {0, 0, 0};
   double best_bic = INFINITY, best_sat = 0;
   gboolean any = FALSE;
-  for (guint cand = 0; cand <= MIN(n_sm, G_N_ELEMENTS(sms)); cand++) {
+  for (guint cand = 0; cand <= MIN(n_sm, G_N_ELEMENTS(tc.sms)); cand++) {
     double sat = 0;
     if (cand > 0) {
       sat = sms[cand - 1];
