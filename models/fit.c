@@ -615,7 +615,8 @@ static void build_gram(PowerFit *pf, double ratio, double knee)
       double rw = w / (p->energy_j * p->energy_j);
       /* The catalogue's static memory power is known, not fitted. */
       double mem_static = t * m->gpu->p_mem_static_w.v *
-                          fit_eff_mem(m->gpu, p->mem_mhz) / fit_top_mem(m->gpu);
+                          fit_eff_mem(m->gpu, p->mem_mhz) /
+                          fit_top_mem(m->gpu);
       double x[4] = {t, t * pow(v, LEAK_EXP), v * v,
                      p->energy_j - m->ops[i].mem_j - mem_static -
                          stall_j(m, &m->ops[i], f, v, t)};

@@ -498,13 +498,14 @@ static void emit_tail(Gen *g, guint p)
       g_autofree guint *end = g_new(guint, bytes->len);
       g_autofree double *size = g_new(double, bytes->len);
       guint nb = gpt_make_buckets((const double *)(void *)bytes->data,
-                              bytes->len, gpt_bucket_cap_bytes(cfg), end, size);
+                                  bytes->len, gpt_bucket_cap_bytes(cfg), end,
+                                  size);
       for (guint i = 0; i < nb; i++) {
         Proto pr;
         memset(&pr, 0, sizeof pr);
         pr.name = name;
         pr.shape = gpt_get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
-                             SIM_MATH_VECTOR, 0, size[i]);
+                                 SIM_MATH_VECTOR, 0, size[i]);
         pr.kind = SIM_OP_COLLECTIVE;
         pr.klass = SIM_CLASS_COMM;
         guint32 wait =
@@ -523,8 +524,9 @@ static void emit_tail(Gen *g, guint p)
     put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
   Proto adam = gpt_make_proto(g, "optimizer.adam", SIM_OP_KERNEL,
-                          SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
-                          adam_bytes(cfg) * gpt_stage_params(cfg, p));
+                              SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE,
+                              SIM_MATH_VECTOR, 0,
+                              adam_bytes(cfg) * gpt_stage_params(cfg, p));
   g->pending_wait = last_dp;
   put_compute(g, &adam, SIM_PHASE_OPTIMIZER, NO_LAYER, NO_MB);
 }
@@ -800,8 +802,8 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.ref = ref;
   gpt_priced_spec(&c, ref, &g.priced);
   g.w = w;
-  g.shapes = g_hash_table_new_full(gpt_shape_key_hash, gpt_shape_key_equal, g_free,
-                                   NULL);
+  g.shapes = g_hash_table_new_full(gpt_shape_key_hash, gpt_shape_key_equal,
+                                   g_free, NULL);
   g.shape_ns = g_array_new(FALSE, FALSE, sizeof(gint64));
   g.unit_ops = g_array_new(FALSE, FALSE, sizeof(guint32));
   g.unit_chunks = g_array_new(FALSE, FALSE, sizeof(guint));

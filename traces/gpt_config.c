@@ -393,7 +393,7 @@ static void chunk_units(const GptConfig *cfg, guint p, guint c, GArray *out)
  * Writes the index of each bucket's last tensor to end[] and its size to
  * size[] (both may be NULL) and returns the number of buckets. */
 guint gpt_make_buckets(const double *bytes, guint n, double cap,
-                          guint *end, double *size)
+                       guint *end, double *size)
 {
   guint nb = 0;
   double acc = 0;
@@ -452,7 +452,7 @@ static guint stage_buckets(const GptConfig *cfg, guint p)
   for (guint c = 0; c < gpt_config_chunks(cfg); c++) {
     g_autoptr(GArray) bytes = gpt_chunk_grad_bytes(cfg, p, c);
     n += gpt_make_buckets((const double *)(void *)bytes->data, bytes->len,
-                      gpt_bucket_cap_bytes(cfg), NULL, NULL);
+                          gpt_bucket_cap_bytes(cfg), NULL, NULL);
   }
   return n;
 }

@@ -33,8 +33,8 @@ gboolean gpt_shape_key_equal(gconstpointer a, gconstpointer b)
  * adding and pricing it on first use; sets g->error if the GPU model gives
  * a non-finite or negative time. */
 guint32 gpt_get_shape(Gen *g, guint32 name, SimOpClass klass,
-                         SimCollType coll, SimMath tensor, double flops,
-                         double bytes)
+                      SimCollType coll, SimMath tensor, double flops,
+                      double bytes)
 {
   ShapeKey key;
   memset(&key, 0, sizeof key);
@@ -78,8 +78,8 @@ guint32 gpt_get_shape(Gen *g, guint32 name, SimOpClass klass,
 }
 
 Proto gpt_make_proto(Gen *g, const char *name, SimOpKind kind,
-                        SimOpClass klass, SimCollType coll, SimMath tensor,
-                        double flops, double bytes)
+                     SimOpClass klass, SimCollType coll, SimMath tensor,
+                     double flops, double bytes)
 {
   Proto p;
   memset(&p, 0, sizeof p);
@@ -103,7 +103,7 @@ static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
                     : SIM_MATH_VECTOR;
   /* coll is meaningless for kernels; 0 keeps every shape field in range. */
   Proto p = gpt_make_proto(g, name, SIM_OP_KERNEL, klass, SIM_COLL_ALL_REDUCE,
-                       math, flops, bytes);
+                           math, flops, bytes);
   p.unit = (gint8)unit;
   q->p[q->n++] = p;
 }
@@ -115,7 +115,8 @@ static void tp_allreduce(Gen *g, Seq *q, double bytes)
     return;
   g_assert(q->n < SEQ_MAX);
   Proto p = gpt_make_proto(g, "tp.all_reduce", SIM_OP_COLLECTIVE,
-                       SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0, bytes);
+                           SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+                           SIM_MATH_VECTOR, 0, bytes);
   p.group = GROUP_TP;
   q->p[q->n++] = p;
 }
@@ -495,16 +496,16 @@ void gpt_build_protos(Gen *g)
 
   /* Point to point and the embedding tie. */
   g->send_fwd = gpt_make_proto(g, "pp.send_fwd", SIM_OP_SEND, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
+                               SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->recv_fwd = gpt_make_proto(g, "pp.recv_fwd", SIM_OP_RECV, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
+                               SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->send_bwd = gpt_make_proto(g, "pp.send_bwd", SIM_OP_SEND, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
+                               SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->recv_bwd = gpt_make_proto(g, "pp.recv_bwd", SIM_OP_RECV, SIM_CLASS_COMM,
-                           SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
+                               SIM_COLL_SEND_RECV, SIM_MATH_VECTOR, 0, E * X);
   g->tie = gpt_make_proto(g, "pp.embedding_all_reduce", SIM_OP_COLLECTIVE,
-                      SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
-                      4 * vt * h);
+                          SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+                          SIM_MATH_VECTOR, 0, 4 * vt * h);
   g->tie.group = GROUP_TIE;
 }
 

@@ -255,17 +255,17 @@ TraceStep trace_step_mode(const TraceImportOptions *opt);
 
 /* Picks the windows of every rank (see Window) and the label. */
 gboolean trace_pick_windows(Build *b, Window *win, GString *label,
-                             GError **error);
+                            GError **error);
 
 int trace_cmp_corr(const void *a, const void *b);
 
 /* Steps 2-5 for workload rank i: selection, phases, streams, order, deps. */
 gboolean trace_analyse_rank(Build *b, guint i, gint64 w0, gint64 w1,
-                             GError **error);
+                            GError **error);
 
 /* Adds rank i's host streams (traces/import_host.c) to its selection. */
 gboolean trace_host_streams(Build *b, guint i, const Window *win,
-                             GError **error);
+                            GError **error);
 
 /* The import's warnings about the host side. */
 void trace_host_warnings(Build *b);

@@ -289,7 +289,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
 
 /* Adds rank i's host streams (see above) to its selection. */
 gboolean trace_host_streams(Build *b, guint i, const Window *win,
-                             GError **error)
+                            GError **error)
 {
   (void)error;
   RankWork *rw = &b->rw[i];
@@ -347,7 +347,8 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   }
   g_array_sort(calls, cmp_call);
   const CallKey *ck = (const CallKey *)(void *)calls->data;
-  gboolean markers = win->steps != NULL && trace_step_mode(b->opt) == TRACE_STEP_ALL;
+  gboolean markers =
+      win->steps != NULL && trace_step_mode(b->opt) == TRACE_STEP_ALL;
   gboolean step_done = !markers;
   guint ns = rw->ns_gpu, skipped = 0;
   for (guint c0 = 0; c0 < calls->len || !step_done;) {

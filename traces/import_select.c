@@ -462,7 +462,7 @@ static gboolean align_steps(Build *b, Window *win, GPtrArray *steps,
 
 /* Picks the windows of every rank (see Window) and the label. */
 gboolean trace_pick_windows(Build *b, Window *win, GString *label,
-                             GError **error)
+                            GError **error)
 {
   const TraceImportOptions *opt = b->opt;
   guint n = b->n;

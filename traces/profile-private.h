@@ -39,23 +39,23 @@ void profile_csv_row_clear(CsvRow *row);
  * that follow.  Errors: PROFILE_ERROR_IO, a CSV syntax error, or
  * PROFILE_ERROR_FORMAT for a file without a header line. */
 gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
-                         CsvRow *row, GError **error);
+                          CsvRow *row, GError **error);
 
 /* Parses a finite number from s.  Errors (naming path:line, the column
  * number and name): empty, not a number, not finite. */
 gboolean profile_parse_number(const char *path, guint line, guint col,
-                             const char *colname, const char *s, double *out,
-                             GError **error);
+                              const char *colname, const char *s, double *out,
+                              GError **error);
 
 /* A number > 0. */
 gboolean profile_parse_positive(const char *path, guint line, guint col,
-                               const char *colname, const char *s,
-                               double *out, GError **error);
+                                const char *colname, const char *s,
+                                double *out, GError **error);
 
 /* A whole clock in MHz, > 0 and below MAX_CLOCK_MHZ. */
 gboolean profile_parse_clock(const char *path, guint line, guint col,
-                            const char *colname, const char *s, guint *out,
-                            GError **error);
+                             const char *colname, const char *s, guint *out,
+                             GError **error);
 
 /* ---- Construction (profile.c) ------------------------------------------ */
 

@@ -156,7 +156,7 @@ void profile_csv_row_clear(CsvRow *row)
  * that follow.  Errors: PROFILE_ERROR_IO, a CSV syntax error, or
  * PROFILE_ERROR_FORMAT for a file without a header line. */
 gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
-                         CsvRow *row, GError **error)
+                          CsvRow *row, GError **error)
 {
   gsize len = 0;
   GError *err = NULL;
@@ -190,8 +190,8 @@ gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
 /* Parses a finite number from s.  Errors (naming path:line, the column
  * number and name): empty, not a number, not finite. */
 gboolean profile_parse_number(const char *path, guint line, guint col,
-                             const char *colname, const char *s, double *out,
-                             GError **error)
+                              const char *colname, const char *s, double *out,
+                              GError **error)
 {
   if (s[0] == '\0') {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -219,8 +219,8 @@ gboolean profile_parse_number(const char *path, guint line, guint col,
 
 /* A number > 0. */
 gboolean profile_parse_positive(const char *path, guint line, guint col,
-                               const char *colname, const char *s,
-                               double *out, GError **error)
+                                const char *colname, const char *s,
+                                double *out, GError **error)
 {
   if (!profile_parse_number(path, line, col, colname, s, out, error))
     return FALSE;
@@ -235,8 +235,8 @@ gboolean profile_parse_positive(const char *path, guint line, guint col,
 
 /* A whole clock in MHz, > 0 and below MAX_CLOCK_MHZ. */
 gboolean profile_parse_clock(const char *path, guint line, guint col,
-                            const char *colname, const char *s, guint *out,
-                            GError **error)
+                             const char *colname, const char *s, guint *out,
+                             GError **error)
 {
   double v;
   if (!profile_parse_positive(path, line, col, colname, s, &v, error))
@@ -486,11 +486,11 @@ static gboolean perseus_row(Loader *ld, const CsvRow *row, const int *col_of,
   if (!parse_index(p->path, line, COLNO(COL_STAGE), "stage",
                    FIELD(COL_STAGE), &stage, error) ||
       !profile_parse_clock(p->path, line, COLNO(COL_FREQUENCY), "frequency",
-                   FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
+                           FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
       !profile_parse_positive(p->path, line, COLNO(COL_TIME), "time",
-                      FIELD(COL_TIME), &t, error) ||
+                              FIELD(COL_TIME), &t, error) ||
       !profile_parse_positive(p->path, line, COLNO(COL_ENERGY), "energy",
-                      FIELD(COL_ENERGY), &e, error))
+                              FIELD(COL_ENERGY), &e, error))
     return FALSE;
   if (instr[0] == '\0') {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -528,16 +528,16 @@ static gboolean kernel_row(Loader *ld, const CsvRow *row, const int *col_of,
     return FALSE;
   }
   if (!profile_parse_clock(p->path, line, COLNO(COL_SM_MHZ), "sm_mhz",
-                   FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
+                           FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
       !profile_parse_clock(p->path, line, COLNO(COL_MEM_MHZ), "mem_mhz",
-                   FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
+                           FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
       !profile_parse_positive(p->path, line, COLNO(COL_TIME_S), "time_s",
-                      FIELD(COL_TIME_S), &t, error) ||
+                              FIELD(COL_TIME_S), &t, error) ||
       !profile_parse_positive(p->path, line, COLNO(COL_ENERGY_J), "energy_j",
-                      FIELD(COL_ENERGY_J), &e, error) ||
+                              FIELD(COL_ENERGY_J), &e, error) ||
       (col_of[COL_COUNT] >= 0 &&
        !profile_parse_positive(p->path, line, COLNO(COL_COUNT), "count",
-                       FIELD(COL_COUNT), &count, error)))
+                               FIELD(COL_COUNT), &count, error)))
     return FALSE;
   if (col_of[COL_CLASS] >= 0) {
     int k = sim_class_from_name(FIELD(COL_CLASS));
@@ -900,11 +900,11 @@ GArray *profile_load_run(const char *path, GError **error)
                      g_ptr_array_index(row.fields, (guint)col[0]), &pr.rank,
                      error) ||
         !profile_parse_positive(path, line, (guint)col[1] + 1, "time_s",
-                        g_ptr_array_index(row.fields, (guint)col[1]),
-                        &pr.time_s, error) ||
+                                g_ptr_array_index(row.fields, (guint)col[1]),
+                                &pr.time_s, error) ||
         !profile_parse_positive(path, line, (guint)col[2] + 1, "energy_j",
-                        g_ptr_array_index(row.fields, (guint)col[2]),
-                        &pr.energy_j, error)) {
+                                g_ptr_array_index(row.fields, (guint)col[2]),
+                                &pr.energy_j, error)) {
       ok = FALSE;
       break;
     }

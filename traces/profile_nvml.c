@@ -16,9 +16,10 @@
  * of repeated kernels, not one launch) for the integral to be meaningful;
  * each window must contain at least one sample and lie inside the sampled
  * span.  A window may hold `count` launches of its kernel (optional
- * column): its time and energy are divided by it.  Windows of the same kernel at the same clocks (repetitions) are
- * averaged into one point; the window's SM clock is the most frequent
- * sampled clock inside it (locked clocks make it unique).
+ * column): its time and energy are divided by it.  Windows of the same
+ * kernel at the same clocks (repetitions) are averaged into one point; the
+ * window's SM clock is the most frequent sampled clock inside it (locked
+ * clocks make it unique).
  */
 #include "traces/profile-private.h"
 #include "io/fault.h"
@@ -172,8 +173,8 @@ static GArray *load_samples(const char *path, GError **error)
     if (f_mem != NULL)
       strip_unit(f_mem, "MHz");
     if (!parse_timestamp(f_ts, &s.t) &&
-        !profile_parse_number(path, line, (guint)ts + 1, "timestamp", f_ts, &s.t,
-                      NULL)) {
+        !profile_parse_number(path, line, (guint)ts + 1, "timestamp", f_ts,
+                              &s.t, NULL)) {
       g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
                   "%s:%u: column %d (timestamp): '%s' is neither "
                   "'YYYY/MM/DD hh:mm:ss.fff' nor a number of seconds",
@@ -182,13 +183,13 @@ static GArray *load_samples(const char *path, GError **error)
       break;
     }
     double pwv;
-    if (!profile_parse_clock(path, line, (guint)sm + 1, "clocks.sm", f_sm, &s.sm_mhz,
-                     error) ||
+    if (!profile_parse_clock(path, line, (guint)sm + 1, "clocks.sm", f_sm,
+                             &s.sm_mhz, error) ||
         (f_mem != NULL && !profile_parse_clock(path, line, (guint)mem + 1,
-                                       "clocks.mem", f_mem, &s.mem_mhz,
-                                       error)) ||
-        !profile_parse_number(path, line, (guint)pw + 1, "power.draw", f_pw, &pwv,
-                      error)) {
+                                               "clocks.mem", f_mem, &s.mem_mhz,
+                                               error)) ||
+        !profile_parse_number(path, line, (guint)pw + 1, "power.draw", f_pw,
+                              &pwv, error)) {
       ok = FALSE;
       break;
     }
@@ -371,7 +372,7 @@ static gboolean window_row(Windows *wl, const CsvRow *row, GError **error)
     if (parse_timestamp(f, &t[k]))
       continue;
     if (!profile_parse_number(wl->windows_path, line, (guint)cols[k] + 1,
-                      k == 0 ? "start" : "end", f, &t[k], NULL)) {
+                              k == 0 ? "start" : "end", f, &t[k], NULL)) {
       g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
                   "%s:%u: column %d (%s): '%s' is neither seconds nor "
                   "'YYYY/MM/DD hh:mm:ss.fff'",
@@ -397,11 +398,11 @@ static gboolean window_row(Windows *wl, const CsvRow *row, GError **error)
   }
   double count = 1;
   if (wl->cc >= 0 &&
-      !profile_parse_positive(wl->windows_path, line, (guint)wl->cc + 1, "count",
-                      g_ptr_array_index(row->fields, (guint)wl->cc), &count,
-                      error)) {
+      !profile_parse_positive(wl->windows_path, line, (guint)wl->cc + 1,
+                              "count",
+                              g_ptr_array_index(row->fields, (guint)wl->cc),
+                              &count, error))
     return FALSE;
-  }
   double e;
   guint sm, mem;
   if (integrate(wl->s, wl->n, t[0], t[1], &e, &sm, &mem) == 0) {
