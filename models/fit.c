@@ -1,5 +1,4 @@
-/* models/fit.c -- fitting the DVFS time/power model to a measured profile
- * and validating it on held-out clocks.
+/* models/fit.c -- fitting the DVFS time/power model to a measured profile.
  *
  * The op model (the single-kernel form of models/gpu.c)
  * -----------------------------------------------------
@@ -25,20 +24,14 @@
  * Out of the box (fit_model_oob)
  * ------------------------------
  * The catalogue alone, anchored at one measurement: the op's time at its
- * highest measured clock pair.  A kernel op (FIT_MIX_NONE) is one kernel of
- * its class without counters (class-default time fractions, gpu.c's
- * gpu_class_time_fractions).  A pipeline-stage op (Perseus forward or
- * backward) is a representative kernel mix: one transformer layer of GPT-3
- * 175B at TP 8, microbatch 1, sequence 2048, BF16 (the GEMMs, the two
- * attention batched GEMMs, softmax, dropout, layer norms, bias-GeLU,
- * bias-dropout-add; backward: dgrad and wgrad GEMMs with FP32 main_grad
- * accumulation, twice the attention work, the vector kernels' backward
- * traffic), each priced by gpu_kernel_cost with its FLOPs and bytes and
+ * highest measured clock pair.  An op without a kernel mix is one kernel
+ * of its class without counters (class-default time fractions, gpu.c's
+ * gpu_class_time_fractions).  An op with a mix (FitOp.kernels: a Perseus
+ * forward or backward stage gets one transformer layer's kernels from
+ * traces/gpt.c's gpt_layer_kernels, see traces/profile.c) is the sum of
+ * its kernels, each priced by gpu_kernel_cost with its FLOPs and bytes and
  * capped per kernel.  Time and energy are both scaled by the anchor ratio
  * (measured / model time at the top clock), so power is the model's own.
- * For other models than GPT-3 (Bloom) the mix is only representative: the
- * GEMM share of a layer is similar (same hidden size range), the
- * attention share differs with the head count.
  *
  * Fitting (fit_model_fit), least squares on relative residuals
  * -------------------------------------------------------------
@@ -68,13 +61,10 @@
  * curve, and P_dyn x dyn_scale, dyn_scale = sum D_i / sum D_i(catalogue)
  * (count-weighted): the per-class activities keep their catalogue ratios.
  *
- * Validation (fit_validate)
- * -------------------------
- * The distinct SM clocks of the profile are shuffled by the PCG stream
- * (seed, SIM_PCG_HOLDOUT, 0); a fraction is held out (at least 1, leaving
- * at least 2), or the shuffled clocks are dealt into k folds.  Every point
- * of a held-out clock is predicted by the model fitted on the others.
- * Errors are relative, pred/meas - 1.
+ * Validation and bootstrap
+ * ------------------------
+ * In models/fit_validate.c; the 3x3 solve, the small NNLS and Nelder-Mead
+ * are models/numeric.c's.
  *
  * Known limits
  * ------------
@@ -89,7 +79,8 @@
  *   clock; drift over a measurement campaign (temperature) is correlated.
  */
 #include "models/fit.h"
-#include "sim/pcg.h"
+#include "models/fit-private.h"
+#include "models/numeric.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,182 +112,37 @@ int fit_mode_from_name(const char *s)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Small helpers                                                           */
+/* The out-of-box model of one op                                          */
 
-static double top_mem(const GpuSpec *g)
+/* The op's kernels: its mix, or one kernel of its class without counters
+ * (class-default time fractions).  Sets *n. */
+static const FitKernel *oob_kernels(SimOpClass klass, const FitKernel *mix,
+                                    guint n_mix, FitKernel *one, guint *n)
 {
-  return g->mem_mhz[g->n_mem_clocks - 1].v;
-}
-
-static double eff_mem(const GpuSpec *g, guint m)
-{
-  return m > 0 ? (double)m : top_mem(g);
-}
-
-/* v = V(f)/V_max for a curve (ratio at and below knee, 1 at fmax). */
-/* Solves the n x n system a x = b (n <= 3) by Gaussian elimination with
- * partial pivoting.  FALSE when (nearly) singular relative to the
- * diagonal. */
-static gboolean solve_small(double a[3][3], double b[3], guint n, double x[3])
-{
-  double m[3][4];
-  double scale = 0;
-  for (guint i = 0; i < n; i++) {
-    for (guint j = 0; j < n; j++)
-      m[i][j] = a[i][j];
-    m[i][n] = b[i];
-    scale = MAX(scale, fabs(a[i][i]));
+  if (n_mix > 0) {
+    *n = n_mix;
+    return mix;
   }
-  if (!(scale > 0))
-    return FALSE;
-  for (guint c = 0; c < n; c++) {
-    guint piv = c;
-    for (guint r = c + 1; r < n; r++)
-      if (fabs(m[r][c]) > fabs(m[piv][c]))
-        piv = r;
-    if (fabs(m[piv][c]) < 1e-12 * scale)
-      return FALSE;
-    if (piv != c)
-      for (guint j = 0; j <= n; j++) {
-        double tmp = m[c][j];
-        m[c][j] = m[piv][j];
-        m[piv][j] = tmp;
-      }
-    for (guint r = c + 1; r < n; r++) {
-      double f = m[r][c] / m[c][c];
-      for (guint j = c; j <= n; j++)
-        m[r][j] -= f * m[c][j];
-    }
-  }
-  for (guint i = n; i-- > 0;) {
-    double s = m[i][n];
-    for (guint j = i + 1; j < n; j++)
-      s -= m[i][j] * x[j];
-    x[i] = s / m[i][i];
-  }
-  return TRUE;
-}
-
-/* NNLS with n <= 3 variables given the normal equations (G = X'X, g = X'y,
- * yy = y'y): the optimum is the unconstrained solution on its passive set,
- * so every subset is tried.  Returns the minimal objective ||y - X c||^2;
- * c receives the solution (zeros outside the passive set).  Returns -1 when
- * no subset is solvable. */
-static double nnls_small(double G[3][3], const double g[3], double yy,
-                         guint n, double c[3])
-{
-  double best = 0;
-  gboolean found = FALSE;
-  for (guint mask = 0; mask < (1u << n); mask++) {
-    guint idx[3], k = 0;
-    for (guint i = 0; i < n; i++)
-      if (mask & (1u << i))
-        idx[k++] = i;
-    double a[3][3], b[3], x[3] = {0, 0, 0};
-    for (guint i = 0; i < k; i++) {
-      for (guint j = 0; j < k; j++)
-        a[i][j] = G[idx[i]][idx[j]];
-      b[i] = g[idx[i]];
-    }
-    if (k > 0 && !solve_small(a, b, k, x))
-      continue;
-    gboolean feasible = TRUE;
-    for (guint i = 0; i < k; i++)
-      if (x[i] < 0)
-        feasible = FALSE;
-    if (!feasible)
-      continue;
-    double full[3] = {0, 0, 0};
-    for (guint i = 0; i < k; i++)
-      full[idx[i]] = x[i];
-    /* ||y - Xc||^2 = yy - 2 c'g + c'Gc */
-    double obj = yy;
-    for (guint i = 0; i < n; i++) {
-      obj -= 2 * full[i] * g[i];
-      for (guint j = 0; j < n; j++)
-        obj += full[i] * G[i][j] * full[j];
-    }
-    obj = MAX(obj, 0); /* rounding */
-    if (!found || obj < best - 1e-15 * fabs(yy)) {
-      found = TRUE;
-      best = obj;
-      memcpy(c, full, sizeof full);
-    }
-  }
-  return found ? best : -1;
-}
-
-/* ---------------------------------------------------------------------- */
-/* The representative transformer-layer mix (out of the box)               */
-
-typedef struct {
-  GpuKernel k;
-  double n;   /* launches per op run */
-} MixKernel;
-
-/* One GPT-3 175B layer at TP 8, b = 1, s = 2048, BF16 (see the header
- * comment).  Returns the number of kernels written to out (<= 32). */
-static guint build_mix(FitMix mix, MixKernel *out)
-{
-  const double T = 2048, H = 12288, tp = 8, heads = 96, d = 128, B = 2;
-  const double hp = H / tp, nh = heads / tp;
-  guint n = 0;
-  gboolean bwd = mix == FIT_MIX_BACKWARD;
-#define ADD(cls, fl, by, tens, cnt)                                        \
-  do {                                                                     \
-    out[n].k.klass = (cls);                                                \
-    out[n].k.flops = (fl);                                                 \
-    out[n].k.bytes = (by);                                                 \
-    out[n].k.tensor = (tens);                                              \
-    out[n].n = (cnt);                                                      \
-    n++;                                                                   \
-  } while (0)
-  /* GEMMs (M x K) x (K x N): 2MKN FLOPs, inputs and output once. */
-  const double gemm[4][2] = {{H, 3 * hp}, {hp, H}, {H, 4 * hp}, {4 * hp, H}};
-  for (int i = 0; i < 4; i++) {
-    double K = gemm[i][0], N = gemm[i][1];
-    double fl = 2 * T * K * N;
-    double by = B * (T * K + K * N + T * N);
-    ADD(SIM_CLASS_GEMM, fl, by, TRUE, 1);
-    if (bwd) /* wgrad: FP32 main_grad read and written (8 B / weight) */
-      ADD(SIM_CLASS_GEMM, fl, by + 8 * K * N, TRUE, 1);
-  }
-  /* Attention: QK^T and AV batched over nh heads. */
-  double att_fl = 2 * nh * T * T * d;
-  double att_by = B * (nh * T * T + 2 * T * hp);
-  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, TRUE, bwd ? 4 : 2);
-  /* Vector kernels: DRAM traffic (read + write) per launch. */
-  double rw = bwd ? 3 : 2;  /* backward reads the saved input too */
-  double probs = nh * T * T;
-  ADD(SIM_CLASS_SOFTMAX, 5 * probs, rw * B * probs, FALSE, 1);
-  ADD(SIM_CLASS_ELEMENTWISE, probs, rw * B * probs + probs, FALSE, 1);
-  ADD(SIM_CLASS_NORM, 8 * T * H, (rw * B + (bwd ? 4 : 0)) * T * H, FALSE, 2);
-  ADD(SIM_CLASS_ELEMENTWISE, 3 * T * H, (rw + 1) * B * T * H + T * H, FALSE,
-      2);
-  ADD(SIM_CLASS_ELEMENTWISE, 10 * T * 4 * hp, rw * B * T * 4 * hp, FALSE, 1);
-#undef ADD
-  return n;
+  one->kernel = (GpuKernel){klass, 0, 0, FALSE};
+  one->count = 1;
+  *n = 1;
+  return one;
 }
 
 /* Out-of-box time and energy of one run before anchoring. */
-static void oob_raw(const GpuSpec *g, SimOpClass klass, FitMix mix, guint sm,
-                    guint mem, double limit, double *t, double *e)
+static void oob_raw(const GpuSpec *g, SimOpClass klass, const FitKernel *mix,
+                    guint n_mix, guint sm, guint mem, double limit, double *t,
+                    double *e)
 {
-  MixKernel ks[32];
+  FitKernel one;
   guint n;
-  if (mix == FIT_MIX_NONE) {
-    ks[0].k = (GpuKernel){klass, 0, 0, FALSE};
-    ks[0].n = 1;
-    n = 1;
-  } else {
-    n = build_mix(mix, ks);
-  }
+  const FitKernel *ks = oob_kernels(klass, mix, n_mix, &one, &n);
   double tt = 0, ee = 0;
   for (guint i = 0; i < n; i++) {
     GpuCost c;
-    gpu_kernel_cost(g, &ks[i].k, sm, mem, limit, &c);
-    tt += ks[i].n * c.time_s;
-    ee += ks[i].n * c.time_s * c.power_w;
+    gpu_kernel_cost(g, &ks[i].kernel, sm, mem, limit, &c);
+    tt += ks[i].count * c.time_s;
+    ee += ks[i].count * c.time_s * c.power_w;
   }
   *t = tt;
   *e = ee;
@@ -304,23 +150,18 @@ static void oob_raw(const GpuSpec *g, SimOpClass klass, FitMix mix, guint sm,
 
 /* The catalogue's D (dynamic energy at sm_max, top memory clock, uncapped,
  * where v = 1) before anchoring. */
-static double oob_raw_dyn(const GpuSpec *g, SimOpClass klass, FitMix mix)
+static double oob_raw_dyn(const GpuSpec *g, SimOpClass klass,
+                          const FitKernel *mix, guint n_mix)
 {
-  MixKernel ks[32];
+  FitKernel one;
   guint n;
-  if (mix == FIT_MIX_NONE) {
-    ks[0].k = (GpuKernel){klass, 0, 0, FALSE};
-    ks[0].n = 1;
-    n = 1;
-  } else {
-    n = build_mix(mix, ks);
-  }
+  const FitKernel *ks = oob_kernels(klass, mix, n_mix, &one, &n);
   double d = 0;
   for (guint i = 0; i < n; i++) {
     GpuCost c;
-    gpu_kernel_cost(g, &ks[i].k, (guint)lround(g->sm_max_mhz.v), 0,
+    gpu_kernel_cost(g, &ks[i].kernel, (guint)lround(g->sm_max_mhz.v), 0,
                     GPU_POWER_UNCAPPED, &c);
-    d += ks[i].n * g->p_dyn_w.v * g->activity[ks[i].k.klass].v *
+    d += ks[i].count * g->p_dyn_w.v * g->activity[ks[i].kernel.klass].v *
          c.util_compute * c.time_s;
   }
   return d;
@@ -334,6 +175,8 @@ void fit_model_free(FitModel *m)
   if (m == NULL)
     return;
   gpu_spec_free(m->gpu);
+  for (guint i = 0; i < m->n_ops; i++)
+    g_free(m->ops[i].kernels);
   g_free(m->ops);
   g_free(m);
 }
@@ -343,16 +186,16 @@ static guint top_point(const GpuSpec *g, const FitOp *op)
 {
   guint best = 0;
   for (guint j = 1; j < op->n_points; j++) {
-    double mb = eff_mem(g, op->points[best].mem_mhz);
-    double mj = eff_mem(g, op->points[j].mem_mhz);
+    double mb = fit_eff_mem(g, op->points[best].mem_mhz);
+    double mj = fit_eff_mem(g, op->points[j].mem_mhz);
     if (mj > mb || (mj == mb && op->points[j].sm_mhz > op->points[best].sm_mhz))
       best = j;
   }
   return best;
 }
 
-static gboolean check_input(const GpuSpec *g, const FitOp *ops, guint n_ops,
-                            GError **error)
+gboolean fit_check_input(const GpuSpec *g, const FitOp *ops, guint n_ops,
+                         GError **error)
 {
   if (n_ops == 0) {
     g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID, "no ops to fit");
@@ -370,6 +213,12 @@ static gboolean check_input(const GpuSpec *g, const FitOp *ops, guint n_ops,
     if (!(op->count > 0) || (guint)op->klass >= SIM_CLASS_COUNT) {
       g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
                   "op '%s': count must be > 0 and the class valid", name);
+      return FALSE;
+    }
+    if (op->n_kernels > 0 && op->kernels == NULL) {
+      g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
+                  "op '%s': %u mix kernels but none given", name,
+                  op->n_kernels);
       return FALSE;
     }
     for (guint j = 0; j < op->n_points; j++) {
@@ -415,13 +264,15 @@ static FitModel *model_base(const GpuSpec *g, const FitOp *ops, guint n_ops,
     const FitOp *op = &ops[i];
     FitOpModel *om = &m->ops[i];
     om->klass = op->klass;
-    om->mix = op->mix;
+    om->n_kernels = op->n_kernels;
+    om->kernels = g_memdup2(op->kernels, op->n_kernels * sizeof(FitKernel));
     const FitPoint *top = &op->points[top_point(g, op)];
     double t, e;
-    oob_raw(g, op->klass, op->mix, top->sm_mhz, top->mem_mhz,
-            m->power_limit_w, &t, &e);
+    oob_raw(g, op->klass, om->kernels, om->n_kernels, top->sm_mhz,
+            top->mem_mhz, m->power_limit_w, &t, &e);
     om->oob_scale = top->time_s / t;
-    om->oob_dyn_j = om->oob_scale * oob_raw_dyn(g, op->klass, op->mix);
+    om->oob_dyn_j =
+        om->oob_scale * oob_raw_dyn(g, op->klass, om->kernels, om->n_kernels);
   }
   return m;
 }
@@ -431,7 +282,8 @@ static void oob_at(const FitModel *m, guint op, guint sm, guint mem,
                    double limit, double *t, double *e)
 {
   const FitOpModel *om = &m->ops[op];
-  oob_raw(m->gpu, om->klass, om->mix, sm, mem, limit, t, e);
+  oob_raw(m->gpu, om->klass, om->kernels, om->n_kernels, sm, mem, limit, t,
+          e);
   *t *= om->oob_scale;
   *e *= om->oob_scale;
 }
@@ -443,14 +295,14 @@ static double form_time(const FitModel *m, const FitOpModel *om, double f,
   if (om->sat_mhz > 0 && f > om->sat_mhz)
     f = om->sat_mhz;
   return om->t0_s * (om->a_c * m->gpu->sm_max_mhz.v / f +
-                     om->a_m * top_mem(m->gpu) / mem + om->a_o);
+                     om->a_m * fit_top_mem(m->gpu) / mem + om->a_o);
 }
 
 /* Time function of the model's mode, uncapped. */
 static double model_time(const FitModel *m, guint op, guint sm, guint mem)
 {
   if (m->mode == FIT_TIME || m->mode == FIT_ALL)
-    return form_time(m, &m->ops[op], sm, eff_mem(m->gpu, mem));
+    return form_time(m, &m->ops[op], sm, fit_eff_mem(m->gpu, mem));
   double t, e;
   oob_at(m, op, sm, mem, GPU_POWER_UNCAPPED, &t, &e);
   return t;
@@ -482,8 +334,8 @@ static double model_energy(const FitModel *m, guint op, double sm, guint mem,
     sm = om->sat_mhz;
   double v = gpu_voltage_ratio(m->v_ratio, m->f_knee_mhz, m->gpu->sm_max_mhz.v,
                                m->gpu->v_curve_exp.v, sm);
-  double mem_static = m->gpu->p_mem_static_w.v * eff_mem(m->gpu, mem) /
-                      top_mem(m->gpu);
+  double mem_static = m->gpu->p_mem_static_w.v * fit_eff_mem(m->gpu, mem) /
+                      fit_top_mem(m->gpu);
   return t * (m->p_const_w + m->p_leak_w * pow(v, LEAK_EXP) + mem_static) +
          om->dyn_j * v * v + om->mem_j + stall_j(m, om, sm, v, t);
 }
@@ -545,7 +397,7 @@ FitModel *fit_model_oob(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
                         double power_limit_w, GError **error)
 {
   g_return_val_if_fail(gpu != NULL, NULL);
-  if (!check_input(gpu, ops, n_ops, error))
+  if (!fit_check_input(gpu, ops, n_ops, error))
     return NULL;
   FitModel *m = model_base(gpu, ops, n_ops, power_limit_w);
   /* Time coefficients of the catalogue's curve, for information and for
@@ -563,28 +415,33 @@ FitModel *fit_model_oob(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
 /* ---------------------------------------------------------------------- */
 /* Time fit                                                                */
 
-/* Fits the single-op time form of op i to the targets tgt[j] (measured or
- * catalogue times at the op's points) with weights w[j] (NULL = 1).
- * Errors: too few distinct clocks. */
-static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
-                            const double *tgt, const double *w,
-                            FitOpModel *om, GError **error)
+/* An op's training points: distinct SM clocks (the first 512 in sms, all
+ * counted in n_sm), distinct memory clocks, points, and the last point's
+ * memory clock. */
+typedef struct {
+  guint n_sm, n_mem, n_pts;
+  guint sms[512];
+  guint fixed_mem;
+} TrainClocks;
+
+/* The training clocks of op under weights w (NULL = every point). */
+static void training_clocks(const GpuSpec *g, const FitOp *op,
+                            const double *w, TrainClocks *tc)
 {
-  double f0 = g->sm_max_mhz.v, m0 = top_mem(g);
-  /* Distinct training clocks. */
   guint n_sm = 0, n_mem = 0, n_pts = 0;
-  guint sms[512], mems[8];
+  guint *sms = tc->sms, mems[8];
   guint fixed_mem = 0;
   for (guint j = 0; j < op->n_points; j++) {
     if (w != NULL && !(w[j] > 0))
       continue;
     n_pts++;
-    guint s = op->points[j].sm_mhz, mm = (guint)eff_mem(g, op->points[j].mem_mhz);
+    guint s = op->points[j].sm_mhz;
+    guint mm = (guint)fit_eff_mem(g, op->points[j].mem_mhz);
     gboolean seen = FALSE;
-    for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(sms)); k++)
+    for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(tc->sms)); k++)
       seen = seen || sms[k] == s;
     if (!seen) {
-      if (n_sm < G_N_ELEMENTS(sms))
+      if (n_sm < G_N_ELEMENTS(tc->sms))
         sms[n_sm] = s;
       n_sm++;
     }
@@ -598,6 +455,25 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
     }
     fixed_mem = mm;
   }
+  tc->n_sm = n_sm;
+  tc->n_mem = n_mem;
+  tc->n_pts = n_pts;
+  tc->fixed_mem = fixed_mem;
+}
+
+/* Fits the single-op time form of op i to the targets tgt[j] (measured or
+ * catalogue times at the op's points) with weights w[j] (NULL = 1).
+ * Errors: too few distinct clocks. */
+static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
+                            const double *tgt, const double *w,
+                            FitOpModel *om, GError **error)
+{
+  double f0 = g->sm_max_mhz.v, m0 = fit_top_mem(g);
+  TrainClocks tc;
+  training_clocks(g, op, w, &tc);
+  guint n_sm = tc.n_sm, n_mem = tc.n_mem, n_pts = tc.n_pts;
+  const guint *sms = tc.sms;
+  guint fixed_mem = tc.fixed_mem;
   if (n_sm < 2) {
     g_set_error(error, FIT_ERROR, FIT_ERROR_TOO_FEW,
                 "op '%s': %u distinct training SM clock%s; fitting the time "
@@ -611,14 +487,14 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
    * upper half of the training range except the highest.  A cap is kept
    * only when it pays for its parameter (BIC: n ln(SSE) + k ln n). */
   double fmin_t = G_MAXDOUBLE, fmax_t = 0;
-  for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(sms)); k++) {
+  for (guint k = 0; k < MIN(n_sm, G_N_ELEMENTS(tc.sms)); k++) {
     fmin_t = MIN(fmin_t, sms[k]);
     fmax_t = MAX(fmax_t, sms[k]);
   }
   double c[3] = {0, 0, 0};
   double best_bic = INFINITY, best_sat = 0;
   gboolean any = FALSE;
-  for (guint cand = 0; cand <= MIN(n_sm, G_N_ELEMENTS(sms)); cand++) {
+  for (guint cand = 0; cand <= MIN(n_sm, G_N_ELEMENTS(tc.sms)); cand++) {
     double sat = 0;
     if (cand > 0) {
       sat = sms[cand - 1];
@@ -635,7 +511,7 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
       double x[3];
       x[0] = f0 / f;
       if (mem_varies) {
-        x[1] = m0 / eff_mem(g, p->mem_mhz);
+        x[1] = m0 / fit_eff_mem(g, p->mem_mhz);
         x[2] = 1;
       } else {
         x[1] = 1;
@@ -649,7 +525,7 @@ static gboolean fit_time_op(const GpuSpec *g, const FitOp *op,
       yy += rw * tgt[j] * tgt[j];
     }
     double cc[3] = {0, 0, 0};
-    double sse = nnls_small(G, gv, yy, nv, cc);
+    double sse = num_nnls_small(G, gv, yy, nv, cc);
     if (sse < 0)
       continue;
     double n_eff = n_pts;
@@ -739,7 +615,8 @@ static void build_gram(PowerFit *pf, double ratio, double knee)
       double rw = w / (p->energy_j * p->energy_j);
       /* The catalogue's static memory power is known, not fitted. */
       double mem_static = t * m->gpu->p_mem_static_w.v *
-                          eff_mem(m->gpu, p->mem_mhz) / top_mem(m->gpu);
+                          fit_eff_mem(m->gpu, p->mem_mhz) /
+                          fit_top_mem(m->gpu);
       double x[4] = {t, t * pow(v, LEAK_EXP), v * v,
                      p->energy_j - m->ops[i].mem_j - mem_static -
                          stall_j(m, &m->ops[i], f, v, t)};
@@ -790,7 +667,7 @@ static double solve_linear(PowerFit *pf)
       yy += wp * wp;
     }
     double c[3] = {0, 0, 0};
-    obj = nnls_small(G, gv, yy, 2, c);
+    obj = num_nnls_small(G, gv, yy, 2, c);
     pc = c[0];
     pl = c[1];
     /* D_i from the projection; fix the active set. */
@@ -825,79 +702,10 @@ static double power_objective(PowerFit *pf, double ratio, double knee)
   return solve_linear(pf);
 }
 
-/* Nelder-Mead over (ratio, knee) within bounds, from x0 with steps s. */
-static void nelder_mead(PowerFit *pf, double x[2], const double step[2],
-                        const double lo[2], const double hi[2], double *fx)
+/* power_objective as a NumObjective of x = (ratio, knee). */
+static double power_objective_nm(const double *x, void *data)
 {
-  double p[3][2], f[3];
-  for (int i = 0; i < 3; i++) {
-    p[i][0] = x[0] + (i == 1 ? step[0] : 0);
-    p[i][1] = x[1] + (i == 2 ? step[1] : 0);
-    for (int k = 0; k < 2; k++)
-      p[i][k] = CLAMP(p[i][k], lo[k], hi[k]);
-    f[i] = power_objective(pf, p[i][0], p[i][1]);
-  }
-  for (int it = 0; it < 120; it++) {
-    /* Order: 0 best, 2 worst. */
-    for (int a = 0; a < 3; a++)
-      for (int b = a + 1; b < 3; b++)
-        if (f[b] < f[a]) {
-          double tf = f[a];
-          f[a] = f[b];
-          f[b] = tf;
-          for (int k = 0; k < 2; k++) {
-            double tp = p[a][k];
-            p[a][k] = p[b][k];
-            p[b][k] = tp;
-          }
-        }
-    double c[2], r[2];
-    for (int k = 0; k < 2; k++) {
-      c[k] = 0.5 * (p[0][k] + p[1][k]);
-      r[k] = CLAMP(c[k] + (c[k] - p[2][k]), lo[k], hi[k]);
-    }
-    double fr = power_objective(pf, r[0], r[1]);
-    if (fr < f[0]) {
-      double e[2];
-      for (int k = 0; k < 2; k++)
-        e[k] = CLAMP(c[k] + 2 * (c[k] - p[2][k]), lo[k], hi[k]);
-      double fe = power_objective(pf, e[0], e[1]);
-      if (fe < fr) {
-        memcpy(p[2], e, sizeof e);
-        f[2] = fe;
-      } else {
-        memcpy(p[2], r, sizeof r);
-        f[2] = fr;
-      }
-    } else if (fr < f[1]) {
-      memcpy(p[2], r, sizeof r);
-      f[2] = fr;
-    } else {
-      double q[2];
-      for (int k = 0; k < 2; k++)
-        q[k] = c[k] + 0.5 * (p[2][k] - c[k]);
-      double fq = power_objective(pf, q[0], q[1]);
-      if (fq < f[2]) {
-        memcpy(p[2], q, sizeof q);
-        f[2] = fq;
-      } else {
-        for (int i = 1; i < 3; i++) {
-          for (int k = 0; k < 2; k++)
-            p[i][k] = p[0][k] + 0.5 * (p[i][k] - p[0][k]);
-          f[i] = power_objective(pf, p[i][0], p[i][1]);
-        }
-      }
-    }
-    if (fabs(p[2][0] - p[0][0]) < 1e-7 && fabs(p[2][1] - p[0][1]) < 1e-4)
-      break;
-  }
-  int best = 0;
-  for (int i = 1; i < 3; i++)
-    if (f[i] < f[best])
-      best = i;
-  x[0] = p[best][0];
-  x[1] = p[best][1];
-  *fx = f[best];
+  return power_objective(data, x[0], x[1]);
 }
 
 static gboolean fit_power(FitModel *m, const FitOp *ops,
@@ -969,8 +777,9 @@ static gboolean fit_power(FitModel *m, const FitOp *ops,
   }
   double step[2] = {span[0], span[1]};
   double x[2] = {best[0], best[1]};
-  double fx;
-  nelder_mead(&pf, x, step, lo, hi, &fx);
+  static const double tol[2] = {1e-7, 1e-4};
+  double fx = num_nelder_mead(power_objective_nm, &pf, 2, x, step, lo, hi,
+                              120, tol);
   if (fx > fbest) {
     x[0] = best[0];
     x[1] = best[1];
@@ -1001,7 +810,7 @@ FitModel *fit_model_fit(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
 {
   g_return_val_if_fail(gpu != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  if (!check_input(gpu, ops, n_ops, error))
+  if (!fit_check_input(gpu, ops, n_ops, error))
     return NULL;
   if (mode == FIT_NONE)
     return fit_model_oob(gpu, ops, n_ops, power_limit_w, error);
@@ -1073,475 +882,4 @@ GpuSpec *fit_model_to_gpu(const FitModel *m, const char *name,
     g->description = g_steal_pointer(&d);
   }
   return g;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Validation                                                              */
-
-void fit_report_free(FitReport *r)
-{
-  if (r == NULL)
-    return;
-  if (r->rows != NULL)
-    g_array_unref(r->rows);
-  if (r->summary != NULL) {
-    for (guint i = 0; i < r->summary->len; i++)
-      g_free(g_array_index(r->summary, FitSummary, i).name);
-    g_array_unref(r->summary);
-  }
-  fit_model_free(r->oob);
-  fit_model_free(r->fitted_all);
-  g_free(r);
-}
-
-static gint cmp_uint(gconstpointer a, gconstpointer b)
-{
-  guint x = *(const guint *)a, y = *(const guint *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Accumulates relative errors. */
-typedef struct {
-  guint n;
-  double st, mt, bt, se, me, be;
-} ErrAcc;
-
-static void err_add(ErrAcc *a, double t, double tm, double e, double em)
-{
-  double rt = t / tm - 1, re = e / em - 1;
-  a->n++;
-  a->st += fabs(rt);
-  a->bt += rt;
-  a->mt = MAX(a->mt, fabs(rt));
-  a->se += fabs(re);
-  a->be += re;
-  a->me = MAX(a->me, fabs(re));
-}
-
-static FitErr err_get(const ErrAcc *a)
-{
-  FitErr e = {0};
-  e.n = a->n;
-  if (a->n == 0) {
-    e.time_mape = e.time_max = e.time_bias = NAN;
-    e.energy_mape = e.energy_max = e.energy_bias = NAN;
-    return e;
-  }
-  e.time_mape = a->st / a->n;
-  e.time_max = a->mt;
-  e.time_bias = a->bt / a->n;
-  e.energy_mape = a->se / a->n;
-  e.energy_max = a->me;
-  e.energy_bias = a->be / a->n;
-  return e;
-}
-
-/* One point of an energy curve: clocks (memory effective) and the
- * measured, out-of-box and fitted energies. */
-typedef struct {
-  guint sm, mem;
-  double e, eo, ef;
-} Curve;
-
-static gint cmp_curve(gconstpointer a, gconstpointer b)
-{
-  const Curve *x = a, *y = b;
-  if (x->mem != y->mem)
-    return x->mem < y->mem ? -1 : 1;
-  return x->sm < y->sm ? -1 : x->sm > y->sm;
-}
-
-/* Min-energy points and the savings at the measured one against the top
- * clock pair: fills the summary's min/saving fields. */
-static void curve_summary(const Curve *c, guint n, FitSummary *s)
-{
-  s->saving_meas = s->saving_oob = s->saving_fit = NAN;
-  s->regret_oob = s->regret_fit = NAN;
-  if (n == 0)
-    return;
-  guint im = 0, io = 0, ifit = 0, top = 0;
-  for (guint k = 1; k < n; k++) {
-    if (c[k].e < c[im].e)
-      im = k;
-    if (c[k].eo < c[io].eo)
-      io = k;
-    if (c[k].ef < c[ifit].ef)
-      ifit = k;
-    if (c[k].mem > c[top].mem || (c[k].mem == c[top].mem && c[k].sm > c[top].sm))
-      top = k;
-  }
-  s->min_sm_meas = c[im].sm;
-  s->min_mem_meas = c[im].mem;
-  s->min_sm_oob = c[io].sm;
-  s->min_sm_fit = c[ifit].sm;
-  s->saving_meas = 1 - c[im].e / c[top].e;
-  s->saving_oob = 1 - c[im].eo / c[top].eo;
-  s->saving_fit = 1 - c[im].ef / c[top].ef;
-  s->regret_oob = c[io].e / c[im].e - 1;
-  s->regret_fit = c[ifit].e / c[im].e - 1;
-}
-
-FitReport *fit_validate(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
-                        const FitOptions *opt, GError **error)
-{
-  g_return_val_if_fail(gpu != NULL && opt != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  if (!check_input(gpu, ops, n_ops, error))
-    return NULL;
-  if ((guint)opt->mode > FIT_ALL) {
-    g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID, "unknown fit mode %d",
-                (int)opt->mode);
-    return NULL;
-  }
-  /* The distinct SM clocks, sorted, then shuffled. */
-  g_autoptr(GArray) clocks = g_array_new(FALSE, FALSE, sizeof(guint));
-  {
-    g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (guint i = 0; i < n_ops; i++)
-      for (guint j = 0; j < ops[i].n_points; j++) {
-        guint s = ops[i].points[j].sm_mhz;
-        if (g_hash_table_add(seen, GUINT_TO_POINTER(s)))
-          g_array_append_val(clocks, s);
-      }
-  }
-  g_array_sort(clocks, cmp_uint);
-  guint nc = clocks->len;
-  g_autoptr(FitReport) r = g_new0(FitReport, 1);
-  r->mode = opt->mode;
-  r->n_clocks = nc;
-  r->rows = g_array_new(FALSE, TRUE, sizeof(FitRow));
-  r->summary = g_array_new(FALSE, TRUE, sizeof(FitSummary));
-  r->oob = fit_model_oob(gpu, ops, n_ops, opt->power_limit_w, error);
-  if (r->oob == NULL)
-    return NULL;
-
-  /* Fold of each clock: holdout = fold 0 held out, others training. */
-  guint folds = 0;
-  g_autoptr(GHashTable) fold_of = g_hash_table_new(g_direct_hash, g_direct_equal);
-  if (opt->mode != FIT_NONE) {
-    if (nc < 3) {
-      g_set_error(error, FIT_ERROR, FIT_ERROR_TOO_FEW,
-                  "the profile has %u distinct SM clock%s (%u MHz%s): "
-                  "fitting and holding out clocks needs at least 3",
-                  nc, nc == 1 ? "" : "s", g_array_index(clocks, guint, 0),
-                  nc > 1 ? ", ..." : "");
-      return NULL;
-    }
-    SimPcg rng;
-    sim_pcg_for_entity(&rng, opt->seed, SIM_PCG_HOLDOUT, 0);
-    guint *order = (guint *)clocks->data;
-    g_autofree guint *shuf = g_memdup2(order, nc * sizeof(guint));
-    for (guint i = nc - 1; i > 0; i--) {
-      guint j = sim_pcg_bounded(&rng, i + 1);
-      guint tmp = shuf[i];
-      shuf[i] = shuf[j];
-      shuf[j] = tmp;
-    }
-    if (opt->folds >= 2) {
-      folds = opt->folds;
-      if (folds > nc || nc - (nc + folds - 1) / folds < 2) {
-        g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
-                    "--folds %u: the profile has %u SM clocks; each fold "
-                    "must leave at least 2 to train on",
-                    folds, nc);
-        return NULL;
-      }
-      for (guint i = 0; i < nc; i++)
-        g_hash_table_insert(fold_of, GUINT_TO_POINTER(shuf[i]),
-                            GUINT_TO_POINTER(i % folds));
-      r->n_heldout_clocks = nc;
-    } else {
-      if (!(opt->holdout > 0 && opt->holdout < 1)) {
-        g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
-                    "holdout fraction %g must be in (0, 1)", opt->holdout);
-        return NULL;
-      }
-      long k = lround(opt->holdout * nc);
-      k = CLAMP(k, 1, (long)nc - 2);
-      for (guint i = 0; i < nc; i++)
-        g_hash_table_insert(fold_of, GUINT_TO_POINTER(shuf[i]),
-                            GUINT_TO_POINTER(i < (guint)k ? 0 : 1));
-      r->n_heldout_clocks = (guint)k;
-    }
-  }
-  r->folds = folds;
-
-  /* Rows with out-of-box predictions. */
-  for (guint i = 0; i < n_ops; i++)
-    for (guint j = 0; j < ops[i].n_points; j++) {
-      const FitPoint *p = &ops[i].points[j];
-      FitRow row = {0};
-      row.op = i;
-      row.sm_mhz = p->sm_mhz;
-      row.mem_mhz = (guint)eff_mem(gpu, p->mem_mhz);
-      row.time_s = p->time_s;
-      row.energy_j = p->energy_j;
-      fit_model_predict(r->oob, i, p->sm_mhz, p->mem_mhz, &row.oob_time_s,
-                        &row.oob_energy_j, NULL);
-      if (opt->mode == FIT_NONE) {
-        row.heldout = TRUE;
-        row.fit_time_s = row.oob_time_s;
-        row.fit_energy_j = row.oob_energy_j;
-      } else {
-        row.fold = GPOINTER_TO_UINT(
-            g_hash_table_lookup(fold_of, GUINT_TO_POINTER(p->sm_mhz)));
-        row.heldout = folds > 0 || row.fold == 0;
-        if (folds == 0)
-          row.fold = 0;
-      }
-      g_array_append_val(r->rows, row);
-    }
-
-  /* Fit per fold and predict. */
-  if (opt->mode != FIT_NONE) {
-    guint n_models = folds > 0 ? folds : 1;
-    g_autofree double **w = g_new0(double *, n_ops);
-    for (guint i = 0; i < n_ops; i++)
-      w[i] = g_new(double, ops[i].n_points);
-    gboolean ok = TRUE;
-    for (guint f = 0; f < n_models && ok; f++) {
-      for (guint i = 0; i < n_ops; i++)
-        for (guint j = 0; j < ops[i].n_points; j++) {
-          guint fo = GPOINTER_TO_UINT(g_hash_table_lookup(
-              fold_of, GUINT_TO_POINTER(ops[i].points[j].sm_mhz)));
-          w[i][j] = fo == f ? 0 : 1;
-        }
-      g_autoptr(FitModel) m =
-          fit_model_fit(gpu, ops, n_ops, (const double *const *)w, opt->mode,
-                        opt->power_limit_w, error);
-      if (m == NULL) {
-        ok = FALSE;
-        break;
-      }
-      for (guint k = 0; k < r->rows->len; k++) {
-        FitRow *row = &g_array_index(r->rows, FitRow, k);
-        if (folds > 0 && row->fold != f)
-          continue;
-        fit_model_predict(m, row->op, row->sm_mhz, row->mem_mhz,
-                          &row->fit_time_s, &row->fit_energy_j, NULL);
-      }
-    }
-    for (guint i = 0; i < n_ops; i++)
-      g_free(w[i]);
-    if (!ok)
-      return NULL;
-    r->fitted_all = fit_model_fit(gpu, ops, n_ops, NULL, opt->mode,
-                                  opt->power_limit_w, error);
-    if (r->fitted_all == NULL)
-      return NULL;
-  }
-
-  /* Summaries: per op, then overall. */
-  ErrAcc all_o = {0}, all_f = {0}, all_oa = {0};
-  guint k = 0;
-  /* Overall curve: sums over ops at clock pairs every op has. */
-  g_autoptr(GHashTable) sums = g_hash_table_new_full(g_int64_hash, g_int64_equal,
-                                                     g_free, g_free);
-  for (guint i = 0; i < n_ops; i++) {
-    ErrAcc ao = {0}, af = {0}, aoa = {0};
-    g_autofree Curve *c = g_new(Curve, ops[i].n_points);
-    for (guint j = 0; j < ops[i].n_points; j++, k++) {
-      const FitRow *row = &g_array_index(r->rows, FitRow, k);
-      err_add(&aoa, row->oob_time_s, row->time_s, row->oob_energy_j,
-              row->energy_j);
-      err_add(&all_oa, row->oob_time_s, row->time_s, row->oob_energy_j,
-              row->energy_j);
-      if (row->heldout) {
-        err_add(&ao, row->oob_time_s, row->time_s, row->oob_energy_j,
-                row->energy_j);
-        err_add(&af, row->fit_time_s, row->time_s, row->fit_energy_j,
-                row->energy_j);
-        err_add(&all_o, row->oob_time_s, row->time_s, row->oob_energy_j,
-                row->energy_j);
-        err_add(&all_f, row->fit_time_s, row->time_s, row->fit_energy_j,
-                row->energy_j);
-      }
-      c[j] = (Curve){row->sm_mhz, row->mem_mhz, row->energy_j,
-                     row->oob_energy_j, row->fit_energy_j};
-      gint64 key = ((gint64)row->mem_mhz << 32) | row->sm_mhz;
-      Curve *s = g_hash_table_lookup(sums, &key);
-      if (s == NULL) {
-        gint64 *kp = g_new(gint64, 1);
-        *kp = key;
-        s = g_new0(Curve, 1);
-        s->sm = row->sm_mhz;
-        s->mem = row->mem_mhz;
-        g_hash_table_insert(sums, kp, s);
-      }
-      s->e += ops[i].count * row->energy_j;
-      s->eo += ops[i].count * row->oob_energy_j;
-      s->ef += ops[i].count * row->fit_energy_j;
-    }
-    FitSummary sm = {0};
-    sm.name = g_strdup(ops[i].name);
-    sm.oob = err_get(&ao);
-    sm.fit = err_get(&af);
-    sm.oob_all = err_get(&aoa);
-    curve_summary(c, ops[i].n_points, &sm);
-    g_array_append_val(r->summary, sm);
-  }
-  /* Clock pairs present in every op. */
-  g_autoptr(GArray) common = g_array_new(FALSE, FALSE, sizeof(Curve));
-  {
-    GHashTableIter it;
-    gpointer key, val;
-    g_hash_table_iter_init(&it, sums);
-    while (g_hash_table_iter_next(&it, &key, &val)) {
-      const Curve *s = val;
-      gboolean everywhere = TRUE;
-      for (guint i = 0; i < n_ops && everywhere; i++) {
-        gboolean has = FALSE;
-        for (guint j = 0; j < ops[i].n_points && !has; j++)
-          has = ops[i].points[j].sm_mhz == s->sm &&
-                (guint)eff_mem(gpu, ops[i].points[j].mem_mhz) == s->mem;
-        everywhere = has;
-      }
-      if (everywhere)
-        g_array_append_val(common, *s);
-    }
-  }
-  /* Deterministic order (hash iteration order is not). */
-  g_array_sort(common, cmp_curve);
-  FitSummary ov = {0};
-  ov.name = g_strdup("overall");
-  ov.oob = err_get(&all_o);
-  ov.fit = err_get(&all_f);
-  ov.oob_all = err_get(&all_oa);
-  curve_summary((const Curve *)common->data, common->len, &ov);
-  g_array_append_val(r->summary, ov);
-  return g_steal_pointer(&r);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Bootstrap                                                               */
-
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Linear-interpolated quantile of sorted v[n]. */
-static double quantile(const double *v, guint n, double q)
-{
-  if (n == 1)
-    return v[0];
-  double pos = q * (n - 1);
-  guint i = (guint)floor(pos);
-  if (i + 1 >= n)
-    return v[n - 1];
-  double w = pos - i;
-  return v[i] * (1 - w) + v[i + 1] * w;
-}
-
-gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
-                             guint n_ops, FitMode mode, double power_limit_w,
-                             guint samples, double level, guint64 seed,
-                             guint n_values, FitWhatIfMulti fn, gpointer data,
-                             FitInterval *out, GError **error)
-{
-  g_return_val_if_fail(gpu != NULL && fn != NULL && out != NULL, FALSE);
-  g_return_val_if_fail(n_values >= 1, FALSE);
-  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (samples < 2 || !(level > 0 && level < 1)) {
-    g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
-                "bootstrap: samples (%u) must be >= 2 and level (%g) in "
-                "(0, 1)",
-                samples, level);
-    return FALSE;
-  }
-  memset(out, 0, n_values * sizeof *out);
-  g_autoptr(FitModel) full =
-      fit_model_fit(gpu, ops, n_ops, NULL, mode, power_limit_w, error);
-  if (full == NULL)
-    return FALSE;
-  g_autofree double *est = g_new(double, n_values);
-  if (!fn(full, data, est, error))
-    return FALSE;
-  /* vals[v * samples + b]: value v of resample b. */
-  g_autofree double *vals = g_new(double, (gsize)n_values * samples);
-  g_autofree double *one = g_new(double, n_values);
-  g_autofree double **w = g_new0(double *, n_ops);
-  for (guint i = 0; i < n_ops; i++)
-    w[i] = g_new0(double, ops[i].n_points);
-  gboolean ok = TRUE;
-  for (guint b = 0; b < samples && ok; b++) {
-    SimPcg rng;
-    sim_pcg_for_entity(&rng, seed, SIM_PCG_HOLDOUT, 1 + (guint64)b);
-    for (guint i = 0; i < n_ops; i++) {
-      guint np = ops[i].n_points;
-      /* Redraw until the op keeps 2 distinct SM clocks (when it has). */
-      for (int tries = 0; tries < 100; tries++) {
-        memset(w[i], 0, np * sizeof(double));
-        for (guint k = 0; k < np; k++)
-          w[i][sim_pcg_bounded(&rng, np)] += 1;
-        guint first = G_MAXUINT;
-        gboolean two = FALSE;
-        for (guint j = 0; j < np && !two; j++) {
-          if (!(w[i][j] > 0))
-            continue;
-          if (first == G_MAXUINT)
-            first = ops[i].points[j].sm_mhz;
-          else if (ops[i].points[j].sm_mhz != first)
-            two = TRUE;
-        }
-        if (two || np < 2)
-          break;
-      }
-    }
-    g_autoptr(FitModel) m =
-        fit_model_fit(gpu, ops, n_ops, (const double *const *)w, mode,
-                      power_limit_w, error);
-    if (m == NULL || !fn(m, data, one, error)) {
-      ok = FALSE;
-      break;
-    }
-    for (guint v = 0; v < n_values; v++)
-      vals[(gsize)v * samples + b] = one[v];
-  }
-  for (guint i = 0; i < n_ops; i++)
-    g_free(w[i]);
-  if (!ok)
-    return FALSE;
-  for (guint v = 0; v < n_values; v++) {
-    double *x = vals + (gsize)v * samples;
-    FitInterval *o = &out[v];
-    double sum = 0, sq = 0;
-    for (guint b = 0; b < samples; b++)
-      sum += x[b];
-    o->estimate = est[v];
-    o->mean = sum / samples;
-    for (guint b = 0; b < samples; b++)
-      sq += (x[b] - o->mean) * (x[b] - o->mean);
-    o->sd = sqrt(sq / (samples - 1));
-    qsort(x, samples, sizeof(double), cmp_double);
-    o->lo = quantile(x, samples, (1 - level) / 2);
-    o->hi = quantile(x, samples, (1 + level) / 2);
-    o->samples = samples;
-  }
-  return TRUE;
-}
-
-/* Adapts a one-value what-if to the multi-value form. */
-typedef struct {
-  FitWhatIf fn;
-  gpointer data;
-} Single;
-
-static gboolean single_eval(const FitModel *m, gpointer data, double *values,
-                            GError **error)
-{
-  Single *s = data;
-  return s->fn(m, s->data, values, error);
-}
-
-gboolean fit_bootstrap(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
-                       FitMode mode, double power_limit_w, guint samples,
-                       double level, guint64 seed, FitWhatIf fn,
-                       gpointer data, FitInterval *out, GError **error)
-{
-  g_return_val_if_fail(fn != NULL, FALSE);
-  Single s = {fn, data};
-  return fit_bootstrap_multi(gpu, ops, n_ops, mode, power_limit_w, samples,
-                             level, seed, 1, single_eval, &s, out, error);
 }

@@ -14,15 +14,15 @@
 
 G_BEGIN_DECLS
 
-/* Which representative kernel mix stands in for an op in the out-of-box
- * prediction (see models/fit.c): none = one kernel of the op's class with
- * the class-default time fractions; forward/backward = one transformer
- * layer's forward/backward kernels (GPT-3 175B shapes, TP 8). */
-typedef enum {
-  FIT_MIX_NONE = 0,
-  FIT_MIX_FORWARD,
-  FIT_MIX_BACKWARD
-} FitMix;
+/* One kernel of an op's representative mix and its launches per run of
+ * the op (the out-of-box model of a pipeline-stage op prices each with
+ * gpu_kernel_cost).  The caller fills the mix: models/ knows no workload;
+ * traces/profile.c's profile_op_kernels gives a Perseus stage op the
+ * generator's layer mix (gpt_layer_kernels). */
+typedef struct {
+  GpuKernel kernel;
+  double count;
+} FitKernel;
 
 /* One measured point: time and energy of one run of the op. */
 typedef struct {
@@ -35,11 +35,15 @@ typedef struct {
 /* One measured op (a pipeline computation or a kernel). */
 typedef struct {
   const char *name;        /* borrowed */
-  SimOpClass klass;        /* out-of-box model when mix == FIT_MIX_NONE */
-  FitMix mix;
+  SimOpClass klass;        /* out-of-box model when n_kernels == 0 */
   double count;            /* weight in the overall figures, > 0 */
   const FitPoint *points;  /* borrowed, n_points, distinct clock pairs */
   guint n_points;
+  const FitKernel *kernels; /* borrowed, n_kernels: the op's kernel mix
+                               for the out-of-box model; NULL (0) = one
+                               kernel of klass without counters, with the
+                               class-default time fractions */
+  guint n_kernels;
 } FitOp;
 
 typedef enum {
@@ -67,7 +71,8 @@ typedef struct {
   double mem_j;      /* P_mem x a_m x t0 */
   /* Out-of-box model of the op (catalogue only): */
   SimOpClass klass;
-  FitMix mix;
+  FitKernel *kernels;  /* owned copy of the op's mix, n_kernels (may be 0) */
+  guint n_kernels;
   double oob_scale;  /* measured time at the top clock / model time there */
   double oob_dyn_j;  /* the catalogue's dyn_j for this op */
 } FitOpModel;

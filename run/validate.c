@@ -15,8 +15,10 @@
 
 void js_fit_input_clear(JsFitInput *in)
 {
-  for (guint i = 0; i < in->n; i++)
+  for (guint i = 0; i < in->n; i++) {
     g_free(in->points[i]);
+    g_free((gpointer)in->ops[i].kernels);
+  }
   g_free(in->points);
   g_free(in->ops);
   memset(in, 0, sizeof *in);
@@ -34,13 +36,9 @@ void js_fit_input_from_profile(const Profile *p, JsFitInput *in)
     f->name = op->name;
     f->klass = op->klass;
     f->count = op->count;
-    f->mix = FIT_MIX_NONE;
-    if (op->instruction != NULL) {
-      if (g_ascii_strcasecmp(op->instruction, "forward") == 0)
-        f->mix = FIT_MIX_FORWARD;
-      else if (g_ascii_strcasecmp(op->instruction, "backward") == 0)
-        f->mix = FIT_MIX_BACKWARD;
-    }
+    FitKernel mix[PROFILE_OP_KERNELS_MAX];
+    f->n_kernels = profile_op_kernels(op, mix);
+    f->kernels = g_memdup2(mix, f->n_kernels * sizeof *mix);
     in->points[i] = g_new(FitPoint, op->points->len);
     for (guint j = 0; j < op->points->len; j++) {
       const ProfilePoint *pp = &g_array_index(op->points, ProfilePoint, j);

@@ -76,8 +76,8 @@ static void synth_make(Synth *s, const FitModel *m, guint lo, guint hi,
         fit_model_predict(m, i, f, mems[a], &t, &e, NULL);
         s->pts[i][k++] = (FitPoint){f, mems[a], t, e};
       }
-    s->ops[i] = (FitOp){g_strdup_printf("op%u", i), m->ops[i].klass,
-                        FIT_MIX_NONE, 1, s->pts[i], k};
+    s->ops[i] = (FitOp){g_strdup_printf("op%u", i), m->ops[i].klass, 1,
+                        s->pts[i], k, NULL, 0};
   }
 }
 
@@ -344,7 +344,7 @@ static void one_op(FitOp *op, FitPoint *pts, guint n, guint lo)
   for (guint i = 0; i < n; i++)
     pts[i] = (FitPoint){lo + 15 * i, 0, 0.1 * 1410.0 / (lo + 15 * i) + 0.01,
                         30 + i};
-  *op = (FitOp){"k", SIM_CLASS_GEMM, FIT_MIX_NONE, 1, pts, n};
+  *op = (FitOp){"k", SIM_CLASS_GEMM, 1, pts, n, NULL, 0};
 }
 
 static void test_errors(void)
@@ -455,6 +455,7 @@ typedef struct {
   Profile *p;
   FitOp *ops;
   FitPoint **pts;
+  FitKernel **mix;  /* per op, its kernel mix */
 } Loaded;
 
 static void load_shared(const char *path, Loaded *l)
@@ -465,6 +466,7 @@ static void load_shared(const char *path, Loaded *l)
   guint n = l->p->ops->len;
   l->ops = g_new0(FitOp, n);
   l->pts = g_new0(FitPoint *, n);
+  l->mix = g_new0(FitKernel *, n);
   for (guint i = 0; i < n; i++) {
     const ProfileOp *op = g_ptr_array_index(l->p->ops, i);
     l->pts[i] = g_new(FitPoint, op->points->len);
@@ -473,19 +475,22 @@ static void load_shared(const char *path, Loaded *l)
       l->pts[i][j] = (FitPoint){pp->sm_mhz, pp->mem_mhz, pp->time_s,
                                 pp->energy_j};
     }
-    l->ops[i] = (FitOp){op->name, op->klass,
-                        strcmp(op->instruction, "forward") == 0
-                            ? FIT_MIX_FORWARD
-                            : FIT_MIX_BACKWARD,
-                        1, l->pts[i], op->points->len};
+    l->mix[i] = g_new(FitKernel, PROFILE_OP_KERNELS_MAX);
+    guint nk = profile_op_kernels(op, l->mix[i]);
+    g_assert_cmpuint(nk, >, 0);
+    l->ops[i] = (FitOp){op->name, op->klass, 1, l->pts[i], op->points->len,
+                        l->mix[i], nk};
   }
 }
 
 static void loaded_clear(Loaded *l)
 {
-  for (guint i = 0; i < l->p->ops->len; i++)
+  for (guint i = 0; i < l->p->ops->len; i++) {
     g_free(l->pts[i]);
+    g_free(l->mix[i]);
+  }
   g_free(l->pts);
+  g_free(l->mix);
   g_free(l->ops);
   profile_free(l->p);
 }

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "models/gpu.h"
+#include "models/numeric.h"
+#include "traces/profile.h"
 #include "tests/testutil.h"
 
 /* ---------------------------------------------------------------------- */
@@ -63,57 +65,30 @@ static void mix_add(Mix *m, GpuKernel k, double count)
   m->n++;
 }
 
-/* One TP rank's forward (backward = FALSE) or backward pass of one
- * microbatch through a 12-layer GPT-3 175B stage: b = 1, s = 2048,
- * h = 12288, 96 heads, TP = 8, BF16, Megatron kernel set (fused
- * bias-dropout-add, bias-GeLU and scale-mask-softmax, no recomputation).
- * FLOPs: the layer's GEMMs (QKV h x 3h/8, proj h/8 x h, FC1 h x 4h/8, FC2
- * 4h/8 x h on b*s tokens) and the two batched attention GEMMs; bytes: DRAM
- * traffic of each kernel's operands.  Backward: dgrad + wgrad per GEMM
- * (wgrad accumulating in FP32), vector kernels read more.  TP all-reduces are left out (the profile's
- * clock-insensitive share is small, see docs/gpu-model.md). */
-static void stage_mix(Mix *m, gboolean backward)
-{
-  const double T = 2048, h = 12288, hp = h / 8, heads = 96.0 / 8, d = 128;
-  const double ffn = 4 * h / 8, layers = 12;
-  const double g = backward ? 2 : 1; /* dgrad + wgrad */
-  const double scores = heads * T * T;
-  memset(m, 0, sizeof *m);
+/* Transformer layers in one pipeline stage of the profiles: GPT-3 175B's
+ * 96 layers over 8 stages. */
+#define STAGE_LAYERS 12
 
-  /* Weights K x N of QKV, attention proj, FC1, FC2.  Forward and dgrad:
-   * a T x K x N GEMM; wgrad (backward): the same FLOPs, accumulating into
-   * Megatron's FP32 main_grad (read + write 8 bytes per weight). */
-  const double wk[4] = {h, hp, h, ffn}, wn[4] = {3 * hp, h, ffn, h};
-  for (int i = 0; i < 4; i++) {
-    mix_add(m, gemm(T, wn[i], wk[i]), layers);
-    if (backward) {
-      GpuKernel wg = gemm(wk[i], wn[i], T);
-      wg.bytes = 2 * (T * wk[i] + T * wn[i]) + 8 * wk[i] * wn[i];
-      mix_add(m, wg, layers);
-    }
-  }
-  /* QK^T and AV, batched over the rank's heads. */
-  mix_add(m, kernel(SIM_CLASS_ATTENTION, 2 * scores * d,
-                    2 * (2 * heads * T * d + scores), TRUE),
-          layers * 2 * g);
-  /* scale-mask-softmax: read + write the scores (backward: y, dy, dx). */
-  mix_add(m, kernel(SIM_CLASS_SOFTMAX, 5 * scores,
-                    (backward ? 6 : 4) * scores, FALSE),
-          layers);
-  /* attention dropout: scores in/out + 1-byte mask. */
-  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, scores, 5 * scores, FALSE),
-          layers);
-  /* bias-dropout-add after proj and FC2: two inputs, output, mask. */
-  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, 3 * T * h, 7 * T * h, FALSE),
-          layers * 2);
-  /* two layernorms (backward: x, dy, dx plus the gamma/beta reductions). */
-  mix_add(m, kernel(SIM_CLASS_NORM, 8 * T * h, (backward ? 6 : 4) * T * h,
-                    FALSE),
-          layers * 2);
-  /* bias-GeLU on the FC1 output (backward: x, dy -> dx). */
-  mix_add(m, kernel(SIM_CLASS_ELEMENTWISE, 10 * T * ffn,
-                    (backward ? 6 : 4) * T * ffn, FALSE),
-          layers);
+struct StageProfile;
+static const ProfileOp *stage_op(const struct StageProfile *pr,
+                                 gboolean backward);
+
+/* One TP rank's forward (backward = FALSE) or backward pass of one
+ * microbatch through a 12-layer GPT-3 175B stage: the layer mix the model
+ * fit prices a Perseus stage with (traces/profile.c profile_op_kernels,
+ * traces/gpt.c gpt_layer_kernels: b = 1, s = 2048, h = 12288, 96 heads,
+ * TP = 8, BF16, Megatron kernel set, no recomputation) times the stage's
+ * layers.  TP all-reduces are left out (the profile's clock-insensitive
+ * share is small, see docs/gpu-model.md). */
+static void stage_mix(Mix *m, const struct StageProfile *pr,
+                      gboolean backward)
+{
+  FitKernel ks[PROFILE_OP_KERNELS_MAX];
+  guint n = profile_op_kernels(stage_op(pr, backward), ks);
+  g_assert_cmpuint(n, >, 0);
+  memset(m, 0, sizeof *m);
+  for (guint i = 0; i < n; i++)
+    mix_add(m, ks[i].kernel, ks[i].count * STAGE_LAYERS);
 }
 
 /* Time (s) and energy (J) of a mix at a requested SM clock. */
@@ -133,133 +108,68 @@ static void mix_cost(const GpuSpec *g, const Mix *m, guint sm_mhz,
 
 /* A measured stage profile: per SM clock (descending from the top clock),
  * forward time (s) and energy (J), backward time and energy of one
- * microbatch.  Stage 0 of the perseus-emulation files (stages 0-6 are
- * identical there). */
+ * microbatch.  Stage 0 of tests/data/profiles/gpt3-175b+*.csv (stages 0-6
+ * are identical there), loaded with profile_load on first use. */
 typedef struct {
   guint mhz;
   double fwd_t, fwd_e, bwd_t, bwd_e;
-} ProfilePoint;
+} StagePoint;
 
-typedef struct {
+typedef struct StageProfile {
   const char *gpu;           /* catalogue entry */
-  const char *file;          /* under data/profiles/perseus-emulation/ */
-  const ProfilePoint *pts;
-  gsize n;
+  const char *file;          /* under tests/data/profiles/ */
   double limit_w;            /* the measured card's power limit */
-} Profile;
+  Profile *profile;          /* loaded by stage_load */
+  StagePoint *pts;
+  gsize n;
+} StageProfile;
 
-/* gpt3-175b+a100_sxm_bf16.csv: A100 SXM4 80GB, 500 W power limit. */
-static const ProfilePoint perseus_a100[] = {
-  {1410, 0.050162, 23.8055, 0.092954, 44.5842},
-  {1395, 0.050185, 23.8108, 0.093096, 44.4433},
-  {1380, 0.050308, 23.6552, 0.093137, 44.8456},
-  {1365, 0.050445, 23.4953, 0.093466, 43.5396},
-  {1350, 0.050741, 23.1238, 0.093846, 42.7727},
-  {1335, 0.051241, 23.1656, 0.094455, 42.3205},
-  {1320, 0.051578, 22.5045, 0.095287, 41.4460},
-  {1305, 0.051970, 22.1811, 0.095996, 41.2038},
-  {1290, 0.052532, 21.7005, 0.097005, 40.0794},
-  {1275, 0.052963, 21.2496, 0.097819, 38.9817},
-  {1260, 0.053566, 20.7942, 0.098791, 38.2153},
-  {1245, 0.054176, 20.2494, 0.099756, 37.6527},
-  {1230, 0.054815, 19.8177, 0.100761, 37.1038},
-  {1215, 0.055405, 19.6750, 0.101828, 36.1646},
-  {1200, 0.056063, 19.2601, 0.102971, 35.9589},
-  {1185, 0.056734, 18.9966, 0.104077, 35.3035},
-  {1170, 0.057420, 18.5578, 0.105261, 34.7801},
-  {1155, 0.058147, 18.5793, 0.106489, 34.5136},
-  {1140, 0.058891, 18.3589, 0.107821, 34.1070},
-  {1125, 0.059574, 18.1947, 0.108866, 33.6013},
-  {1110, 0.060346, 17.8647, 0.110144, 33.2624},
-  {1095, 0.061172, 17.7571, 0.111563, 32.9251},
-  {1080, 0.062039, 17.5131, 0.113090, 32.3418},
-  {1065, 0.062789, 17.5343, 0.114375, 32.4798},
-  {1050, 0.063676, 17.5845, 0.115908, 32.5827},
-  {1035, 0.064569, 17.6149, 0.117525, 32.7242},
-  {1020, 0.065506, 17.5830, 0.119198, 32.7332},
-  {1005, 0.066486, 17.7813, 0.120915, 33.1150},
-  {990, 0.067464, 17.8168, 0.122670, 32.7915},
-  {975, 0.068491, 17.8690, 0.124509, 33.0664},
-  {960, 0.069450, 17.8553, 0.125968, 33.2697},
-  {945, 0.070645, 17.7355, 0.128345, 33.0400},
-  {930, 0.071648, 17.9311, 0.129907, 33.0870},
-  {915, 0.072703, 17.9111, 0.131524, 33.1004},
-  {900, 0.073759, 18.0479, 0.133225, 33.0854},
-  {885, 0.075399, 17.9064, 0.136895, 33.3522},
-  {870, 0.076542, 18.0552, 0.138708, 33.3254},
-  {855, 0.077731, 18.2394, 0.140568, 33.6419},
+static StageProfile profiles[] = {
+  {"A100-SXM4-80GB", "gpt3-175b+a100_sxm_bf16.csv", 500, NULL, NULL, 0},
+  {"A40", "gpt3-175b+a40_bf16.csv", 300, NULL, NULL, 0},
 };
 
-/* gpt3-175b+a40_bf16.csv: A40, 300 W. */
-static const ProfilePoint perseus_a40[] = {
-  {1740, 0.112480, 33.5939, 0.277079, 80.1911},
-  {1725, 0.112992, 33.5892, 0.279346, 81.3185},
-  {1710, 0.113478, 33.9424, 0.279844, 81.4064},
-  {1695, 0.114216, 33.9791, 0.278952, 81.3373},
-  {1680, 0.114775, 34.0019, 0.280837, 81.4561},
-  {1665, 0.114132, 33.9956, 0.280630, 81.7305},
-  {1650, 0.114290, 33.9989, 0.280821, 81.8890},
-  {1635, 0.114043, 33.9985, 0.281005, 82.0461},
-  {1620, 0.114395, 34.0116, 0.280215, 81.5530},
-  {1605, 0.114087, 33.9976, 0.280150, 81.3565},
-  {1590, 0.114218, 34.3386, 0.281283, 82.0605},
-  {1575, 0.114311, 33.9956, 0.280557, 81.1924},
-  {1560, 0.114172, 33.9827, 0.280241, 81.5716},
-  {1545, 0.114100, 33.9780, 0.282370, 80.8727},
-  {1530, 0.113911, 33.9769, 0.280595, 80.7737},
-  {1515, 0.114382, 33.9752, 0.281018, 80.7105},
-  {1500, 0.114226, 34.0112, 0.280703, 80.3411},
-  {1485, 0.114032, 34.0020, 0.279211, 79.2683},
-  {1470, 0.114178, 33.9639, 0.277911, 78.3928},
-  {1455, 0.113788, 33.8173, 0.277975, 77.1467},
-  {1440, 0.114067, 33.4892, 0.278707, 76.7036},
-  {1425, 0.114348, 33.1802, 0.278680, 75.5712},
-  {1410, 0.115092, 32.9226, 0.279771, 75.1624},
-  {1395, 0.115326, 32.4693, 0.280053, 74.1041},
-  {1380, 0.116074, 32.1571, 0.281082, 73.6395},
-  {1365, 0.116798, 31.6106, 0.282180, 72.8766},
-  {1350, 0.117693, 31.3355, 0.282942, 72.1283},
-  {1335, 0.118497, 30.8593, 0.284830, 70.8860},
-  {1320, 0.119412, 30.3915, 0.286251, 70.5789},
-  {1305, 0.120279, 30.0636, 0.287878, 70.0239},
-  {1290, 0.121230, 29.9609, 0.289818, 69.1202},
-  {1275, 0.122210, 29.3817, 0.291752, 68.5848},
-  {1260, 0.123243, 29.5055, 0.293133, 67.9078},
-  {1245, 0.124154, 29.1156, 0.294888, 67.0815},
-  {1230, 0.125195, 29.2946, 0.296868, 67.1239},
-  {1215, 0.126235, 28.7160, 0.298421, 66.6765},
-  {1200, 0.127391, 28.4911, 0.300400, 65.9160},
-  {1185, 0.128515, 28.3196, 0.301887, 65.5154},
-  {1170, 0.129594, 27.9856, 0.303647, 64.7877},
-  {1155, 0.130799, 27.7083, 0.305632, 64.0511},
-  {1140, 0.132055, 27.5850, 0.307919, 63.8945},
-  {1125, 0.133395, 27.4901, 0.309859, 63.4860},
-  {1110, 0.134648, 27.5131, 0.312153, 63.5424},
-  {1095, 0.136007, 27.2704, 0.315048, 63.0085},
-  {1080, 0.137306, 27.4272, 0.316916, 63.1037},
-  {1065, 0.138613, 27.5156, 0.319122, 63.0472},
-  {1050, 0.139348, 27.1674, 0.320049, 62.5630},
-  {1035, 0.140699, 27.3964, 0.321836, 63.4477},
-  {1020, 0.142333, 27.6954, 0.323649, 62.6689},
-  {1005, 0.144040, 27.7474, 0.324461, 62.8079},
-  {990, 0.145767, 27.7794, 0.324095, 62.2216},
-  {975, 0.147582, 27.8965, 0.316357, 60.4929},
-  {960, 0.149460, 28.0843, 0.305299, 58.3513},
-  {945, 0.151431, 28.0390, 0.308981, 57.7237},
-  {930, 0.153389, 28.3073, 0.312814, 58.2133},
-  {915, 0.155459, 28.5715, 0.316774, 58.1220},
-  {900, 0.157631, 28.7263, 0.320937, 58.4217},
-  {885, 0.159767, 28.7213, 0.325161, 58.6788},
-  {870, 0.162064, 28.8132, 0.329494, 58.7381},
-  {855, 0.164405, 29.0529, 0.334036, 59.4429},
-};
+static const ProfileOp *stage_op(const StageProfile *pr, gboolean backward)
+{
+  const ProfileOp *op = profile_find_stage(pr->profile, 0,
+                                           backward ? "backward" : "forward");
+  g_assert_nonnull(op);
+  return op;
+}
 
-static const Profile profiles[] = {
-  {"A100-SXM4-80GB", "gpt3-175b+a100_sxm_bf16.csv", perseus_a100,
-   G_N_ELEMENTS(perseus_a100), 500},
-  {"A40", "gpt3-175b+a40_bf16.csv", perseus_a40, G_N_ELEMENTS(perseus_a40),
-   300},
-};
+/* Loads pr's file (once). */
+static StageProfile *stage_load(StageProfile *pr)
+{
+  if (pr->pts != NULL)
+    return pr;
+  g_autofree char *path = g_build_filename("tests", "data", "profiles",
+                                           pr->file, NULL);
+  GError *error = NULL;
+  pr->profile = profile_load(path, &error);
+  g_assert_no_error(error);
+  const ProfileOp *f = stage_op(pr, FALSE), *b = stage_op(pr, TRUE);
+  g_assert_cmpuint(f->points->len, ==, b->points->len);
+  pr->n = f->points->len;
+  pr->pts = g_new(StagePoint, pr->n);
+  for (gsize i = 0; i < pr->n; i++) {
+    /* Points are sorted ascending; the tests walk down from the top. */
+    guint j = (guint)(pr->n - 1 - i);
+    const ProfilePoint *fp = &g_array_index(f->points, ProfilePoint, j);
+    const ProfilePoint *bp = &g_array_index(b->points, ProfilePoint, j);
+    g_assert_cmpuint(fp->sm_mhz, ==, bp->sm_mhz);
+    pr->pts[i] = (StagePoint){fp->sm_mhz, fp->time_s, fp->energy_j,
+                              bp->time_s, bp->energy_j};
+  }
+  return pr;
+}
+
+static void stage_free_all(void)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(profiles); i++) {
+    profile_free(profiles[i].profile);
+    g_free(profiles[i].pts);
+  }
+}
 
 /* How well the model reproduces a profile with spec g at the profile's
  * power limit: mean absolute percentage errors of energy and time (each
@@ -275,13 +185,13 @@ typedef struct {
   double meas_p_top[2], meas_p_bottom[2]; /* measured */
 } StageFit;
 
-static void stage_fit(const GpuSpec *g, const Profile *pr, StageFit *r)
+static void stage_fit(const GpuSpec *g, const StageProfile *pr, StageFit *r)
 {
-  const ProfilePoint *pts = pr->pts;
+  const StagePoint *pts = pr->pts;
   gsize n = pr->n;
   for (int b = 0; b < 2; b++) {
     Mix m;
-    stage_mix(&m, b == 1);
+    stage_mix(&m, pr, b == 1);
     double t0, e0;
     mix_cost(g, &m, pts[0].mhz, pr->limit_w, &t0, &e0);
     double mt0 = b ? pts[0].bwd_t : pts[0].fwd_t;
@@ -999,7 +909,7 @@ static void test_stage_energy_u_shape(void)
     const GpuSpec *g = lookup(c, a100s[j]);
     for (int b = 0; b < 2; b++) {
       Mix m;
-      stage_mix(&m, b == 1);
+      stage_mix(&m, stage_load(&profiles[0]), b == 1);
       double e_top, t_top, e_low, t_low, best = G_MAXDOUBLE, prev_t = 0;
       guint best_f = 0;
       mix_cost(g, &m, 1410, 0, &t_top, &e_top);
@@ -1041,10 +951,11 @@ static const Tolerance tolerances[] = {
 };
 
 /* With --verbose: the model and measured curves, clock by clock. */
-static void print_curve(const GpuSpec *g, const Profile *pr, gboolean bwd)
+static void print_curve(const GpuSpec *g, const StageProfile *pr,
+                        gboolean bwd)
 {
   Mix m;
-  stage_mix(&m, bwd);
+  stage_mix(&m, pr, bwd);
   double t0, e0;
   mix_cost(g, &m, pr->pts[0].mhz, pr->limit_w, &t0, &e0);
   double mt0 = bwd ? pr->pts[0].bwd_t : pr->pts[0].fwd_t;
@@ -1065,7 +976,7 @@ static void print_curve(const GpuSpec *g, const Profile *pr, gboolean bwd)
 
 static void test_calibration_perseus(gconstpointer data)
 {
-  const Profile *pr = data;
+  const StageProfile *pr = stage_load((StageProfile *)data);
   const Tolerance *tol = &tolerances[pr - profiles];
   g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
   const GpuSpec *g = lookup(c, pr->gpu);
@@ -1096,77 +1007,21 @@ static void test_calibration_perseus(gconstpointer data)
   }
 }
 
-/* Plain Nelder-Mead over n <= NM_MAX parameters inside a box; x in/out.
- * Returns the objective at x. */
-#define NM_MAX 8
-typedef double (*NmObjective)(const double *x, void *data);
-
-static double nm_minimize(NmObjective fn, void *data, int n, double *x0,
+/* Nelder-Mead (models/numeric.c) over n parameters from x (in/out) for
+ * `iters` iterations: the first simplex steps 15% of each range inwards;
+ * the objective itself rejects points outside the box.  Returns the
+ * objective at x. */
+static double nm_minimize(NumObjective fn, void *data, int n, double *x,
                           const double *lo, const double *hi, int iters)
 {
-  double x[NM_MAX + 1][NM_MAX], fx[NM_MAX + 1];
-  g_assert(n > 0 && n <= NM_MAX);
-  /* Only n coordinates: x0 (the caller's) holds no more (make asan). */
-  gsize row = (gsize)n * sizeof(double);
-  for (int i = 0; i <= n; i++) {
-    memcpy(x[i], x0, row);
-    if (i > 0) {
-      /* Step 15% of the range, inwards. */
-      double d = 0.15 * (hi[i - 1] - lo[i - 1]);
-      x[i][i - 1] += x[i][i - 1] + d <= hi[i - 1] ? d : -d;
-    }
-    fx[i] = fn(x[i], data);
+  double step[NUM_NM_MAX];
+  g_assert(n > 0 && n <= NUM_NM_MAX);
+  for (int k = 0; k < n; k++) {
+    double d = 0.15 * (hi[k] - lo[k]);
+    step[k] = x[k] + d <= hi[k] ? d : -d;
   }
-  for (int it = 0; it < iters; it++) {
-    /* Sort, best first. */
-    for (int i = 1; i <= n; i++)
-      for (int j = i; j > 0 && fx[j] < fx[j - 1]; j--) {
-        double t[NM_MAX];
-        memcpy(t, x[j], row);
-        memcpy(x[j], x[j - 1], row);
-        memcpy(x[j - 1], t, row);
-        double tf = fx[j];
-        fx[j] = fx[j - 1];
-        fx[j - 1] = tf;
-      }
-    double cen[NM_MAX] = {0}, xr[NM_MAX], xe[NM_MAX], xc[NM_MAX];
-    for (int i = 0; i < n; i++)
-      for (int j = 0; j < n; j++)
-        cen[j] += x[i][j] / n;
-    for (int j = 0; j < n; j++)
-      xr[j] = cen[j] + (cen[j] - x[n][j]);
-    double fr = fn(xr, data);
-    if (fr < fx[0]) {
-      for (int j = 0; j < n; j++)
-        xe[j] = cen[j] + 2 * (cen[j] - x[n][j]);
-      double fe = fn(xe, data);
-      memcpy(x[n], fe < fr ? xe : xr, row);
-      fx[n] = MIN(fe, fr);
-    } else if (fr < fx[n - 1]) {
-      memcpy(x[n], xr, row);
-      fx[n] = fr;
-    } else {
-      for (int j = 0; j < n; j++)
-        xc[j] = cen[j] + 0.5 * (x[n][j] - cen[j]);
-      double fc = fn(xc, data);
-      if (fc < fx[n]) {
-        memcpy(x[n], xc, row);
-        fx[n] = fc;
-      } else {
-        for (int i = 1; i <= n; i++) {
-          for (int j = 0; j < n; j++)
-            x[i][j] = x[0][j] + 0.5 * (x[i][j] - x[0][j]);
-          fx[i] = fn(x[i], data);
-        }
-      }
-    }
-  }
-  int best = 0;
-  for (int i = 1; i <= n; i++)
-    if (fx[i] < fx[best])
-      best = i;
-  memcpy(x0, x[best], row);
-  return fx[best];
+  return num_nelder_mead(fn, data, (guint)n, x, step, NULL, NULL,
+                         (guint)iters, NULL);
 }
 
 /* ---- The voltage-frequency curve: the KernelTuner sweep ---------------- */
@@ -1224,6 +1079,13 @@ static double vcurve_objective(const double *x, void *data)
   return sse;
 }
 
+/* vcurve_objective of a linear curve (exponent 1), x = (v_min, knee). */
+static double vcurve_linear_objective(const double *x, void *data)
+{
+  const double x3[3] = {x[0], x[1], 1};
+  return vcurve_objective(x3, data);
+}
+
 /* Refits the GA100 V(f) shape to the sweep and checks the catalogue's
  * rounded values: within 1.5% at every clock and no worse than 10% above
  * the refit's SSE.  docs/gpu-model.md quotes the printed figures. */
@@ -1258,10 +1120,10 @@ static void test_calibration_vcurve(void)
   g_assert_cmpfloat(fabs(g->p_const_w.v / cat_floor - 1), <, 0.05);
   g_assert_cmpfloat(f_cat, <=, 1.1 * f + 1e-6);
   /* The linear curve the catalogue had before misses it by more. */
-  double x_lin[3] = {0.75, 1000, 1};
-  static const double lo_l[3] = {0.4, 300, 1}, hi_l[3] = {0.99, 1380, 1};
-  double f_lin = nm_minimize(vcurve_objective, &vf, 2, x_lin, lo_l, hi_l,
-                             800);
+  double x_lin[2] = {0.75, 1000};
+  static const double lo_l[2] = {0.4, 300}, hi_l[2] = {0.99, 1380};
+  double f_lin = nm_minimize(vcurve_linear_objective, &vf, 2, x_lin, lo_l,
+                             hi_l, 800);
   g_test_message("best linear V(f): v_min %.4f, knee %.0f MHz: rms %.2f%%",
                  x_lin[0], x_lin[1],
                  100 * sqrt(f_lin / G_N_ELEMENTS(kt_points)));
@@ -1284,7 +1146,7 @@ static const char *const fit_names[FIT_N] = {"p_const_w", "p_dyn_w",
                                              "f_knee_mhz"};
 
 typedef struct {
-  const Profile *pr;
+  const StageProfile *pr;
   GpuSpec *spec;   /* the profile's GPU (modified) */
   GpuSpec *gemm;   /* A100 40GB for the 258 TFLOP/s constraint, or NULL */
   double lo[FIT_N], hi[FIT_N];
@@ -1346,7 +1208,7 @@ static double fit_objective(const double *x, void *data)
 
 static void test_calibration_fit(gconstpointer data)
 {
-  const Profile *pr = data;
+  const StageProfile *pr = stage_load((StageProfile *)data);
   if (!g_test_thorough()) {
     g_test_skip("the fit runs with -m thorough");
     return;
@@ -1412,7 +1274,7 @@ static void test_calibration_report(void)
     gpu_kernel_cost(g, &k, 0, 0, 0, &capped);
     gpu_kernel_cost(g, &k, 0, 0, GPU_POWER_UNCAPPED, &top);
     Mix m;
-    stage_mix(&m, TRUE);
+    stage_mix(&m, stage_load(&profiles[0]), TRUE);
     double t0, e0, best = G_MAXDOUBLE, best_t = 0;
     guint best_f = 0;
     mix_cost(g, &m, 0, 0, &t0, &e0);
@@ -1518,5 +1380,7 @@ int main(int argc, char **argv)
   }
   g_test_add_func("/gpu/calibration/report", test_calibration_report);
   g_test_add_func("/gpu/calibration/vcurve/A100", test_calibration_vcurve);
-  return g_test_run();
+  int rc = g_test_run();
+  stage_free_all();
+  return rc;
 }

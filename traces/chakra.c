@@ -52,7 +52,7 @@
  * duration replays as 0 ns (counted in a warning).  Kernel shapes per
  * (name, class) with no FLOPs/bytes, as for Kineto.
  */
-#include "traces/import.h"
+#include "traces/import-private.h"
 #include "traces/classify.h"
 #include "io/fault.h"
 #include "chakra.pb-c.h"

@@ -193,6 +193,28 @@ guint64 gpt_stored_ops(const GptConfig *cfg);
  * gpt_config_validate(). */
 guint64 gpt_estimate_bytes(const GptConfig *cfg);
 
+/* One kernel family of a layer and its launches per microbatch. */
+typedef struct {
+  GpuKernel kernel;
+  double count;
+} GptLayerKernel;
+#define GPT_LAYER_KERNELS_MAX 16
+
+/* The representative kernel mix of one transformer layer on one TP rank
+ * for one microbatch, forward or backward (other phases: 0 kernels), with
+ * cfg's sizes (hidden, heads, tp, seq_len, microbatch_size, precision):
+ * the QKV, projection, FC1 and FC2 GEMMs (backward: dgrad and a wgrad
+ * accumulating into FP32 main grads, 8 bytes per weight), the two batched
+ * attention GEMMs (backward twice), softmax, attention dropout, two layer
+ * norms, two bias-dropout-adds and bias-GeLU, each with its DRAM traffic
+ * and (vector kernels too) nominal FLOPs.  Coarser than the sequences
+ * gpt_generate emits (no TP all-reduces, no ALiBi, Megatron's fusions
+ * only): what the model fit prices a measured pipeline stage with
+ * (models/fit.h, FitOp.kernels).  Writes at most GPT_LAYER_KERNELS_MAX
+ * entries to out; returns how many. */
+guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
+                        GptLayerKernel *out);
+
 #define GPT_ERROR (gpt_error_quark())
 GQuark gpt_error_quark(void);
 typedef enum { GPT_ERROR_INVALID, GPT_ERROR_UNKNOWN_MODEL } GptError;

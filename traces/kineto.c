@@ -48,7 +48,7 @@
  * traceEvents array, an empty file -- ends the parse with TRACE_ERROR_FORMAT
  * naming the file and the byte offset or event index.
  */
-#include "traces/import.h"
+#include "traces/kineto-private.h"
 #include "traces/classify.h"
 #include "traces/shapes.h"
 #include "io/fault.h"
@@ -61,90 +61,6 @@
 #include <zlib.h>
 
 #define CHUNK (256 * 1024)
-#define MAX_ROLES 64
-#define KIN_MAX_NS ((gint64)1 << 62)
-
-typedef enum {
-  R_IGNORE = 0, R_ROOT, R_EVENTS, R_EVENT, R_ARGS, R_ARGS_RANKS, R_DIST,
-  R_PGCONF, R_PG, R_PG_RANKS, R_DEVPROPS, R_DEVPROP,
-  R_DIMS, R_DIM, R_DIM_LIST, R_TYPES /* cpu_op "Input Dims", "Input type" */
-} Role;
-
-typedef enum {
-  K_OTHER = 0,
-  /* root */
-  K_TRACE_EVENTS, K_DIST, K_DEVPROPS,
-  /* event */
-  K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,
-  /* args */
-  K_DEVICE, K_STREAM, K_CORR, K_COLL_NAME, K_IN_NELEMS, K_OUT_NELEMS,
-  K_DTYPE, K_GROUP_SIZE, K_PG_RANKS, K_PG_NAME, K_SRC_RANK, K_DST_RANK,
-  K_WAIT_STREAM, K_WAIT_CORR, K_EXT, K_IN_DIMS, K_IN_TYPE,
-  /* distributedInfo / pg_config / deviceProperties */
-  K_RANK, K_WORLD, K_PG_CONFIG, K_PGC_NAME, K_PGC_RANKS, K_ID, K_DEV_NAME
-} Key;
-
-typedef enum {
-  C_OTHER = 0, C_KERNEL, C_MEMCPY, C_MEMSET, C_RUNTIME, C_SYNC, C_GPU_ANNOT,
-  C_CPU_OP
-} Cat;
-
-typedef struct {
-  gboolean has_ts, has_dur, has_pid, has_tid, has_device, has_stream,
-      has_corr, has_coll, has_dtype, has_pg_ranks, has_pg_name, has_ext;
-  char ph;
-  Cat cat;
-  gint64 ts_ns, dur_ns, pid, tid, device, stream, corr, ext;
-  gint64 in_nelems, out_nelems, group_size, src_rank, dst_rank;
-  gint64 wait_stream, wait_corr;
-  GString *name, *coll, *dtype, *pg_ranks, *pg_name;
-} Event;
-
-typedef struct {
-  const char *path;
-  TraceRawRank *raw;
-  SimWorkload *names;
-  GError *error;            /* first error raised in a callback */
-  guint8 roles[MAX_ROLES];
-  gint depth;               /* open containers */
-  Key key;                  /* last key of the innermost map */
-  gboolean root_seen, events_seen;
-  guint64 n_events;         /* traceEvents elements so far */
-  Event ev;
-  /* distributedInfo / pg_config / deviceProperties scratch */
-  GString *pgc_name, *pgc_ranks;
-  gboolean has_dev_id;
-  gint64 dev_id;
-  GString *dev_name;
-  /* caches */
-  GByteArray *nccl;         /* per name id: 0 unknown, 1 no, 2 yes */
-  GByteArray *calls;        /* per name id: 0 unknown, else TraceCall + 1 */
-  GHashTable *cpu_names;    /* CPU event name -> (phase + 2) or 1 (none) */
-  GHashTable *op_names;     /* cpu_op name -> operator + 2, or 1 (none) */
-  GHashTable *types;        /* "Input type" string -> element bytes + 1 */
-  /* The current event's "Input Dims" and "Input type" (either may come
-   * first in its args, so types are joined to dims at the event's end). */
-  TraceShapeInputs shp;
-  guint8 types_elem[TRACE_SHAPE_MAX_INPUTS];
-  double list_prod;         /* element count of the TensorList member open */
-} Kin;
-
-#define FAIL(k, ...)                                                        \
-  do {                                                                      \
-    if ((k)->error == NULL) {                                               \
-      g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                   \
-      g_set_error(&(k)->error, TRACE_ERROR, TRACE_ERROR_FORMAT, "%s: %s",   \
-                  (k)->path, m_);                                           \
-    }                                                                       \
-    return 0;                                                               \
-  } while (0)
-
-static inline Role top_role(const Kin *k)
-{
-  if (k->depth <= 0 || k->depth > MAX_ROLES)
-    return R_IGNORE;
-  return (Role)k->roles[k->depth - 1];
-}
 
 /* ---- numbers ------------------------------------------------------------ */
 
@@ -205,7 +121,7 @@ static gboolean us_to_ns(const char *s, size_t len, gint64 *out)
 }
 
 /* An integer (a float with a zero fraction is accepted). */
-static gboolean parse_int(const char *s, size_t len, gint64 *out)
+gboolean kin_parse_int(const char *s, size_t len, gint64 *out)
 {
   /* Fast path: plain decimal integers (nearly every id and size). */
   size_t i = 0;
@@ -386,309 +302,6 @@ static Cat cat_of(const char *s, size_t len)
 
 #undef IS
 
-/* ---- events ------------------------------------------------------------- */
-
-static void event_reset(Event *e)
-{
-  GString *name = e->name, *coll = e->coll, *dtype = e->dtype,
-          *pgr = e->pg_ranks, *pgn = e->pg_name;
-  memset(e, 0, sizeof *e);
-  e->name = name;
-  e->coll = coll;
-  e->dtype = dtype;
-  e->pg_ranks = pgr;
-  e->pg_name = pgn;
-  g_string_truncate(e->name, 0);
-  g_string_truncate(e->coll, 0);
-  g_string_truncate(e->dtype, 0);
-  g_string_truncate(e->pg_ranks, 0);
-  g_string_truncate(e->pg_name, 0);
-  e->in_nelems = e->out_nelems = e->group_size = -1;
-  e->src_rank = e->dst_rank = e->wait_stream = e->wait_corr = -1;
-}
-
-static gboolean is_nccl(Kin *k, guint32 name)
-{
-  if (name >= k->nccl->len) {
-    guint old = k->nccl->len;
-    g_byte_array_set_size(k->nccl, name + 1);
-    memset(k->nccl->data + old, 0, name + 1 - old);
-  }
-  if (k->nccl->data[name] == 0)
-    k->nccl->data[name] = trace_is_nccl_kernel(sim_workload_name(k->names,
-                                                                 name))
-                              ? 2 : 1;
-  return k->nccl->data[name] == 2;
-}
-
-/* TraceCall of a runtime call name, cached per name id (value + 1). */
-static TraceCall runtime_call(Kin *k, guint32 name)
-{
-  if (name >= k->calls->len) {
-    guint old = k->calls->len;
-    g_byte_array_set_size(k->calls, name + 1);
-    memset(k->calls->data + old, 0, name + 1 - old);
-  }
-  if (k->calls->data[name] == 0)
-    k->calls->data[name] = (guint8)(trace_runtime_call(sim_workload_name(
-                                        k->names, name)) + 1);
-  return (TraceCall)(k->calls->data[name] - 1);
-}
-
-/* Communication record of an NCCL kernel event. */
-static guint32 add_comm(Kin *k, const Event *e)
-{
-  TraceRawComm c = {0};
-  TraceCommKind kind = TRACE_COMM_COLL;
-  SimCollType coll = SIM_COLL_ALL_REDUCE;
-  if (!(e->has_coll &&
-        trace_comm_from_collective_name(e->coll->str, &kind, &coll)))
-    trace_comm_from_kernel_name(e->name->str, &kind, &coll);
-  c.kind = (guint8)kind;
-  c.coll = (guint8)coll;
-  guint elem = e->has_dtype ? trace_dtype_bytes(e->dtype->str) : 0;
-  if (elem == 0)
-    elem = 4; /* float when the dtype is missing or unknown */
-  gint64 nel = e->in_nelems;
-  if ((kind == TRACE_COMM_COLL && coll == SIM_COLL_ALL_GATHER) ||
-      kind == TRACE_COMM_RECV || nel < 0)
-    nel = e->out_nelems >= 0 ? e->out_nelems : e->in_nelems;
-  c.bytes = nel > 0 ? (double)nel * elem : 0.0;
-  c.peer = kind == TRACE_COMM_SEND ? e->dst_rank
-           : kind == TRACE_COMM_RECV ? e->src_rank : -1;
-  c.group_size = e->group_size;
-  c.ranks = e->has_pg_ranks && e->pg_ranks->len > 0
-                ? g_strdup(e->pg_ranks->str) : NULL;
-  c.pg_name = e->has_pg_name ? g_strdup(e->pg_name->str) : NULL;
-  g_array_append_val(k->raw->comms, c);
-  return k->raw->comms->len - 1;
-}
-
-/* Phase or step marked by a CPU event name.  The answer is cached per name
- * (value: code + 1; code 0 = nothing, 1 = a step, phase + 2 = a phase);
- * step names are unique per step and not cached. */
-static void cpu_range(Kin *k, const Event *e)
-{
-  const char *name = e->name->str;
-  gpointer v = g_hash_table_lookup(k->cpu_names, name);
-  gint code;
-  if (v != NULL) {
-    code = GPOINTER_TO_INT(v) - 1;
-  } else if (g_str_has_prefix(name, "ProfilerStep#")) {
-    code = 1;
-  } else {
-    gint ph = trace_phase_of_annotation(name);
-    code = ph >= 0 ? ph + 2 : 0;
-    g_hash_table_insert(k->cpu_names, g_strdup(name),
-                        GINT_TO_POINTER(code + 1));
-  }
-  if (code == 0)
-    return;
-  TraceRawRange r = {e->ts_ns, e->ts_ns + e->dur_ns, -1, -1,
-                     e->has_tid ? e->tid : -1};
-  if (code == 1) {
-    if (!trace_parse_step(name, &r.step))
-      return;
-  } else {
-    r.phase = code - 2;
-  }
-  g_array_append_val(k->raw->ranges, r);
-}
-
-/* Element bytes of an "Input type" string, cached (0: not a tensor). */
-static guint8 type_elem(Kin *k, const char *s, size_t len)
-{
-  char buf[64];
-  if (len == 0 || len >= sizeof buf)
-    return 0;
-  memcpy(buf, s, len);
-  buf[len] = '\0';
-  gpointer v = g_hash_table_lookup(k->types, buf);
-  if (v != NULL)
-    return (guint8)(GPOINTER_TO_UINT(v) - 1);
-  guint e = MIN(trace_dtype_bytes(buf), 255u);
-  g_hash_table_insert(k->types, g_strdup(buf), GUINT_TO_POINTER(e + 1));
-  return (guint8)e;
-}
-
-/* The input of "Input Dims" being filled (NULL past the kept ones). */
-static TraceShapeInput *cur_input(Kin *k)
-{
-  guint i = k->shp.n;
-  return i > 0 && i <= TRACE_SHAPE_MAX_INPUTS ? &k->shp.in[i - 1] : NULL;
-}
-
-/* A scalar inside "Input Dims" or "Input type" that is not what the role
- * wants: the dims are damaged (the operator keeps class-only pricing). */
-static void shape_scalar(Kin *k, Role r)
-{
-  TraceShapeInput *t;
-  switch (r) {
-  case R_DIMS:
-    k->shp.malformed = TRUE;
-    break;
-  case R_DIM:
-  case R_DIM_LIST:
-    if ((t = cur_input(k)) != NULL)
-      t->bad = TRUE;
-    break;
-  case R_TYPES:
-    k->shp.n_types++;
-    break;
-  default:
-    break;
-  }
-}
-
-/* One dim of the current input (or of its TensorList member). */
-static void shape_dim(Kin *k, Role r, const char *s, size_t len)
-{
-  gint64 v;
-  TraceShapeInput *t = cur_input(k);
-  if (!parse_int(s, len, &v) || v < 0) {
-    shape_scalar(k, r);
-    return;
-  }
-  if (t == NULL)
-    return;
-  if (r == R_DIM_LIST) {
-    k->list_prod *= (double)v;
-    return;
-  }
-  if (t->list) {
-    t->bad = TRUE; /* numbers mixed with member lists */
-    return;
-  }
-  if (t->rank < TRACE_SHAPE_MAX_RANK)
-    t->dims[t->rank] = v;
-  if (t->rank < 255)
-    t->rank++;
-  t->numel *= (double)v;
-}
-
-/* A CPU operator: kept with its time, thread, External id and, when its
- * shapes price it (traces/shapes.c), its work. */
-static void cpu_op(Kin *k, const Event *e)
-{
-  TraceRawCpuOp c = {e->ts_ns, e->ts_ns + e->dur_ns,
-                     e->has_tid ? e->tid : -1, e->has_ext ? e->ext : -1,
-                     G_MAXUINT32};
-  const char *name = e->name->str;
-  gpointer v = g_hash_table_lookup(k->op_names, name);
-  if (v == NULL) {
-    gint op = trace_shape_operator(name);
-    v = GINT_TO_POINTER(op + 2);
-    g_hash_table_insert(k->op_names, g_strdup(name), v);
-  }
-  gint op = GPOINTER_TO_INT(v) - 2;
-  /* Dims without "Input type" give no element size: not priced. */
-  if (op >= 0 && k->shp.n_types > 0) {
-    TraceShapeInputs *in = &k->shp;
-    for (guint i = 0; i < MIN(in->n, TRACE_SHAPE_MAX_INPUTS); i++)
-      in->in[i].elem = i < MIN(in->n_types, TRACE_SHAPE_MAX_INPUTS)
-                           ? k->types_elem[i] : 0;
-    TraceOpWork w;
-    switch (trace_shape_work(op, in, &w)) {
-    case TRACE_SHAPE_OK: {
-      TraceRawWork rw = {w.flops, w.bytes, w.klass, w.elem};
-      g_array_append_val(k->raw->works, rw);
-      c.work = k->raw->works->len - 1;
-      break;
-    }
-    case TRACE_SHAPE_BAD:
-      if (k->raw->bad_shapes++ == 0)
-        k->raw->bad_shape_op = g_strdup(name);
-      break;
-    default:
-      break;
-    }
-  }
-  g_array_append_val(k->raw->cpu_ops, c);
-}
-
-static int event_end(Kin *k)
-{
-  Event *e = &k->ev;
-  guint64 idx = k->n_events++;
-  if (e->ph != 'X' && e->ph != '\0')
-    return 1;
-  /* |ts|, |dur| < 2^62 ns (until the year 2116): ts + dur, which ranges
-   * and the builder compute, cannot overflow (tests/fuzz/regress/kineto/
-   * ts-plus-dur-overflow: ts = dur = 9e15 us overflowed in cpu_range). */
-  if ((e->has_ts && (e->ts_ns >= KIN_MAX_NS || e->ts_ns <= -KIN_MAX_NS)) ||
-      (e->has_dur && (e->dur_ns >= KIN_MAX_NS || e->dur_ns <= -KIN_MAX_NS)))
-    FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (\"%.60s\"): \"ts\" or "
-         "\"dur\" out of range (beyond 146 years)", idx, e->name->str);
-  switch (e->cat) {
-  case C_KERNEL:
-  case C_MEMCPY:
-  case C_MEMSET: {
-    if (!e->has_ts || !e->has_dur)
-      FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (%s \"%.60s\"): missing "
-           "\"%s\"", idx, e->cat == C_KERNEL ? "kernel" : "memory op",
-           e->name->str, e->has_ts ? "dur" : "ts");
-    if (e->dur_ns < 0)
-      FAIL(k, "traceEvents[%" G_GUINT64_FORMAT "] (\"%.60s\"): negative "
-           "duration", idx, e->name->str);
-    TraceRawOp op = {0};
-    op.ts_ns = e->ts_ns;
-    op.dur_ns = e->dur_ns;
-    op.launch_ns = e->ts_ns;
-    op.corr = e->has_corr ? e->corr : -1;
-    op.device = e->has_device ? e->device : e->has_pid ? e->pid : 0;
-    op.stream = e->has_stream ? e->stream : e->has_tid ? e->tid : 0;
-    op.kind = e->cat == C_KERNEL ? TRACE_RAW_KERNEL
-              : e->cat == C_MEMCPY ? TRACE_RAW_MEMCPY : TRACE_RAW_MEMSET;
-    if (e->name->len == 0)
-      g_string_assign(e->name, e->cat == C_KERNEL ? "(unnamed kernel)"
-                               : e->cat == C_MEMCPY ? "Memcpy" : "Memset");
-    op.name = sim_workload_intern(k->names, e->name->str);
-    op.comm = G_MAXUINT32;
-    op.work = G_MAXUINT32;
-    if (e->cat == C_KERNEL && is_nccl(k, op.name))
-      op.comm = add_comm(k, e);
-    g_array_append_val(k->raw->ops, op);
-    return 1;
-  }
-  case C_RUNTIME:
-    if (e->has_corr && e->has_ts) {
-      TraceRawLaunch l = {e->corr, e->ts_ns, -1, e->has_tid ? e->tid : -1,
-                          e->has_ext ? e->ext : -1, 0, TRACE_CALL_OTHER};
-      if (e->has_dur && e->dur_ns >= 0)
-        l.dur_ns = e->dur_ns;
-      else if (e->has_dur)
-        k->raw->bad_host_durs++;
-      l.name = sim_workload_intern(k->names, e->name->len > 0
-                                                 ? e->name->str
-                                                 : "(runtime call)");
-      l.call = (guint8)runtime_call(k, l.name);
-      g_array_append_val(k->raw->launches, l);
-    }
-    return 1;
-  case C_SYNC:
-    if (e->has_stream && e->has_corr && e->wait_stream >= 0 &&
-        e->wait_corr >= 0 && strstr(e->name->str, "Wait") != NULL) {
-      TraceRawSync s = {e->has_device ? e->device : e->has_pid ? e->pid : 0,
-                        e->stream, e->corr, e->wait_stream, e->wait_corr};
-      g_array_append_val(k->raw->syncs, s);
-    }
-    return 1;
-  case C_GPU_ANNOT:
-    return 1;
-  case C_CPU_OP:
-    if (e->has_ts && e->has_dur && e->name->len > 0) {
-      cpu_range(k, e);
-      if (e->dur_ns >= 0)
-        cpu_op(k, e);
-    }
-    return 1;
-  default:
-    if (e->has_ts && e->has_dur && e->name->len > 0)
-      cpu_range(k, e);
-    return 1;
-  }
-}
-
 /* ---- yajl callbacks ----------------------------------------------------- */
 
 /* A scalar of the wrong type for (role, key): message or NULL if fine. */
@@ -730,7 +343,7 @@ static int cb_null(void *ctx)
   if (r == R_EVENT && k->key == K_ARGS)
     return 1; /* "args": null is harmless */
   if (r >= R_DIMS) {
-    shape_scalar(k, r);
+    kin_shape_scalar(k, r);
     return 1;
   }
   return type_error(k, "null");
@@ -742,7 +355,7 @@ static int cb_boolean(void *ctx, int v)
   Kin *k = ctx;
   Role r = top_role(k);
   if (r >= R_DIMS) {
-    shape_scalar(k, r);
+    kin_shape_scalar(k, r);
     return 1;
   }
   return type_error(ctx, "a boolean");
@@ -772,16 +385,16 @@ static int cb_number(void *ctx, const char *s, size_t len)
       }
       return 1;
     case K_PID:
-      e->has_pid = parse_int(s, len, &e->pid);
+      e->has_pid = kin_parse_int(s, len, &e->pid);
       return 1;
     case K_TID:
-      e->has_tid = parse_int(s, len, &e->tid);
+      e->has_tid = kin_parse_int(s, len, &e->tid);
       return 1;
     default:
       return type_error(k, "a number");
     }
   case R_ARGS:
-    if (k->key == K_OTHER || !parse_int(s, len, &v))
+    if (k->key == K_OTHER || !kin_parse_int(s, len, &v))
       return 1;
     switch (k->key) {
     case K_DEVICE: e->device = v; e->has_device = TRUE; break;
@@ -800,14 +413,14 @@ static int cb_number(void *ctx, const char *s, size_t len)
     return 1;
   case R_DIM:
   case R_DIM_LIST:
-    shape_dim(k, r, s, len);
+    kin_shape_dim(k, r, s, len);
     return 1;
   case R_DIMS:
   case R_TYPES:
-    shape_scalar(k, r);
+    kin_shape_scalar(k, r);
     return 1;
   case R_ARGS_RANKS:
-    if (parse_int(s, len, &v)) {
+    if (kin_parse_int(s, len, &v)) {
       g_string_append_printf(e->pg_ranks, "%s%" G_GINT64_FORMAT,
                              e->pg_ranks->len ? "," : "", v);
       e->has_pg_ranks = TRUE;
@@ -815,7 +428,7 @@ static int cb_number(void *ctx, const char *s, size_t len)
     return 1;
   case R_DIST:
     if (k->key == K_RANK || k->key == K_WORLD) {
-      if (!parse_int(s, len, &v) || v < 0 || v > G_MAXINT32)
+      if (!kin_parse_int(s, len, &v) || v < 0 || v > G_MAXINT32)
         FAIL(k, "distributedInfo.%s: %.*s is not a valid %s",
              k->key == K_RANK ? "rank" : "world_size", (int)MIN(len, 40), s,
              k->key == K_RANK ? "rank" : "size");
@@ -826,12 +439,12 @@ static int cb_number(void *ctx, const char *s, size_t len)
     }
     return 1;
   case R_PG_RANKS:
-    if (parse_int(s, len, &v))
+    if (kin_parse_int(s, len, &v))
       g_string_append_printf(k->pgc_ranks, "%s%" G_GINT64_FORMAT,
                              k->pgc_ranks->len ? "," : "", v);
     return 1;
   case R_DEVPROP:
-    if (k->key == K_ID && parse_int(s, len, &v)) {
+    if (k->key == K_ID && kin_parse_int(s, len, &v)) {
       k->dev_id = v;
       k->has_dev_id = TRUE;
     }
@@ -889,13 +502,13 @@ static int cb_string(void *ctx, const unsigned char *us, size_t len)
     return 1;
   case R_TYPES:
     if (k->shp.n_types < TRACE_SHAPE_MAX_INPUTS)
-      k->types_elem[k->shp.n_types] = type_elem(k, s, len);
+      k->types_elem[k->shp.n_types] = kin_type_elem(k, s, len);
     k->shp.n_types++;
     return 1;
   case R_DIMS:
   case R_DIM:
   case R_DIM_LIST:
-    shape_scalar(k, r);
+    kin_shape_scalar(k, r);
     return 1;
   case R_PG:
     if (k->key == K_PGC_NAME) {
@@ -930,6 +543,56 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
 }
 
 /* Role of a container opened in the current position. */
+/* push() inside "Input Dims" and "Input type": the role of a container
+ * opened under parent (R_IGNORE when it is damage, which is marked). */
+static Role push_shapes(Kin *k, Role parent, gboolean is_map)
+{
+  Role role = R_IGNORE;
+  switch (parent) {
+  case R_DIMS:
+    if (is_map) {
+      k->shp.malformed = TRUE;
+      break;
+    }
+    role = R_DIM;
+    if (k->shp.n < TRACE_SHAPE_MAX_INPUTS) {
+      TraceShapeInput *t = &k->shp.in[k->shp.n];
+      memset(t, 0, sizeof *t);
+      t->numel = 1;
+    }
+    if (k->shp.n < G_MAXUINT)
+      k->shp.n++;
+    break;
+  case R_DIM: {
+    /* A TensorList member (newer profilers) or damage. */
+    TraceShapeInput *t = kin_cur_input(k);
+    if (is_map || (t != NULL && t->rank > 0)) {
+      if (t != NULL)
+        t->bad = TRUE;
+      break;
+    }
+    if (t != NULL)
+      t->list = TRUE;
+    role = R_DIM_LIST;
+    k->list_prod = 1;
+    break;
+  }
+  case R_DIM_LIST:
+  case R_TYPES: {
+    /* Deeper than a TensorList member: damage. */
+    TraceShapeInput *t = kin_cur_input(k);
+    if (parent == R_DIM_LIST && t != NULL)
+      t->bad = TRUE;
+    if (parent == R_TYPES)
+      k->shp.n_types++;
+    break;
+  }
+  default:
+    break;
+  }
+  return role;
+}
+
 static int push(Kin *k, gboolean is_map)
 {
   Role parent = top_role(k);
@@ -958,7 +621,7 @@ static int push(Kin *k, gboolean is_map)
       if (!is_map)
         return type_error(k, "an array");
       role = R_EVENT;
-      event_reset(&k->ev);
+      kin_event_reset(&k->ev);
       k->shp.n = k->shp.n_types = 0;
       k->shp.malformed = FALSE;
       k->key = K_OTHER;
@@ -989,43 +652,11 @@ static int push(Kin *k, gboolean is_map)
       }
       break;
     case R_DIMS:
-      if (is_map) {
-        k->shp.malformed = TRUE;
-        break;
-      }
-      role = R_DIM;
-      if (k->shp.n < TRACE_SHAPE_MAX_INPUTS) {
-        TraceShapeInput *t = &k->shp.in[k->shp.n];
-        memset(t, 0, sizeof *t);
-        t->numel = 1;
-      }
-      if (k->shp.n < G_MAXUINT)
-        k->shp.n++;
-      break;
-    case R_DIM: {
-      /* A TensorList member (newer profilers) or damage. */
-      TraceShapeInput *t = cur_input(k);
-      if (is_map || (t != NULL && t->rank > 0)) {
-        if (t != NULL)
-          t->bad = TRUE;
-        break;
-      }
-      if (t != NULL)
-        t->list = TRUE;
-      role = R_DIM_LIST;
-      k->list_prod = 1;
-      break;
-    }
+    case R_DIM:
     case R_DIM_LIST:
-    case R_TYPES: {
-      /* Deeper than a TensorList member: damage. */
-      TraceShapeInput *t = cur_input(k);
-      if (parent == R_DIM_LIST && t != NULL)
-        t->bad = TRUE;
-      if (parent == R_TYPES)
-        k->shp.n_types++;
+    case R_TYPES:
+      role = push_shapes(k, parent, is_map);
       break;
-    }
     case R_DIST:
       if (k->key == K_PG_CONFIG && !is_map)
         role = R_PGCONF;
@@ -1066,9 +697,9 @@ static int pop(Kin *k)
   k->depth--;
   switch (r) {
   case R_EVENT:
-    return event_end(k);
+    return kin_event_end(k);
   case R_DIM_LIST: {
-    TraceShapeInput *t = cur_input(k);
+    TraceShapeInput *t = kin_cur_input(k);
     if (t != NULL)
       t->list_numel += k->list_prod;
     return 1;
@@ -1159,6 +790,66 @@ static void kin_clear(Kin *k)
   g_clear_error(&k->error);
 }
 
+/* A parse state for `path` filling raw, names interned in `names`. */
+static void kin_init(Kin *kp, const char *path, TraceRawRank *raw,
+                     SimWorkload *names)
+{
+  Kin k = {0};
+  k.path = path;
+  k.raw = raw;
+  k.names = names;
+  k.ev.name = g_string_sized_new(256);
+  k.ev.coll = g_string_new(NULL);
+  k.ev.dtype = g_string_new(NULL);
+  k.ev.pg_ranks = g_string_new(NULL);
+  k.ev.pg_name = g_string_new(NULL);
+  k.pgc_name = g_string_new(NULL);
+  k.pgc_ranks = g_string_new(NULL);
+  k.dev_name = g_string_new(NULL);
+  k.nccl = g_byte_array_new();
+  k.calls = g_byte_array_new();
+  k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.op_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  k.types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  *kp = k;
+}
+
+/* Reads the next chunk (at most CHUNK bytes, *n; 0 at the end) of the
+ * gzip stream zf or, without one, of f; total bytes were read before. */
+static gboolean read_chunk(const char *path, gzFile zf, FILE *f,
+                           unsigned char *buf, guint64 total, size_t *n,
+                           GError **error)
+{
+  if (fault_inject(FAULT_READ, "kineto: read")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO,
+                "%s: read error after %" G_GUINT64_FORMAT " bytes: %s "
+                "(injected fault)", path, total, g_strerror(EIO));
+    return FALSE;
+  }
+  if (zf != NULL) {
+    int got = gzread(zf, buf, CHUNK);
+    int zerr = Z_OK;
+    const char *zmsg = gzerror(zf, &zerr);
+    if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  "%s: corrupt or truncated gzip data after %"
+                  G_GUINT64_FORMAT " decompressed bytes (%s)", path,
+                  total + (got > 0 ? (guint64)got : 0),
+                  zerr == Z_BUF_ERROR ? "unexpected end of file" : zmsg);
+      return FALSE;
+    }
+    *n = (size_t)got;
+  } else {
+    *n = fread(buf, 1, CHUNK, f);
+    if (*n < CHUNK && ferror(f)) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error",
+                  path);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
                                 GError **error)
 {
@@ -1191,58 +882,17 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   }
 
   g_autoptr(TraceRawRank) raw = trace_raw_rank_new(path);
-  Kin k = {0};
-  k.path = path;
-  k.raw = raw;
-  k.names = names;
-  k.ev.name = g_string_sized_new(256);
-  k.ev.coll = g_string_new(NULL);
-  k.ev.dtype = g_string_new(NULL);
-  k.ev.pg_ranks = g_string_new(NULL);
-  k.ev.pg_name = g_string_new(NULL);
-  k.pgc_name = g_string_new(NULL);
-  k.pgc_ranks = g_string_new(NULL);
-  k.dev_name = g_string_new(NULL);
-  k.nccl = g_byte_array_new();
-  k.calls = g_byte_array_new();
-  k.cpu_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  k.op_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  k.types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Kin k;
+  kin_init(&k, path, raw, names);
   yajl_handle h = yajl_alloc(&callbacks, NULL, &k);
   g_autofree unsigned char *buf = g_malloc(CHUNK);
   guint64 total = 0;
   gboolean ok = TRUE;
   for (;;) {
-    size_t n;
-    if (fault_inject(FAULT_READ, "kineto: read")) {
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO,
-                  "%s: read error after %" G_GUINT64_FORMAT " bytes: %s "
-                  "(injected fault)", path, total, g_strerror(EIO));
+    size_t n = 0;
+    if (!read_chunk(path, zf, f, buf, total, &n, error)) {
       ok = FALSE;
       break;
-    }
-    if (gz) {
-      int got = gzread(zf, buf, CHUNK);
-      int zerr = Z_OK;
-      const char *zmsg = gzerror(zf, &zerr);
-      if (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
-        g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
-                    "%s: corrupt or truncated gzip data after %"
-                    G_GUINT64_FORMAT " decompressed bytes (%s)", path,
-                    total + (got > 0 ? (guint64)got : 0),
-                    zerr == Z_BUF_ERROR ? "unexpected end of file" : zmsg);
-        ok = FALSE;
-        break;
-      }
-      n = (size_t)got;
-    } else {
-      n = fread(buf, 1, CHUNK, f);
-      if (n < CHUNK && ferror(f)) {
-        g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error",
-                    path);
-        ok = FALSE;
-        break;
-      }
     }
     if (n == 0)
       break;
@@ -1280,95 +930,4 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
   if (!ok)
     return NULL;
   return g_steal_pointer(&raw);
-}
-
-/* ---- synthetic traces (benchmarks) -------------------------------------- */
-
-/* Kernel names as real traces spell them (templates and all). */
-static const char *const synth_kernels[] = {
-  "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
-  "void at::native::vectorized_elementwise_kernel<4, at::native::"
-  "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::"
-  "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
-  "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native"
-  "::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::"
-  "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
-  "{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)",
-  "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel"
-  "<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 "
-  "const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
-  "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, "
-  "false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, "
-  "cutlass::bfloat16_t> >, false, true, false, false, true, true, false>"
-  "(Flash_fwd_params)",
-};
-
-gboolean trace_kineto_write_synthetic(const char *path, guint64 target_bytes,
-                                      guint64 *n_gpu_events, GError **error)
-{
-  FILE *f = fopen(path, "wb");
-  if (f == NULL) {
-    int e = errno;
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
-                g_strerror(e));
-    return FALSE;
-  }
-  setvbuf(f, NULL, _IOFBF, 1 << 20);
-  fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, "
-          "\"name\": \"NVIDIA A100-SXM4-80GB\", \"totalGlobalMem\": "
-          "85899345920, \"numSms\": 108}],\n  \"distributedInfo\": "
-          "{\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},\n"
-          "  \"traceEvents\": [\n");
-  guint64 n = 0;
-  double ts = 1682725898000000.0; /* microseconds, as profilers write */
-  long pos = ftell(f);
-  while (pos >= 0 && (guint64)pos < target_bytes) {
-    const char *k = synth_kernels[n % G_N_ELEMENTS(synth_kernels)];
-    guint64 corr = 1000000 + n;
-    double dur = 3.0 + (double)(n % 97) * 0.731;
-    fprintf(f,
-            "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\","
-            " \"pid\": 4037, \"tid\": 4037, \"ts\": %.3f, \"dur\": 9.125, "
-            "\"args\": {\"External id\": %" G_GUINT64_FORMAT ", \"Input Dims\":"
-            " [[8, 2048, 4096], [4096, 4096], [4096]], \"Input type\": "
-            "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]}},\n"
-            "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
-            "\"cudaLaunchKernel\", \"pid\": 4037, \"tid\": 4037, \"ts\": %.3f,"
-            " \"dur\": 4.5, \"args\": {\"External id\": %" G_GUINT64_FORMAT
-            ", \"cbid\": 211, \"correlation\": %" G_GUINT64_FORMAT "}},\n"
-            "  {\"ph\": \"s\", \"id\": %" G_GUINT64_FORMAT ", \"pid\": 4037, "
-            "\"tid\": 4037, \"ts\": %.3f, \"cat\": \"ac2g\", \"name\": "
-            "\"ac2g\"},\n"
-            "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": "
-            "0, \"tid\": 7, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"External"
-            " id\": %" G_GUINT64_FORMAT ", \"queued\": 0, \"device\": 0, "
-            "\"context\": 1, \"stream\": 7, \"correlation\": %"
-            G_GUINT64_FORMAT ", \"registers per thread\": 96, \"shared "
-            "memory\": 41744, \"blocks per SM\": 0.148148, \"warps per SM\": "
-            "2.962963, \"grid\": [16, 1, 1], \"block\": [640, 1, 1], \"est. "
-            "achieved occupancy %%\": 5}},\n"
-            "  {\"ph\": \"f\", \"id\": %" G_GUINT64_FORMAT ", \"pid\": 0, "
-            "\"tid\": 7, \"ts\": %.3f, \"cat\": \"ac2g\", \"name\": \"ac2g\", "
-            "\"bp\": \"e\"},\n",
-            ts, corr, ts + 1.0, corr, corr, corr, ts + 1.0, k, ts + 20.0, dur,
-            corr, corr, corr, ts + 20.0);
-    ts += dur + 0.5;
-    n++;
-    if (n % 4096 == 0)
-      pos = ftell(f);
-  }
-  fprintf(f, "  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch "
-          "Profiler (0)\", \"pid\": \"Spans\", \"tid\": \"PyTorch "
-          "Profiler\", \"ts\": 1682725898000000.000, \"dur\": %.3f, \"args\":"
-          " {\"Op count\": 0}}\n  ]\n}\n", ts - 1682725898000000.0);
-  gboolean ok = !ferror(f);
-  if (fclose(f) != 0)
-    ok = FALSE;
-  if (!ok) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: write error", path);
-    return FALSE;
-  }
-  if (n_gpu_events != NULL)
-    *n_gpu_events = n;
-  return TRUE;
 }

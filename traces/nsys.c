@@ -32,7 +32,7 @@
  * (stream order only); launch correlation ids are assumed unique within a
  * file (one profiled process per file, as nsys writes one per rank).
  */
-#include "traces/import.h"
+#include "traces/import-private.h"
 #include "io/fault.h"
 #include "traces/classify.h"
 
@@ -157,20 +157,13 @@ static const char *memcpy_name(gint64 kind)
   }
 }
 
-/* Reads one activity table.  kind: TraceRawKind. */
-static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
-                              GError **error)
+/* The query of an activity table: start, end, device, stream,
+ * correlation id, the name column (kernels: the best of the demangled,
+ * short and mangled names; copies: the copy kind) and, where names are
+ * string ids, the joined string. */
+static char *activity_query(const Nsys *s, const char *table,
+                            TraceRawKind kind, GHashTable *cols)
 {
-  Nsys *s = d->s;
-  g_autoptr(GHashTable) cols = table_columns(s, table, error);
-  if (cols == NULL)
-    return FALSE;
-  if (!g_hash_table_contains(cols, "start") ||
-      !g_hash_table_contains(cols, "end")) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
-                "%s: table %s has no start/end columns", s->path, table);
-    return FALSE;
-  }
   GString *sql = g_string_new("SELECT x.start, x.\"end\", ");
   g_autoptr(GString) tmp = g_string_new(NULL);
   g_string_append_printf(sql, "%s, ", col_or(cols, "deviceId", "0", tmp));
@@ -202,7 +195,24 @@ static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
   if (join)
     g_string_append_printf(sql, " LEFT JOIN StringIds s ON s.id = x.\"%s\"",
                            name_col);
-  g_autofree char *q = g_string_free(sql, FALSE);
+  return g_string_free(sql, FALSE);
+}
+
+/* Reads one activity table.  kind: TraceRawKind. */
+static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
+                              GError **error)
+{
+  Nsys *s = d->s;
+  g_autoptr(GHashTable) cols = table_columns(s, table, error);
+  if (cols == NULL)
+    return FALSE;
+  if (!g_hash_table_contains(cols, "start") ||
+      !g_hash_table_contains(cols, "end")) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: table %s has no start/end columns", s->path, table);
+    return FALSE;
+  }
+  g_autofree char *q = activity_query(s, table, kind, cols);
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK)
     return db_error(s, table, error);

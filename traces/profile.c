@@ -26,26 +26,10 @@
  * caller must decide whether and how to extrapolate (models/fit.c fits a
  * model for that).
  *
- * NVML / DCGM sample series (profile_load_nvml)
- * ---------------------------------------------
- * `nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw[,clocks.mem,...]
- * --format=csv[,nounits] -lms PERIOD` output and a windows file
- * `kernel,start,end`.  The power samples are taken as a piecewise-linear
- * signal between sample instants and each window's energy is its integral
- * (the trapezoid rule, with the end points interpolated): this is what the
- * NVML total-energy counter (nvmlDeviceGetTotalEnergyConsumption) would
- * accumulate if it were read at the window's edges, up to the counter's own
- * refresh cadence.  Assumptions and limits (docs/sources.md): the driver
- * refreshes power every 20-100 ms and on A100/H100 the sensor averages only
- * 25 ms out of every 100 ms, so a window needs many sample periods (seconds
- * of repeated kernels, not one launch) for the integral to be meaningful;
- * each window must contain at least one sample and lie inside the sampled
- * span.  A window may hold `count` launches of its kernel (optional
- * column): its time and energy are divided by it.  Windows of the same kernel at the same clocks (repetitions) are
- * averaged into one point; the window's SM clock is the most frequent
- * sampled clock inside it (locked clocks make it unique).
+ * The NVML sample loader is traces/profile_nvml.c.
  */
-#include "traces/profile.h"
+#include "traces/profile-private.h"
+#include "traces/gpt.h"
 #include "io/fault.h"
 
 #include <math.h>
@@ -55,29 +39,14 @@
 
 G_DEFINE_QUARK(profile-error-quark, profile_error)
 
-/* Clocks above this are certainly a unit mistake (Hz or kHz). */
-#define MAX_CLOCK_MHZ 100000.0
 
 /* ---------------------------------------------------------------------- */
 /* Small CSV reader                                                        */
 
-/* One logical record: its fields (owned strings) and its 1-based line. */
-typedef struct {
-  GPtrArray *fields;
-  guint line;
-} CsvRow;
-
-typedef struct {
-  const char *path;
-  const char *p;     /* cursor */
-  const char *end;
-  guint line;        /* line of the cursor, 1-based */
-} CsvReader;
-
 /* Reads the next non-blank, non-comment record into row (fields replaced).
  * Returns FALSE at end of input (error unset) or on a syntax error (error
  * set, naming the line). */
-static gboolean csv_next(CsvReader *r, CsvRow *row, GError **error)
+gboolean profile_csv_next(CsvReader *r, CsvRow *row, GError **error)
 {
   for (;;) {
     if (r->p >= r->end)
@@ -171,13 +140,13 @@ static gboolean csv_next(CsvReader *r, CsvRow *row, GError **error)
 }
 
 
-static void csv_row_init(CsvRow *row)
+void profile_csv_row_init(CsvRow *row)
 {
   row->fields = g_ptr_array_new_with_free_func(g_free);
   row->line = 0;
 }
 
-static void csv_row_clear(CsvRow *row)
+void profile_csv_row_clear(CsvRow *row)
 {
   g_clear_pointer(&row->fields, g_ptr_array_unref);
 }
@@ -186,8 +155,8 @@ static void csv_row_clear(CsvRow *row)
  * (initialised here; on success the caller clears it); r reads the records
  * that follow.  Errors: PROFILE_ERROR_IO, a CSV syntax error, or
  * PROFILE_ERROR_FORMAT for a file without a header line. */
-static gboolean csv_open(const char *path, char **text, CsvReader *r,
-                         CsvRow *row, GError **error)
+gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
+                          CsvRow *row, GError **error)
 {
   gsize len = 0;
   GError *err = NULL;
@@ -202,9 +171,9 @@ static gboolean csv_open(const char *path, char **text, CsvReader *r,
   r->p = *text;
   r->end = *text + len;
   r->line = 1;
-  csv_row_init(row);
-  if (!csv_next(r, row, &err)) {
-    csv_row_clear(row);
+  profile_csv_row_init(row);
+  if (!profile_csv_next(r, row, &err)) {
+    profile_csv_row_clear(row);
     if (err != NULL)
       g_propagate_error(error, err);
     else
@@ -220,9 +189,9 @@ static gboolean csv_open(const char *path, char **text, CsvReader *r,
 
 /* Parses a finite number from s.  Errors (naming path:line, the column
  * number and name): empty, not a number, not finite. */
-static gboolean parse_number(const char *path, guint line, guint col,
-                             const char *colname, const char *s, double *out,
-                             GError **error)
+gboolean profile_parse_number(const char *path, guint line, guint col,
+                              const char *colname, const char *s, double *out,
+                              GError **error)
 {
   if (s[0] == '\0') {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -249,11 +218,11 @@ static gboolean parse_number(const char *path, guint line, guint col,
 }
 
 /* A number > 0. */
-static gboolean parse_positive(const char *path, guint line, guint col,
-                               const char *colname, const char *s,
-                               double *out, GError **error)
+gboolean profile_parse_positive(const char *path, guint line, guint col,
+                                const char *colname, const char *s,
+                                double *out, GError **error)
 {
-  if (!parse_number(path, line, col, colname, s, out, error))
+  if (!profile_parse_number(path, line, col, colname, s, out, error))
     return FALSE;
   if (!(*out > 0)) {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -265,12 +234,12 @@ static gboolean parse_positive(const char *path, guint line, guint col,
 }
 
 /* A whole clock in MHz, > 0 and below MAX_CLOCK_MHZ. */
-static gboolean parse_clock(const char *path, guint line, guint col,
-                            const char *colname, const char *s, guint *out,
-                            GError **error)
+gboolean profile_parse_clock(const char *path, guint line, guint col,
+                             const char *colname, const char *s, guint *out,
+                             GError **error)
 {
   double v;
-  if (!parse_positive(path, line, col, colname, s, &v, error))
+  if (!profile_parse_positive(path, line, col, colname, s, &v, error))
     return FALSE;
   if (fabs(v - round(v)) > 1e-6 || v > MAX_CLOCK_MHZ) {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -289,7 +258,7 @@ static gboolean parse_index(const char *path, guint line, guint col,
                             GError **error)
 {
   double v;
-  if (!parse_number(path, line, col, colname, s, &v, error))
+  if (!profile_parse_number(path, line, col, colname, s, &v, error))
     return FALSE;
   if (v < 0 || v > 1e6 || fabs(v - round(v)) > 1e-9) {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -316,7 +285,7 @@ static void profile_op_free(gpointer data)
   g_free(op);
 }
 
-static Profile *profile_new(const char *path, ProfileFormat format)
+Profile *profile_new(const char *path, ProfileFormat format)
 {
   Profile *p = g_new0(Profile, 1);
   p->path = g_strdup(path);
@@ -499,17 +468,116 @@ static gboolean loader_point(Loader *ld, ProfileOp *op, const ProfilePoint *pt,
   return TRUE;
 }
 
+/* The field of column id c of row, and its 1-based column number. */
+#define FIELD(c) ((const char *)g_ptr_array_index(row->fields, (guint)col_of[c]))
+#define COLNO(c) ((guint)col_of[c] + 1)
+
+/* One row of the Perseus form: stage, instruction, frequency, time,
+ * energy. */
+static gboolean perseus_row(Loader *ld, const CsvRow *row, const int *col_of,
+                            GError **error)
+{
+  Profile *p = ld->p;
+  guint line = row->line;
+  ProfilePoint pt = {0};
+  double t, e;
+  guint stage;
+  const char *instr = FIELD(COL_INSTRUCTION);
+  if (!parse_index(p->path, line, COLNO(COL_STAGE), "stage",
+                   FIELD(COL_STAGE), &stage, error) ||
+      !profile_parse_clock(p->path, line, COLNO(COL_FREQUENCY), "frequency",
+                           FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_TIME), "time",
+                              FIELD(COL_TIME), &t, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_ENERGY), "energy",
+                              FIELD(COL_ENERGY), &e, error))
+    return FALSE;
+  if (instr[0] == '\0') {
+    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                "%s:%u: column %u (instruction): empty value", p->path,
+                line, COLNO(COL_INSTRUCTION));
+    return FALSE;
+  }
+  pt.time_s = t;
+  pt.energy_j = e;
+  g_autofree char *name = g_strdup_printf("stage%u.%s", stage, instr);
+  ProfileOp *op = loader_op(ld, name, line, stage, instr, SIM_CLASS_OTHER,
+                            1, FALSE, FALSE, error);
+  if (op == NULL || !loader_point(ld, op, &pt, line, error))
+    return FALSE;
+  p->n_stages = MAX(p->n_stages, stage + 1);
+  return TRUE;
+}
+
+/* One row of the per-kernel form: kernel, clocks, time, energy[, count,
+ * class]. */
+static gboolean kernel_row(Loader *ld, const CsvRow *row, const int *col_of,
+                           GError **error)
+{
+  Profile *p = ld->p;
+  guint line = row->line;
+  ProfilePoint pt = {0};
+  double t, e;
+  const char *kname = FIELD(COL_KERNEL);
+  double count = 1;
+  SimOpClass klass = SIM_CLASS_OTHER;
+  if (kname[0] == '\0') {
+    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                "%s:%u: column %u (kernel): empty value", p->path, line,
+                COLNO(COL_KERNEL));
+    return FALSE;
+  }
+  if (!profile_parse_clock(p->path, line, COLNO(COL_SM_MHZ), "sm_mhz",
+                           FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
+      !profile_parse_clock(p->path, line, COLNO(COL_MEM_MHZ), "mem_mhz",
+                           FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_TIME_S), "time_s",
+                              FIELD(COL_TIME_S), &t, error) ||
+      !profile_parse_positive(p->path, line, COLNO(COL_ENERGY_J), "energy_j",
+                              FIELD(COL_ENERGY_J), &e, error) ||
+      (col_of[COL_COUNT] >= 0 &&
+       !profile_parse_positive(p->path, line, COLNO(COL_COUNT), "count",
+                               FIELD(COL_COUNT), &count, error)))
+    return FALSE;
+  if (col_of[COL_CLASS] >= 0) {
+    int k = sim_class_from_name(FIELD(COL_CLASS));
+    if (k < 0) {
+      g_autoptr(GString) names = g_string_new(NULL);
+      for (int i = 0; i < SIM_CLASS_COUNT; i++)
+        g_string_append_printf(names, "%s%s", i > 0 ? ", " : "",
+                               sim_class_name((SimOpClass)i));
+      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                  "%s:%u: column %u (class): unknown class '%s' (one of "
+                  "%s)",
+                  p->path, line, COLNO(COL_CLASS), FIELD(COL_CLASS),
+                  names->str);
+      return FALSE;
+    }
+    klass = (SimOpClass)k;
+  }
+  pt.time_s = t;
+  pt.energy_j = e;
+  ProfileOp *op = loader_op(ld, kname, line, 0, NULL, klass, count,
+                            col_of[COL_CLASS] >= 0,
+                            col_of[COL_COUNT] >= 0, error);
+  if (op == NULL || !loader_point(ld, op, &pt, line, error))
+    return FALSE;
+  return TRUE;
+}
+#undef FIELD
+#undef COLNO
+
 /* Parses the rows of an open reader whose header has been read. */
 static gboolean load_rows(Loader *ld, CsvReader *r, const int *col_of,
                           guint n_cols, GError **error)
 {
   Profile *p = ld->p;
   CsvRow row;
-  csv_row_init(&row);
+  profile_csv_row_init(&row);
   gboolean ok = TRUE;
   guint n_rows = 0;
   GError *err = NULL;
-  while (ok && csv_next(r, &row, &err)) {
+  while (ok && profile_csv_next(r, &row, &err)) {
     n_rows++;
     guint line = row.line;
     if (row.fields->len != n_cols) {
@@ -520,96 +588,12 @@ static gboolean load_rows(Loader *ld, CsvReader *r, const int *col_of,
       ok = FALSE;
       break;
     }
-    /* The field of column id c, and its 1-based column number. */
-#define FIELD(c) ((const char *)g_ptr_array_index(row.fields, (guint)col_of[c]))
-#define COLNO(c) ((guint)col_of[c] + 1)
-    ProfilePoint pt = {0};
-    double t, e;
-    if (p->format == PROFILE_PERSEUS) {
-      guint stage;
-      const char *instr = FIELD(COL_INSTRUCTION);
-      if (!parse_index(p->path, line, COLNO(COL_STAGE), "stage",
-                       FIELD(COL_STAGE), &stage, error) ||
-          !parse_clock(p->path, line, COLNO(COL_FREQUENCY), "frequency",
-                       FIELD(COL_FREQUENCY), &pt.sm_mhz, error) ||
-          !parse_positive(p->path, line, COLNO(COL_TIME), "time",
-                          FIELD(COL_TIME), &t, error) ||
-          !parse_positive(p->path, line, COLNO(COL_ENERGY), "energy",
-                          FIELD(COL_ENERGY), &e, error)) {
-        ok = FALSE;
-        break;
-      }
-      if (instr[0] == '\0') {
-        g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                    "%s:%u: column %u (instruction): empty value", p->path,
-                    line, COLNO(COL_INSTRUCTION));
-        ok = FALSE;
-        break;
-      }
-      pt.time_s = t;
-      pt.energy_j = e;
-      g_autofree char *name = g_strdup_printf("stage%u.%s", stage, instr);
-      ProfileOp *op = loader_op(ld, name, line, stage, instr, SIM_CLASS_OTHER,
-                                1, FALSE, FALSE, error);
-      if (op == NULL || !loader_point(ld, op, &pt, line, error)) {
-        ok = FALSE;
-        break;
-      }
-      p->n_stages = MAX(p->n_stages, stage + 1);
-    } else {
-      const char *kname = FIELD(COL_KERNEL);
-      double count = 1;
-      SimOpClass klass = SIM_CLASS_OTHER;
-      if (kname[0] == '\0') {
-        g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                    "%s:%u: column %u (kernel): empty value", p->path, line,
-                    COLNO(COL_KERNEL));
-        ok = FALSE;
-        break;
-      }
-      if (!parse_clock(p->path, line, COLNO(COL_SM_MHZ), "sm_mhz",
-                       FIELD(COL_SM_MHZ), &pt.sm_mhz, error) ||
-          !parse_clock(p->path, line, COLNO(COL_MEM_MHZ), "mem_mhz",
-                       FIELD(COL_MEM_MHZ), &pt.mem_mhz, error) ||
-          !parse_positive(p->path, line, COLNO(COL_TIME_S), "time_s",
-                          FIELD(COL_TIME_S), &t, error) ||
-          !parse_positive(p->path, line, COLNO(COL_ENERGY_J), "energy_j",
-                          FIELD(COL_ENERGY_J), &e, error) ||
-          (col_of[COL_COUNT] >= 0 &&
-           !parse_positive(p->path, line, COLNO(COL_COUNT), "count",
-                           FIELD(COL_COUNT), &count, error))) {
-        ok = FALSE;
-        break;
-      }
-      if (col_of[COL_CLASS] >= 0) {
-        int k = sim_class_from_name(FIELD(COL_CLASS));
-        if (k < 0) {
-          g_autoptr(GString) names = g_string_new(NULL);
-          for (int i = 0; i < SIM_CLASS_COUNT; i++)
-            g_string_append_printf(names, "%s%s", i > 0 ? ", " : "",
-                                   sim_class_name((SimOpClass)i));
-          g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                      "%s:%u: column %u (class): unknown class '%s' (one of "
-                      "%s)",
-                      p->path, line, COLNO(COL_CLASS), FIELD(COL_CLASS),
-                      names->str);
-          ok = FALSE;
-          break;
-        }
-        klass = (SimOpClass)k;
-      }
-      pt.time_s = t;
-      pt.energy_j = e;
-      ProfileOp *op = loader_op(ld, kname, line, 0, NULL, klass, count,
-                                col_of[COL_CLASS] >= 0,
-                                col_of[COL_COUNT] >= 0, error);
-      if (op == NULL || !loader_point(ld, op, &pt, line, error)) {
-        ok = FALSE;
-        break;
-      }
+    if (!(p->format == PROFILE_PERSEUS
+              ? perseus_row(ld, &row, col_of, error)
+              : kernel_row(ld, &row, col_of, error))) {
+      ok = FALSE;
+      break;
     }
-#undef FIELD
-#undef COLNO
   }
   if (err != NULL) {
     g_propagate_error(error, err);
@@ -620,7 +604,7 @@ static gboolean load_rows(Loader *ld, CsvReader *r, const int *col_of,
                 "%s:%u: no data rows after the header", p->path, r->line);
     ok = FALSE;
   }
-  csv_row_clear(&row);
+  profile_csv_row_clear(&row);
   return ok;
 }
 
@@ -698,7 +682,7 @@ static gboolean parse_header(const char *path, const CsvRow *hdr,
   return TRUE;
 }
 
-static void sort_points(Profile *p)
+void profile_sort_points(Profile *p)
 {
   for (guint i = 0; i < p->ops->len; i++) {
     ProfileOp *op = g_ptr_array_index(p->ops, i);
@@ -713,16 +697,16 @@ Profile *profile_load(const char *path, GError **error)
   g_autofree char *text = NULL;
   CsvReader r;
   CsvRow hdr;
-  if (!csv_open(path, &text, &r, &hdr, error))
+  if (!profile_csv_open(path, &text, &r, &hdr, error))
     return NULL;
   ProfileFormat format;
   int col_of[N_COLS];
   if (!parse_header(path, &hdr, &format, col_of, error)) {
-    csv_row_clear(&hdr);
+    profile_csv_row_clear(&hdr);
     return NULL;
   }
   guint n_cols = hdr.fields->len;
-  csv_row_clear(&hdr);
+  profile_csv_row_clear(&hdr);
 
   g_autoptr(Profile) p = profile_new(path, format);
   Loader ld = {
@@ -737,8 +721,39 @@ Profile *profile_load(const char *path, GError **error)
   g_hash_table_unref(ld.first_line);
   if (!ok)
     return NULL;
-  sort_points(p);
+  profile_sort_points(p);
   return g_steal_pointer(&p);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The out-of-box kernel mix                                               */
+
+G_STATIC_ASSERT(PROFILE_OP_KERNELS_MAX == GPT_LAYER_KERNELS_MAX);
+
+guint profile_op_kernels(const ProfileOp *op, FitKernel *out)
+{
+  SimPhase phase;
+  if (op->instruction == NULL)
+    return 0;
+  if (g_ascii_strcasecmp(op->instruction, "forward") == 0)
+    phase = SIM_PHASE_FORWARD;
+  else if (g_ascii_strcasecmp(op->instruction, "backward") == 0)
+    phase = SIM_PHASE_BACKWARD;
+  else
+    return 0;
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  gboolean ok = gpt_config_set_model(&cfg, "gpt3-175b", NULL);
+  g_assert(ok);
+  cfg.tp = 8;
+  cfg.seq_len = 2048;
+  cfg.microbatch_size = 1;
+  cfg.precision = GPT_PRECISION_BF16;
+  GptLayerKernel ks[GPT_LAYER_KERNELS_MAX];
+  guint n = gpt_layer_kernels(&cfg, phase, ks);
+  for (guint i = 0; i < n; i++)
+    out[i] = (FitKernel){ks[i].kernel, ks[i].count};
+  return n;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -823,456 +838,6 @@ gboolean profile_op_at(const ProfileOp *op, guint sm_mhz, guint mem_mhz,
 }
 
 /* ---------------------------------------------------------------------- */
-/* NVML / DCGM sample series                                               */
-
-/* Parses "YYYY/MM/DD hh:mm:ss[.fff]" (nvidia-smi; '-' also accepted as the
- * date separator and 'T' between date and time) into seconds since
- * 1970-01-01 in UTC (the zone does not matter: only differences are used).
- * Returns FALSE when s is not in that form. */
-static gboolean parse_timestamp(const char *s, double *out)
-{
-  int y, mo, d, h, mi, n = 0;
-  char sep1, sep2, mid;
-  if (sscanf(s, "%d%c%d%c%d%c%d:%d:%n", &y, &sep1, &mo, &sep2, &d, &mid, &h,
-             &mi, &n) != 8 ||
-      n == 0)
-    return FALSE;
-  if (!((sep1 == '/' && sep2 == '/') || (sep1 == '-' && sep2 == '-')) ||
-      (mid != ' ' && mid != 'T'))
-    return FALSE;
-  const char *rest = s + n;
-  char *end = NULL;
-  double sec = g_ascii_strtod(rest, &end);
-  if (end == rest || *end != '\0' || !(sec >= 0 && sec < 61))
-    return FALSE;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
-      mi > 59 || y < 1970 || y > 9999)
-    return FALSE;
-  GDateTime *dt = g_date_time_new_utc(y, mo, d, h, mi, 0);
-  if (dt == NULL)
-    return FALSE;
-  *out = (double)g_date_time_to_unix(dt) + sec;
-  g_date_time_unref(dt);
-  return TRUE;
-}
-
-/* Strips a trailing unit (" MHz", " W", " %") that --format=csv without
- * nounits appends, in place. */
-static void strip_unit(char *s, const char *unit)
-{
-  gsize ls = strlen(s), lu = strlen(unit);
-  if (ls > lu && g_ascii_strcasecmp(s + ls - lu, unit) == 0) {
-    s[ls - lu] = '\0';
-    g_strchomp(s);
-  }
-}
-
-/* One sample of the series. */
-typedef struct {
-  double t;       /* s */
-  double power_w;
-  guint sm_mhz;
-  guint mem_mhz;  /* 0 when not sampled */
-} Sample;
-
-/* Header field -> role.  nvidia-smi prints "clocks.current.sm [MHz]" for the
- * query field clocks.sm, "power.draw [W]" (newer drivers also
- * power.draw.average / power.draw.instant). */
-typedef enum { S_TS, S_SM, S_MEM, S_POWER, S_OTHER } SampleRole;
-
-static SampleRole sample_role(const char *h)
-{
-  g_autofree char *name = g_ascii_strdown(h, -1);
-  char *br = strchr(name, '[');
-  if (br != NULL)
-    *br = '\0';
-  g_strstrip(name);
-  if (strcmp(name, "timestamp") == 0)
-    return S_TS;
-  if (strcmp(name, "clocks.current.sm") == 0 || strcmp(name, "clocks.sm") == 0)
-    return S_SM;
-  if (strcmp(name, "clocks.current.memory") == 0 ||
-      strcmp(name, "clocks.mem") == 0)
-    return S_MEM;
-  /* power.draw.average is the driver's 1 s average: a fallback only when
-   * power.draw / power.draw.instant are absent (see below). */
-  if (strcmp(name, "power.draw") == 0 ||
-      strcmp(name, "power.draw.instant") == 0)
-    return S_POWER;
-  return S_OTHER;
-}
-
-static GArray *load_samples(const char *path, GError **error)
-{
-  g_autofree char *text = NULL;
-  GError *err = NULL;
-  CsvReader r;
-  CsvRow row;
-  if (!csv_open(path, &text, &r, &row, error))
-    return NULL;
-  g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(Sample));
-  int ts = -1, sm = -1, mem = -1, pw = -1;
-  guint n_cols = row.fields->len;
-  for (guint i = 0; i < n_cols; i++) {
-    int *slot = NULL;
-    switch (sample_role(g_ptr_array_index(row.fields, i))) {
-    case S_TS: slot = &ts; break;
-    case S_SM: slot = &sm; break;
-    case S_MEM: slot = &mem; break;
-    case S_POWER: slot = &pw; break;
-    case S_OTHER: break;
-    }
-    if (slot == NULL)
-      continue;
-    if (*slot >= 0) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %u: '%s' repeats column %d", path, row.line,
-                  i + 1, (const char *)g_ptr_array_index(row.fields, i),
-                  *slot + 1);
-      csv_row_clear(&row);
-      return NULL;
-    }
-    *slot = (int)i;
-  }
-  const char *missing = ts < 0   ? "timestamp"
-                        : sm < 0 ? "clocks.current.sm [MHz] (query clocks.sm)"
-                        : pw < 0 ? "power.draw [W]"
-                                 : NULL;
-  if (missing != NULL) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                "%s:%u: missing column %s (expected nvidia-smi "
-                "--query-gpu=timestamp,clocks.sm,power.draw --format=csv)",
-                path, row.line, missing);
-    csv_row_clear(&row);
-    return NULL;
-  }
-  gboolean ok = TRUE;
-  while (ok && csv_next(&r, &row, &err)) {
-    guint line = row.line;
-    if (row.fields->len != n_cols) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: %u columns, the header has %u", path, line,
-                  row.fields->len, n_cols);
-      ok = FALSE;
-      break;
-    }
-    Sample s = {0};
-    char *f_ts = g_ptr_array_index(row.fields, (guint)ts);
-    char *f_sm = g_ptr_array_index(row.fields, (guint)sm);
-    char *f_pw = g_ptr_array_index(row.fields, (guint)pw);
-    char *f_mem = mem >= 0 ? g_ptr_array_index(row.fields, (guint)mem) : NULL;
-    strip_unit(f_sm, "MHz");
-    strip_unit(f_pw, "W");
-    if (f_mem != NULL)
-      strip_unit(f_mem, "MHz");
-    if (!parse_timestamp(f_ts, &s.t) &&
-        !parse_number(path, line, (guint)ts + 1, "timestamp", f_ts, &s.t,
-                      NULL)) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %d (timestamp): '%s' is neither "
-                  "'YYYY/MM/DD hh:mm:ss.fff' nor a number of seconds",
-                  path, line, ts + 1, f_ts);
-      ok = FALSE;
-      break;
-    }
-    double pwv;
-    if (!parse_clock(path, line, (guint)sm + 1, "clocks.sm", f_sm, &s.sm_mhz,
-                     error) ||
-        (f_mem != NULL && !parse_clock(path, line, (guint)mem + 1,
-                                       "clocks.mem", f_mem, &s.mem_mhz,
-                                       error)) ||
-        !parse_number(path, line, (guint)pw + 1, "power.draw", f_pw, &pwv,
-                      error)) {
-      ok = FALSE;
-      break;
-    }
-    if (pwv < 0) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %d (power.draw): %s must be >= 0", path,
-                  line, pw + 1, f_pw);
-      ok = FALSE;
-      break;
-    }
-    s.power_w = pwv;
-    if (out->len > 0 &&
-        !(s.t > g_array_index(out, Sample, out->len - 1).t)) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %d (timestamp): '%s' is not after the "
-                  "previous sample",
-                  path, line, ts + 1, f_ts);
-      ok = FALSE;
-      break;
-    }
-    g_array_append_val(out, s);
-  }
-  if (err != NULL) {
-    g_propagate_error(error, err);
-    ok = FALSE;
-  }
-  csv_row_clear(&row);
-  if (!ok)
-    return NULL;
-  if (out->len < 2) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                "%s: %u sample(s); at least 2 are needed to integrate power",
-                path, out->len);
-    return NULL;
-  }
-  return g_steal_pointer(&out);
-}
-
-/* Power at time t by linear interpolation; t inside the sampled span. */
-static double power_at(const Sample *s, guint n, guint i, double t)
-{
-  /* s[i].t <= t <= s[i + 1].t */
-  if (i + 1 >= n)
-    return s[n - 1].power_w;
-  double w = (t - s[i].t) / (s[i + 1].t - s[i].t);
-  return s[i].power_w + w * (s[i + 1].power_w - s[i].power_w);
-}
-
-/* Integral of the piecewise-linear power between a and b (trapezoids), and
- * the most frequent sampled clocks within [a, b] (ties: the higher).
- * Returns the number of samples within [a, b]. */
-static guint integrate(const Sample *s, guint n, double a, double b,
-                       double *energy_j, guint *sm_mhz, guint *mem_mhz)
-{
-  /* First sample index with s[i].t > a, minus one: the segment holding a. */
-  guint lo = 0, hi = n - 1;
-  while (hi - lo > 1) {
-    guint mid = (lo + hi) / 2;
-    if (s[mid].t <= a)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  double e = 0, t_prev = a, p_prev = power_at(s, n, lo, a);
-  guint inside = 0;
-  g_autoptr(GHashTable) votes = g_hash_table_new(g_direct_hash, g_direct_equal);
-  for (guint i = lo + 1; i < n && s[i].t < b; i++) {
-    e += 0.5 * (p_prev + s[i].power_w) * (s[i].t - t_prev);
-    t_prev = s[i].t;
-    p_prev = s[i].power_w;
-  }
-  guint seg = lo;
-  while (seg + 1 < n && s[seg + 1].t < b)
-    seg++;
-  double p_b = power_at(s, n, seg, b);
-  e += 0.5 * (p_prev + p_b) * (b - t_prev);
-
-  guint best_votes = 0;
-  *sm_mhz = 0;
-  *mem_mhz = 0;
-  for (guint i = lo; i < n && s[i].t <= b; i++) {
-    if (s[i].t < a)
-      continue;
-    inside++;
-    guint64 key = ((guint64)s[i].mem_mhz << 20) | s[i].sm_mhz;
-    guint v = GPOINTER_TO_UINT(g_hash_table_lookup(votes, GSIZE_TO_POINTER(key))) + 1;
-    g_hash_table_insert(votes, GSIZE_TO_POINTER(key), GUINT_TO_POINTER(v));
-    if (v > best_votes || (v == best_votes && s[i].sm_mhz > *sm_mhz)) {
-      best_votes = v;
-      *sm_mhz = s[i].sm_mhz;
-      *mem_mhz = s[i].mem_mhz;
-    }
-  }
-  *energy_j = e;
-  return inside;
-}
-
-/* Accumulator for repeated windows of one (kernel, clocks). */
-typedef struct {
-  double time_sum, energy_sum;
-  guint n;
-} Acc;
-
-Profile *profile_load_nvml(const char *samples_path, const char *windows_path,
-                           GError **error)
-{
-  g_return_val_if_fail(samples_path != NULL && windows_path != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_autoptr(GArray) samples = load_samples(samples_path, error);
-  if (samples == NULL)
-    return NULL;
-  const Sample *s = (const Sample *)samples->data;
-  guint n = samples->len;
-
-  g_autofree char *text = NULL;
-  GError *err = NULL;
-  CsvReader r;
-  CsvRow row;
-  if (!csv_open(windows_path, &text, &r, &row, error))
-    return NULL;
-  int ck = -1, cs = -1, ce = -1, cc = -1;
-  guint n_cols = row.fields->len;
-  for (guint i = 0; i < n_cols; i++) {
-    const char *h = g_ptr_array_index(row.fields, i);
-    int *slot = g_ascii_strcasecmp(h, "kernel") == 0 ? &ck
-                : g_ascii_strcasecmp(h, "count") == 0 ? &cc
-                : (g_ascii_strcasecmp(h, "start") == 0 ||
-                   g_ascii_strcasecmp(h, "start_s") == 0)
-                    ? &cs
-                : (g_ascii_strcasecmp(h, "end") == 0 ||
-                   g_ascii_strcasecmp(h, "end_s") == 0)
-                    ? &ce
-                    : NULL;
-    if (slot == NULL || *slot >= 0) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %u: %s column '%s' (columns: kernel,start,end[,count])",
-                  windows_path, row.line, i + 1,
-                  slot == NULL ? "unknown" : "repeated", h);
-      csv_row_clear(&row);
-      return NULL;
-    }
-    *slot = (int)i;
-  }
-  if (ck < 0 || cs < 0 || ce < 0) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                "%s:%u: missing column '%s' (columns: kernel,start,end)",
-                windows_path, row.line,
-                ck < 0 ? "kernel" : cs < 0 ? "start" : "end");
-    csv_row_clear(&row);
-    return NULL;
-  }
-
-  g_autoptr(Profile) p = profile_new(windows_path, PROFILE_KERNEL);
-  /* (kernel, mem, sm) -> Acc, in order of first appearance. */
-  g_autoptr(GHashTable) accs =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
-  gboolean ok = TRUE;
-  guint n_rows = 0;
-  while (ok && csv_next(&r, &row, &err)) {
-    guint line = row.line;
-    n_rows++;
-    if (row.fields->len != n_cols) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: %u columns, the header has %u", windows_path, line,
-                  row.fields->len, n_cols);
-      ok = FALSE;
-      break;
-    }
-    const char *kname = g_ptr_array_index(row.fields, (guint)ck);
-    if (kname[0] == '\0') {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %d (kernel): empty value", windows_path,
-                  line, ck + 1);
-      ok = FALSE;
-      break;
-    }
-    double t[2];
-    const int cols[2] = {cs, ce};
-    for (int k = 0; k < 2 && ok; k++) {
-      const char *f = g_ptr_array_index(row.fields, (guint)cols[k]);
-      if (parse_timestamp(f, &t[k]))
-        continue;
-      if (!parse_number(windows_path, line, (guint)cols[k] + 1,
-                        k == 0 ? "start" : "end", f, &t[k], NULL)) {
-        g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                    "%s:%u: column %d (%s): '%s' is neither seconds nor "
-                    "'YYYY/MM/DD hh:mm:ss.fff'",
-                    windows_path, line, cols[k] + 1,
-                    k == 0 ? "start" : "end", f);
-        ok = FALSE;
-        break;
-      }
-      t[k] += s[0].t;  /* seconds since the first sample */
-    }
-    if (!ok)
-      break;
-    if (!(t[1] > t[0])) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: column %d (end): the window ends before it starts",
-                  windows_path, line, ce + 1);
-      ok = FALSE;
-      break;
-    }
-    if (t[0] < s[0].t || t[1] > s[n - 1].t) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_RANGE,
-                  "%s:%u: window %.6f-%.6f s (from the first sample) is "
-                  "outside the sampled span 0-%.6f s of %s",
-                  windows_path, line, t[0] - s[0].t, t[1] - s[0].t,
-                  s[n - 1].t - s[0].t, samples_path);
-      ok = FALSE;
-      break;
-    }
-    double count = 1;
-    if (cc >= 0 &&
-        !parse_positive(windows_path, line, (guint)cc + 1, "count",
-                        g_ptr_array_index(row.fields, (guint)cc), &count,
-                        error)) {
-      ok = FALSE;
-      break;
-    }
-    double e;
-    guint sm, mem;
-    if (integrate(s, n, t[0], t[1], &e, &sm, &mem) == 0) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_RANGE,
-                  "%s:%u: window of %.3f ms contains no power sample of %s: "
-                  "the sampling period is too long for it (repeat the kernel "
-                  "for seconds, see docs/validation.md)",
-                  windows_path, line, (t[1] - t[0]) * 1e3, samples_path);
-      ok = FALSE;
-      break;
-    }
-    if (!(e > 0)) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: window energy %g J is not positive", windows_path,
-                  line, e);
-      ok = FALSE;
-      break;
-    }
-    ProfileOp *op = g_hash_table_lookup(by_name, kname);
-    if (op == NULL) {
-      op = g_new0(ProfileOp, 1);
-      op->name = g_strdup(kname);
-      op->klass = SIM_CLASS_OTHER;
-      op->count = 1;
-      op->points = g_array_new(FALSE, FALSE, sizeof(ProfilePoint));
-      g_ptr_array_add(p->ops, op);
-      g_hash_table_insert(by_name, op->name, op);
-    }
-    g_autofree char *key = g_strdup_printf("%s\x1f%u\x1f%u", kname, mem, sm);
-    Acc *acc = g_hash_table_lookup(accs, key);
-    if (acc == NULL) {
-      acc = g_new0(Acc, 1);
-      g_hash_table_insert(accs, g_strdup(key), acc);
-      ProfilePoint pt = {sm, mem, 0, 0};
-      g_array_append_val(op->points, pt);
-    }
-    acc->time_sum += (t[1] - t[0]) / count;
-    acc->energy_sum += e / count;
-    acc->n++;
-  }
-  if (err != NULL) {
-    g_propagate_error(error, err);
-    ok = FALSE;
-  }
-  if (ok && n_rows == 0) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                "%s:%u: no windows after the header", windows_path, r.line);
-    ok = FALSE;
-  }
-  csv_row_clear(&row);
-  if (!ok)
-    return NULL;
-  /* Means of the repetitions. */
-  for (guint i = 0; i < p->ops->len; i++) {
-    ProfileOp *op = g_ptr_array_index(p->ops, i);
-    for (guint j = 0; j < op->points->len; j++) {
-      ProfilePoint *pt = &g_array_index(op->points, ProfilePoint, j);
-      g_autofree char *key =
-          g_strdup_printf("%s\x1f%u\x1f%u", op->name, pt->mem_mhz, pt->sm_mhz);
-      const Acc *acc = g_hash_table_lookup(accs, key);
-      pt->time_s = acc->time_sum / acc->n;
-      pt->energy_j = acc->energy_sum / acc->n;
-    }
-  }
-  sort_points(p);
-  return g_steal_pointer(&p);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Measured iterations (whole-run validation)                              */
 
 static gint rank_cmp(gconstpointer a, gconstpointer b)
@@ -1289,7 +854,7 @@ GArray *profile_load_run(const char *path, GError **error)
   GError *err = NULL;
   CsvReader r;
   CsvRow row;
-  if (!csv_open(path, &text, &r, &row, error))
+  if (!profile_csv_open(path, &text, &r, &row, error))
     return NULL;
   static const char *const names[] = {"rank", "time_s", "energy_j"};
   int col[3] = {-1, -1, -1};
@@ -1305,7 +870,7 @@ GArray *profile_load_run(const char *path, GError **error)
                   "%s:%u: column %u: %s column '%s' (columns: "
                   "rank,time_s,energy_j)",
                   path, row.line, i + 1, k < 0 ? "unknown" : "repeated", h);
-      csv_row_clear(&row);
+      profile_csv_row_clear(&row);
       return NULL;
     }
     col[k] = (int)i;
@@ -1315,13 +880,13 @@ GArray *profile_load_run(const char *path, GError **error)
       g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
                   "%s:%u: missing column '%s' (columns: rank,time_s,energy_j)",
                   path, row.line, names[c]);
-      csv_row_clear(&row);
+      profile_csv_row_clear(&row);
       return NULL;
     }
   g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(ProfileRank));
   g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
   gboolean ok = TRUE;
-  while (ok && csv_next(&r, &row, &err)) {
+  while (ok && profile_csv_next(&r, &row, &err)) {
     guint line = row.line;
     if (row.fields->len != n_cols) {
       g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
@@ -1334,12 +899,12 @@ GArray *profile_load_run(const char *path, GError **error)
     if (!parse_index(path, line, (guint)col[0] + 1, "rank",
                      g_ptr_array_index(row.fields, (guint)col[0]), &pr.rank,
                      error) ||
-        !parse_positive(path, line, (guint)col[1] + 1, "time_s",
-                        g_ptr_array_index(row.fields, (guint)col[1]),
-                        &pr.time_s, error) ||
-        !parse_positive(path, line, (guint)col[2] + 1, "energy_j",
-                        g_ptr_array_index(row.fields, (guint)col[2]),
-                        &pr.energy_j, error)) {
+        !profile_parse_positive(path, line, (guint)col[1] + 1, "time_s",
+                                g_ptr_array_index(row.fields, (guint)col[1]),
+                                &pr.time_s, error) ||
+        !profile_parse_positive(path, line, (guint)col[2] + 1, "energy_j",
+                                g_ptr_array_index(row.fields, (guint)col[2]),
+                                &pr.energy_j, error)) {
       ok = FALSE;
       break;
     }
@@ -1359,7 +924,7 @@ GArray *profile_load_run(const char *path, GError **error)
     g_propagate_error(error, err);
     ok = FALSE;
   }
-  csv_row_clear(&row);
+  profile_csv_row_clear(&row);
   if (!ok)
     return NULL;
   if (out->len == 0) {

@@ -14,6 +14,7 @@
 
 #include <glib.h>
 #include "sim/workload.h"
+#include "models/fit.h"
 
 G_BEGIN_DECLS
 
@@ -95,6 +96,17 @@ gboolean profile_op_at(const ProfileOp *op, guint sm_mhz, guint mem_mhz,
 /* Measured SM clocks of op at memory clock mem (0 = highest), ascending.
  * Caller frees the array. */
 GArray *profile_op_clocks(const ProfileOp *op, guint mem_mhz);
+
+/* The kernel mix that stands in for op in the out-of-box model
+ * (FitOp.kernels): for a Perseus forward or backward stage, one
+ * transformer layer of GPT-3 175B at TP 8, microbatch 1, sequence 2048,
+ * BF16 (traces/gpt.h, gpt_layer_kernels), the shapes the shared Perseus
+ * profiles were measured with (for other models, Bloom, it is only
+ * representative: the GEMM share of a layer is similar, the attention
+ * share differs with the head count); 0 kernels for any other op.  out
+ * holds PROFILE_OP_KERNELS_MAX entries; returns how many it wrote. */
+#define PROFILE_OP_KERNELS_MAX 16
+guint profile_op_kernels(const ProfileOp *op, FitKernel *out);
 
 #define PROFILE_ERROR (profile_error_quark())
 GQuark profile_error_quark(void);

@@ -160,8 +160,10 @@ fuzz-regress: fuzz-build
 # seeds): the targets built again with clang's source-based coverage in
 # $(FUZZ_COV_BUILD), each run once over its inputs, then llvm-cov's report.
 FUZZ_COV_BUILD ?= build-fuzzcov
-FUZZ_COV_FILES := traces/kineto.c traces/nsys.c traces/chakra.c \
-                  traces/import.c traces/profile.c traces/native.c \
+FUZZ_COV_FILES := traces/kineto.c traces/kineto_events.c traces/nsys.c \
+                  traces/chakra.c traces/import.c traces/import_select.c \
+                  traces/import_host.c traces/import_build.c \
+                  traces/profile.c traces/profile_nvml.c traces/native.c \
                   lua/bind.c lua/luautil.c lua/policy.c lua/gpu.c \
                   lua/trace.c lua/validate.c lua/pipeline.c lua/sweep.c
 FUZZ_COV_FLAGS := -std=gnu11 -O1 -g -fprofile-instr-generate \

@@ -1,0 +1,455 @@
+/* traces/import_host.c -- the host streams of the import builder: each
+ * CPU thread's runtime calls as SIM_OP_HOST ops (the rules below), and the
+ * host-side warnings and shape coverage of the provenance.
+ */
+#include "traces/import-private.h"
+#include "traces/classify.h"
+#include "io/fault.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- host streams --------------------------------------------------------
+ *
+ * The CPU side of a rank (issue 16).  Each CPU thread with runtime calls in
+ * the host window becomes one host stream after the GPU streams; its ops
+ * (SIM_OP_HOST) last what the thread spent, so the sum of a stream's host
+ * ops up to any call is the time from the window's start to that call's
+ * end.  Only two kinds of calls need ops of their own:
+ *
+ *  - a launch (kernel, copy or memset) whose GPU op was imported: a host op
+ *    from the previous op's end to the call's end, which the GPU op waits
+ *    for (through its correlation id);
+ *  - a synchronising call that did wait: cudaStreamSynchronize,
+ *    cudaEventSynchronize, cudaDeviceSynchronize, or a copy that ended
+ *    before its call returned (a synchronous cudaMemcpy, a copy to pageable
+ *    memory: PyTorch's .item()).  It waited when a GPU op launched before
+ *    it (smaller correlation id) ended while it ran; that op is the one it
+ *    waited for (cudaEventSynchronize), the last op launched before it on
+ *    that op's stream (cudaStreamSynchronize, copies), or the last op
+ *    launched before it on every stream (cudaDeviceSynchronize).  It is a
+ *    host op for the CPU time before the call (HN_GAP; a synchronous copy
+ *    waits for it), then a host op that waits for those GPU ops and lasts
+ *    what the call took after the last of them ended.
+ *
+ * Every other call (cudaEventRecord, cudaStreamWaitEvent, queries, launches
+ * of ops outside the import) is folded into the CPU time before the next
+ * op, and a last op (HN_TAIL) runs to the window's end.  Replayed at the
+ * recorded clocks, each host op then ends when its call ended, and a GPU op
+ * starts no earlier than its launch returned; slower kernels delay the
+ * host only through the synchronisations.  With TRACE_STEP_ALL a marker
+ * named after the step opens each step on the stream of the thread that
+ * records the steps.
+ *
+ * Every dependency goes from a smaller correlation id to a larger one (or
+ * from a launch to its own GPU op), so the graph has no cycle when the
+ * trace is consistent; emit_rank checks and falls back to GPU order when a
+ * damaged trace makes one.
+ */
+
+typedef struct {
+  gint64 tid, ts, corr;
+  guint32 idx;
+} CallKey;
+
+static int cmp_call(const void *a, const void *b)
+{
+  const CallKey *x = a, *y = b;
+  if (x->tid != y->tid)
+    return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts)
+    return x->ts < y->ts ? -1 : 1;
+  if (x->corr != y->corr)
+    return x->corr < y->corr ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* What the host builder of one rank looks things up in. */
+typedef struct {
+  RankWork *rw;
+  TraceRawRank *raw;
+  CorrKey *by_corr;      /* selected GPU ops with a correlation id */
+  guint n_corr;
+  CorrKey *stream_corr;  /* all selected GPU ops, per stream by corr
+                            (stream s: [stream_off[s], stream_off[s+1])) */
+  TimeKey *by_end;       /* selected GPU ops with a correlation id, by end */
+  guint n_end;
+  gint64 *all_corr;      /* every GPU op of the file, sorted */
+  guint n_all;
+} HostCtx;
+
+static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
+{
+  const Sel *s = &g_array_index(h->rw->sel, Sel, pos);
+  return &g_array_index(h->raw->ops, TraceRawOp, s->raw);
+}
+
+static gint64 sel_end(const HostCtx *h, guint32 pos)
+{
+  const TraceRawOp *o = sel_raw(h, pos);
+  return o->ts_ns + o->dur_ns;
+}
+
+/* The selected GPU op launched by correlation id corr, or G_MAXUINT32. */
+static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
+{
+  guint lo = 0, hi = h->n_corr;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->by_corr[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < h->n_corr && h->by_corr[lo].corr == corr ? h->by_corr[lo].pos
+                                                        : G_MAXUINT32;
+}
+
+static gboolean file_has_corr(const HostCtx *h, gint64 corr)
+{
+  guint lo = 0, hi = h->n_all;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->all_corr[mid] < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < h->n_all && h->all_corr[lo] == corr;
+}
+
+/* The op of GPU stream s launched last before correlation id corr, or
+ * G_MAXUINT32. */
+static guint32 last_before(const HostCtx *h, guint s, gint64 corr)
+{
+  const CorrKey *a = h->stream_corr + h->rw->stream_off[s];
+  guint n = h->rw->stream_off[s + 1] - h->rw->stream_off[s];
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (a[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && a[lo - 1].corr >= 0 ? a[lo - 1].pos : G_MAXUINT32;
+}
+
+/* The GPU op a call over [t0, t1] with correlation id corr waited for: the
+ * latest-ending op launched before it that ended inside the call, or
+ * G_MAXUINT32 when none did (the call did not wait). */
+static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
+                           gint64 corr)
+{
+  guint lo = 0, hi = h->n_end;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->by_end[mid].t <= t1)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (guint k = lo; k-- > 0 && h->by_end[k].t >= t0;) {
+    guint32 pos = h->by_end[k].pos;
+    if (sel_raw(h, pos)->corr < corr)
+      return pos;
+  }
+  return G_MAXUINT32;
+}
+
+/* Appends a host entry on stream `stream`; returns its position. */
+static guint32 host_add(RankWork *rw, guint stream, guint8 kind,
+                        guint32 name, gint64 dur_ns)
+{
+  Sel s = {0};
+  s.stream = stream;
+  s.phase = SIM_PHASE_OTHER;
+  s.host = kind;
+  s.hname = name;
+  s.host_ns = MAX(dur_ns, 0);
+  g_array_append_val(rw->sel, s);
+  return rw->sel->len - 1;
+}
+
+static void add_dep(RankWork *rw, guint32 consumer, guint32 producer)
+{
+  guint32 pair[2] = {consumer, producer};
+  g_array_append_vals(rw->deps, pair, 1);
+}
+
+/* The host stream of one thread: calls[0..n) in time order.  Returns FALSE
+ * (nothing added) when the thread neither launches an imported op nor
+ * synchronises nor records the steps. */
+static gboolean host_thread(Build *b, HostCtx *h, guint stream,
+                            const CallKey *calls, guint n, const Window *win,
+                            gint64 h0, gint64 h1, gboolean step_thread)
+{
+  RankWork *rw = h->rw;
+  TraceRawRank *raw = h->raw;
+  guint32 first = rw->sel->len, first_dep = rw->deps->len;
+  guint64 n_host = 0, n_sync = 0, n_nowhere = 0;
+  gboolean anchored = step_thread;
+  const GArray *steps = step_thread ? win->steps : NULL;
+  guint k_step = 0;
+  gint64 prev = h0;
+  for (guint c = 0; c <= n; c++) {
+    /* Step markers due before this call (or, after the last, all left). */
+    while (steps != NULL && k_step < steps->len &&
+           (c == n || g_array_index(steps, TraceRawRange, k_step).start_ns <=
+                          calls[c].ts)) {
+      gint64 s0 = g_array_index(steps, TraceRawRange, k_step).start_ns;
+      if (s0 > prev) {
+        host_add(rw, stream, HS_OP, HN_GAP, s0 - prev);
+        prev = s0;
+      }
+      guint32 m = host_add(rw, stream, HS_STEP, 0, 0);
+      g_array_index(rw->sel, Sel, m).peer = k_step++;
+    }
+    if (c == n)
+      break;
+    const TraceRawLaunch *l = &g_array_index(raw->launches, TraceRawLaunch,
+                                             calls[c].idx);
+    gint64 end = l->ts_ns + MAX(l->dur_ns, 0);
+    TraceCall call = (TraceCall)l->call;
+    if (call == TRACE_CALL_LAUNCH || call == TRACE_CALL_MEMCPY ||
+        call == TRACE_CALL_MEMSET) {
+      guint32 g = gpu_of_corr(h, l->corr);
+      if (g == G_MAXUINT32) {
+        n_nowhere += !file_has_corr(h, l->corr);
+        continue;
+      }
+      gint64 g_end = sel_end(h, g);
+      if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
+        /* A synchronous copy: launched at the call's start, waited for. */
+        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+        prev = MAX(prev, l->ts_ns);
+        add_dep(rw, g, gap);
+        guint32 sy = host_add(rw, stream, HS_OP, l->name,
+                              end - MAX(prev, g_end));
+        guint gs = g_array_index(rw->sel, Sel, g).stream;
+        add_dep(rw, sy, last_before(h, gs, l->corr + 1));
+        n_host += 2;
+        n_sync++;
+      } else {
+        guint32 op = host_add(rw, stream, HS_OP, l->name, end - prev);
+        add_dep(rw, g, op);
+        n_host++;
+      }
+      prev = MAX(prev, end);
+      anchored = TRUE;
+    } else if (call == TRACE_CALL_SYNC_STREAM ||
+               call == TRACE_CALL_SYNC_EVENT ||
+               call == TRACE_CALL_SYNC_DEVICE) {
+      guint32 r = released_by(h, l->ts_ns, end, l->corr);
+      if (r == G_MAXUINT32)
+        continue; /* it did not wait: CPU time */
+      guint32 prod[SIM_MAX_STREAMS];
+      guint np = 0;
+      if (call == TRACE_CALL_SYNC_EVENT) {
+        prod[np++] = r;
+      } else if (call == TRACE_CALL_SYNC_STREAM) {
+        prod[np++] = last_before(h, g_array_index(rw->sel, Sel, r).stream,
+                                 l->corr);
+      } else {
+        for (guint s = 0; s < rw->ns_gpu; s++) {
+          guint32 p = last_before(h, s, l->corr);
+          if (p != G_MAXUINT32)
+            prod[np++] = p;
+        }
+      }
+      gint64 last_end = G_MININT64;
+      for (guint k = 0; k < np; k++)
+        last_end = MAX(last_end, sel_end(h, prod[k]));
+      host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+      prev = MAX(prev, l->ts_ns);
+      guint32 sy = host_add(rw, stream, HS_OP, l->name,
+                            end - MAX(prev, last_end));
+      for (guint k = 0; k < np; k++)
+        add_dep(rw, sy, prod[k]);
+      prev = MAX(prev, end);
+      n_host += 2;
+      n_sync++;
+      anchored = TRUE;
+    }
+  }
+  if (!anchored) {
+    g_array_set_size(rw->sel, first);
+    g_array_set_size(rw->deps, first_dep);
+    b->nowhere += n_nowhere;
+    return FALSE;
+  }
+  if (h1 > prev)
+    host_add(rw, stream, HS_OP, HN_TAIL, h1 - prev);
+  b->host_syncs += n_sync;
+  b->nowhere += n_nowhere;
+  return TRUE;
+}
+
+/* Adds rank i's host streams (see above) to its selection. */
+gboolean trace_host_streams(Build *b, guint i, const Window *win,
+                            GError **error)
+{
+  (void)error;
+  RankWork *rw = &b->rw[i];
+  TraceRawRank *raw = rw->raw;
+  guint32 n = rw->n_gpu;
+  b->bad_durs += raw->bad_host_durs;
+  raw->bad_host_durs = 0;
+  b->gpu_ops += n;
+  HostCtx h = {rw, raw, NULL, 0, NULL, NULL, 0, NULL, 0};
+  h.by_corr = g_new(CorrKey, MAX(n, 1));
+  h.stream_corr = g_new(CorrKey, MAX(n, 1));
+  h.by_end = g_new(TimeKey, MAX(n, 1));
+  for (guint32 k = 0; k < n; k++) {
+    const TraceRawOp *o = sel_raw(&h, k);
+    h.stream_corr[k] = (CorrKey){o->corr, k};
+    if (o->corr < 0)
+      continue;
+    h.by_corr[h.n_corr++] = (CorrKey){o->corr, k};
+    h.by_end[h.n_end++] = (TimeKey){o->ts_ns + o->dur_ns, k};
+  }
+  qsort(h.by_corr, h.n_corr, sizeof *h.by_corr, trace_cmp_corr);
+  qsort(h.by_end, h.n_end, sizeof *h.by_end, trace_cmp_time);
+  for (guint s = 0; s < rw->ns_gpu; s++)
+    qsort(h.stream_corr + rw->stream_off[s],
+          rw->stream_off[s + 1] - rw->stream_off[s], sizeof *h.stream_corr,
+          trace_cmp_corr);
+  h.n_all = raw->ops->len;
+  h.all_corr = g_new(gint64, MAX(h.n_all, 1));
+  for (guint k = 0; k < h.n_all; k++)
+    h.all_corr[k] = g_array_index(raw->ops, TraceRawOp, k).corr;
+  qsort(h.all_corr, h.n_all, sizeof *h.all_corr, trace_cmp_i64);
+
+  /* The calls in the window, by thread and time. */
+  gboolean all = win->h0 > win->h1;
+  g_autoptr(GArray) calls = g_array_new(FALSE, FALSE, sizeof(CallKey));
+  gint64 h0 = G_MAXINT64, h1 = G_MININT64;
+  for (guint k = 0; k < raw->launches->len; k++) {
+    const TraceRawLaunch *l = &g_array_index(raw->launches, TraceRawLaunch,
+                                             k);
+    if (!all && (l->ts_ns < win->h0 || l->ts_ns >= win->h1))
+      continue;
+    CallKey ck = {l->tid, l->ts_ns, l->corr, k};
+    g_array_append_val(calls, ck);
+    h0 = MIN(h0, l->ts_ns);
+    h1 = MAX(h1, l->ts_ns + MAX(l->dur_ns, 0));
+  }
+  if (win->steps != NULL && win->steps->len > 0) {
+    h0 = MIN(h0, g_array_index(win->steps, TraceRawRange, 0).start_ns);
+    for (guint k = 0; k < win->steps->len; k++)
+      h1 = MAX(h1, g_array_index(win->steps, TraceRawRange, k).end_ns);
+  }
+  if (!all) {
+    h0 = win->h0;
+    h1 = win->h1;
+  }
+  g_array_sort(calls, cmp_call);
+  const CallKey *ck = (const CallKey *)(void *)calls->data;
+  gboolean markers =
+      win->steps != NULL && trace_step_mode(b->opt) == TRACE_STEP_ALL;
+  gboolean step_done = !markers;
+  guint ns = rw->ns_gpu, skipped = 0;
+  for (guint c0 = 0; c0 < calls->len || !step_done;) {
+    guint c1 = c0;
+    gint64 tid = c0 < calls->len ? ck[c0].tid : win->step_tid;
+    while (c1 < calls->len && ck[c1].tid == tid)
+      c1++;
+    /* The thread that records the steps gets their markers; when it makes
+     * no call, a stream of its own after the others. */
+    gboolean st = !step_done && (tid == win->step_tid || c0 >= calls->len);
+    if (ns >= SIM_MAX_STREAMS) {
+      skipped++;
+    } else if (host_thread(b, &h, ns, c1 > c0 ? ck + c0 : NULL, c1 - c0, win,
+                           h0, h1, st)) {
+      ns++;
+      step_done |= st;
+    }
+    if (c0 >= calls->len)
+      break;
+    c0 = c1;
+  }
+  if (skipped > 0)
+    trace_warn(b->opt, "%s: %u CPU threads left out (at most %d streams per "
+               "rank); their launches are not modelled", raw->path, skipped,
+               SIM_MAX_STREAMS);
+  /* Layout: the new streams' offsets. */
+  rw->stream_off = g_renew(guint32, rw->stream_off, ns + 1);
+  for (guint s = rw->ns_gpu + 1; s <= ns; s++)
+    rw->stream_off[s] = rw->stream_off[s - 1];
+  for (guint32 k = n; k < rw->sel->len; k++)
+    rw->stream_off[g_array_index(rw->sel, Sel, k).stream + 1]++;
+  for (guint s = rw->ns_gpu + 1; s <= ns; s++)
+    rw->stream_off[s] = MAX(rw->stream_off[s], rw->stream_off[s - 1]);
+  rw->n_streams = ns;
+  /* GPU ops that wait for no launch. */
+  g_autofree gboolean *launched = g_new0(gboolean, MAX(n, 1));
+  const guint32 *dp = (const guint32 *)(void *)rw->deps->data;
+  for (guint k = 0; k < rw->deps->len; k++)
+    if (dp[2 * k] < n && dp[2 * k + 1] >= n)
+      launched[dp[2 * k]] = TRUE;
+  for (guint32 k = 0; k < n; k++)
+    b->orphans += !launched[k];
+  for (guint32 k = n; k < rw->sel->len; k++)
+    b->host_ops += g_array_index(rw->sel, Sel, k).host == HS_OP;
+  g_free(h.by_corr);
+  g_free(h.stream_corr);
+  g_free(h.by_end);
+  g_free(h.all_corr);
+  return TRUE;
+}
+
+/* The import's warnings about the host side. */
+void trace_host_warnings(Build *b)
+{
+  if (b->opt->gpu_only)
+    return;
+  if (b->orphans > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " GPU "
+               "ops have no runtime launch in the trace; they replay in GPU "
+               "order only", b->orphans, b->gpu_ops);
+  if (b->nowhere > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " runtime launches name a "
+               "correlation id with no GPU activity in the file; taken as CPU "
+               "time", b->nowhere);
+  if (b->bad_durs > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " runtime calls have a negative "
+               "duration; taken as 0", b->bad_durs);
+}
+
+/* Kernel shapes: the coverage in the provenance and the warnings. */
+void trace_shape_report(const Build *b, GHashTable *pv)
+{
+  double cover = b->kernel_ns > 0
+                     ? (double)b->shaped_ns / (double)b->kernel_ns : 0.0;
+  g_hash_table_insert(pv, g_strdup("shape_coverage"),
+                      g_strdup_printf("%.4f", cover));
+  g_hash_table_insert(pv, g_strdup("shape_kernels"),
+                      g_strdup_printf("%" G_GUINT64_FORMAT " of %"
+                                      G_GUINT64_FORMAT, b->shaped_kernels,
+                                      b->n_kernels));
+  guint64 bad = 0, priced = 0;
+  const char *first = NULL;
+  for (guint i = 0; i < b->n; i++) {
+    const TraceRawRank *r = b->rw[i].raw;
+    bad += r->bad_shapes;
+    priced += r->works->len;
+    if (first == NULL && r->bad_shape_op != NULL)
+      first = r->bad_shape_op;
+  }
+  if (bad > 0)
+    trace_warn(b->opt, "%" G_GUINT64_FORMAT " CPU operators have unusable "
+               "shapes (wrong rank, non-numeric or inconsistent dims; the "
+               "first: %s); their kernels keep class-only pricing", bad,
+               first);
+  /* Only for traces that record shapes (record_shapes=True): the others
+   * are priced by class as before, which `trace info` reports. */
+  if (priced + bad > 0 && b->n_kernels > 0 &&
+      b->shaped_kernels < b->n_kernels)
+    trace_warn(b->opt, "kernel shapes: %.1f%% of kernel time (%"
+               G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " kernels) has "
+               "FLOPs and bytes from its operator's recorded shapes; the "
+               "rest is priced by class fractions", 100.0 * cover,
+               b->shaped_kernels, b->n_kernels);
+}
