@@ -318,6 +318,10 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                            : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
   run->seed = opt->seed;
+  if (opt->variability) {
+    run->perf_spread = opt->perf_spread;
+    run->power_spread = opt->power_spread;
+  }
   if (!cluster_validate(run, error))
     return NULL;
   if (w->n_ranks != run->n_gpus) {
