@@ -1,4 +1,5 @@
-/* models/dvfs/planner.c -- planned DVFS policies (DESIGN section 6).
+/* models/dvfs/planner.c -- the planned DVFS policies' shared machinery
+ * (DESIGN section 6).
  *
  * Definitions: baseline = the workload at auto clocks; saving = 1 -
  * E/E_base; slowdown = T/T_base - 1 (per iteration).  A plan made with
@@ -51,8 +52,12 @@
  *    the budget (it cannot while the model is exact), the next candidate is
  *    tried, and auto clocks are the last resort.
  *
- * Policies (each in its own file, models/dvfs/policy_NAME.c)
+ * Policies
  * --------
+ * Each planned policy's own part (its strategy: models/dvfs/
+ * planner-private.h) is in models/dvfs/policy_NAME.c; this file holds what
+ * they share (candidates, the separable model, budget search, descent,
+ * units, the run and its report).
  * - powercap{watts}: auto clocks under that limit.  powercap{slowdown}:
  *   every limit from the GPU's minimum to maximum in 5 W steps, then 1 W
  *   steps around the best, each evaluated exactly; lowest energy within
@@ -88,9 +93,6 @@
  * - Segments are cut greedily by time, not at the best boundaries.
  * - Costs at iteration 0: stragglers are not planned for.
  */
-#include "models/dvfs/planner.h"
-#include "models/dvfs/knapsack.h"
-#include "models/dvfs/model.h"
 #include "models/dvfs/planner-private.h"
 
 #include <math.h>
