@@ -550,6 +550,138 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
   }
 }
 
+/* js.simulate{uncertainty = { profile =, samples = 200, level = 0.9,
+ * fit = "all", seed =, power_limit_w = }}: an interval from bootstrap
+ * resamples of a profile.  u->prof NULL when not given; the profile stays
+ * on the stack. */
+typedef struct {
+  const Profile *prof;
+  guint samples;
+  double level, limit_w;
+  FitMode mode;
+  guint64 seed;
+} SimUncertainty;
+
+static void parse_uncertainty(lua_State *L, const char *fn, guint64 seed,
+                              SimUncertainty *u)
+{
+  *u = (SimUncertainty){NULL, 200, 0.9, 0, FIT_ALL, seed};
+  if (lua_getfield(L, 1, "uncertainty") == LUA_TNIL)
+    return;
+  const char *ufn = "js.simulate{uncertainty}";
+  int ui = lua_gettop(L);
+  if (!lua_istable(L, ui))
+    luaL_error(L, "%s: argument 'uncertainty' must be a table {profile, "
+                  "samples, level, fit, seed, power_limit_w} (got %s)", fn,
+               luaL_typename(L, ui));
+  jsl_check_keys(L, ui, ufn, uncertainty_keys);
+  u->samples = (guint)jsl_opt_int(L, ui, ufn, "samples", 200, 2, 100000);
+  u->level = jsl_opt_num(L, ui, ufn, "level", 0.9, 1e-6, 1 - 1e-6);
+  u->mode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", FIT_ALL, fit_modes);
+  if (u->mode == FIT_NONE)
+    luaL_error(L, "%s: argument 'fit' must fit something (time, power or "
+                  "all) for an interval", ufn);
+  u->seed = (guint64)jsl_opt_int(L, ui, ufn, "seed", (lua_Integer)seed, 0,
+                                 G_MAXINT64);
+  u->limit_w = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
+  u->prof = jsl_check_profile(L, ui, ufn); /* stays on the stack */
+}
+
+/* js.simulate{timeline = "out.json" | true ("timeline.json") |
+ * { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }}.  The value
+ * stays on the stack: the strings are borrowed from it. */
+typedef struct {
+  const char *path, *gpus, *window;
+} SimTimeline;
+
+static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
+{
+  *t = (SimTimeline){NULL, NULL, NULL};
+  int tl_type = lua_getfield(L, 1, "timeline");
+  if (tl_type == LUA_TSTRING) {
+    t->path = lua_tostring(L, -1);
+  } else if (tl_type == LUA_TBOOLEAN) {
+    t->path = lua_toboolean(L, -1) ? "timeline.json" : NULL;
+  } else if (tl_type == LUA_TTABLE) {
+    static const char *const tkeys[] = {"path", "gpus", "window", NULL};
+    const char *tfn = "js.simulate{timeline}";
+    int ti = lua_gettop(L);
+    jsl_check_keys(L, ti, tfn, tkeys);
+    t->path = jsl_opt_str(L, ti, tfn, "path", "timeline.json");
+    t->gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
+    t->window = jsl_opt_str(L, ti, tfn, "window", NULL);
+  } else if (tl_type != LUA_TNIL) {
+    luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
+                  "table {path, gpus, window} (got %s)", fn,
+               luaL_typename(L, -1));
+  }
+}
+
+/* js.simulate{variability = {perf, power}}: overrides the cluster's for
+ * this run only (JsRunOptions.variability). */
+static void parse_variability(lua_State *L, JsRunOptions *opt)
+{
+  if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
+    static const char *const vkeys[] = {"perf", "power", NULL};
+    const char *vfn = "js.simulate{variability}";
+    jsl_check_keys(L, lua_gettop(L), vfn, vkeys);
+    opt->variability = TRUE;
+    opt->perf_spread = jsl_opt_num(L, -1, vfn, "perf", 0, 0, 0.5);
+    opt->power_spread = jsl_opt_num(L, -1, vfn, "power", 0, 0, 0.5);
+  }
+  lua_pop(L, 1);
+}
+
+/* Opens the timeline t->path of a run of lw on c, and sets it as opt's
+ * observer; raises on error.  No Lua error may be raised once it is open
+ * (a longjmp would leak it and its temporary file). */
+static TraceTimeline *open_timeline(lua_State *L, const char *fn,
+                                    const SimTimeline *t, const Cluster *c,
+                                    const LWorkload *lw,
+                                    TraceTimelineOptions *topt,
+                                    JsRunOptions *opt)
+{
+  GError *tl_err = NULL;
+  GArray *sel = NULL;
+  if (t->gpus != NULL) {
+    sel = trace_timeline_parse_gpus(t->gpus, lw->w->n_ranks, &tl_err);
+    if (sel == NULL) {
+      jsl_raise_gerror(L, fn, tl_err);
+      return NULL;
+    }
+    topt->gpus = (const guint32 *)(void *)sel->data;
+    topt->n_gpus = sel->len;
+  }
+  /* The machine's idle and blocked powers (models/cluster.c). */
+  topt->idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
+                                            : c->gpu->idle_power_w.v;
+  topt->blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
+                                                  : c->gpu->blocked_power_w.v;
+  topt->label = lw->label;
+  TraceTimeline *tl = trace_timeline_open(t->path, lw->w, topt, &tl_err);
+  if (sel != NULL)
+    g_array_unref(sel);
+  if (tl == NULL) {
+    jsl_raise_gerror(L, fn, tl_err);
+    return NULL;
+  }
+  opt->observer = trace_timeline_observe;
+  opt->observer_data = tl;
+  return tl;
+}
+
+/* The run's outputs, collected with a userdata left on the stack. */
+static LSimBox *push_simbox(lua_State *L)
+{
+  LSimBox *box = lua_newuserdatauv(L, sizeof *box, 0);
+  memset(box, 0, sizeof *box);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, simbox_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  return box;
+}
+
 static int l_simulate(lua_State *L)
 {
   const char *fn = "js.simulate";
@@ -571,154 +703,62 @@ static int l_simulate(lua_State *L)
   /* The set lives in a userdata left on the stack for the whole call. */
   opt.stragglers = jsl_stragglers_from_lua(L, 1, fn, lw->w, opt.iterations,
                                            opt.seed);
-  /* uncertainty = { profile =, samples = 200, level = 0.9, fit = "all",
-   *                 seed =, power_limit_w = } */
-  const Profile *uprof = NULL;
-  guint usamples = 200;
-  double ulevel = 0.9, ulimit = 0;
-  FitMode umode = FIT_ALL;
-  guint64 useed = opt.seed;
-  if (lua_getfield(L, 1, "uncertainty") != LUA_TNIL) {
-    const char *ufn = "js.simulate{uncertainty}";
-    int ui = lua_gettop(L);
-    if (!lua_istable(L, ui))
-      luaL_error(L, "%s: argument 'uncertainty' must be a table {profile, "
-                    "samples, level, fit, seed, power_limit_w} (got %s)", fn,
-                 luaL_typename(L, ui));
-    jsl_check_keys(L, ui, ufn, uncertainty_keys);
-    usamples = (guint)jsl_opt_int(L, ui, ufn, "samples", 200, 2, 100000);
-    ulevel = jsl_opt_num(L, ui, ufn, "level", 0.9, 1e-6, 1 - 1e-6);
-    umode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", FIT_ALL, fit_modes);
-    if (umode == FIT_NONE)
-      luaL_error(L, "%s: argument 'fit' must fit something (time, power or "
-                    "all) for an interval", ufn);
-    useed = (guint64)jsl_opt_int(L, ui, ufn, "seed", (lua_Integer)opt.seed, 0,
-                                 G_MAXINT64);
-    ulimit = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
-    uprof = jsl_check_profile(L, ui, ufn); /* stays on the stack */
-  }
-  /* timeline = "out.json" | true ("timeline.json") |
-   *            { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }.
-   * The value stays on the stack: the strings below are borrowed from it. */
-  const char *tl_path = NULL, *tl_gpus = NULL, *tl_window = NULL;
-  int tl_type = lua_getfield(L, 1, "timeline");
-  if (tl_type == LUA_TSTRING) {
-    tl_path = lua_tostring(L, -1);
-  } else if (tl_type == LUA_TBOOLEAN) {
-    tl_path = lua_toboolean(L, -1) ? "timeline.json" : NULL;
-  } else if (tl_type == LUA_TTABLE) {
-    static const char *const tkeys[] = {"path", "gpus", "window", NULL};
-    const char *tfn = "js.simulate{timeline}";
-    int ti = lua_gettop(L);
-    jsl_check_keys(L, ti, tfn, tkeys);
-    tl_path = jsl_opt_str(L, ti, tfn, "path", "timeline.json");
-    tl_gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
-    tl_window = jsl_opt_str(L, ti, tfn, "window", NULL);
-  } else if (tl_type != LUA_TNIL) {
-    luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
-                  "table {path, gpus, window} (got %s)", fn,
-               luaL_typename(L, -1));
-  }
-  if (tl_path != NULL && dvfs_policy_is_pipeline(&pol))
+  SimUncertainty u;
+  parse_uncertainty(L, fn, opt.seed, &u);
+  SimTimeline t;
+  parse_timeline(L, fn, &t);
+  if (t.path != NULL && dvfs_policy_is_pipeline(&pol))
     luaL_error(L, "%s: argument 'timeline' is not available with policy "
                   "'%s' (it runs its own engine)", fn,
                dvfs_kind_name(pol.kind));
-  if (tl_path != NULL)
-    jsl_check_write(L, fn, tl_path, JS_FILE_TIMELINE);
+  if (t.path != NULL)
+    jsl_check_write(L, fn, t.path, JS_FILE_TIMELINE);
   TraceTimelineOptions topt;
   trace_timeline_options_init(&topt);
-  GError *tl_err = NULL;
-  if (tl_window != NULL &&
-      !trace_timeline_parse_window(tl_window, &topt.t0_ns, &topt.t1_ns,
-                                   &tl_err))
-    return jsl_raise_gerror(L, fn, tl_err);
-  /* Variability here overrides the cluster's for this run only. */
-  double perf = c->perf_spread, power = c->power_spread;
-  if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
-    static const char *const vkeys[] = {"perf", "power", NULL};
-    jsl_check_keys(L, lua_gettop(L), "js.simulate{variability}", vkeys);
-    perf = jsl_opt_num(L, -1, "js.simulate{variability}", "perf", 0, 0, 0.5);
-    power = jsl_opt_num(L, -1, "js.simulate{variability}", "power", 0, 0, 0.5);
-  }
-  lua_pop(L, 1);
-  /* The run's outputs, collected with this userdata. */
-  LSimBox *box = lua_newuserdatauv(L, sizeof *box, 0);
-  memset(box, 0, sizeof *box);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, simbox_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  /* The timeline opens last: no Lua error may be raised while it is open
-   * (a longjmp would leak it and its temporary file). */
-  TraceTimeline *tl = NULL;
-  if (tl_path != NULL) {
-    GArray *sel = NULL;
-    if (tl_gpus != NULL) {
-      sel = trace_timeline_parse_gpus(tl_gpus, lw->w->n_ranks, &tl_err);
-      if (sel == NULL)
-        return jsl_raise_gerror(L, fn, tl_err);
-      topt.gpus = (const guint32 *)(void *)sel->data;
-      topt.n_gpus = sel->len;
-    }
-    /* The machine's idle and blocked powers (models/cluster.c). */
-    topt.idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
-                                             : c->gpu->idle_power_w.v;
-    topt.blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
-                                                   : c->gpu->blocked_power_w.v;
-    topt.label = lw->label;
-    tl = trace_timeline_open(tl_path, lw->w, &topt, &tl_err);
-    if (sel != NULL)
-      g_array_unref(sel);
-    if (tl == NULL)
-      return jsl_raise_gerror(L, fn, tl_err);
-    opt.observer = trace_timeline_observe;
-    opt.observer_data = tl;
-  }
-  double saved_perf = c->perf_spread, saved_power = c->power_spread;
-  c->perf_spread = perf;
-  c->power_spread = power;
   GError *err = NULL;
+  if (t.window != NULL &&
+      !trace_timeline_parse_window(t.window, &topt.t0_ns, &topt.t1_ns, &err))
+    return jsl_raise_gerror(L, fn, err);
+  parse_variability(L, &opt);
+  LSimBox *box = push_simbox(L);
+  /* The timeline opens last. */
+  TraceTimeline *tl = NULL;
+  if (t.path != NULL)
+    tl = open_timeline(L, fn, &t, c, lw, &topt, &opt);
   box->r = js_simulate_report(s, c, lw->w, &pol, &opt, &box->rep, &err);
   if (box->r == NULL) {
-    c->perf_spread = saved_perf;
-    c->power_spread = saved_power;
     trace_timeline_abort(tl);
     return jsl_raise_gerror(L, fn, err);
   }
-  if (tl != NULL && !trace_timeline_close(tl, NULL, &err)) {
-    c->perf_spread = saved_perf;
-    c->power_spread = saved_power;
+  if (tl != NULL && !trace_timeline_close(tl, NULL, &err))
     return jsl_raise_gerror(L, fn, err);
-  }
   /* Uncertainty: the same run on GPUs refitted to bootstrap resamples. */
   FitInterval iv[2];
-  gboolean uok = TRUE;
-  if (uprof != NULL) {
+  if (u.prof != NULL) {
     BootRun b = {s, c, lw->w, &pol, opt};
     b.opt.observer = NULL;
     b.opt.observer_data = NULL;
     JsFitInput in = {0};
-    js_fit_input_from_profile(uprof, &in);
-    uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, umode, ulimit, usamples,
-                              ulevel, useed, 2, boot_simulate, &b, iv, &err);
+    js_fit_input_from_profile(u.prof, &in);
+    gboolean uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, u.mode,
+                                       u.limit_w, u.samples, u.level, u.seed,
+                                       2, boot_simulate, &b, iv, &err);
     js_fit_input_clear(&in);
+    if (!uok)
+      return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
   }
-  c->perf_spread = saved_perf;
-  c->power_spread = saved_power;
-  if (!uok)
-    return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
   push_result(L, box->r, c, lw->w, &pol, box->rep.steps);
-  if (tl_path != NULL) {
-    lua_pushstring(L, tl_path);
+  if (t.path != NULL) {
+    lua_pushstring(L, t.path);
     lua_setfield(L, -2, "timeline");
   }
   jsl_push_plan(L, box->rep.plan);
   push_pipeline(L, &box->rep);
-  if (uprof != NULL) {
+  if (u.prof != NULL) {
     /* estimate: the run on the GPU refitted to every point of the
      * profile (r.energy_j and r.time_s are on the cluster's GPU). */
-    push_interval(L, "energy_interval", &iv[0], ulevel);
-    push_interval(L, "time_interval", &iv[1], ulevel);
+    push_interval(L, "energy_interval", &iv[0], u.level);
+    push_interval(L, "time_interval", &iv[1], u.level);
   }
   return 1;
 }

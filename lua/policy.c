@@ -4,7 +4,10 @@
  * pass, kernel, custom, and the pipeline policies perseus, envpipe, zeus
  * for pipelined workloads: models/dvfs/perseus.h) check every argument and return a plain table
  * {name = NAME, ...} that js.simulate reads back with jsl_policy_from_lua
- * (so hand-written tables are checked the same way).  A Lua function given
+ * (so hand-written tables are checked the same way).  Parsing is generic
+ * over the policy's class (models/dvfs/policy.h): its `keys` and typed
+ * `args`; what no argument list can say (a plan table, a function, rules
+ * across arguments) is a per-class hook here (`hooks`).  A Lua function given
  * as `policy` is a custom policy: the planner calls it once per distinct
  * kernel (or op, or segment) with a table describing the unit and its
  * options, and it returns the clocks.
@@ -18,58 +21,20 @@
 #include <lauxlib.h>
 #include <string.h>
 
-/* Indexed by DvfsKind; "auto" (an alias of max) comes last. */
-static const char *const kinds[] = {"max", "fixed", "powercap", "iteration",
-                                    "pass", "kernel", "custom", "perseus",
-                                    "envpipe", "zeus", "plan", "auto", NULL};
-#define KIND_AUTO DVFS_KIND_COUNT
-G_STATIC_ASSERT(DVFS_KIND_COUNT == 11);
-static const char *const granularities[] = {"name", "op", NULL};
-
-/* Allowed keys per kind (constructors: without "name"). */
-static const char *const keys_max[] = {"name", NULL};
-static const char *const keys_fixed[] = {"name", "sm", "mem", NULL};
-static const char *const keys_powercap[] = {"name", "watts", "slowdown",
-                                            NULL};
-static const char *const keys_iteration[] = {"name", "slowdown", NULL};
-static const char *const keys_pass[] = {"name", "slowdown",
-                                        "switch_latency_ms", NULL};
-static const char *const keys_kernel[] = {"name", "slowdown", "granularity",
-                                          "switch_latency_ms",
-                                          "min_segment_ms", NULL};
-static const char *const keys_custom[] = {"name", "fn", "granularity",
-                                          "switch_latency_ms",
-                                          "min_segment_ms", NULL};
-static const char *const keys_perseus[] = {"name", "slowdown",
-                                           "straggler_aware", "lag",
-                                           "resolution", "kernel", NULL};
-static const char *const keys_zeus[] = {"name", "eta", "step_w", NULL};
-static const char *const keys_plan[] = {"name", "plan", NULL};
-
-static const char *const *keys_of(DvfsKind k)
+/* The policy names js.simulate accepts: the registry's, in kind order, and
+ * "auto" (an alias of max) last.  Built once. */
+static const char *const *kind_names(void)
 {
-  switch (k) {
-  case DVFS_FIXED:
-    return keys_fixed;
-  case DVFS_POWERCAP:
-    return keys_powercap;
-  case DVFS_ITERATION:
-    return keys_iteration;
-  case DVFS_PASS:
-    return keys_pass;
-  case DVFS_KERNEL:
-    return keys_kernel;
-  case DVFS_CUSTOM:
-    return keys_custom;
-  case DVFS_PERSEUS:
-    return keys_perseus;
-  case DVFS_ZEUS:
-    return keys_zeus;
-  case DVFS_PLAN:
-    return keys_plan;
-  default: /* max, envpipe */
-    return keys_max;
+  static const char **names;
+  if (g_once_init_enter(&names)) {
+    guint n = dvfs_policy_n_classes();
+    const char **v = g_new0(const char *, n + 2);
+    for (guint k = 0; k < n; k++)
+      v[k] = dvfs_policy_class((DvfsKind)k)->name;
+    v[n] = "auto";
+    g_once_init_leave(&names, v);
   }
+  return names;
 }
 
 /* ---- the chooser --------------------------------------------------------- */
@@ -283,65 +248,124 @@ static void read_plan(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
 
 /* ---- parsing --------------------------------------------------------------- */
 
-/* Parses the fields of kind k from the table at idx (or defaults when nil)
- * into *p.  Raises on a bad key or value. */
+/* Reads the class's typed arguments from the table at idx, in order. */
+static void parse_args(lua_State *L, int idx, const char *fn, const DvfsArg *a,
+                       DvfsPolicy *p)
+{
+  for (; a->name != NULL; a++) {
+    char *f = (char *)p + a->offset;
+    switch (a->type) {
+    case DVFS_ARG_NUM:
+      *(double *)(void *)f = jsl_opt_num(L, idx, fn, a->name, a->def, a->lo,
+                                         a->hi);
+      break;
+    case DVFS_ARG_UINT:
+      *(guint *)(void *)f = (guint)jsl_opt_int(
+          L, idx, fn, a->name, (lua_Integer)a->def, (lua_Integer)a->lo,
+          (lua_Integer)a->hi);
+      break;
+    case DVFS_ARG_BOOL:
+      *(gboolean *)(void *)f = jsl_opt_bool(L, idx, fn, a->name, a->def != 0);
+      break;
+    case DVFS_ARG_CHOICE:
+      *(int *)(void *)f = jsl_opt_choice(L, idx, fn, a->name, (int)a->def,
+                                         a->choices);
+      break;
+    }
+  }
+}
+
+/* What a class's argument list cannot say.  parse: after the arguments,
+ * for js.policy.NAME{...} and js.simulate{policy = {...}} alike;
+ * construct: the constructor's own rules (after parse); read: what
+ * js.simulate reads besides (after parse).  Each raises on bad input. */
+typedef struct {
+  const char *name;
+  void (*parse)(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+  void (*construct)(lua_State *L, const char *fn, const DvfsPolicy *p);
+  void (*read)(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+} PolicyHooks;
+
+#define POWERCAP_EITHER                                                     \
+  "%s: give either 'watts' (a power limit) or 'slowdown' (search the "     \
+  "lowest-energy limit within that slowdown)"
+
+static void powercap_parse(lua_State *L, int idx, const char *fn,
+                           DvfsPolicy *p)
+{
+  if ((p->watts > 0) == (p->slowdown >= 0))
+    luaL_error(L, POWERCAP_EITHER, fn);
+  p->slowdown = MAX(p->slowdown, 0.0);
+}
+
+static void powercap_construct(lua_State *L, const char *fn,
+                               const DvfsPolicy *p)
+{
+  if (lua_isnoneornil(L, 1))
+    luaL_error(L, POWERCAP_EITHER, fn);
+}
+
+static void fixed_construct(lua_State *L, const char *fn, const DvfsPolicy *p)
+{
+  if (p->sm_mhz == 0 && p->mem_mhz == 0)
+    luaL_error(L, "%s: give 'sm' and/or 'mem' (MHz)", fn);
+}
+
+static void perseus_parse(lua_State *L, int idx, const char *fn,
+                          DvfsPolicy *p)
+{
+  if (p->straggler_aware && p->kernel_within)
+    luaL_error(L, "%s: 'kernel' = true cannot be combined with "
+                  "'straggler_aware' = true", fn);
+}
+
+static void plan_construct(lua_State *L, const char *fn, const DvfsPolicy *p)
+{
+  if (lua_isnoneornil(L, 1))
+    luaL_error(L, "%s: give 'plan' (a plan from fr:plan(i) or "
+                  "js.perseus.load_schedule, or a sched.json path)", fn);
+}
+
+static void custom_construct(lua_State *L, const char *fn,
+                             const DvfsPolicy *p)
+{
+  if (!lua_istable(L, 1) || lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
+    luaL_error(L, "%s: argument 'fn' must be a function", fn);
+  lua_pop(L, 1);
+}
+
+static void custom_read(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+
+static const PolicyHooks hooks[] = {
+  {"fixed", NULL, fixed_construct, NULL},
+  {"powercap", powercap_parse, powercap_construct, NULL},
+  {"custom", NULL, custom_construct, custom_read},
+  {"perseus", perseus_parse, NULL, NULL},
+  {"plan", read_plan, plan_construct, NULL},
+};
+
+static const PolicyHooks *hooks_of(const DvfsPolicyClass *kl)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(hooks); i++)
+    if (strcmp(hooks[i].name, kl->name) == 0)
+      return &hooks[i];
+  return NULL;
+}
+
+/* Parses the arguments of kind k from the table at idx (or defaults when
+ * nil) into *p.  Raises on a bad key or value. */
 static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
                          DvfsPolicy *p)
 {
+  const DvfsPolicyClass *kl = dvfs_policy_class(k);
   dvfs_policy_init(p, k);
   if (lua_isnoneornil(L, idx))
     return;
-  jsl_check_keys(L, idx, fn, keys_of(k));
-  switch (k) {
-  case DVFS_FIXED:
-    p->sm_mhz = (guint)jsl_opt_int(L, idx, fn, "sm", 0, 0, 65535);
-    p->mem_mhz = (guint)jsl_opt_int(L, idx, fn, "mem", 0, 0, 65535);
-    break;
-  case DVFS_POWERCAP:
-    p->watts = jsl_opt_num(L, idx, fn, "watts", 0, 1, 1e5);
-    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", -1, 0, 10);
-    if ((p->watts > 0) == (p->slowdown >= 0))
-      luaL_error(L, "%s: give either 'watts' (a power limit) or 'slowdown' "
-                    "(search the lowest-energy limit within that slowdown)",
-                 fn);
-    p->slowdown = MAX(p->slowdown, 0.0);
-    break;
-  case DVFS_ITERATION:
-  case DVFS_PASS:
-  case DVFS_KERNEL:
-    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", 0, 0, 10);
-    break;
-  case DVFS_PERSEUS:
-    p->slowdown = jsl_opt_num(L, idx, fn, "slowdown", 0, 0, 10);
-    p->straggler_aware = jsl_opt_bool(L, idx, fn, "straggler_aware", FALSE);
-    p->lag = (guint)jsl_opt_int(L, idx, fn, "lag", 0, 0, 1000000);
-    p->resolution = jsl_opt_num(L, idx, fn, "resolution", p->resolution, 0,
-                                0.1);
-    /* kernel = true: kernel-level clocks inside each computation
-     * (perseus_kernel_plan). */
-    p->kernel_within = jsl_opt_bool(L, idx, fn, "kernel", FALSE);
-    if (p->straggler_aware && p->kernel_within)
-      luaL_error(L, "%s: 'kernel' = true cannot be combined with "
-                    "'straggler_aware' = true", fn);
-    break;
-  case DVFS_PLAN:
-    read_plan(L, idx, fn, p);
-    break;
-  case DVFS_ZEUS:
-    p->eta = jsl_opt_num(L, idx, fn, "eta", p->eta, 0, 1);
-    p->step_w = jsl_opt_num(L, idx, fn, "step_w", p->step_w, 0.1, 1000);
-    break;
-  default:
-    break;
-  }
-  if (k == DVFS_PASS || k == DVFS_KERNEL || k == DVFS_CUSTOM)
-    p->switch_latency_ms = jsl_opt_num(L, idx, fn, "switch_latency_ms", -1, 0,
-                                       1e6);
-  if (k == DVFS_KERNEL || k == DVFS_CUSTOM) {
-    p->granularity = (DvfsGranularity)jsl_opt_choice(
-        L, idx, fn, "granularity", DVFS_GRANULARITY_NAME, granularities);
-    p->min_segment_ms = jsl_opt_num(L, idx, fn, "min_segment_ms", -1, 0, 1e6);
-  }
+  jsl_check_keys(L, idx, fn, kl->keys);
+  parse_args(L, idx, fn, kl->args, p);
+  const PolicyHooks *h = hooks_of(kl);
+  if (h != NULL && h->parse != NULL)
+    h->parse(L, idx, fn, p);
 }
 
 /* Installs a chooser calling the function at absolute index fn_idx; the
@@ -369,32 +393,42 @@ void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
   if (!lua_istable(L, idx))
     luaL_error(L, "%s: argument 'policy' must be a policy from js.policy or "
                   "a function (got %s)", fn, luaL_typename(L, idx));
-  int k = jsl_opt_choice(L, idx, fn, "name", -1, kinds);
+  int k = jsl_opt_choice(L, idx, fn, "name", -1, kind_names());
   if (k < 0)
     luaL_error(L, "%s: argument 'policy' must be a policy from js.policy "
                   "(the table has no 'name')", fn);
-  if (k == KIND_AUTO)
+  if ((guint)k == dvfs_policy_n_classes()) /* "auto" */
     k = DVFS_MAX;
+  const DvfsPolicyClass *kl = dvfs_policy_class((DvfsKind)k);
   /* The function name lives on the Lua stack: an error longjmps. */
-  lua_pushfstring(L, "js.policy.%s", kinds[k]);
+  lua_pushfstring(L, "js.policy.%s", kl->name);
   const char *name = lua_tostring(L, -1);
   parse_fields(L, idx, (DvfsKind)k, name, p);
-  if (k == DVFS_CUSTOM) {
-    lua_getfield(L, idx, "fn");
-    if (!lua_isfunction(L, -1))
-      luaL_error(L, "%s: argument 'fn' must be a function (got %s)", name,
-                 luaL_typename(L, -1));
-    attach_chooser(L, lua_gettop(L), p);
-  }
+  const PolicyHooks *h = hooks_of(kl);
+  if (h != NULL && h->read != NULL)
+    h->read(L, idx, name, p);
+}
+
+/* A custom policy's function: attached as its chooser. */
+static void custom_read(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
+{
+  lua_getfield(L, idx, "fn");
+  if (!lua_isfunction(L, -1))
+    luaL_error(L, "%s: argument 'fn' must be a function (got %s)", fn,
+               luaL_typename(L, -1));
+  attach_chooser(L, lua_gettop(L), p);
 }
 
 /* ---- constructors ------------------------------------------------------------ */
 
-/* Common body: checks t (argument 1) for kind k and returns a new table
- * {name = kind, <the given fields>}. */
-static int construct(lua_State *L, DvfsKind k)
+/* js.policy.NAME{...} (upvalues: the function's name and the kind):
+ * checks argument 1 and returns a new table {name = NAME, <the given
+ * fields>}. */
+static int construct(lua_State *L)
 {
   const char *fn = lua_tostring(L, lua_upvalueindex(1));
+  DvfsKind k = (DvfsKind)lua_tointeger(L, lua_upvalueindex(2));
+  const DvfsPolicyClass *kl = dvfs_policy_class(k);
   if (!lua_isnoneornil(L, 1) && !lua_istable(L, 1))
     luaL_error(L, "%s: expects a table of named arguments (got %s)", fn,
                luaL_typename(L, 1));
@@ -406,21 +440,11 @@ static int construct(lua_State *L, DvfsKind k)
   }
   DvfsPolicy p;
   parse_fields(L, 1, k, fn, &p);
-  if (k == DVFS_FIXED && p.sm_mhz == 0 && p.mem_mhz == 0)
-    luaL_error(L, "%s: give 'sm' and/or 'mem' (MHz)", fn);
-  if (k == DVFS_PLAN && lua_isnoneornil(L, 1))
-    luaL_error(L, "%s: give 'plan' (a plan from fr:plan(i) or "
-                  "js.perseus.load_schedule, or a sched.json path)", fn);
-  if (k == DVFS_POWERCAP && lua_isnoneornil(L, 1))
-    luaL_error(L, "%s: give either 'watts' (a power limit) or 'slowdown' "
-                  "(search the lowest-energy limit within that slowdown)", fn);
-  if (k == DVFS_CUSTOM) {
-    if (!lua_istable(L, 1) || lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
-      luaL_error(L, "%s: argument 'fn' must be a function", fn);
-    lua_pop(L, 1);
-  }
+  const PolicyHooks *h = hooks_of(kl);
+  if (h != NULL && h->construct != NULL)
+    h->construct(L, fn, &p);
   lua_createtable(L, 0, 6);
-  lua_pushstring(L, kinds[k]);
+  lua_pushstring(L, kl->name);
   lua_setfield(L, -2, "name");
   if (lua_istable(L, 1)) {
     lua_pushnil(L);
@@ -433,37 +457,24 @@ static int construct(lua_State *L, DvfsKind k)
   return 1;
 }
 
-#define CONSTRUCTOR(fname, kind)                                            \
-  static int fname(lua_State *L) { return construct(L, kind); }
-CONSTRUCTOR(l_max, DVFS_MAX)
-CONSTRUCTOR(l_fixed, DVFS_FIXED)
-CONSTRUCTOR(l_powercap, DVFS_POWERCAP)
-CONSTRUCTOR(l_iteration, DVFS_ITERATION)
-CONSTRUCTOR(l_pass, DVFS_PASS)
-CONSTRUCTOR(l_kernel, DVFS_KERNEL)
-CONSTRUCTOR(l_custom, DVFS_CUSTOM)
-CONSTRUCTOR(l_perseus, DVFS_PERSEUS)
-CONSTRUCTOR(l_envpipe, DVFS_ENVPIPE)
-CONSTRUCTOR(l_zeus, DVFS_ZEUS)
-CONSTRUCTOR(l_plan, DVFS_PLAN)
-#undef CONSTRUCTOR
+static void register_constructor(lua_State *L, const char *name, DvfsKind k)
+{
+  lua_pushfstring(L, "js.policy.%s", name);
+  lua_pushinteger(L, (lua_Integer)k);
+  lua_pushcclosure(L, construct, 2);
+  lua_setfield(L, -2, name);
+}
 
+/* One constructor per registered class, and js.policy.auto (max's). */
 void jsl_register_policy(lua_State *L)
 {
-  static const struct {
-    const char *name;
-    lua_CFunction f;
-  } ctors[] = {{"max", l_max},         {"auto", l_max},
-               {"fixed", l_fixed},     {"powercap", l_powercap},
-               {"iteration", l_iteration}, {"pass", l_pass},
-               {"kernel", l_kernel},   {"custom", l_custom},
-               {"perseus", l_perseus}, {"envpipe", l_envpipe},
-               {"zeus", l_zeus},       {"plan", l_plan}};
-  lua_createtable(L, 0, G_N_ELEMENTS(ctors));
-  for (gsize i = 0; i < G_N_ELEMENTS(ctors); i++) {
-    lua_pushfstring(L, "js.policy.%s", ctors[i].name);
-    lua_pushcclosure(L, ctors[i].f, 1);
-    lua_setfield(L, -2, ctors[i].name);
+  guint n = dvfs_policy_n_classes();
+  lua_createtable(L, 0, (int)n + 1);
+  for (guint k = 0; k < n; k++) {
+    register_constructor(L, dvfs_policy_class((DvfsKind)k)->name,
+                         (DvfsKind)k);
+    if (k == DVFS_MAX)
+      register_constructor(L, "auto", DVFS_MAX);
   }
   lua_setfield(L, -2, "policy");
 }

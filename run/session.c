@@ -278,36 +278,16 @@ static GArray *step_rows(const SimWorkload *w, const SimMachine *m,
   return rows;
 }
 
-static const PerseusRunKind pipeline_kinds[] = {
-  [DVFS_PERSEUS] = PERSEUS_RUN_PERSEUS,
-  [DVFS_ENVPIPE] = PERSEUS_RUN_ENVPIPE,
-  [DVFS_ZEUS] = PERSEUS_RUN_ZEUS,
-  [DVFS_PLAN] = PERSEUS_RUN_PLAN,
-};
-
-static SimResult *run_pipeline(JsSession *s, const Cluster *run,
-                               const SimWorkload *w, const DvfsPolicy *p,
-                               const JsRunOptions *opt, JsRunReport *rep,
-                               GError **error)
+/* A policy that runs its own engine (DVFS_CLASS_PIPELINE: perseus, envpipe,
+ * zeus, plan): its run, and the frontier's clocks when it has one. */
+static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
+                             const Cluster *run, const SimWorkload *w,
+                             const DvfsPolicy *p, const JsRunOptions *opt,
+                             JsRunReport *rep, GError **error)
 {
-  if (!dvfs_policy_check(p, run, error))
-    return NULL;
-  PerseusPolicy pol;
-  perseus_policy_init(&pol, pipeline_kinds[p->kind]);
-  pol.slowdown = p->slowdown;
-  pol.straggler_aware = p->straggler_aware;
-  pol.lag = p->lag;
-  pol.eta = p->eta;
-  pol.step_w = p->step_w;
-  pol.frontier.resolution = p->resolution;
-  /* js.policy.perseus{ kernel = true } (lua/policy.c). */
-  pol.kernel = p->kind == DVFS_PERSEUS && p->kernel_within;
-  /* js.policy.plan{ plan = P } (lua/policy.c). */
-  pol.plan_mhz = p->plan_mhz;
-  pol.plan_stages = p->plan_stages;
-  pol.plan_microbatches = p->plan_microbatches;
-  rep->pipeline = perseus_run(&pol, run, w, s->catalogue, opt->stragglers,
-                              MAX(opt->iterations, 1), error);
+  DvfsContext x = {run, w, s->catalogue, opt->stragglers,
+                   MAX(opt->iterations, 1)};
+  rep->pipeline = kl->run(p, &x, error);
   if (rep->pipeline == NULL)
     return NULL;
   rep->n_stages = w->pp;
@@ -338,6 +318,10 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                            : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
   run->seed = opt->seed;
+  if (opt->variability) {
+    run->perf_spread = opt->perf_spread;
+    run->power_spread = opt->power_spread;
+  }
   if (!cluster_validate(run, error))
     return NULL;
   if (w->n_ranks != run->n_gpus) {
@@ -355,30 +339,29 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   }
   if (w->fold_rep != NULL && !check_folded(run, p, opt, error))
     return NULL;
-  if (dvfs_policy_is_pipeline(p)) {
-    if (opt->observer != NULL) {
-      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                  "policy '%s' runs its own engine: no observer (timeline) "
-                  "can be attached", dvfs_kind_name(p->kind));
-      return NULL;
-    }
-    return run_pipeline(s, run, w, p, opt, report, error);
+  const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
+  if (kl != NULL && kl->run != NULL && opt->observer != NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "policy '%s' runs its own engine: no observer (timeline) "
+                "can be attached", dvfs_kind_name(p->kind));
+    return NULL;
   }
-  g_autoptr(SimPlan) plan = NULL;
-  if (dvfs_policy_is_planned(p)) {
-    g_autoptr(DvfsPlanResult) pr = dvfs_planner_run(p, run, w, s->catalogue,
-                                                    error);
-    if (pr == NULL)
-      return NULL;
-    plan = g_steal_pointer(&pr->plan);
-    if (pr->power_limit_w >= 0)
-      run->power_limit_w = pr->power_limit_w;
+  if (!dvfs_policy_check(p, run, error))
+    return NULL;
+  if (kl->run != NULL)
+    return run_itself(s, kl, run, w, p, opt, report, error);
+  /* Plan, then run the plan (with the power limit a powercap policy
+   * chose); a planned policy's figures are the run's report. */
+  DvfsContext x = {run, w, s->catalogue, opt->stragglers,
+                   MAX(opt->iterations, 1)};
+  g_autoptr(DvfsPlanResult) pr = kl->plan(p, &x, error);
+  if (pr == NULL)
+    return NULL;
+  g_autoptr(SimPlan) plan = g_steal_pointer(&pr->plan);
+  if (pr->power_limit_w >= 0)
+    run->power_limit_w = pr->power_limit_w;
+  if (kl->flags & DVFS_CLASS_PLANNED)
     report->plan = g_steal_pointer(&pr);
-  } else {
-    plan = dvfs_plan(p, run, w, error);
-    if (plan == NULL)
-      return NULL;
-  }
   g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
                                                     error);
   if (m == NULL)

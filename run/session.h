@@ -91,6 +91,9 @@ typedef struct {
   SimObserver observer;      /* optional */
   gpointer observer_data;
   const StragglerSet *stragglers; /* optional, borrowed: slow GPUs */
+  gboolean variability;      /* TRUE: perf_spread and power_spread replace
+                                the cluster's for this run */
+  double perf_spread, power_spread;
 } JsRunOptions;
 
 /* What a run produced besides its result. */

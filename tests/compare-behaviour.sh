@@ -110,7 +110,7 @@ case_ trace-gen-help -- trace gen --help
 case_ validate-help -- validate --help
 if [ $FULL = 1 ]; then
   case_ dvfs-full -- run scenarios/dvfs_granularity.lua @OUT@/d.h5
-  case_ sweep-full -- run scenarios/sweep_parallelism.lua @OUT@/w.h5
+  case_ sweep-full -- run --jobs 1 scenarios/sweep_parallelism.lua @OUT@/w.h5
   case_ fidelity-all -- fidelity --out @OUT@/f.h5
 fi
 echo "$same same, $differ differ"

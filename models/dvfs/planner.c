@@ -1,4 +1,5 @@
-/* models/dvfs/planner.c -- planned DVFS policies (DESIGN section 6).
+/* models/dvfs/planner.c -- the planned DVFS policies' shared machinery
+ * (DESIGN section 6).
  *
  * Definitions: baseline = the workload at auto clocks; saving = 1 -
  * E/E_base; slowdown = T/T_base - 1 (per iteration).  A plan made with
@@ -53,6 +54,10 @@
  *
  * Policies
  * --------
+ * Each planned policy's own part (its strategy: models/dvfs/
+ * planner-private.h) is in models/dvfs/policy_NAME.c; this file holds what
+ * they share (candidates, the separable model, budget search, descent,
+ * units, the run and its report).
  * - powercap{watts}: auto clocks under that limit.  powercap{slowdown}:
  *   every limit from the GPU's minimum to maximum in 5 W steps, then 1 W
  *   steps around the best, each evaluated exactly; lowest energy within
@@ -88,9 +93,7 @@
  * - Segments are cut greedily by time, not at the best boundaries.
  * - Costs at iteration 0: stragglers are not planned for.
  */
-#include "models/dvfs/planner.h"
-#include "models/dvfs/knapsack.h"
-#include "models/dvfs/model.h"
+#include "models/dvfs/planner-private.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -98,16 +101,7 @@
 
 /* ---- candidates ------------------------------------------------------------- */
 
-typedef struct {
-  guint16 *intent;   /* per slot: the planned pair */
-  guint16 *req;      /* per slot: the requested pair (after look-ahead) */
-  DvfsEval ev;
-  gboolean feasible;
-  char *label;
-  guint n_units;
-} Cand;
-
-static void cand_free(gpointer p)
+void planner_cand_free(gpointer p)
 {
   Cand *c = p;
   if (c == NULL)
@@ -117,30 +111,7 @@ static void cand_free(gpointer p)
   g_free(c->label);
   g_free(c);
 }
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cand, cand_free)
-
-typedef struct {
-  const DvfsPolicy *pol;
-  const Cluster *run;
-  const SimWorkload *w;
-  const GpuCatalogue *cat;
-  ClusterMachine *cm;
-  DvfsModel *m;
-  DvfsPrices *pr;
-  gint64 latency_ns;       /* planned and checked for */
-  gint64 min_segment_ns;
-  guint iters;             /* evaluated iterations */
-  double s;
-  gint64 deadline_ns;
-  guint evals, sims, eval_budget;
-  GPtrArray *cands;        /* feasible candidates (Cand*) */
-  /* (class, stream) -> kernel slots in stream order (CSR), for look-ahead
-   * and segments. */
-  guint32 *ks_off, *ks;
-  guint32 n_streams;
-} Planner;
-
-static Cand *cand_new(const Planner *P, const char *label)
+Cand *planner_cand_new(const Planner *P, const char *label)
 {
   Cand *c = g_new0(Cand, 1);
   gsize n = MAX(P->m->n_slots, 1u);
@@ -150,7 +121,7 @@ static Cand *cand_new(const Planner *P, const char *label)
   return c;
 }
 
-static Cand *cand_copy(const Planner *P, const Cand *src, const char *label)
+Cand *planner_cand_copy(const Planner *P, const Cand *src, const char *label)
 {
   Cand *c = g_new0(Cand, 1);
   gsize n = MAX(P->m->n_slots, 1u);
@@ -219,7 +190,7 @@ static void lookahead(Planner *P, const guint16 *intent, guint16 *req)
 }
 
 /* Evaluates a candidate (look-ahead included) and records feasibility. */
-static void cand_eval(Planner *P, Cand *c)
+void planner_eval(Planner *P, Cand *c)
 {
   lookahead(P, c->intent, c->req);
   DvfsEvalOptions o = {P->iters, P->latency_ns};
@@ -229,13 +200,13 @@ static void cand_eval(Planner *P, Cand *c)
 }
 
 /* Keeps a copy of c among the candidates when feasible. */
-static void keep(Planner *P, const Cand *c, const char *label)
+void planner_keep(Planner *P, const Cand *c, const char *label)
 {
   if (c->feasible)
-    g_ptr_array_add(P->cands, cand_copy(P, c, label));
+    g_ptr_array_add(P->cands, planner_cand_copy(P, c, label));
 }
 
-static Cand *best_cand(Planner *P)
+Cand *planner_best(Planner *P)
 {
   Cand *best = NULL;
   for (guint i = 0; i < P->cands->len; i++) {
@@ -333,13 +304,13 @@ static void intent_from_tags(const Planner *P, const guint32 *slot_unit,
 /* Budget search: solves the knapsack at budget kappa * s * T for growing,
  * then bisected kappa, lowering phi when nothing is feasible.  Returns the
  * best feasible candidate (owned) or NULL. */
-static Cand *search(Planner *P, const guint32 *slot_unit, guint n_units,
+Cand *planner_search(Planner *P, const guint32 *slot_unit, guint n_units,
                     const char *label)
 {
   static const double phis[] = {1.0, 0.5, 0.0};
   g_autofree guint32 *tags = g_new(guint32, MAX(n_units, 1u));
   Cand *best = NULL;
-  Cand *c = cand_new(P, label);
+  Cand *c = planner_cand_new(P, label);
   c->n_units = n_units;
   double T = (double)P->m->base_time_ns;
   for (guint pi = 0; pi < G_N_ELEMENTS(phis) && best == NULL; pi++) {
@@ -353,11 +324,11 @@ static Cand *search(Planner *P, const guint32 *slot_unit, guint n_units,
       tries++;
       dvfs_knapsack_solve(ks, kappa * P->s * T, tags, NULL, NULL);
       intent_from_tags(P, slot_unit, tags, c->intent);
-      cand_eval(P, c);
+      planner_eval(P, c);
       if (c->feasible) {
         if (best == NULL || c->ev.mean_energy_j < best->ev.mean_energy_j) {
-          cand_free(best);
-          best = cand_copy(P, c, NULL);
+          planner_cand_free(best);
+          best = planner_cand_copy(P, c, NULL);
         }
         lo = MAX(lo, kappa);
       } else {
@@ -392,23 +363,18 @@ static Cand *search(Planner *P, const guint32 *slot_unit, guint n_units,
          i++) {
       dvfs_knapsack_solve(ks, smaller[i] * P->s * T, tags, NULL, NULL);
       intent_from_tags(P, slot_unit, tags, c->intent);
-      cand_eval(P, c);
+      planner_eval(P, c);
       if (c->feasible && c->ev.mean_energy_j < best->ev.mean_energy_j) {
-        cand_free(best);
-        best = cand_copy(P, c, NULL);
+        planner_cand_free(best);
+        best = planner_cand_copy(P, c, NULL);
       }
     }
   }
-  cand_free(c);
+  planner_cand_free(c);
   return best;
 }
 
-/* Units -> slot CSR (for the descent). */
-typedef struct {
-  guint32 *off, *slots;
-} UnitSlots;
-
-static void unit_slots_build(const Planner *P, const guint32 *slot_unit,
+void planner_unit_slots_build(const Planner *P, const guint32 *slot_unit,
                              guint n_units, UnitSlots *us)
 {
   const DvfsModel *m = P->m;
@@ -426,13 +392,13 @@ static void unit_slots_build(const Planner *P, const guint32 *slot_unit,
       us->slots[fill[slot_unit[s]]++] = s;
 }
 
-static void unit_slots_clear(UnitSlots *us)
+void planner_unit_slots_clear(UnitSlots *us)
 {
   g_free(us->off);
   g_free(us->slots);
 }
 
-static void set_unit(Cand *c, const UnitSlots *us, guint u, guint16 k)
+void planner_set_unit(Cand *c, const UnitSlots *us, guint u, guint16 k)
 {
   for (guint32 j = us->off[u]; j < us->off[u + 1]; j++)
     c->intent[us->slots[j]] = k;
@@ -466,15 +432,15 @@ static int cmp_unit_order(const void *a, const void *b)
 /* Coordinate descent from `start` (its intent must be constant on every
  * unit) over the units' undominated options.  Returns the improved
  * candidate (owned; a copy of start when nothing improves). */
-static Cand *descend(Planner *P, const guint32 *slot_unit, guint n_units,
+Cand *planner_descend(Planner *P, const guint32 *slot_unit, guint n_units,
                      const Cand *start, const char *label)
 {
   UnitSlots us;
-  unit_slots_build(P, slot_unit, n_units, &us);
+  planner_unit_slots_build(P, slot_unit, n_units, &us);
   g_autoptr(DvfsKnapsack) ks = build_knapsack(P, slot_unit, n_units, 1.0);
-  Cand *cur = cand_copy(P, start, label);
+  Cand *cur = planner_cand_copy(P, start, label);
   cur->n_units = n_units;
-  Cand *trial = cand_copy(P, start, label);
+  Cand *trial = planner_cand_copy(P, start, label);
   g_autofree UnitOrder *order = g_new(UnitOrder, MAX(n_units, 1u));
   for (guint u = 0; u < n_units; u++)
     order[u] = (UnitOrder){unit_base_energy(P, &us, u), u};
@@ -500,8 +466,8 @@ static Cand *descend(Planner *P, const guint32 *slot_unit, guint n_units,
         guint16 k = (guint16)items[i].tag;
         if (k == now)
           continue;
-        set_unit(trial, &us, u, k);
-        cand_eval(P, trial);
+        planner_set_unit(trial, &us, u, k);
+        planner_eval(P, trial);
         used++;
         if (trial->feasible &&
             trial->ev.mean_energy_j < best_e - 1e-12 * fabs(best_e)) {
@@ -511,7 +477,7 @@ static Cand *descend(Planner *P, const guint32 *slot_unit, guint n_units,
         }
       }
       if (best_k != now) {
-        set_unit(cur, &us, u, best_k);
+        planner_set_unit(cur, &us, u, best_k);
         cur->ev = best_ev;
         improved = TRUE;
       }
@@ -520,291 +486,16 @@ static Cand *descend(Planner *P, const guint32 *slot_unit, guint n_units,
       break;
   }
   /* Re-evaluate to refresh req (look-ahead) for the final assignment. */
-  cand_eval(P, cur);
-  cand_free(trial);
-  unit_slots_clear(&us);
-  return cur;
-}
-
-/* ---- slack reclamation (op granularity) ------------------------------------------ */
-
-/* Latest finish of every node (lf, n_nodes) and total float of every slot
- * (tf, LF - EF) of the schedule last evaluated (one iteration from 0, in
- * m->ev_*) under the deadline, from a reverse pass. */
-static void plan_floats(const Planner *P, gint64 deadline_ns, double *tf,
-                        double *lf)
-{
-  const DvfsModel *m = P->m;
-  guint32 nn = m->n_nodes;
-  for (guint32 n = 0; n < nn; n++)
-    lf[n] = (double)deadline_ns;
-  for (guint32 k = nn; k-- > 0;) {
-    guint32 n = m->topo[k];
-    guint32 s0 = m->node_slots[m->node_off[n]];
-    guint8 kind = m->slot_kind[s0];
-    double dur = kind == SIM_OP_KERNEL || kind == SIM_OP_MARKER
-                     ? (double)(m->ev_end[s0] - m->ev_start[s0])
-                     : (double)m->node_dur_ns[n];
-    double ls = lf[n] - dur;
-    for (guint32 e = m->node_pred_off[n]; e < m->node_pred_off[n + 1]; e++)
-      if (ls < lf[m->node_preds[e]])
-        lf[m->node_preds[e]] = ls;
-  }
-  for (guint32 s = 0; s < m->n_slots; s++)
-    tf[s] = MAX(0.0, lf[m->slot_node[s]] - (double)m->ev_end[s]);
-}
-
-/* Solves one run of ops [a, b) of ks (a sub-chain) with budget (ns):
- * ops may only get slower (into their float), cost = energy change less
- * the waiting power the absorbed float no longer draws. */
-static void reclaim_run(const Planner *P, const guint32 *ks, guint32 a,
-                        guint32 b, double budget, guint16 *intent)
-{
-  const DvfsModel *m = P->m;
-  guint K = P->pr->n_pairs;
-  g_autoptr(DvfsKnapsack) kn = dvfs_knapsack_new();
-  g_autofree DvfsItem *items = g_new(DvfsItem, K);
-  for (guint32 i = a; i < b; i++) {
-    guint32 s = ks[i];
-    guint32 c = m->slot_class[s];
-    double mult = m->class_mult[c], idle = m->class_idle_w[c];
-    double tcur = (double)(m->ev_end[s] - m->ev_start[s]);
-    double pcur = m->ev_power_w[s];
-    guint n = 0;
-    for (guint k = 0; k < K; k++) {
-      const DvfsCost *ck = dvfs_prices_at(P->pr, m, s, k);
-      double t = (double)llround((double)m->slot_ref_ns[s] * ck->time_scale);
-      if (k != intent[s] && t < tcur)
-        continue;
-      double w = k == intent[s] ? 0.0 : t - tcur;
-      double e = k == intent[s]
-                     ? 0.0
-                     : (mult * ((ck->power_w - idle) * t - (pcur - idle) *
-                                                               tcur) -
-                        mult * m->class_wait_w[c] * w) *
-                           1e-9;
-      items[n++] = (DvfsItem){w, e, k};
-    }
-    dvfs_knapsack_add(kn, items, n);
-  }
-  g_autofree guint32 *tags = g_new(guint32, b - a);
-  dvfs_knapsack_solve_greedy(kn, budget, tags, NULL, NULL);
-  for (guint32 i = a; i < b; i++)
-    intent[ks[i]] = (guint16)tags[i - a];
-}
-
-/* The predecessor slot that set slot x's start in the schedule last
- * evaluated (m->ev_*), through which a delay would propagate; DVFS_NONE
- * when x started with the iteration or (a transfer) when another member
- * arrived later, which absorbs a delay up to the gap. */
-static guint32 binder(const DvfsModel *m, guint32 x)
-{
-  gint64 a = m->ev_arrive[x];
-  guint8 kind = m->slot_kind[x];
-  if (kind != SIM_OP_KERNEL && kind != SIM_OP_MARKER && m->ev_start[x] != a)
-    return DVFS_NONE;
-  guint32 p = m->slot_pred[x], w = m->slot_wait[x];
-  if (p != DVFS_NONE && m->ev_end[p] == a)
-    return p;
-  if (w != DVFS_NONE && m->ev_end[w] == a)
-    return w;
-  return DVFS_NONE;
-}
-
-/* The kernel whose end sets kernel b's start through a chain of binding
- * transfers and markers, or DVFS_NONE. */
-static guint32 parent_kernel(const DvfsModel *m, guint32 b)
-{
-  guint32 x = binder(m, b);
-  while (x != DVFS_NONE && m->slot_kind[x] != SIM_OP_KERNEL)
-    x = binder(m, x);
-  return x;
-}
-
-/* Makes a proposed op-level plan safe: replays it in topological order
- * (latency 0, exactly as the evaluator) and, wherever a kernel would end
- * after its latest finish lf (computed for the current plan `cur`), gives
- * it the slowest option no slower than proposed that ends in time (the
- * current option always does: every predecessor ends by its own latest
- * finish, which is at most this kernel's latest start).  The result keeps
- * every node within lf, hence the iteration within the deadline. */
-static void repair(Planner *P, const guint16 *cur, guint16 *prop,
-                   const double *lf)
-{
-  DvfsModel *m = P->m;
-  gint64 *end = m->ev_end, *arrive = m->ev_arrive;
-  guint K = P->pr->n_pairs;
-  for (guint32 k = 0; k < m->n_nodes; k++) {
-    guint32 n = m->topo[k];
-    guint32 j0 = m->node_off[n], j1 = m->node_off[n + 1];
-    guint32 s0 = m->node_slots[j0];
-    guint8 kind = m->slot_kind[s0];
-    if (kind == SIM_OP_KERNEL || kind == SIM_OP_MARKER) {
-      gint64 a = 0;
-      if (m->slot_pred[s0] != DVFS_NONE)
-        a = MAX(a, end[m->slot_pred[s0]]);
-      if (m->slot_wait[s0] != DVFS_NONE)
-        a = MAX(a, end[m->slot_wait[s0]]);
-      gint64 d = 0;
-      if (kind == SIM_OP_KERNEL) {
-        double ref = (double)m->slot_ref_ns[s0];
-        const DvfsCost *cp = dvfs_prices_at(P->pr, m, s0, prop[s0]);
-        d = (gint64)llround(ref * cp->time_scale);
-        if ((double)(a + d) > lf[n]) {
-          gint64 tp = d, best_t = -1;
-          guint16 best = cur[s0];
-          for (guint o = 0; o < K; o++) {
-            const DvfsCost *co = dvfs_prices_at(P->pr, m, s0, o);
-            gint64 t = (gint64)llround(ref * co->time_scale);
-            if (t <= tp && (double)(a + t) <= lf[n] && t > best_t) {
-              best_t = t;
-              best = (guint16)o;
-            }
-          }
-          prop[s0] = best;
-          d = (gint64)llround(
-              ref * dvfs_prices_at(P->pr, m, s0, best)->time_scale);
-        }
-      }
-      arrive[s0] = a;
-      end[s0] = a + d;
-      continue;
-    }
-    gint64 st = 0;
-    for (guint32 j = j0; j < j1; j++) {
-      guint32 x = m->node_slots[j];
-      gint64 a = 0;
-      if (m->slot_pred[x] != DVFS_NONE)
-        a = MAX(a, end[m->slot_pred[x]]);
-      if (m->slot_wait[x] != DVFS_NONE)
-        a = MAX(a, end[m->slot_wait[x]]);
-      st = MAX(st, a);
-    }
-    for (guint32 j = j0; j < j1; j++)
-      end[m->node_slots[j]] = st + m->node_dur_ns[n];
-  }
-}
-
-/* Rounds of slack reclamation from a feasible op-level plan.  In its
- * schedule every kernel has a total float TF (plan_floats) and a parent:
- * the kernel whose delay would reach it (parent_kernel).  Delays add up
- * along parent chains and TF never decreases from parent to child, so a
- * chain may use TF(child) - TF(parent) more at each step: kernels with
- * equal TF in a chain form a run sharing TF(run) - TF(parent run), and no
- * kernel then finishes after its latest finish.  Each run is a small
- * knapsack (ops may only get slower; cost = energy change less the
- * waiting power the absorbed float no longer draws).  Each round is
- * checked exactly; a failed round halves the floats used (transfers that
- * absorb only part of a delay are where the rule is optimistic).
- * Latency 0 only (one iteration). */
-static Cand *reclaim(Planner *P, const Cand *start, gboolean free_only)
-{
-  const DvfsModel *m = P->m;
-  gsize N = MAX(m->n_slots, 1u);
-  Cand *cur = cand_copy(P, start, "kernel(op)");
-  Cand *trial = cand_copy(P, start, "kernel(op)");
-  g_autofree double *tf = g_new(double, N);
-  g_autofree double *lf = g_new(double, MAX(m->n_nodes, 1u));
-  g_autofree guint32 *run_of = g_new(guint32, N);
-  g_autofree gboolean *continued = g_new(gboolean, N);
-  g_autoptr(GArray) budget = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autofree guint32 *run_off = NULL, *run_slots = NULL;
-  double scale = 1.0;
-  for (int round = 0; round < 8 && scale > 1.0 / 16; round++) {
-    DvfsEvalOptions o = {1, 0};
-    DvfsEval ev;
-    dvfs_model_eval(P->m, P->pr, cur->req, &o, &ev);
-    P->evals++;
-    /* free_only: floats up to the plan's own iteration time (stretching
-     * costs no added time); else up to the deadline. */
-    plan_floats(P, free_only ? ev.time_ns[0] : P->deadline_ns, tf, lf);
-    /* Runs, in topological order (parents first). */
-    g_array_set_size(budget, 0);
-    for (guint32 s = 0; s < m->n_slots; s++)
-      run_of[s] = DVFS_NONE;
-    for (guint32 k = 0; k < m->n_nodes; k++) {
-      guint32 s = m->node_slots[m->node_off[m->topo[k]]];
-      continued[s] = FALSE;
-      run_of[s] = DVFS_NONE;
-      if (m->slot_kind[s] != SIM_OP_KERNEL)
-        continue;
-      guint32 par = parent_kernel(m, s);
-      if (par != DVFS_NONE && tf[s] == tf[par] && !continued[par]) {
-        run_of[s] = run_of[par];
-        continued[par] = TRUE;
-        continue;
-      }
-      double b = par != DVFS_NONE ? MAX(0.0, tf[s] - tf[par]) : tf[s];
-      run_of[s] = budget->len;
-      g_array_append_val(budget, b);
-    }
-    guint nr = budget->len;
-    g_free(run_off);
-    g_free(run_slots);
-    run_off = g_new0(guint32, nr + 1);
-    for (guint32 s = 0; s < m->n_slots; s++)
-      if (run_of[s] != DVFS_NONE)
-        run_off[run_of[s] + 1]++;
-    for (guint r = 0; r < nr; r++)
-      run_off[r + 1] += run_off[r];
-    run_slots = g_new(guint32, MAX(run_off[nr], 1u));
-    {
-      g_autofree guint32 *fill = g_memdup2(run_off, sizeof(guint32) *
-                                                        (nr + 1));
-      for (guint32 s = 0; s < m->n_slots; s++)
-        if (run_of[s] != DVFS_NONE)
-          run_slots[fill[run_of[s]]++] = s;
-    }
-    memcpy(trial->intent, cur->intent, sizeof(guint16) * N);
-    for (guint r = 0; r < nr; r++) {
-      double b = g_array_index(budget, double, r) * scale;
-      if (b >= 1.0)
-        reclaim_run(P, run_slots, run_off[r], run_off[r + 1], b,
-                    trial->intent);
-    }
-    repair(P, cur->intent, trial->intent, lf);
-    cand_eval(P, trial);
-    if (trial->feasible && trial->ev.mean_energy_j < cur->ev.mean_energy_j) {
-      double gain = cur->ev.mean_energy_j - trial->ev.mean_energy_j;
-      memcpy(cur->intent, trial->intent, sizeof(guint16) * N);
-      memcpy(cur->req, trial->req, sizeof(guint16) * N);
-      cur->ev = trial->ev;
-      if (gain < 1e-5 * cur->ev.mean_energy_j)
-        break;
-    } else if (trial->feasible) {
-      break; /* no float left to use */
-    } else {
-      scale *= 0.5;
-    }
-  }
-  cand_free(trial);
+  planner_eval(P, cur);
+  planner_cand_free(trial);
+  planner_unit_slots_clear(&us);
   return cur;
 }
 
 /* ---- units -------------------------------------------------------------------- */
 
-/* Phases: unit = phase index among the phases present. */
-static guint units_phase(const Planner *P, guint32 *slot_unit)
-{
-  const DvfsModel *m = P->m;
-  guint32 map[SIM_PHASE_COUNT];
-  for (int i = 0; i < SIM_PHASE_COUNT; i++)
-    map[i] = DVFS_NONE;
-  guint n = 0;
-  for (guint32 s = 0; s < m->n_slots; s++) {
-    slot_unit[s] = DVFS_NONE;
-    if (m->slot_kind[s] != SIM_OP_KERNEL)
-      continue;
-    guint ph = MIN(dvfs_model_op(m, s)->phase, SIM_PHASE_COUNT - 1);
-    if (map[ph] == DVFS_NONE)
-      map[ph] = n++;
-    slot_unit[s] = map[ph];
-  }
-  return n;
-}
-
 /* Kernel names: unit = (name, phase). */
-static guint units_name(const Planner *P, guint32 *slot_unit)
+guint planner_units_name(const Planner *P, guint32 *slot_unit)
 {
   const DvfsModel *m = P->m;
   g_autoptr(GHashTable) ids = g_hash_table_new_full(g_int64_hash,
@@ -830,7 +521,7 @@ static guint units_name(const Planner *P, guint32 *slot_unit)
 }
 
 /* Ops: unit = kernel slot, in slot order. */
-static guint units_op(const Planner *P, guint32 *slot_unit)
+guint planner_units_op(const Planner *P, guint32 *slot_unit)
 {
   const DvfsModel *m = P->m;
   guint n = 0;
@@ -843,7 +534,7 @@ static guint units_op(const Planner *P, guint32 *slot_unit)
  * baseline (the last, shorter one joins its predecessor).  by_content:
  * segments with the same (name, phase) sequence share a unit; else units
  * are numbered in slot order. */
-static guint units_segment(const Planner *P, guint32 *slot_unit,
+guint planner_units_segment(const Planner *P, guint32 *slot_unit,
                            gint64 seg_ns, gboolean by_content)
 {
   const DvfsModel *m = P->m;
@@ -910,293 +601,6 @@ static guint units_segment(const Planner *P, guint32 *slot_unit,
     if (slot_unit[s] != DVFS_NONE)
       slot_unit[s] = remap[slot_unit[s]];
   return n;
-}
-
-/* ---- policies ------------------------------------------------------------------- */
-
-/* Iteration: every candidate, exactly. */
-static Cand *plan_iteration(Planner *P)
-{
-  const DvfsModel *m = P->m;
-  Cand *c = cand_new(P, "iteration");
-  c->n_units = 1;
-  Cand *best = NULL;
-  for (guint k = 0; k < P->pr->n_pairs; k++) {
-    for (guint32 s = 0; s < m->n_slots; s++)
-      c->intent[s] = m->slot_kind[s] == SIM_OP_KERNEL ? (guint16)k : 0;
-    cand_eval(P, c);
-    if (c->feasible &&
-        (best == NULL || c->ev.mean_energy_j < best->ev.mean_energy_j)) {
-      cand_free(best);
-      best = cand_copy(P, c, NULL);
-    }
-  }
-  cand_free(c);
-  g_assert(best != NULL); /* auto (k = 0) is the baseline: feasible */
-  keep(P, best, NULL);
-  return best;
-}
-
-/* Pass: iteration plan, then per-phase knapsack, then descent. */
-static Cand *plan_pass(Planner *P)
-{
-  g_autoptr(Cand) it = plan_iteration(P);
-  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
-  guint n = units_phase(P, su);
-  Cand *k = search(P, su, n, "pass");
-  Cand *start = k != NULL && k->ev.mean_energy_j < it->ev.mean_energy_j ? k
-                                                                          : it;
-  Cand *best = descend(P, su, n, start, "pass");
-  cand_free(k);
-  keep(P, best, NULL);
-  return best;
-}
-
-/* Kernel names without segments: knapsack + descent from the best of it
- * and the pass plan. */
-static Cand *plan_kernel_name(Planner *P)
-{
-  g_autoptr(Cand) pass = plan_pass(P);
-  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
-  guint n = units_name(P, su);
-  g_autoptr(Cand) k = search(P, su, n, "kernel(name)");
-  const Cand *start = k != NULL && k->ev.mean_energy_j < pass->ev.mean_energy_j
-                          ? k
-                          : pass;
-  Cand *best;
-  if (n <= 4096) {
-    best = descend(P, su, n, start, "kernel(name)");
-  } else {
-    best = cand_copy(P, start, NULL);
-  }
-  keep(P, best, NULL);
-  return best;
-}
-
-static Cand *plan_kernel(Planner *P)
-{
-  const DvfsPolicy *pol = P->pol;
-  g_autofree guint32 *su = g_new(guint32, MAX(P->m->n_slots, 1u));
-  if (P->min_segment_ns > 0) {
-    /* Segments of at least the minimum length, and (a coarser plan is
-     * also valid) 4x, 16x, ... longer ones, up to the iteration. */
-    g_autoptr(Cand) pass = plan_pass(P);
-    gboolean content = pol->granularity == DVFS_GRANULARITY_NAME;
-    const char *label = content ? "kernel(segments by content)"
-                                : "kernel(segments)";
-    for (gint64 seg = P->min_segment_ns;; seg *= 4) {
-      guint n = units_segment(P, su, seg, content);
-      g_autoptr(Cand) k = search(P, su, n, label);
-      if (k != NULL) {
-        keep(P, k, NULL);
-        if (n <= 1024) { /* exact descent: few enough units */
-          g_autoptr(Cand) d = descend(P, su, n, k, label);
-          keep(P, d, NULL);
-        }
-      }
-      if (seg >= P->m->base_time_ns || seg > G_MAXINT64 / 8)
-        break;
-    }
-    return best_cand(P) != NULL ? cand_copy(P, best_cand(P), NULL) : NULL;
-  }
-  g_autoptr(Cand) name = plan_kernel_name(P);
-  if (pol->granularity == DVFS_GRANULARITY_OP) {
-    guint n = units_op(P, su);
-    g_autoptr(Cand) k = search(P, su, n, "kernel(op)");
-    if (k != NULL)
-      keep(P, k, NULL);
-    /* Slack reclamation from the best op-expressible plan so far: within
-     * its own iteration time (free), and up to the deadline. */
-    for (int mode = 0; mode < 2; mode++) {
-      const Cand *b = best_cand(P);
-      g_autoptr(Cand) r = reclaim(P, b, mode == 0);
-      r->n_units = n;
-      keep(P, r, NULL);
-    }
-  }
-  return cand_copy(P, best_cand(P), NULL);
-}
-
-/* ---- custom ----------------------------------------------------------------------- */
-
-static char *unit_name(const Planner *P, const UnitSlots *us, guint u,
-                       const char *kind)
-{
-  const DvfsModel *m = P->m;
-  const SimOp *a = dvfs_model_op(m, us->slots[us->off[u]]);
-  const char *na = sim_workload_name(m->w, a->name);
-  if (strcmp(kind, "segment") != 0)
-    return g_strdup(na);
-  const SimOp *b = dvfs_model_op(m, us->slots[us->off[u + 1] - 1]);
-  return g_strdup_printf("%s .. %s", na, sim_workload_name(m->w, b->name));
-}
-
-static Cand *plan_custom(Planner *P, GError **error)
-{
-  const DvfsPolicy *pol = P->pol;
-  const DvfsModel *m = P->m;
-  g_autofree guint32 *su = g_new(guint32, MAX(m->n_slots, 1u));
-  guint n;
-  const char *kind;
-  if (P->min_segment_ns > 0) {
-    n = units_segment(P, su, P->min_segment_ns, FALSE);
-    kind = "segment";
-  } else if (pol->granularity == DVFS_GRANULARITY_OP) {
-    n = units_op(P, su);
-    kind = "op";
-  } else {
-    n = units_name(P, su);
-    kind = "kernel";
-  }
-  UnitSlots us;
-  unit_slots_build(P, su, n, &us);
-  guint K = P->pr->n_pairs;
-  g_autofree DvfsOption *opts = g_new(DvfsOption, K);
-  g_autofree guint16 *choice = g_new(guint16, MAX(n, 1u));
-  double T = (double)m->base_time_ns;
-  gboolean ok = TRUE;
-  for (guint u = 0; u < n && ok; u++) {
-    guint64 count = 0;
-    double slack = INFINITY, crit = 0, total = 0;
-    for (guint k = 0; k < K; k++)
-      opts[k] = (DvfsOption){P->pr->pairs[k], 0.0, 0.0};
-    for (guint32 j = us.off[u]; j < us.off[u + 1]; j++) {
-      guint32 s = us.slots[j];
-      double mult = m->class_mult[m->slot_class[s]];
-      double d = (double)(m->base_end[s] - m->base_start[s]);
-      double free_ns = d * (T / m->slot_longest_ns[s] - 1.0);
-      slack = MIN(slack, free_ns);
-      total += d;
-      if (free_ns < 1.0)
-        crit += d;
-      count += m->class_mult[m->slot_class[s]];
-      for (guint k = 0; k < K; k++) {
-        const DvfsCost *ck = dvfs_prices_at(P->pr, m, s, k);
-        double t = (double)llround((double)m->slot_ref_ns[s] *
-                                   ck->time_scale);
-        opts[k].time_s += mult * t * 1e-9;
-        opts[k].energy_j += mult * ck->power_w * t * 1e-9;
-      }
-    }
-    const SimOp *op = dvfs_model_op(m, us.slots[us.off[u]]);
-    g_autofree char *name = unit_name(P, &us, u, kind);
-    DvfsUnitInfo info = {name, kind, (SimOpClass)op->klass,
-                         (SimPhase)op->phase, count,
-                         isfinite(slack) ? slack * 1e-9 : 0.0,
-                         total > 0 ? crit / total : 0.0, K, opts};
-    SimClocks out = {0, 0};
-    if (!pol->choose(pol->choose_data, &info, &out, error)) {
-      ok = FALSE;
-      break;
-    }
-    const GpuSpec *g = P->run->gpu;
-    double mlo = g->mem_mhz[0].v, mhi = g->mem_mhz[g->n_mem_clocks - 1].v;
-    if ((out.sm_mhz != 0 &&
-         (out.sm_mhz < g->sm_min_mhz.v || out.sm_mhz > g->sm_max_mhz.v)) ||
-        (out.mem_mhz != 0 && (out.mem_mhz < mlo || out.mem_mhz > mhi))) {
-      g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
-                  "the policy function chose sm = %u, mem = %u MHz for '%s'; "
-                  "%s allows SM %.0f-%.0f MHz and memory %.0f-%.0f MHz (0 = "
-                  "auto)", out.sm_mhz, out.mem_mhz, name, g->name,
-                  g->sm_min_mhz.v, g->sm_max_mhz.v, mlo, mhi);
-      ok = FALSE;
-      break;
-    }
-    SimClocks snapped = {
-      (guint16)(out.sm_mhz ? gpu_snap_sm(g, out.sm_mhz) : 0),
-      (guint16)(out.mem_mhz ? gpu_snap_mem(g, out.mem_mhz) : 0)};
-    if (g->n_mem_clocks == 1 ||
-        snapped.mem_mhz == (guint)lround(g->mem_mhz[g->n_mem_clocks - 1].v))
-      snapped.mem_mhz = 0;
-    if (snapped.sm_mhz == (guint)lround(g->sm_default_mhz.v) &&
-        snapped.mem_mhz == 0)
-      snapped.sm_mhz = 0;
-    guint k = dvfs_prices_find(P->pr, snapped);
-    if (k == DVFS_NONE) {
-      g_set_error(error, DVFS_ERROR, DVFS_ERROR_CALLBACK,
-                  "the chooser returned sm = %u, mem = %u MHz for '%s', "
-                  "which is not among the candidate clocks", out.sm_mhz,
-                  out.mem_mhz, name);
-      ok = FALSE;
-      break;
-    }
-    choice[u] = (guint16)k;
-  }
-  if (!ok) {
-    unit_slots_clear(&us);
-    return NULL;
-  }
-  Cand *c = cand_new(P, "custom");
-  c->n_units = n;
-  for (guint u = 0; u < n; u++)
-    set_unit(c, &us, u, choice[u]);
-  unit_slots_clear(&us);
-  cand_eval(P, c);
-  return c;
-}
-
-/* ---- power cap --------------------------------------------------------------------- */
-
-static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
-                                   GError **error)
-{
-  Cluster *r = cluster_copy(c, error);
-  if (r != NULL)
-    r->power_limit_w = limit_w;
-  return r;
-}
-
-/* Evaluates auto clocks under limit_w.  Returns FALSE on error. */
-static gboolean eval_limit(Planner *P, double limit_w, DvfsEval *ev,
-                           DvfsPrices **prices_out, GError **error)
-{
-  g_autoptr(Cluster) c = cluster_with_limit(P->run, limit_w, error);
-  if (c == NULL)
-    return FALSE;
-  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, P->w, P->cat, error);
-  if (cm == NULL)
-    return FALSE;
-  DvfsPrices *pr = dvfs_prices_new(P->m, cluster_machine_sim(cm), NULL, 0);
-  DvfsEvalOptions o = {1, 0};
-  dvfs_model_eval(P->m, pr, NULL, &o, ev);
-  P->evals++;
-  if (prices_out != NULL)
-    *prices_out = pr;
-  else
-    dvfs_prices_free(pr);
-  return TRUE;
-}
-
-/* Returns the limit (W) with the lowest energy within the deadline. */
-static gboolean powercap_search(Planner *P, double *limit, GError **error)
-{
-  const GpuSpec *g = P->run->gpu;
-  double lo = g->power_min_w.v, hi = g->power_max_w.v;
-  double best_l = -1, best_e = INFINITY;
-  DvfsEval ev;
-  for (double l = hi; l >= lo - 1e-9; l -= 5.0) {
-    if (!eval_limit(P, l, &ev, NULL, error))
-      return FALSE;
-    if (ev.max_time_ns <= P->deadline_ns && ev.mean_energy_j < best_e) {
-      best_e = ev.mean_energy_j;
-      best_l = l;
-    }
-  }
-  if (best_l > 0) {
-    double c = best_l;
-    for (double l = MAX(lo, c - 4); l <= MIN(hi, c + 4) + 1e-9; l += 1.0) {
-      if (l == c)
-        continue;
-      if (!eval_limit(P, l, &ev, NULL, error))
-        return FALSE;
-      if (ev.max_time_ns <= P->deadline_ns && ev.mean_energy_j < best_e) {
-        best_e = ev.mean_energy_j;
-        best_l = l;
-      }
-    }
-  }
-  *limit = best_l; /* < 0: none fits; auto at the cluster's limit */
-  return TRUE;
 }
 
 /* ---- result -------------------------------------------------------------------------- */
@@ -1298,9 +702,7 @@ static GArray *build_summary(const Planner *P, const DvfsPrices *pr,
   return rows;
 }
 
-/* Replays the plan on the engine; TRUE when every iteration meets the
- * deadline.  *match: the engine agrees with the model's evaluation. */
-static gboolean engine_check(Planner *P, const SimMachine *sm,
+gboolean planner_engine_check(Planner *P, const SimMachine *sm,
                              const SimPlan *plan, const DvfsEval *ev,
                              gboolean *match, GError **error)
 {
@@ -1375,22 +777,69 @@ static void planner_clear(Planner *P)
   cluster_machine_free(P->cm);
   g_free(P->ks_off);
   g_free(P->ks);
+  dvfs_prices_free(P->alt_prices);
+  cluster_machine_free(P->alt_cm);
+  cluster_free(P->alt_cluster);
 }
 
-DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
-                                 const SimWorkload *w,
-                                 const GpuCatalogue *catalogue,
-                                 GError **error)
+void planner_price_candidates(Planner *P, DvfsPlanResult *res)
 {
-  g_return_val_if_fail(p != NULL && run != NULL && w != NULL, NULL);
-  if (!dvfs_policy_check(p, run, error))
-    return NULL;
-  if (!dvfs_policy_is_planned(p)) {
-    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-                "policy '%s' is not planned (use dvfs_plan)",
-                dvfs_kind_name(p->kind));
-    return NULL;
+  g_autoptr(GArray) pairs = candidate_pairs(P->pol, P->run->gpu);
+  P->pr = dvfs_prices_new(P->m, NULL, (const SimClocks *)(void *)pairs->data,
+                          pairs->len);
+  res->n_candidates = P->pr->n_pairs;
+}
+
+void planner_final_eval(Planner *P, Cand *win)
+{
+  DvfsEvalOptions o = {P->iters, P->latency_ns};
+  dvfs_model_eval(P->m, P->pr, win->req, &o, &win->ev);
+  P->evals++;
+}
+
+Cand *planner_checked(Planner *P, DvfsPlanResult *res,
+                      const DvfsPrices **prices,
+                      Cand *(*search)(Planner *P), GError **error)
+{
+  planner_price_candidates(P, res);
+  *prices = P->pr;
+  /* The baseline is always a candidate. */
+  Cand *base = planner_cand_new(P, "auto");
+  planner_eval(P, base);
+  planner_keep(P, base, NULL);
+  planner_cand_free(base);
+  planner_cand_free(search(P));
+  /* Best first; check on the engine, falling back in order. */
+  const SimMachine *sm = cluster_machine_sim(P->cm);
+  Cand *win = NULL;
+  for (int attempt = 0; attempt < 3 && P->cands->len > 0; attempt++) {
+    Cand *b = planner_best(P);
+    g_autoptr(SimPlan) plan = dvfs_model_build_plan(P->m, P->pr, b->req);
+    gboolean match;
+    gboolean ok = planner_engine_check(P, sm, plan, &b->ev, &match, error);
+    if (error != NULL && *error != NULL)
+      return NULL;
+    if (ok) {
+      win = planner_cand_copy(P, b, NULL);
+      break;
+    }
+    g_ptr_array_remove_fast(P->cands, b);
   }
+  if (win == NULL) {
+    win = planner_cand_new(P, "auto");
+    planner_eval(P, win);
+  }
+  /* Leave the winner's last iteration in the scratch for the summary. */
+  planner_final_eval(P, win);
+  return win;
+}
+
+DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
+                            guint flags, PlannerStrategy strategy,
+                            GError **error)
+{
+  const Cluster *run = x->run;
+  const SimWorkload *w = x->w;
   /* Plans are made (and checked) against the per-kernel cap, the
    * controller's steady state: the plan model reproduces the engine only
    * for a pricing that does not depend on the schedule.  The run of the
@@ -1407,12 +856,12 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
   P.pol = p;
   P.run = run;
   P.w = w;
-  P.cat = catalogue;
+  P.cat = x->catalogue;
   P.s = p->slowdown;
-  P.cands = g_ptr_array_new_with_free_func(cand_free);
+  P.cands = g_ptr_array_new_with_free_func(planner_cand_free);
   DvfsPlanResult *res = NULL;
 
-  P.cm = cluster_machine_new(run, w, catalogue, error);
+  P.cm = cluster_machine_new(run, w, P.cat, error);
   if (P.cm == NULL)
     goto out;
   P.m = dvfs_model_new(w, P.cm, TRUE, error);
@@ -1420,14 +869,13 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
     goto out;
   P.sims = 1;
   build_streams(&P);
-  const SimMachine *sm = cluster_machine_sim(P.cm);
-  gint64 run_latency = sm->switch_latency_ns;
+  gint64 run_latency = cluster_machine_sim(P.cm)->switch_latency_ns;
   P.latency_ns = p->switch_latency_ms >= 0
                      ? (gint64)llround(p->switch_latency_ms * 1e6)
                      : run_latency;
-  if (p->kind == DVFS_ITERATION || p->kind == DVFS_POWERCAP)
+  if (flags & PLANNER_NO_SWITCH)
     P.latency_ns = 0; /* uniform plans never switch */
-  if (p->kind == DVFS_KERNEL || p->kind == DVFS_CUSTOM) {
+  if (flags & PLANNER_SEGMENTS) {
     gint64 seg = p->min_segment_ms >= 0
                      ? (gint64)llround(p->min_segment_ms * 1e6)
                      : 0;
@@ -1446,125 +894,42 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
   res->base_time_s = (double)T * 1e-9;
   res->base_energy_j = P.m->base_energy_j;
 
-  const DvfsPrices *final_prices = NULL;
-  DvfsPrices *cap_prices = NULL;
-  Cand *win = NULL;
-  const SimMachine *check_sm = sm;
-  Cluster *cap_cluster = NULL;     /* must outlive cap_cm */
-  ClusterMachine *cap_cm = NULL;
-
-  if (p->kind == DVFS_POWERCAP) {
-    double limit = p->watts;
-    if (limit <= 0 && !powercap_search(&P, &limit, error))
-      goto fail;
-    res->power_limit_w = limit;
-    P.pr = dvfs_prices_new(P.m, NULL, NULL, 0);
-    win = cand_new(&P, "auto");
-    if (limit > 0) {
-      cap_cluster = cluster_with_limit(run, limit, error);
-      if (cap_cluster == NULL)
-        goto fail;
-      cap_cm = cluster_machine_new(cap_cluster, w, catalogue, error);
-      if (cap_cm == NULL)
-        goto fail;
-      cap_prices = dvfs_prices_new(P.m, cluster_machine_sim(cap_cm), NULL,
-                                   0);
-      check_sm = cluster_machine_sim(cap_cm);
-      g_free(win->label);
-      win->label = g_strdup_printf("powercap(%gW)", limit);
-    }
-    res->n_candidates = 1;
-    final_prices = cap_prices != NULL ? cap_prices : P.pr;
-  } else {
-    g_autoptr(GArray) pairs = candidate_pairs(p, run->gpu);
-    P.pr = dvfs_prices_new(P.m, NULL, (const SimClocks *)(void *)pairs->data,
-                           pairs->len);
-    res->n_candidates = P.pr->n_pairs;
-    final_prices = P.pr;
-    if (p->kind == DVFS_CUSTOM) {
-      win = plan_custom(&P, error);
-      if (win == NULL)
-        goto fail;
-    } else {
-      /* The baseline is always a candidate. */
-      Cand *base = cand_new(&P, "auto");
-      cand_eval(&P, base);
-      keep(&P, base, NULL);
-      cand_free(base);
-      Cand *c = p->kind == DVFS_ITERATION ? plan_iteration(&P)
-                : p->kind == DVFS_PASS    ? plan_pass(&P)
-                                          : plan_kernel(&P);
-      cand_free(c);
-      /* Best first; check on the engine, falling back in order. */
-      for (int attempt = 0; attempt < 3 && P.cands->len > 0; attempt++) {
-        Cand *b = best_cand(&P);
-        g_autoptr(SimPlan) plan = dvfs_model_build_plan(P.m, P.pr, b->req);
-        gboolean match;
-        gboolean ok = engine_check(&P, sm, plan, &b->ev, &match, error);
-        if (error != NULL && *error != NULL)
-          goto fail;
-        if (ok) {
-          win = cand_copy(&P, b, NULL);
-          break;
-        }
-        g_ptr_array_remove_fast(P.cands, b);
-      }
-      if (win == NULL) {
-        win = cand_new(&P, "auto");
-        cand_eval(&P, win);
-      }
-    }
+  const DvfsPrices *prices = NULL;
+  Cand *win = strategy(&P, res, &prices, error);
+  if (win == NULL) {
+    dvfs_plan_result_free(res);
+    res = NULL;
+    goto out;
   }
-  if (p->kind == DVFS_POWERCAP) {
-    DvfsEvalOptions o = {1, 0};
-    dvfs_model_eval(P.m, final_prices, win->req, &o, &win->ev);
-    P.evals++;
-    if (p->watts <= 0 && res->power_limit_w > 0) {
-      gboolean match;
-      g_autoptr(SimPlan) plan = dvfs_model_build_plan(P.m, final_prices, win->req);
-      gboolean ok = engine_check(&P, check_sm, plan, &win->ev, &match, error);
-      if (error != NULL && *error != NULL)
-        goto fail;
-      if (!ok) {
-        res->power_limit_w = -1;
-        final_prices = P.pr;
-        g_free(win->label);
-        win->label = g_strdup("auto");
-        dvfs_model_eval(P.m, final_prices, win->req, &o, &win->ev);
-      }
-    } else if (res->power_limit_w < 0) {
-      res->power_limit_w = -1;
-    }
-  } else {
-    /* Leave the winner's last iteration in the scratch for the summary. */
-    DvfsEvalOptions o = {P.iters, P.latency_ns};
-    dvfs_model_eval(P.m, P.pr, win->req, &o, &win->ev);
-    P.evals++;
-  }
-  res->plan = dvfs_model_build_plan(P.m, final_prices, win->req);
+  res->plan = dvfs_model_build_plan(P.m, prices, win->req);
   res->chosen = g_strdup(win->label);
   res->time_s = win->ev.mean_time_ns * 1e-9;
   res->energy_j = win->ev.mean_energy_j;
   res->switches = win->ev.switches / MAX(P.iters, 1u);
   res->n_units = win->n_units;
-  res->summary = build_summary(&P, final_prices, win->intent);
+  res->summary = build_summary(&P, prices, win->intent);
   res->evaluations = P.evals;
   res->simulations = P.sims;
-  cand_free(win);
-  dvfs_prices_free(cap_prices);
-  cluster_machine_free(cap_cm);
-  cluster_free(cap_cluster);
-  planner_clear(&P);
-  return res;
-
-fail:
-  cand_free(win);
-  dvfs_prices_free(cap_prices);
-  cluster_machine_free(cap_cm);
-  cluster_free(cap_cluster);
-  dvfs_plan_result_free(res);
-  res = NULL;
+  planner_cand_free(win);
 out:
   planner_clear(&P);
-  return NULL;
+  return res;
+}
+
+DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
+                                 const SimWorkload *w,
+                                 const GpuCatalogue *catalogue,
+                                 GError **error)
+{
+  g_return_val_if_fail(p != NULL && run != NULL && w != NULL, NULL);
+  if (!dvfs_policy_check(p, run, error))
+    return NULL;
+  if (!dvfs_policy_is_planned(p)) {
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "policy '%s' is not planned (use dvfs_plan)",
+                dvfs_kind_name(p->kind));
+    return NULL;
+  }
+  DvfsContext x = {run, w, catalogue, NULL, 1};
+  return dvfs_policy_class(p->kind)->plan(p, &x, error);
 }

@@ -1,6 +1,8 @@
 /* models/dvfs/planner.h -- the planned DVFS policies: power cap search,
  * iteration-, pass- and kernel-level plans within a slowdown budget, and
- * custom (callback) plans.  See models/dvfs/planner.c for the algorithms.
+ * custom (callback) plans.  See models/dvfs/planner.c for the shared
+ * machinery and the algorithms, models/dvfs/policy_NAME.c for each
+ * policy's own part.
  */
 #ifndef MODELS_DVFS_PLANNER_H
 #define MODELS_DVFS_PLANNER_H
@@ -26,7 +28,7 @@ typedef struct {
   double time_s, energy_j;  /* under the plan (clocks in force) */
 } DvfsSummaryRow;
 
-typedef struct {
+typedef struct DvfsPlanResult {
   SimPlan *plan;            /* owned */
   double power_limit_w;     /* >= 0: run with this limit; < 0: unchanged */
   char *chosen;             /* owned: the plan that won ("kernel(op)",

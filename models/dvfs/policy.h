@@ -2,10 +2,15 @@
  * plan (DESIGN section 6).
  *
  * A policy is a small value (kind + parameters) that scripts build with
- * js.policy.NAME{...}.  The uniform policies (max, fixed) become a plan
- * directly through dvfs_plan(); the planned ones (powercap, iteration, pass,
- * kernel, custom) go through the planner (models/dvfs/planner.h), which
- * needs the machine.  Definitions used throughout: baseline = the same
+ * js.policy.NAME{...}.  What a kind does lives in its class
+ * (DvfsPolicyClass, a table of function pointers as ROSS's tw_lptype): its
+ * name, accepted arguments, label, check, and either `plan` (a plan to
+ * replay: the uniform policies max and fixed directly, the planned ones
+ * powercap, iteration, pass, kernel and custom through the planner,
+ * models/dvfs/planner.h) or `run` (the pipeline policies, which drive
+ * their own engine through perseus_run, models/dvfs/perseus.h).  Each class
+ * is defined in models/dvfs/policy_NAME.c and listed once in the registry
+ * (models/dvfs/policy.c, `classes`).  Definitions used throughout: baseline = the same
  * workload at auto clocks; energy saving = 1 - E/E_base; slowdown =
  * T/T_base - 1; a policy with slowdown = s keeps the simulated slowdown
  * <= s + DVFS_SLOWDOWN_TOL.
@@ -16,6 +21,8 @@
 #include <glib.h>
 #include "sim/engine.h"
 #include "models/cluster.h"
+#include "models/dvfs/perseus.h"
+#include "models/straggler.h"
 
 G_BEGIN_DECLS
 
@@ -24,6 +31,10 @@ G_BEGIN_DECLS
  * The planner accepts T <= T_base * (1 + s + DVFS_SLOWDOWN_TOL). */
 #define DVFS_SLOWDOWN_TOL 1e-6
 
+/* The built-in kinds: a kind is its class's index in the registry
+ * (dvfs_policy_class), so a class listed after these has the kind
+ * DVFS_KIND_COUNT, DVFS_KIND_COUNT + 1, ... (find it by name:
+ * dvfs_policy_class_by_name). */
 typedef enum {
   DVFS_MAX = 0,   /* auto clocks everywhere: the baseline */
   DVFS_FIXED,     /* locked clocks everywhere */
@@ -109,6 +120,9 @@ typedef struct {
   guint n_sm_clocks;
   const guint *mem_clocks;
   guint n_mem_clocks;
+  /* Parameters of a kind that none of the fields above names: a class's
+   * arguments (DvfsArg.offset) may address these. */
+  double extra[4];
 } DvfsPolicy;
 
 /* Sets every field to its default for `kind` (latency and segment length
@@ -121,6 +135,79 @@ void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
  * names ("name", "op"). */
 const char *dvfs_kind_name(DvfsKind k);
 const char *dvfs_granularity_name(DvfsGranularity g);
+
+/* ---- classes ----------------------------------------------------------- */
+
+/* One argument a policy accepts (js.policy.NAME{key = value}): its type,
+ * the field of DvfsPolicy it sets, its default when absent and the range
+ * a given value must be in. */
+typedef enum {
+  DVFS_ARG_NUM,     /* double */
+  DVFS_ARG_UINT,    /* guint, an integer in [lo, hi] */
+  DVFS_ARG_BOOL,    /* gboolean */
+  DVFS_ARG_CHOICE   /* an enum (int): the index of a name in `choices` */
+} DvfsArgType;
+
+typedef struct {
+  const char *name;            /* NULL ends a list */
+  DvfsArgType type;
+  gsize offset;                /* offsetof(DvfsPolicy, field) */
+  double def, lo, hi;
+  const char *const *choices;  /* DVFS_ARG_CHOICE, NULL-terminated */
+} DvfsArg;
+
+/* What a policy plans or runs on: the run's cluster (its overrides
+ * applied), the workload and the catalogue that resolves the workload's
+ * reference GPU (may be NULL). */
+typedef struct {
+  const Cluster *run;
+  const SimWorkload *w;
+  const GpuCatalogue *catalogue;
+  const StragglerSet *stragglers; /* run: may be NULL */
+  guint iterations;               /* run: >= 1 */
+} DvfsContext;
+
+struct DvfsPlanResult; /* models/dvfs/planner.h */
+
+enum {
+  DVFS_CLASS_PLANNED = 1 << 0,  /* plans from an observed replay of every
+                                   rank (the planner): its plan result is
+                                   the run's report, its switch_latency_ms
+                                   the run's latency */
+  DVFS_CLASS_PIPELINE = 1 << 1  /* drives its own engine (`run`): no
+                                   observer, a pipelined workload */
+};
+
+typedef struct {
+  const char *name;            /* "kernel": js.policy.kernel */
+  const char *const *keys;     /* accepted argument names, "name" first
+                                  (the order error messages list them) */
+  const DvfsArg *args;         /* their types, in the order they are read */
+  guint flags;                 /* DVFS_CLASS_* */
+  /* A short readable label (caller frees); NULL: the name. */
+  char *(*label)(const DvfsPolicy *p);
+  /* Checks p's parameters against the cluster; NULL: nothing to check. */
+  gboolean (*check)(const DvfsPolicy *p, const Cluster *c, GError **error);
+  /* Plans p: a result whose `plan` is replayed (and power_limit_w, when
+   * >= 0, applied).  Called with a checked p.  Caller owns the result. */
+  struct DvfsPlanResult *(*plan)(const DvfsPolicy *p, const DvfsContext *x,
+                                 GError **error);
+  /* Or runs p itself (DVFS_CLASS_PIPELINE; `plan` is then NULL): plans,
+   * reacts to stragglers and replays x->iterations iterations. */
+  PerseusRun *(*run)(const DvfsPolicy *p, const DvfsContext *x,
+                     GError **error);
+} DvfsPolicyClass;
+
+/* The class of kind k (NULL when there is none), of a name ("auto" is
+ * max's alias; NULL when unknown), and how many are registered. */
+const DvfsPolicyClass *dvfs_policy_class(DvfsKind k);
+const DvfsPolicyClass *dvfs_policy_class_by_name(const char *name);
+guint dvfs_policy_n_classes(void);
+
+/* Plans a checked policy with its class's `plan` (NULL with an error for
+ * a class that runs itself). */
+struct DvfsPlanResult *dvfs_policy_plan(const DvfsPolicy *p,
+                                        const DvfsContext *x, GError **error);
 
 /* TRUE for the kinds that need the planner (dvfs_planner_run): powercap,
  * iteration, pass, kernel, custom. */

@@ -1,0 +1,46 @@
+/* models/dvfs/policy-private.h -- what the policy classes
+ * (models/dvfs/policy_NAME.c) share: the parameter checks every planned
+ * and pipeline kind makes, the result of a uniform plan, and the run of a
+ * pipeline kind through perseus_run.  Not a public header.
+ */
+#ifndef MODELS_DVFS_POLICY_PRIVATE_H
+#define MODELS_DVFS_POLICY_PRIVATE_H
+
+#include "models/dvfs/policy.h"
+#include "models/dvfs/planner.h"
+
+G_BEGIN_DECLS
+
+/* A clock (0 = auto) within the GPU's SM clock range / memory clocks;
+ * errors name `what`. */
+gboolean dvfs_check_sm(const GpuSpec *g, const char *what, guint v,
+                       GError **error);
+gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
+                        GError **error);
+/* slowdown in [0, 10]. */
+gboolean dvfs_check_slowdown(const DvfsPolicy *p, GError **error);
+/* switch_latency_ms and min_segment_ms finite and <= 1e6. */
+gboolean dvfs_check_latency(const DvfsPolicy *p, GError **error);
+/* The candidate clock restriction (sm_clocks, mem_clocks) within the
+ * GPU's ranges. */
+gboolean dvfs_check_clock_lists(const DvfsPolicy *p, const GpuSpec *g,
+                                GError **error);
+/* The checks of every planned and pipeline kind: slowdown, latency, then
+ * own(p) when not NULL, then the clock lists. */
+gboolean dvfs_check_common(const DvfsPolicy *p, const Cluster *c,
+                             gboolean (*own)(const DvfsPolicy *p,
+                                             GError **error),
+                             GError **error);
+
+/* A plan result holding the uniform plan `clk` on every rank of w (no
+ * power limit, no report). */
+DvfsPlanResult *dvfs_uniform_result(const SimWorkload *w, SimClocks clk);
+
+/* Runs p through perseus_run as a policy of kind `kind` on x
+ * (policy_perseus.c). */
+PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
+                              const DvfsContext *x, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,29 @@
+/* models/dvfs/policy_envpipe.c -- js.policy.envpipe on a pipelined
+ * workload: the EnvPipe baseline (models/dvfs/envpipe.h), run through
+ * perseus_run: the pipeline's outer envelope at the highest clock, the
+ * inner computations slowed into their slack.
+ */
+#include "models/dvfs/policy-private.h"
+
+static const char *const keys[] = {"name", NULL};
+static const DvfsArg args[] = {{NULL}};
+
+static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
+{
+  return dvfs_check_common(p, c, NULL, error);
+}
+
+static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
+                       GError **error)
+{
+  return dvfs_pipeline_run(p, PERSEUS_RUN_ENVPIPE, x, error);
+}
+
+const DvfsPolicyClass dvfs_class_envpipe = {
+  .name = "envpipe",
+  .keys = keys,
+  .args = args,
+  .flags = DVFS_CLASS_PIPELINE,
+  .check = check,
+  .run = run,
+};
