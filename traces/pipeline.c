@@ -54,6 +54,7 @@
  * - No optimizer step, no embedding all-reduce.
  */
 #include "traces/pipeline.h"
+#include "models/table.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,21 +80,20 @@ void pipeline_config_init(PipelineConfig *cfg)
   cfg->dp = 1;
 }
 
-static const char *const schedule_names[] = {"1f1b", "gpipe", NULL};
-
+/* Profile pipelines run one chunk per stage: 1f1b and gpipe. */
 const char *pipeline_schedule_name(PipelineSchedule s)
 {
-  return (guint)s < 2 ? schedule_names[s] : "?";
+  return (guint)s <= PIPELINE_GPIPE ? schedule_name(s) : "?";
 }
 
 gboolean pipeline_schedule_from_name(const char *name, PipelineSchedule *out,
                                      GError **error)
 {
-  for (guint i = 0; schedule_names[i] != NULL; i++)
-    if (g_strcmp0(name, schedule_names[i]) == 0) {
-      *out = (PipelineSchedule)i;
-      return TRUE;
-    }
+  PipelineSchedule s;
+  if (schedule_from_name(name, &s) && s <= PIPELINE_GPIPE) {
+    *out = s;
+    return TRUE;
+  }
   g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
               "pipeline: schedule '%s' must be one of \"1f1b\", \"gpipe\"",
               name != NULL ? name : "(null)");
@@ -170,14 +170,13 @@ static gboolean emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s,
   guint S = g->S, M = g->M, dp = g->dp;
   guint r = p + dp * s;
   guint32 prev = s > 0 ? r - dp : 0, next = s + 1 < S ? r + dp : 0;
-  g_autofree guint32 *order = g_new(guint32, 2 * M);
-  perseus_schedule_order(pipeline_schedule_name(g->cfg->schedule), S, M, s,
-                         order);
+  g_autofree ScheduleStep *order = g_new(ScheduleStep, 2 * M);
+  if (!schedule_stage_order(g->cfg->schedule, S, M, 1, s, order))
+    g_assert_not_reached(); /* pipeline_from_profile checked the schedule */
   guint32 last = SIM_NO_WAIT; /* the previous computation */
   for (guint k = 0; k < 2 * M; k++) {
-    guint32 id = order[k];
-    gboolean bwd = id & 1u;
-    guint m = (id / 2) % M;
+    gboolean bwd = order[k].backward;
+    guint m = order[k].microbatch;
     SimPhase ph = bwd ? SIM_PHASE_BACKWARD : SIM_PHASE_FORWARD;
     guint32 wait = SIM_NO_WAIT;
     if (!bwd && s > 0)
