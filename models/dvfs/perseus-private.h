@@ -23,8 +23,9 @@ struct PerseusDag {
   GArray *edges;     /* guint32 pairs */
   /* After finish: */
   guint n;
-  guint *succ_off, *succ, *pred_off, *pred;
-  guint *topo;
+  Dag *graph;        /* the edges' CSR and topological order (owned) */
+  guint *succ_off, *succ, *pred_off, *pred;  /* graph's, borrowed */
+  guint *topo;                               /* graph's, borrowed */
   guint *pr_off;     /* pruned options, n + 1 offsets */
   gint64 *pr_t;
   double *pr_c;

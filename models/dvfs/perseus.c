@@ -71,11 +71,7 @@ void perseus_dag_free(PerseusDag *d)
   g_array_unref(d->opt_off);
   g_array_unref(d->opts);
   g_array_unref(d->edges);
-  g_free(d->succ_off);
-  g_free(d->succ);
-  g_free(d->pred_off);
-  g_free(d->pred);
-  g_free(d->topo);
+  dag_free(d->graph);
   g_free(d->pr_off);
   g_free(d->pr_t);
   g_free(d->pr_c);
@@ -99,6 +95,12 @@ void perseus_dag_add_edge(PerseusDag *d, guint from, guint to)
   g_return_if_fail(d != NULL && !d->finished);
   guint32 e[2] = {from, to};
   g_array_append_vals(d->edges, e, 2);
+}
+
+const Dag *perseus_dag_graph(const PerseusDag *d)
+{
+  g_return_val_if_fail(d != NULL && d->finished, NULL);
+  return d->graph;
 }
 
 guint perseus_dag_n_nodes(const PerseusDag *d)
@@ -151,51 +153,28 @@ static int cmp_cand(const void *a, const void *b)
   return (x->orig > y->orig) - (x->orig < y->orig);
 }
 
-/* Builds the CSR adjacency and a topological order (Kahn, lowest index
- * first, so the order is deterministic). */
+/* Builds the CSR adjacency and the topological order (models/dag.h: Kahn
+ * with a FIFO queue, sources in index order), which the frontier, EnvPipe
+ * and the evaluation walk. */
 static gboolean build_graph(PerseusDag *d, GError **error)
 {
   guint n = d->n;
   guint ne = d->edges->len / 2;
   const guint32 *e = (const guint32 *)(void *)d->edges->data;
-  d->succ_off = g_new0(guint, n + 1);
-  d->pred_off = g_new0(guint, n + 1);
-  for (guint i = 0; i < ne; i++) {
-    if (e[2 * i] >= n || e[2 * i + 1] >= n || e[2 * i] == e[2 * i + 1])
-      return perseus_invalid(error, "edge %u -> %u: nodes out of range (%u nodes) "
-                     "or a self-loop", e[2 * i], e[2 * i + 1], n);
-    d->succ_off[e[2 * i] + 1]++;
-    d->pred_off[e[2 * i + 1] + 1]++;
-  }
-  for (guint i = 0; i < n; i++) {
-    d->succ_off[i + 1] += d->succ_off[i];
-    d->pred_off[i + 1] += d->pred_off[i];
-  }
-  d->succ = g_new(guint, MAX(ne, 1u));
-  d->pred = g_new(guint, MAX(ne, 1u));
-  g_autofree guint *fs = g_memdup2(d->succ_off, sizeof(guint) * n);
-  g_autofree guint *fp = g_memdup2(d->pred_off, sizeof(guint) * n);
-  for (guint i = 0; i < ne; i++) {
-    d->succ[fs[e[2 * i]]++] = e[2 * i + 1];
-    d->pred[fp[e[2 * i + 1]]++] = e[2 * i];
-  }
-  g_autofree guint *indeg = g_new(guint, MAX(n, 1u));
-  for (guint i = 0; i < n; i++)
-    indeg[i] = d->pred_off[i + 1] - d->pred_off[i];
-  d->topo = g_new(guint, MAX(n, 1u));
-  guint head = 0, tail = 0;
-  for (guint i = 0; i < n; i++)
-    if (indeg[i] == 0)
-      d->topo[tail++] = i;
-  while (head < tail) {
-    guint u = d->topo[head++];
-    for (guint k = d->succ_off[u]; k < d->succ_off[u + 1]; k++)
-      if (--indeg[d->succ[k]] == 0)
-        d->topo[tail++] = d->succ[k];
-  }
-  if (tail != n)
-    return perseus_invalid(error, "the computation graph has a cycle (%u of %u "
-                   "nodes ordered)", tail, n);
+  guint32 bad = 0;
+  d->graph = dag_new(n, e, ne, &bad);
+  if (d->graph == NULL)
+    return perseus_invalid(error, "edge %u -> %u: nodes out of range (%u "
+                           "nodes) or a self-loop", e[2 * bad],
+                           e[2 * bad + 1], n);
+  d->succ_off = d->graph->succ_off;
+  d->succ = d->graph->succ;
+  d->pred_off = d->graph->pred_off;
+  d->pred = d->graph->pred;
+  d->topo = d->graph->topo;
+  if (!dag_acyclic(d->graph))
+    return perseus_invalid(error, "the computation graph has a cycle (%u of "
+                           "%u nodes ordered)", d->graph->n_ordered, n);
   return TRUE;
 }
 
@@ -375,24 +354,20 @@ void perseus_dag_eval(const PerseusDag *d, const guint16 *choice,
 {
   g_return_if_fail(d != NULL && d->finished && choice != NULL);
   guint n = d->n;
-  g_autofree gint64 *fin = g_new(gint64, n);
-  gint64 T = 0;
+  g_autofree gint64 *t = g_new(gint64, n);
   double e = 0.0, busy_s = 0.0;
+  /* Sums in topological order, as they always were. */
   for (guint q = 0; q < n; q++) {
     guint i = d->topo[q];
-    gint64 es = 0;
-    for (guint k = d->pred_off[i]; k < d->pred_off[i + 1]; k++)
-      es = MAX(es, fin[d->pred[k]]);
     const PerseusOption *o = perseus_dag_option(d, i, choice[i]);
     double f = gpu_factor != NULL && o->sm_mhz != 0
                  ? gpu_factor[g_array_index(d->gpu, guint, i)]
                  : 1.0;
-    gint64 t = scaled_ns(o->time_ns, f);
-    fin[i] = es + t;
-    T = MAX(T, fin[i]);
+    t[i] = scaled_ns(o->time_ns, f);
     e += o->energy_j * f;
-    busy_s += (double)t * 1e-9;
+    busy_s += (double)t[i] * 1e-9;
   }
+  gint64 T = dag_longest_path(d->graph, t);
   *time_ns = T;
   *energy_j = e + d->p_block * ((double)T * 1e-9 * d->n_gpus - busy_s);
 }

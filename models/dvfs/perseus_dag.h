@@ -13,6 +13,7 @@
 
 #include <glib.h>
 #include "models/schedule.h"
+#include "models/dag.h"
 
 G_BEGIN_DECLS
 
@@ -71,6 +72,10 @@ void perseus_dag_structure(const PerseusDag *d, const guint **topo,
                            const guint **pred_off, const guint **pred,
                            const guint **succ_off, const guint **succ,
                            guint *n_edges);
+
+/* The same structure as a graph (models/dag.h; Dag.topo is the order
+ * above).  Borrowed. */
+const Dag *perseus_dag_graph(const PerseusDag *d);
 
 /* Iteration time and energy of a plan (an option index per node), with
  * every computation of GPU g taking gpu_factor[g] times longer at the same

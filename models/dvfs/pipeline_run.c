@@ -283,23 +283,11 @@ static guint16 *stage_choice(const PerseusModel *pm, const guint16 *choice)
 static gint64 dag_starts(const PerseusDag *d, const guint16 *choice,
                          gint64 *st)
 {
-  const guint *topo = NULL, *pred_off = NULL, *pred = NULL, *succ_off = NULL,
-              *succ = NULL;
-  guint n_edges = 0, n = perseus_dag_n_nodes(d);
-  perseus_dag_structure(d, &topo, &pred_off, &pred, &succ_off, &succ,
-                        &n_edges);
-  g_autofree gint64 *fin = g_new(gint64, MAX(n, 1u));
-  gint64 T = 0;
-  for (guint q = 0; q < n; q++) {
-    guint i = topo[q];
-    gint64 es = 0;
-    for (guint k = pred_off[i]; k < pred_off[i + 1]; k++)
-      es = MAX(es, fin[pred[k]]);
-    st[i] = es;
-    fin[i] = es + perseus_dag_option(d, i, choice[i])->time_ns;
-    T = MAX(T, fin[i]);
-  }
-  return T;
+  guint n = perseus_dag_n_nodes(d);
+  g_autofree gint64 *t = g_new(gint64, MAX(n, 1u));
+  for (guint i = 0; i < n; i++)
+    t[i] = perseus_dag_option(d, i, choice[i])->time_ns;
+  return dag_earliest(perseus_dag_graph(d), t, st);
 }
 
 /* `choice` made followable with switching latency L: on every stage a
