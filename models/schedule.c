@@ -115,6 +115,8 @@ gboolean perseus_schedule_order(const char *schedule, guint S, guint M,
   return TRUE;
 }
 
+/* ---- computation groups ------------------------------------------------ */
+
 static gboolean invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 static gboolean invalid(GError **error, const char *fmt, ...)
 {
@@ -125,8 +127,6 @@ static gboolean invalid(GError **error, const char *fmt, ...)
   g_set_error_literal(error, PERSEUS_ERROR, PERSEUS_ERROR_INVALID, msg);
   return FALSE;
 }
-
-/* Groups                                                                     */
 
 void perseus_groups_free(PerseusGroups *g)
 {

@@ -148,6 +148,45 @@ static int read_varint(FILE *f, guint64 *out)
   return -1;
 }
 
+/* Appends node nd (its dependencies into cf->deps, control first). */
+static void add_node(CFile *cf, SimWorkload *names,
+                     const ChakraProtoMsg__Node *nd)
+{
+  CNode c = {0};
+  c.id = nd->id;
+  c.name = sim_workload_intern(names, nd->name != NULL && *nd->name
+                                          ? nd->name : "(unnamed node)");
+  c.type = (guint8)MIN((guint)nd->type, 255u);
+  c.dur_ns = (gint64)MIN(nd->duration_micros, (guint64)G_MAXINT64 / 1000) *
+             1000;
+  c.tid = c.comm_type = c.comm_size = c.comm_src = c.comm_dst = -1;
+  c.is_cpu = -1;
+  c.dep_off = cf->deps->len;
+  c.n_ctrl = (guint32)nd->n_ctrl_deps;
+  c.n_deps = (guint32)(nd->n_ctrl_deps + nd->n_data_deps);
+  g_array_append_vals(cf->deps, nd->ctrl_deps, (guint)nd->n_ctrl_deps);
+  g_array_append_vals(cf->deps, nd->data_deps, (guint)nd->n_data_deps);
+  for (size_t i = 0; i < nd->n_attr; i++) {
+    const ChakraProtoMsg__AttributeProto *a = nd->attr[i];
+    gint64 v;
+    if (a->name == NULL || !attr_int(a, &v))
+      continue;
+    if (strcmp(a->name, "is_cpu_op") == 0)
+      c.is_cpu = v != 0;
+    else if (strcmp(a->name, "tid") == 0)
+      c.tid = v;
+    else if (strcmp(a->name, "comm_type") == 0)
+      c.comm_type = v;
+    else if (strcmp(a->name, "comm_size") == 0)
+      c.comm_size = v;
+    else if (strcmp(a->name, "comm_src") == 0)
+      c.comm_src = v;
+    else if (strcmp(a->name, "comm_dst") == 0)
+      c.comm_dst = v;
+  }
+  g_array_append_val(cf->nodes, c);
+}
+
 /* Number in "NAME.<r>.et", or -1. */
 static gint64 rank_from_name(const char *path)
 {
@@ -237,40 +276,8 @@ static CFile *read_file(const char *path, SimWorkload *names, GError **error)
       ok = FALSE;
       break;
     }
-    CNode c = {0};
-    c.id = nd->id;
-    c.name = sim_workload_intern(names, nd->name != NULL && *nd->name
-                                            ? nd->name : "(unnamed node)");
-    c.type = (guint8)MIN((guint)nd->type, 255u);
-    c.dur_ns = (gint64)MIN(nd->duration_micros, (guint64)G_MAXINT64 / 1000) *
-               1000;
-    c.tid = c.comm_type = c.comm_size = c.comm_src = c.comm_dst = -1;
-    c.is_cpu = -1;
-    c.dep_off = cf->deps->len;
-    c.n_ctrl = (guint32)nd->n_ctrl_deps;
-    c.n_deps = (guint32)(nd->n_ctrl_deps + nd->n_data_deps);
-    g_array_append_vals(cf->deps, nd->ctrl_deps, (guint)nd->n_ctrl_deps);
-    g_array_append_vals(cf->deps, nd->data_deps, (guint)nd->n_data_deps);
-    for (size_t i = 0; i < nd->n_attr; i++) {
-      const ChakraProtoMsg__AttributeProto *a = nd->attr[i];
-      gint64 v;
-      if (a->name == NULL || !attr_int(a, &v))
-        continue;
-      if (strcmp(a->name, "is_cpu_op") == 0)
-        c.is_cpu = v != 0;
-      else if (strcmp(a->name, "tid") == 0)
-        c.tid = v;
-      else if (strcmp(a->name, "comm_type") == 0)
-        c.comm_type = v;
-      else if (strcmp(a->name, "comm_size") == 0)
-        c.comm_size = v;
-      else if (strcmp(a->name, "comm_src") == 0)
-        c.comm_src = v;
-      else if (strcmp(a->name, "comm_dst") == 0)
-        c.comm_dst = v;
-    }
+    add_node(cf, names, nd);
     chakra_proto_msg__node__free_unpacked(nd, NULL);
-    g_array_append_val(cf->nodes, c);
   }
   if (ok && ferror(f)) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error", path);
@@ -708,17 +715,15 @@ static int cmp_rorder(const void *a, const void *b)
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Steps 6-7: communication, shapes, the workload.  Files in rank order
- * ro; laid[r] is rank r's analysis. */
-static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
-                             guint n, const SimWorkload *names,
-                             const TraceImportOptions *opt, GError **error)
+/* Step 6: whether the files' collectives (same count on every rank) and
+ * sends and receives (each send met by a receive) pair up; returns the
+ * collective count. */
+static guint comm_counts(GPtrArray *files, const ROrder *ro, const Laid *laid,
+                         guint n, gboolean *coll_ok_out, gboolean *p2p_ok_out)
 {
-  /* Communication: counts for the pairing check. */
   guint n_coll_total = 0;
   g_autofree gint64 *coll_cnt = g_new0(gint64, n);
   g_autofree gint64 *p2p = g_new0(gint64, (gsize)n * n);
-  gboolean solo_all = n == 1 || opt->comm_recorded;
   for (guint r = 0; r < n; r++) {
     CFile *cf = g_ptr_array_index(files, ro[r].idx);
     for (guint s = 0; s < laid[r].n_streams; s++)
@@ -751,6 +756,95 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
   gboolean p2p_ok = TRUE;
   for (gsize k = 0; k < (gsize)n * n; k++)
     p2p_ok &= p2p[k] == 0;
+  *coll_ok_out = coll_ok;
+  *p2p_ok_out = p2p_ok;
+  return n_coll_total;
+}
+
+/* The shape of kernel node c, one per kernel name (kshape: name + 1 ->
+ * shape + 1). */
+static guint32 kernel_shape(SimWorkload *w, GHashTable *kshape,
+                            const CNode *c)
+{
+  gpointer v = g_hash_table_lookup(kshape, GUINT_TO_POINTER(c->name + 1));
+  if (v == NULL) {
+    SimShape sh = {0};
+    sh.name = c->name;
+    sh.klass = (guint8)trace_classify_kernel(sim_workload_name(w, c->name));
+    if (sh.klass == SIM_CLASS_COMM)
+      sh.klass = SIM_CLASS_OTHER;
+    sh.tensor = sh.klass == SIM_CLASS_GEMM || sh.klass == SIM_CLASS_ATTENTION;
+    v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
+    g_hash_table_insert(kshape, GUINT_TO_POINTER(c->name + 1), v);
+  }
+  return GPOINTER_TO_UINT(v) - 1;
+}
+
+/* The shape of communication node c (coll: a collective, else a send or
+ * receive), one per (name, collective, bytes) (cshape: key -> shape + 1). */
+static guint32 comm_shape(SimWorkload *w, GHashTable *cshape, const CNode *c,
+                          gboolean coll)
+{
+  SimCollType ct = coll ? coll_of(c->comm_type) : SIM_COLL_SEND_RECV;
+  double bytes = c->comm_size > 0 ? (double)c->comm_size : 0.0;
+  char key[96];
+  g_snprintf(key, sizeof key, "%u|%d|%.17g", c->name, (int)ct, bytes);
+  gpointer v = g_hash_table_lookup(cshape, key);
+  if (v == NULL) {
+    SimShape sh = {0};
+    sh.name = c->name;
+    sh.klass = SIM_CLASS_COMM;
+    sh.coll = (guint8)ct;
+    sh.bytes = bytes;
+    v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
+    g_hash_table_insert(cshape, g_strdup(key), v);
+  }
+  return GPOINTER_TO_UINT(v) - 1;
+}
+
+/* Step 7: the workload's reference GPU and provenance. */
+static gboolean set_provenance(SimWorkload *w, GPtrArray *files,
+                               const ROrder *ro, guint n,
+                               const TraceImportOptions *opt,
+                               guint64 solo_ops, GError **error)
+{
+  g_autofree char *ref = trace_ref_gpu(
+      opt, NULL, ((CFile *)g_ptr_array_index(files, ro[0].idx))->path,
+      error);
+  if (ref == NULL)
+    return FALSE;
+  w->ref_gpu = g_strdup(ref);
+  GHashTable *pv = w->provenance;
+  GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
+  for (guint r = 0; r < n; r++) {
+    CFile *cf = g_ptr_array_index(files, ro[r].idx);
+    g_string_append_printf(src, r ? ";%s" : "%s", cf->path);
+    g_string_append_printf(gr, r ? ",%" G_GINT64_FORMAT
+                                 : "%" G_GINT64_FORMAT, ro[r].rank);
+  }
+  CFile *f0 = g_ptr_array_index(files, ro[0].idx);
+  g_hash_table_insert(pv, g_strdup("importer"), g_strdup("chakra"));
+  g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
+  g_hash_table_insert(pv, g_strdup("global_ranks"),
+                      g_string_free(gr, FALSE));
+  g_hash_table_insert(pv, g_strdup("chakra_version"),
+                      g_strdup(f0->version));
+  g_hash_table_insert(pv, g_strdup("iteration"), g_strdup("all"));
+  g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
+  g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
+                      g_strdup_printf("%" G_GUINT64_FORMAT, solo_ops));
+  return TRUE;
+}
+
+/* Steps 6-7: communication, shapes, the workload.  Files in rank order
+ * ro; laid[r] is rank r's analysis. */
+static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
+                             guint n, const SimWorkload *names,
+                             const TraceImportOptions *opt, GError **error)
+{
+  gboolean solo_all = n == 1 || opt->comm_recorded;
+  gboolean coll_ok = TRUE, p2p_ok = TRUE;
+  guint n_coll_total = comm_counts(files, ro, laid, n, &coll_ok, &p2p_ok);
   if (!solo_all && (!coll_ok || !p2p_ok))
     trace_warn(opt, "the files' %s do not pair up; they replay at their "
                "recorded durations",
@@ -804,43 +898,15 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
           continue;
         }
         const CNode *c = &g_array_index(cf->nodes, CNode, ni);
-        const char *name = sim_workload_name(w, c->name);
         if (!is_comm(c)) {
-          gpointer v = g_hash_table_lookup(kshape,
-                                           GUINT_TO_POINTER(c->name + 1));
-          if (v == NULL) {
-            SimShape sh = {0};
-            sh.name = c->name;
-            sh.klass = (guint8)trace_classify_kernel(name);
-            if (sh.klass == SIM_CLASS_COMM)
-              sh.klass = SIM_CLASS_OTHER;
-            sh.tensor = sh.klass == SIM_CLASS_GEMM ||
-                        sh.klass == SIM_CLASS_ATTENTION;
-            v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
-            g_hash_table_insert(kshape, GUINT_TO_POINTER(c->name + 1), v);
-          }
-          op.shape = GPOINTER_TO_UINT(v) - 1;
+          op.shape = kernel_shape(w, kshape, c);
           op.kind = SIM_OP_KERNEL;
           op.klass = g_array_index(w->shapes, SimShape, op.shape).klass;
           ops[off[s] + k] = op;
           continue;
         }
         gboolean coll = c->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
-        SimCollType ct = coll ? coll_of(c->comm_type) : SIM_COLL_SEND_RECV;
-        double bytes = c->comm_size > 0 ? (double)c->comm_size : 0.0;
-        char key[96];
-        g_snprintf(key, sizeof key, "%u|%d|%.17g", c->name, (int)ct, bytes);
-        gpointer v = g_hash_table_lookup(cshape, key);
-        if (v == NULL) {
-          SimShape sh = {0};
-          sh.name = c->name;
-          sh.klass = SIM_CLASS_COMM;
-          sh.coll = (guint8)ct;
-          sh.bytes = bytes;
-          v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
-          g_hash_table_insert(cshape, g_strdup(key), v);
-        }
-        op.shape = GPOINTER_TO_UINT(v) - 1;
+        op.shape = comm_shape(w, cshape, c, coll);
         op.klass = SIM_CLASS_COMM;
         gboolean matched = FALSE;
         if (coll && world != G_MAXUINT32) {
@@ -875,33 +941,8 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
     trace_warn(opt, "%" G_GUINT64_FORMAT " communication ops replay at their "
                "recorded durations (%s)", solo_ops,
                n == 1 ? "one rank imported" : "unmatched or comm_recorded");
-  {
-    g_autofree char *ref = trace_ref_gpu(
-        opt, NULL, ((CFile *)g_ptr_array_index(files, ro[0].idx))->path,
-        error);
-    if (ref == NULL)
-      return NULL;
-    w->ref_gpu = g_strdup(ref);
-    GHashTable *pv = w->provenance;
-    GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
-    for (guint r = 0; r < n; r++) {
-      CFile *cf = g_ptr_array_index(files, ro[r].idx);
-      g_string_append_printf(src, r ? ";%s" : "%s", cf->path);
-      g_string_append_printf(gr, r ? ",%" G_GINT64_FORMAT
-                                   : "%" G_GINT64_FORMAT, ro[r].rank);
-    }
-    CFile *f0 = g_ptr_array_index(files, ro[0].idx);
-    g_hash_table_insert(pv, g_strdup("importer"), g_strdup("chakra"));
-    g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
-    g_hash_table_insert(pv, g_strdup("global_ranks"),
-                        g_string_free(gr, FALSE));
-    g_hash_table_insert(pv, g_strdup("chakra_version"),
-                        g_strdup(f0->version));
-    g_hash_table_insert(pv, g_strdup("iteration"), g_strdup("all"));
-    g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
-    g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
-                        g_strdup_printf("%" G_GUINT64_FORMAT, solo_ops));
-  }
+  if (!set_provenance(w, files, ro, n, opt, solo_ops, error))
+    return NULL;
   if (!sim_workload_validate(w, error)) {
     g_prefix_error(error, "imported Chakra workload is inconsistent: ");
     return NULL;

@@ -204,44 +204,45 @@ static gboolean emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s,
   return TRUE;
 }
 
-SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
-                                   GError **error)
+/* Checks p and cfg (the stage count into *stages) before anything is
+ * built; FALSE with an error naming the field. */
+static gboolean check_config(const Profile *p, const PipelineConfig *cfg,
+                             guint *stages, GError **error)
 {
-  g_return_val_if_fail(p != NULL && cfg != NULL, NULL);
   if (p->format != PROFILE_PERSEUS) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_PROFILE,
                 "%s: a pipeline needs a stage profile "
                 "(stage,instruction,frequency,time,energy), not a per-kernel "
                 "one", p->path);
-    return NULL;
+    return FALSE;
   }
-  guint S = cfg->stages != 0 ? cfg->stages : p->n_stages;
+  guint S = *stages = cfg->stages != 0 ? cfg->stages : p->n_stages;
   if (S == 0 || S > p->n_stages || S > 256) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: stages = %u must be in 1..%u (the stages %s "
                 "profiles)", S, MIN(p->n_stages, 256u), p->path);
-    return NULL;
+    return FALSE;
   }
   if (cfg->microbatches == 0 || cfg->microbatches > PIPELINE_MAX_MICROBATCHES) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: microbatches = %u must be in 1..%u",
                 cfg->microbatches, PIPELINE_MAX_MICROBATCHES);
-    return NULL;
+    return FALSE;
   }
   if (cfg->dp == 0 || (guint64)cfg->dp * S > PIPELINE_MAX_RANKS) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: dp = %u must be >= 1 with stages * dp <= %u",
                 cfg->dp, PIPELINE_MAX_RANKS);
-    return NULL;
+    return FALSE;
   }
   if ((guint)cfg->schedule > PIPELINE_GPIPE) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: unknown schedule %d", (int)cfg->schedule);
-    return NULL;
+    return FALSE;
   }
   if (!check_bytes("activation_bytes", cfg->activation_bytes, error) ||
       !check_bytes("grad_bytes", cfg->grad_bytes, error))
-    return NULL;
+    return FALSE;
   /* Ops of the iteration (emit_rank): 2M computations per rank, 4M p2p
    * ops per stage boundary, one all-reduce per rank when dp > 1.
    * Bounded as traces/gpt.c bounds its workloads, so an absurd size is an
@@ -256,8 +257,18 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
                 "would be %" G_GUINT64_FORMAT " ops: must be <= %"
                 G_GUINT64_FORMAT " (fewer pipelines or microbatches)",
                 S * cfg->dp, cfg->microbatches, n_ops, PIPELINE_MAX_OPS);
-    return NULL;
+    return FALSE;
   }
+  return TRUE;
+}
+
+SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
+                                   GError **error)
+{
+  g_return_val_if_fail(p != NULL && cfg != NULL, NULL);
+  guint S = 0;
+  if (!check_config(p, cfg, &S, error))
+    return NULL;
 
   g_autoptr(SimWorkload) w = sim_workload_new(S * cfg->dp);
   g_autoptr(PriceTable) table = price_table_new();

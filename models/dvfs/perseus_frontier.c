@@ -367,7 +367,35 @@ static int cmp_dp(const void *a, const void *b, gpointer data)
   return (ia > ib) - (ia < ib);
 }
 
-static gboolean dp_frontier(const PerseusDag *d, GArray *out)
+/* Every state of the DP's last level is a frontier plan: backtracks its
+ * choices through the levels and appends it to out. */
+static void dp_points(const PerseusDag *d, const GPtrArray *levels,
+                      const guint *order, GArray *out)
+{
+  guint n = d->n;
+  const GArray *last = g_ptr_array_index(levels, levels->len - 1);
+  for (guint si = 0; si < last->len; si++) {
+    PerseusPoint pt;
+    const DpState *st = &g_array_index(last, DpState, si);
+    pt.time_ns = st->sink;
+    pt.energy_j = st->cost + d->p_block * d->n_gpus * (double)st->sink * 1e-9;
+    pt.choice = g_new(guint16, MAX(n, 1u));
+    guint32 idx = si;
+    for (guint q = n; q-- > 0;) {
+      const GArray *lv = g_ptr_array_index(levels, q + 1);
+      const DpState *x = &g_array_index(lv, DpState, idx);
+      guint v = order[q];
+      pt.choice[v] = d->pr_orig[d->pr_off[v] + x->opt];
+      idx = x->parent;
+    }
+    g_array_append_val(out, pt);
+  }
+}
+
+/* The DP's node order (all-fastest earliest start, ties by topological
+ * position) into order, and per node the position of its last successor
+ * in it (-1 for sinks) into lastpos. */
+static void dp_order(const PerseusDag *d, guint *order, gint *lastpos)
 {
   guint n = d->n;
   /* Order: all-fastest earliest start, ties by topological position. */
@@ -383,7 +411,7 @@ static gboolean dp_frontier(const PerseusDag *d, GArray *out)
     }
     es0[i] = e;
   }
-  g_autofree guint *order = g_memdup2(d->topo, sizeof(guint) * n);
+  memcpy(order, d->topo, sizeof(guint) * n);
   /* Insertion sort by (es0, topological position): n is small here, and
    * the topological order is already nearly sorted. */
   for (guint q = 1; q < n; q++) {
@@ -398,13 +426,20 @@ static gboolean dp_frontier(const PerseusDag *d, GArray *out)
   g_autofree guint *pos = g_new(guint, n);
   for (guint q = 0; q < n; q++)
     pos[order[q]] = q;
-  g_autofree gint *lastpos = g_new(gint, n);
   for (guint i = 0; i < n; i++) {
     gint lp = -1;
     for (guint k = d->succ_off[i]; k < d->succ_off[i + 1]; k++)
       lp = MAX(lp, (gint)pos[d->succ[k]]);
     lastpos[i] = lp;
   }
+}
+
+static gboolean dp_frontier(const PerseusDag *d, GArray *out)
+{
+  guint n = d->n;
+  g_autofree guint *order = g_new(guint, n);
+  g_autofree gint *lastpos = g_new(gint, n);
+  dp_order(d, order, lastpos);
 
   GPtrArray *levels = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   g_autoptr(GArray) prevA = g_array_new(FALSE, FALSE, sizeof(guint));
@@ -515,26 +550,8 @@ static gboolean dp_frontier(const PerseusDag *d, GArray *out)
     prevA = nextA;
     nextA = t;
   }
-  if (ok) {
-    /* Every final state is a plan: backtrack its choices. */
-    const GArray *last = g_ptr_array_index(levels, levels->len - 1);
-    for (guint si = 0; si < last->len; si++) {
-      PerseusPoint pt;
-      const DpState *st = &g_array_index(last, DpState, si);
-      pt.time_ns = st->sink;
-      pt.energy_j = st->cost + d->p_block * d->n_gpus * (double)st->sink * 1e-9;
-      pt.choice = g_new(guint16, MAX(n, 1u));
-      guint32 idx = si;
-      for (guint q = n; q-- > 0;) {
-        const GArray *lv = g_ptr_array_index(levels, q + 1);
-        const DpState *x = &g_array_index(lv, DpState, idx);
-        guint v = order[q];
-        pt.choice[v] = d->pr_orig[d->pr_off[v] + x->opt];
-        idx = x->parent;
-      }
-      g_array_append_val(out, pt);
-    }
-  }
+  if (ok)
+    dp_points(d, levels, order, out);
   g_ptr_array_unref(levels);
   return ok;
 }

@@ -349,6 +349,54 @@ static inline guint64 unit_key(guint32 node, guint32 shape)
   return ((guint64)node << 32) | shape;
 }
 
+/* The knapsack of one computation: its n units lst[0..n) (times t, energies
+ * e, nc clocks each) within the time they take at its single clock ks.
+ * Sets uclk of its units (ks, or the knapsack's clocks when those are
+ * strictly cheaper and not longer: then TRUE).  items (nc) and tags (n)
+ * are scratch. */
+static gboolean refine_computation(const gint64 *t, const double *e, guint nc,
+                                   double pb, const guint *lst, guint n,
+                                   guint ks, DvfsItem *items, guint32 *tags,
+                                   guint16 *uclk)
+{
+  double w_single = 0, c_single = 0;
+  gint64 t_single = 0;
+  g_autoptr(DvfsKnapsack) ks_ = dvfs_knapsack_new();
+  for (guint j = 0; j < n; j++) {
+    guint u = lst[j];
+    gint64 tmin = G_MAXINT64;
+    for (guint k = 0; k < nc; k++)
+      tmin = MIN(tmin, t[(gsize)u * nc + k]);
+    for (guint k = 0; k < nc; k++) {
+      gsize x = (gsize)u * nc + k;
+      items[k].w = (double)(t[x] - tmin);
+      items[k].c = e[x] - pb * (double)t[x] * 1e-9;
+      items[k].tag = k;
+    }
+    w_single += items[ks].w;
+    c_single += items[ks].c;
+    t_single += t[(gsize)u * nc + ks];
+    uclk[u] = (guint16)ks;
+    dvfs_knapsack_add(ks_, items, nc);
+  }
+  double cst = 0;
+  dvfs_knapsack_solve_greedy(ks_, w_single, tags, &cst, NULL);
+  /* Exact totals of the knapsack's choice; keep it only when it is
+   * strictly cheaper and not longer. */
+  gint64 t_new = 0;
+  double c_new = 0;
+  for (guint j = 0; j < n; j++) {
+    gsize x = (gsize)lst[j] * nc + tags[j];
+    t_new += t[x];
+    c_new += e[x] - pb * (double)t[x] * 1e-9;
+  }
+  if (!(t_new <= t_single && c_new < c_single - 1e-9 * fabs(c_single)))
+    return FALSE;
+  for (guint j = 0; j < n; j++)
+    uclk[lst[j]] = (guint16)tags[j];
+  return TRUE;
+}
+
 SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
                              const SimMachine *m, const guint16 *choice,
                              guint *n_refined)
@@ -435,44 +483,10 @@ SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
     guint a = off[id], b = off[id + 1];
     if (a == b)
       continue;
-    guint ks = choice[id];
-    double w_single = 0, c_single = 0;
-    gint64 t_single = 0;
-    g_autoptr(DvfsKnapsack) ks_ = dvfs_knapsack_new();
-    for (guint j = a; j < b; j++) {
-      guint u = lst[j];
-      gint64 tmin = G_MAXINT64;
-      for (guint k = 0; k < nc; k++)
-        tmin = MIN(tmin, t[(gsize)u * nc + k]);
-      for (guint k = 0; k < nc; k++) {
-        gsize x = (gsize)u * nc + k;
-        items[k].w = (double)(t[x] - tmin);
-        items[k].c = e[x] - pb * (double)t[x] * 1e-9;
-        items[k].tag = k;
-      }
-      w_single += items[ks].w;
-      c_single += items[ks].c;
-      t_single += t[(gsize)u * nc + ks];
-      uclk[u] = (guint16)ks;
-      dvfs_knapsack_add(ks_, items, nc);
-    }
-    double cst = 0;
-    dvfs_knapsack_solve_greedy(ks_, w_single, tags, &cst, NULL);
-    /* Exact totals of the knapsack's choice; keep it only when it is
-     * strictly cheaper and not longer. */
-    gint64 t_new = 0;
-    double c_new = 0;
-    for (guint j = a; j < b; j++) {
-      gsize x = (gsize)lst[j] * nc + tags[j - a];
-      t_new += t[x];
-      c_new += e[x] - pb * (double)t[x] * 1e-9;
-    }
-    if (t_new <= t_single && c_new < c_single - 1e-9 * fabs(c_single)) {
-      for (guint j = a; j < b; j++)
-        uclk[lst[j]] = (guint16)tags[j - a];
-      if (n_refined != NULL)
-        (*n_refined)++;
-    }
+    if (refine_computation(t, e, nc, pb, &lst[a], b - a, choice[id], items,
+                           tags, uclk) &&
+        n_refined != NULL)
+      (*n_refined)++;
   }
 
   /* The plan: pair 1 + k is clock k; every rank of a stage runs its

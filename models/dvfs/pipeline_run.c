@@ -475,6 +475,79 @@ static guint16 *plan_choice(const PerseusModel *pm, const PerseusPolicy *pol,
   return ch;
 }
 
+/* Plans policy pol on pm (d its DAG, mx its all-max plan): r's frontier,
+ * point, Zeus limit and snapped count; *run_choice the plan every pipeline
+ * runs (borrowed from mx, r's frontier or *choice, which the caller
+ * frees); a straggler-aware Perseus also makes *reactor and its initial
+ * *plan. */
+static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
+                            const PerseusModel *pm, const Cluster *run,
+                            const StragglerSet *stragglers, guint iterations,
+                            const guint16 *mx, guint16 **choice,
+                            const guint16 **run_choice,
+                            PerseusReactor **reactor, SimPlan **plan,
+                            GError **error)
+{
+  const PerseusDag *d = pm->dag;
+  switch (pol->kind) {
+  case PERSEUS_RUN_MAX:
+    *run_choice = mx;
+    break;
+  case PERSEUS_RUN_PERSEUS: {
+    r->frontier = perseus_frontier_with(d, &pol->frontier, error);
+    if (r->frontier == NULL)
+      return FALSE;
+    gint64 budget = (gint64)floor((double)r->allmax_time_ns *
+                                  (1.0 + pol->slowdown));
+    r->point = perseus_frontier_fit(r->frontier, budget);
+    *run_choice = r->frontier->points[r->point].choice;
+    if (pol->straggler_aware && stragglers != NULL) {
+      *reactor = perseus_reactor_new(pm, r->frontier, r->point,
+                                     stragglers, pol->lag);
+      *plan = perseus_reactor_initial_plan(*reactor);
+    }
+    break;
+  }
+  case PERSEUS_RUN_ENVPIPE:
+    *run_choice = *choice = envpipe_plan(d);
+    break;
+  case PERSEUS_RUN_PLAN:
+    *run_choice = *choice = plan_choice(pm, pol, &r->plan_snapped, error);
+    if (*choice == NULL)
+      return FALSE;
+    break;
+  case PERSEUS_RUN_ZEUS: {
+    /* The GPU's limit range, up to the highest computation power so that
+     * "no cap" is among the candidates (the measured A100 is a 500 W
+     * card). */
+    double top = run->gpu->power_max_w.v;
+    for (guint i = 0; i < perseus_dag_n_nodes(d); i++)
+      for (guint k = 0; k < perseus_dag_n_options(d, i); k++) {
+        const PerseusOption *o = perseus_dag_option(d, i, k);
+        top = MAX(top, o->energy_j / ((double)o->time_ns * 1e-9));
+      }
+    ZeusConfig zc = {pol->eta, run->gpu->power_min_w.v, ceil(top),
+                     pol->step_w};
+    g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GArray) groups = NULL;
+    if (stragglers != NULL)
+      groups = zeus_groups(pm, stragglers, iterations, keep);
+    ZeusChoice zch;
+    if (!zeus_choose(d, &zc, groups ? (ZeusPipelines *)(void *)groups->data
+                                    : NULL,
+                     groups ? groups->len : 0, &zch, error))
+      return FALSE;
+    r->limit_w = zch.limit_w;
+    r->n_tried = zch.n_tried;
+    *run_choice = *choice = zeus_plan_at(d, zch.limit_w);
+    break;
+  }
+  default:
+    g_assert_not_reached();
+  }
+  return TRUE;
+}
+
 PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
                         const SimWorkload *w, const GpuCatalogue *catalogue,
                         const StragglerSet *stragglers, guint iterations,
@@ -525,62 +598,9 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   g_autoptr(PerseusReactor) reactor = NULL;
   g_autofree guint16 *choice = NULL;
   const guint16 *run_choice = NULL;
-  switch (pol->kind) {
-  case PERSEUS_RUN_MAX:
-    run_choice = mx;
-    break;
-  case PERSEUS_RUN_PERSEUS: {
-    r->frontier = perseus_frontier_with(d, &pol->frontier, error);
-    if (r->frontier == NULL)
-      return NULL;
-    gint64 budget = (gint64)floor((double)r->allmax_time_ns *
-                                  (1.0 + pol->slowdown));
-    r->point = perseus_frontier_fit(r->frontier, budget);
-    run_choice = r->frontier->points[r->point].choice;
-    if (pol->straggler_aware && stragglers != NULL) {
-      reactor = perseus_reactor_new(pm, r->frontier, r->point, stragglers,
-                                    pol->lag);
-      plan = perseus_reactor_initial_plan(reactor);
-    }
-    break;
-  }
-  case PERSEUS_RUN_ENVPIPE:
-    run_choice = choice = envpipe_plan(d);
-    break;
-  case PERSEUS_RUN_PLAN:
-    run_choice = choice = plan_choice(pm, pol, &r->plan_snapped, error);
-    if (choice == NULL)
-      return NULL;
-    break;
-  case PERSEUS_RUN_ZEUS: {
-    /* The GPU's limit range, up to the highest computation power so that
-     * "no cap" is among the candidates (the measured A100 is a 500 W
-     * card). */
-    double top = run->gpu->power_max_w.v;
-    for (guint i = 0; i < perseus_dag_n_nodes(d); i++)
-      for (guint k = 0; k < perseus_dag_n_options(d, i); k++) {
-        const PerseusOption *o = perseus_dag_option(d, i, k);
-        top = MAX(top, o->energy_j / ((double)o->time_ns * 1e-9));
-      }
-    ZeusConfig zc = {pol->eta, run->gpu->power_min_w.v, ceil(top),
-                     pol->step_w};
-    g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GArray) groups = NULL;
-    if (stragglers != NULL)
-      groups = zeus_groups(pm, stragglers, iterations, keep);
-    ZeusChoice zch;
-    if (!zeus_choose(d, &zc, groups ? (ZeusPipelines *)(void *)groups->data
-                                    : NULL,
-                     groups ? groups->len : 0, &zch, error))
-      return NULL;
-    r->limit_w = zch.limit_w;
-    r->n_tried = zch.n_tried;
-    run_choice = choice = zeus_plan_at(d, zch.limit_w);
-    break;
-  }
-  default:
-    g_assert_not_reached();
-  }
+  if (!plan_policy(r, pol, pm, run, stragglers, iterations, mx, &choice,
+                   &run_choice, &reactor, &plan, error))
+    return NULL;
   perseus_dag_eval(d, run_choice, NULL, &r->plan_time_ns, &r->plan_energy_j);
   if (plan == NULL)
     plan = perseus_model_plan_uniform(pm, run_choice);
