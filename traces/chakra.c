@@ -55,6 +55,7 @@
 #include "traces/import-private.h"
 #include "traces/classify.h"
 #include "io/fault.h"
+#include "models/dag.h"
 #include "chakra.pb-c.h"
 
 #include <errno.h>
@@ -147,6 +148,45 @@ static int read_varint(FILE *f, guint64 *out)
   return -1;
 }
 
+/* Appends node nd (its dependencies into cf->deps, control first). */
+static void add_node(CFile *cf, SimWorkload *names,
+                     const ChakraProtoMsg__Node *nd)
+{
+  CNode c = {0};
+  c.id = nd->id;
+  c.name = sim_workload_intern(names, nd->name != NULL && *nd->name
+                                          ? nd->name : "(unnamed node)");
+  c.type = (guint8)MIN((guint)nd->type, 255u);
+  c.dur_ns = (gint64)MIN(nd->duration_micros, (guint64)G_MAXINT64 / 1000) *
+             1000;
+  c.tid = c.comm_type = c.comm_size = c.comm_src = c.comm_dst = -1;
+  c.is_cpu = -1;
+  c.dep_off = cf->deps->len;
+  c.n_ctrl = (guint32)nd->n_ctrl_deps;
+  c.n_deps = (guint32)(nd->n_ctrl_deps + nd->n_data_deps);
+  g_array_append_vals(cf->deps, nd->ctrl_deps, (guint)nd->n_ctrl_deps);
+  g_array_append_vals(cf->deps, nd->data_deps, (guint)nd->n_data_deps);
+  for (size_t i = 0; i < nd->n_attr; i++) {
+    const ChakraProtoMsg__AttributeProto *a = nd->attr[i];
+    gint64 v;
+    if (a->name == NULL || !attr_int(a, &v))
+      continue;
+    if (strcmp(a->name, "is_cpu_op") == 0)
+      c.is_cpu = v != 0;
+    else if (strcmp(a->name, "tid") == 0)
+      c.tid = v;
+    else if (strcmp(a->name, "comm_type") == 0)
+      c.comm_type = v;
+    else if (strcmp(a->name, "comm_size") == 0)
+      c.comm_size = v;
+    else if (strcmp(a->name, "comm_src") == 0)
+      c.comm_src = v;
+    else if (strcmp(a->name, "comm_dst") == 0)
+      c.comm_dst = v;
+  }
+  g_array_append_val(cf->nodes, c);
+}
+
 /* Number in "NAME.<r>.et", or -1. */
 static gint64 rank_from_name(const char *path)
 {
@@ -236,40 +276,8 @@ static CFile *read_file(const char *path, SimWorkload *names, GError **error)
       ok = FALSE;
       break;
     }
-    CNode c = {0};
-    c.id = nd->id;
-    c.name = sim_workload_intern(names, nd->name != NULL && *nd->name
-                                            ? nd->name : "(unnamed node)");
-    c.type = (guint8)MIN((guint)nd->type, 255u);
-    c.dur_ns = (gint64)MIN(nd->duration_micros, (guint64)G_MAXINT64 / 1000) *
-               1000;
-    c.tid = c.comm_type = c.comm_size = c.comm_src = c.comm_dst = -1;
-    c.is_cpu = -1;
-    c.dep_off = cf->deps->len;
-    c.n_ctrl = (guint32)nd->n_ctrl_deps;
-    c.n_deps = (guint32)(nd->n_ctrl_deps + nd->n_data_deps);
-    g_array_append_vals(cf->deps, nd->ctrl_deps, (guint)nd->n_ctrl_deps);
-    g_array_append_vals(cf->deps, nd->data_deps, (guint)nd->n_data_deps);
-    for (size_t i = 0; i < nd->n_attr; i++) {
-      const ChakraProtoMsg__AttributeProto *a = nd->attr[i];
-      gint64 v;
-      if (a->name == NULL || !attr_int(a, &v))
-        continue;
-      if (strcmp(a->name, "is_cpu_op") == 0)
-        c.is_cpu = v != 0;
-      else if (strcmp(a->name, "tid") == 0)
-        c.tid = v;
-      else if (strcmp(a->name, "comm_type") == 0)
-        c.comm_type = v;
-      else if (strcmp(a->name, "comm_size") == 0)
-        c.comm_size = v;
-      else if (strcmp(a->name, "comm_src") == 0)
-        c.comm_src = v;
-      else if (strcmp(a->name, "comm_dst") == 0)
-        c.comm_dst = v;
-    }
+    add_node(cf, names, nd);
     chakra_proto_msg__node__free_unpacked(nd, NULL);
-    g_array_append_val(cf->nodes, c);
   }
   if (ok && ferror(f)) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error", path);
@@ -422,19 +430,12 @@ static gint cpu_phase(const CFile *cf, const SimWorkload *names,
   return ph;
 }
 
-/* Steps 2-5 for one file: order, streams, waits, phases. */
-static gboolean analyse(const CFile *cf, SimWorkload *names,
-                        const TraceImportOptions *opt, Laid *out,
-                        guint *n_missing_deps, guint *n_dropped,
-                        guint *n_no_dur, GError **error)
+/* Step 2: the id -> index + 1 map of cf's nodes; FALSE when an id repeats. */
+static gboolean index_nodes(const CFile *cf, GHashTable *index,
+                            GError **error)
 {
-  guint n = cf->nodes->len;
   const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
-  const guint64 *deps = (const guint64 *)(void *)cf->deps->data;
-  g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash,
-                                                      g_int64_equal, g_free,
-                                                      NULL);
-  for (guint i = 0; i < n; i++) {
+  for (guint i = 0; i < cf->nodes->len; i++) {
     if (g_hash_table_contains(index, &nodes[i].id)) {
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
                   "%s: node id %" G_GUINT64_FORMAT " appears twice",
@@ -444,10 +445,23 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
     g_hash_table_insert(index, g_memdup2(&nodes[i].id, sizeof(guint64)),
                         GUINT_TO_POINTER(i + 1));
   }
-  /* Resolved dependency indices (G_MAXUINT32: absent). */
-  g_autofree guint32 *dep_idx = g_new(guint32, MAX(cf->deps->len, 1));
-  g_autofree guint32 *indeg = g_new0(guint32, n);
-  g_autofree guint32 *out_off = g_new0(guint32, n + 1);
+  return TRUE;
+}
+
+/* Step 2: resolves every dependency into dep_idx (G_MAXUINT32: absent or
+ * a node's own id, counted in *n_missing_deps / *n_dropped) and writes
+ * the nodes into order, a topological order taking the lowest file index
+ * first (models/dag.h, dag_order_lowest); a cycle releases its earliest
+ * node and drops its unmet dependencies (counted in *n_dropped; they are
+ * ignored below as well, since their producers come later in the order). */
+static void order_nodes(const CFile *cf, GHashTable *index, guint32 *dep_idx,
+                        guint32 *order, guint *n_missing_deps,
+                        guint *n_dropped)
+{
+  guint n = cf->nodes->len;
+  const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
+  const guint64 *deps = (const guint64 *)(void *)cf->deps->data;
+  g_autoptr(GArray) edges = g_array_new(FALSE, FALSE, sizeof(guint32));
   for (guint i = 0; i < n; i++) {
     for (guint32 k = 0; k < nodes[i].n_deps; k++) {
       guint32 d = nodes[i].dep_off + k;
@@ -464,84 +478,23 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
       }
       /* A node listed twice (ctrl and data) counts twice: harmless. */
       dep_idx[d] = j;
-      indeg[i]++;
-      out_off[j + 1]++;
+      guint32 e[2] = {j, i};
+      g_array_append_vals(edges, e, 2);
     }
   }
-  for (guint i = 0; i < n; i++)
-    out_off[i + 1] += out_off[i];
-  g_autofree guint32 *succ = g_new(guint32, MAX(out_off[n], 1));
-  {
-    g_autofree guint32 *fill = g_memdup2(out_off, sizeof(guint32) * n);
-    for (guint i = 0; i < n; i++)
-      for (guint32 k = 0; k < nodes[i].n_deps; k++) {
-        guint32 j = dep_idx[nodes[i].dep_off + k];
-        if (j != G_MAXUINT32)
-          succ[fill[j]++] = i;
-      }
-  }
-  /* Kahn with a min-heap on file order. */
-  g_autofree guint32 *order = g_new(guint32, n);
-  g_autofree guint32 *heap = g_new(guint32, n);
-  guint hn = 0, no = 0;
-#define HPUSH(x)                                                         \
-  do {                                                                   \
-    guint32 v_ = (x);                                                    \
-    guint i_ = hn++;                                                     \
-    while (i_ > 0 && heap[(i_ - 1) / 2] > v_) {                          \
-      heap[i_] = heap[(i_ - 1) / 2];                                     \
-      i_ = (i_ - 1) / 2;                                                 \
-    }                                                                    \
-    heap[i_] = v_;                                                       \
-  } while (0)
-  g_autofree gboolean *queued = g_new0(gboolean, n);
-  guint scan = 0;
-  for (guint i = 0; i < n; i++)
-    if (indeg[i] == 0) {
-      queued[i] = TRUE;
-      HPUSH(i);
-    }
-  while (no < n) {
-    if (hn == 0) {
-      /* A cycle: release the earliest node still waiting, dropping its
-       * unmet dependencies (they are ignored below as well, since their
-       * producers come later in this order). */
-      while (queued[scan])
-        scan++;
-      *n_dropped += indeg[scan];
-      indeg[scan] = 0;
-      queued[scan] = TRUE;
-      HPUSH(scan);
-    }
-    guint32 top = heap[0], last = heap[--hn];
-    guint i = 0;
-    for (;;) {
-      guint c = 2 * i + 1;
-      if (c >= hn)
-        break;
-      if (c + 1 < hn && heap[c + 1] < heap[c])
-        c++;
-      if (heap[c] >= last)
-        break;
-      heap[i] = heap[c];
-      i = c;
-    }
-    if (hn > 0)
-      heap[i] = last;
-    order[no++] = top;
-    for (guint32 k = out_off[top]; k < out_off[top + 1]; k++) {
-      guint32 c = succ[k];
-      if (!queued[c] && --indeg[c] == 0) {
-        queued[c] = TRUE;
-        HPUSH(c);
-      }
-    }
-  }
-#undef HPUSH
+  g_autoptr(Dag) g = dag_new(n, (const guint32 *)(void *)edges->data,
+                             edges->len / 2, NULL);
+  g_assert(g != NULL); /* indices in range, self-dependencies dropped */
+  *n_dropped += dag_order_lowest(g, order);
+}
 
-  /* Streams of GPU nodes. */
-  g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_autofree gint64 *tid_of = g_new(gint64, n);
+/* Step 3: the stream of every GPU node (tid_of; -1 for CPU nodes) and the
+ * sorted distinct streams (tids); the stream count, 0 with an error. */
+static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
+                         GError **error)
+{
+  guint n = cf->nodes->len;
+  const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
   for (guint i = 0; i < n; i++) {
     tid_of[i] = -1;
     if (!is_gpu(&nodes[i]))
@@ -552,7 +505,7 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
   if (tids->len == 0) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
                 "%s: no GPU nodes (every node is a CPU op)", cf->path);
-    return FALSE;
+    return 0;
   }
   g_array_sort(tids, cmp_i64p);
   guint ns = 0;
@@ -564,37 +517,103 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED,
                 "%s: %u GPU streams; at most %d per rank are supported",
                 cf->path, ns, SIM_MAX_STREAMS);
-    return FALSE;
+    return 0;
   }
+  g_array_set_size(tids, ns);
+  return ns;
+}
 
-  /* Phase presence. */
-  gboolean phases_known = FALSE;
-  g_autofree gint8 *memo = g_new(gint8, n);
-  memset(memo, -2, n);
+/* What step 4 reads and writes per file. */
+typedef struct {
+  const CFile *cf;
+  SimWorkload *names;
+  GHashTable *index;
+  const guint32 *dep_idx;
+  const GArray *tids;      /* distinct streams, sorted */
+  const gint64 *tid_of;
+  gint8 *memo;             /* cpu_phase's */
+  gint8 *phase;            /* per node: its phase, -1 unknown */
+  gboolean phases_known;
+  guint32 marker_name;
+  Laid *out;
+  guint *n_no_dur;
+} Lay;
 
-  out->n_streams = ns;
-  out->ops = g_new(GArray *, ns);
-  out->wstream = g_new(GArray *, ns);
-  out->node = g_new(GArray *, ns);
-  for (guint s = 0; s < ns; s++) {
-    out->ops[s] = g_array_new(FALSE, TRUE, sizeof(SimOp));
-    out->wstream[s] = g_array_new(FALSE, FALSE, sizeof(guint32));
-    out->node[s] = g_array_new(FALSE, FALSE, sizeof(gint32));
+/* Step 4 for GPU node i on stream s, needing `acc` (the latest op of
+ * every stream its dependencies reach): its phase, a marker for every
+ * other-stream need but the last (which the op waits on itself), then the
+ * op. */
+static void lay_gpu_op(Lay *l, guint32 i, guint s, const GArray *acc)
+{
+  const CNode *c = &g_array_index(l->cf->nodes, CNode, i);
+  const CNode *nodes = (const CNode *)(void *)l->cf->nodes->data;
+  Laid *out = l->out;
+  gint ph = trace_phase_of_annotation(sim_workload_name(l->names, c->name));
+  for (guint32 k = 0; k < c->n_deps && ph < 0; k++) {
+    guint32 j = l->dep_idx[c->dep_off + k];
+    if (j != G_MAXUINT32 && !is_gpu(&nodes[j]))
+      ph = cpu_phase(l->cf, l->names, l->index, l->memo, j);
   }
-  g_autofree gint8 *phase = g_new(gint8, n);
-  /* Exported "needs" per node, in topological order. */
+  l->phases_known |= ph >= 0;
+  l->phase[i] = (gint8)ph;
+  /* Waits on other streams. */
+  g_autoptr(GArray) other = g_array_new(FALSE, FALSE, sizeof(Need));
+  for (guint k = 0; k < acc->len; k++)
+    if (g_array_index(acc, Need, k).stream != s)
+      g_array_append_val(other, g_array_index(acc, Need, k));
+  for (guint k = 0; k + 1 < other->len; k++) {
+    Need nd = g_array_index(other, Need, k);
+    SimOp mk = {0};
+    mk.kind = SIM_OP_MARKER;
+    mk.klass = SIM_CLASS_OTHER;
+    mk.stream = (guint8)s;
+    mk.name = l->marker_name;
+    mk.wait = nd.pos;
+    mk.microbatch = G_MAXUINT16;
+    mk.layer = 255;
+    g_array_append_val(out->ops[s], mk);
+    g_array_append_val(out->wstream[s], nd.stream);
+    gint32 none = -1;
+    g_array_append_val(out->node[s], none);
+  }
+  SimOp op = {0};
+  op.stream = (guint8)s;
+  op.name = c->name;
+  op.ref_ns = c->dur_ns;
+  op.microbatch = G_MAXUINT16;
+  op.layer = 255;
+  op.wait = SIM_NO_WAIT;
+  guint32 ws = G_MAXUINT32;
+  if (other->len > 0) {
+    Need last = g_array_index(other, Need, other->len - 1);
+    op.wait = last.pos;
+    ws = last.stream;
+  }
+  if (c->dur_ns == 0)
+    (*l->n_no_dur)++;
+  g_array_append_val(out->ops[s], op);
+  g_array_append_val(out->wstream[s], ws);
+  gint32 ni = (gint32)i;
+  g_array_append_val(out->node[s], ni);
+}
+
+/* Step 4: every node in topological order.  A node exports the ops its
+ * dependents must wait for ("needs"): a GPU op itself, a CPU op what its
+ * own dependencies export, merged. */
+static void lay_ops(Lay *l, const guint32 *order)
+{
+  guint n = l->cf->nodes->len;
+  const CNode *nodes = (const CNode *)(void *)l->cf->nodes->data;
   g_autoptr(GArray) exp = g_array_new(FALSE, FALSE, sizeof(Need));
   g_autofree guint32 *exp_off = g_new0(guint32, n);
   g_autofree guint32 *exp_len = g_new0(guint32, n);
   g_autoptr(GArray) acc = g_array_new(FALSE, FALSE, sizeof(Need));
-  guint32 marker_name = sim_workload_intern(names,
-                                            "chakra dependency");
   for (guint oi = 0; oi < n; oi++) {
     guint32 i = order[oi];
     const CNode *c = &nodes[i];
     g_array_set_size(acc, 0);
     for (guint32 k = 0; k < c->n_deps; k++) {
-      guint32 j = dep_idx[c->dep_off + k];
+      guint32 j = l->dep_idx[c->dep_off + k];
       if (j == G_MAXUINT32 || exp_len[j] == 0)
         continue;
       need_merge(acc, &g_array_index(exp, Need, exp_off[j]), exp_len[j]);
@@ -605,64 +624,21 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
       g_array_append_vals(exp, acc->data, acc->len);
       continue;
     }
-    /* A GPU op. */
     guint s = 0;
-    while (g_array_index(tids, gint64, s) != tid_of[i])
+    while (g_array_index(l->tids, gint64, s) != l->tid_of[i])
       s++;
-    gint ph = trace_phase_of_annotation(sim_workload_name(names, c->name));
-    for (guint32 k = 0; k < c->n_deps && ph < 0; k++) {
-      guint32 j = dep_idx[c->dep_off + k];
-      if (j != G_MAXUINT32 && !is_gpu(&nodes[j]))
-        ph = cpu_phase(cf, names, index, memo, j);
-    }
-    phases_known |= ph >= 0;
-    phase[i] = (gint8)ph;
-    /* Waits on other streams. */
-    g_autoptr(GArray) other = g_array_new(FALSE, FALSE, sizeof(Need));
-    for (guint k = 0; k < acc->len; k++)
-      if (g_array_index(acc, Need, k).stream != s)
-        g_array_append_val(other, g_array_index(acc, Need, k));
-    for (guint k = 0; k + 1 < other->len; k++) {
-      Need nd = g_array_index(other, Need, k);
-      SimOp mk = {0};
-      mk.kind = SIM_OP_MARKER;
-      mk.klass = SIM_CLASS_OTHER;
-      mk.stream = (guint8)s;
-      mk.name = marker_name;
-      mk.wait = nd.pos;
-      mk.microbatch = G_MAXUINT16;
-      mk.layer = 255;
-      g_array_append_val(out->ops[s], mk);
-      g_array_append_val(out->wstream[s], nd.stream);
-      gint32 none = -1;
-      g_array_append_val(out->node[s], none);
-    }
-    SimOp op = {0};
-    op.stream = (guint8)s;
-    op.name = c->name;
-    op.ref_ns = c->dur_ns;
-    op.microbatch = G_MAXUINT16;
-    op.layer = 255;
-    op.wait = SIM_NO_WAIT;
-    guint32 ws = G_MAXUINT32;
-    if (other->len > 0) {
-      Need last = g_array_index(other, Need, other->len - 1);
-      op.wait = last.pos;
-      ws = last.stream;
-    }
-    if (c->dur_ns == 0)
-      (*n_no_dur)++;
-    g_array_append_val(out->ops[s], op);
-    g_array_append_val(out->wstream[s], ws);
-    gint32 ni = (gint32)i;
-    g_array_append_val(out->node[s], ni);
-    Need me = {s, out->ops[s]->len - 1};
+    lay_gpu_op(l, i, s, acc);
+    Need me = {s, l->out->ops[s]->len - 1};
     exp_off[i] = exp->len;
     exp_len[i] = 1;
     g_array_append_val(exp, me);
   }
-  /* Phases (the default depends on whether any op found one). */
-  for (guint s = 0; s < ns; s++)
+}
+
+/* Step 5: phases (the default depends on whether any op found one). */
+static void lay_phases(Laid *out, const gint8 *phase, gboolean phases_known)
+{
+  for (guint s = 0; s < out->n_streams; s++)
     for (guint k = 0; k < out->ops[s]->len; k++) {
       SimOp *op = &g_array_index(out->ops[s], SimOp, k);
       gint32 ni = g_array_index(out->node[s], gint32, k);
@@ -680,6 +656,46 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
                            : phases_known ? SIM_PHASE_FORWARD
                                           : SIM_PHASE_OTHER);
     }
+}
+
+/* Steps 2-5 for one file: order, streams, waits, phases. */
+static gboolean analyse(const CFile *cf, SimWorkload *names,
+                        const TraceImportOptions *opt, Laid *out,
+                        guint *n_missing_deps, guint *n_dropped,
+                        guint *n_no_dur, GError **error)
+{
+  guint n = cf->nodes->len;
+  g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash,
+                                                      g_int64_equal, g_free,
+                                                      NULL);
+  if (!index_nodes(cf, index, error))
+    return FALSE;
+  g_autofree guint32 *dep_idx = g_new(guint32, MAX(cf->deps->len, 1));
+  g_autofree guint32 *order = g_new(guint32, n);
+  order_nodes(cf, index, dep_idx, order, n_missing_deps, n_dropped);
+
+  g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autofree gint64 *tid_of = g_new(gint64, n);
+  guint ns = gpu_streams(cf, tids, tid_of, error);
+  if (ns == 0)
+    return FALSE;
+
+  g_autofree gint8 *memo = g_new(gint8, n);
+  memset(memo, -2, n);
+  out->n_streams = ns;
+  out->ops = g_new(GArray *, ns);
+  out->wstream = g_new(GArray *, ns);
+  out->node = g_new(GArray *, ns);
+  for (guint s = 0; s < ns; s++) {
+    out->ops[s] = g_array_new(FALSE, TRUE, sizeof(SimOp));
+    out->wstream[s] = g_array_new(FALSE, FALSE, sizeof(guint32));
+    out->node[s] = g_array_new(FALSE, FALSE, sizeof(gint32));
+  }
+  g_autofree gint8 *phase = g_new(gint8, n);
+  Lay l = {cf, names, index, dep_idx, tids, tid_of, memo, phase, FALSE,
+           sim_workload_intern(names, "chakra dependency"), out, n_no_dur};
+  lay_ops(&l, order);
+  lay_phases(out, phase, l.phases_known);
   (void)opt;
   return TRUE;
 }
@@ -699,17 +715,15 @@ static int cmp_rorder(const void *a, const void *b)
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Steps 6-7: communication, shapes, the workload.  Files in rank order
- * ro; laid[r] is rank r's analysis. */
-static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
-                             guint n, const SimWorkload *names,
-                             const TraceImportOptions *opt, GError **error)
+/* Step 6: whether the files' collectives (same count on every rank) and
+ * sends and receives (each send met by a receive) pair up; returns the
+ * collective count. */
+static guint comm_counts(GPtrArray *files, const ROrder *ro, const Laid *laid,
+                         guint n, gboolean *coll_ok_out, gboolean *p2p_ok_out)
 {
-  /* Communication: counts for the pairing check. */
   guint n_coll_total = 0;
   g_autofree gint64 *coll_cnt = g_new0(gint64, n);
   g_autofree gint64 *p2p = g_new0(gint64, (gsize)n * n);
-  gboolean solo_all = n == 1 || opt->comm_recorded;
   for (guint r = 0; r < n; r++) {
     CFile *cf = g_ptr_array_index(files, ro[r].idx);
     for (guint s = 0; s < laid[r].n_streams; s++)
@@ -742,6 +756,95 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
   gboolean p2p_ok = TRUE;
   for (gsize k = 0; k < (gsize)n * n; k++)
     p2p_ok &= p2p[k] == 0;
+  *coll_ok_out = coll_ok;
+  *p2p_ok_out = p2p_ok;
+  return n_coll_total;
+}
+
+/* The shape of kernel node c, one per kernel name (kshape: name + 1 ->
+ * shape + 1). */
+static guint32 kernel_shape(SimWorkload *w, GHashTable *kshape,
+                            const CNode *c)
+{
+  gpointer v = g_hash_table_lookup(kshape, GUINT_TO_POINTER(c->name + 1));
+  if (v == NULL) {
+    SimShape sh = {0};
+    sh.name = c->name;
+    sh.klass = (guint8)trace_classify_kernel(sim_workload_name(w, c->name));
+    if (sh.klass == SIM_CLASS_COMM)
+      sh.klass = SIM_CLASS_OTHER;
+    sh.tensor = sh.klass == SIM_CLASS_GEMM || sh.klass == SIM_CLASS_ATTENTION;
+    v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
+    g_hash_table_insert(kshape, GUINT_TO_POINTER(c->name + 1), v);
+  }
+  return GPOINTER_TO_UINT(v) - 1;
+}
+
+/* The shape of communication node c (coll: a collective, else a send or
+ * receive), one per (name, collective, bytes) (cshape: key -> shape + 1). */
+static guint32 comm_shape(SimWorkload *w, GHashTable *cshape, const CNode *c,
+                          gboolean coll)
+{
+  SimCollType ct = coll ? coll_of(c->comm_type) : SIM_COLL_SEND_RECV;
+  double bytes = c->comm_size > 0 ? (double)c->comm_size : 0.0;
+  char key[96];
+  g_snprintf(key, sizeof key, "%u|%d|%.17g", c->name, (int)ct, bytes);
+  gpointer v = g_hash_table_lookup(cshape, key);
+  if (v == NULL) {
+    SimShape sh = {0};
+    sh.name = c->name;
+    sh.klass = SIM_CLASS_COMM;
+    sh.coll = (guint8)ct;
+    sh.bytes = bytes;
+    v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
+    g_hash_table_insert(cshape, g_strdup(key), v);
+  }
+  return GPOINTER_TO_UINT(v) - 1;
+}
+
+/* Step 7: the workload's reference GPU and provenance. */
+static gboolean set_provenance(SimWorkload *w, GPtrArray *files,
+                               const ROrder *ro, guint n,
+                               const TraceImportOptions *opt,
+                               guint64 solo_ops, GError **error)
+{
+  g_autofree char *ref = trace_ref_gpu(
+      opt, NULL, ((CFile *)g_ptr_array_index(files, ro[0].idx))->path,
+      error);
+  if (ref == NULL)
+    return FALSE;
+  w->ref_gpu = g_strdup(ref);
+  GHashTable *pv = w->provenance;
+  GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
+  for (guint r = 0; r < n; r++) {
+    CFile *cf = g_ptr_array_index(files, ro[r].idx);
+    g_string_append_printf(src, r ? ";%s" : "%s", cf->path);
+    g_string_append_printf(gr, r ? ",%" G_GINT64_FORMAT
+                                 : "%" G_GINT64_FORMAT, ro[r].rank);
+  }
+  CFile *f0 = g_ptr_array_index(files, ro[0].idx);
+  g_hash_table_insert(pv, g_strdup("importer"), g_strdup("chakra"));
+  g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
+  g_hash_table_insert(pv, g_strdup("global_ranks"),
+                      g_string_free(gr, FALSE));
+  g_hash_table_insert(pv, g_strdup("chakra_version"),
+                      g_strdup(f0->version));
+  g_hash_table_insert(pv, g_strdup("iteration"), g_strdup("all"));
+  g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
+  g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
+                      g_strdup_printf("%" G_GUINT64_FORMAT, solo_ops));
+  return TRUE;
+}
+
+/* Steps 6-7: communication, shapes, the workload.  Files in rank order
+ * ro; laid[r] is rank r's analysis. */
+static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
+                             guint n, const SimWorkload *names,
+                             const TraceImportOptions *opt, GError **error)
+{
+  gboolean solo_all = n == 1 || opt->comm_recorded;
+  gboolean coll_ok = TRUE, p2p_ok = TRUE;
+  guint n_coll_total = comm_counts(files, ro, laid, n, &coll_ok, &p2p_ok);
   if (!solo_all && (!coll_ok || !p2p_ok))
     trace_warn(opt, "the files' %s do not pair up; they replay at their "
                "recorded durations",
@@ -795,43 +898,15 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
           continue;
         }
         const CNode *c = &g_array_index(cf->nodes, CNode, ni);
-        const char *name = sim_workload_name(w, c->name);
         if (!is_comm(c)) {
-          gpointer v = g_hash_table_lookup(kshape,
-                                           GUINT_TO_POINTER(c->name + 1));
-          if (v == NULL) {
-            SimShape sh = {0};
-            sh.name = c->name;
-            sh.klass = (guint8)trace_classify_kernel(name);
-            if (sh.klass == SIM_CLASS_COMM)
-              sh.klass = SIM_CLASS_OTHER;
-            sh.tensor = sh.klass == SIM_CLASS_GEMM ||
-                        sh.klass == SIM_CLASS_ATTENTION;
-            v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
-            g_hash_table_insert(kshape, GUINT_TO_POINTER(c->name + 1), v);
-          }
-          op.shape = GPOINTER_TO_UINT(v) - 1;
+          op.shape = kernel_shape(w, kshape, c);
           op.kind = SIM_OP_KERNEL;
           op.klass = g_array_index(w->shapes, SimShape, op.shape).klass;
           ops[off[s] + k] = op;
           continue;
         }
         gboolean coll = c->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE;
-        SimCollType ct = coll ? coll_of(c->comm_type) : SIM_COLL_SEND_RECV;
-        double bytes = c->comm_size > 0 ? (double)c->comm_size : 0.0;
-        char key[96];
-        g_snprintf(key, sizeof key, "%u|%d|%.17g", c->name, (int)ct, bytes);
-        gpointer v = g_hash_table_lookup(cshape, key);
-        if (v == NULL) {
-          SimShape sh = {0};
-          sh.name = c->name;
-          sh.klass = SIM_CLASS_COMM;
-          sh.coll = (guint8)ct;
-          sh.bytes = bytes;
-          v = GUINT_TO_POINTER(sim_workload_add_shape(w, &sh) + 1);
-          g_hash_table_insert(cshape, g_strdup(key), v);
-        }
-        op.shape = GPOINTER_TO_UINT(v) - 1;
+        op.shape = comm_shape(w, cshape, c, coll);
         op.klass = SIM_CLASS_COMM;
         gboolean matched = FALSE;
         if (coll && world != G_MAXUINT32) {
@@ -866,33 +941,8 @@ static SimWorkload *assemble(GPtrArray *files, const ROrder *ro, Laid *laid,
     trace_warn(opt, "%" G_GUINT64_FORMAT " communication ops replay at their "
                "recorded durations (%s)", solo_ops,
                n == 1 ? "one rank imported" : "unmatched or comm_recorded");
-  {
-    g_autofree char *ref = trace_ref_gpu(
-        opt, NULL, ((CFile *)g_ptr_array_index(files, ro[0].idx))->path,
-        error);
-    if (ref == NULL)
-      return NULL;
-    w->ref_gpu = g_strdup(ref);
-    GHashTable *pv = w->provenance;
-    GString *src = g_string_new(NULL), *gr = g_string_new(NULL);
-    for (guint r = 0; r < n; r++) {
-      CFile *cf = g_ptr_array_index(files, ro[r].idx);
-      g_string_append_printf(src, r ? ";%s" : "%s", cf->path);
-      g_string_append_printf(gr, r ? ",%" G_GINT64_FORMAT
-                                   : "%" G_GINT64_FORMAT, ro[r].rank);
-    }
-    CFile *f0 = g_ptr_array_index(files, ro[0].idx);
-    g_hash_table_insert(pv, g_strdup("importer"), g_strdup("chakra"));
-    g_hash_table_insert(pv, g_strdup("sources"), g_string_free(src, FALSE));
-    g_hash_table_insert(pv, g_strdup("global_ranks"),
-                        g_string_free(gr, FALSE));
-    g_hash_table_insert(pv, g_strdup("chakra_version"),
-                        g_strdup(f0->version));
-    g_hash_table_insert(pv, g_strdup("iteration"), g_strdup("all"));
-    g_hash_table_insert(pv, g_strdup("ref_gpu"), g_strdup(ref));
-    g_hash_table_insert(pv, g_strdup("comm_recorded_ops"),
-                        g_strdup_printf("%" G_GUINT64_FORMAT, solo_ops));
-  }
+  if (!set_provenance(w, files, ro, n, opt, solo_ops, error))
+    return NULL;
   if (!sim_workload_validate(w, error)) {
     g_prefix_error(error, "imported Chakra workload is inconsistent: ");
     return NULL;

@@ -285,6 +285,7 @@
  *   16-bit (<= 65535 microbatches).
  */
 #include "traces/gpt.h"
+#include "models/schedule.h"
 #include "io/fault.h"
 
 #include <math.h>
@@ -449,34 +450,6 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
   g->record_units = FALSE;
 }
 
-/* The k-th forward (fwd) or backward step of the interleaved schedule:
- * microbatches go through the chunks in groups of p_count; a forward step
- * runs chunk (k / p_count) % v, a backward step the chunks in reverse, both
- * on microbatch (k / (p_count*v)) * p_count + k % p_count (Megatron's
- * get_model_chunk_id and its microbatch mapping). */
-static void interleaved_step(const Gen *g, guint k, gboolean fwd,
-                             guint *chunk, guint *mb)
-{
-  guint pp = g->cfg->pp, v = g->v;
-  guint c = (k / pp) % v;
-  *chunk = fwd ? c : v - 1 - c;
-  *mb = (k / (pp * v)) * pp + k % pp;
-}
-
-static void emit_interleaved_forward(Gen *g, guint p, guint k)
-{
-  guint c, mb;
-  interleaved_step(g, k, TRUE, &c, &mb);
-  emit_forward(g, p, c, mb);
-}
-
-static void emit_interleaved_backward(Gen *g, guint p, guint k)
-{
-  guint c, mb;
-  interleaved_step(g, k, FALSE, &c, &mb);
-  emit_backward(g, p, c, mb);
-}
-
 /* DP all-reduce buckets (after the last microbatch's backward has been
  * emitted, so the unit handles are known), the tie all-reduce and the
  * optimizer step.  The builder lays streams out itself, so emitting stream
@@ -571,35 +544,18 @@ static void emit_stage(Gen *g, guint p)
   g_array_set_size(g->unit_ops, 0);
   g_array_set_size(g->unit_chunks, 0);
 
-  if (cfg->schedule == GPT_SCHEDULE_GPIPE) {
-    for (guint i = 0; i < m; i++)
-      emit_forward(g, p, 0, i);
-    for (guint i = 0; i < m; i++)
-      emit_backward(g, p, 0, i);
-  } else if (cfg->schedule == GPT_SCHEDULE_1F1B) {
-    guint warm = MIN(cfg->pp - p - 1, m);
-    for (guint i = 0; i < warm; i++)
-      emit_forward(g, p, 0, i);
-    for (guint i = 0; i < m - warm; i++) {
-      emit_forward(g, p, 0, warm + i);
-      emit_backward(g, p, 0, i);
-    }
-    for (guint i = m - warm; i < m; i++)
-      emit_backward(g, p, 0, i);
-  } else {
-    /* Interleaved: n = m*v chunk steps each way; stage p runs
-     * 2*(p_count-p-1) + (v-1)*p_count warmup forwards (at most n), then
-     * F(warm+i), B(i) alternating, then the remaining backwards. */
-    guint n = m * g->v;
-    guint warm = MIN(2 * (cfg->pp - p - 1) + (g->v - 1) * cfg->pp, n);
-    for (guint k = 0; k < warm; k++)
-      emit_interleaved_forward(g, p, k);
-    for (guint i = 0; i < n - warm; i++) {
-      emit_interleaved_forward(g, p, warm + i);
-      emit_interleaved_backward(g, p, i);
-    }
-    for (guint k = n - warm; k < n; k++)
-      emit_interleaved_backward(g, p, k);
+  /* The stage's program (models/schedule.h; GptSchedule numbers the
+   * schedules as PipelineSchedule does). */
+  guint n = 2 * m * g->v;
+  g_autofree ScheduleStep *order = g_new(ScheduleStep, n);
+  if (!schedule_stage_order((PipelineSchedule)cfg->schedule, cfg->pp, m,
+                            g->v, p, order))
+    g_assert_not_reached(); /* gpt_config_validate refused the layout */
+  for (guint k = 0; k < n; k++) {
+    if (order[k].backward)
+      emit_backward(g, p, order[k].chunk, order[k].microbatch);
+    else
+      emit_forward(g, p, order[k].chunk, order[k].microbatch);
   }
   emit_tail(g, p);
 }

@@ -54,6 +54,7 @@
  * - No optimizer step, no embedding all-reduce.
  */
 #include "traces/pipeline.h"
+#include "models/table.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,21 +80,20 @@ void pipeline_config_init(PipelineConfig *cfg)
   cfg->dp = 1;
 }
 
-static const char *const schedule_names[] = {"1f1b", "gpipe", NULL};
-
+/* Profile pipelines run one chunk per stage: 1f1b and gpipe. */
 const char *pipeline_schedule_name(PipelineSchedule s)
 {
-  return (guint)s < 2 ? schedule_names[s] : "?";
+  return (guint)s <= PIPELINE_GPIPE ? schedule_name(s) : "?";
 }
 
 gboolean pipeline_schedule_from_name(const char *name, PipelineSchedule *out,
                                      GError **error)
 {
-  for (guint i = 0; schedule_names[i] != NULL; i++)
-    if (g_strcmp0(name, schedule_names[i]) == 0) {
-      *out = (PipelineSchedule)i;
-      return TRUE;
-    }
+  PipelineSchedule s;
+  if (schedule_from_name(name, &s) && s <= PIPELINE_GPIPE) {
+    *out = s;
+    return TRUE;
+  }
   g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
               "pipeline: schedule '%s' must be one of \"1f1b\", \"gpipe\"",
               name != NULL ? name : "(null)");
@@ -170,14 +170,13 @@ static gboolean emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s,
   guint S = g->S, M = g->M, dp = g->dp;
   guint r = p + dp * s;
   guint32 prev = s > 0 ? r - dp : 0, next = s + 1 < S ? r + dp : 0;
-  g_autofree guint32 *order = g_new(guint32, 2 * M);
-  perseus_schedule_order(pipeline_schedule_name(g->cfg->schedule), S, M, s,
-                         order);
+  g_autofree ScheduleStep *order = g_new(ScheduleStep, 2 * M);
+  if (!schedule_stage_order(g->cfg->schedule, S, M, 1, s, order))
+    g_assert_not_reached(); /* pipeline_from_profile checked the schedule */
   guint32 last = SIM_NO_WAIT; /* the previous computation */
   for (guint k = 0; k < 2 * M; k++) {
-    guint32 id = order[k];
-    gboolean bwd = id & 1u;
-    guint m = (id / 2) % M;
+    gboolean bwd = order[k].backward;
+    guint m = order[k].microbatch;
     SimPhase ph = bwd ? SIM_PHASE_BACKWARD : SIM_PHASE_FORWARD;
     guint32 wait = SIM_NO_WAIT;
     if (!bwd && s > 0)
@@ -205,44 +204,45 @@ static gboolean emit_rank(Gen *g, SimRankBuilder *b, guint p, guint s,
   return TRUE;
 }
 
-SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
-                                   GError **error)
+/* Checks p and cfg (the stage count into *stages) before anything is
+ * built; FALSE with an error naming the field. */
+static gboolean check_config(const Profile *p, const PipelineConfig *cfg,
+                             guint *stages, GError **error)
 {
-  g_return_val_if_fail(p != NULL && cfg != NULL, NULL);
   if (p->format != PROFILE_PERSEUS) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_PROFILE,
                 "%s: a pipeline needs a stage profile "
                 "(stage,instruction,frequency,time,energy), not a per-kernel "
                 "one", p->path);
-    return NULL;
+    return FALSE;
   }
-  guint S = cfg->stages != 0 ? cfg->stages : p->n_stages;
+  guint S = *stages = cfg->stages != 0 ? cfg->stages : p->n_stages;
   if (S == 0 || S > p->n_stages || S > 256) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: stages = %u must be in 1..%u (the stages %s "
                 "profiles)", S, MIN(p->n_stages, 256u), p->path);
-    return NULL;
+    return FALSE;
   }
   if (cfg->microbatches == 0 || cfg->microbatches > PIPELINE_MAX_MICROBATCHES) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: microbatches = %u must be in 1..%u",
                 cfg->microbatches, PIPELINE_MAX_MICROBATCHES);
-    return NULL;
+    return FALSE;
   }
   if (cfg->dp == 0 || (guint64)cfg->dp * S > PIPELINE_MAX_RANKS) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: dp = %u must be >= 1 with stages * dp <= %u",
                 cfg->dp, PIPELINE_MAX_RANKS);
-    return NULL;
+    return FALSE;
   }
   if ((guint)cfg->schedule > PIPELINE_GPIPE) {
     g_set_error(error, PIPELINE_ERROR, PIPELINE_ERROR_INVALID,
                 "pipeline: unknown schedule %d", (int)cfg->schedule);
-    return NULL;
+    return FALSE;
   }
   if (!check_bytes("activation_bytes", cfg->activation_bytes, error) ||
       !check_bytes("grad_bytes", cfg->grad_bytes, error))
-    return NULL;
+    return FALSE;
   /* Ops of the iteration (emit_rank): 2M computations per rank, 4M p2p
    * ops per stage boundary, one all-reduce per rank when dp > 1.
    * Bounded as traces/gpt.c bounds its workloads, so an absurd size is an
@@ -257,8 +257,18 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
                 "would be %" G_GUINT64_FORMAT " ops: must be <= %"
                 G_GUINT64_FORMAT " (fewer pipelines or microbatches)",
                 S * cfg->dp, cfg->microbatches, n_ops, PIPELINE_MAX_OPS);
-    return NULL;
+    return FALSE;
   }
+  return TRUE;
+}
+
+SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
+                                   GError **error)
+{
+  g_return_val_if_fail(p != NULL && cfg != NULL, NULL);
+  guint S = 0;
+  if (!check_config(p, cfg, &S, error))
+    return NULL;
 
   g_autoptr(SimWorkload) w = sim_workload_new(S * cfg->dp);
   g_autoptr(PriceTable) table = price_table_new();

@@ -13,14 +13,12 @@
 #include <glib.h>
 #include "sim/workload.h"
 #include "traces/profile.h"
-#include "models/dvfs/perseus.h"
+#include "models/schedule.h"
 
 G_BEGIN_DECLS
 
 #define PIPELINE_MAX_MICROBATCHES 65535u
 #define PIPELINE_MAX_RANKS (1u << 20)
-
-typedef enum { PIPELINE_1F1B = 0, PIPELINE_GPIPE } PipelineSchedule;
 
 typedef struct {
   guint microbatches;        /* per pipeline and iteration, >= 1 */
@@ -35,8 +33,9 @@ typedef struct {
  * must still be set (0 is refused). */
 void pipeline_config_init(PipelineConfig *cfg);
 
-/* "1f1b" / "gpipe"; FALSE with PIPELINE_ERROR_INVALID naming the allowed
- * values when unknown. */
+/* The schedules of profile pipelines (PipelineSchedule, models/schedule.h):
+ * "1f1b" / "gpipe"; FALSE with PIPELINE_ERROR_INVALID naming the allowed
+ * values for any other name. */
 gboolean pipeline_schedule_from_name(const char *name, PipelineSchedule *out,
                                      GError **error);
 const char *pipeline_schedule_name(PipelineSchedule s);
@@ -50,7 +49,7 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
 /* The computations of a pipelined workload (a computation-level one from
  * pipeline_from_profile, or a kernel-level one from gpt_generate): every
  * kernel op mapped to its (stage, microbatch, forward/backward).  Same as
- * perseus_groups_new (models/dvfs/perseus.h), where it lives so that
+ * perseus_groups_new (models/schedule.h), where it lives so that
  * policies may use it.  A folded workload (w->fold_rep) gives the groups
  * of its unfolded twin: rank r's entries index the ops of its
  * representative, which r runs as its own.  Caller owns the result. */

@@ -37,29 +37,12 @@ guint16 *envpipe_plan(const PerseusDag *d)
   for (guint i = 0; i < n; i++)
     t[i] = perseus_dag_option(d, i, choice[i])->time_ns;
 
-  guint ne = 0;
-  const guint *topo = NULL, *pred_off = NULL, *pred = NULL, *succ_off = NULL,
-              *succ = NULL;
-  perseus_dag_structure(d, &topo, &pred_off, &pred, &succ_off, &succ, &ne);
-
-  gint64 T = 0;
+  const Dag *g = perseus_dag_graph(d);
+  const guint32 *topo = g->topo, *pred_off = g->pred_off, *pred = g->pred;
   g_autofree gint64 *es = g_new(gint64, MAX(n, 1u));
   g_autofree gint64 *lf = g_new(gint64, MAX(n, 1u));
-  for (guint q = 0; q < n; q++) {
-    guint i = topo[q];
-    gint64 e = 0;
-    for (guint k = pred_off[i]; k < pred_off[i + 1]; k++)
-      e = MAX(e, es[pred[k]] + t[pred[k]]);
-    es[i] = e;
-    T = MAX(T, e + t[i]);
-  }
-  for (guint q = n; q-- > 0;) {
-    guint i = topo[q];
-    gint64 l = T;
-    for (guint k = succ_off[i]; k < succ_off[i + 1]; k++)
-      l = MIN(l, lf[succ[k]] - t[succ[k]]);
-    lf[i] = l;
-  }
+  gint64 T = dag_earliest(g, t, es);
+  dag_latest(g, t, T, lf);
   for (guint q = 0; q < n; q++) {
     guint i = topo[q];
     gint64 e = 0;

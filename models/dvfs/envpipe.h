@@ -7,7 +7,7 @@
 #define MODELS_DVFS_ENVPIPE_H
 
 #include <glib.h>
-#include "models/dvfs/perseus.h"
+#include "models/dvfs/perseus_dag.h"
 
 G_BEGIN_DECLS
 

@@ -75,6 +75,7 @@
  */
 #include "models/dvfs/model.h"
 #include "models/dvfs/policy.h"
+#include "models/dag.h"
 
 #include <math.h>
 #include <string.h>
@@ -412,37 +413,23 @@ static void build_nodes(DvfsModel *m)
   m->node_dur_ns = g_new0(gint64, MAX(nn, 1u));
 }
 
-/* Kahn's algorithm (FIFO, node-id order at equal depth: deterministic).
- * FALSE when the graph has a cycle. */
+/* The topological order of the node graph (models/dag.h: Kahn with a FIFO
+ * queue, sources in node-id order, successors in node-id order: the
+ * edges are listed by target).  FALSE when the graph has a cycle. */
 static gboolean build_topo(DvfsModel *m)
 {
   guint32 nn = m->n_nodes;
-  g_autofree guint32 *indeg = g_new0(guint32, MAX(nn, 1u));
-  g_autofree guint32 *succ_off = g_new0(guint32, nn + 1);
   guint32 ne = m->node_pred_off[nn];
-  for (guint32 e = 0; e < ne; e++)
-    succ_off[m->node_preds[e] + 1]++;
-  for (guint32 i = 0; i < nn; i++)
-    succ_off[i + 1] += succ_off[i];
-  g_autofree guint32 *succ = g_new(guint32, MAX(ne, 1u));
-  g_autofree guint32 *fill = g_memdup2(succ_off, sizeof(guint32) * (nn + 1));
+  g_autofree guint32 *edges = g_new(guint32, 2 * (gsize)MAX(ne, 1u));
   for (guint32 n = 0; n < nn; n++)
     for (guint32 e = m->node_pred_off[n]; e < m->node_pred_off[n + 1]; e++) {
-      succ[fill[m->node_preds[e]]++] = n;
-      indeg[n]++;
+      edges[2 * e] = m->node_preds[e];
+      edges[2 * e + 1] = n;
     }
-  m->topo = g_new(guint32, MAX(nn, 1u));
-  guint32 head = 0, tail = 0;
-  for (guint32 n = 0; n < nn; n++)
-    if (indeg[n] == 0)
-      m->topo[tail++] = n;
-  while (head < tail) {
-    guint32 n = m->topo[head++];
-    for (guint32 e = succ_off[n]; e < succ_off[n + 1]; e++)
-      if (--indeg[succ[e]] == 0)
-        m->topo[tail++] = succ[e];
-  }
-  return tail == nn;
+  g_autoptr(Dag) g = dag_new(nn, edges, ne, NULL);
+  g_assert(g != NULL); /* no self-loops: a node's own slots are not edges */
+  m->topo = g_steal_pointer(&g->topo);
+  return dag_acyclic(g);
 }
 
 /* ---- prices ------------------------------------------------------------------ */

@@ -2,19 +2,21 @@
  * iteration time-energy Pareto frontier (Perseus, SOSP'24).
  *
  * Three layers, each usable alone:
- *  - PerseusGroups: which op of a pipelined workload belongs to which
- *    computation (stage, microbatch, forward/backward), for computation-
- *    level workloads (traces/pipeline.c) and kernel-level ones
- *    (traces/gpt.c) alike.
- *  - PerseusDag: computations as nodes with per-clock options (time,
- *    energy), precedence edges, the energy model of a plan, and the
- *    frontier planner.
+ *  - PerseusGroups (models/schedule.h): which op of a pipelined workload
+ *    belongs to which computation (stage, microbatch, forward/backward),
+ *    for computation-level workloads (traces/pipeline.c) and kernel-level
+ *    ones (traces/gpt.c) alike.
+ *  - PerseusDag (models/dvfs/perseus_dag.h): computations as nodes with
+ *    per-clock options (time, energy), precedence edges, the energy model
+ *    of a plan, and the frontier planner.
  *  - PerseusModel: a DAG built from a workload on a machine (every
  *    computation priced at every candidate clock through the machine's own
  *    kernel_cost, so the planner and the engine agree), plans for the
  *    engine, and the straggler-aware reaction run at iteration boundaries.
  *
- * See models/dvfs/perseus.c for the algorithm, the energy model and limits.
+ * This header provides all three.  The algorithm, the energy model and
+ * the limits: models/dvfs/perseus.c (the DAG), perseus_frontier.c,
+ * perseus_model.c and pipeline_run.c (the reactor and perseus_run).
  */
 #ifndef MODELS_DVFS_PERSEUS_H
 #define MODELS_DVFS_PERSEUS_H
@@ -25,160 +27,10 @@
 #include "models/table.h"
 #include "models/straggler.h"
 #include "models/cluster.h"
+#include "models/schedule.h"
+#include "models/dvfs/perseus_dag.h"
 
 G_BEGIN_DECLS
-
-/* ---- computations of a pipelined workload --------------------------- */
-
-#define PERSEUS_NO_NODE G_MAXUINT32
-#define PERSEUS_MAX_NODES (1u << 22)
-
-/* Node id of computation (stage s, microbatch m, backward b) with M
- * microbatches: (s * M + m) * 2 + b. */
-static inline guint32 perseus_node_id(guint M, guint s, guint m, gboolean b)
-{
-  return ((guint32)s * M + m) * 2 + (b ? 1u : 0u);
-}
-
-typedef struct {
-  guint n_stages, n_microbatches, n_pipelines, tp;
-  guint n_ranks;
-  guint32 **node;     /* per rank, per op: node id or PERSEUS_NO_NODE */
-  guint *pipeline;    /* per rank: dp index */
-  guint *stage;       /* per rank */
-  guint *rep_rank;    /* per stage: the rank of pipeline 0, tp index 0 */
-  guint32 **order;    /* per stage: its 2M node ids in program order */
-} PerseusGroups;
-
-/* Groups the ops of pipelined workload w (w->pp stages, w->microbatches,
- * w->dp pipelines, w->tp; ranks in Megatron order, SimRank.stage set):
- * kernel, collective and receive ops with a microbatch and phase
- * forward/backward belong to computation (rank's stage, microbatch,
- * phase); sends and ops without a microbatch (DP all-reduces, the
- * optimizer) belong to none.  Every computation of a stage must have ops on every
- * rank of that stage.  Caller owns the result. */
-PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error);
-void perseus_groups_free(PerseusGroups *g);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusGroups, perseus_groups_free)
-
-/* The program order of a stage under a schedule, as node ids: "1f1b"
- * (Megatron: min(S-s-1, M) warm-up forwards, then F/B pairs, then the
- * remaining backwards) or "gpipe" (all forwards, then all backwards).
- * Writes 2M ids into out.  FALSE for an unknown schedule. */
-gboolean perseus_schedule_order(const char *schedule, guint S, guint M,
-                                guint s, guint32 *out);
-
-/* ---- the DAG ------------------------------------------------------------ */
-
-/* One way to run a computation: its clock, duration and energy. */
-typedef struct {
-  guint16 sm_mhz;
-  gint64 time_ns;     /* > 0 */
-  double energy_j;    /* >= 0 */
-} PerseusOption;
-
-typedef struct PerseusDag PerseusDag;
-
-/* An empty DAG of computations running on n_gpus GPUs that draw
- * p_block_w while not computing.  Caller owns it. */
-PerseusDag *perseus_dag_new(guint n_gpus, double p_block_w);
-void perseus_dag_free(PerseusDag *d);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusDag, perseus_dag_free)
-/* Adds a computation on GPU `gpu` with n options (copied; option k is
- * what a plan's choice k selects).  Returns its node index. */
-guint perseus_dag_add_node(PerseusDag *d, guint gpu,
-                           const PerseusOption *opts, guint n);
-/* Adds the precedence `from` before `to`. */
-void perseus_dag_add_edge(PerseusDag *d, guint from, guint to);
-/* Checks (options, GPU indices, acyclicity) and prepares the DAG for
- * planning; nodes and edges can no longer be added. */
-gboolean perseus_dag_finish(PerseusDag *d, GError **error);
-
-/* The DAG of one S-stage pipeline with M microbatches: node ids as
- * perseus_node_id, node on GPU s, per-stage program order `order[s]` (2M
- * ids), options opts[node] (n_opts[node] each).  Edges: consecutive
- * computations of a stage; F(s,m) -> F(s+1,m); B(s+1,m) -> B(s,m)
- * (F(s,m) -> B(s,m) follows from the order, which must put every
- * forward before its backward).  tail_ns (NULL = none): per stage, a
- * fixed stretch after its last computation (DP all-reduce, optimizer),
- * added as node 2SM + k after the last computation of stage s when
- * tail_ns[s] > 0 (one option, clock 0, energy P_block x time, so it only
- * lengthens paths).  Finished.  Caller owns it. */
-PerseusDag *perseus_dag_pipeline(guint S, guint M, const guint32 *const *order,
-                                 const PerseusOption *const *opts,
-                                 const guint *n_opts, const gint64 *tail_ns,
-                                 double p_block_w, GError **error);
-
-guint perseus_dag_n_nodes(const PerseusDag *d);
-guint perseus_dag_n_gpus(const PerseusDag *d);
-double perseus_dag_p_block(const PerseusDag *d);
-guint perseus_dag_n_options(const PerseusDag *d, guint node);
-const PerseusOption *perseus_dag_option(const PerseusDag *d, guint node,
-                                        guint k);
-guint perseus_dag_gpu(const PerseusDag *d, guint node);
-
-/* The structure of a finished DAG: a topological order (n) and the CSR
- * adjacency (pred/succ lists of node i at [off[i], off[i+1])).  Borrowed. */
-void perseus_dag_structure(const PerseusDag *d, const guint **topo,
-                           const guint **pred_off, const guint **pred,
-                           const guint **succ_off, const guint **succ,
-                           guint *n_edges);
-
-/* Iteration time and energy of a plan (an option index per node), with
- * every computation of GPU g taking gpu_factor[g] times longer at the same
- * power (NULL: no straggler):
- *   T = longest path,  E = sum E_i + P_block * (T * n_gpus - sum t_i). */
-void perseus_dag_eval(const PerseusDag *d, const guint16 *choice,
-                      const double *gpu_factor, gint64 *time_ns,
-                      double *energy_j);
-/* The plan with every node at its highest clock ("all-max").  Caller
- * frees it. */
-guint16 *perseus_dag_max_choice(const PerseusDag *d);
-
-/* ---- the frontier ----------------------------------------------------------- */
-
-typedef struct {
-  gint64 time_ns;
-  double energy_j;
-  guint16 *choice;    /* option per node (owned) */
-} PerseusPoint;
-
-typedef struct {
-  guint n_points;
-  PerseusPoint *points;  /* fastest first; energy strictly decreasing */
-  guint n_nodes;
-  guint64 steps;         /* min-cut steps the planner took */
-  gboolean exact;        /* TRUE: the exact frontier (small DAGs) */
-} PerseusFrontier;
-
-/* Relative time resolution of the trajectory (of the all-fastest time). */
-#define PERSEUS_RESOLUTION 1e-4
-
-typedef struct {
-  double resolution;   /* [0, 0.1]: least time a min-cut step gains and
-                          least time between kept points, relative to the
-                          all-fastest iteration time; 0 = every step */
-  gboolean exact;      /* try the exact dynamic program first */
-  gboolean trajectory; /* the min-cut trajectory when not exact */
-} PerseusOptions;
-
-/* Defaults: PERSEUS_RESOLUTION, exact and trajectory on. */
-void perseus_options_init(PerseusOptions *o);
-
-/* The iteration time-energy Pareto frontier of finished DAG d, from the
- * fastest plan (the all-fastest iteration time, with every computation
- * that has slack slowed into it) to the minimum-energy plan.  Exact when
- * the DAG is small enough for the dynamic program, else from the min-cut
- * trajectory (models/dvfs/perseus.c).  Caller owns it. */
-PerseusFrontier *perseus_frontier(const PerseusDag *d, GError **error);
-PerseusFrontier *perseus_frontier_with(const PerseusDag *d,
-                                       const PerseusOptions *o,
-                                       GError **error);
-void perseus_frontier_free(PerseusFrontier *f);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusFrontier, perseus_frontier_free)
-/* The point with the largest time <= time_ns (the least energy that
- * fits), or 0 when even the fastest does not fit. */
-guint perseus_frontier_fit(const PerseusFrontier *f, gint64 time_ns);
 
 /* ---- workloads on machines -------------------------------------------------- */
 
@@ -349,13 +201,6 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
                         const SimWorkload *w, const GpuCatalogue *catalogue,
                         const StragglerSet *stragglers, guint iterations,
                         GError **error);
-
-#define PERSEUS_ERROR (perseus_error_quark())
-GQuark perseus_error_quark(void);
-typedef enum {
-  PERSEUS_ERROR_INVALID,   /* not a pipelined workload, bad DAG */
-  PERSEUS_ERROR_LIMIT      /* too large */
-} PerseusError;
 
 G_END_DECLS
 

@@ -8,7 +8,7 @@
 #define MODELS_DVFS_ZEUS_H
 
 #include <glib.h>
-#include "models/dvfs/perseus.h"
+#include "models/dvfs/perseus_dag.h"
 
 G_BEGIN_DECLS
 
