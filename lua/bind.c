@@ -227,7 +227,6 @@ static const char *const archs[] = {"gpt", "bloom", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", NULL};
-static const char *const schedules[] = {"1f1b", "gpipe", "interleaved", NULL};
 
 /* js.gpt's stage_layers = { n1, ..., npp }: pp integers in 1..255, in a
  * userdata left on the stack (collected with it); NULL when absent. */
@@ -288,8 +287,8 @@ static int l_gpt(lua_State *L)
   cfg.tp = (guint)jsl_opt_int(L, 1, fn, "tp", cfg.tp, 1, 1024);
   cfg.pp = (guint)jsl_opt_int(L, 1, fn, "pp", cfg.pp, 1, 4096);
   cfg.dp = (guint)jsl_opt_int(L, 1, fn, "dp", cfg.dp, 1, big);
-  cfg.schedule = (GptSchedule)jsl_opt_choice(L, 1, fn, "schedule", cfg.schedule,
-                                         schedules);
+  cfg.schedule = (PipelineSchedule)jsl_opt_choice(L, 1, fn, "schedule", cfg.schedule,
+                                         schedule_names);
   /* chunks absent: 0, the schedule's default (2 for interleaved, else 1). */
   cfg.chunks = (guint)jsl_opt_int(L, 1, fn, "chunks", cfg.chunks, 1, 255);
   cfg.recompute = jsl_opt_bool(L, 1, fn, "recompute", cfg.recompute);

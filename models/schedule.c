@@ -13,8 +13,8 @@
 
 G_DEFINE_QUARK(perseus-error-quark, perseus_error)
 
-static const char *const schedule_names[PIPELINE_SCHEDULE_COUNT] = {
-  "1f1b", "gpipe", "interleaved"};
+const char *const schedule_names[PIPELINE_SCHEDULE_COUNT + 1] = {
+  "1f1b", "gpipe", "interleaved", NULL};
 
 const char *schedule_name(PipelineSchedule s)
 {

@@ -28,6 +28,9 @@ typedef enum {
 
 /* "1f1b", "gpipe", "interleaved" ("?" when out of range). */
 const char *schedule_name(PipelineSchedule s);
+/* The names, indexed by PipelineSchedule, NULL-terminated (a choice list
+ * for argument checkers). */
+extern const char *const schedule_names[PIPELINE_SCHEDULE_COUNT + 1];
 /* The schedule named `name`; FALSE (and *out untouched) when none is. */
 gboolean schedule_from_name(const char *name, PipelineSchedule *out);
 

@@ -72,22 +72,22 @@ typedef struct {
   const char *label;
   const char *model;
   guint tp, pp, dp, m;
-  GptSchedule schedule;
+  PipelineSchedule schedule;
   gboolean recompute, overlap;
   guint classes; /* expected representatives */
 } Layout;
 
 static const Layout layouts[] = {
-  {"1.3b-t2p2d2", "gpt3-1.3b", 2, 2, 2, 6, GPT_SCHEDULE_1F1B, FALSE, TRUE, 2},
-  {"1.3b-t2p4d2-gpipe", "gpt3-1.3b", 2, 4, 2, 6, GPT_SCHEDULE_GPIPE, FALSE,
+  {"1.3b-t2p2d2", "gpt3-1.3b", 2, 2, 2, 6, PIPELINE_1F1B, FALSE, TRUE, 2},
+  {"1.3b-t2p4d2-gpipe", "gpt3-1.3b", 2, 4, 2, 6, PIPELINE_GPIPE, FALSE,
    TRUE, 4},
   {"2.7b-t2p4d2-interleaved", "gpt3-2.7b", 2, 4, 2, 8,
-   GPT_SCHEDULE_INTERLEAVED, FALSE, TRUE, 4},
-  {"6.7b-t4p2d4-recompute", "gpt3-6.7b", 4, 2, 4, 4, GPT_SCHEDULE_1F1B, TRUE,
+   PIPELINE_INTERLEAVED, FALSE, TRUE, 4},
+  {"6.7b-t4p2d4-recompute", "gpt3-6.7b", 4, 2, 4, 4, PIPELINE_1F1B, TRUE,
    TRUE, 2},
-  {"350m-t1p1d8-nooverlap", "gpt3-350m", 1, 1, 8, 3, GPT_SCHEDULE_1F1B,
+  {"350m-t1p1d8-nooverlap", "gpt3-350m", 1, 1, 8, 3, PIPELINE_1F1B,
    FALSE, FALSE, 1},
-  {"350m-t8p1d1", "gpt3-350m", 8, 1, 1, 3, GPT_SCHEDULE_1F1B, FALSE, TRUE, 1},
+  {"350m-t8p1d1", "gpt3-350m", 8, 1, 1, 3, PIPELINE_1F1B, FALSE, TRUE, 1},
 };
 
 typedef struct {
@@ -553,7 +553,7 @@ static void test_invalid_fold(gconstpointer data)
 static void test_session_refusals(void)
 {
   static const Layout l = {"t2p2d2", "gpt3-350m", 2, 2, 2, 3,
-                           GPT_SCHEDULE_1F1B, FALSE, TRUE, 2};
+                           PIPELINE_1F1B, FALSE, TRUE, 2};
   Env env;
   env_init(&env, 8);
   g_autoptr(SimWorkload) w = generate(&env, &l, TRUE);

@@ -35,7 +35,7 @@ typedef struct {
   const char *model;  /* NULL: the explicit sizes below */
   guint layers, hidden, heads, vocab;
   guint tp, pp, dp, mbs, m, seq;
-  GptSchedule schedule;
+  PipelineSchedule schedule;
   guint chunks; /* 0: the schedule's default */
   double bucket_mb;
   gboolean overlap;
@@ -51,60 +51,60 @@ static const guint sl_9885[] = {9, 8, 8, 5}; /* Merak custom:0,10,18,26,32 */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
-   GPT_SCHEDULE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
-   GPT_SCHEDULE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON},
   {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
-   GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
-   GPT_SCHEDULE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   /* Interleaved: two stages (each other's previous and next), m = pp (the
    * first stage only warms up), three and four chunks, one layer per
    * chunk, one bucket per chunk, tiny buckets. */
   {"350m-t1p2d2-v2-m4-il", "gpt3-350m", 0, 0, 0, 0, 1, 2, 2, 1, 4, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t2p4d2-v3-m8-il", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
-   GPT_SCHEDULE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"760m-t1p4d2-v2-m4-il-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 4, 2, 1, 4,
-   1024, GPT_SCHEDULE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
+   1024, PIPELINE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"custom-t2p3d3-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 3, 2,
-   6, 256, GPT_SCHEDULE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
+   6, 256, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"2.7b-t2p8d1-v4-m16-il", "gpt3-2.7b", 0, 0, 0, 0, 2, 8, 1, 1, 16, 1024,
-   GPT_SCHEDULE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"125m-t1p2d2-v6-m2-il-nooverlap", "gpt3-125m", 0, 0, 0, 0, 1, 2, 2, 1, 2,
-   512, GPT_SCHEDULE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON},
+   512, PIPELINE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON},
   /* Uneven stages: transformer layers per stage given explicitly. */
   {"1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8, 1024,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON},
   {"2.7b-t2p3d1-m4-gpipe-stages-12-11-9", "gpt3-2.7b", 0, 0, 0, 0, 2, 3, 1, 1,
-   4, 512, GPT_SCHEDULE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON},
+   4, 512, PIPELINE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON},
   {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
-   2, 3, 256, GPT_SCHEDULE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON},
+   2, 3, 256, PIPELINE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON},
   /* BLOOM: ALiBi, an embedding LayerNorm, the 250,880-token vocabulary. */
   {"bloom-3b-t2p3d2-m3", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1, 3, 256,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
   {"bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4, 256,
-   GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON},
   /* Hugging Face kernels (impl hf, tp 1): GPT-2 and BLOOM, uneven stages,
    * DP buckets, GPipe. */
   {"hf-1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8,
-   1024, GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF},
+   1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF},
   {"hf-bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4,
-   256, GPT_SCHEDULE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF},
+   256, PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF},
   {"hf-custom-t1p3d3-m5-gpipe-tinybuckets", NULL, 6, 512, 8, 1000, 1, 3, 3, 2,
-   5, 256, GPT_SCHEDULE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF},
+   5, 256, PIPELINE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -216,7 +216,7 @@ static void test_defaults(void)
   g_assert_cmpuint(cfg.tp * cfg.pp * cfg.dp, ==, 1);
   g_assert_cmpuint(cfg.microbatch_size, ==, 1);
   g_assert_cmpuint(cfg.microbatches, ==, 8);
-  g_assert_cmpint(cfg.schedule, ==, GPT_SCHEDULE_1F1B);
+  g_assert_cmpint(cfg.schedule, ==, PIPELINE_1F1B);
   g_assert_cmpuint(cfg.chunks, ==, 0);
   g_assert_cmpuint(gpt_config_chunks(&cfg), ==, 1);
   g_assert_false(cfg.recompute);
@@ -225,7 +225,7 @@ static void test_defaults(void)
   g_assert_true(gpt_config_validate(&cfg, &error));
   g_assert_no_error(error);
   /* Interleaved defaults to two chunks; an explicit count wins. */
-  cfg.schedule = GPT_SCHEDULE_INTERLEAVED;
+  cfg.schedule = PIPELINE_INTERLEAVED;
   cfg.pp = 2;
   g_assert_cmpuint(gpt_config_chunks(&cfg), ==, 2);
   g_assert_true(gpt_config_validate(&cfg, &error));
@@ -234,7 +234,7 @@ static void test_defaults(void)
   g_assert_cmpuint(gpt_config_chunks(&cfg), ==, 3);
   g_assert_true(gpt_config_validate(&cfg, &error));
   g_assert_no_error(error);
-  cfg.schedule = GPT_SCHEDULE_GPIPE;
+  cfg.schedule = PIPELINE_GPIPE;
   cfg.chunks = 1;
   g_assert_cmpuint(gpt_config_chunks(&cfg), ==, 1);
   g_assert_true(gpt_config_validate(&cfg, &error));
@@ -315,10 +315,10 @@ static void test_vocab_padding(void)
 
 static void test_schedule_names(void)
 {
-  GptSchedule s;
+  PipelineSchedule s;
   GError *error = NULL;
-  for (int i = GPT_SCHEDULE_1F1B; i <= GPT_SCHEDULE_INTERLEAVED; i++) {
-    g_assert_true(gpt_schedule_from_name(gpt_schedule_name(i), &s, &error));
+  for (int i = PIPELINE_1F1B; i <= PIPELINE_INTERLEAVED; i++) {
+    g_assert_true(gpt_schedule_from_name(schedule_name(i), &s, &error));
     g_assert_no_error(error);
     g_assert_cmpint(s, ==, i);
   }
@@ -363,39 +363,39 @@ static void bad_layers_pp(GptConfig *c) { c->pp = 5; }
 static void bad_hidden_heads(GptConfig *c) { c->heads = 24; }
 static void bad_il_pp1(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+  c->schedule = PIPELINE_INTERLEAVED;
 }
 static void bad_il_chunks1(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+  c->schedule = PIPELINE_INTERLEAVED;
   c->pp = 2;
   c->chunks = 1;
 }
 static void bad_il_layers(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+  c->schedule = PIPELINE_INTERLEAVED;
   c->pp = 4;
   c->chunks = 4;
 }
 static void bad_il_microbatches(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+  c->schedule = PIPELINE_INTERLEAVED;
   c->pp = 4;
   c->microbatches = 6;
 }
 static void bad_chunks_1f1b(GptConfig *c) { c->chunks = 2; }
 static void bad_chunks_gpipe(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_GPIPE;
+  c->schedule = PIPELINE_GPIPE;
   c->chunks = 3;
 }
 static void bad_chunks_huge(GptConfig *c)
 {
-  c->schedule = GPT_SCHEDULE_INTERLEAVED;
+  c->schedule = PIPELINE_INTERLEAVED;
   c->pp = 2;
   c->chunks = 256;
 }
-static void bad_schedule(GptConfig *c) { c->schedule = (GptSchedule)7; }
+static void bad_schedule(GptConfig *c) { c->schedule = (PipelineSchedule)7; }
 static void bad_ranks(GptConfig *c)
 {
   c->tp = 1024;
@@ -841,13 +841,13 @@ static void test_stage_layers_bad(void)
   static const struct {
     guint pp, layers;
     guint sl[4];
-    GptSchedule schedule;
+    PipelineSchedule schedule;
     const char *msg;
   } cases[] = {
-    {4, 24, {6, 6, 7, 6}, GPT_SCHEDULE_1F1B, "stage_layers sum to 25 layers, "
+    {4, 24, {6, 6, 7, 6}, PIPELINE_1F1B, "stage_layers sum to 25 layers, "
                                              "the model has layers = 24"},
-    {4, 24, {6, 6, 12, 0}, GPT_SCHEDULE_1F1B, "stage_layers[4] = 0"},
-    {2, 24, {12, 12}, GPT_SCHEDULE_INTERLEAVED,
+    {4, 24, {6, 6, 12, 0}, PIPELINE_1F1B, "stage_layers[4] = 0"},
+    {2, 24, {12, 12}, PIPELINE_INTERLEAVED,
      "stage_layers is not available with 2 chunks per stage"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -951,12 +951,12 @@ static GArray *expected_steps(const GptConfig *cfg, guint p)
 {
   GArray *a = g_array_new(FALSE, FALSE, sizeof(Step));
   guint m = cfg->microbatches, pp = cfg->pp;
-  if (cfg->schedule == GPT_SCHEDULE_GPIPE) {
+  if (cfg->schedule == PIPELINE_GPIPE) {
     for (guint i = 0; i < m; i++)
       push_step(a, 1, i, 0);
     for (guint i = 0; i < m; i++)
       push_step(a, 0, i, 0);
-  } else if (cfg->schedule == GPT_SCHEDULE_1F1B) {
+  } else if (cfg->schedule == PIPELINE_1F1B) {
     guint w = MIN(pp - p - 1, m);
     for (guint i = 0; i < w; i++)
       push_step(a, 1, i, 0);
@@ -1022,7 +1022,7 @@ static void test_schedule(gconstpointer data)
 }
 
 /* A tiny model with one layer per chunk: fast to generate and replay. */
-static void tiny_config(GptConfig *cfg, GptSchedule sch, guint pp, guint v,
+static void tiny_config(GptConfig *cfg, PipelineSchedule sch, guint pp, guint v,
                         guint m)
 {
   gpt_config_init(cfg);
@@ -1056,7 +1056,7 @@ static void test_interleaved_literal(void)
     {0, 2, 0}, {0, 3, 0},                        /* cooldown */
   };
   GptConfig cfg;
-  tiny_config(&cfg, GPT_SCHEDULE_INTERLEAVED, 2, 2, 4);
+  tiny_config(&cfg, PIPELINE_INTERLEAVED, 2, 2, 4);
   g_autoptr(SimWorkload) w = generate(&cfg);
   const Step *want[2] = {stage0, stage1};
   const guint n_want[2] = {G_N_ELEMENTS(stage0), G_N_ELEMENTS(stage1)};
@@ -1369,7 +1369,7 @@ static void test_fields(gconstpointer data)
   g_assert_cmpuint(w->pp, ==, cfg.pp);
   g_assert_cmpuint(w->dp, ==, cfg.dp);
   g_assert_cmpuint(w->microbatches, ==, cfg.microbatches);
-  g_assert_cmpstr(w->schedule, ==, gpt_schedule_name(cfg.schedule));
+  g_assert_cmpstr(w->schedule, ==, schedule_name(cfg.schedule));
   g_assert_cmpstr(w->ref_gpu, ==, REF_GPU);
   g_assert_cmpfloat(w->tokens_per_iteration, ==,
                     (double)cfg.microbatch_size * cfg.seq_len *
@@ -1682,7 +1682,7 @@ static void test_interleaved_cases(void)
     const IlCase *ic = &il_cases[i];
     for (int variant = 0; variant < 2; variant++) {
       GptConfig cfg;
-      tiny_config(&cfg, GPT_SCHEDULE_INTERLEAVED, ic->pp, ic->v, ic->m);
+      tiny_config(&cfg, PIPELINE_INTERLEAVED, ic->pp, ic->v, ic->m);
       cfg.recompute = variant == 1;
       cfg.dp = variant == 1 ? 2 : 1;
       cfg.dp_bucket_mb = 1e-3;
@@ -1769,7 +1769,7 @@ static void test_bubble(gconstpointer data)
   g_autoptr(SimWorkload) w1 = generate(&cfg);
   double b1 = simulated_bubble(w1, pp);
   double ideal1 = ideal_bubble(&cfg, w1, 1, 2);
-  cfg.schedule = GPT_SCHEDULE_INTERLEAVED;
+  cfg.schedule = PIPELINE_INTERLEAVED;
   cfg.chunks = v;
   g_autoptr(SimWorkload) wi = generate(&cfg);
   double bi = simulated_bubble(wi, pp);
@@ -2081,7 +2081,7 @@ static void test_estimate(gconstpointer data)
   /* Enough ops that the workload, not GLib's small tables, is measured. */
   if (gpt_n_ops(&cfg) < 100000)
     cfg.microbatches *= (guint)(100000 / gpt_n_ops(&cfg) + 1);
-  if (cfg.schedule == GPT_SCHEDULE_INTERLEAVED)
+  if (cfg.schedule == PIPELINE_INTERLEAVED)
     cfg.microbatches -= cfg.microbatches % cfg.pp;
   g_assert_true(gpt_config_validate(&cfg, NULL));
   check_estimate(&cfg);

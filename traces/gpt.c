@@ -544,11 +544,10 @@ static void emit_stage(Gen *g, guint p)
   g_array_set_size(g->unit_ops, 0);
   g_array_set_size(g->unit_chunks, 0);
 
-  /* The stage's program (models/schedule.h; GptSchedule numbers the
-   * schedules as PipelineSchedule does). */
+  /* The stage's program (models/schedule.h). */
   guint n = 2 * m * g->v;
   g_autofree ScheduleStep *order = g_new(ScheduleStep, n);
-  if (!schedule_stage_order((PipelineSchedule)cfg->schedule, cfg->pp, m,
+  if (!schedule_stage_order(cfg->schedule, cfg->pp, m,
                             g->v, p, order))
     g_assert_not_reached(); /* gpt_config_validate refused the layout */
   for (guint k = 0; k < n; k++) {
@@ -711,7 +710,7 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
   PV("tp", "%u", cfg->tp);
   PV("pp", "%u", cfg->pp);
   PV("dp", "%u", cfg->dp);
-  PV("schedule", "%s", gpt_schedule_name(cfg->schedule));
+  PV("schedule", "%s", schedule_name(cfg->schedule));
   PV("chunks", "%u", gpt_config_chunks(cfg));
   PV("recompute", "%s", cfg->recompute ? "true" : "false");
   PV("dp_bucket_mb", "%g", cfg->dp_bucket_mb);
@@ -746,7 +745,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   w->microbatches = c.microbatches;
   w->tokens_per_iteration =
       (double)c.microbatch_size * c.seq_len * c.microbatches * c.dp;
-  w->schedule = g_strdup(gpt_schedule_name(c.schedule));
+  w->schedule = g_strdup(schedule_name(c.schedule));
   w->ref_gpu = g_strdup(ref->name);
   set_provenance(w, &c);
   g_hash_table_insert(w->provenance, g_strdup("ref_gpu"),

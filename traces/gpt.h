@@ -9,14 +9,9 @@
 #include <glib.h>
 #include "sim/workload.h"
 #include "models/gpu.h"
+#include "models/schedule.h"
 
 G_BEGIN_DECLS
-
-typedef enum {
-  GPT_SCHEDULE_1F1B = 0,
-  GPT_SCHEDULE_GPIPE,
-  GPT_SCHEDULE_INTERLEAVED /* Megatron's interleaved 1F1B (virtual stages) */
-} GptSchedule;
 
 /* The architecture: GPT-2/3 (learned positions) or BLOOM (ALiBi biases on
  * the attention scores instead of position embeddings, a LayerNorm after
@@ -63,7 +58,7 @@ typedef struct {
   guint microbatch_size;
   guint microbatches;      /* per iteration, per pipeline */
   guint tp, pp, dp;
-  GptSchedule schedule;
+  PipelineSchedule schedule; /* models/schedule.h */
   guint chunks;            /* model chunks per stage (Megatron's
                               virtual_pipeline_model_parallel_size); 0 = the
                               schedule's default: 1 for 1f1b and gpipe, 2 for
@@ -156,11 +151,9 @@ const char *gpt_precision_name(GptPrecision p);
 gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
                                  GError **error);
 
-/* "1f1b", "gpipe", "interleaved" ("?" when out of range; static string). */
-const char *gpt_schedule_name(GptSchedule s);
-/* Parses a schedule name; FALSE with GPT_ERROR_INVALID naming the allowed
- * values when unknown. */
-gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
+/* Parses a schedule name (schedule_from_name); FALSE with GPT_ERROR_INVALID
+ * naming the allowed values when unknown. */
+gboolean gpt_schedule_from_name(const char *name, PipelineSchedule *out,
                                 GError **error);
 
 /* The number of model chunks per stage cfg describes: cfg->chunks, or the

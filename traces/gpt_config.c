@@ -80,7 +80,6 @@ static const char *const arch_names[] = {"gpt", "bloom"};
 #define MAX_MBS (1u << 16)
 #define MAX_TOTAL_OPS ((guint64)1 << 32) /* 128 GiB of op records */
 
-static const char *const schedule_names[] = {"1f1b", "gpipe", "interleaved"};
 static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32"};
 static const char *const impl_names[] = {"megatron", "hf"};
 
@@ -246,20 +245,12 @@ const char *const *gpt_model_names(void)
   return gpt_model_name_list;
 }
 
-const char *gpt_schedule_name(GptSchedule s)
-{
-  return (guint)s < G_N_ELEMENTS(schedule_names) ? schedule_names[s] : "?";
-}
-
-gboolean gpt_schedule_from_name(const char *name, GptSchedule *out,
+gboolean gpt_schedule_from_name(const char *name, PipelineSchedule *out,
                                 GError **error)
 {
   g_return_val_if_fail(out != NULL, FALSE);
-  guint i;
-  if (name_index(schedule_names, G_N_ELEMENTS(schedule_names), name, &i)) {
-    *out = (GptSchedule)i;
+  if (schedule_from_name(name, out))
     return TRUE;
-  }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
               "schedule = \"%s\": unknown (known: 1f1b, gpipe, interleaved)",
               name != NULL ? name : "(null)");
@@ -276,7 +267,7 @@ void gpt_config_init(GptConfig *cfg)
   cfg->microbatch_size = 1;
   cfg->microbatches = 8;
   cfg->tp = cfg->pp = cfg->dp = 1;
-  cfg->schedule = GPT_SCHEDULE_1F1B;
+  cfg->schedule = PIPELINE_1F1B;
   cfg->chunks = 0; /* the schedule's default */
   cfg->recompute = FALSE;
   cfg->dp_bucket_mb = 25;
@@ -311,7 +302,7 @@ guint gpt_config_chunks(const GptConfig *cfg)
   g_return_val_if_fail(cfg != NULL, 1);
   if (cfg->chunks != 0)
     return cfg->chunks;
-  return cfg->schedule == GPT_SCHEDULE_INTERLEAVED ? 2 : 1;
+  return cfg->schedule == PIPELINE_INTERLEAVED ? 2 : 1;
 }
 
 guint gpt_padded_vocab(const GptConfig *cfg)
@@ -581,7 +572,7 @@ static guint stage_streams(const GptConfig *cfg, guint p)
 {
   guint top = cfg->dp > 1 ? 1 : 0;
   if (cfg->pp > 1) {
-    if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED)
+    if (cfg->schedule == PIPELINE_INTERLEAVED)
       top = cfg->pp == 2 ? 4 : 5; /* two stages: sends on 2, recvs on 4 */
     else if (p + 1 < cfg->pp)
       top = 5; /* sends activations on 2, receives gradients on 5 */
@@ -737,26 +728,26 @@ static gboolean check_stages(const GptConfig *cfg, GError **error)
                      "per stage (schedule '%s'): Megatron's virtual stages "
                      "split every stage into equal chunks; give layers a "
                      "multiple of pp * chunks instead",
-                     gpt_config_chunks(cfg), gpt_schedule_name(cfg->schedule));
+                     gpt_config_chunks(cfg), schedule_name(cfg->schedule));
   } else if (cfg->layers % cfg->pp != 0) {
     return invalid(error, "layers = %u is not a multiple of pp = %u",
                    cfg->layers, cfg->pp);
   }
-  if (cfg->schedule != GPT_SCHEDULE_1F1B &&
-      cfg->schedule != GPT_SCHEDULE_GPIPE &&
-      cfg->schedule != GPT_SCHEDULE_INTERLEAVED)
+  if (cfg->schedule != PIPELINE_1F1B &&
+      cfg->schedule != PIPELINE_GPIPE &&
+      cfg->schedule != PIPELINE_INTERLEAVED)
     return invalid(error, "schedule = %d: unknown (1f1b, gpipe, interleaved)",
                    (int)cfg->schedule);
   guint v = gpt_config_chunks(cfg);
   if (cfg->chunks > MAX_LAYERS)
     return invalid(error, "chunks = %u: must be <= %u", cfg->chunks,
                    MAX_LAYERS);
-  if (cfg->schedule != GPT_SCHEDULE_INTERLEAVED && v != 1)
+  if (cfg->schedule != PIPELINE_INTERLEAVED && v != 1)
     return invalid(error,
                    "chunks = %u: only schedule = \"interleaved\" splits a "
                    "stage into model chunks (schedule = \"%s\" takes 1)",
-                   v, gpt_schedule_name(cfg->schedule));
-  if (cfg->schedule == GPT_SCHEDULE_INTERLEAVED) {
+                   v, schedule_name(cfg->schedule));
+  if (cfg->schedule == PIPELINE_INTERLEAVED) {
     if (cfg->pp < 2)
       return invalid(error,
                      "pp = %u: schedule = \"interleaved\" needs pp >= 2",
