@@ -8,7 +8,8 @@
 #include "cli/commands.h"
 #include "run/memory.h"
 #include "run/session.h"
-#include "lua/sweep.h"
+#include "run/sweep.h"
+#include "cli/sweep_progress.h"
 #include "models/gpu.h"
 #include "io/fault.h"
 
@@ -200,6 +201,7 @@ static int cmd_run(int argc, char **argv)
   g_autoptr(JsSession) s = js_session_new(seed);
   s->quiet = quiet;
   s->jobs = (guint)jobs; /* 0: js.sweep uses the number of cores */
+  cli_sweep_progress_install(s);
   s->max_memory = max_memory; /* 0: the memory available */
   s->limits.max_seconds = max_seconds;
   s->limits.max_instructions = max_instr;

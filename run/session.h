@@ -33,6 +33,8 @@ typedef struct {
   char *hit;                 /* owned: the limit that stopped the script */
 } JsLimits;
 
+struct SweepProgress; /* run/sweep.h */
+
 typedef struct {
   GpuCatalogue *catalogue;  /* owned */
   guint64 seed;             /* --seed */
@@ -46,6 +48,12 @@ typedef struct {
   JsConfine *confine;       /* owned; the sandbox's file rules (set when
                                sandbox is) */
   JsLimits limits;
+  guint sweep_failed;       /* points failed in sweeps since
+                               js_sweep_take_failed (run/sweep.h) */
+  /* Optional: how a sweep shows its progress (cli/sweep_progress.c);
+   * NULL: it does not. */
+  void (*sweep_progress)(const struct SweepProgress *p, gpointer data);
+  gpointer sweep_progress_data;
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);

@@ -4,7 +4,7 @@
  * exactly once, retry of failed points, and bad arguments. */
 #include "lua/bind.h"
 #include "io/results.h"
-#include "lua/sweep.h"
+#include "run/sweep.h"
 
 #include <math.h>
 #include <signal.h>
