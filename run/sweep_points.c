@@ -164,7 +164,8 @@ guint64 sweep_hash_id(const char *s)
 
 guint64 sweep_point_seed(guint64 seed, const char *point_id)
 {
-  return sim_splitmix64_fin(seed ^ sim_splitmix64_fin(sweep_hash_id(point_id)));
+  return sim_splitmix64_fin(seed ^
+                            sim_splitmix64_fin(sweep_hash_id(point_id)));
 }
 
 /* ---- the points --------------------------------------------------------- */
@@ -177,16 +178,16 @@ static int compare_strs(gconstpointer a, gconstpointer b)
 SweepPoints *sweep_points_new(const char *const *keys, guint n)
 {
   g_return_val_if_fail(keys != NULL || n == 0, NULL);
+  for (guint k = 0; k < n; k++)
+    g_return_val_if_fail(!sweep_key_reserved(keys[k]), NULL);
   SweepPoints *pts = g_new0(SweepPoints, 1);
   pts->strings = g_string_chunk_new(4096);
   pts->points = g_array_new(FALSE, TRUE, sizeof(SweepPoint));
   pts->n_keys = n;
   pts->keys = g_new0(char *, n + 1);
   pts->key_types = g_new0(ResType, n + 1);
-  for (guint k = 0; k < n; k++) {
-    g_return_val_if_fail(!sweep_key_reserved(keys[k]), pts);
+  for (guint k = 0; k < n; k++)
     pts->keys[k] = g_string_chunk_insert_const(pts->strings, keys[k]);
-  }
   qsort(pts->keys, n, sizeof(char *), compare_strs);
   return pts;
 }
