@@ -8,10 +8,11 @@
  */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/sweep_progress.h"
 #include "lua/bind.h"
-#include "lua/sweep.h"
 #include "run/memory.h"
 #include "run/session.h"
+#include "run/sweep.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -204,6 +205,7 @@ int cmd_run(int argc, char **argv)
   g_autoptr(JsSession) s = cli_session_new(cfg.seed);
   s->quiet = cfg.quiet;
   s->jobs = (guint)cfg.jobs; /* 0: js.sweep uses the number of cores */
+  cli_sweep_progress_install(s);
   s->max_memory = cfg.max_memory; /* 0: the memory available */
   s->limits.max_seconds = cfg.max_seconds;
   s->limits.max_instructions = cfg.max_instr;

@@ -41,6 +41,7 @@ typedef struct {
 typedef enum { JS_PRINT_OUT, JS_PRINT_ERR } JsPrintStream;
 typedef void (*JsPrintFunc)(JsPrintStream to, const char *text, gsize len,
                             gpointer data);
+struct SweepProgress; /* run/sweep.h */
 
 typedef struct {
   GpuCatalogue *catalogue;  /* owned; the built-in entries (callers that
@@ -59,6 +60,12 @@ typedef struct {
   JsLimits limits;
   JsPrintFunc print;        /* NULL: a script's text is dropped */
   gpointer print_data;
+  guint sweep_failed;       /* points failed in sweeps since
+                               js_sweep_take_failed (run/sweep.h) */
+  /* Optional: how a sweep shows its progress (cli/sweep_progress.c);
+   * NULL: it does not. */
+  void (*sweep_progress)(const struct SweepProgress *p, gpointer data);
+  gpointer sweep_progress_data;
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);

@@ -1,10 +1,11 @@
 /* tests/test-sweep.c -- js.sweep: point identity, the worker wire format
  * (round trips, and every malformed frame refused), results independent of
  * jobs, failing and crashing points, resume after SIGKILL with every point
- * exactly once, retry of failed points, and bad arguments. */
+ * exactly once, retry of failed points, bad arguments, and the engine's
+ * C API (run/sweep.h) with C hooks. */
 #include "lua/bind.h"
 #include "io/results.h"
-#include "lua/sweep.h"
+#include "run/sweep.h"
 
 #include <math.h>
 #include <signal.h>
@@ -814,6 +815,118 @@ static void test_bad_args(gconstpointer data)
   g_assert_false(g_file_test("x.h5", G_FILE_TEST_EXISTS));
 }
 
+/* ---- the C API, without Lua ---------------------------------------------- */
+
+/* run_point of test_c_api: v = 10 a (+ the seed's low bits as a check of
+ * sweep_point_seed), and the point a = 3 fails. */
+static gboolean c_run_point(gpointer data, const ResValue *values, guint n,
+                            const char *point_id, guint64 seed, GArray *row,
+                            char **message)
+{
+  g_assert_cmpuint(n, ==, 2);
+  g_assert_cmpstr(values[0].name, ==, "a");
+  g_assert_cmpstr(values[1].name, ==, "b");
+  g_assert_cmpuint(seed, ==, sweep_point_seed(11, point_id));
+  if (values[0].i == 3) {
+    *message = g_strdup_printf("no %s", point_id);
+    return FALSE;
+  }
+  ResValue v[2] = { I("seed", (gint64)(seed & 0xffff)),
+                    I("v", 10 * values[0].i) };
+  g_array_append_vals(row, v, 2);
+  return TRUE;
+}
+
+static void c_progress(const SweepProgress *p, gpointer data)
+{
+  guint *finals = data;
+  g_assert_cmpuint(p->total, ==, 6);
+  g_assert_cmpuint(p->finished, <=, p->total);
+  if (p->final) {
+    g_assert_cmpuint(p->finished, ==, 6);
+    (*finals)++;
+  }
+}
+
+/* sweep_run from C: a 3 x 2 grid, one failing point, every point once,
+ * the progress hook's final report, then a resume that skips the good
+ * points and runs the failed one again. */
+static void test_c_api(Fixture *fx, gconstpointer data)
+{
+  g_autoptr(JsSession) s = js_session_new(11);
+  const char *keys[] = { "b", "a" };
+  SweepPoints *pts = sweep_points_new(keys, 2);
+  g_assert_cmpstr(sweep_points_key(pts, 0), ==, "a");
+  ResValue as[] = { I("", 1), I("", 2), I("", 3) };
+  ResValue bs[] = { S("", "x"), S("", "y") };
+  const ResValue *lists[] = { as, bs };
+  const guint lens[] = { 3, 2 };
+  sweep_points_add_grid(pts, lists, lens);
+  g_assert_cmpuint(sweep_points_len(pts), ==, 6);
+  g_assert_cmpstr(sweep_points_id(pts, 1), ==, "a=1,b=\"y\"");
+  g_assert_true(sweep_points_check(pts, NULL));
+
+  guint finals = 0;
+  SweepSpec spec = { .session = s, .points = pts, .out = fx->out,
+                     .table = "c", .mode = RES_MODE_APPEND,
+                     .retry_failed = TRUE, .progress = TRUE, .jobs = 2 };
+  SweepHooks hooks = { .run_point = c_run_point, .progress = c_progress,
+                       .progress_data = &finals };
+  SweepResult r;
+  GError *error = NULL;
+  g_assert_true(sweep_run(&spec, &hooks, &r, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(r.total, ==, 6);
+  g_assert_cmpuint(r.done, ==, 4);
+  g_assert_cmpuint(r.failed, ==, 2);
+  g_assert_cmpuint(r.rows, ==, 6);
+  g_assert_cmpuint(r.failures->len, ==, 4);
+  g_assert_cmpuint(finals, ==, 1);
+  g_assert_cmpuint(js_sweep_take_failed(s), ==, 2);
+  g_assert_cmpuint(js_sweep_take_failed(s), ==, 0);
+  sweep_result_clear(&r);
+
+  g_autoptr(GPtrArray) rows = read_rows(fx->out, "c");
+  g_autoptr(GHashTable) by_id = rows_by_id(rows);
+  g_assert_cmpuint(g_hash_table_size(by_id), ==, 6);
+  for (guint i = 0; i < rows->len; i++) {
+    GPtrArray *row = g_ptr_array_index(rows, i);
+    const ResValue *a = cell(row, "a"), *v = cell(row, "v");
+    const ResValue *e = cell(row, "error");
+    g_assert_nonnull(a);
+    g_assert_nonnull(v);
+    g_assert_cmpint(v->i, ==, a->i == 3 ? 0 : 10 * a->i);
+    g_assert_cmpint(e->s[0] == '\0', ==, a->i != 3);
+  }
+
+  /* Resume: the 4 good points are skipped, the 2 failed run again. */
+  spec.progress = FALSE;
+  g_assert_true(sweep_run(&spec, &hooks, &r, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(r.skipped, ==, 4);
+  g_assert_cmpuint(r.failed, ==, 2);
+  g_assert_cmpuint(r.rows, ==, 6);
+  sweep_result_clear(&r);
+  sweep_points_free(pts);
+}
+
+/* Two equal points are refused, naming both. */
+static void test_c_duplicates(void)
+{
+  const char *keys[] = { "x" };
+  SweepPoints *pts = sweep_points_new(keys, 1);
+  ResValue a = I("x", 2), b = I("x", 3);
+  sweep_points_add(pts, &a);
+  sweep_points_add(pts, &b);
+  sweep_points_add(pts, &a);
+  GError *error = NULL;
+  g_assert_false(sweep_points_check(pts, &error));
+  g_assert_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_POINTS);
+  g_assert_nonnull(strstr(error->message, "points 1 and 3"));
+  g_error_free(error);
+  sweep_points_free(pts);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -834,7 +947,9 @@ int main(int argc, char **argv)
   ADD("kill-resume", test_kill_resume);
   ADD("points-list", test_points_list);
   ADD("foreign-table", test_foreign_table);
+  ADD("c-api", test_c_api);
 #undef ADD
+  g_test_add_func("/sweep/c-api-duplicates", test_c_duplicates);
   for (guint i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
     g_autofree char *name =
       g_strdup_printf("/sweep/bad-args/%s", bad_cases[i].name);

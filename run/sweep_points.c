@@ -1,0 +1,545 @@
+/* run/sweep_points.c -- a sweep's points and rows: the canonical point
+ * id, the point set (a grid's Cartesian product or a list), the seed of a
+ * point, the check of a worker's row against its point, resume from an
+ * existing results table, and writing the rows.
+ *
+ * Points.  A grid is the Cartesian product of its lists, keys in sorted
+ * (byte) order, the last key varying fastest; a list is given point by
+ * point.  Every point has the same keys; the first point fixes the keys'
+ * types (the caller turns a key whose values mix integers and floats into
+ * floats throughout, so its column has one type).
+ *
+ * Rows.  A row holds the point's keys (sorted), then run's row columns
+ * (sorted), then point_id (string) and error (string, "" on success).  A
+ * row may repeat a point's key only with the same value.  The first
+ * successful row fixes the table's columns and types (io/results.h); a
+ * later row that does not fit is recorded as a failure of its point.  A
+ * failed point gets a row with its message in `error` and defaults in the
+ * run's columns (NaN, 0, false, ""); error rows that arrive before the
+ * first successful row are held until it fixes the columns (or, when no
+ * point succeeds, written with the point's columns only).
+ *
+ * Resume.  In mode "append" an existing table is read first and the
+ * points whose point_id it holds are skipped.  With retry_failed the error
+ * rows of this sweep's points are first removed (res_table_filter,
+ * crash-safe) and those points run again, so that every point ends up with
+ * exactly one row.
+ */
+#include "run/sweep-private.h"
+#include "sim/pcg.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+G_DEFINE_QUARK(js-sweep-error-quark, js_sweep_error)
+
+/* ---- point identity ------------------------------------------------------- */
+
+static int compare_values(gconstpointer a, gconstpointer b)
+{
+  return strcmp(((const ResValue *)a)->name, ((const ResValue *)b)->name);
+}
+
+static void append_quoted(GString *out, const char *s)
+{
+  g_string_append_c(out, '"');
+  for (const guchar *p = (const guchar *)s; *p != '\0'; p++) {
+    switch (*p) {
+    case '"': g_string_append(out, "\\\""); break;
+    case '\\': g_string_append(out, "\\\\"); break;
+    case '\n': g_string_append(out, "\\n"); break;
+    case '\t': g_string_append(out, "\\t"); break;
+    case '\r': g_string_append(out, "\\r"); break;
+    default:
+      if (*p < 0x20 || *p == 0x7f)
+        g_string_append_printf(out, "\\u%04x", *p);
+      else
+        g_string_append_c(out, (char)*p);
+    }
+  }
+  g_string_append_c(out, '"');
+}
+
+static gboolean plain_name(const char *s)
+{
+  if (!(g_ascii_isalpha(s[0]) || s[0] == '_'))
+    return FALSE;
+  for (const char *p = s; *p != '\0'; p++)
+    if (!(g_ascii_isalnum(*p) || *p == '_' || *p == '.' || *p == '-'))
+      return FALSE;
+  return TRUE;
+}
+
+/* The shortest "%.Ng" of v that reads back as v, marked as a float. */
+static void append_double(GString *out, double v)
+{
+  if (isnan(v)) {
+    g_string_append(out, "nan");
+    return;
+  }
+  if (isinf(v)) {
+    g_string_append(out, v > 0 ? "inf" : "-inf");
+    return;
+  }
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  for (int prec = 1; prec <= 17; prec++) {
+    char fmt[8];
+    g_snprintf(fmt, sizeof fmt, "%%.%dg", prec);
+    g_ascii_formatd(buf, sizeof buf, fmt, v);
+    if (g_ascii_strtod(buf, NULL) == v)
+      break;
+  }
+  g_string_append(out, buf);
+  if (strpbrk(buf, ".eE") == NULL)
+    g_string_append(out, ".0");
+}
+
+static void append_value(GString *out, const ResValue *v)
+{
+  switch (v->type) {
+  case RES_INT:
+    g_string_append_printf(out, "%" G_GINT64_FORMAT, v->i);
+    break;
+  case RES_FLOAT: append_double(out, v->f); break;
+  case RES_BOOL: g_string_append(out, v->i ? "true" : "false"); break;
+  case RES_STRING: append_quoted(out, v->s != NULL ? v->s : ""); break;
+  }
+}
+
+char *js_sweep_point_id(const ResValue *values, guint n)
+{
+  g_return_val_if_fail(values != NULL || n == 0, NULL);
+  g_autofree ResValue *sorted = g_memdup2(values, sizeof(ResValue) * n);
+  if (n > 0)
+    qsort(sorted, n, sizeof(ResValue), compare_values);
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < n; i++) {
+    if (i > 0)
+      g_string_append_c(out, ',');
+    if (plain_name(sorted[i].name))
+      g_string_append(out, sorted[i].name);
+    else
+      append_quoted(out, sorted[i].name);
+    g_string_append_c(out, '=');
+    append_value(out, &sorted[i]);
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* Two values of the same key are the same value (2 and 2.0 are). */
+static gboolean values_equal(const ResValue *a, const ResValue *b)
+{
+  gboolean an = a->type == RES_INT || a->type == RES_FLOAT;
+  gboolean bn = b->type == RES_INT || b->type == RES_FLOAT;
+  if (an && bn) {
+    if (a->type == RES_INT && b->type == RES_INT)
+      return a->i == b->i;
+    double x = a->type == RES_INT ? (double)a->i : a->f;
+    double y = b->type == RES_INT ? (double)b->i : b->f;
+    return x == y || (isnan(x) && isnan(y));
+  }
+  if (a->type != b->type)
+    return FALSE;
+  if (a->type == RES_BOOL)
+    return (a->i != 0) == (b->i != 0);
+  return strcmp(a->s, b->s) == 0;
+}
+
+gboolean sweep_key_reserved(const char *k)
+{
+  static const char *const reserved[] = { "point_id", "error", NULL };
+  return g_strv_contains(reserved, k);
+}
+
+guint64 sweep_hash_id(const char *s)
+{
+  guint64 h = G_GUINT64_CONSTANT(0xcbf29ce484222325);
+  for (const guchar *p = (const guchar *)s; *p != '\0'; p++) {
+    h ^= *p;
+    h *= G_GUINT64_CONSTANT(0x100000001b3);
+  }
+  return h;
+}
+
+guint64 sweep_point_seed(guint64 seed, const char *point_id)
+{
+  return sim_splitmix64_fin(seed ^
+                            sim_splitmix64_fin(sweep_hash_id(point_id)));
+}
+
+/* ---- the points --------------------------------------------------------- */
+
+static int compare_strs(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+SweepPoints *sweep_points_new(const char *const *keys, guint n)
+{
+  g_return_val_if_fail(keys != NULL || n == 0, NULL);
+  for (guint k = 0; k < n; k++)
+    g_return_val_if_fail(!sweep_key_reserved(keys[k]), NULL);
+  SweepPoints *pts = g_new0(SweepPoints, 1);
+  pts->strings = g_string_chunk_new(4096);
+  pts->points = g_array_new(FALSE, TRUE, sizeof(SweepPoint));
+  pts->n_keys = n;
+  pts->keys = g_new0(char *, n + 1);
+  pts->key_types = g_new0(ResType, n + 1);
+  for (guint k = 0; k < n; k++)
+    pts->keys[k] = g_string_chunk_insert_const(pts->strings, keys[k]);
+  qsort(pts->keys, n, sizeof(char *), compare_strs);
+  return pts;
+}
+
+void sweep_points_free(SweepPoints *pts)
+{
+  if (pts == NULL)
+    return;
+  for (guint i = 0; i < pts->points->len; i++)
+    g_free(g_array_index(pts->points, SweepPoint, i).vals);
+  g_array_unref(pts->points);
+  g_free(pts->keys);
+  g_free(pts->key_types);
+  g_string_chunk_free(pts->strings);
+  g_free(pts);
+}
+
+guint sweep_points_n_keys(const SweepPoints *pts)
+{
+  return pts->n_keys;
+}
+
+const char *sweep_points_key(const SweepPoints *pts, guint k)
+{
+  g_return_val_if_fail(k < pts->n_keys, NULL);
+  return pts->keys[k];
+}
+
+guint sweep_points_len(const SweepPoints *pts)
+{
+  return pts->points->len;
+}
+
+const char *sweep_points_id(const SweepPoints *pts, guint i)
+{
+  g_return_val_if_fail(i < pts->points->len, NULL);
+  return g_array_index(pts->points, SweepPoint, i).id;
+}
+
+void sweep_points_add(SweepPoints *pts, const ResValue *vals)
+{
+  SweepPoint p = { 0 };
+  p.n = pts->n_keys;
+  p.vals = g_memdup2(vals, sizeof(ResValue) * MAX(p.n, 1));
+  for (guint k = 0; k < p.n; k++) {
+    p.vals[k].name = pts->keys[k];
+    if (p.vals[k].type == RES_STRING)
+      p.vals[k].s = g_string_chunk_insert_const(pts->strings, p.vals[k].s);
+  }
+  g_autofree char *id = js_sweep_point_id(p.vals, p.n);
+  p.id = g_string_chunk_insert_const(pts->strings, id);
+  if (pts->points->len == 0)
+    for (guint k = 0; k < p.n; k++)
+      pts->key_types[k] = p.vals[k].type;
+  g_array_append_val(pts->points, p);
+}
+
+void sweep_points_add_grid(SweepPoints *pts, const ResValue *const *lists,
+                           const guint *lens)
+{
+  guint n = pts->n_keys;
+  guint64 total = 1;
+  for (guint k = 0; k < n; k++)
+    total *= lens[k];
+  g_return_if_fail(n > 0 && total <= SWEEP_MAX_POINTS);
+  g_autofree guint *at = g_new0(guint, n);
+  g_autofree ResValue *vals = g_new0(ResValue, n);
+  for (guint64 p = 0; p < total; p++) {
+    for (guint k = 0; k < n; k++)
+      vals[k] = lists[k][at[k]];
+    sweep_points_add(pts, vals);
+    for (gint k = (gint)n - 1; k >= 0; k--) {
+      if (++at[k] < lens[k])
+        break;
+      at[k] = 0;
+    }
+  }
+}
+
+gboolean sweep_points_check(const SweepPoints *pts, GError **error)
+{
+  g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < pts->points->len; i++) {
+    const char *id = g_array_index(pts->points, SweepPoint, i).id;
+    gpointer prev = NULL;
+    if (g_hash_table_lookup_extended(ids, id, NULL, &prev)) {
+      g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_POINTS,
+                  "points %d and %d are the same point (%s); every point "
+                  "must differ", GPOINTER_TO_INT(prev) + 1, (int)i + 1, id);
+      return FALSE;
+    }
+    g_hash_table_insert(ids, (gpointer)id, GINT_TO_POINTER((int)i));
+  }
+  return TRUE;
+}
+
+/* ---- a worker's row ------------------------------------------------------- */
+
+char *sweep_row_strip(const ResValue *pv, guint np, GArray *row)
+{
+  for (guint i = 0; i < row->len;) {
+    ResValue *v = &g_array_index(row, ResValue, i);
+    if (sweep_key_reserved(v->name))
+      return g_strdup_printf("the row has a column '%s', which js.sweep "
+                             "writes itself", v->name);
+    const ResValue *same = NULL;
+    for (guint k = 0; k < np && same == NULL; k++)
+      if (strcmp(pv[k].name, v->name) == 0)
+        same = &pv[k];
+    if (same == NULL) {
+      i++;
+      continue;
+    }
+    if (!values_equal(v, same)) {
+      g_autoptr(GString) a = g_string_new(NULL), b = g_string_new(NULL);
+      append_value(a, v);
+      append_value(b, same);
+      return g_strdup_printf("the row sets '%s' = %s but the point has %s "
+                             "(a row may repeat a point's value, not "
+                             "change it)", v->name, a->str, b->str);
+    }
+    g_array_remove_index(row, i);
+  }
+  return NULL;
+}
+
+/* ---- resume ------------------------------------------------------------------ */
+
+static const ResValue *row_cell(GPtrArray *row, const char *name)
+{
+  for (guint i = 0; i < row->len; i++) {
+    const ResValue *v = g_ptr_array_index(row, i);
+    if (strcmp(v->name, name) == 0)
+      return v;
+  }
+  return NULL;
+}
+
+typedef struct {
+  GHashTable *ids; /* point ids of this sweep whose error rows go */
+} RetryFilter;
+
+static gboolean keep_unless_retried(GPtrArray *row, gpointer data)
+{
+  RetryFilter *f = data;
+  const ResValue *id = row_cell(row, "point_id");
+  const ResValue *err = row_cell(row, "error");
+  if (id == NULL || err == NULL || err->type != RES_STRING ||
+      id->type != RES_STRING)
+    return TRUE;
+  return err->s[0] == '\0' || !g_hash_table_contains(f->ids, id->s);
+}
+
+/* Reads the existing table (append mode) and marks the points it holds as
+ * done; with retry_failed first removes this sweep's error rows.  Checks
+ * that the table is a sweep table whose columns hold the points' keys. */
+gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error)
+{
+  if (sw->mode != RES_MODE_APPEND || !g_file_test(sw->out, G_FILE_TEST_EXISTS))
+    return TRUE;
+  GError *err = NULL;
+  g_autoptr(GPtrArray) rows = res_table_read(sw->out, sw->table, &err);
+  if (rows == NULL) {
+    if (g_error_matches(err, RES_ERROR, RES_ERROR_IO) &&
+        strstr(err->message, "no such table") != NULL) {
+      g_error_free(err);
+      return TRUE;
+    }
+    g_propagate_error(error, err);
+    return FALSE;
+  }
+  if (rows->len > 0) {
+    GPtrArray *row0 = g_ptr_array_index(rows, 0);
+    const ResValue *id = row_cell(row0, "point_id");
+    const ResValue *e = row_cell(row0, "error");
+    if (id == NULL || e == NULL || id->type != RES_STRING ||
+        e->type != RES_STRING) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: table '%s' exists but was not written by js.sweep (no "
+                  "string columns 'point_id' and 'error'); use another table "
+                  "or mode = \"replace\"",
+                  sw->out, sw->table);
+      return FALSE;
+    }
+    for (guint k = 0; k < sw->pts->n_keys; k++) {
+      const ResValue *c = row_cell(row0, sw->pts->keys[k]);
+      gboolean fits = c != NULL &&
+                      (c->type == sw->pts->key_types[k] ||
+                       (c->type == RES_FLOAT && sw->pts->key_types[k] == RES_INT));
+      if (!fits) {
+        g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                    "%s: table '%s' holds another sweep: %s (use another "
+                    "table or mode = \"replace\")",
+                    sw->out, sw->table,
+                    c == NULL ? "it has no column for the key" : "its column "
+                    "has another type than the key");
+        g_prefix_error(error, "key '%s': ", sw->pts->keys[k]);
+        return FALSE;
+      }
+    }
+  }
+
+  g_autoptr(GHashTable) mine = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < sweep_n_points(sw); i++)
+    g_hash_table_add(mine, sweep_point(sw, i)->id);
+  guint retried = 0;
+  for (guint r = 0; r < rows->len; r++) {
+    GPtrArray *row = g_ptr_array_index(rows, r);
+    const ResValue *id = row_cell(row, "point_id");
+    const ResValue *e = row_cell(row, "error");
+    /* `mine` maps an id to the point's own copy, the key of done_ids. */
+    gpointer own = g_hash_table_lookup(mine, id->s);
+    if (own == NULL)
+      continue;
+    if (sw->retry_failed && e->s[0] != '\0')
+      retried++;
+    else
+      g_hash_table_add(done_ids, own);
+  }
+  sw->existing_rows = rows->len;
+  if (retried > 0) {
+    RetryFilter f = { mine };
+    guint64 removed = 0;
+    if (!res_table_filter(sw->out, sw->table, keep_unless_retried, &f,
+                          &removed, error))
+      return FALSE;
+    sw->existing_rows -= removed;
+  }
+  return TRUE;
+}
+
+/* ---- rows --------------------------------------------------------------------- */
+
+/* Records a failure of point i for the summary and the exit status. */
+static void sweep_note_failure(Sweep *sw, guint i, const char *message)
+{
+  sw->failed++;
+  g_ptr_array_add(sw->failures, g_strdup(sweep_point(sw, i)->id));
+  g_ptr_array_add(sw->failures, g_strdup(message));
+}
+
+/* Writes the error row of point i with the table's columns (which must be
+ * fixed): the point's values, point_id, error, defaults elsewhere. */
+static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
+                                      GError **error)
+{
+  const SweepPoint *p = sweep_point(sw, i);
+  g_autofree char *msg = g_utf8_make_valid(message, -1);
+  guint nc = res_table_n_columns(sw->t);
+  g_autofree ResValue *row = g_new0(ResValue, MAX(nc, 1));
+  for (guint c = 0; c < nc; c++) {
+    ResValue *v = &row[c];
+    v->name = res_table_column_name(sw->t, c);
+    v->type = res_table_column_type(sw->t, c);
+    const ResValue *pv = NULL;
+    for (guint k = 0; k < p->n && pv == NULL; k++)
+      if (strcmp(p->vals[k].name, v->name) == 0)
+        pv = &p->vals[k];
+    if (pv != NULL) {
+      *v = *pv;
+    } else if (strcmp(v->name, "point_id") == 0) {
+      v->s = p->id;
+    } else if (strcmp(v->name, "error") == 0) {
+      v->s = msg;
+    } else {
+      v->f = NAN; /* RES_FLOAT default; 0, false, "" for the others */
+      v->s = "";
+    }
+  }
+  return res_table_append(sw->t, row, nc, error);
+}
+
+/* Writes the first rows of a table that only ever saw errors: the point's
+ * keys, point_id and error. */
+static gboolean sweep_define_error_table(Sweep *sw, guint i,
+                                         const char *message, GError **error)
+{
+  const SweepPoint *p = sweep_point(sw, i);
+  g_autofree char *msg = g_utf8_make_valid(message, -1);
+  g_autofree ResValue *row = g_new0(ResValue, p->n + 2);
+  memcpy(row, p->vals, sizeof(ResValue) * p->n);
+  row[p->n] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
+  row[p->n + 1] = (ResValue){ .name = "error", .type = RES_STRING, .s = msg };
+  return res_table_append(sw->t, row, p->n + 2, error);
+}
+
+static gboolean sweep_write_note(Sweep *sw, GError **error)
+{
+  return res_table_set_note(sw->t, "sweep_keys",
+                            (const char *const *)sw->pts->keys, sw->pts->n_keys, error);
+}
+
+/* Point i failed with message: written now when the table has columns,
+ * else held until the first good row.  FALSE only on an I/O error. */
+gboolean sweep_failed_point(Sweep *sw, guint i, const char *message,
+                                   GError **error)
+{
+  sweep_note_failure(sw, i, message);
+  if (res_table_n_columns(sw->t) == 0) {
+    SweepPending pe = { i, g_strdup(message) };
+    g_array_append_val(sw->pending, pe);
+    return TRUE;
+  }
+  return sweep_write_error_row(sw, i, message, error);
+}
+
+/* Writes the held error rows once the table has columns. */
+gboolean sweep_flush_pending(Sweep *sw, GError **error)
+{
+  for (guint k = 0; k < sw->pending->len; k++) {
+    SweepPending *pe = &g_array_index(sw->pending, SweepPending, k);
+    gboolean ok = res_table_n_columns(sw->t) == 0
+                    ? sweep_define_error_table(sw, pe->index, pe->message,
+                                               error) &&
+                        sweep_write_note(sw, error)
+                    : sweep_write_error_row(sw, pe->index, pe->message, error);
+    if (!ok)
+      return FALSE;
+    g_clear_pointer(&pe->message, g_free);
+  }
+  g_array_set_size(sw->pending, 0);
+  return TRUE;
+}
+
+/* The row of point i from its worker (values sorted by name, without the
+ * point's keys).  A row that does not fit the table fails the point. */
+gboolean sweep_good_row(Sweep *sw, guint i, GArray *vals,
+                               GError **error)
+{
+  const SweepPoint *p = sweep_point(sw, i);
+  guint n = p->n + vals->len + 2;
+  g_autofree ResValue *row = g_new0(ResValue, n);
+  memcpy(row, p->vals, sizeof(ResValue) * p->n);
+  if (vals->len > 0)
+    memcpy(row + p->n, vals->data, sizeof(ResValue) * vals->len);
+  row[n - 2] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
+  row[n - 1] = (ResValue){ .name = "error", .type = RES_STRING, .s = "" };
+  gboolean first = res_table_n_columns(sw->t) == 0;
+  GError *err = NULL;
+  if (!res_table_append(sw->t, row, n, &err)) {
+    if (!g_error_matches(err, RES_ERROR, RES_ERROR_SCHEMA)) {
+      g_propagate_error(error, err);
+      return FALSE;
+    }
+    g_autofree char *m =
+      g_strdup_printf("the row does not fit the table (its columns come from "
+                      "the first row): %s", err->message);
+    g_error_free(err);
+    return sweep_failed_point(sw, i, m, error);
+  }
+  sw->done++;
+  if (first && !sweep_write_note(sw, error))
+    return FALSE;
+  return sweep_flush_pending(sw, error);
+}
