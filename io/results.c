@@ -93,6 +93,7 @@
  * path closes it.
  */
 #include "io/results.h"
+#include "io/atomic.h"
 #include "io/fault.h"
 #include "io/h5util.h"
 
@@ -573,7 +574,8 @@ static void res_set_cloexec(hid_t file)
 
 /* Creates a new results file at `path` atomically (see Durability): it is
  * built under a temporary name in the same directory, with the root
- * attributes and the /results group, closed, and then linked to `path`.
+ * attributes and the /results group, closed, flushed to the disk, and then
+ * linked to `path` (io/atomic.h).
  * link(2) fails rather than replace a file that appeared in the meantime;
  * that is not an error (*created = FALSE: open the other one).  Errors
  * name `path`; no temporary file is left behind on any error. */
@@ -581,23 +583,19 @@ static gboolean res_create_file(const char *path, const ResMeta *meta,
                                 gboolean *created, GError **error)
 {
   *created = FALSE;
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *base_tmpl = g_strdup_printf(".%s.XXXXXX", base);
-  g_autofree char *tmp = g_build_filename(dir, base_tmpl, NULL);
-  int fd = fault_inject_errno(FAULT_WRITE, "results: temporary file")
-             ? -1
-             : g_mkstemp_full(tmp, O_RDWR, 0666); /* umask applies */
-  if (fd < 0) {
-    int e = errno;
+  IoAtomic out;
+  int e = io_atomic_open(&out, path, "results");
+  if (e != 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: cannot create results file: %s", path, g_strerror(e));
+    io_atomic_abort(&out);
     return FALSE;
   }
-  close(fd);
+  close(out.fd); /* HDF5 writes it by name */
+  out.fd = -1;
 
   gboolean ok = FALSE;
-  hid_t file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t file = H5Fcreate(out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file < 0)
     res_fail(error, RES_ERROR_IO, path, NULL, "cannot create results file");
   else
@@ -609,25 +607,24 @@ static gboolean res_create_file(const char *path, const ResMeta *meta,
   if (file >= 0 && res_close_file(file) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, path, NULL,
                   "writing the new results file");
-  if (ok) {
-    if (!fault_inject_errno(FAULT_WRITE, "results: link") &&
-        link(tmp, path) == 0) {
-      *created = TRUE;
-    } else if (errno == EEXIST) {
-      *created = FALSE; /* another writer was first: use its file */
-    } else if ((errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP) &&
-               !g_file_test(path, G_FILE_TEST_EXISTS) &&
-               g_rename(tmp, path) == 0) {
-      *created = TRUE; /* a file system without hard links */
-    } else {
-      int e = errno;
-      g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                  "%s: cannot create results file: %s", path, g_strerror(e));
-      ok = FALSE;
-    }
+  if (ok && (e = io_atomic_sync(&out)) != 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: cannot create results file: %s", path, g_strerror(e));
+    ok = FALSE;
   }
-  g_unlink(tmp);
-  return ok;
+  if (!ok) {
+    io_atomic_abort(&out);
+    return FALSE;
+  }
+  e = io_atomic_commit(&out, IO_ATOMIC_CREATE);
+  if (e == 0) {
+    *created = TRUE;
+  } else if (e != EEXIST) { /* EEXIST: another writer was first: use its file */
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: cannot create results file: %s", path, g_strerror(e));
+    return FALSE;
+  }
+  return TRUE;
 }
 
 gboolean res_file_probe(const char *path)

@@ -65,6 +65,7 @@
  */
 #include "traces/native.h"
 #include "sim/engine.h"
+#include "io/atomic.h"
 #include "io/fault.h"
 #include "io/h5util.h"
 
@@ -611,46 +612,43 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
                 "fold", path);
     return FALSE;
   }
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *tmp_name = g_strdup_printf(".%s.tmp-XXXXXX", base);
-  g_autofree char *tmp = g_build_filename(dir, tmp_name, NULL);
-  int fd = fault_inject_errno(FAULT_WRITE, "native: temporary file")
-             ? -1
-             : g_mkstemp_full(tmp, O_RDWR, 0666);
-  if (fd < 0) {
-    int e = errno;
+  IoAtomic out;
+  int e = io_atomic_open(&out, path, "native");
+  if (e != 0) {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
                 "%s: cannot write a trace: cannot create a file in %s: %s",
-                path, dir, g_strerror(e));
+                path, out.dir, g_strerror(e));
+    io_atomic_abort(&out);
     return FALSE;
   }
   /* Reserve the space (see nat_write_file). */
   guint64 need = nat_estimate(w);
   int rc = fault_inject(FAULT_WRITE, "native: reserve space")
              ? EIO
-             : posix_fallocate(fd, 0, (off_t)need);
-  close(fd);
+             : posix_fallocate(out.fd, 0, (off_t)need);
+  close(out.fd); /* HDF5 writes it by name */
+  out.fd = -1;
   if (rc != 0) {
-    g_unlink(tmp);
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
                 "%s: cannot write a trace: cannot reserve %.1f MB in %s: %s",
-                path, (double)need / 1e6, dir, g_strerror(rc));
+                path, (double)need / 1e6, out.dir, g_strerror(rc));
+    io_atomic_abort(&out);
     return FALSE;
   }
-  gboolean ok = nat_write_file(w, tmp, path, error) &&
-                nat_seal(tmp, path, error);
-  if (ok && (fault_inject_errno(FAULT_WRITE, "native: rename") ||
-             g_rename(tmp, path) != 0)) {
-    int e = errno;
+  /* nat_seal flushes the file to the disk. */
+  if (!nat_write_file(w, out.tmp, path, error) ||
+      !nat_seal(out.tmp, path, error)) {
+    io_atomic_abort(&out);
+    return FALSE;
+  }
+  e = io_atomic_commit(&out, IO_ATOMIC_REPLACE);
+  if (e != 0) {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
                 "%s: cannot replace it with the new trace: %s", path,
                 g_strerror(e));
-    ok = FALSE;
+    return FALSE;
   }
-  if (!ok)
-    g_unlink(tmp);
-  return ok;
+  return TRUE;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
