@@ -154,6 +154,23 @@ guint64 sim_workload_n_ops(const SimWorkload *w)
   return n;
 }
 
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+GPtrArray *sim_workload_provenance_keys(const SimWorkload *w)
+{
+  GPtrArray *keys = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, w->provenance);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    g_ptr_array_add(keys, k);
+  g_ptr_array_sort(keys, cmp_str);
+  return keys;
+}
+
 /* Position of `rank` among group g's members (ascending), or -1. */
 gint64 sim_member_pos(const SimWorkload *w, guint32 g, guint32 rank)
 {

@@ -195,6 +195,9 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);
+/* The keys of w->provenance in strcmp order: a new array (caller frees)
+ * of borrowed strings. */
+GPtrArray *sim_workload_provenance_keys(const SimWorkload *w);
 
 /* FNV-1a over n bytes: the hash of the fixed-size, zero-padded keys that
  * GHashTables compare with memcmp (the generator's and the importer's

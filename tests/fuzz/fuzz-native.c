@@ -30,6 +30,7 @@
  * reloaded workload equals the loaded one.
  */
 #include "tests/fuzz/fuzz.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "io/h5util.h"
 
