@@ -393,6 +393,51 @@ static gboolean check_init(const SimWorkload *w, const SimPlan *p,
   return TRUE;
 }
 
+/* Accounts iteration [t0, t1) of every rank into res; returns its energy. */
+static double account_iteration(SimEngine *e, SimResult *res, gint64 t0,
+                                gint64 t1)
+{
+  const SimWorkload *w = e->w;
+  double iter_energy = 0.0;
+  /* The totals: straight into the result, or (folded) through a scratch
+   * copy per rank weighted by its class size. */
+  Totals direct;
+  Totals scratch;
+  if (!e->folded) {
+    /* Accumulate into the result itself (the order the totals have
+     * always been summed in). */
+    memcpy(direct.by_class, res->by_class, sizeof direct.by_class);
+    memcpy(direct.by_phase, res->by_phase, sizeof direct.by_phase);
+    direct.blocked = res->blocked;
+    direct.idle = res->idle;
+    for (guint r = 0; r < w->n_ranks; r++) {
+      RankState *rs = &e->ranks[r];
+      iter_energy +=
+        sim_account_rank(e, r, t0, t1, &direct, &res->per_gpu[r]);
+      res->switches += rs->switches;
+      rs->switches = 0;
+    }
+    memcpy(res->by_class, direct.by_class, sizeof direct.by_class);
+    memcpy(res->by_phase, direct.by_phase, sizeof direct.by_phase);
+    res->blocked = direct.blocked;
+    res->idle = direct.idle;
+  } else {
+    for (guint r = 0; r < w->n_ranks; r++) {
+      RankState *rs = &e->ranks[r];
+      if (rs->weight == 0)
+        continue;
+      memset(&scratch, 0, sizeof scratch);
+      double wt = (double)rs->weight;
+      iter_energy += wt * sim_account_rank(e, r, t0, t1, &scratch,
+                                           &res->per_gpu[r]);
+      add_weighted(res, &scratch, wt);
+      res->switches += rs->switches * rs->weight;
+      rs->switches = 0;
+    }
+  }
+  return iter_energy;
+}
+
 SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
                           GError **error)
 {
@@ -419,10 +464,6 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   SimPlan *owned = NULL; /* a plan handed to us by iteration_begin */
   e->plan = plan;
   sim_replay_reset(e);
-  /* The totals: straight into the result, or (folded) through a scratch
-   * copy per rank weighted by its class size. */
-  Totals direct;
-  Totals scratch;
   gint64 t0 = 0;
   for (guint it = 0; it < iterations; it++) {
     e->iter = it;
@@ -454,39 +495,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
       sim_plan_free(owned);
       return NULL;
     }
-    double iter_energy = 0.0;
-    if (!e->folded) {
-      /* Accumulate into the result itself (the order the totals have
-       * always been summed in). */
-      memcpy(direct.by_class, res->by_class, sizeof direct.by_class);
-      memcpy(direct.by_phase, res->by_phase, sizeof direct.by_phase);
-      direct.blocked = res->blocked;
-      direct.idle = res->idle;
-      for (guint r = 0; r < w->n_ranks; r++) {
-        RankState *rs = &e->ranks[r];
-        iter_energy +=
-          sim_account_rank(e, r, t0, t1, &direct, &res->per_gpu[r]);
-        res->switches += rs->switches;
-        rs->switches = 0;
-      }
-      memcpy(res->by_class, direct.by_class, sizeof direct.by_class);
-      memcpy(res->by_phase, direct.by_phase, sizeof direct.by_phase);
-      res->blocked = direct.blocked;
-      res->idle = direct.idle;
-    } else {
-      for (guint r = 0; r < w->n_ranks; r++) {
-        RankState *rs = &e->ranks[r];
-        if (rs->weight == 0)
-          continue;
-        memset(&scratch, 0, sizeof scratch);
-        double wt = (double)rs->weight;
-        iter_energy += wt * sim_account_rank(e, r, t0, t1, &scratch,
-                                             &res->per_gpu[r]);
-        add_weighted(res, &scratch, wt);
-        res->switches += rs->switches * rs->weight;
-        rs->switches = 0;
-      }
-    }
+    double iter_energy = account_iteration(e, res, t0, t1);
     res->iterations[it].time_ns = t1 - t0;
     res->iterations[it].energy_j = iter_energy;
     t0 = t1;

@@ -653,7 +653,13 @@ static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
   return lo;
 }
 
-/* Runs stream s of rank r as far as it can go. */
+/* Runs stream s of rank r as far as it can go.
+ *
+ * One function of ~150 lines on purpose (as Lua's luaV_execute): it is
+ * the replay's inner loop, a few instructions per kernel, and its state
+ * (cursor, stream time, the next wait target and early request) lives in
+ * registers across iterations.  Everything rare is already out of line
+ * (clocks_at, split_kernel, boost_clocks, log_overflow, comm_arrive). */
 static void advance(SimEngine *e, guint r, guint s)
 {
   RankState *rs = &e->ranks[r];
