@@ -257,7 +257,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimValidator, sim_validator_free)
  * member's groups and peers is assumed equal to its representative's
  * (true for regular layouts on full nodes; not checkable here).  Fails
  * (SIM_ERROR_INVALID) when w is invalid or already folded.  The algorithm:
- * sim/workload.c, "folding". */
+ * sim/fold.c. */
 gboolean sim_workload_fold(SimWorkload *w, GError **error);
 
 /* Helper for producers: builds one rank's ops stream by stream.  Append ops
