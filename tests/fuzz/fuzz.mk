@@ -168,6 +168,7 @@ fuzz-regress: fuzz-build
 FUZZ_COV_BUILD ?= build-fuzzcov
 FUZZ_COV_FILES := traces/kineto.c traces/nsys.c traces/chakra.c \
                   traces/import.c traces/profile.c traces/native.c \
+                  traces/native_write.c traces/info.c \
                   lua/bind.c lua/luautil.c lua/policy.c lua/gpu.c \
                   lua/trace.c lua/validate.c lua/pipeline.c lua/sweep.c
 FUZZ_COV_FLAGS := -std=gnu11 -O1 -g -fprofile-instr-generate \
