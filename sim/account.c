@@ -274,17 +274,20 @@ SWEEP_INLINE double add_increments(const SimEngine *e, const SimRank *rk,
  * the nearest edge of any stream attributed, tau moved there. */
 SWEEP_INLINE void merge_step(Sweep *sw)
 {
+  const SimOp *ops = sw->ops;
+  const RankState *rs = sw->rs;
+  const gint64 tau = sw->tau;
   gint64 next = sw->t1;
   AttrState best = ATTR_IDLE;
   guint32 best_op = 0;
   double inc_sum = 0.0;
   for (guint s = 0; s < sw->ns; s++) {
-    sw->live[s] = reader_skip(&sw->rd[s], sw->rs, sw->ops, sw->tau);
+    sw->live[s] = reader_skip(&sw->rd[s], rs, ops, tau);
     if (!sw->live[s])
       continue;
     sw->edge[s] = reader_edge(&sw->rd[s]);
     next = MIN(next, sw->edge[s]);
-    sw->state[s] = reader_state(&sw->rd[s], sw->ops);
+    sw->state[s] = reader_state(&sw->rd[s], ops);
     if (sw->state[s] == ATTR_BLOCKED)
       inc_sum += sw->block_inc;
     else if (sw->state[s] >= ATTR_COMM)
@@ -294,9 +297,9 @@ SWEEP_INLINE void merge_step(Sweep *sw)
       best_op = sw->rd[s].cur;
     }
   }
-  if (next > sw->tau)
-    emit(sw->tot, sw->g, sw->ops, sw->idle_w, sw->tau, next, best, best_op,
-         inc_sum, &sw->peak);
+  if (next > tau)
+    emit(sw->tot, sw->g, ops, sw->idle_w, tau, next, best, best_op, inc_sum,
+         &sw->peak);
   sw->tau = next;
 }
 
@@ -365,21 +368,23 @@ SWEEP_INLINE void others_of(const Sweep *sw, guint solo, Others *o)
  * segment sums are those emit() would add, in the same order, with the
  * reader and the GPU's kernel time kept in locals.  Not from the first
  * part of a split kernel (it does not end at tau). */
-SWEEP_INLINE void back_to_back(Sweep *sw, Reader *sr, gint64 limit,
-                               double inc_before)
+SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
+                               double inc_before, gint64 *tau, double *peak)
 {
   const SimOp *ops = sw->ops;
+  const OpLog *log = sw->log;
   Totals *tot = sw->tot;
+  SimGpuResult *g = sw->g;
   const double idle_w = sw->idle_w;
   guint32 n = sr->cur + 1, last = sr->cur;
-  gint64 t = sw->tau, last_start = sr->iv.start;
+  gint64 t = *tau, last_start = sr->iv.start;
   float last_inc = sr->iv.inc;
-  double kns = sw->g->kernel_ns, pk = sw->peak;
+  double kns = g->kernel_ns, pk = *peak;
   for (; n < sr->end; n++) {
     const SimOp *o = &ops[n];
     if (o->kind != SIM_OP_KERNEL || o->wait != SIM_NO_WAIT)
       break;
-    OpLog l = sw->log[n];
+    OpLog l = log[n];
     if (l.dur == LOG_ESC)
       break;
     gint64 end = t + l.dur;
@@ -398,15 +403,15 @@ SWEEP_INLINE void back_to_back(Sweep *sw, Reader *sr, gint64 limit,
       t = end;
     }
   }
-  sw->g->kernel_ns = kns;
-  sw->peak = pk;
+  g->kernel_ns = kns;
+  *peak = pk;
   if (last != sr->cur) {
     sr->prev_end = last_start;
     sr->cur = last;
     sr->iv.arrive = sr->iv.start = last_start;
     sr->iv.end = t;
     sr->iv.inc = last_inc;
-    sw->tau = t;
+    *tau = t;
   }
 }
 
@@ -425,14 +430,23 @@ SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
   }
   gboolean kernel_wins =
     ATTR_KERNEL > o.state || (o.state == ATTR_KERNEL && solo < o.stream);
+  /* The sweep's fields in locals: the stores into the totals below could
+   * otherwise alias them for the compiler. */
+  Totals *tot = sw->tot;
+  SimGpuResult *g = sw->g;
+  const SimOp *ops = sw->ops;
+  const RankState *rs = sw->rs;
+  const double idle_w = sw->idle_w;
+  gint64 tau = sw->tau;
+  double peak = sw->peak;
   Reader *sr = &sw->rd[solo];
   for (;;) {
-    if (!reader_skip(sr, sw->rs, sw->ops, sw->tau))
+    if (!reader_skip(sr, rs, ops, tau))
       break;
     gint64 ed = reader_edge(sr);
     if (ed >= limit)
       break;
-    AttrState k = reader_state(sr, sw->ops);
+    AttrState k = reader_state(sr, ops);
     double sum;
     if (k <= ATTR_BLOCKED) {
       sum = sum_k[k];
@@ -442,15 +456,17 @@ SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
         sum += o.inc_after[a];
     }
     gboolean mine = k > o.state || (k == o.state && solo < o.stream);
-    emit(sw->tot, sw->g, sw->ops, sw->idle_w, sw->tau, ed,
-         mine ? k : o.state, mine ? sr->cur : o.op, sum, &sw->peak);
-    sw->tau = ed;
+    emit(tot, g, ops, idle_w, tau, ed, mine ? k : o.state,
+         mine ? sr->cur : o.op, sum, &peak);
+    tau = ed;
     if (k != ATTR_KERNEL || o.n_after != 0)
       continue;
     if (!kernel_wins || sr->iv.rest_end != 0)
       continue;
-    back_to_back(sw, sr, limit, o.inc_before);
+    back_to_back(sw, sr, limit, o.inc_before, &tau, &peak);
   }
+  sw->tau = tau;
+  sw->peak = peak;
 }
 
 /* The additions happen in the order of a plain per-op pass (step 1)
