@@ -117,6 +117,13 @@ $(BUILD)/%.o: %.c | pkg-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# Stricter warnings, room by room, for the rooms that build clean with them.
+STRICT_WARN := -Wconversion -Wundef -Wwrite-strings
+$(BUILD)/sim/%.o $(BUILD)/io/%.o: override CFLAGS += $(STRICT_WARN)
+$(BUILD)/traces/native.o $(BUILD)/traces/native_write.o \
+  $(BUILD)/traces/info.o $(BUILD)/traces/timeline.o: \
+  override CFLAGS += $(STRICT_WARN)
+
 # The Lua prelude (and any other embedded text) as a GResource.
 $(BUILD)/resources.c: lua/joulesim.gresource.xml $(RESOURCES)
 	@mkdir -p $(BUILD)

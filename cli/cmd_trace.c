@@ -17,6 +17,7 @@
 #include "models/net.h"
 #include "traces/gpt.h"
 #include "traces/import.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "traces/timeline.h"
 

@@ -9,6 +9,7 @@
 #include "lua/luautil.h"
 #include "run/inputs.h"
 #include "traces/import.h"
+#include "traces/info.h"
 #include "traces/native.h"
 
 #include <lauxlib.h>

@@ -1,5 +1,6 @@
 /* run/validate.c -- see run/validate.h. */
 #include "run/validate.h"
+#include "io/atomic.h"
 #include "io/results.h"
 #include "models/gpufile.h"
 
@@ -413,25 +414,37 @@ static gboolean write_tables(const Profile *p, const GpuSpec *g,
          write_model(p, g, cfg, r, &meta, mode, error);
 }
 
-/* The tables go into a copy of the target (see run/validate.h). */
+/* The tables go into a copy of the target (see run/validate.h), built
+ * under io/atomic.h's temporary name and moved into place when complete. */
 gboolean js_validate_write(const Profile *p, const GpuSpec *g,
                            const JsValidateCfg *cfg, const FitReport *r,
                            GError **error)
 {
-  g_autofree char *tmp = g_strdup_printf("%s.tmp-%d", cfg->out, (int)getpid());
   if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
       !g_file_test(cfg->out, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_ISDIR,
                 "%s: cannot open results file: not a regular file", cfg->out);
     return FALSE;
   }
-  g_unlink(tmp);
+  IoAtomic a;
+  int e = io_atomic_open(&a, cfg->out, "validate");
+  if (e != 0) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
+                "%s: cannot create a temporary file in %s: %s", cfg->out,
+                a.dir, g_strerror(e));
+    io_atomic_abort(&a);
+    return FALSE;
+  }
+  close(a.fd);
+  a.fd = -1;
   /* Tables are added to an existing results file; anything else is
-   * refused by the callers' js_output_check, or (--force) replaced. */
+   * refused by the callers' js_output_check, or (--force) replaced.  With
+   * nothing to add to, the results writer creates the file itself (it
+   * takes an existing empty file for a damaged HDF5 one). */
   if (g_file_test(cfg->out, G_FILE_TEST_EXISTS) &&
       !(cfg->force && !res_file_probe(cfg->out))) {
     g_autoptr(GFile) src = g_file_new_for_path(cfg->out);
-    g_autoptr(GFile) dst = g_file_new_for_path(tmp);
+    g_autoptr(GFile) dst = g_file_new_for_path(a.tmp);
     GError *err = NULL;
     if (!g_file_copy(src, dst, G_FILE_COPY_OVERWRITE, NULL, NULL, NULL,
                      &err)) {
@@ -439,21 +452,26 @@ gboolean js_validate_write(const Profile *p, const GpuSpec *g,
                   "%s: cannot copy it to update it: %s", cfg->out,
                   err->message);
       g_error_free(err);
-      g_unlink(tmp);
+      io_atomic_abort(&a);
       return FALSE;
     }
+  } else {
+    g_unlink(a.tmp);
   }
   JsValidateCfg c = *cfg;
-  c.out = tmp;
+  c.out = a.tmp;
   if (!write_tables(p, g, &c, r, error)) {
-    g_unlink(tmp);
+    io_atomic_abort(&a);
     return FALSE;
   }
-  if (g_rename(tmp, cfg->out) != 0) {
-    int e = errno;
+  e = io_atomic_sync(&a);
+  if (e == 0)
+    e = io_atomic_commit(&a, IO_ATOMIC_REPLACE);
+  else
+    io_atomic_abort(&a);
+  if (e != 0) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
                 "%s: cannot replace it: %s", cfg->out, g_strerror(e));
-    g_unlink(tmp);
     return FALSE;
   }
   return TRUE;

@@ -137,7 +137,7 @@ SimAhead *sim_plan_rank_ahead(SimPlan *p, guint r, guint32 n);
 SimInit *sim_plan_rank_init(SimPlan *p, guint r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPlan, sim_plan_free)
 
-/* The driver's boost controller of one GPU (sim/engine.c, "Boost
+/* The driver's boost controller of one GPU (sim/replay.c, "Boost
  * controller"): the SM clock ceiling under "auto" and under locked clocks
  * (an upper bound the card may still throttle below), moved by one step per
  * period towards holding the average board power at the limit. */

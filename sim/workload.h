@@ -195,6 +195,9 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);
+/* The keys of w->provenance in strcmp order: a new array (caller frees)
+ * of borrowed strings. */
+GPtrArray *sim_workload_provenance_keys(const SimWorkload *w);
 
 /* FNV-1a over n bytes: the hash of the fixed-size, zero-padded keys that
  * GHashTables compare with memcmp (the generator's and the importer's
@@ -254,7 +257,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimValidator, sim_validator_free)
  * member's groups and peers is assumed equal to its representative's
  * (true for regular layouts on full nodes; not checkable here).  Fails
  * (SIM_ERROR_INVALID) when w is invalid or already folded.  The algorithm:
- * sim/workload.c, "folding". */
+ * sim/fold.c. */
 gboolean sim_workload_fold(SimWorkload *w, GError **error);
 
 /* Helper for producers: builds one rank's ops stream by stream.  Append ops

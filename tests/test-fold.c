@@ -1,5 +1,5 @@
-/* tests/test-fold.c -- folded replay (sim/engine.c) and fold detection
- * (sim_workload_fold, sim/workload.c).
+/* tests/test-fold.c -- folded replay (sim/engine.c, sim/replay.c) and
+ * fold detection (sim_workload_fold, sim/fold.c).
  *
  * The invariant: a folded workload replays to the same results as the
  * unfolded one -- total time to the nanosecond, per-GPU figures bit for

@@ -23,6 +23,7 @@
 #include "sim/workload.h"
 #include "tests/testutil.h"
 #include "traces/gpt.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "traces/pipeline.h"
 

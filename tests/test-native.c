@@ -6,6 +6,7 @@
 #include "models/gpu.h"
 #include "traces/gpt.h"
 #include "traces/import.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "testutil.h"
 

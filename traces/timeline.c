@@ -45,14 +45,14 @@
  * quotes) gives valid JSON.  Numbers are formatted with g_ascii_formatd
  * (no locale dependence); non-finite values are written as 0.
  *
- * Durability: the file is written to ".NAME.tmp-XXXXXX" next to the target
- * and renamed on close; on error it is removed.
+ * Durability: the file is written to a temporary file next to the target
+ * and renamed on close; on error it is removed (io/atomic.h).
  */
 #include "traces/timeline.h"
+#include "io/atomic.h"
 #include "io/fault.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,7 +90,7 @@ typedef struct {
 
 struct TraceTimeline {
   char *path;             /* target */
-  char *tmp;              /* temporary file */
+  IoAtomic out;           /* the temporary file */
   FILE *f;
   char *fbuf;
   const SimWorkload *w;
@@ -512,8 +512,8 @@ static void tl_free(TraceTimeline *tl, gboolean remove_tmp)
     return;
   if (tl->f != NULL)
     fclose(tl->f);
-  if (remove_tmp && tl->tmp != NULL)
-    g_unlink(tl->tmp);
+  if (remove_tmp)
+    io_atomic_abort(&tl->out);
   if (tl->gpu != NULL)
     for (guint g = 0; g < tl->w->n_ranks; g++)
       if (tl->gpu[g] != NULL) {
@@ -532,7 +532,6 @@ static void tl_free(TraceTimeline *tl, gboolean remove_tmp)
   if (tl->dirty != NULL)
     g_array_unref(tl->dirty);
   g_free(tl->path);
-  g_free(tl->tmp);
   g_free(tl);
 }
 
@@ -583,6 +582,7 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
     }
 
   TraceTimeline *tl = g_new0(TraceTimeline, 1);
+  tl->out.fd = -1;
   tl->w = w;
   tl->path = g_strdup(path);
   tl->t0 = opt->t0_ns;
@@ -600,31 +600,23 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
   tl->ev = g_string_sized_new(512);
   tl->dirty = g_array_new(FALSE, FALSE, sizeof(guint32));
 
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *tmp_name = g_strdup_printf(".%s.tmp-XXXXXX", base);
-  tl->tmp = g_build_filename(dir, tmp_name, NULL);
-  int fd = fault_inject_errno(FAULT_WRITE, "timeline: temporary file")
-             ? -1
-             : g_mkstemp_full(tl->tmp, O_RDWR, 0666);
-  if (fd < 0) {
-    int e = errno;
+  int e = io_atomic_open(&tl->out, path, "timeline");
+  if (e != 0) {
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
                 "%s: cannot write a timeline: cannot create a file in %s: %s",
-                path, dir, g_strerror(e));
-    g_clear_pointer(&tl->tmp, g_free);
-    tl_free(tl, FALSE);
+                path, tl->out.dir, g_strerror(e));
+    tl_free(tl, TRUE);
     return NULL;
   }
-  tl->f = fdopen(fd, "w");
+  tl->f = fdopen(tl->out.fd, "w");
   if (tl->f == NULL) {
-    int e = errno;
-    close(fd);
+    e = errno;
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
                 "%s: cannot write a timeline: %s", path, g_strerror(e));
     tl_free(tl, TRUE);
     return NULL;
   }
+  tl->out.fd = -1; /* the stream's now */
   tl->fbuf = g_malloc(TL_FILE_BUFFER);
   setvbuf(tl->f, tl->fbuf, _IOFBF, TL_FILE_BUFFER);
 
@@ -674,9 +666,8 @@ gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
     tl_free(tl, TRUE);
     return FALSE;
   }
-  if (fault_inject_errno(FAULT_WRITE, "timeline: rename") ||
-      g_rename(tl->tmp, tl->path) != 0) {
-    int e = errno;
+  int e = io_atomic_commit(&tl->out, IO_ATOMIC_REPLACE);
+  if (e != 0) {
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
                 "%s: cannot replace it with the timeline: %s", tl->path,
                 g_strerror(e));

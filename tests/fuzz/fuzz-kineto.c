@@ -19,6 +19,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "traces/import.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "models/gpu.h"
 

@@ -30,6 +30,7 @@
  * reloaded workload equals the loaded one.
  */
 #include "tests/fuzz/fuzz.h"
+#include "traces/info.h"
 #include "traces/native.h"
 #include "io/h5util.h"
 
@@ -298,7 +299,7 @@ static void nf_write(FuzzIn *in, guint8 flags, const char *path)
   FUZZ_CHECK(H5Fclose(file) >= 0, "H5Fclose");
 
   if (flags & 1) {
-    /* The CRC record of trace_native_save (traces/native.c). */
+    /* The CRC record of trace_native_save (traces/native_write.c). */
     g_autofree char *bytes = NULL;
     gsize len = 0;
     FUZZ_CHECK(g_file_get_contents(path, &bytes, &len, NULL), "read back");

@@ -164,8 +164,11 @@ FUZZ_COV_FILES := traces/kineto.c traces/kineto_events.c traces/nsys.c \
                   traces/chakra.c traces/import.c traces/import_select.c \
                   traces/import_host.c traces/import_build.c \
                   traces/profile.c traces/profile_nvml.c traces/native.c \
+                  traces/native_write.c traces/info.c \
                   lua/bind.c lua/luautil.c lua/policy.c lua/gpu.c \
-                  lua/trace.c lua/validate.c lua/pipeline.c lua/sweep.c
+                  lua/trace.c lua/validate.c lua/pipeline.c lua/sweep.c \
+                  run/inputs.c run/validate.c run/sweep_points.c \
+                  run/sweep_wire.c
 FUZZ_COV_FLAGS := -std=gnu11 -O1 -g -fprofile-instr-generate \
                   -fcoverage-mapping $(WARN) -Wno-unused-variable -I. \
                   -I$(FUZZ_BUILD) -I$(FUZZ_BUILD)/proto \

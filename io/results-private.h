@@ -1,0 +1,115 @@
+/* io/results-private.h -- what the files of the results writer share:
+ * the ResTable and its columns, error and HDF5 helpers, opening a file.
+ * Not part of the API (io/results.h).  The files: results.c (the format,
+ * errors, columns, attributes, creating and opening files),
+ * results_table.c (opening and appending to a table), results_read.c
+ * (reading back, removing rows), results_timeline.c (timelines).
+ */
+#ifndef JOULESIM_IO_RESULTS_PRIVATE_H
+#define JOULESIM_IO_RESULTS_PRIVATE_H
+
+#include "io/results.h"
+
+#include <hdf5.h>
+#include <sys/types.h>
+
+/* Rows per chunk of every results table. */
+#define RES_CHUNK_ROWS 256
+/* Rows per chunk, and deflate level, of timelines. */
+#define RES_TIMELINE_CHUNK_ROWS 4096
+#define RES_TIMELINE_DEFLATE_LEVEL 4
+
+/* One column of a table. */
+typedef struct {
+  char *name;
+  ResType type;
+  size_t offset; /* of the member in a memory row */
+} ResCol;
+
+struct ResTable {
+  char *path;
+  char *table;
+  char *dset_path;    /* "/results/<table>" */
+  hid_t file;
+  hid_t dset;         /* -1 until the table has columns */
+  hid_t mem_type;     /* -1 until the table has columns */
+  ResCol *cols;
+  guint ncols;
+  GHashTable *by_name; /* column name (borrowed from cols) -> index + 1 */
+  size_t row_size;
+  guchar *row_buf;    /* one memory row */
+  guint8 *seen;       /* per column: set by the current append */
+  guint64 rows;
+  pid_t owner;        /* the process that opened the table */
+};
+
+/* Frees the variable-length strings that H5Dread allocated in buf. */
+void res_reclaim(hid_t mem_type, hid_t space, void *buf);
+/* Sets *error to code with "PATH: table 'TABLE': WHAT (HDF5: reason)",
+ * reading the reason from the current HDF5 error stack (so call it right
+ * after the failing HDF5 call, before any other HDF5 call clears the
+ * stack).  table may be NULL.  Always returns FALSE. */
+G_GNUC_PRINTF(5, 6)
+gboolean res_fail(GError **error, gint code, const char *path,
+                  const char *table, const char *fmt, ...);
+const char *res_type_name(ResType type);
+/* Unit of a column from its name's suffix ("" when none applies). */
+const char *res_unit_for(const char *name);
+/* Lays out a memory row for cols (filling in their offsets) and returns its
+ * compound type (owned by the caller), or -1 with error. */
+hid_t res_mem_type(ResCol *cols, guint ncols, size_t *row_size,
+                   const char *path, const char *table, GError **error);
+void res_cols_free(ResCol *cols, guint ncols);
+/* Reads the columns of an existing dataset from its compound type.  On
+ * success *cols (owned by the caller, res_cols_free) and *ncols are set;
+ * a type this module would not have written is RES_ERROR_SCHEMA. */
+gboolean res_cols_from_dataset(hid_t dset, ResCol **cols_out,
+                               guint *ncols_out, const char *path,
+                               const char *table, GError **error);
+/* Writes a scalar vlen UTF-8 string attribute `name` = value on obj. */
+gboolean res_attr_string(hid_t obj, const char *name, const char *value,
+                         const char *path, const char *table,
+                         GError **error);
+/* Writes a 1-D vlen UTF-8 string array attribute (a null dataspace when
+ * n == 0, which h5py reads as h5py.Empty). */
+gboolean res_attr_strings(hid_t obj, const char *name,
+                          const char *const *values, gsize n,
+                          const char *path, const char *table,
+                          GError **error);
+/* fsync()s the file behind an open HDF5 file (sec2 driver); TRUE when it
+ * worked or the driver has no file descriptor. */
+gboolean res_fsync(hid_t file);
+/* H5Fclose without fault injection (io/fault.h): HDF5 1.10 cannot recover
+ * from a failed close (io/h5util.c), so callers flush first. */
+herr_t res_close_file(hid_t file);
+gboolean res_ensure_group(hid_t file, const char *name,
+                          const char *path, GError **error);
+/* Opens `path` read-write, creating it (with its root attributes) when it
+ * does not exist.  *created tells whether this call made the file. */
+hid_t res_open_file(const char *path, const ResMeta *meta,
+                    gboolean *created, GError **error);
+/* The temporary name of table's rewrite ("/results/.<table>.rewrite"). */
+char *res_rewrite_path(const char *table);
+/* Finishes or undoes a rewrite of `table` that a kill interrupted (see
+ * res_table_filter): when the table is missing, the rewrite had been
+ * complete and flushed before the old table was unlinked, so it becomes
+ * the table; when the table is still there, the partial rewrite is
+ * dropped.  The /results group must exist. */
+gboolean res_recover_rewrite(hid_t file, const char *path,
+                             const char *table, GError **error);
+/* A table name must be a single HDF5 link name. */
+gboolean res_check_table_name(const char *path, const char *table,
+                              GError **error);
+/* Reads the dataset at dset_path of an open file as rows (see
+ * res_table_read). */
+GPtrArray *res_read_rows(hid_t file, const char *dset_path,
+                         const char *path, const char *label,
+                         GError **error);
+/* Opens `path` read-only for reading back, with errors naming it. */
+hid_t res_open_read(const char *path, GError **error);
+/* 1 when `link` (an absolute path, its group may be missing) exists, 0
+ * when not, -1 on an HDF5 error. */
+htri_t res_link_exists(hid_t file, const char *group,
+                       const char *link);
+
+#endif

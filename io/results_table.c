@@ -1,0 +1,485 @@
+/* io/results_table.c -- a results table opened for appending: opening
+ * (creating the file, recovering an interrupted rewrite), the first row
+ * fixing the columns, appending, closing.  See io/results.h and the
+ * format and durability notes in io/results.c.
+ */
+#include "io/results-private.h"
+#include "io/atomic.h"
+#include "io/fault.h"
+#include "io/h5util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <hdf5.h>
+#include <math.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+
+/* ---- the table ---------------------------------------------------------- */
+
+
+/* Closes every handle of t, frees t; returns FALSE (setting error when it
+ * is still unset) when the final flush or close fails. */
+static gboolean res_table_destroy(ResTable *t, GError **error)
+{
+  gboolean ok = TRUE;
+  if (t->owner != getpid()) {
+    /* A forked copy: the handles belong to the parent's file, which only
+     * the parent may flush or close.  Free the memory and nothing else. */
+    t->file = t->dset = t->mem_type = H5I_INVALID_HID;
+  }
+  if (t->file >= 0 && H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+    ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
+  if (t->file >= 0 && ok && !res_fsync(t->file))
+    ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "syncing to disk: %s",
+                  g_strerror(errno));
+  if (t->dset >= 0 && H5Dclose(t->dset) < 0 && ok)
+    ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing");
+  if (t->mem_type >= 0)
+    H5Tclose(t->mem_type);
+  if (t->file >= 0 && res_close_file(t->file) < 0 && ok)
+    ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing the file");
+  g_clear_pointer(&t->by_name, g_hash_table_unref);
+  res_cols_free(t->cols, t->ncols);
+  g_free(t->row_buf);
+  g_free(t->seen);
+  g_free(t->dset_path);
+  g_free(t->table);
+  g_free(t->path);
+  g_free(t);
+  return ok;
+}
+
+/* Fills in the memory-side state of t from t->cols / t->ncols. */
+static gboolean res_table_set_columns(ResTable *t, GError **error)
+{
+  t->mem_type =
+    res_mem_type(t->cols, t->ncols, &t->row_size, t->path, t->table, error);
+  if (t->mem_type < 0)
+    return FALSE;
+  t->row_buf = g_malloc0(t->row_size);
+  t->seen = g_malloc0(t->ncols);
+  t->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < t->ncols; i++)
+    g_hash_table_insert(t->by_name, t->cols[i].name, GUINT_TO_POINTER(i + 1));
+  return TRUE;
+}
+
+/* A table name must be a single HDF5 link name. */
+gboolean res_check_table_name(const char *path, const char *table,
+                              GError **error)
+{
+  if (table[0] == '\0' || table[0] == '.' || strchr(table, '/') != NULL ||
+      !g_utf8_validate(table, -1, NULL)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: invalid name '%s' (need a non-empty UTF-8 name without "
+                "'/' that does not start with '.')",
+                path, table);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Opens the existing dataset of t (APPEND mode) and reads its schema and
+ * row count. */
+static gboolean res_table_load(ResTable *t, GError **error)
+{
+  t->dset = H5Dopen2(t->file, t->dset_path, H5P_DEFAULT);
+  if (t->dset < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "opening the dataset");
+  g_auto(H5uHid) space = H5Dget_space(t->dset);
+  if (space < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "reading the dataset's extent");
+  hsize_t dims[1] = { 0 };
+  if (H5Sget_simple_extent_ndims(space) != 1)
+    return res_fail(error, RES_ERROR_SCHEMA, t->path, t->table,
+                    "not a results table (not one-dimensional)");
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  t->rows = dims[0];
+  if (!res_cols_from_dataset(t->dset, &t->cols, &t->ncols, t->path, t->table,
+                             error))
+    return FALSE;
+  return res_table_set_columns(t, error);
+}
+
+/* Ensures the top-level group `name` ("results", "timelines") exists in
+ * file. */
+ResTable *res_table_open(const char *path, const char *table, ResMode mode,
+                         const ResMeta *meta, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  g_return_val_if_fail(table != NULL, NULL);
+  g_return_val_if_fail(mode == RES_MODE_APPEND || mode == RES_MODE_REPLACE,
+                       NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+
+  if (!res_check_table_name(path, table, error))
+    return NULL;
+
+  ResTable *t = g_new0(ResTable, 1);
+  t->path = g_strdup(path);
+  t->table = g_strdup(table);
+  t->dset_path = g_strconcat("/results/", table, NULL);
+  t->dset = H5I_INVALID_HID;
+  t->mem_type = H5I_INVALID_HID;
+  t->owner = getpid();
+
+  gboolean created = FALSE;
+  t->file = res_open_file(path, meta, &created, error);
+  if (t->file < 0)
+    goto fail;
+  if (!res_ensure_group(t->file, "results", path, error) ||
+      !res_recover_rewrite(t->file, path, table, error))
+    goto fail;
+
+  htri_t exists = H5Lexists(t->file, t->dset_path, H5P_DEFAULT);
+  if (exists < 0) {
+    res_fail(error, RES_ERROR_IO, path, table, "looking up the table");
+    goto fail;
+  }
+  if (exists > 0 && mode == RES_MODE_REPLACE) {
+    if (H5Ldelete(t->file, t->dset_path, H5P_DEFAULT) < 0) {
+      res_fail(error, RES_ERROR_IO, path, table, "deleting the old table");
+      goto fail;
+    }
+  } else if (exists > 0 && !res_table_load(t, error)) {
+    goto fail;
+  }
+  /* The file is consistent on disk before any row is written. */
+  if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
+    res_fail(error, RES_ERROR_IO, path, table, "flushing");
+    goto fail;
+  }
+  return t;
+
+fail:
+  res_table_destroy(t, NULL);
+  if (created)
+    g_unlink(path);
+  return NULL;
+}
+
+/* Fixes the columns of a new table from its first row and creates the
+ * dataset with its attributes.  On failure t is left without columns and
+ * without a dataset. */
+static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
+                                 GError **error)
+{
+  if (n == 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': a row needs at least one column", t->path,
+                t->table);
+    return FALSE;
+  }
+  ResCol *cols = g_new0(ResCol, n);
+  g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < n; i++) {
+    const char *name = row[i].name;
+    const char *problem = NULL;
+    if (name == NULL || name[0] == '\0')
+      problem = "a column has no name";
+    else if (!g_utf8_validate(name, -1, NULL))
+      problem = "a column name is not valid UTF-8";
+    else if (!g_hash_table_add(names, (gpointer)name))
+      problem = "duplicate column";
+    else if ((guint)row[i].type > RES_STRING)
+      problem = "unknown value type in column";
+    if (problem != NULL) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: table '%s': %s%s%s%s", t->path, t->table, problem,
+                  name && name[0] ? " '" : "", name && name[0] ? name : "",
+                  name && name[0] ? "'" : "");
+      res_cols_free(cols, i);
+      return FALSE;
+    }
+    cols[i].name = g_strdup(name);
+    cols[i].type = row[i].type;
+  }
+  t->cols = cols;
+  t->ncols = n;
+
+  g_autoptr(GPtrArray) names_v = g_ptr_array_new();
+  g_autoptr(GPtrArray) units_v = g_ptr_array_new();
+  g_autoptr(GPtrArray) bools_v = g_ptr_array_new();
+  for (guint i = 0; i < n; i++) {
+    g_ptr_array_add(names_v, cols[i].name);
+    g_ptr_array_add(units_v, (gpointer)res_unit_for(cols[i].name));
+    if (cols[i].type == RES_BOOL)
+      g_ptr_array_add(bools_v, cols[i].name);
+  }
+
+  gboolean ok = FALSE;
+  g_auto(H5uHid) ftype = H5I_INVALID_HID;
+  g_auto(H5uHid) dcpl = H5I_INVALID_HID;
+  g_auto(H5uHid) space = H5I_INVALID_HID;
+  hsize_t dims[1] = { 0 }, maxdims[1] = { H5S_UNLIMITED };
+  hsize_t chunk[1] = { RES_CHUNK_ROWS };
+
+  if (!res_table_set_columns(t, error))
+    goto out;
+  /* On disk the row is packed (no alignment padding). */
+  ftype = H5Tcopy(t->mem_type);
+  if (ftype < 0 || H5Tpack(ftype) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the file type");
+    goto out;
+  }
+  /* Chunked so that it can grow; no filter, so that a chunk never moves
+   * (see Durability). */
+  dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "setting up chunking");
+    goto out;
+  }
+  space = H5Screate_simple(1, dims, maxdims);
+  if (space < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataspace");
+    goto out;
+  }
+  t->dset = H5Dcreate2(t->file, t->dset_path, ftype, space, H5P_DEFAULT, dcpl,
+                       H5P_DEFAULT);
+  if (t->dset < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataset");
+    goto out;
+  }
+  if (!res_attr_strings(t->dset, "columns",
+                        (const char *const *)names_v->pdata, names_v->len,
+                        t->path, t->table, error) ||
+      !res_attr_strings(t->dset, "units", (const char *const *)units_v->pdata,
+                        units_v->len, t->path, t->table, error) ||
+      !res_attr_strings(t->dset, "bool_columns",
+                        (const char *const *)bools_v->pdata, bools_v->len,
+                        t->path, t->table, error))
+    goto out;
+  ok = TRUE;
+
+out:
+  if (!ok) {
+    /* Back to "no columns": a half-made dataset is unlinked again. */
+    if (t->dset >= 0) {
+      H5Dclose(t->dset);
+      H5Ldelete(t->file, t->dset_path, H5P_DEFAULT);
+      t->dset = H5I_INVALID_HID;
+    }
+    if (t->mem_type >= 0)
+      H5Tclose(t->mem_type);
+    t->mem_type = H5I_INVALID_HID;
+    g_clear_pointer(&t->by_name, g_hash_table_unref);
+    g_clear_pointer(&t->row_buf, g_free);
+    g_clear_pointer(&t->seen, g_free);
+    res_cols_free(t->cols, t->ncols);
+    t->cols = NULL;
+    t->ncols = 0;
+  }
+  return ok;
+}
+
+/* Checks one value against its column and stores it in t->row_buf. */
+static gboolean res_table_put(ResTable *t, const ResValue *v, GError **error)
+{
+  if (v->name == NULL) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': a column has no name", t->path, t->table);
+    return FALSE;
+  }
+  guint idx = GPOINTER_TO_UINT(g_hash_table_lookup(t->by_name, v->name));
+  if (idx == 0) {
+    g_autoptr(GString) known = g_string_new(NULL);
+    for (guint i = 0; i < t->ncols; i++)
+      g_string_append_printf(known, "%s%s", i ? ", " : "", t->cols[i].name);
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': unknown column '%s' (the table has: %s)",
+                t->path, t->table, v->name, known->str);
+    return FALSE;
+  }
+  const ResCol *col = &t->cols[idx - 1];
+  if (t->seen[idx - 1]) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': column '%s' given twice", t->path, t->table,
+                col->name);
+    return FALSE;
+  }
+  t->seen[idx - 1] = 1;
+
+  gboolean fits =
+    v->type == col->type || (col->type == RES_FLOAT && v->type == RES_INT);
+  if (!fits) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': column '%s' expects %s, got %s", t->path,
+                t->table, col->name, res_type_name(col->type),
+                res_type_name(v->type));
+    return FALSE;
+  }
+
+  guchar *dst = t->row_buf + col->offset;
+  switch (col->type) {
+  case RES_INT: {
+    gint64 x = v->i;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RES_FLOAT: {
+    double x = v->type == RES_INT ? (double)v->i : v->f;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RES_BOOL:
+    *dst = v->i != 0;
+    break;
+  case RES_STRING: {
+    const char *s = v->s != NULL ? v->s : "";
+    if (!g_utf8_validate(s, -1, NULL)) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: table '%s': column '%s': string is not valid UTF-8",
+                  t->path, t->table, col->name);
+      return FALSE;
+    }
+    memcpy(dst, &s, sizeof s);
+    break;
+  }
+  }
+  return TRUE;
+}
+
+/* Appends one row (see io/results.h).  Errors: RES_ERROR_SCHEMA naming the
+ * column for a missing, unknown, repeated or mistyped column (the table is
+ * unchanged); RES_ERROR_IO when HDF5 fails to extend, write or flush. */
+gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
+                          GError **error)
+{
+  g_return_val_if_fail(t != NULL, FALSE);
+  g_return_val_if_fail(row != NULL || n == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+
+  if (t->owner != getpid()) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': opened by process %ld; a forked process "
+                "cannot write it",
+                t->path, t->table, (long)t->owner);
+    return FALSE;
+  }
+  if (t->ncols == 0 && !res_table_define(t, row, n, error))
+    return FALSE;
+
+  memset(t->seen, 0, t->ncols);
+  for (guint i = 0; i < n; i++)
+    if (!res_table_put(t, &row[i], error))
+      return FALSE;
+  for (guint i = 0; i < t->ncols; i++)
+    if (!t->seen[i]) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                  "%s: table '%s': missing column '%s' (expects %s)", t->path,
+                  t->table, t->cols[i].name, res_type_name(t->cols[i].type));
+      return FALSE;
+    }
+
+  hsize_t start[1] = { t->rows }, count[1] = { 1 };
+  hsize_t extent[1] = { t->rows + 1 };
+  if (H5Dset_extent(t->dset, extent) < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "extending to %" G_GUINT64_FORMAT " rows", t->rows + 1);
+  g_auto(H5uHid) fspace = H5Dget_space(t->dset);
+  g_auto(H5uHid) mspace = H5Screate_simple(1, count, NULL);
+  if (fspace < 0 || mspace < 0 ||
+      H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) <
+        0 ||
+      H5Dwrite(t->dset, t->mem_type, mspace, fspace, H5P_DEFAULT,
+               t->row_buf) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table,
+             "writing row %" G_GUINT64_FORMAT, t->rows);
+    /* Best effort: shrink back so the table holds only complete rows. */
+    extent[0] = t->rows;
+    H5Dset_extent(t->dset, extent);
+    return FALSE;
+  }
+  t->rows++;
+  if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "flushing row %" G_GUINT64_FORMAT, t->rows - 1);
+  return TRUE;
+}
+
+/* Rows in the table (those already there when opened in APPEND mode
+ * included). */
+guint64 res_table_rows(const ResTable *t)
+{
+  g_return_val_if_fail(t != NULL, 0);
+  return t->rows;
+}
+
+/* Flushes and closes; t is freed in every case. */
+gboolean res_table_close(ResTable *t, GError **error)
+{
+  g_return_val_if_fail(t != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+  return res_table_destroy(t, error);
+}
+
+void res_table_free(ResTable *t)
+{
+  if (t != NULL)
+    res_table_close(t, NULL);
+}
+
+/* ---- columns of an open table ------------------------------------------- */
+
+/* Columns of t (0 until its first row). */
+guint res_table_n_columns(const ResTable *t)
+{
+  g_return_val_if_fail(t != NULL, 0);
+  return t->ncols;
+}
+
+/* Name of column i (borrowed from t, valid while t is open). */
+const char *res_table_column_name(const ResTable *t, guint i)
+{
+  g_return_val_if_fail(t != NULL && i < t->ncols, NULL);
+  return t->cols[i].name;
+}
+
+ResType res_table_column_type(const ResTable *t, guint i)
+{
+  g_return_val_if_fail(t != NULL && i < t->ncols, RES_STRING);
+  return t->cols[i].type;
+}
+
+/* Writes (or rewrites) the string-list attribute `name` on t's dataset and
+ * flushes.  The table must have columns; the names this module manages
+ * (columns, units, bool_columns) are refused. */
+gboolean res_table_set_note(ResTable *t, const char *name,
+                            const char *const *values, gsize n,
+                            GError **error)
+{
+  g_return_val_if_fail(t != NULL && name != NULL, FALSE);
+  g_return_val_if_fail(values != NULL || n == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_return_val_if_fail(strcmp(name, "columns") != 0 &&
+                         strcmp(name, "units") != 0 &&
+                         strcmp(name, "bool_columns") != 0,
+                       FALSE);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+  if (t->owner != getpid() || t->dset < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': cannot write attribute '%s' %s", t->path,
+                t->table, name,
+                t->dset < 0 ? "before the first row"
+                            : "from a forked process");
+    return FALSE;
+  }
+  htri_t exists = H5Aexists(t->dset, name);
+  if (exists < 0 || (exists > 0 && H5Adelete(t->dset, name) < 0))
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "replacing attribute '%s'", name);
+  if (!res_attr_strings(t->dset, name, values, n, t->path, t->table, error))
+    return FALSE;
+  if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+    return res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
+  return TRUE;
+}

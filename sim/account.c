@@ -1,0 +1,523 @@
+/* sim/account.c -- one rank's energy and time partition for one iteration,
+ * read back from the op log the replay wrote (sim/replay.c).
+ *
+ * Energy: once an iteration is scheduled, each rank's streams are swept
+ * together (a k-way merge of their interval sequences, decoded from the log)
+ * to split the iteration into segments, each attributed to the
+ * highest-priority state (kernel > communication > blocked > idle; the lowest
+ * stream wins a tie); see sim/engine.h for the power model.  Per op:
+ * t_arrive <= t_start <= t_end, with [t_arrive, t_start) the blocked part of
+ * a communication op.  While only one stream changes state (the common case:
+ * stream 0's kernels, the others idle or in one long transfer), the sweep
+ * runs that stream alone against the others' frozen states.  The sums are
+ * accumulated in exactly the order of the straightforward merge, so results
+ * are bit-identical to it.
+ */
+#include "sim/engine-private.h"
+
+#include <string.h>
+
+/* ---- reading the log ------------------------------------------------------- */
+
+/* Op i's times this iteration, given the end of the op before it on its
+ * stream (the iteration start for the first). */
+static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
+                          gint64 prev_end, Iv *iv)
+{
+  const SimOp *op = &ops[i];
+  gint64 arrive = prev_end;
+  if (op->wait != SIM_NO_WAIT) {
+    const Stream *owner = &rs->streams[ops[op->wait].stream];
+    arrive = MAX(arrive, target_end(rs, owner, op->wait));
+  }
+  OpLog l = rs->log[i];
+  iv->arrive = arrive;
+  iv->rest_end = 0;
+  if (G_UNLIKELY(l.dur == LOG_ESC)) {
+    const Overflow *o = &rs->ovf[l.aux];
+    iv->arrive = o->arrive;
+    iv->start = o->start;
+    iv->end = o->end;
+    iv->inc = o->inc;
+    if (o->split != 0) {
+      /* A split kernel: its first part now, the second after it. */
+      iv->end = o->split;
+      iv->rest_end = o->end;
+      iv->rest_inc = o->inc2;
+    }
+    return;
+  }
+  switch (op->kind) {
+  case SIM_OP_KERNEL:
+    iv->start = arrive;
+    iv->end = arrive + l.dur;
+    iv->inc = bits_float(l.aux);
+    break;
+  case SIM_OP_MARKER:
+    iv->start = iv->end = arrive;
+    iv->inc = 0.0f;
+    break;
+  case SIM_OP_HOST:
+    iv->start = arrive;
+    iv->end = arrive + l.dur;
+    iv->inc = 0.0f;
+    break;
+  default:
+    iv->start = arrive + l.aux;
+    iv->end = iv->start + l.dur;
+    iv->inc = rs->comm_inc;
+    break;
+  }
+}
+
+/* What a stream is doing at a point of the sweep.  The order is the
+ * attribution's priority: a segment goes to the highest state of any
+ * stream (the lowest stream on a tie). */
+typedef enum {
+  ATTR_IDLE = 0,    /* no op active, or a host op (the GPU idles) */
+  ATTR_BLOCKED = 1, /* a communication op arrived, its transfer not begun */
+  ATTR_COMM = 2,    /* a transfer running */
+  ATTR_KERNEL = 3   /* a kernel running */
+} AttrState;
+
+/* Where a reader is within its current op. */
+enum {
+  RD_BEFORE = 0,  /* before the op's arrival */
+  RD_BLOCKED = 1, /* arrive..start */
+  RD_ACTIVE = 2   /* start..end */
+};
+
+/* One stream's interval sequence during the sweep. */
+typedef struct {
+  guint32 cur, end;
+  guint32 phase;  /* RD_* */
+  gint64 prev_end;
+  Iv iv;
+} Reader;
+
+static inline gint64 reader_edge(const Reader *rd)
+{
+  return rd->phase == RD_BEFORE    ? rd->iv.arrive
+         : rd->phase == RD_BLOCKED ? rd->iv.start
+                                   : rd->iv.end;
+}
+
+/* Moves rd past every edge at or before tau.  FALSE when exhausted. */
+static inline gboolean reader_skip(Reader *rd, const RankState *rs,
+                                   const SimOp *ops, gint64 tau)
+{
+  for (;;) {
+    if (rd->cur >= rd->end)
+      return FALSE;
+    if (reader_edge(rd) > tau)
+      return TRUE;
+    if (rd->phase == RD_ACTIVE) {
+      if (G_UNLIKELY(rd->iv.rest_end != 0)) {
+        /* Past the first part of a split kernel: its second part. */
+        rd->iv.start = rd->iv.end;
+        rd->iv.end = rd->iv.rest_end;
+        rd->iv.inc = rd->iv.rest_inc;
+        rd->iv.rest_end = 0;
+        continue;
+      }
+      rd->prev_end = rd->iv.end;
+      rd->cur++;
+      rd->phase = RD_BEFORE;
+      if (rd->cur < rd->end)
+        decode(rs, ops, rd->cur, rd->prev_end, &rd->iv);
+    } else {
+      rd->phase++;
+    }
+  }
+}
+
+/* The reader's state for the attribution (its power increment is
+ * rd->iv.inc when it is ATTR_COMM or ATTR_KERNEL). */
+static inline AttrState reader_state(const Reader *rd, const SimOp *ops)
+{
+  if (rd->phase == RD_BLOCKED)
+    return ATTR_BLOCKED;
+  if (rd->phase == RD_ACTIVE) {
+    guint8 k = ops[rd->cur].kind;
+    /* A running host op leaves the GPU idle. */
+    return k == SIM_OP_KERNEL ? ATTR_KERNEL
+           : k == SIM_OP_HOST ? ATTR_IDLE
+                              : ATTR_COMM;
+  }
+  return ATTR_IDLE;
+}
+
+/* Adds segment [tau, next) attributed to `state` (to op `op` for
+ * ATTR_COMM and ATTR_KERNEL). */
+static inline void emit(Totals *tot, SimGpuResult *g, const SimOp *ops,
+                        double idle_w, gint64 tau, gint64 next,
+                        AttrState state, guint32 op, double inc_sum,
+                        double *peak)
+{
+  double len = (double)(next - tau);
+  double base_j = idle_w * len * 1e-9;
+  switch (state) {
+  case ATTR_KERNEL:
+  case ATTR_COMM: {
+    const SimOp *o = &ops[op];
+    tot->by_class[o->klass].energy_j += base_j;
+    tot->by_phase[o->phase].energy_j += base_j;
+    if (state == ATTR_KERNEL)
+      g->kernel_ns += len;
+    else
+      g->comm_ns += len;
+    break;
+  }
+  case ATTR_BLOCKED:
+    tot->blocked.energy_j += base_j;
+    tot->blocked.time_ns += len;
+    g->blocked_j += base_j;
+    g->blocked_ns += len;
+    break;
+  default:
+    tot->idle.energy_j += base_j;
+    tot->idle.time_ns += len;
+    g->idle_j += base_j;
+    g->idle_ns += len;
+    break;
+  }
+  *peak = MAX(*peak, idle_w + inc_sum);
+}
+
+/* ---- the sweep -------------------------------------------------------------- */
+
+/* The steps below are one function cut at its step comments: always
+ * inlined, so the sweep compiles as the single loop it was, its state in
+ * registers. */
+#define SWEEP_INLINE static inline __attribute__((always_inline))
+
+/* The state of one rank's sweep, a local of sim_account_rank. */
+typedef struct {
+  Totals *tot;
+  SimGpuResult *g;
+  const SimOp *ops;
+  const OpLog *log;
+  const RankState *rs;
+  double idle_w;
+  double block_inc;  /* blocked power - idle power */
+  guint ns;          /* streams */
+  gint64 tau;        /* the sweep has accounted [t0, tau) */
+  gint64 t1;
+  double peak;
+  Reader rd[SIM_MAX_STREAMS];
+  gint64 edge[SIM_MAX_STREAMS];       /* each live reader's next edge */
+  AttrState state[SIM_MAX_STREAMS];   /* each live reader's state */
+  gboolean live[SIM_MAX_STREAMS];
+} Sweep;
+
+/* Step 1: increments, attributed to their own op (or to blocked), added
+ * to `energy` (returned).  Only durations are needed here, and the log
+ * holds them directly. */
+SWEEP_INLINE double add_increments(const SimEngine *e, const SimRank *rk,
+                                   const RankState *rs, double block_inc,
+                                   Totals *tot, SimGpuResult *g,
+                                   double energy)
+{
+  const SimOp *ops = rk->ops;
+  const OpLog *log = rs->log;
+  const double comm_inc = rs->comm_inc;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const SimOp *op = &ops[i];
+    OpLog l = log[i];
+    double d, inc, blocked;
+    const Overflow *split = NULL; /* a kernel split by a clock switch */
+    if (G_UNLIKELY(op->kind == SIM_OP_HOST))
+      continue; /* CPU time: no increment, no GPU class time */
+    if (G_UNLIKELY(l.dur == LOG_ESC)) {
+      const Overflow *o = &rs->ovf[l.aux];
+      d = (double)(o->end - o->start);
+      inc = o->inc;
+      blocked = (double)(o->start - o->arrive);
+      if (o->split != 0)
+        split = o;
+    } else if (op->kind == SIM_OP_KERNEL) {
+      d = (double)l.dur;
+      inc = bits_float(l.aux);
+      blocked = 0;
+    } else if (op->kind == SIM_OP_MARKER) {
+      d = 0;
+      inc = 0;
+      blocked = 0;
+    } else {
+      d = (double)l.dur;
+      inc = comm_inc;
+      blocked = (double)l.aux;
+    }
+    double ej = inc * d * 1e-9;
+    if (G_UNLIKELY(split != NULL))
+      /* Each part at its own clocks' power. */
+      ej = (double)split->inc * (double)(split->split - split->start) * 1e-9 +
+           (double)split->inc2 * (double)(split->end - split->split) * 1e-9;
+    tot->by_class[op->klass].time_ns += d;
+    tot->by_class[op->klass].energy_j += ej;
+    tot->by_phase[op->phase].time_ns += d;
+    tot->by_phase[op->phase].energy_j += ej;
+    energy += ej;
+    if (op->kind == SIM_OP_KERNEL)
+      g->flops += e->shapes[op->shape].flops;
+    if (blocked > 0) {
+      double bj = block_inc * blocked * 1e-9;
+      tot->blocked.energy_j += bj;
+      g->blocked_j += bj;
+      energy += bj;
+    }
+  }
+  return energy;
+}
+
+/* Step 2, the k-way merge: every reader past tau, the segment from tau to
+ * the nearest edge of any stream attributed, tau moved there. */
+SWEEP_INLINE void merge_step(Sweep *sw)
+{
+  const SimOp *ops = sw->ops;
+  const RankState *rs = sw->rs;
+  const gint64 tau = sw->tau;
+  gint64 next = sw->t1;
+  AttrState best = ATTR_IDLE;
+  guint32 best_op = 0;
+  double inc_sum = 0.0;
+  for (guint s = 0; s < sw->ns; s++) {
+    sw->live[s] = reader_skip(&sw->rd[s], rs, ops, tau);
+    if (!sw->live[s])
+      continue;
+    sw->edge[s] = reader_edge(&sw->rd[s]);
+    next = MIN(next, sw->edge[s]);
+    sw->state[s] = reader_state(&sw->rd[s], ops);
+    if (sw->state[s] == ATTR_BLOCKED)
+      inc_sum += sw->block_inc;
+    else if (sw->state[s] >= ATTR_COMM)
+      inc_sum += sw->rd[s].iv.inc;
+    if (sw->state[s] > best) {
+      best = sw->state[s];
+      best_op = sw->rd[s].cur;
+    }
+  }
+  if (next > tau)
+    emit(sw->tot, sw->g, ops, sw->idle_w, tau, next, best, best_op, inc_sum,
+         &sw->peak);
+  sw->tau = next;
+}
+
+/* The one stream that changes at tau while the others hold their states
+ * until *limit (> tau); G_MAXUINT when there is none. */
+SWEEP_INLINE guint solo_stream(const Sweep *sw, gint64 *limit)
+{
+  guint solo = G_MAXUINT, n_at = 0;
+  gint64 lim = sw->t1;
+  for (guint s = 0; s < sw->ns; s++) {
+    if (!sw->live[s])
+      continue;
+    if (sw->edge[s] == sw->tau) {
+      solo = s;
+      n_at++;
+    } else {
+      lim = MIN(lim, sw->edge[s]);
+    }
+  }
+  *limit = lim;
+  return n_at == 1 && lim > sw->tau ? solo : G_MAXUINT;
+}
+
+/* The frozen streams around the solo one: their best state (the first
+ * stream with the highest) and their increments before and after it, in
+ * stream order. */
+typedef struct {
+  AttrState state;
+  guint stream;
+  guint32 op;
+  double inc_before;
+  double inc_after[SIM_MAX_STREAMS];
+  guint n_after;
+} Others;
+
+SWEEP_INLINE void others_of(const Sweep *sw, guint solo, Others *o)
+{
+  o->state = ATTR_IDLE;
+  o->stream = 0;
+  o->op = 0;
+  o->inc_before = 0.0;
+  o->n_after = 0;
+  for (guint s = 0; s < sw->ns; s++) {
+    if (!sw->live[s] || s == solo)
+      continue;
+    double inc = sw->state[s] == ATTR_BLOCKED ? sw->block_inc
+                                              : (double)sw->rd[s].iv.inc;
+    if (sw->state[s] >= ATTR_BLOCKED) {
+      if (s < solo)
+        o->inc_before += inc;
+      else
+        o->inc_after[o->n_after++] = inc;
+    }
+    if (sw->state[s] > o->state) {
+      o->state = sw->state[s];
+      o->stream = s;
+      o->op = sw->rd[s].cur;
+    }
+  }
+}
+
+/* Step 4, back-to-back kernels (no wait, no gap, no overflow) of the solo
+ * reader sr, which has just entered a kernel's active phase at tau, that
+ * end before `limit`: the reader moves straight to each one's active
+ * phase, which is what reader_skip would do through two empty phases; the
+ * segment sums are those emit() would add, in the same order, with the
+ * reader and the GPU's kernel time kept in locals.  Not from the first
+ * part of a split kernel (it does not end at tau). */
+SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
+                               double inc_before, gint64 *tau, double *peak)
+{
+  const SimOp *ops = sw->ops;
+  const OpLog *log = sw->log;
+  Totals *tot = sw->tot;
+  SimGpuResult *g = sw->g;
+  const double idle_w = sw->idle_w;
+  guint32 n = sr->cur + 1, last = sr->cur;
+  gint64 t = *tau, last_start = sr->iv.start;
+  float last_inc = sr->iv.inc;
+  double kns = g->kernel_ns, pk = *peak;
+  for (; n < sr->end; n++) {
+    const SimOp *o = &ops[n];
+    if (o->kind != SIM_OP_KERNEL || o->wait != SIM_NO_WAIT)
+      break;
+    OpLog l = log[n];
+    if (l.dur == LOG_ESC)
+      break;
+    gint64 end = t + l.dur;
+    if (end >= limit)
+      break;
+    last = n;
+    last_start = t;
+    last_inc = bits_float(l.aux);
+    if (end > t) {
+      double len = (double)(end - t);
+      double base_j = idle_w * len * 1e-9;
+      tot->by_class[o->klass].energy_j += base_j;
+      tot->by_phase[o->phase].energy_j += base_j;
+      kns += len;
+      pk = MAX(pk, idle_w + (inc_before + (double)last_inc));
+      t = end;
+    }
+  }
+  g->kernel_ns = kns;
+  *peak = pk;
+  if (last != sr->cur) {
+    sr->prev_end = last_start;
+    sr->cur = last;
+    sr->iv.arrive = sr->iv.start = last_start;
+    sr->iv.end = t;
+    sr->iv.inc = last_inc;
+    *tau = t;
+  }
+}
+
+/* Step 3, the fast path: only stream `solo` changes until `limit`; run it
+ * alone against the others' frozen states. */
+SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
+{
+  Others o;
+  others_of(sw, solo, &o);
+  /* The sums of increments for the solo stream idle or blocked, added in
+   * stream order as the merge adds them. */
+  double sum_k[2] = {o.inc_before, o.inc_before + sw->block_inc};
+  for (guint a = 0; a < o.n_after; a++) {
+    sum_k[0] += o.inc_after[a];
+    sum_k[1] += o.inc_after[a];
+  }
+  gboolean kernel_wins =
+    ATTR_KERNEL > o.state || (o.state == ATTR_KERNEL && solo < o.stream);
+  /* The sweep's fields in locals: the stores into the totals below could
+   * otherwise alias them for the compiler. */
+  Totals *tot = sw->tot;
+  SimGpuResult *g = sw->g;
+  const SimOp *ops = sw->ops;
+  const RankState *rs = sw->rs;
+  const double idle_w = sw->idle_w;
+  gint64 tau = sw->tau;
+  double peak = sw->peak;
+  Reader *sr = &sw->rd[solo];
+  for (;;) {
+    if (!reader_skip(sr, rs, ops, tau))
+      break;
+    gint64 ed = reader_edge(sr);
+    if (ed >= limit)
+      break;
+    AttrState k = reader_state(sr, ops);
+    double sum;
+    if (k <= ATTR_BLOCKED) {
+      sum = sum_k[k];
+    } else {
+      sum = o.inc_before + (double)sr->iv.inc;
+      for (guint a = 0; a < o.n_after; a++)
+        sum += o.inc_after[a];
+    }
+    gboolean mine = k > o.state || (k == o.state && solo < o.stream);
+    emit(tot, g, ops, idle_w, tau, ed, mine ? k : o.state,
+         mine ? sr->cur : o.op, sum, &peak);
+    tau = ed;
+    if (k != ATTR_KERNEL || o.n_after != 0)
+      continue;
+    if (!kernel_wins || sr->iv.rest_end != 0)
+      continue;
+    back_to_back(sw, sr, limit, o.inc_before, &tau, &peak);
+  }
+  sw->tau = tau;
+  sw->peak = peak;
+}
+
+/* The additions happen in the order of a plain per-op pass (step 1)
+ * followed by a k-way merge of the streams (steps 2-4), one segment per
+ * edge of any stream (zero-length segments add nothing). */
+double sim_account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
+                        Totals *tot_out, SimGpuResult *g_out)
+{
+  /* Local copies: the same additions in the same order, but the compiler
+   * knows they alias nothing (results are written back at the end). */
+  Totals lt = *tot_out;
+  SimGpuResult lg = *g_out;
+  const SimRank *rk = &e->w->ranks[r];
+  RankState *rs = &e->ranks[r];
+  Sweep sw;
+  sw.tot = &lt;
+  sw.g = &lg;
+  sw.ops = rk->ops;
+  sw.log = rs->log;
+  sw.rs = rs;
+  sw.idle_w = rs->idle_w;
+  sw.block_inc = e->m->blocked_power_w[r] - sw.idle_w;
+  sw.ns = rs->n_streams;
+  sw.tau = t0;
+  sw.t1 = t1;
+  sw.peak = sw.idle_w;
+
+  double energy = sw.idle_w * (double)(t1 - t0) * 1e-9;
+  energy = add_increments(e, rk, rs, sw.block_inc, &lt, &lg, energy);
+
+  /* k-way sweep over streams for the baseline and the time partition. */
+  for (guint s = 0; s < sw.ns; s++) {
+    Reader *rd = &sw.rd[s];
+    rd->cur = rk->stream_off[s];
+    rd->end = rk->stream_off[s + 1];
+    rd->phase = RD_BEFORE;
+    rd->prev_end = t0;
+    if (rd->cur < rd->end)
+      decode(rs, sw.ops, rd->cur, t0, &rd->iv);
+  }
+  while (sw.tau < t1) {
+    merge_step(&sw);
+    gint64 limit;
+    guint solo = solo_stream(&sw, &limit);
+    if (solo != G_MAXUINT)
+      solo_run(&sw, solo, limit);
+  }
+  lg.energy_j += energy;
+  lg.switches += rs->switches;
+  lg.peak_power_w = MAX(lg.peak_power_w, sw.peak);
+  *tot_out = lt;
+  *g_out = lg;
+  return energy;
+}

@@ -1,0 +1,936 @@
+/* sim/replay.c -- one iteration's dataflow replay: every (rank, stream)
+ * runs its ops in order, communication is matched across ranks through an
+ * event queue, kernels are priced by the machine (cached per shape and
+ * clock pair), clock switches and the boost controller adjust the prices,
+ * and every op's times land in the rank's op log (sim/engine-private.h)
+ * for the accounting (sim/account.c).
+ *
+ * How a replay works
+ * ------------------
+ * One iteration at a time.  Every (rank, stream) pair has a cursor into the
+ * rank's op array (ops grouped by stream, see sim/workload.h) and the time
+ * its stream becomes free.  advance() runs a stream in a tight loop: a kernel
+ * starts when the stream is free and its `wait` op has finished, lasts
+ * llround(ref_ns * time_scale) (priced by the machine, cached per shape and
+ * clock pair), and the cursor moves on.  No event is queued per kernel.
+ *
+ * A stream stops in two cases: its next op waits for an op (on another
+ * stream of the same rank) that has not been scheduled yet, or its next op is
+ * communication.  A communication op records the rank's arrival in a pending
+ * record.  Collectives are matched by (group, the rank's sequence number on
+ * that group): the sequence number is a counter per group membership, and
+ * the open instances of a group sit in a small ring indexed by sequence
+ * number, so matching is array indexing, not hashing.  Point-to-point ops
+ * match FIFO per (src, dst) channel; a rank's incoming channels are a small
+ * sorted array.  When the last member arrives the record's start time is
+ * known (the latest arrival) and a COMM_START event is queued at that time.
+ * Popping it prices the transfer (network callback), schedules every
+ * member's op and resumes their streams.  Completing an op that another
+ * stream waits for resumes that stream.  Resumptions go through a small work
+ * stack, never recursion.
+ *
+ * Because every start time is a max over finish times (a max-plus
+ * computation), the processing order cannot change the result; the event
+ * queue's total order (time, priority, sequence) makes the processing itself
+ * deterministic too, and puts transfer starts in time order (which a shared
+ * bandwidth model needs).
+ *
+ * Clock switches
+ * --------------
+ * Per (rank, stream): the clocks in force, the last requested target and
+ * when it lands (Stream.clk_*).  A kernel takes the steady path (its
+ * request is the landed target: no pricing change, no check) or the slow
+ * one (clocks_at: a landing applied, a new request made); only there can a
+ * switch still be in flight, and when it lands before the kernel ends
+ * split_kernel() prices the rest at the new clocks (sim_kernel_rest_ns)
+ * and logs the kernel as an overflow record with both parts, which the
+ * accounting reads as two intervals of one op.  One switch is in flight
+ * at a time and requests come at kernel starts (or, early requests, at
+ * most the latency before a kernel's end), so a kernel splits at most
+ * once.  Early requests (SimPlan.ahead) are found like wait targets: a
+ * per-stream cursor in the rank's list, the loop's fast path stopping at
+ * the next one; plans without them cost one compare per kernel.
+ *
+ * Boost controller
+ * ----------------
+ * With SimMachine.boost, each GPU's SM clock has a ceiling that models the
+ * driver's own boost: a kernel runs at min(requested, ceiling), "auto"
+ * asking for the controller's max_mhz, and kernel_cost prices it uncapped.
+ * The controller keeps an exponential average of board power (time
+ * constant window_ns) fed by the kernels it sees start, in time order:
+ * the last kernel's power until it ends, idle power after.  Every
+ * period_ns it lowers the ceiling when the average is above the limit and
+ * raises it when it is below limit - margin, in proportion to the error
+ * (boost_decide), in whole steps of step_mhz.  It reacts
+ * late by design: after a phase of light kernels it sits at the top and a
+ * GEMM overshoots the limit until the average catches up; then it
+ * throttles the light kernels that follow too.  Decisions land at kernel
+ * starts (a kernel keeps the clock it started with), the kernels of the
+ * compute streams are seen in the order the stream sweep schedules them,
+ * and one out of time order (another stream behind) is priced at the
+ * current ceiling without feeding the average.  State lives beside the
+ * ranks (BoostState), reset per run, carried across iterations.
+ */
+#include "sim/engine-private.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pricing ---------------------------------------------------------------- */
+
+/* Cost of `shape` on GPU r at clocks c, through the per-rank cache. */
+static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
+                                   SimClocks c)
+{
+  CostSlot *slot = &e->ranks[r].cache[shape];
+  guint32 tag = pack_clocks(c);
+  if (G_UNLIKELY(slot->shape_pairs_tag != tag)) {
+    e->m->kernel_cost(e->m->ctx, r, shape, c, e->iter, &slot->cost);
+    slot->shape_pairs_tag = tag;
+    slot->inc = (float)(slot->cost.power_w - e->ranks[r].idle_w);
+  }
+  return slot;
+}
+
+/* ---- boost controller -------------------------------------------------------- */
+
+/* Moves the average of b from t_ns to `to`: the last kernel's power until
+ * it ended, idle power after. */
+static void boost_hold(BoostState *b, const SimBoost *c, double idle_w,
+                       gint64 to)
+{
+  if (to <= b->t_ns)
+    return;
+  gint64 mid = CLAMP(b->end_ns, b->t_ns, to);
+  double tau = (double)c->window_ns;
+  if (mid > b->t_ns)
+    b->avg_w = b->kernel_w +
+               (b->avg_w - b->kernel_w) * exp(-(double)(mid - b->t_ns) / tau);
+  if (to > mid)
+    b->avg_w = idle_w + (b->avg_w - idle_w) * exp(-(double)(to - mid) / tau);
+  b->t_ns = to;
+}
+
+/* One decision on the average: a proportional step.  Near the top clocks
+ * board power goes roughly as f^3 (f V^2 with V rising with f), so an
+ * error e = avg / limit - 1 is undone by moving the clock by f e / 3,
+ * rounded up to whole steps (at least one); above the limit it lowers the
+ * clock, below limit - margin it raises it. */
+static inline void boost_decide(BoostState *b, const SimBoost *c)
+{
+  double e = b->avg_w / c->limit_w - 1.0;
+  if (b->avg_w <= c->limit_w && b->avg_w >= c->limit_w - c->margin_w)
+    return;
+  double mhz = fabs(e) * b->mhz / 3.0;
+  guint n = (guint)MIN(ceil(mhz / c->step_mhz), 65535.0);
+  guint d = MAX(n, 1u) * c->step_mhz;
+  if (e > 0)
+    b->mhz = b->mhz > c->min_mhz + d ? (guint16)(b->mhz - d) : c->min_mhz;
+  else
+    b->mhz = (guint16)MIN((guint)c->max_mhz, (guint)b->mhz + d);
+}
+
+/* Clocks c under GPU r's current ceiling, the controller not moved. */
+static inline SimClocks boost_cap(const SimEngine *e, guint r, SimClocks c)
+{
+  guint want = c.sm_mhz != 0 ? c.sm_mhz : e->m->boost[r].max_mhz;
+  c.sm_mhz = (guint16)MIN(want, (guint)e->boost[r].mhz);
+  return c;
+}
+
+/* The controller of GPU r up to time t (a kernel's start), then clocks c
+ * under its ceiling.  Past as many decisions as it takes to cross the whole
+ * range and settle the average, more decisions repeat the last one, so a
+ * long gap costs a bounded loop. */
+static __attribute__((noinline)) SimClocks
+boost_clocks(SimEngine *e, guint r, SimClocks c, gint64 t)
+{
+  const SimBoost *cfg = &e->m->boost[r];
+  BoostState *b = &e->boost[r];
+  double idle = e->ranks[r].idle_w;
+  if (t > b->t_ns) {
+    gint64 budget = (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 2 +
+                    20 * cfg->window_ns / cfg->period_ns;
+    while (b->tick_ns <= t && budget-- > 0) {
+      boost_hold(b, cfg, idle, b->tick_ns);
+      boost_decide(b, cfg);
+      b->tick_ns += cfg->period_ns;
+    }
+    if (b->tick_ns <= t) {
+      gint64 n = (t - b->tick_ns) / cfg->period_ns + 1;
+      boost_hold(b, cfg, idle, b->tick_ns + (n - 1) * cfg->period_ns);
+      for (int k = 0; k < (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 1;
+           k++)
+        boost_decide(b, cfg);
+      b->tick_ns += n * cfg->period_ns;
+    }
+    boost_hold(b, cfg, idle, t);
+  }
+  return boost_cap(e, r, c);
+}
+
+/* A kernel of GPU r ran until `end` drawing idle + inc: what the
+ * controller averages next (ignored when it ends before the last one). */
+static inline void boost_note(SimEngine *e, guint r, gint64 end, float inc)
+{
+  BoostState *b = &e->boost[r];
+  if (end <= b->end_ns)
+    return;
+  b->end_ns = end;
+  b->kernel_w = e->ranks[r].idle_w + inc;
+}
+
+static void boost_reset(SimEngine *e)
+{
+  for (guint r = 0; r < e->w->n_ranks; r++) {
+    const SimBoost *c = &e->m->boost[r];
+    BoostState *b = &e->boost[r];
+    b->avg_w = b->kernel_w = e->ranks[r].idle_w;
+    b->t_ns = b->end_ns = 0;
+    b->tick_ns = c->period_ns;
+    b->mhz = c->max_mhz;
+  }
+}
+
+
+/* llround(x), inline: round half away from zero.  x - trunc(x) is exact for
+ * every double below 2^63, so this is the C library's answer bit for bit;
+ * NaN and values past DUR_CAP give DUR_CAP, negative ones 0. */
+static inline gint64 round_ns(double x)
+{
+  if (G_UNLIKELY(!(x > -4.6e18 && x < 4.6e18)))
+    return x < 0 ? 0 : DUR_CAP;
+  gint64 t = (gint64)x;
+  double f = x - (double)t;
+  if (f >= 0.5)
+    t++;
+  else if (f <= -0.5)
+    t--;
+  return t;
+}
+
+gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns)
+{
+  g_return_val_if_fail(done_ns >= 0 && done_ns < old_ns, 0);
+  /* The fraction of the work left, at the new clocks' full duration. */
+  return round_ns((double)(old_ns - done_ns) / (double)old_ns * new_ns);
+}
+
+/* ---- the op log --------------------------------------------------------------- */
+
+/* Appends an overflow record for op i and points its log entry at it. */
+static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
+                         gint64 start, gint64 end, float inc)
+{
+  if (rs->n_ovf == rs->cap_ovf) {
+    rs->cap_ovf = MAX(8, 2 * rs->cap_ovf);
+    rs->ovf = g_renew(Overflow, rs->ovf, rs->cap_ovf);
+  }
+  Overflow *o = &rs->ovf[rs->n_ovf];
+  o->arrive = arrive;
+  o->start = start;
+  o->end = end;
+  o->inc = inc;
+  o->inc2 = 0.0f;
+  o->split = 0;
+  rs->log[i].dur = LOG_ESC;
+  rs->log[i].aux = rs->n_ovf++;
+}
+
+/* Logs host op i (SIM_OP_HOST) of rank rs, ready at `ready`: it lasts
+ * its ref_ns, whatever the clocks, with no power increment.  Returns its
+ * end (capped at TIME_MAX, which fails the iteration as for kernels). */
+static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
+{
+  gint64 dur = op->ref_ns;
+  if (G_LIKELY(dur >= 0 && dur < LOG_ESC && ready + dur <= TIME_MAX)) {
+    rs->log[i].dur = (guint32)dur;
+    rs->log[i].aux = 0;
+    return ready + dur;
+  }
+  gint64 end = ready + MIN(dur, TIME_MAX);
+  if (end > TIME_MAX) {
+    end = TIME_MAX;
+    if (rs->bad_op == 0)
+      rs->bad_op = i + 1;
+  }
+  log_overflow(rs, i, ready, ready, end, 0.0f);
+  return end;
+}
+
+/* ---- scheduling ------------------------------------------------------------- */
+
+static inline void push_work(SimEngine *e, guint r, guint s)
+{
+  if (G_UNLIKELY(e->n_work == e->cap_work)) {
+    e->cap_work = MAX(64, 2 * e->cap_work);
+    e->work = g_renew(guint64, e->work, e->cap_work);
+  }
+  e->work[e->n_work++] = (guint64)r << 32 | s;
+}
+
+/* Op i of rank r on stream st has been scheduled: stores its end when some
+ * op waits for it, wakes the streams waiting for it, tells the observer. */
+static inline void op_done(SimEngine *e, guint r, Stream *st, guint32 i,
+                           gint64 arrive, gint64 start, gint64 end, float inc)
+{
+  RankState *rs = &e->ranks[r];
+  if (st->tgt < st->tgt_hi && rs->targets[st->tgt] == i) {
+    rs->target_end[st->tgt++] = end;
+    for (guint s = 0; s < rs->n_streams; s++) {
+      Stream *o = &rs->streams[s];
+      if (o->state == ST_WAIT_OP && o->waiting_for == i) {
+        o->state = ST_RUN;
+        push_work(e, r, s);
+      }
+    }
+  }
+  if (G_UNLIKELY(e->observer != NULL)) {
+    const SimOp *op = &e->w->ranks[r].ops[i];
+    SimOpRecord rec = {e->iter, r, i, arrive, start, end, 0.0, {0, 0}};
+    rec.power_w = rs->idle_w + inc;
+    if (op->kind == SIM_OP_KERNEL) {
+      const SimCost *c = &rs->cache[op->shape].cost;
+      rec.clocks.sm_mhz = c->sm_mhz;
+      rec.clocks.mem_mhz = c->mem_mhz;
+    }
+    e->observer(e->observer_data, &rec);
+  }
+}
+
+static guint32 pending_alloc(SimEngine *e)
+{
+  if (e->n_free > 0)
+    return e->pend_free[--e->n_free];
+  if (e->n_pend == e->cap_pend) {
+    e->cap_pend = MAX(64, 2 * e->cap_pend);
+    e->pend = g_renew(Pending, e->pend, e->cap_pend);
+    e->pend_free = g_renew(guint32, e->pend_free, e->cap_pend);
+  }
+  Pending *p = &e->pend[e->n_pend];
+  memset(p, 0, sizeof *p);
+  return e->n_pend++;
+}
+
+static void pending_release(SimEngine *e, guint32 idx)
+{
+  e->pend_free[e->n_free++] = idx;
+}
+
+/* Makes room for n members in pending record p. */
+static inline void pending_reserve(Pending *p, guint n)
+{
+  if (p->members_cap < n) {
+    p->members_cap = n;
+    p->members = g_renew(Member, p->members, n);
+  }
+}
+
+/* Replaces ring's slots by a larger power of two in which its open
+ * instances do not collide and slot seq & mask is free. */
+static void ring_grow(SimEngine *e, Ring *ring, guint32 seq)
+{
+  guint32 old_cap = ring->slot != NULL ? ring->mask + 1 : 0;
+  for (guint32 ncap = MAX(4u, 2 * old_cap);; ncap *= 2) {
+    guint32 *ns = g_new0(guint32, ncap);
+    gboolean ok = TRUE;
+    for (guint32 k = 0; k < old_cap && ok; k++) {
+      guint32 v = ring->slot[k];
+      if (v == 0)
+        continue;
+      guint32 at = e->pend[v - 1].seq_or_dst & (ncap - 1);
+      if (ns[at] != 0)
+        ok = FALSE;
+      else
+        ns[at] = v;
+    }
+    if (ok && ns[seq & (ncap - 1)] == 0) {
+      g_free(ring->slot);
+      ring->slot = ns;
+      ring->mask = ncap - 1;
+      return;
+    }
+    g_free(ns);
+  }
+}
+
+/* Rank dst's incoming channel from ranks folding to src (created empty when
+ * missing; the array stays sorted by src). */
+static Channel *channel_of(SimEngine *e, guint32 dst, guint32 src)
+{
+  RankState *rs = &e->ranks[dst];
+  guint32 lo = 0, hi = rs->n_chans;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (rs->chans[mid].src < src)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo < rs->n_chans && rs->chans[lo].src == src)
+    return &rs->chans[lo];
+  if (rs->n_chans == rs->cap_chans) {
+    rs->cap_chans = MAX(4, 2 * rs->cap_chans);
+    rs->chans = g_renew(Channel, rs->chans, rs->cap_chans);
+  }
+  memmove(&rs->chans[lo + 1], &rs->chans[lo],
+          sizeof(Channel) * (rs->n_chans - lo));
+  rs->n_chans++;
+  Channel *c = &rs->chans[lo];
+  memset(c, 0, sizeof *c);
+  c->src = src;
+  return c;
+}
+
+static void channel_push(Channel *c, guint64 v)
+{
+  if (c->len == c->cap) {
+    guint32 ncap = MAX(4, 2 * c->cap);
+    guint64 *nq = g_new(guint64, ncap);
+    for (guint32 k = 0; k < c->len; k++)
+      nq[k] = c->q[(c->head + k) % c->cap];
+    g_free(c->q);
+    c->q = nq;
+    c->cap = ncap;
+    c->head = 0;
+  }
+  c->q[(c->head + c->len) % c->cap] = v;
+  c->len++;
+}
+
+static guint64 channel_pop(Channel *c)
+{
+  guint64 v = c->q[c->head];
+  c->head = (c->head + 1) % c->cap;
+  c->len--;
+  return v;
+}
+
+static inline guint32 rep_of(const SimEngine *e, guint32 r)
+{
+  return e->folded ? e->w->fold_rep[r] : r;
+}
+
+/* Records the arrival of rank r's communication op i at time t.  Queues a
+ * COMM_START event when the transfer's last member has arrived. */
+static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
+{
+  const SimWorkload *w = e->w;
+  const SimOp *op = &w->ranks[r].ops[i];
+  const SimShape *sh = &e->shapes[op->shape];
+  guint32 idx;
+  Pending *p;
+  if (op->kind == SIM_OP_COLLECTIVE) {
+    guint32 g = op->peer;
+    RankState *rs = &e->ranks[r];
+    /* Membership index: consecutive collectives of a rank are mostly on
+     * one group (tensor parallelism), so remember the last one. */
+    if (rs->last_group != g + 1) {
+      rs->last_group = g + 1;
+      rs->last_mpos = lower_bound(e->group_ranks, e->group_off[g],
+                                  e->group_off[g + 1], r);
+    }
+    guint32 mpos = rs->last_mpos;
+    guint32 seq = e->mseq[mpos]++;
+    Ring *ring = &e->rings[g];
+    guint32 v = ring->slot != NULL ? ring->slot[seq & ring->mask] : 0;
+    if (v != 0 && e->pend[v - 1].seq_or_dst == seq) {
+      idx = v - 1;
+      p = &e->pend[idx];
+    } else {
+      if (v != 0 || ring->slot == NULL)
+        ring_grow(e, ring, seq);
+      idx = pending_alloc(e);
+      p = &e->pend[idx];
+      p->p2p = FALSE;
+      p->group_or_src = g;
+      p->seq_or_dst = seq;
+      p->n_members = e->group_expect[g];
+      p->n_arrived = 0;
+      p->start_ns = t;
+      p->ref_ns = 0;
+      p->bytes = sh->bytes;
+      p->coll = sh->coll;
+      pending_reserve(p, p->n_members);
+      ring->slot[seq & ring->mask] = idx + 1;
+    }
+    p->members[p->n_arrived].rank = r;
+    p->members[p->n_arrived].op = i;
+    p->n_arrived++;
+    p->start_ns = MAX(p->start_ns, t);
+    p->ref_ns = MAX(p->ref_ns, op->ref_ns);
+    p->bytes = MAX(p->bytes, sh->bytes);
+    if (p->n_arrived == p->n_members) {
+      ring->slot[seq & ring->mask] = 0;
+      sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
+    }
+    return;
+  }
+  /* Point-to-point: FIFO matching per (src, dst), both folded to their
+   * representatives; the channel lives on the destination. */
+  guint32 src = op->kind == SIM_OP_SEND ? r : op->peer;
+  guint32 dst = op->kind == SIM_OP_SEND ? op->peer : r;
+  Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
+  /* The channel holds unmatched ops of one side only (sends or recvs). */
+  gboolean other_side = FALSE;
+  if (ch->len > 0) {
+    guint64 h = ch->q[ch->head];
+    other_side = w->ranks[h >> 32].ops[h & 0xffffffffu].kind != op->kind;
+  }
+  if (!other_side) {
+    channel_push(ch, (guint64)r << 32 | i);
+    return;
+  }
+  guint64 mv = channel_pop(ch);
+  guint32 mr = (guint32)(mv >> 32), mi = (guint32)(mv & 0xffffffffu);
+  const SimOp *mop = &w->ranks[mr].ops[mi];
+  gint64 mate_arrive = e->ranks[mr].streams[mop->stream].arrive_ns;
+  idx = pending_alloc(e);
+  p = &e->pend[idx];
+  p->p2p = TRUE;
+  p->group_or_src = src;
+  p->seq_or_dst = dst;
+  p->n_members = 2;
+  p->n_arrived = 2;
+  pending_reserve(p, 2);
+  p->members[0].rank = mr;
+  p->members[0].op = mi;
+  p->members[1].rank = r;
+  p->members[1].op = i;
+  p->start_ns = MAX(t, mate_arrive);
+  p->ref_ns = MAX(op->ref_ns, mop->ref_ns);
+  p->bytes = MAX(sh->bytes, e->shapes[mop->shape].bytes);
+  p->coll = SIM_COLL_SEND_RECV;
+  sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
+}
+
+/* Schedules the transfer of pending record idx at its start time. */
+static void comm_start(SimEngine *e, guint32 idx)
+{
+  Pending *p = &e->pend[idx];
+  const SimMachine *m = e->m;
+  gint64 dur;
+  if (p->ref_ns > 0)
+    dur = p->ref_ns;
+  else if (p->p2p)
+    dur = m->p2p_ns(m->ctx, p->group_or_src, p->seq_or_dst, p->bytes,
+                    p->start_ns);
+  else
+    dur = m->collective_ns(m->ctx, p->group_or_src, p->bytes,
+                           (SimCollType)p->coll, p->start_ns);
+  dur = CLAMP(dur, 0, DUR_CAP);
+  gint64 start = p->start_ns, end = start + dur;
+  if (G_UNLIKELY(end > TIME_MAX)) {
+    end = TIME_MAX;
+    for (guint k = 0; k < p->n_members; k++) {
+      RankState *rs = &e->ranks[p->members[k].rank];
+      if (rs->bad_op == 0)
+        rs->bad_op = p->members[k].op + 1;
+    }
+  }
+  for (guint k = 0; k < p->n_members; k++) {
+    guint r = p->members[k].rank;
+    guint32 i = p->members[k].op;
+    RankState *rs = &e->ranks[r];
+    const SimOp *op = &e->w->ranks[r].ops[i];
+    Stream *st = &rs->streams[op->stream];
+    gint64 arrive = st->arrive_ns;
+    gint64 blocked = start - arrive;
+    if (G_LIKELY(dur < LOG_ESC && blocked < LOG_ESC)) {
+      rs->log[i].dur = (guint32)dur;
+      rs->log[i].aux = (guint32)blocked;
+    } else {
+      log_overflow(rs, i, arrive, start, end, rs->comm_inc);
+    }
+    st->free_ns = end;
+    st->cur = i + 1;
+    st->state = ST_RUN;
+    push_work(e, r, op->stream);
+    op_done(e, r, st, i, arrive, start, end, rs->comm_inc);
+  }
+  pending_release(e, idx);
+}
+
+/* Stream st requests clocks c at time t (>= every earlier request of the
+ * stream): a switch landing the latency later when c differs from the
+ * target.  A switch in flight that has not landed by t never lands. */
+static inline void request_clocks(SimEngine *e, RankState *rs, Stream *st,
+                                  SimClocks c, gint64 t)
+{
+  if (st->clk_land_ns <= t)
+    st->clk_cur = st->clk_target;
+  if (c.sm_mhz != st->clk_target.sm_mhz ||
+      c.mem_mhz != st->clk_target.mem_mhz) {
+    rs->switches++;
+    st->clk_target = c;
+    st->clk_land_ns = t + e->m->switch_latency_ns;
+    if (e->m->switch_latency_ns == 0)
+      st->clk_cur = c;
+  }
+}
+
+/* Applies the clock-switch rules to stream st for a kernel requesting c at
+ * time t, and returns the clocks in force at t.  init: the stream's clocks
+ * before the run from the plan, or NULL. */
+static inline SimClocks clocks_at(SimEngine *e, RankState *rs, Stream *st,
+                                  SimClocks c, gint64 t, const SimPlan *plan,
+                                  const SimInit *init)
+{
+  if (G_UNLIKELY(!st->clk_init)) {
+    st->clk_init = TRUE;
+    if (init == NULL || !init->set) {
+      /* Clocks are set before the run starts: no switch for the first. */
+      st->clk_cur = st->clk_target = c;
+      st->clk_land_ns = 0;
+      return c;
+    }
+    /* As after an iteration of the plan, then the kernel's own request. */
+    st->clk_cur = plan->pairs[init->cur];
+    st->clk_target = plan->pairs[init->target];
+    st->clk_land_ns = init->land_ns;
+  }
+  request_clocks(e, rs, st, c, t);
+  return st->clk_cur;
+}
+
+/* The switch in flight on stream st lands inside kernel i of rank r, which
+ * started at `start` and would last `dur` at the clocks in force (priced
+ * in `slot`): splits the kernel there (sim/engine.h), logs both parts (an
+ * overflow record), reports the first part to the observer and returns the
+ * kernel's end; *inc2 gets the second part's increment.  The switch has
+ * landed afterwards.  Out of line: it runs once per landing at most. */
+static __attribute__((noinline)) gint64
+split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
+             gint64 dur, const CostSlot *slot, float *inc2)
+{
+  RankState *rs = &e->ranks[r];
+  const SimOp *op = &e->w->ranks[r].ops[i];
+  gint64 split = st->clk_land_ns;
+  /* slot is the shape's cache entry, about to be repriced: copy first. */
+  float inc1 = slot->inc;
+  SimClocks c1 = {slot->cost.sm_mhz, slot->cost.mem_mhz};
+  st->clk_cur = st->clk_target;
+  SimClocks c2 = G_UNLIKELY(e->boost != NULL) ? boost_cap(e, r, st->clk_cur)
+                                              : st->clk_cur;
+  const CostSlot *now = price(e, r, op->shape, c2);
+  gint64 rest = sim_kernel_rest_ns(dur, split - start,
+                                   (double)op->ref_ns * now->cost.time_scale);
+  gint64 end;
+  if (G_UNLIKELY(split >= TIME_MAX || rest > TIME_MAX - split)) {
+    end = TIME_MAX;
+    split = MIN(split, end);
+    if (rs->bad_op == 0)
+      rs->bad_op = i + 1;
+  } else {
+    end = split + rest;
+  }
+  log_overflow(rs, i, start, start, end, inc1);
+  Overflow *o = &rs->ovf[rs->n_ovf - 1];
+  o->split = split;
+  o->inc2 = now->inc;
+  if (G_UNLIKELY(e->observer != NULL)) {
+    SimOpRecord rec = {e->iter, r, i, start, start, split, 0.0, c1};
+    rec.power_w = rs->idle_w + inc1;
+    e->observer(e->observer_data, &rec);
+  }
+  *inc2 = now->inc;
+  return end;
+}
+
+/* First early request of the ascending list a[0, n) on an op >= i. */
+static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
+{
+  guint32 lo = 0, hi = n;
+  while (lo < hi) {
+    guint32 mid = lo + (hi - lo) / 2;
+    if (a[mid].op < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Runs stream s of rank r as far as it can go.
+ *
+ * One function of ~150 lines on purpose (as Lua's luaV_execute): it is
+ * the replay's inner loop, a few instructions per kernel, and its state
+ * (cursor, stream time, the next wait target and early request) lives in
+ * registers across iterations.  Everything rare is already out of line
+ * (clocks_at, split_kernel, boost_clocks, log_overflow, comm_arrive). */
+static void advance(SimEngine *e, guint r, guint s)
+{
+  RankState *rs = &e->ranks[r];
+  Stream *st = &rs->streams[s];
+  if (st->state != ST_RUN)
+    return;
+  const SimOp *ops = e->w->ranks[r].ops;
+  OpLog *log = rs->log;
+  const SimPlan *plan = e->plan;
+  const guint16 *pidx = plan->index != NULL && r < plan->n_ranks
+                            ? plan->index[r]
+                            : NULL;
+  const SimClocks *pairs = plan->pairs;
+  const guint n_pairs = plan->n_pairs;
+  /* op_done() only matters for wait targets and observers. */
+  const gboolean observed = e->observer != NULL;
+  guint32 next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+  /* Early requests of this stream (plans made for a latency), found from
+   * the cursor; the loop stops its fast path at the next one as at the
+   * next wait target. */
+  const SimAhead *ah = NULL;
+  guint32 n_ah = 0, ka = 0, next_ahead = G_MAXUINT32;
+  if (G_UNLIKELY(plan->ahead != NULL) && r < plan->n_ranks &&
+      plan->ahead[r] != NULL) {
+    ah = plan->ahead[r];
+    n_ah = plan->n_ahead[r];
+    ka = ahead_from(ah, n_ah, st->cur);
+    if (ka < n_ah && ah[ka].op < st->end)
+      next_ahead = ah[ka].op;
+  }
+  guint32 next_stop = MIN(next_tgt, next_ahead);
+  gint64 t = st->free_ns;
+  guint32 i = st->cur;
+  for (; i < st->end; i++) {
+    const SimOp *op = &ops[i];
+    gint64 ready = t;
+    if (op->wait != SIM_NO_WAIT) {
+      /* Ops of a stream are scheduled in order, so op j is done exactly
+       * when its stream's cursor has moved past it. */
+      guint32 j = op->wait;
+      const Stream *owner = &rs->streams[ops[j].stream];
+      if (owner->cur <= j) {
+        st->state = ST_WAIT_OP;
+        st->waiting_for = j;
+        break;
+      }
+      ready = MAX(ready, target_end(rs, owner, j));
+    }
+    if (G_LIKELY(op->kind == SIM_OP_KERNEL)) {
+      if (G_UNLIKELY(i == next_ahead)) {
+        /* Requests made before this kernel starts, in the wait before it
+         * (not before the stream's previous op ended at t). */
+        for (; i == next_ahead && ah[ka].from_start; ka++) {
+          if (st->clk_init)
+            request_clocks(e, rs, st, pairs[ah[ka].pair],
+                           MAX(t, ready - ah[ka].lead_ns));
+          next_ahead = ka + 1 < n_ah && ah[ka + 1].op < st->end
+                           ? ah[ka + 1].op
+                           : G_MAXUINT32;
+        }
+        next_stop = MIN(next_tgt, next_ahead);
+      }
+      guint k = pidx != NULL ? pidx[i] : 0;
+      SimClocks req = pairs[k < n_pairs ? k : 0];
+      SimClocks c;
+      /* Steady state: the same pair as the stream's landed target. */
+      gboolean steady = st->clk_init &&
+                        pack_clocks(req) == pack_clocks(st->clk_target) &&
+                        pack_clocks(st->clk_cur) == pack_clocks(req);
+      if (G_LIKELY(steady))
+        c = req;
+      else
+        c = clocks_at(e, rs, st, req, ready, plan,
+                      plan->init != NULL && r < plan->n_ranks &&
+                              plan->init[r] != NULL
+                          ? &plan->init[r][s]
+                          : NULL);
+      if (G_UNLIKELY(e->boost != NULL))
+        c = boost_clocks(e, r, c, ready);
+      const CostSlot *slot = price(e, r, op->shape, c);
+      gint64 dur = round_ns((double)op->ref_ns * slot->cost.time_scale);
+      float inc = slot->inc;
+      gint64 end = ready + dur;
+      gint64 split = 0; /* when a switch landed inside it (0: none) */
+      if (G_UNLIKELY(!steady &&
+                     pack_clocks(st->clk_cur) != pack_clocks(st->clk_target) &&
+                     st->clk_land_ns < end)) {
+        /* A switch in flight (it lands after `ready`, or clocks_at would
+         * have applied it) lands before the kernel ends. */
+        split = st->clk_land_ns;
+        end = split_kernel(e, r, st, i, ready, dur, slot, &inc);
+      } else if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
+        log[i].dur = (guint32)dur;
+        log[i].aux = float_bits(inc);
+      } else {
+        if (G_UNLIKELY(end > TIME_MAX)) {
+          end = TIME_MAX;
+          if (rs->bad_op == 0)
+            rs->bad_op = i + 1;
+        }
+        log_overflow(rs, i, ready, ready, end, inc);
+      }
+      t = end;
+      if (G_UNLIKELY(e->boost != NULL))
+        boost_note(e, r, end, inc);
+      if (G_UNLIKELY(i == next_stop || observed)) {
+        for (; i == next_ahead; ka++) {
+          /* Made lead_ns before the kernel ends, but not before it starts,
+           * nor before the switch that landed inside it, nor so early
+           * that it would land inside it too (the list is in time order,
+           * so requests stay in order). */
+          gint64 lead = MIN(ah[ka].lead_ns, e->m->switch_latency_ns);
+          gint64 tq = MAX(MAX(ready, split), end - lead);
+          request_clocks(e, rs, st, pairs[ah[ka].pair], tq);
+          next_ahead = ka + 1 < n_ah && ah[ka + 1].op < st->end
+                           ? ah[ka + 1].op
+                           : G_MAXUINT32;
+        }
+        gint64 from = split != 0 ? split : ready; /* the last part */
+        op_done(e, r, st, i, from, from, end, inc);
+        next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+        next_stop = MIN(next_tgt, next_ahead);
+      }
+    } else if (op->kind == SIM_OP_MARKER) {
+      log[i].dur = 0;
+      log[i].aux = 0;
+      t = ready;
+      op_done(e, r, st, i, ready, ready, ready, 0.0f);
+      next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+      next_stop = MIN(next_tgt, next_ahead);
+    } else if (op->kind == SIM_OP_HOST) {
+      /* CPU time: its recorded duration at any clocks, no GPU power. */
+      t = host_op(rs, i, op, ready);
+      op_done(e, r, st, i, ready, ready, t, 0.0f);
+      next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
+      next_stop = MIN(next_tgt, next_ahead);
+    } else {
+      st->state = ST_WAIT_COMM;
+      st->cur = i;
+      st->free_ns = t;
+      st->arrive_ns = ready;
+      comm_arrive(e, r, i, ready);
+      return;
+    }
+  }
+  st->cur = i;
+  st->free_ns = t;
+  if (i == st->end && st->state == ST_RUN) {
+    st->state = ST_DONE;
+    if (--rs->n_unfinished == 0)
+      e->n_unfinished_ranks--;
+  }
+}
+
+static void drain_work(SimEngine *e)
+{
+  while (e->n_work > 0) {
+    guint64 v = e->work[--e->n_work];
+    advance(e, (guint)(v >> 32), (guint)(v & 0xffffffffu));
+  }
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+/* Replays one iteration from t0 (sim/engine-private.h). */
+gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
+                              GError **error)
+{
+  const SimWorkload *w = e->w;
+  e->n_unfinished_ranks = 0;
+  memset(e->mseq, 0, sizeof(guint32) * MAX(w->group_ranks->len, 1));
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    RankState *rs = &e->ranks[r];
+    rs->n_unfinished = 0;
+    rs->n_ovf = 0;
+    for (guint s = 0; s < rs->n_streams; s++) {
+      Stream *st = &rs->streams[s];
+      st->cur = rk->stream_off[s];
+      st->end = rk->stream_off[s + 1];
+      st->tgt = st->tgt_lo;
+      st->free_ns = t0;
+      st->state = st->cur < st->end ? ST_RUN : ST_DONE;
+      if (st->state == ST_RUN)
+        rs->n_unfinished++;
+    }
+    if (rs->n_unfinished > 0)
+      e->n_unfinished_ranks++;
+    for (guint s = 0; s < rs->n_streams; s++)
+      if (rs->streams[s].state == ST_RUN)
+        sim_queue_push(e->queue, t0, PRIO_RESUME, EV_RESUME,
+                       (guint64)r << 32 | s);
+  }
+  SimEvent ev;
+  while (sim_queue_pop(e->queue, &ev)) {
+    if (ev.kind == EV_RESUME)
+      push_work(e, (guint)(ev.payload >> 32),
+                (guint)(ev.payload & 0xffffffffu));
+    else
+      comm_start(e, (guint32)ev.payload);
+    drain_work(e);
+  }
+  if (e->n_unfinished_ranks > 0) {
+    for (guint r = 0; r < w->n_ranks; r++) {
+      RankState *rs = &e->ranks[r];
+      for (guint s = 0; s < rs->n_streams; s++) {
+        Stream *st = &rs->streams[s];
+        if (st->state == ST_DONE)
+          continue;
+        const SimOp *op = &w->ranks[r].ops[st->cur];
+        g_set_error(error, SIM_ERROR, SIM_ERROR_DEADLOCK,
+                    "replay deadlocked in iteration %u: rank %u stream %u "
+                    "stuck at op %u (%s %s)%s",
+                    e->iter, r, s, st->cur, sim_kind_name(op->kind),
+                    sim_workload_name(w, op->name),
+                    st->state == ST_WAIT_COMM
+                        ? ", waiting for its communication partners"
+                        : ", waiting for an op of another stream");
+        return FALSE;
+      }
+    }
+  }
+  gint64 end = t0;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    for (guint s = 0; s < rs->n_streams; s++)
+      end = MAX(end, rs->streams[s].free_ns);
+    if (G_UNLIKELY(rs->bad_op != 0)) {
+      guint32 i = rs->bad_op - 1;
+      const SimOp *op = &w->ranks[r].ops[i];
+      g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                  "iteration %u: rank %u op %u (%s %s) ends past the "
+                  "engine's time range (2^62 ns, 146 years of simulated "
+                  "time): a duration in the input, or a slowdown, is absurd",
+                  e->iter, r, i, sim_kind_name(op->kind),
+                  sim_workload_name(w, op->name));
+      return FALSE;
+    }
+  }
+  if (G_UNLIKELY(end >= TIME_MAX)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                "iteration %u ends past the engine's time range (2^62 ns, "
+                "146 years of simulated time)", e->iter);
+    return FALSE;
+  }
+  *t1 = end;
+  return TRUE;
+}
+
+/* Forgets whatever a failed earlier run left behind. */
+void sim_replay_reset(SimEngine *e)
+{
+  const SimWorkload *w = e->w;
+  sim_queue_clear(e->queue);
+  e->n_work = 0;
+  for (guint g = 0; g < e->n_groups; g++)
+    if (e->rings[g].slot != NULL)
+      memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
+  e->n_free = 0;
+  for (guint32 i = 0; i < e->n_pend; i++)
+    e->pend_free[e->n_free++] = e->n_pend - 1 - i;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    for (guint32 c = 0; c < rs->n_chans; c++)
+      rs->chans[c].len = rs->chans[c].head = 0;
+    for (guint s = 0; s < rs->n_streams; s++)
+      rs->streams[s].clk_init = FALSE;
+    rs->switches = 0;
+    rs->bad_op = 0;
+  }
+  if (e->boost != NULL)
+    boost_reset(e);
+}
+
