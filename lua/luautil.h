@@ -106,6 +106,7 @@ char *jsl_limits_explain(JsSession *s, const char *message);
 /* Registration hooks, one per feature file: each adds its functions to the
  * module table on top of the stack (called by require "joulesim" before the
  * prelude runs). */
+void jsl_register_simulate(lua_State *L); /* lua/simulate.c: js.simulate */
 void jsl_register_policy(lua_State *L);   /* lua/policy.c */
 void jsl_register_gpu(lua_State *L);      /* lua/gpu.c: js.gpu table, js.gpu.define */
 void jsl_register_trace(lua_State *L);    /* lua/trace.c: js.trace */

@@ -1,0 +1,435 @@
+/* lua/simulate.c -- js.simulate: one run of a workload on a cluster under
+ * a policy, and the result table it returns (lua/bind.c's conventions).
+ *
+ * Arguments are checked completely first (one parser per sub-table:
+ * uncertainty, timeline, variability), then the run goes through
+ * js_simulate_report (run/session.h); what it leaves behind is owned by a
+ * userdata until the result table is built, so a Lua error while building
+ * it cannot leak.  The result table's fields are documented in
+ * docs/lua-api.md ("js.simulate"). */
+#include "lua/luautil.h"
+#include "run/validate.h"
+#include "traces/timeline.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <math.h>
+#include <string.h>
+
+/* ---- results tables ----------------------------------------------------------- */
+
+static void push_te(lua_State *L, const SimTE *te)
+{
+  lua_createtable(L, 0, 2);
+  jsl_set_num(L, "time_s", te->time_ns * 1e-9);
+  jsl_set_num(L, "energy_j", te->energy_j);
+}
+
+/* Converts a SimResult into the documented plain table. */
+static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
+                        const SimWorkload *w, const DvfsPolicy *p,
+                        const GArray *steps)
+{
+  double t = (double)r->time_ns * 1e-9;
+  lua_createtable(L, 0, 24);
+  g_autofree char *label = dvfs_policy_label(p);
+  lua_pushstring(L, label);
+  lua_setfield(L, -2, "policy");
+  lua_pushstring(L, c->gpu->name);
+  lua_setfield(L, -2, "gpu");
+  jsl_set_int(L, "n_gpus", r->n_gpus);
+  jsl_set_num(L, "time_s", t);
+  jsl_set_num(L, "energy_j", r->energy_j);
+  jsl_set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
+  jsl_set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
+  jsl_set_num(L, "peak_power_w", r->peak_power_w);
+  jsl_set_num(L, "waste_j", r->waste_j);
+  jsl_set_num(L, "blocked_j", r->blocked.energy_j);
+  jsl_set_num(L, "idle_j", r->idle.energy_j);
+  jsl_set_int(L, "switches", (lua_Integer)r->switches);
+  jsl_set_int(L, "ops", (lua_Integer)r->ops);
+  jsl_set_int(L, "ops_represented", (lua_Integer)r->ops_represented);
+  jsl_set_num(L, "flops", r->flops);
+  jsl_set_num(L, "tflops_per_gpu",
+          t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
+  jsl_set_num(L, "tokens_per_s",
+          t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
+  jsl_set_num(L, "iteration_time_s", t / r->n_iterations);
+  jsl_set_num(L, "energy_per_iteration_j", r->energy_j / r->n_iterations);
+  if (steps != NULL && steps->len > 0) {
+    /* A workload of every profiled step: one row per step (run/session.h,
+     * JsStepRow), numbered by iteration and ProfilerStep. */
+    lua_createtable(L, (int)steps->len, 0);
+    for (guint i = 0; i < steps->len; i++) {
+      const JsStepRow *row = &g_array_index(steps, JsStepRow, i);
+      lua_createtable(L, 0, 4);
+      jsl_set_num(L, "time_s", (double)row->time_ns * 1e-9);
+      jsl_set_num(L, "energy_j", row->energy_j);
+      jsl_set_int(L, "iteration", (lua_Integer)row->iteration + 1);
+      jsl_set_int(L, "step", (lua_Integer)row->step);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  } else {
+    lua_createtable(L, (int)r->n_iterations, 0);
+    for (guint i = 0; i < r->n_iterations; i++) {
+      lua_createtable(L, 0, 2);
+      jsl_set_num(L, "time_s", (double)r->iterations[i].time_ns * 1e-9);
+      jsl_set_num(L, "energy_j", r->iterations[i].energy_j);
+      lua_rawseti(L, -2, i + 1);
+    }
+  }
+  lua_setfield(L, -2, "iterations");
+  lua_createtable(L, 0, SIM_CLASS_COUNT);
+  for (int k = 0; k < SIM_CLASS_COUNT; k++) {
+    push_te(L, &r->by_class[k]);
+    lua_setfield(L, -2, sim_class_name((SimOpClass)k));
+  }
+  lua_setfield(L, -2, "by_class");
+  lua_createtable(L, 0, SIM_PHASE_COUNT);
+  for (int k = 0; k < SIM_PHASE_COUNT; k++) {
+    push_te(L, &r->by_phase[k]);
+    lua_setfield(L, -2, sim_phase_name((SimPhase)k));
+  }
+  push_te(L, &r->blocked);
+  lua_setfield(L, -2, "blocked");
+  push_te(L, &r->idle);
+  lua_setfield(L, -2, "idle");
+  lua_setfield(L, -2, "by_phase");
+  lua_createtable(L, (int)r->n_gpus, 0);
+  for (guint g = 0; g < r->n_gpus; g++) {
+    const SimGpuResult *pg = &r->per_gpu[g];
+    lua_createtable(L, 0, 10);
+    jsl_set_num(L, "energy_j", pg->energy_j);
+    jsl_set_num(L, "avg_power_w", t > 0 ? pg->energy_j / t : 0);
+    jsl_set_num(L, "peak_power_w", pg->peak_power_w);
+    jsl_set_num(L, "kernel_s", pg->kernel_ns * 1e-9);
+    jsl_set_num(L, "comm_s", pg->comm_ns * 1e-9);
+    jsl_set_num(L, "blocked_s", pg->blocked_ns * 1e-9);
+    jsl_set_num(L, "idle_s", pg->idle_ns * 1e-9);
+    jsl_set_num(L, "blocked_j", pg->blocked_j);
+    jsl_set_num(L, "idle_j", pg->idle_j);
+    jsl_set_num(L, "tflops", t > 0 ? pg->flops / t * 1e-12 : 0);
+    jsl_set_int(L, "switches", (lua_Integer)pg->switches);
+    lua_rawseti(L, -2, g + 1);
+  }
+  lua_setfield(L, -2, "per_gpu");
+}
+
+/* ---- js.simulate ----------------------------------------------------------- */
+
+static const char *const simulate_keys[] = {
+  "cluster", "workload", "policy", "iterations", "seed", "stragglers",
+  "variability", "switch_latency_ms", "timeline", "uncertainty", NULL};
+static const char *const uncertainty_keys[] = {
+  "profile", "samples", "level", "fit", "seed", "power_limit_w", NULL};
+static const char *const fit_modes[] = {"none", "time", "power", "all", NULL};
+
+/* What a run leaves behind, owned by a userdata (freed by __gc) so that a
+ * Lua error while the result table is built cannot leak it. */
+typedef struct {
+  SimResult *r;
+  JsRunReport rep;
+} LSimBox;
+
+static int simbox_gc(lua_State *L)
+{
+  LSimBox *u = lua_touserdata(L, 1);
+  g_clear_pointer(&u->r, sim_result_free);
+  js_run_report_clear(&u->rep);
+  return 0;
+}
+
+/* The bootstrap of `uncertainty`: every resample's fitted GPU replaces the
+ * cluster's in a copy, and the run is simulated again. */
+typedef struct {
+  JsSession *s;
+  const Cluster *c;
+  const SimWorkload *w;
+  const DvfsPolicy *pol;
+  JsRunOptions opt;
+} BootRun;
+
+static gboolean boot_simulate(const FitModel *m, gpointer data,
+                              double *values, GError **error)
+{
+  BootRun *b = data;
+  GpuSpec *spec = fit_model_to_gpu(m, b->c->gpu->name, "bootstrap fit");
+  Cluster *cc = cluster_copy(b->c, error);
+  if (cc == NULL) {
+    gpu_spec_free(spec);
+    return FALSE;
+  }
+  gpu_spec_free(cc->gpu);
+  cc->gpu = spec;
+  SimResult *r = js_simulate_planned(b->s, cc, b->w, b->pol, &b->opt, NULL,
+                                     error);
+  cluster_free(cc);
+  if (r == NULL)
+    return FALSE;
+  values[0] = r->energy_j;
+  values[1] = (double)r->time_ns * 1e-9;
+  sim_result_free(r);
+  return TRUE;
+}
+
+static void push_interval(lua_State *L, const char *k, const FitInterval *iv,
+                          double level)
+{
+  lua_createtable(L, 0, 7);
+  jsl_set_num(L, "estimate", iv->estimate);
+  jsl_set_num(L, "lo", iv->lo);
+  jsl_set_num(L, "hi", iv->hi);
+  jsl_set_num(L, "mean", iv->mean);
+  jsl_set_num(L, "sd", iv->sd);
+  jsl_set_num(L, "level", level);
+  jsl_set_int(L, "samples", iv->samples);
+  lua_setfield(L, -2, k);
+}
+
+/* The pipeline policies' figures (on the DAG model, one whole pipeline)
+ * and frontier, on the result table on top of the stack. */
+static void push_pipeline(lua_State *L, JsRunReport *rep)
+{
+  PerseusRun *pr = rep->pipeline;
+  if (pr == NULL)
+    return;
+  jsl_set_num(L, "allmax_time_s", (double)pr->allmax_time_ns * 1e-9);
+  jsl_set_num(L, "allmax_energy_j", pr->allmax_energy_j * pr->tp);
+  jsl_set_num(L, "plan_time_s", (double)pr->plan_time_ns * 1e-9);
+  jsl_set_num(L, "plan_energy_j", pr->plan_energy_j * pr->tp);
+  /* 0: the policy's own plan ran; 1-3: its switching-latency fallback
+   * (PerseusRun.latency_fallback). */
+  jsl_set_int(L, "latency_fallback", pr->latency_fallback);
+  if (rep->pipeline_kind == DVFS_PLAN)
+    jsl_set_int(L, "plan_snapped", pr->plan_snapped);
+  if (pr->n_tried > 0) {
+    jsl_set_num(L, "limit_w", pr->limit_w);
+    jsl_set_int(L, "limits_tried", pr->n_tried);
+  }
+  if (pr->frontier != NULL && rep->clocks != NULL) {
+    jsl_set_int(L, "point", pr->point + 1);
+    jsl_push_frontier(L, g_steal_pointer(&pr->frontier), rep->n_stages,
+                      rep->n_microbatches, pr->tp, rep->clocks, rep->n_clocks,
+                      pr->allmax_time_ns, pr->allmax_energy_j);
+    lua_setfield(L, -2, "frontier");
+  }
+}
+
+/* js.simulate{uncertainty = { profile =, samples = 200, level = 0.9,
+ * fit = "all", seed =, power_limit_w = }}: an interval from bootstrap
+ * resamples of a profile.  u->prof NULL when not given; the profile stays
+ * on the stack. */
+typedef struct {
+  const Profile *prof;
+  guint samples;
+  double level, limit_w;
+  FitMode mode;
+  guint64 seed;
+} SimUncertainty;
+
+static void parse_uncertainty(lua_State *L, const char *fn, guint64 seed,
+                              SimUncertainty *u)
+{
+  *u = (SimUncertainty){NULL, 200, 0.9, 0, FIT_ALL, seed};
+  if (lua_getfield(L, 1, "uncertainty") == LUA_TNIL)
+    return;
+  const char *ufn = "js.simulate{uncertainty}";
+  int ui = lua_gettop(L);
+  if (!lua_istable(L, ui))
+    luaL_error(L, "%s: argument 'uncertainty' must be a table {profile, "
+                  "samples, level, fit, seed, power_limit_w} (got %s)", fn,
+               luaL_typename(L, ui));
+  jsl_check_keys(L, ui, ufn, uncertainty_keys);
+  u->samples = (guint)jsl_opt_int(L, ui, ufn, "samples", 200, 2, 100000);
+  u->level = jsl_opt_num(L, ui, ufn, "level", 0.9, 1e-6, 1 - 1e-6);
+  u->mode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", FIT_ALL, fit_modes);
+  if (u->mode == FIT_NONE)
+    luaL_error(L, "%s: argument 'fit' must fit something (time, power or "
+                  "all) for an interval", ufn);
+  u->seed = (guint64)jsl_opt_int(L, ui, ufn, "seed", (lua_Integer)seed, 0,
+                                 G_MAXINT64);
+  u->limit_w = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
+  u->prof = jsl_check_profile(L, ui, ufn); /* stays on the stack */
+}
+
+/* js.simulate{timeline = "out.json" | true ("timeline.json") |
+ * { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }}.  The value
+ * stays on the stack: the strings are borrowed from it. */
+typedef struct {
+  const char *path, *gpus, *window;
+} SimTimeline;
+
+static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
+{
+  *t = (SimTimeline){NULL, NULL, NULL};
+  int tl_type = lua_getfield(L, 1, "timeline");
+  if (tl_type == LUA_TSTRING) {
+    t->path = lua_tostring(L, -1);
+  } else if (tl_type == LUA_TBOOLEAN) {
+    t->path = lua_toboolean(L, -1) ? "timeline.json" : NULL;
+  } else if (tl_type == LUA_TTABLE) {
+    static const char *const tkeys[] = {"path", "gpus", "window", NULL};
+    const char *tfn = "js.simulate{timeline}";
+    int ti = lua_gettop(L);
+    jsl_check_keys(L, ti, tfn, tkeys);
+    t->path = jsl_opt_str(L, ti, tfn, "path", "timeline.json");
+    t->gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
+    t->window = jsl_opt_str(L, ti, tfn, "window", NULL);
+  } else if (tl_type != LUA_TNIL) {
+    luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
+                  "table {path, gpus, window} (got %s)", fn,
+               luaL_typename(L, -1));
+  }
+}
+
+/* js.simulate{variability = {perf, power}}: overrides the cluster's for
+ * this run only (JsRunOptions.variability). */
+static void parse_variability(lua_State *L, JsRunOptions *opt)
+{
+  if (lua_getfield(L, 1, "variability") != LUA_TNIL) {
+    static const char *const vkeys[] = {"perf", "power", NULL};
+    const char *vfn = "js.simulate{variability}";
+    jsl_check_keys(L, lua_gettop(L), vfn, vkeys);
+    opt->variability = TRUE;
+    opt->perf_spread = jsl_opt_num(L, -1, vfn, "perf", 0, 0, 0.5);
+    opt->power_spread = jsl_opt_num(L, -1, vfn, "power", 0, 0, 0.5);
+  }
+  lua_pop(L, 1);
+}
+
+/* Opens the timeline t->path of a run of lw on c, and sets it as opt's
+ * observer; raises on error.  No Lua error may be raised once it is open
+ * (a longjmp would leak it and its temporary file). */
+static TraceTimeline *open_timeline(lua_State *L, const char *fn,
+                                    const SimTimeline *t, const Cluster *c,
+                                    const LWorkload *lw,
+                                    TraceTimelineOptions *topt,
+                                    JsRunOptions *opt)
+{
+  GError *tl_err = NULL;
+  GArray *sel = NULL;
+  if (t->gpus != NULL) {
+    sel = trace_timeline_parse_gpus(t->gpus, lw->w->n_ranks, &tl_err);
+    if (sel == NULL) {
+      jsl_raise_gerror(L, fn, tl_err);
+      return NULL;
+    }
+    topt->gpus = (const guint32 *)(void *)sel->data;
+    topt->n_gpus = sel->len;
+  }
+  /* The machine's idle and blocked powers (models/cluster.c). */
+  topt->idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
+                                            : c->gpu->idle_power_w.v;
+  topt->blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
+                                                  : c->gpu->blocked_power_w.v;
+  topt->label = lw->label;
+  TraceTimeline *tl = trace_timeline_open(t->path, lw->w, topt, &tl_err);
+  if (sel != NULL)
+    g_array_unref(sel);
+  if (tl == NULL) {
+    jsl_raise_gerror(L, fn, tl_err);
+    return NULL;
+  }
+  opt->observer = trace_timeline_observe;
+  opt->observer_data = tl;
+  return tl;
+}
+
+/* The run's outputs, collected with a userdata left on the stack. */
+static LSimBox *push_simbox(lua_State *L)
+{
+  LSimBox *box = lua_newuserdatauv(L, sizeof *box, 0);
+  memset(box, 0, sizeof *box);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, simbox_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  return box;
+}
+
+static int l_simulate(lua_State *L)
+{
+  const char *fn = "js.simulate";
+  JsSession *s = jsl_session(L);
+  jsl_check_keys(L, 1, fn, simulate_keys);
+  lua_getfield(L, 1, "cluster");
+  Cluster *c = jsl_check_cluster(L, -1, fn);
+  lua_getfield(L, 1, "workload");
+  LWorkload *lw = jsl_check_workload(L, -1, fn);
+  lua_getfield(L, 1, "policy");
+  DvfsPolicy pol;
+  jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);
+  JsRunOptions opt = {0};
+  opt.iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
+  lua_Integer seed = jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
+                             G_MAXINT64);
+  opt.seed = (guint64)seed;
+  opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  /* The set lives in a userdata left on the stack for the whole call. */
+  opt.stragglers = jsl_stragglers_from_lua(L, 1, fn, lw->w, opt.iterations,
+                                           opt.seed);
+  SimUncertainty u;
+  parse_uncertainty(L, fn, opt.seed, &u);
+  SimTimeline t;
+  parse_timeline(L, fn, &t);
+  if (t.path != NULL && dvfs_policy_is_pipeline(&pol))
+    luaL_error(L, "%s: argument 'timeline' is not available with policy "
+                  "'%s' (it runs its own engine)", fn,
+               dvfs_kind_name(pol.kind));
+  if (t.path != NULL)
+    jsl_check_write(L, fn, t.path, JS_FILE_TIMELINE);
+  TraceTimelineOptions topt;
+  trace_timeline_options_init(&topt);
+  GError *err = NULL;
+  if (t.window != NULL &&
+      !trace_timeline_parse_window(t.window, &topt.t0_ns, &topt.t1_ns, &err))
+    return jsl_raise_gerror(L, fn, err);
+  parse_variability(L, &opt);
+  LSimBox *box = push_simbox(L);
+  /* The timeline opens last. */
+  TraceTimeline *tl = NULL;
+  if (t.path != NULL)
+    tl = open_timeline(L, fn, &t, c, lw, &topt, &opt);
+  box->r = js_simulate_report(s, c, lw->w, &pol, &opt, &box->rep, &err);
+  if (box->r == NULL) {
+    trace_timeline_abort(tl);
+    return jsl_raise_gerror(L, fn, err);
+  }
+  if (tl != NULL && !trace_timeline_close(tl, NULL, &err))
+    return jsl_raise_gerror(L, fn, err);
+  /* Uncertainty: the same run on GPUs refitted to bootstrap resamples. */
+  FitInterval iv[2];
+  if (u.prof != NULL) {
+    BootRun b = {s, c, lw->w, &pol, opt};
+    b.opt.observer = NULL;
+    b.opt.observer_data = NULL;
+    JsFitInput in = {0};
+    js_fit_input_from_profile(u.prof, &in);
+    gboolean uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, u.mode,
+                                       u.limit_w, u.samples, u.level, u.seed,
+                                       2, boot_simulate, &b, iv, &err);
+    js_fit_input_clear(&in);
+    if (!uok)
+      return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
+  }
+  push_result(L, box->r, c, lw->w, &pol, box->rep.steps);
+  if (t.path != NULL) {
+    lua_pushstring(L, t.path);
+    lua_setfield(L, -2, "timeline");
+  }
+  jsl_push_plan(L, box->rep.plan);
+  push_pipeline(L, &box->rep);
+  if (u.prof != NULL) {
+    /* estimate: the run on the GPU refitted to every point of the
+     * profile (r.energy_j and r.time_s are on the cluster's GPU). */
+    push_interval(L, "energy_interval", &iv[0], u.level);
+    push_interval(L, "time_interval", &iv[1], u.level);
+  }
+  return 1;
+}
+
+void jsl_register_simulate(lua_State *L)
+{
+  lua_pushcfunction(L, l_simulate);
+  lua_setfield(L, -2, "simulate");
+}
