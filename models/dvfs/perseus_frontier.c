@@ -484,7 +484,11 @@ static gboolean dp_frontier(const PerseusDag *d, GArray *out)
     g_array_set_size(cfin, 0);
     for (guint si = 0; si < prev->len; si++) {
       const DpState *ps = &g_array_index(prev, DpState, si);
-      const gint64 *pf = (const gint64 *)(void *)prev_fin->data + (gsize)si * pa;
+      /* No frontier nodes yet (pa = 0): nothing to read, and the empty
+       * array's data may be NULL. */
+      const gint64 *pf =
+          pa == 0 ? NULL
+                  : (const gint64 *)(void *)prev_fin->data + (gsize)si * pa;
       gint64 start = 0;
       for (guint k = d->pred_off[v]; k < d->pred_off[v + 1]; k++)
         start = MAX(start, pf[pidx[d->pred[k]]]);
