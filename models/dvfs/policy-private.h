@@ -31,6 +31,10 @@ gboolean dvfs_check_common(const DvfsPolicy *p, const Cluster *c,
                              gboolean (*own)(const DvfsPolicy *p,
                                              GError **error),
                              GError **error);
+/* dvfs_check_common with no checks of the kind's own: the `check` of the
+ * classes whose parameters are only the shared ones. */
+gboolean dvfs_check_standard(const DvfsPolicy *p, const Cluster *c,
+                             GError **error);
 
 /* A plan result holding the uniform plan `clk` on every rank of w (no
  * power limit, no report). */

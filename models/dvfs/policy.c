@@ -179,6 +179,12 @@ gboolean dvfs_check_common(const DvfsPolicy *p, const Cluster *c,
          dvfs_check_clock_lists(p, c->gpu, error);
 }
 
+gboolean dvfs_check_standard(const DvfsPolicy *p, const Cluster *c,
+                             GError **error)
+{
+  return dvfs_check_common(p, c, NULL, error);
+}
+
 gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                            GError **error)
 {

@@ -8,11 +8,6 @@
 static const char *const keys[] = {"name", NULL};
 static const DvfsArg args[] = {{NULL}};
 
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, NULL, error);
-}
-
 static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
                        GError **error)
 {
@@ -24,6 +19,6 @@ const DvfsPolicyClass dvfs_class_envpipe = {
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PIPELINE,
-  .check = check,
+  .check = dvfs_check_standard,
   .run = run,
 };

@@ -44,11 +44,6 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("iteration(s=%g)", p->slowdown);
 }
 
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, NULL, error);
-}
-
 static Cand *strategy(Planner *P, DvfsPlanResult *res,
                       const DvfsPrices **prices, GError **error)
 {
@@ -67,6 +62,6 @@ const DvfsPolicyClass dvfs_class_iteration = {
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
   .label = label,
-  .check = check,
+  .check = dvfs_check_standard,
   .plan = plan,
 };

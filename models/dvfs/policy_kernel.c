@@ -362,11 +362,6 @@ static char *label(const DvfsPolicy *p)
   return g_string_free(s, FALSE);
 }
 
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, NULL, error);
-}
-
 static Cand *strategy(Planner *P, DvfsPlanResult *res,
                       const DvfsPrices **prices, GError **error)
 {
@@ -385,6 +380,6 @@ const DvfsPolicyClass dvfs_class_kernel = {
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
   .label = label,
-  .check = check,
+  .check = dvfs_check_standard,
   .plan = plan,
 };

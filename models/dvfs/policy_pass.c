@@ -61,11 +61,6 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("pass(s=%g)", p->slowdown);
 }
 
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, NULL, error);
-}
-
 static Cand *strategy(Planner *P, DvfsPlanResult *res,
                       const DvfsPrices **prices, GError **error)
 {
@@ -84,6 +79,6 @@ const DvfsPolicyClass dvfs_class_pass = {
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
   .label = label,
-  .check = check,
+  .check = dvfs_check_standard,
   .plan = plan,
 };

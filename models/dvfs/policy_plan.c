@@ -13,11 +13,6 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("plan(%ux%u)", p->plan_stages, p->plan_microbatches);
 }
 
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, NULL, error);
-}
-
 static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
                        GError **error)
 {
@@ -30,6 +25,6 @@ const DvfsPolicyClass dvfs_class_plan = {
   .args = args,
   .flags = DVFS_CLASS_PIPELINE,
   .label = label,
-  .check = check,
+  .check = dvfs_check_standard,
   .run = run,
 };
