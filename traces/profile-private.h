@@ -29,6 +29,10 @@ typedef struct {
  * Returns FALSE at end of input (error unset) or on a syntax error (error
  * set, naming the line). */
 gboolean profile_csv_next(CsvReader *r, CsvRow *row, GError **error);
+/* TRUE when row has the header's n_cols fields; else FALSE with
+ * PROFILE_ERROR_FORMAT "PATH:LINE: N columns, the header has M". */
+gboolean profile_csv_check_width(const CsvRow *row, guint n_cols,
+                                 const char *path, GError **error);
 
 /* An empty row; clearing frees its fields. */
 void profile_csv_row_init(CsvRow *row);

@@ -46,6 +46,17 @@ G_DEFINE_QUARK(profile-error-quark, profile_error)
 /* Reads the next non-blank, non-comment record into row (fields replaced).
  * Returns FALSE at end of input (error unset) or on a syntax error (error
  * set, naming the line). */
+gboolean profile_csv_check_width(const CsvRow *row, guint n_cols,
+                                 const char *path, GError **error)
+{
+  if (row->fields->len == n_cols)
+    return TRUE;
+  g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+              "%s:%u: %u columns, the header has %u", path, row->line,
+              row->fields->len, n_cols);
+  return FALSE;
+}
+
 gboolean profile_csv_next(CsvReader *r, CsvRow *row, GError **error)
 {
   for (;;) {
@@ -888,10 +899,7 @@ GArray *profile_load_run(const char *path, GError **error)
   gboolean ok = TRUE;
   while (ok && profile_csv_next(&r, &row, &err)) {
     guint line = row.line;
-    if (row.fields->len != n_cols) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: %u columns, the header has %u", path, line,
-                  row.fields->len, n_cols);
+    if (!profile_csv_check_width(&row, n_cols, path, error)) {
       ok = FALSE;
       break;
     }

@@ -156,10 +156,7 @@ static GArray *load_samples(const char *path, GError **error)
   gboolean ok = TRUE;
   while (ok && profile_csv_next(&r, &row, &err)) {
     guint line = row.line;
-    if (row.fields->len != n_cols) {
-      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                  "%s:%u: %u columns, the header has %u", path, line,
-                  row.fields->len, n_cols);
+    if (!profile_csv_check_width(&row, n_cols, path, error)) {
       ok = FALSE;
       break;
     }
@@ -352,12 +349,8 @@ static gboolean window_columns(Windows *wl, const CsvRow *row, GError **error)
 static gboolean window_row(Windows *wl, const CsvRow *row, GError **error)
 {
   guint line = row->line;
-  if (row->fields->len != wl->n_cols) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
-                "%s:%u: %u columns, the header has %u", wl->windows_path, line,
-                row->fields->len, wl->n_cols);
+  if (!profile_csv_check_width(row, wl->n_cols, wl->windows_path, error))
     return FALSE;
-  }
   const char *kname = g_ptr_array_index(row->fields, (guint)wl->ck);
   if (kname[0] == '\0') {
     g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
