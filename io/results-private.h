@@ -19,6 +19,9 @@
 #define RES_TIMELINE_CHUNK_ROWS 4096
 #define RES_TIMELINE_DEFLATE_LEVEL 4
 
+/* A new results file not yet linked into place (io/results.c). */
+typedef struct ResNewFile ResNewFile;
+
 /* One column of a table. */
 typedef struct {
   char *name;
@@ -30,8 +33,12 @@ struct ResTable {
   char *path;
   char *table;
   char *dset_path;    /* "/results/<table>" */
-  hid_t file;
+  hid_t file;         /* -1 once a failed creation closed it */
+  ResNewFile *pending; /* the file is new and not yet linked into place
+                         (res_open_file), until the first row, or close */
   hid_t dset;         /* -1 until the table has columns */
+  gboolean linked;    /* dset has its name: it is created anonymous and
+                         linked once its first row is on disk */
   hid_t mem_type;     /* -1 until the table has columns */
   ResCol *cols;
   guint ncols;
@@ -84,10 +91,19 @@ gboolean res_fsync(hid_t file);
 herr_t res_close_file(hid_t file);
 gboolean res_ensure_group(hid_t file, const char *name,
                           const char *path, GError **error);
-/* Opens `path` read-write, creating it (with its root attributes) when it
- * does not exist.  *created tells whether this call made the file. */
+/* Opens `path` read-write.  When nothing is there, a new file is built
+ * under a temporary name instead (or this process's one for `path` is
+ * joined) and *pending is set: the caller links it into place with
+ * res_commit_file once its first object is written, or lets go of it with
+ * res_release_file (see Durability in io/results.c). */
 hid_t res_open_file(const char *path, const ResMeta *meta,
-                    gboolean *created, GError **error);
+                    ResNewFile **pending, GError **error);
+/* Flushes, fsyncs and links the new file into place, once for all its
+ * users; releases the caller's reference (see io/results.c). */
+gboolean res_commit_file(ResNewFile **pending, const char *path,
+                         GError **error);
+/* Lets go of a reference to a new file; safe on NULL. */
+void res_release_file(ResNewFile **pending);
 /* The temporary name of table's rewrite ("/results/.<table>.rewrite"). */
 char *res_rewrite_path(const char *table);
 /* Finishes or undoes a rewrite of `table` that a kill interrupted (see

@@ -53,12 +53,30 @@
  * then read with the HDF5 C API (rows must be exactly 0..n-1 with their
  * values) and with h5py; tests/test-results.c /results/kill-loop runs 60
  * such kills on every `make test`.
- *   - A new file appears atomically: it is built under a temporary name in
- *     the same directory (io/atomic.h: root attributes and /results
- *     written, file closed and fsynced) and then linked to its name.  A kill leaves no
+ *   - A new file appears atomically, with its first table's first row:
+ *     it is built under a temporary name in the same directory
+ *     (io/atomic.h: root attributes and /results written), the first row
+ *     is written and flushed, and the file is fsynced and then linked to
+ *     its name (or at the close, without a table, when no row came; a
+ *     timeline's new file likewise, with the timeline).  A kill leaves no
  *     file, or a complete one (and at worst a stray temporary file).
  *     Creating in place left an empty, unreadable file ("file signature
- *     not found") in 2 of 200 kills.
+ *     not found") in 2 of 200 kills.  Linking the file before its first
+ *     table existed (the file held only /results, and the first append
+ *     created the dataset in place) left, about once in 1,000 kills, a
+ *     /results group whose first symbol-table node lay past the end of
+ *     the file the superblock recorded: a kill inside that append's
+ *     flush, after the group was written and before the superblock
+ *     ("addr overflow" in h5py; tests/test-results.c /results/kill-loop
+ *     failed in ~6% of its 60-kill runs, 2 of the first 30 measured).
+ *     Tables of this process opened on a path whose new file is still
+ *     pending share it (see ResNewFile).
+ *   - A table added to an existing file is created anonymous, its first
+ *     row written and flushed, and only then linked to its name and
+ *     flushed again: a kill before that link leaves the file as it was
+ *     (plus unreferenced space).  The link's own flush (the group's
+ *     symbol table and name heap) is the one window left; it is not
+ *     measured.
  *   - Each append extends, writes and H5Fflush()es before it returns, so
  *     every row appended before the kill reads back, and the file opens.
  *     The row being appended is either absent or complete.
@@ -459,59 +477,175 @@ static void res_set_cloexec(hid_t file)
   }
 }
 
-/* Creates a new results file at `path` atomically (see Durability): it is
- * built under a temporary name in the same directory, with the root
- * attributes and the /results group, closed, flushed to the disk, and then
- * linked to `path` (io/atomic.h).
- * link(2) fails rather than replace a file that appeared in the meantime;
- * that is not an error (*created = FALSE: open the other one).  Errors
- * name `path`; no temporary file is left behind on any error. */
-static gboolean res_create_file(const char *path, const ResMeta *meta,
-                                gboolean *created, GError **error)
+/* A new results file being built under a temporary name (see
+ * Durability).  Every table and timeline of this process that opens its
+ * path before it is linked into place shares it (a script that opens two
+ * tables of a new file, then appends to both): the registry maps the
+ * path to it while it is pending, each user holds a reference and its own
+ * HDF5 id (H5Freopen of `file`).  The first user to commit links it in
+ * place for all; the last to let go of one never linked drops it. */
+struct ResNewFile {
+  char *path;       /* the key in res_new_files */
+  IoAtomic atomic;
+  hid_t file;       /* the record's own id, open on atomic.tmp */
+  pid_t owner;      /* a forked copy never writes, links or unlinks it */
+  gboolean done;    /* commit was tried (and is out of the registry) */
+  gboolean linked;  /* ... and succeeded */
+  guint refs;
+};
+
+G_LOCK_DEFINE_STATIC(res_new_files);
+static GHashTable *res_new_files; /* path -> ResNewFile, while pending */
+
+/* Builds the new file for `path`: root attributes and the /results group,
+ * flushed.  Errors name `path`; no temporary file is left behind on any
+ * error.  Called with the registry locked. */
+static ResNewFile *res_build_file(const char *path, const ResMeta *meta,
+                                  GError **error)
 {
-  *created = FALSE;
-  IoAtomic out;
-  int e = io_atomic_open(&out, path, "results");
+  ResNewFile *nf = g_new0(ResNewFile, 1);
+  nf->file = H5I_INVALID_HID;
+  int e = io_atomic_open(&nf->atomic, path, "results");
   if (e != 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: cannot create results file: %s", path, g_strerror(e));
-    io_atomic_abort(&out);
-    return FALSE;
+    io_atomic_abort(&nf->atomic);
+    g_free(nf);
+    return NULL;
   }
-  close(out.fd); /* HDF5 writes it by name */
-  out.fd = -1;
+  close(nf->atomic.fd); /* HDF5 writes it by name */
+  nf->atomic.fd = -1;
 
   gboolean ok = FALSE;
-  hid_t file = H5Fcreate(out.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (file < 0)
+  nf->file = H5Fcreate(nf->atomic.tmp, H5F_ACC_TRUNC, H5P_DEFAULT,
+                       H5P_DEFAULT);
+  if (nf->file < 0)
     res_fail(error, RES_ERROR_IO, path, NULL, "cannot create results file");
   else
-    ok = res_write_file_attrs(file, meta, path, error) &&
-         res_ensure_group(file, "results", path, error);
-  if (ok && H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+    ok = res_write_file_attrs(nf->file, meta, path, error) &&
+         res_ensure_group(nf->file, "results", path, error);
+  if (ok && H5Fflush(nf->file, H5F_SCOPE_LOCAL) < 0)
     ok = res_fail(error, RES_ERROR_IO, path, NULL,
                   "writing the new results file");
-  if (file >= 0 && res_close_file(file) < 0 && ok)
-    ok = res_fail(error, RES_ERROR_IO, path, NULL,
-                  "writing the new results file");
-  if (ok && (e = io_atomic_sync(&out)) != 0) {
-    g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: cannot create results file: %s", path, g_strerror(e));
-    ok = FALSE;
-  }
   if (!ok) {
-    io_atomic_abort(&out);
-    return FALSE;
+    if (nf->file >= 0)
+      res_close_file(nf->file);
+    io_atomic_abort(&nf->atomic);
+    g_free(nf);
+    return NULL;
   }
-  e = io_atomic_commit(&out, IO_ATOMIC_CREATE);
-  if (e == 0) {
-    *created = TRUE;
-  } else if (e != EEXIST) { /* EEXIST: another writer was first: use its file */
+  res_set_cloexec(nf->file);
+  nf->path = g_strdup(path);
+  nf->owner = getpid();
+  return nf;
+}
+
+/* Links the new file of *pending into place, once for all its users:
+ * flushes it, fsyncs it and links it to `path` (io/atomic.h), which fails
+ * rather than replace a file that appeared in the meantime.  Releases the
+ * caller's reference (*pending = NULL).  On failure the temporary name is
+ * gone and the caller's HDF5 id writes only to an unlinked inode: close
+ * it. */
+gboolean res_commit_file(ResNewFile **pending, const char *path,
+                         GError **error)
+{
+  ResNewFile *nf = *pending;
+  gboolean ok = TRUE;
+  G_LOCK(res_new_files);
+  if (!nf->done) {
+    nf->done = TRUE;
+    g_hash_table_remove(res_new_files, nf->path);
+    int e = 0;
+    if (H5Fflush(nf->file, H5F_SCOPE_LOCAL) < 0)
+      ok = res_fail(error, RES_ERROR_IO, path, NULL,
+                    "writing the new results file");
+    else if (!res_fsync(nf->file))
+      e = errno;
+    else
+      e = io_atomic_commit(&nf->atomic, IO_ATOMIC_CREATE);
+    if (ok && e == EEXIST)
+      ok = FALSE, g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                              "%s: cannot create results file: another "
+                              "process created it meanwhile",
+                              path);
+    else if (ok && e != 0)
+      ok = FALSE, g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                              "%s: cannot create results file: %s", path,
+                              g_strerror(e));
+    io_atomic_abort(&nf->atomic); /* after a failure; no-op after commit */
+    nf->linked = ok;
+  } else if (!nf->linked) {
+    ok = FALSE;
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: cannot create results file: %s", path, g_strerror(e));
-    return FALSE;
+                "%s: cannot create results file (see the earlier error)",
+                path);
   }
-  return TRUE;
+  G_UNLOCK(res_new_files);
+  res_release_file(pending);
+  return ok;
+}
+
+/* Lets go of the caller's reference to a new file (safe on NULL).  The
+ * last reference to one never linked into place drops it (its temporary
+ * file is unlinked). */
+void res_release_file(ResNewFile **pending)
+{
+  ResNewFile *nf = *pending;
+  if (nf == NULL)
+    return;
+  *pending = NULL;
+  G_LOCK(res_new_files);
+  gboolean last = --nf->refs == 0;
+  if (last && nf->owner == getpid()) {
+    if (!nf->done) {
+      g_hash_table_remove(res_new_files, nf->path);
+      io_atomic_abort(&nf->atomic);
+    }
+    res_close_file(nf->file);
+  } else if (last) { /* a forked copy: the parent's file, memory only */
+    g_free(nf->atomic.path);
+    g_free(nf->atomic.dir);
+    g_free(nf->atomic.tmp);
+  }
+  G_UNLOCK(res_new_files);
+  if (last) {
+    g_free(nf->path);
+    g_free(nf);
+  }
+}
+
+/* A new id on the new file for `path` that this process is building, or
+ * on one built now when nothing is at `path`, with a reference in
+ * *pending; -1 with *pending NULL when a file exists at `path` (open it),
+ * or with error. */
+static hid_t res_join_new_file(const char *path, const ResMeta *meta,
+                               ResNewFile **pending, GError **error)
+{
+  G_LOCK(res_new_files);
+  if (res_new_files == NULL)
+    res_new_files = g_hash_table_new(g_str_hash, g_str_equal);
+  ResNewFile *nf = g_hash_table_lookup(res_new_files, path);
+  if (nf != NULL && nf->owner != getpid())
+    nf = NULL; /* inherited over fork(): not this process's */
+  if (nf == NULL && !g_file_test(path, G_FILE_TEST_EXISTS)) {
+    nf = res_build_file(path, meta, error);
+    if (nf != NULL)
+      g_hash_table_replace(res_new_files, nf->path, nf);
+    else
+      *pending = NULL;
+  }
+  hid_t file = H5I_INVALID_HID;
+  if (nf != NULL) {
+    nf->refs++;
+    *pending = nf;
+    file = H5Freopen(nf->file);
+    if (file < 0)
+      res_fail(error, RES_ERROR_IO, path, NULL, "cannot create results file");
+  }
+  G_UNLOCK(res_new_files);
+  if (nf != NULL && file < 0)
+    res_release_file(pending);
+  return file;
 }
 
 gboolean res_file_probe(const char *path)
@@ -524,29 +658,35 @@ gboolean res_file_probe(const char *path)
          H5Lexists(file, "results", H5P_DEFAULT) > 0;
 }
 
-/* Opens `path` read-write, creating it (with its root attributes) when it
- * does not exist.  *created tells whether this call made the file. */
+/* Opens `path` read-write.  When nothing is there, a new file is built
+ * under a temporary name instead (or the one this process is already
+ * building for `path` is joined) and *pending is set: the caller links it
+ * into place with res_commit_file once its first object is written, so
+ * that a kill leaves no file or one with that object complete (see
+ * Durability), or lets go of it with res_release_file. */
 hid_t res_open_file(const char *path, const ResMeta *meta,
-                    gboolean *created, GError **error)
+                    ResNewFile **pending, GError **error)
 {
-  *created = FALSE;
-  if (!g_file_test(path, G_FILE_TEST_EXISTS) &&
-      !res_create_file(path, meta, created, error))
-    return H5I_INVALID_HID;
-  {
-    if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-      g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                  "%s: cannot open results file: not a regular file", path);
-      return H5I_INVALID_HID;
-    }
-    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    if (file < 0)
-      res_fail(error, RES_ERROR_IO, path, NULL,
-               "cannot open results file for writing");
-    else
-      res_set_cloexec(file);
+  *pending = NULL;
+  GError *local = NULL;
+  hid_t file = res_join_new_file(path, meta, pending, &local);
+  if (file >= 0 || local != NULL) {
+    if (local != NULL)
+      g_propagate_error(error, local);
     return file;
   }
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: cannot open results file: not a regular file", path);
+    return H5I_INVALID_HID;
+  }
+  file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (file < 0)
+    res_fail(error, RES_ERROR_IO, path, NULL,
+             "cannot open results file for writing");
+  else
+    res_set_cloexec(file);
+  return file;
 }
 
 /* The temporary name of table's rewrite ("/results/.<table>.rewrite"). */

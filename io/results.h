@@ -60,7 +60,9 @@ gboolean res_file_probe(const char *path);
 /* Opens (creating when needed) `path` and table `table`.  APPEND keeps
  * existing rows; REPLACE deletes the table's existing rows (other tables in
  * the file are kept).  Errors name the path and the HDF5 reason; a path that
- * cannot be created leaves nothing behind. */
+ * cannot be created leaves nothing behind.  A new file appears at `path`
+ * with its first row, complete, or at the close when no row came (until
+ * then it is a temporary file beside it; see Durability in io/results.c). */
 ResTable *res_table_open(const char *path, const char *table, ResMode mode,
                          const ResMeta *meta, GError **error);
 /* Appends one row of n values (borrowed); flushes to disk.  The first row of

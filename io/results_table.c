@@ -22,16 +22,24 @@
 
 
 /* Closes every handle of t, frees t; returns FALSE (setting error when it
- * is still unset) when the final flush or close fails. */
-static gboolean res_table_destroy(ResTable *t, GError **error)
+ * is still unset) when the final flush or close fails.  A new file not
+ * yet in place is linked into place when `commit` (a close: the file
+ * holds the table's rows, or just the root attributes when there were
+ * none), else dropped (an open that failed). */
+static gboolean res_table_destroy(ResTable *t, gboolean commit,
+                                  GError **error)
 {
   gboolean ok = TRUE;
   if (t->owner != getpid()) {
     /* A forked copy: the handles belong to the parent's file, which only
      * the parent may flush or close.  Free the memory and nothing else. */
     t->file = t->dset = t->mem_type = H5I_INVALID_HID;
+    res_release_file(&t->pending); /* memory only, in a forked copy */
   }
-  if (t->file >= 0 && H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+  if (t->pending != NULL && commit)
+    ok = res_commit_file(&t->pending, t->path, error);
+  res_release_file(&t->pending);
+  if (t->file >= 0 && H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
   if (t->file >= 0 && ok && !res_fsync(t->file))
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "syncing to disk: %s",
@@ -91,6 +99,7 @@ static gboolean res_table_load(ResTable *t, GError **error)
   if (t->dset < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
                     "opening the dataset");
+  t->linked = TRUE;
   g_auto(H5uHid) space = H5Dget_space(t->dset);
   if (space < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
@@ -130,8 +139,7 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   t->mem_type = H5I_INVALID_HID;
   t->owner = getpid();
 
-  gboolean created = FALSE;
-  t->file = res_open_file(path, meta, &created, error);
+  t->file = res_open_file(path, meta, &t->pending, error);
   if (t->file < 0)
     goto fail;
   if (!res_ensure_group(t->file, "results", path, error) ||
@@ -159,9 +167,7 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   return t;
 
 fail:
-  res_table_destroy(t, NULL);
-  if (created)
-    g_unlink(path);
+  res_table_destroy(t, FALSE, NULL);
   return NULL;
 }
 
@@ -241,8 +247,9 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
     res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataspace");
     goto out;
   }
-  t->dset = H5Dcreate2(t->file, t->dset_path, ftype, space, H5P_DEFAULT, dcpl,
-                       H5P_DEFAULT);
+  /* Anonymous until its first row is on disk (res_table_link). */
+  t->dset = H5Dcreate_anon(t->file, ftype, space, dcpl, H5P_DEFAULT);
+  t->linked = FALSE;
   if (t->dset < 0) {
     res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataset");
     goto out;
@@ -260,10 +267,9 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
 
 out:
   if (!ok) {
-    /* Back to "no columns": a half-made dataset is unlinked again. */
+    /* Back to "no columns": a half-made dataset, never linked, goes. */
     if (t->dset >= 0) {
       H5Dclose(t->dset);
-      H5Ldelete(t->file, t->dset_path, H5P_DEFAULT);
       t->dset = H5I_INVALID_HID;
     }
     if (t->mem_type >= 0)
@@ -346,6 +352,31 @@ static gboolean res_table_put(ResTable *t, const ResValue *v, GError **error)
   return TRUE;
 }
 
+/* After a new table's first row is on disk: gives the dataset its name,
+ * and links a new file into place (see Durability in io/results.c: the
+ * name and the file appear only with a complete first row).  A failure
+ * to link the file closes it (the table then refuses rows); a failure to
+ * name the dataset is retried by the next append. */
+static gboolean res_table_link(ResTable *t, GError **error)
+{
+  if (!t->linked) {
+    if (H5Olink(t->dset, t->file, t->dset_path, H5P_DEFAULT, H5P_DEFAULT) <
+          0 ||
+        H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
+      return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                      "naming the new table");
+    t->linked = TRUE;
+  }
+  if (t->pending != NULL &&
+      !res_commit_file(&t->pending, t->path, error)) {
+    H5Dclose(t->dset);
+    res_close_file(t->file);
+    t->dset = t->file = H5I_INVALID_HID;
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* Appends one row (see io/results.h).  Errors: RES_ERROR_SCHEMA naming the
  * column for a missing, unknown, repeated or mistyped column (the table is
  * unchanged); RES_ERROR_IO when HDF5 fails to extend, write or flush. */
@@ -362,6 +393,13 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
                 "%s: table '%s': opened by process %ld; a forked process "
                 "cannot write it",
                 t->path, t->table, (long)t->owner);
+    return FALSE;
+  }
+  if (t->file < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': the file could not be created (see the "
+                "earlier error)",
+                t->path, t->table);
     return FALSE;
   }
   if (t->ncols == 0 && !res_table_define(t, row, n, error))
@@ -402,7 +440,7 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table,
                     "flushing row %" G_GUINT64_FORMAT, t->rows - 1);
-  return TRUE;
+  return res_table_link(t, error);
 }
 
 /* Rows in the table (those already there when opened in APPEND mode
@@ -419,7 +457,7 @@ gboolean res_table_close(ResTable *t, GError **error)
   g_return_val_if_fail(t != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   g_auto(H5uQuiet) quiet = h5u_quiet();
-  return res_table_destroy(t, error);
+  return res_table_destroy(t, TRUE, error);
 }
 
 void res_table_free(ResTable *t)

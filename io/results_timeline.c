@@ -133,30 +133,16 @@ static gboolean res_timeline_put(hid_t file, const char *dset_path,
   return TRUE;
 }
 
-/* Writes the timeline of one run (see io/results.h).  The dataset is
- * written complete under "/timelines/.<run>.partial", flushed, and then
- * moved to "/timelines/<run>", so a kill never leaves a partial timeline
- * under the run's name. */
-gboolean res_timeline_write(const char *path, const char *run,
-                            const ResTimelineGpu *gpus, guint n_gpus,
-                            gboolean replace, const ResMeta *meta,
-                            GError **error)
+/* Stores the timeline of `run` in an open file: written complete under
+ * "/timelines/.<run>.partial", flushed, and then moved to
+ * "/timelines/<run>", so a kill never leaves a partial timeline under the
+ * run's name. */
+static gboolean res_timeline_store(hid_t file, const char *path,
+                                   const char *run,
+                                   const ResTimelineGpu *gpus, guint n_gpus,
+                                   hsize_t total, gboolean replace,
+                                   GError **error)
 {
-  g_return_val_if_fail(path != NULL && run != NULL, FALSE);
-  g_return_val_if_fail(gpus != NULL || n_gpus == 0, FALSE);
-  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
-
-  if (!res_check_run_name(path, run, error))
-    return FALSE;
-  hsize_t total = 0;
-  if (!res_timeline_check(gpus, n_gpus, path, run, &total, error))
-    return FALSE;
-
-  gboolean created = FALSE;
-  g_auto(H5uHid) file = res_open_file(path, meta, &created, error);
-  if (file < 0)
-    return FALSE;
   g_autofree char *dset_path = g_strconcat("/timelines/", run, NULL);
   g_autofree char *tmp_path =
     g_strconcat("/timelines/.", run, ".partial", NULL);
@@ -188,6 +174,37 @@ gboolean res_timeline_write(const char *path, const char *run,
       H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
     return res_fail(error, RES_ERROR_IO, path, run, "storing the timeline");
   return TRUE;
+}
+
+/* Writes the timeline of one run (see io/results.h).  A new file is built
+ * under a temporary name and linked into place with its timeline complete
+ * (res_open_file), so a failure or a kill leaves no file. */
+gboolean res_timeline_write(const char *path, const char *run,
+                            const ResTimelineGpu *gpus, guint n_gpus,
+                            gboolean replace, const ResMeta *meta,
+                            GError **error)
+{
+  g_return_val_if_fail(path != NULL && run != NULL, FALSE);
+  g_return_val_if_fail(gpus != NULL || n_gpus == 0, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+
+  if (!res_check_run_name(path, run, error))
+    return FALSE;
+  hsize_t total = 0;
+  if (!res_timeline_check(gpus, n_gpus, path, run, &total, error))
+    return FALSE;
+
+  ResNewFile *pending = NULL;
+  g_auto(H5uHid) file = res_open_file(path, meta, &pending, error);
+  if (file < 0)
+    return FALSE;
+  gboolean ok = res_timeline_store(file, path, run, gpus, n_gpus, total,
+                                   replace, error);
+  if (ok && pending != NULL)
+    ok = res_commit_file(&pending, path, error);
+  res_release_file(&pending);
+  return ok;
 }
 
 /* Reads a timeline back as rows gpu, time_s, power_w, sm_mhz (like

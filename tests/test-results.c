@@ -817,6 +817,34 @@ static void test_new_file(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(files, ==, 1);
 }
 
+/* A new file appears with its first table's first row, not before (see
+ * Durability in io/results.c), and two tables opened on it before that
+ * share it; a file opened and closed without a row still appears. */
+static void test_new_file_first_row(Fixture *fx, gconstpointer data)
+{
+  ResTable *a = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  ResTable *b = open_ok(fx->path, "gpus", RES_MODE_APPEND);
+  g_assert_false(g_file_test(fx->path, G_FILE_TEST_EXISTS));
+  const ResValue r[] = { I("x", 7) };
+  append_ok(b, r, 1);
+  g_assert_true(g_file_test(fx->path, G_FILE_TEST_EXISTS));
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "gpus");
+  g_assert_cmpuint(rows->len, ==, 1);
+  g_assert_cmpint(test_cell(g_ptr_array_index(rows, 0), "x")->i, ==, 7);
+  append_ok(a, r, 1);
+  close_ok(a);
+  close_ok(b);
+  g_autoptr(GPtrArray) ra = test_read_rows(fx->path, "runs");
+  g_assert_cmpuint(ra->len, ==, 1);
+
+  g_autofree char *empty = g_build_filename(fx->dir, "empty.h5", NULL);
+  ResTable *e = open_ok(empty, "runs", RES_MODE_APPEND);
+  g_assert_false(g_file_test(empty, G_FILE_TEST_EXISTS));
+  close_ok(e);
+  g_assert_true(res_file_probe(empty));
+  g_unlink(empty);
+}
+
 /* ---- kill -9 ------------------------------------------------------------- */
 
 /* The writer of the kill test: opens `path`, appends 20 rows (int i
@@ -1582,6 +1610,7 @@ int main(int argc, char **argv)
   ADD("read-while-open", test_read_while_open);
   ADD("h5py", test_h5py);
   ADD("new-file", test_new_file);
+  ADD("new-file-first-row", test_new_file_first_row);
   ADD("kill-loop", test_kill_loop);
   ADD("forked-child", test_forked_child);
   ADD("columns-and-notes", test_columns_and_notes);
