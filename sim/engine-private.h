@@ -157,6 +157,8 @@ typedef struct {
   double idle_w;
   guint32 weight;        /* ranks it stands for: 1, the class size when
                             folded, 0 for a folded-away rank */
+  guint8 borrowed_targets; /* targets belong to the first rank of the
+                              shared program (sim/workload.h) */
 } RankState;
 G_STATIC_ASSERT(offsetof(RankState, n_targets) <= 64 && sizeof(RankState) == 128);
 

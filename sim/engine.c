@@ -56,10 +56,32 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 
-/* Rank r's wait targets: the distinct ops some op of r waits for, sorted,
- * and each stream's range of them. */
-static void find_targets(RankState *rs, const SimRank *rk)
+/* Each stream's range of rank rs's wait targets. */
+static void target_ranges(RankState *rs, const SimRank *rk)
 {
+  guint32 n = rs->n_targets;
+  rs->target_end = g_new0(gint64, MAX(n, 1));
+  for (guint s = 0; s < rs->n_streams; s++) {
+    Stream *st = &rs->streams[s];
+    st->tgt_lo = lower_bound(rs->targets, 0, n, rk->stream_off[s]);
+    st->tgt_hi = lower_bound(rs->targets, st->tgt_lo, n, rk->stream_off[s + 1]);
+  }
+}
+
+/* Rank r's wait targets: the distinct ops some op of r waits for, sorted,
+ * and each stream's range of them.  `owner` is the rank state that already
+ * found them for r's shared program, or NULL: r shares that list (the
+ * targets depend on the ops only), and keeps its own end times. */
+static void find_targets(RankState *rs, const SimRank *rk,
+                         const RankState *owner)
+{
+  if (owner != NULL) {
+    rs->targets = owner->targets;
+    rs->n_targets = owner->n_targets;
+    rs->borrowed_targets = 1;
+    target_ranges(rs, rk);
+    return;
+  }
   guint32 cap = 16, n = 0;
   rs->targets = g_new(guint32, cap);
   gboolean sorted = TRUE;
@@ -87,12 +109,7 @@ static void find_targets(RankState *rs, const SimRank *rk)
     n = u;
   }
   rs->n_targets = n;
-  rs->target_end = g_new0(gint64, MAX(n, 1));
-  for (guint s = 0; s < rs->n_streams; s++) {
-    Stream *st = &rs->streams[s];
-    st->tgt_lo = lower_bound(rs->targets, 0, n, rk->stream_off[s]);
-    st->tgt_hi = lower_bound(rs->targets, st->tgt_lo, n, rk->stream_off[s + 1]);
-  }
+  target_ranges(rs, rk);
 }
 
 /* Folding: every member of a class must have its representative's per-GPU
@@ -189,6 +206,8 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   if (shared)
     e->shared_cache = g_new0(CostSlot, MAX(n_shapes, 1));
   OpLog *log = log_mem;
+  /* Per shared program: the rank (+1) whose targets its sharers reuse. */
+  g_autofree guint32 *prog_owner = g_new0(guint32, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     RankState *rs = &e->ranks[r];
@@ -204,7 +223,14 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
       continue; /* nothing to replay (folded away, or idle) */
     rs->streams = g_aligned_alloc0(MAX(rs->n_streams, 1), sizeof(Stream), 64);
     rs->cache = shared ? e->shared_cache : g_new0(CostSlot, MAX(n_shapes, 1));
-    find_targets(rs, rk);
+    const RankState *owner = NULL;
+    if (rk->program != SIM_NO_PROGRAM) {
+      if (prog_owner[rk->program] != 0)
+        owner = &e->ranks[prog_owner[rk->program] - 1];
+      else
+        prog_owner[rk->program] = r + 1;
+    }
+    find_targets(rs, rk, owner);
   }
   if (!sim_validator_finish(v, error))
     return NULL;
@@ -251,7 +277,8 @@ void sim_engine_free(SimEngine *e)
     g_aligned_free(rs->streams);
     if (rs->cache != e->shared_cache)
       g_free(rs->cache);
-    g_free(rs->targets);
+    if (!rs->borrowed_targets)
+      g_free(rs->targets);
     g_free(rs->target_end);
     g_free(rs->ovf);
     for (guint32 c = 0; c < rs->n_chans; c++)
@@ -292,11 +319,17 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w)
   const guint64 per_stream = sizeof(Stream) + sizeof(Pending) +
                              2 * sizeof(Member) + sizeof(SimEvent) +
                              sizeof(guint64) + sizeof(guint32);
+  g_autofree guint8 *prog_seen = g_new0(guint8, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     bytes += sizeof(RankState);
     if (rk->n_ops == 0)
       continue;
+    /* The target list is held once per shared program, end times per
+     * rank. */
+    gboolean first = rk->program == SIM_NO_PROGRAM || !prog_seen[rk->program];
+    if (rk->program != SIM_NO_PROGRAM)
+      prog_seen[rk->program] = 1;
     guint ns = rk->n_streams;
     bytes += ns * per_stream + MAX(n_shapes, 1) * sizeof(CostSlot) +
              (guint64)rk->n_ops * sizeof(OpLog);
@@ -306,7 +339,7 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w)
     for (guint s = 0; s < ns; s++)
       largest = MAX(largest, rk->stream_off[s + 1] - rk->stream_off[s]);
     guint64 bound = MIN((guint64)rk->n_ops, 2 * (guint64)(rk->n_ops - largest));
-    bytes += bound * (sizeof(guint32) + sizeof(gint64));
+    bytes += bound * ((first ? sizeof(guint32) : 0) + sizeof(gint64));
   }
   /* Sequence counter per group membership (and its member slot); ring,
    * expectation and first ring slots per group. */

@@ -137,12 +137,13 @@ static void fold_index(Folder *f)
       if (op->kind != SIM_OP_COLLECTIVE && op->kind != SIM_OP_SEND &&
           op->kind != SIM_OP_RECV)
         continue;
+      guint32 peer = sim_op_peer(rk, op);
       c->op = i;
-      c->peer = op->peer;
+      c->peer = peer;
       c->kind = op->kind;
       c->aux = 0;
       if (op->kind == SIM_OP_COLLECTIVE) {
-        gint64 pos = sim_member_pos(w, op->peer, r);
+        gint64 pos = sim_member_pos(w, peer, r);
         g_assert(pos >= 0); /* validated */
         c->aux = mcount[pos]++; /* ordinal; made an instance id below */
         if (mstream[pos] == 0)
@@ -150,8 +151,8 @@ static void fold_index(Folder *f)
         else if (mstream[pos] != op->stream + 1)
           f->solo[r] = TRUE;
       } else {
-        guint32 src = op->kind == SIM_OP_SEND ? r : op->peer;
-        guint32 dst = op->kind == SIM_OP_SEND ? op->peer : r;
+        guint32 src = op->kind == SIM_OP_SEND ? r : peer;
+        guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
         gint64 key = (gint64)((guint64)src << 32 | dst);
         FoldPair *fp = g_hash_table_lookup(pairs, &key);
         if (fp == NULL) {
@@ -231,7 +232,8 @@ gboolean sim_rank_same_program(const SimRank *a, const SimRank *b,
 {
   if (a->n_ops != b->n_ops || (!timing_only && a->stage != b->stage))
     return FALSE;
-  if (a->n_ops == 0)
+  if (a->n_ops == 0 || (a->program == b->program &&
+                        a->program != SIM_NO_PROGRAM))
     return TRUE;
   if (a->n_streams != b->n_streams ||
       memcmp(a->stream_off, b->stream_off,
@@ -240,7 +242,7 @@ gboolean sim_rank_same_program(const SimRank *a, const SimRank *b,
   for (guint32 i = 0; i < a->n_ops; i++) {
     SimOp x = a->ops[i], y = b->ops[i];
     x.peer = y.peer = 0;
-    x.pad_ = y.pad_ = 0;
+    x.patch = y.patch = 0;
     if (timing_only) {
       x.microbatch = y.microbatch = 0;
       x.layer = y.layer = 0;
@@ -606,13 +608,7 @@ gboolean sim_workload_fold(SimWorkload *w, GError **error)
   for (guint r = 0; r < f.n; r++) {
     if (map[r] == r)
       continue;
-    SimRank *rk = &w->ranks[r];
-    g_free(rk->ops);
-    g_free(rk->stream_off);
-    rk->ops = NULL;
-    rk->stream_off = NULL;
-    rk->n_ops = 0;
-    rk->n_streams = 0;
+    sim_rank_release(&w->ranks[r]);
   }
   folder_clear(&f);
   return TRUE;

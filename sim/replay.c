@@ -418,12 +418,14 @@ static inline guint32 rep_of(const SimEngine *e, guint32 r)
 static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
 {
   const SimWorkload *w = e->w;
-  const SimOp *op = &w->ranks[r].ops[i];
+  const SimRank *rk = &w->ranks[r];
+  const SimOp *op = &rk->ops[i];
   const SimShape *sh = &e->shapes[op->shape];
+  guint32 peer = sim_op_peer(rk, op);
   guint32 idx;
   Pending *p;
   if (op->kind == SIM_OP_COLLECTIVE) {
-    guint32 g = op->peer;
+    guint32 g = peer;
     RankState *rs = &e->ranks[r];
     /* Membership index: consecutive collectives of a rank are mostly on
      * one group (tensor parallelism), so remember the last one. */
@@ -470,8 +472,8 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   }
   /* Point-to-point: FIFO matching per (src, dst), both folded to their
    * representatives; the channel lives on the destination. */
-  guint32 src = op->kind == SIM_OP_SEND ? r : op->peer;
-  guint32 dst = op->kind == SIM_OP_SEND ? op->peer : r;
+  guint32 src = op->kind == SIM_OP_SEND ? r : peer;
+  guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
   Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
   /* The channel holds unmatched ops of one side only (sends or recvs). */
   gboolean other_side = FALSE;

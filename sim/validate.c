@@ -152,27 +152,28 @@ gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
         if (why != NULL)
           BAD("%s", why);
       }
+      guint32 peer = sim_op_peer(rk, op);
       switch (op->kind) {
       case SIM_OP_COLLECTIVE: {
-        if (op->peer >= n_groups)
-          BAD("group %u out of range (%u groups)", op->peer, n_groups);
-        if (op->peer != last_group) {
-          last_group = op->peer;
-          last_pos = sim_member_pos(w, op->peer, r);
+        if (peer >= n_groups)
+          BAD("group %u out of range (%u groups)", peer, n_groups);
+        if (peer != last_group) {
+          last_group = peer;
+          last_pos = sim_member_pos(w, peer, r);
         }
         gint64 pos = last_pos;
         if (pos < 0)
           BAD("collective on group %u which does not contain the rank",
-              op->peer);
+              peer);
         v->mcount[pos]++;
         break;
       }
       case SIM_OP_SEND:
       case SIM_OP_RECV: {
-        if (op->peer >= w->n_ranks || op->peer == r)
-          BAD("peer %u invalid", op->peer);
-        guint32 src = op->kind == SIM_OP_SEND ? r : op->peer;
-        guint32 dst = op->kind == SIM_OP_SEND ? op->peer : r;
+        if (peer >= w->n_ranks || peer == r)
+          BAD("peer %u invalid", peer);
+        guint32 src = op->kind == SIM_OP_SEND ? r : peer;
+        guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
         if (fold != NULL) {
           src = fold[src];
           dst = fold[dst];

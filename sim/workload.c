@@ -54,6 +54,29 @@ int sim_coll_from_name(const char *s)
   return lookup(coll_names, SIM_COLL_COUNT, s);
 }
 
+static void program_free(gpointer p)
+{
+  SimProgram *pg = p;
+  g_free(pg->ops);
+  g_free(pg->stream_off);
+  g_free(pg);
+}
+
+/* Drops what a rank holds: frees its own arrays, or lets go of its
+ * program (which stays with w->programs); it is left empty. */
+void sim_rank_release(SimRank *rk)
+{
+  if (rk->program == SIM_NO_PROGRAM) {
+    g_free((SimOp *)rk->ops);
+    g_free((guint32 *)rk->stream_off);
+  }
+  rk->ops = NULL;
+  rk->stream_off = NULL;
+  rk->n_ops = rk->n_streams = 0;
+  rk->program = SIM_NO_PROGRAM;
+  memset(rk->peer_delta, 0, sizeof rk->peer_delta);
+}
+
 SimWorkload *sim_workload_new(guint n_ranks)
 {
   SimWorkload *w = g_new0(SimWorkload, 1);
@@ -68,6 +91,9 @@ SimWorkload *sim_workload_new(guint n_ranks)
   w->group_ranks = g_array_new(FALSE, FALSE, sizeof(guint32));
   w->provenance = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                         g_free);
+  w->programs = g_ptr_array_new_with_free_func(program_free);
+  for (guint r = 0; r < n_ranks; r++)
+    w->ranks[r].program = SIM_NO_PROGRAM;
   return w;
 }
 
@@ -75,11 +101,10 @@ void sim_workload_free(SimWorkload *w)
 {
   if (w == NULL)
     return;
-  for (guint r = 0; r < w->n_ranks; r++) {
-    g_free(w->ranks[r].ops);
-    g_free(w->ranks[r].stream_off);
-  }
+  for (guint r = 0; r < w->n_ranks; r++)
+    sim_rank_release(&w->ranks[r]);
   g_free(w->ranks);
+  g_ptr_array_unref(w->programs);
   g_array_unref(w->shapes);
   g_hash_table_unref(w->name_index);
   g_ptr_array_unref(w->names);
@@ -138,12 +163,111 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
 {
   g_return_if_fail(r < w->n_ranks);
   SimRank *rk = &w->ranks[r];
-  g_free(rk->ops);
-  g_free(rk->stream_off);
+  sim_rank_release(rk);
   rk->ops = ops;
   rk->n_ops = n_ops;
   rk->stream_off = stream_off;
   rk->n_streams = n_streams;
+}
+
+void sim_workload_share_rank(SimWorkload *w, guint r, guint src,
+                             const guint32 delta[SIM_PATCH_COUNT])
+{
+  g_return_if_fail(r < w->n_ranks && src < w->n_ranks && r != src);
+  SimRank *from = &w->ranks[src];
+  if (from->program == SIM_NO_PROGRAM) {
+    /* src's own arrays become a shared program (src's peers are its ops'
+     * own, so its deltas stay 0). */
+    SimProgram *pg = g_new(SimProgram, 1);
+    pg->ops = (SimOp *)from->ops;
+    pg->stream_off = (guint32 *)from->stream_off;
+    pg->n_ops = from->n_ops;
+    pg->n_streams = from->n_streams;
+    from->program = w->programs->len;
+    g_ptr_array_add(w->programs, pg);
+  }
+  SimRank *rk = &w->ranks[r];
+  sim_rank_release(rk);
+  rk->ops = from->ops;
+  rk->n_ops = from->n_ops;
+  rk->stream_off = from->stream_off;
+  rk->n_streams = from->n_streams;
+  rk->program = from->program;
+  for (guint k = 1; k < SIM_PATCH_COUNT; k++)
+    rk->peer_delta[k] = from->peer_delta[k] + delta[k];
+}
+
+gboolean sim_workload_materialise_rank(SimWorkload *w, guint r,
+                                       GError **error)
+{
+  g_return_val_if_fail(r < w->n_ranks, FALSE);
+  SimRank *rk = &w->ranks[r];
+  if (rk->program == SIM_NO_PROGRAM)
+    return TRUE;
+  SimOp *ops = fault_try_alloc(MAX(rk->n_ops, 1), sizeof(SimOp),
+                               "workload: op array", SIM_ERROR,
+                               SIM_ERROR_LIMIT, error);
+  if (ops == NULL) {
+    g_prefix_error(error, "rank %u: ", r);
+    return FALSE;
+  }
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    ops[i] = rk->ops[i];
+    ops[i].peer = sim_op_peer(rk, &rk->ops[i]);
+    ops[i].patch = 0;
+  }
+  guint32 *off = g_memdup2(rk->stream_off,
+                           sizeof(guint32) * (rk->n_streams + 1));
+  guint32 n_ops = rk->n_ops, n_streams = rk->n_streams;
+  rk->program = SIM_NO_PROGRAM; /* the program stays with w->programs */
+  rk->ops = NULL;
+  rk->stream_off = NULL;
+  sim_workload_set_rank(w, r, ops, n_ops, off, n_streams);
+  return TRUE;
+}
+
+gboolean sim_workload_materialise(SimWorkload *w, GError **error)
+{
+  for (guint r = 0; r < w->n_ranks; r++)
+    if (!sim_workload_materialise_rank(w, r, error))
+      return FALSE;
+  return TRUE;
+}
+
+SimOp *sim_workload_rank_ops_mut(SimWorkload *w, guint r)
+{
+  GError *err = NULL;
+  if (!sim_workload_materialise_rank(w, r, &err))
+    g_error("%s", err->message);
+  return (SimOp *)w->ranks[r].ops;
+}
+
+guint sim_workload_n_programs(const SimWorkload *w)
+{
+  guint n = 0;
+  g_autofree guint8 *used = g_new0(guint8, MAX(w->programs->len, 1));
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    if (rk->program == SIM_NO_PROGRAM)
+      n += rk->n_ops > 0;
+    else if (!used[rk->program])
+      used[rk->program] = 1, n++;
+  }
+  return n;
+}
+
+guint64 sim_workload_n_stored_ops(const SimWorkload *w)
+{
+  guint64 n = 0;
+  g_autofree guint8 *used = g_new0(guint8, MAX(w->programs->len, 1));
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimRank *rk = &w->ranks[r];
+    if (rk->program == SIM_NO_PROGRAM)
+      n += rk->n_ops;
+    else if (!used[rk->program])
+      used[rk->program] = 1, n += rk->n_ops;
+  }
+  return n;
 }
 
 guint64 sim_workload_n_ops(const SimWorkload *w)

@@ -24,6 +24,21 @@
  * of that group on every member) or a peer rank (send/recv; the n-th send
  * from a to b matches the n-th recv on b from a).
  *
+ * Shared programs.  In a Megatron layout the ranks of one pipeline stage
+ * run the same op sequence and differ only in the groups and peers they
+ * name.  So a rank may share another's op array (its *program*) instead of
+ * owning a copy: SimRank.program names the shared array (w->programs), and
+ * the rank's own peers are the program's shifted by a small per-rank
+ * patch, peer_delta[op.patch] (op.patch 0 adds nothing; the generator uses
+ * 1 for the DP group and tie ids, 2 for the TP id, 3 for the rank id).
+ * Every reader of a peer goes through sim_op_peer(rank, op).  Memory is
+ * O(distinct programs + ranks), not O(ops x ranks): 175B on 8,192 GPUs
+ * holds 8 programs of ~25 k ops, not 8,192 copies (6.5 GB).  A rank that
+ * owns its ops (program SIM_NO_PROGRAM: imported traces, builders) has
+ * all deltas 0, so its peers are the ops' own.  Shared ops are read-only:
+ * a consumer that edits a rank's ops first gives it its own copy
+ * (sim_workload_materialise_rank).
+ *
  * Host ops (SIM_OP_HOST, imported traces) are the CPU side of a rank: one
  * stream per CPU thread whose ops last their recorded ref_ns at any clocks
  * and draw no GPU power.  A GPU op waits for its launch by waiting for a
@@ -107,7 +122,8 @@ typedef struct {
   guint8 klass;        /* SimOpClass */
   guint8 phase;        /* SimPhase */
   guint8 stream;       /* stream index within the rank */
-  guint8 pad_;
+  guint8 patch;        /* which of the rank's peer deltas shifts `peer`
+                          (0: none; see "Shared programs") */
 } SimOp;
 
 G_STATIC_ASSERT(sizeof(SimOp) == 32);
@@ -132,13 +148,37 @@ typedef struct {
   guint8 pad_;
 } SimShape;
 
+/* Peer deltas per rank: op.patch < SIM_PATCH_COUNT; delta 0 is always 0. */
+#define SIM_PATCH_COUNT 4
+#define SIM_NO_PROGRAM G_MAXUINT32
+
 typedef struct {
-  SimOp *ops;          /* owned; n_ops records */
+  const SimOp *ops;    /* n_ops records: the rank's own (program ==
+                          SIM_NO_PROGRAM) or its program's, shared */
   guint32 n_ops;
   guint32 n_streams;
-  guint32 *stream_off; /* owned; n_streams + 1 offsets into ops */
+  const guint32 *stream_off; /* n_streams + 1 offsets into ops; owned or
+                                shared like ops */
   guint32 stage;       /* pipeline stage (0 when not pipelined) */
+  guint32 program;     /* index into SimWorkload.programs, or
+                          SIM_NO_PROGRAM when ops are the rank's own */
+  guint32 peer_delta[SIM_PATCH_COUNT]; /* added (mod 2^32) to op.peer by
+                                          op.patch; [0] is 0 */
 } SimRank;
+
+/* An op array shared by several ranks (see "Shared programs"). */
+typedef struct {
+  SimOp *ops;
+  guint32 *stream_off;
+  guint32 n_ops, n_streams;
+} SimProgram;
+
+/* The group (collective) or peer rank (send/recv) that op of rank rk
+ * names. */
+static inline guint32 sim_op_peer(const SimRank *rk, const SimOp *op)
+{
+  return op->peer + rk->peer_delta[op->patch & (SIM_PATCH_COUNT - 1)];
+}
 
 typedef struct {
   guint n_ranks;
@@ -164,6 +204,7 @@ typedef struct {
    * machine that prices every member of a class like its representative
    * (no variability, no stragglers, one plan per class). */
   guint32 *fold_rep;
+  GPtrArray *programs;     /* of SimProgram (owned): the shared op arrays */
 } SimWorkload;
 
 /* Creates an empty workload with n_ranks ranks and no ops.  Caller owns it. */
@@ -192,6 +233,29 @@ const guint32 *sim_workload_group(const SimWorkload *w, guint32 g, guint *n);
  * by stream) and `stream_off` (n_streams + 1 entries). */
 void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
                            guint32 *stream_off, guint32 n_streams);
+
+/* Makes rank r run rank src's program (shared, not copied; src's own op
+ * array becomes a shared program first) with its peers shifted by
+ * delta[1..SIM_PATCH_COUNT-1] where an op's patch says (delta[0] is
+ * ignored: 0).  Whatever r held is freed.  r != src. */
+void sim_workload_share_rank(SimWorkload *w, guint r, guint src,
+                             const guint32 delta[SIM_PATCH_COUNT]);
+/* Gives rank r its own copy of its ops with its peers resolved (every
+ * patch 0), so that its ops may be edited; a no-op for a rank that owns
+ * its ops.  The copy is the one allocation that may fail (io/fault.h,
+ * site "workload: op array"): FALSE with SIM_ERROR_LIMIT, r unchanged. */
+gboolean sim_workload_materialise_rank(SimWorkload *w, guint r,
+                                       GError **error);
+/* Every rank materialised (tests, and consumers that edit ops). */
+gboolean sim_workload_materialise(SimWorkload *w, GError **error);
+/* Rank r's ops as a writable array: materialises r first (aborts if that
+ * allocation fails, as g_new does). */
+SimOp *sim_workload_rank_ops_mut(SimWorkload *w, guint r);
+/* Distinct op arrays held: ranks that own theirs plus shared programs. */
+guint sim_workload_n_programs(const SimWorkload *w);
+/* Ops stored (each shared program once): what the workload's memory is
+ * proportional to, against sim_workload_n_ops (the ops replayed). */
+guint64 sim_workload_n_stored_ops(const SimWorkload *w);
 
 /* Total ops over all ranks. */
 guint64 sim_workload_n_ops(const SimWorkload *w);

@@ -653,7 +653,9 @@ static gboolean same_ops(const SimWorkload *a, const SimWorkload *b)
       return FALSE;
     for (guint32 i = 0; i < a->ranks[r].n_ops; i++) {
       SimOp x = a->ranks[r].ops[i], y = b->ranks[r].ops[i];
-      x.pad_ = y.pad_ = 0; /* not stored */
+      x.peer = sim_op_peer(&a->ranks[r], &x);
+      y.peer = sim_op_peer(&b->ranks[r], &y);
+      x.patch = y.patch = 0; /* stored resolved */
       if (memcmp(&x, &y, sizeof x) != 0)
         return FALSE;
     }

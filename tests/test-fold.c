@@ -534,7 +534,7 @@ static void test_invalid_fold(gconstpointer data)
     /* Rank 0 sends to rank 1 (its own class) instead of rank 2, which
      * still expects a message from rank 0's class. */
     g_assert_cmpuint(w->ranks[0].ops[2].kind, ==, SIM_OP_SEND);
-    w->ranks[0].ops[2].peer = 1;
+    sim_workload_rank_ops_mut(w, 0)[2].peer = 1;
     break;
   case BAD_POWER:
     f.idle[3] = IDLE_W + 1;

@@ -1131,7 +1131,7 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
       g_assert_cmpuint(op->microbatch, <, cfg->microbatches);
       g_assert_true(fwd || op->phase == SIM_PHASE_BACKWARD);
       /* Activations go to the next stage, gradients to the previous. */
-      g_assert_cmpuint(op->peer, ==, (send == fwd) ? next : prev);
+      g_assert_cmpuint(sim_op_peer(rk, op), ==, (send == fwd) ? next : prev);
       guint want_stream = send ? (fwd || merged ? 2 : 3)
                                : (fwd || merged ? 4 : 5);
       g_assert_cmpuint(op->stream, ==, want_stream);
@@ -1160,7 +1160,7 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
         src = &rk->ops[consumer[i]];
       }
       g_assert_cmpuint(src->layer, !=, NO_LAYER);
-      P2pRec rec = {op->peer, send, fwd, op->microbatch,
+      P2pRec rec = {sim_op_peer(rk, op), send, fwd, op->microbatch,
                     cfg->stage_layers != NULL ? layer_stage(cfg, src->layer)
                                               : src->layer / lpc,
                     op->stream};
@@ -1262,7 +1262,7 @@ static void test_groups(gconstpointer data)
       if (op->kind != SIM_OP_COLLECTIVE)
         continue;
       guint n;
-      const guint32 *m = sim_workload_group(w, op->peer, &n);
+      const guint32 *m = sim_workload_group(w, sim_op_peer(rk, op), &n);
       const char *name = name_of(w, op);
       if (strcmp(name, "tp.all_reduce") == 0) {
         /* tp consecutive ranks starting at a multiple of tp. */
@@ -1497,12 +1497,12 @@ static guint64 dataflow_stuck(const SimWorkload *w)
       guint64 ck, key;
       guint needed;
       if (op->kind == SIM_OP_COLLECTIVE) {
-        ck = (1ULL << 62) | ((guint64)op->peer << 21) | r;
-        key = (1ULL << 62) | ((guint64)op->peer << 32);
-        sim_workload_group(w, op->peer, &needed);
+        ck = (1ULL << 62) | ((guint64)sim_op_peer(rk, op) << 21) | r;
+        key = (1ULL << 62) | ((guint64)sim_op_peer(rk, op) << 32);
+        sim_workload_group(w, sim_op_peer(rk, op), &needed);
       } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
         guint64 send = op->kind == SIM_OP_SEND;
-        guint64 src = send ? r : op->peer, dst = send ? op->peer : r;
+        guint64 src = send ? r : sim_op_peer(rk, op), dst = send ? sim_op_peer(rk, op) : r;
         ck = (1ULL << 63) | (send << 60) | (src << 21) | dst;
         key = (1ULL << 63) | (src << 42) | (dst << 21);
         needed = 2;
@@ -1606,8 +1606,9 @@ static void test_dataflow_detects_deadlock(void)
   g_assert_cmpuint(stream_len(rk, 4), ==, 2);
   guint32 consumer = rk->stream_off[0];
   g_assert_cmpuint(rk->ops[consumer].wait, ==, r0);
-  rk->ops[consumer].wait = r1;
-  rk->ops[r0].wait = consumer + 1;
+  SimOp *ops = sim_workload_rank_ops_mut(w, 1);
+  ops[consumer].wait = r1;
+  ops[r0].wait = consumer + 1;
   g_assert_cmpuint(dataflow_stuck(w), >, 0);
 }
 
@@ -1821,7 +1822,9 @@ static void assert_rank_equal(const SimRank *a, const SimRank *b)
                   b->stream_off, sizeof(guint32) * (b->n_streams + 1));
   for (guint32 i = 0; i < a->n_ops; i++) {
     SimOp x = a->ops[i], y = b->ops[i];
-    x.pad_ = y.pad_ = 0;
+    x.peer = sim_op_peer(a, &x);
+    y.peer = sim_op_peer(b, &y);
+    x.patch = y.patch = 0;
     g_assert_cmpmem(&x, sizeof x, &y, sizeof y);
   }
 }
@@ -1870,8 +1873,8 @@ static void assert_image(const SimWorkload *u, const guint32 *rep, guint r)
   g_autoptr(GHashTable) pmap = g_hash_table_new(NULL, NULL);
   for (guint32 i = 0; i < a->n_ops; i++) {
     SimOp x = a->ops[i], y = b->ops[i];
-    guint32 px = x.peer, py = y.peer;
-    x.pad_ = y.pad_ = 0;
+    guint32 px = sim_op_peer(a, &x), py = sim_op_peer(b, &y);
+    x.patch = y.patch = 0;
     x.peer = y.peer = 0;
     g_assert_cmpmem(&x, sizeof x, &y, sizeof y);
     if (x.kind == SIM_OP_COLLECTIVE) {
@@ -2033,8 +2036,15 @@ static void test_deterministic(gconstpointer data)
 static guint64 held_bytes(const SimWorkload *w)
 {
   guint64 n = (guint64)w->n_ranks * sizeof(SimRank);
+  n += (guint64)w->programs->len * (sizeof(SimProgram) + sizeof(gpointer));
+  g_autofree guint8 *seen = g_new0(guint8, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
+    if (rk->program != SIM_NO_PROGRAM) {
+      if (seen[rk->program])
+        continue; /* a shared program counts once */
+      seen[rk->program] = 1;
+    }
     n += (guint64)rk->n_ops * sizeof(SimOp);
     if (rk->stream_off != NULL)
       n += (rk->n_streams + 1) * sizeof(guint32);
@@ -2104,11 +2114,13 @@ static void test_estimate_175b(void)
   cfg.dp = 128; /* 8,192 GPUs, folded */
   cfg.fold = TRUE;
   check_estimate(&cfg);
-  /* Unfolded 8,192 GPUs: 204,688,384 ops of 32 bytes (not generated). */
+  /* Unfolded 8,192 GPUs: 204,688,384 ops, but the ranks of a stage share
+   * their program, so the workload holds 8 programs plus the ranks: less
+   * than 1% of the 6.5 GB a copy per rank took. */
   cfg.fold = FALSE;
+  check_estimate(&cfg);
   guint64 est = gpt_estimate_bytes(&cfg);
-  g_assert_cmpuint(est, >=, gpt_n_ops(&cfg) * sizeof(SimOp));
-  g_assert_cmpuint(est, <, gpt_n_ops(&cfg) * sizeof(SimOp) * 101 / 100);
+  g_assert_cmpuint(est, <, gpt_n_ops(&cfg) * sizeof(SimOp) / 100);
 }
 
 /* A folded workload cannot be written to a native trace (format version 1

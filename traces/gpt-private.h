@@ -116,8 +116,6 @@ typedef struct {
   GArray *unit_ops;     /* guint32 handles, backward order */
   GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in
                            the order they were recorded */
-  gsize page;           /* the system's page size (alloc_ops), a power of
-                           two, or 0 when unknown */
 } Gen;
 
 /* ShapeKey hashing for Gen.shapes (gpt_kernels.c). */

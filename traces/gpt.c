@@ -228,17 +228,15 @@
  * ---------
  * Ranks of one stage run the same program; only group ids and p2p peers
  * differ, by the constant offsets above.  Each stage is generated once with
- * a SimRankBuilder (rank (0, 0, p), the stage's template) and copied to the
- * other t*d - 1 ranks: a memcpy into an array allocated at its final size,
- * then the peer fields listed once per stage (Patch) shifted by the rank's
- * offsets.  The work is linear in the ops; what is left is the memory
- * itself: 32 bytes per op, written once.  On the project's 2-core VM the
- * kernel's first-touch page faults were ~90% of generation time and grew
- * faster than the memory (175B, 1,024 -> 8,192 GPUs: 8x the ops, 11x the
- * kernel time), so each copy's pages are populated in one call
- * (alloc_ops); measured there, 175B tp8 pp8 m64 generates in ~0.3 s at
- * dp16 (820 MB) and ~2.3 s at dp128 (6.5 GB) (docs/gpt-generator.md,
- * "Speed and memory").
+ * a SimRankBuilder (rank (0, 0, p), the stage's template), its comm ops
+ * marked with the offset their peer shifts by (mark_patches), and the
+ * other t*d - 1 ranks share it (sim/workload.h, "Shared programs"): each
+ * holds three peer deltas, not a copy.  Generation is then linear in the
+ * ops of one rank per stage plus the ranks.  (Until the programs were
+ * shared, every rank got a copy, 32 bytes per op: 175B tp8 pp8 m64 took
+ * ~0.3 s and 820 MB at dp16 and ~2.3 s and 6.5 GB at dp128, nearly all of
+ * it the kernel's first-touch page faults; docs/gpt-generator.md, "Speed
+ * and memory", has today's figures.)
  *
  * Folding
  * -------
@@ -285,20 +283,11 @@
  *   16-bit (<= 65535 microbatches).
  */
 #include "traces/gpt.h"
-#include "models/schedule.h"
-#include "io/fault.h"
-
-#include <math.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include "traces/gpt-private.h"
-#include "io/fault.h"
+#include "models/schedule.h"
 
 #include <math.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* Optimizer bytes per parameter: fused Adam reads the FP32 grad, master
  * weight and both moments (16) and writes weight and moments (12); in
@@ -559,97 +548,38 @@ static void emit_stage(Gen *g, guint p)
   emit_tail(g, p);
 }
 
-/* Where the ranks of a stage differ from its template (0, 0, p): the
- * indices of the template's ops whose peer field shifts, by block (see
- * "Ranks and groups").  Rank (tp_i, dp_i, p) adds dp_i to by_dp (TP-group
- * collectives), tp_i to by_tp (DP-group collectives) and tp_i + t*dp_i =
- * r - r0 to by_rank (tie-group collectives, whose ids count (tp_i, dp_i)
- * in rank order, and p2p peers).  Built once per stage, so a copy is a
- * memcpy plus a few thousand stores instead of a test per op. */
-typedef struct {
-  GArray *by_dp, *by_tp, *by_rank; /* guint32 op indices, ascending */
-} Patch;
+/* Marks where the ranks of a stage differ from its template (0, 0, p):
+ * each comm op's patch field names the rank offset its peer shifts by
+ * (see "Ranks and groups"): 1 = dp_i (TP-group collectives), 2 = tp_i
+ * (DP-group collectives), 3 = r - r0 = tp_i + t*dp_i (tie-group
+ * collectives, whose ids count (tp_i, dp_i) in rank order, and p2p
+ * peers).  The other ranks of the stage then share the template's ops
+ * (sim_workload_share_rank) with those three offsets as their deltas. */
+enum { PATCH_DP = 1, PATCH_TP = 2, PATCH_RANK = 3 };
 
-static void patch_init(Patch *pt, const Gen *g, const SimRank *src)
+static void mark_patches(const Gen *g, SimOp *ops, guint32 n)
 {
-  pt->by_dp = g_array_new(FALSE, FALSE, sizeof(guint32));
-  pt->by_tp = g_array_new(FALSE, FALSE, sizeof(guint32));
-  pt->by_rank = g_array_new(FALSE, FALSE, sizeof(guint32));
-  for (guint32 i = 0; i < src->n_ops; i++) {
-    const SimOp *op = &src->ops[i];
-    if (op->kind == SIM_OP_COLLECTIVE) {
-      if (op->peer < g->dp_base)
-        g_array_append_val(pt->by_dp, i);
-      else if (op->peer < g->tie_base)
-        g_array_append_val(pt->by_tp, i);
-      else
-        g_array_append_val(pt->by_rank, i);
-    } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
-      g_array_append_val(pt->by_rank, i);
-    }
+  for (guint32 i = 0; i < n; i++) {
+    SimOp *op = &ops[i];
+    if (op->kind == SIM_OP_COLLECTIVE)
+      op->patch = op->peer < g->dp_base    ? PATCH_DP
+                  : op->peer < g->tie_base ? PATCH_TP
+                                           : PATCH_RANK;
+    else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
+      op->patch = PATCH_RANK;
   }
 }
 
-static void patch_clear(Patch *pt)
+/* Rank r = (tp_i, dp_i, p) runs the template r0 of stage p, its group ids
+ * and peers shifted as mark_patches says. */
+static void share_rank(Gen *g, guint r0, guint tp_i, guint dp_i, guint p)
 {
-  g_array_unref(pt->by_dp);
-  g_array_unref(pt->by_tp);
-  g_array_unref(pt->by_rank);
-}
-
-static void patch_add(SimOp *ops, const GArray *idx, guint32 delta)
-{
-  const guint32 *ix = (const guint32 *)(void *)idx->data;
-  for (guint i = 0; i < idx->len; i++)
-    ops[ix[i]].peer += delta;
-}
-
-/* The op array of a copied rank: n records, uninitialised, allocated once
- * at their final size (the one allocation as large as the workload).
- *
- * Its pages are populated here with one madvise(MADV_POPULATE_WRITE) call
- * (Linux >= 5.14) instead of one page fault per page during the memcpy
- * that follows: generating an unfolded iteration is nearly all first
- * touches of fresh memory (175B on 8,192 GPUs: 6.5 GB of ops, 1.6 M page
- * faults, ~90% of the time in the kernel), and populating a rank's range
- * at once takes about 40% off (docs/gpt-generator.md, "Speed and
- * memory").  Only pages wholly inside the block are populated (malloc may
- * share the first and last ones); where the call is unknown (older
- * kernels: EINVAL) the pages fault in as before. */
-static SimOp *alloc_ops(const Gen *g, guint32 n, GError **error)
-{
-  SimOp *ops = fault_try_alloc(n, sizeof(SimOp), "gpt: op array", GPT_ERROR,
-                               GPT_ERROR_INVALID, error);
-  if (ops == NULL)
-    return NULL;
-#ifdef MADV_POPULATE_WRITE
-  const guintptr page = g->page;
-  guintptr a = ((guintptr)ops + page - 1) & ~(page - 1);
-  guintptr e = ((guintptr)ops + sizeof(SimOp) * (gsize)n) & ~(page - 1);
-  if (page > 0 && e > a)
-    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-#endif
-  return ops;
-}
-
-/* Copies the template rank r0 of stage p to rank r = (tp_i, dp_i, p),
- * shifting group ids and peers as `pt` says. */
-static void copy_rank(Gen *g, const Patch *pt, guint r0, guint tp_i,
-                      guint dp_i, guint p)
-{
-  const GptConfig *cfg = g->cfg;
-  const SimRank *src = &g->w->ranks[r0];
-  guint r = rank_of(cfg, tp_i, dp_i, p);
-  SimOp *ops = g->error == NULL ? alloc_ops(g, src->n_ops, &g->error) : NULL;
-  if (ops == NULL)
-    return; /* g->error says why */
-  memcpy(ops, src->ops, sizeof(SimOp) * src->n_ops);
-  patch_add(ops, pt->by_dp, dp_i);
-  patch_add(ops, pt->by_tp, tp_i);
-  patch_add(ops, pt->by_rank, r - r0);
-  guint32 *off = g_memdup2(src->stream_off,
-                           sizeof(guint32) * (src->n_streams + 1));
-  sim_workload_set_rank(g->w, r, ops, src->n_ops, off, src->n_streams);
+  guint r = rank_of(g->cfg, tp_i, dp_i, p);
+  guint32 delta[SIM_PATCH_COUNT] = { 0 };
+  delta[PATCH_DP] = dp_i;
+  delta[PATCH_TP] = tp_i;
+  delta[PATCH_RANK] = r - r0;
+  sim_workload_share_rank(g->w, r, r0, delta);
   g->w->ranks[r].stage = p;
 }
 
@@ -773,8 +703,6 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.vt = (double)gpt_padded_vocab(&c) / c.tp;
   g.v = gpt_config_chunks(&c);
   g.lpc = c.layers / (c.pp * g.v);
-  long page = sysconf(_SC_PAGESIZE);
-  g.page = page > 0 && (page & (page - 1)) == 0 ? (gsize)page : 0;
 
   add_groups(&g);
   gpt_build_protos(&g);
@@ -796,13 +724,11 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
         }
       continue;
     }
-    Patch pt;
-    patch_init(&pt, &g, &w->ranks[r0]);
+    mark_patches(&g, sim_workload_rank_ops_mut(w, r0), w->ranks[r0].n_ops);
     for (guint d = 0; d < c.dp; d++)
       for (guint t = 0; t < c.tp; t++)
         if (t != 0 || d != 0)
-          copy_rank(&g, &pt, r0, t, d, p);
-    patch_clear(&pt);
+          share_rank(&g, r0, t, d, p);
   }
 
   sim_rank_builder_free(g.rb);

@@ -598,12 +598,14 @@ guint64 gpt_estimate_bytes(const GptConfig *cfg)
 {
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0, 0);
   guint64 n_ranks = (guint64)cfg->tp * cfg->pp * cfg->dp;
-  guint64 per_stage = cfg->fold ? 1 : (guint64)cfg->tp * cfg->dp;
   guint64 bytes = 0;
-  /* Op records and stream offsets of the ranks that hold ops. */
+  /* Op records and stream offsets of the stage templates, which the other
+   * ranks of their stage share (a program record each when shared). */
+  gboolean shared = !cfg->fold && (guint64)cfg->tp * cfg->dp > 1;
   for (guint p = 0; p < cfg->pp; p++)
-    bytes += per_stage * (gpt_rank_ops(cfg, p) * sizeof(SimOp) +
-                          (stage_streams(cfg, p) + 1) * sizeof(guint32));
+    bytes += gpt_rank_ops(cfg, p) * sizeof(SimOp) +
+             (stage_streams(cfg, p) + 1) * sizeof(guint32) +
+             (shared ? sizeof(SimProgram) + sizeof(gpointer) : 0);
   /* Rank records and the fold map. */
   bytes += n_ranks * sizeof(SimRank);
   if (cfg->fold)

@@ -177,7 +177,8 @@ static gboolean host_bound_share(const SimWorkload *w, gint64 *step_ns,
 /* Counts op `op` of rank r (running its own or its representative's ops,
  * with gmap the image of its groups then) into st, the collective ops and
  * bytes per group and the rank's kernel time *busy. */
-static void stats_count_op(TraceStats *st, guint r, const SimOp *op,
+static void stats_count_op(TraceStats *st, guint r, const SimRank *rk,
+                           const SimOp *op,
                            const SimShape *shapes, const guint32 *gmap,
                            guint64 *coll_ops, double *coll_bytes,
                            gint64 *busy)
@@ -210,8 +211,9 @@ static void stats_count_op(TraceStats *st, guint r, const SimOp *op,
     st->comm_bytes += sh->bytes;
     st->coll_by_type[sh->coll]++;
     st->coll_bytes_by_type[sh->coll] += sh->bytes;
-    coll_ops[gmap != NULL ? gmap[op->peer] : op->peer]++;
-    coll_bytes[gmap != NULL ? gmap[op->peer] : op->peer] += sh->bytes;
+    coll_ops[gmap != NULL ? gmap[sim_op_peer(rk, op)] : sim_op_peer(rk, op)]++;
+    coll_bytes[gmap != NULL ? gmap[sim_op_peer(rk, op)]
+                            : sim_op_peer(rk, op)] += sh->bytes;
     break;
   case SIM_OP_SEND:
     st->comm_bytes += sh->bytes;
@@ -312,7 +314,7 @@ void trace_stats_compute(const SimWorkload *w, TraceStats *st)
     st->streams_total += rk->n_streams;
     gint64 busy = 0;
     for (guint32 i = 0; i < rk->n_ops; i++)
-      stats_count_op(st, r, &rk->ops[i], shapes, gmap, coll_ops, coll_bytes,
+      stats_count_op(st, r, rk, &rk->ops[i], shapes, gmap, coll_ops, coll_bytes,
                      &busy);
     st->busy_ns[r] = busy;
     if (r == 0 || busy < st->busy_min_ns) {

@@ -87,9 +87,13 @@ static gboolean nat_dset_write(NatWriter *wr, hid_t loc, const char *name,
 
 /* Writes a rank's ops in blocks through a scratch buffer whose pad bytes
  * are zero (so the file's bytes do not depend on uninitialised padding). */
+/* Writes rank rk's ops with its peers resolved (a shared program's ops
+ * are written as the rank's own: every patch 0). */
 static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
-                              const SimOp *ops, guint32 n, GError **error)
+                              const SimRank *rk, GError **error)
 {
+  const SimOp *ops = rk->ops;
+  guint32 n = rk->n_ops;
   hsize_t dims[1] = { n };
   g_auto(H5uHid) space = H5Screate_simple(1, dims, NULL);
   g_auto(H5uHid) d = space < 0 ? H5I_INVALID_HID
@@ -108,8 +112,10 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
   for (guint32 at = 0; at < n; at += block) {
     guint32 k = MIN(block, n - at);
     memcpy(buf, ops + at, sizeof(SimOp) * k);
-    for (guint32 i = 0; i < k; i++)
-      buf[i].pad_ = 0;
+    for (guint32 i = 0; i < k; i++) {
+      buf[i].peer = sim_op_peer(rk, &buf[i]);
+      buf[i].patch = 0;
+    }
     hsize_t start[1] = { at }, count[1] = { k };
     if (mspace < 0 ||
         H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count,
@@ -216,7 +222,7 @@ static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
     if (!nat_attr_u32(wr, g, disp, "stage", rk->stage, error))
       return FALSE;
     g_snprintf(disp, sizeof disp, "/ranks/%u/ops", r);
-    if (!nat_write_ops(wr, g, disp, rk->ops, rk->n_ops, error))
+    if (!nat_write_ops(wr, g, disp, rk, error))
       return FALSE;
     /* A rank never given ops has no offsets: store the single offset 0. */
     guint32 zero = 0;

@@ -392,7 +392,7 @@ static void tl_op_args(TraceTimeline *tl, const SimOp *op,
     append_num(e, "%.17g", sh->bytes);
     g_string_append_printf(e, ",\"%s\":%u",
                            op->kind == SIM_OP_COLLECTIVE ? "group" : "peer",
-                           op->peer);
+                           sim_op_peer(&tl->w->ranks[rec->gpu], op));
   }
   double dur_s = (double)(rec->end_ns - rec->start_ns) * 1e-9;
   g_string_append(e, ",\"power_w\":");

@@ -318,28 +318,29 @@ static void build_nodes(DvfsModel *m)
     guint32 off = m->class_off[m->rank_class[r]];
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
+      guint32 peer = sim_op_peer(rk, op);
       if (op->kind == SIM_OP_COLLECTIVE) {
-        if (op->peer >= n_groups)
+        if (peer >= n_groups)
           continue; /* validated by the engine; never here */
-        if (coll_cnt[op->peer] == 0)
-          g_array_append_val(touched_g, op->peer);
-        guint32 n = coll_cnt[op->peer]++;
-        GArray *a = g_ptr_array_index(coll, op->peer);
+        if (coll_cnt[peer] == 0)
+          g_array_append_val(touched_g, peer);
+        guint32 n = coll_cnt[peer]++;
+        GArray *a = g_ptr_array_index(coll, peer);
         if (a == NULL) {
           a = g_array_new(FALSE, FALSE, sizeof(guint32));
-          g_ptr_array_index(coll, op->peer) = a;
+          g_ptr_array_index(coll, peer) = a;
         }
         match_seq(a, n, off + i, parent);
       } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
-        if (op->peer >= w->n_ranks)
+        if (peer >= w->n_ranks)
           continue;
         gboolean send = op->kind == SIM_OP_SEND;
-        guint32 *cnt = send ? &send_cnt[op->peer] : &recv_cnt[op->peer];
-        if (send_cnt[op->peer] == 0 && recv_cnt[op->peer] == 0)
-          g_array_append_val(touched_r, op->peer);
+        guint32 *cnt = send ? &send_cnt[peer] : &recv_cnt[peer];
+        if (send_cnt[peer] == 0 && recv_cnt[peer] == 0)
+          g_array_append_val(touched_r, peer);
         guint32 n = (*cnt)++;
-        guint64 key = send ? (guint64)r * w->n_ranks + op->peer
-                           : (guint64)op->peer * w->n_ranks + r;
+        guint64 key = send ? (guint64)r * w->n_ranks + peer
+                           : (guint64)peer * w->n_ranks + r;
         GArray *a = g_hash_table_lookup(p2p, &key);
         if (a == NULL) {
           guint64 *k = g_new(guint64, 1);

@@ -258,8 +258,8 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
         gint64 dur = op->ref_ns;
         if (dur <= 0)
           dur = op->kind == SIM_OP_RECV
-                  ? m->p2p_ns(m->ctx, op->peer, r, sh->bytes, 0)
-                  : m->collective_ns(m->ctx, op->peer, sh->bytes,
+                  ? m->p2p_ns(m->ctx, sim_op_peer(rk, op), r, sh->bytes, 0)
+                  : m->collective_ns(m->ctx, sim_op_peer(rk, op), sh->bytes,
                                      (SimCollType)sh->coll, 0);
         dur = MAX(dur, 0);
         for (guint k = 0; k < nc; k++) {

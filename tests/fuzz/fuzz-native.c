@@ -364,7 +364,9 @@ static void nf_check_equal(const SimWorkload *a, const SimWorkload *b)
                "round trip: rank %u", r);
     for (guint32 i = 0; i < x->n_ops; i++) {
       SimOp p = x->ops[i], q = y->ops[i];
-      p.pad_ = q.pad_ = 0;
+      p.peer = sim_op_peer(x, &p);
+      q.peer = sim_op_peer(y, &q);
+      p.patch = q.patch = 0;
       FUZZ_CHECK(memcmp(&p, &q, sizeof p) == 0, "round trip: rank %u op %u",
                  r, i);
     }
