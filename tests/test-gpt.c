@@ -2066,6 +2066,59 @@ static guint64 malloc_in_use(void)
   return (guint64)mi.uordblks + (guint64)mi.hblkhd;
 }
 
+/* Shared programs (sim/workload.h): the ranks of a stage share their
+ * template's ops, so the workload holds one program per stage; and
+ * replaying it gives, GPU by GPU and to the nanosecond, what the same
+ * workload with every rank's ops materialised gives, with per-GPU
+ * variability on (so that no two GPUs are priced alike). */
+static void test_shared(gconstpointer data)
+{
+  GptConfig cfg;
+  layout_config(data, &cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  g_autoptr(SimWorkload) m = generate(&cfg);
+  GError *error = NULL;
+  g_assert_true(sim_workload_materialise(m, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, cfg.pp);
+  g_assert_cmpuint(sim_workload_n_programs(m), ==, w->n_ranks);
+  g_assert_cmpuint(sim_workload_n_ops(w), ==, sim_workload_n_ops(m));
+  guint64 stored = 0;
+  for (guint p = 0; p < cfg.pp; p++)
+    stored += w->ranks[p * cfg.tp * cfg.dp].n_ops;
+  g_assert_cmpuint(sim_workload_n_stored_ops(w), ==, stored);
+  g_assert_cmpuint(sim_workload_n_stored_ops(m), ==, sim_workload_n_ops(m));
+  for (guint r = 0; r < w->n_ranks; r++)
+    assert_rank_equal(&w->ranks[r], &m->ranks[r]);
+
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
+  g_assert_no_error(error);
+  c->perf_spread = 0.05;
+  c->power_spread = 0.05;
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  JsRunOptions opt = {.iterations = 2, .seed = 7, .switch_latency_ms = -1};
+  g_autoptr(SimResult) a = js_simulate(s, c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) b = js_simulate(s, c, m, &pol, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(a->time_ns, ==, b->time_ns);
+  g_assert_cmpuint(a->n_gpus, ==, b->n_gpus);
+  for (guint i = 0; i < a->n_gpus; i++) {
+    const SimGpuResult *x = &a->per_gpu[i], *y = &b->per_gpu[i];
+    g_assert_cmpfloat(x->energy_j, ==, y->energy_j);
+    g_assert_cmpfloat(x->kernel_ns, ==, y->kernel_ns);
+    g_assert_cmpfloat(x->comm_ns, ==, y->comm_ns);
+    g_assert_cmpfloat(x->blocked_ns, ==, y->blocked_ns);
+    g_assert_cmpfloat(x->idle_ns, ==, y->idle_ns);
+  }
+  g_assert_cmpfloat(a->energy_j, ==, b->energy_j);
+}
+
 /* gpt_estimate_bytes: an upper bound on what the workload holds, and
  * within 10% of it and of what malloc actually hands out for it. */
 static void check_estimate(const GptConfig *cfg)
@@ -2395,7 +2448,7 @@ int main(int argc, char **argv)
     {"optimizer-wait", test_optimizer_wait},
     {"fields", test_fields},     {"dataflow", test_dataflow},
     {"fold", test_fold},         {"deterministic", test_deterministic},
-    {"estimate", test_estimate},
+    {"estimate", test_estimate}, {"shared", test_shared},
   };
   for (guint c = 0; c < G_N_ELEMENTS(checks); c++)
     for (guint i = 0; i < G_N_ELEMENTS(layouts); i++) {
