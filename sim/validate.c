@@ -56,6 +56,8 @@ static char *op_problem(const SimWorkload *w, const SimRank *rk, guint s,
     return g_strdup_printf("name %u out of range", op->name);
   if (op->ref_ns < 0)
     return g_strdup("negative duration");
+  if (op->patch >= SIM_PATCH_COUNT)
+    return g_strdup_printf("peer patch %u out of range", op->patch);
   if (op->wait != SIM_NO_WAIT) {
     if (op->wait >= rk->n_ops)
       return g_strdup_printf("waits for op %u of %u", op->wait, rk->n_ops);
@@ -71,6 +73,9 @@ struct SimValidator {
   guint n_groups;
   GHashTable *p2p;   /* (src << 32 | dst) -> gint64[2] {key, sends - recvs} */
   guint32 *mcount;   /* per group membership: collectives issued */
+  GArray **prog_comm; /* per shared program, once its ops are checked: the
+                         indices of its communication ops (a sharer only
+                         checks those: its peers are its own) */
 };
 
 void sim_validator_free(SimValidator *v)
@@ -79,6 +84,10 @@ void sim_validator_free(SimValidator *v)
     return;
   g_hash_table_unref(v->p2p);
   g_free(v->mcount);
+  for (guint p = 0; p < v->w->programs->len; p++)
+    if (v->prog_comm[p] != NULL)
+      g_array_unref(v->prog_comm[p]);
+  g_free(v->prog_comm);
   g_free(v);
 }
 
@@ -104,18 +113,105 @@ SimValidator *sim_validator_new(const SimWorkload *w, GError **error)
   v->n_groups = n_groups;
   v->p2p = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   v->mcount = g_new0(guint32, MAX(w->group_ranks->len, 1));
+  v->prog_comm = g_new0(GArray *, w->programs->len + 1);
   return v;
+}
+
+/* Where a rank's last collective's membership was (consecutive ones are
+ * mostly on one group). */
+typedef struct {
+  guint32 group;
+  gint64 pos;
+} LastGroup;
+
+/* The per-rank checks of communication op i of rank r: its group or peer
+ * (the rank's own, through its patch), and the counts that
+ * sim_validator_finish compares. */
+static gboolean check_comm(SimValidator *v, guint r, guint32 i,
+                           LastGroup *last, GError **error)
+{
+  const SimWorkload *w = v->w;
+  const guint32 *fold = w->fold_rep;
+  const guint n_groups = v->n_groups;
+  const SimRank *rk = &w->ranks[r];
+  const SimOp *op = &rk->ops[i];
+  guint32 peer = sim_op_peer(rk, op);
+#define BAD(...)                                                           \
+  do {                                                                     \
+    g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                    \
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID, "rank %u op %u: %s",  \
+                r, i, m_);                                                 \
+    return FALSE;                                                          \
+  } while (0)
+  switch (op->kind) {
+  case SIM_OP_COLLECTIVE: {
+    if (peer >= n_groups)
+      BAD("group %u out of range (%u groups)", peer, n_groups);
+    if (peer != last->group) {
+      last->group = peer;
+      last->pos = sim_member_pos(w, peer, r);
+    }
+    gint64 pos = last->pos;
+    if (pos < 0)
+      BAD("collective on group %u which does not contain the rank",
+          peer);
+    v->mcount[pos]++;
+    break;
+  }
+  case SIM_OP_SEND:
+  case SIM_OP_RECV: {
+    if (peer >= w->n_ranks || peer == r)
+      BAD("peer %u invalid", peer);
+    guint32 src = op->kind == SIM_OP_SEND ? r : peer;
+    guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
+    if (fold != NULL) {
+      src = fold[src];
+      dst = fold[dst];
+    }
+    gint64 key = ((gint64)src << 32) | dst;
+    gint64 *cnt = g_hash_table_lookup(v->p2p, &key);
+    if (cnt == NULL) {
+      gint64 *k = g_new(gint64, 2);
+      k[0] = key;
+      k[1] = 0;
+      g_hash_table_insert(v->p2p, k, k);
+      cnt = k;
+    }
+    cnt[1] += op->kind == SIM_OP_SEND ? 1 : -1;
+    break;
+  }
+  default:
+    break;
+  }
+#undef BAD
+  return TRUE;
 }
 
 gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
 {
   const SimWorkload *w = v->w;
-  const guint32 *fold = w->fold_rep;
-  const guint n_groups = v->n_groups;
   const guint n_shapes = w->shapes->len, n_names = w->names->len;
   const SimRank *rk = &w->ranks[r];
-  guint32 last_group = G_MAXUINT32; /* membership of the last collective */
-  gint64 last_pos = -1;
+  LastGroup last = { G_MAXUINT32, -1 };
+  g_autoptr(GArray) comm = NULL; /* the program's comm ops, on its first
+                                    check */
+  if (rk->program != SIM_NO_PROGRAM) {
+    if (rk->program >= w->programs->len) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                  "rank %u: program %u out of range (%u programs)", r,
+                  rk->program, w->programs->len);
+      return FALSE;
+    }
+    GArray *done = v->prog_comm[rk->program];
+    if (done != NULL) {
+      /* Its ops passed with an earlier sharer: only its peers are new. */
+      for (guint k = 0; k < done->len; k++)
+        if (!check_comm(v, r, g_array_index(done, guint32, k), &last, error))
+          return FALSE;
+      return TRUE;
+    }
+    comm = g_array_new(FALSE, FALSE, sizeof(guint32));
+  }
   if (rk->n_ops > 0 && (rk->stream_off == NULL || rk->n_streams == 0 ||
                         rk->n_streams > SIM_MAX_STREAMS ||
                         rk->stream_off[0] != 0 ||
@@ -144,7 +240,7 @@ gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
                      op->klass >= SIM_CLASS_COUNT ||
                      op->phase >= SIM_PHASE_COUNT ||
                      op->shape >= n_shapes || op->name >= n_names ||
-                     op->ref_ns < 0 ||
+                     op->ref_ns < 0 || op->patch >= SIM_PATCH_COUNT ||
                      (op->wait != SIM_NO_WAIT &&
                       (op->wait >= rk->n_ops ||
                        rk->ops[op->wait].stream == op->stream)))) {
@@ -152,50 +248,18 @@ gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
         if (why != NULL)
           BAD("%s", why);
       }
-      guint32 peer = sim_op_peer(rk, op);
-      switch (op->kind) {
-      case SIM_OP_COLLECTIVE: {
-        if (peer >= n_groups)
-          BAD("group %u out of range (%u groups)", peer, n_groups);
-        if (peer != last_group) {
-          last_group = peer;
-          last_pos = sim_member_pos(w, peer, r);
-        }
-        gint64 pos = last_pos;
-        if (pos < 0)
-          BAD("collective on group %u which does not contain the rank",
-              peer);
-        v->mcount[pos]++;
-        break;
-      }
-      case SIM_OP_SEND:
-      case SIM_OP_RECV: {
-        if (peer >= w->n_ranks || peer == r)
-          BAD("peer %u invalid", peer);
-        guint32 src = op->kind == SIM_OP_SEND ? r : peer;
-        guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
-        if (fold != NULL) {
-          src = fold[src];
-          dst = fold[dst];
-        }
-        gint64 key = ((gint64)src << 32) | dst;
-        gint64 *cnt = g_hash_table_lookup(v->p2p, &key);
-        if (cnt == NULL) {
-          gint64 *k = g_new(gint64, 2);
-          k[0] = key;
-          k[1] = 0;
-          g_hash_table_insert(v->p2p, k, k);
-          cnt = k;
-        }
-        cnt[1] += op->kind == SIM_OP_SEND ? 1 : -1;
-        break;
-      }
-      default:
-        break;
+      if (op->kind == SIM_OP_COLLECTIVE || op->kind == SIM_OP_SEND ||
+          op->kind == SIM_OP_RECV) {
+        if (!check_comm(v, r, i, &last, error))
+          return FALSE;
+        if (comm != NULL)
+          g_array_append_val(comm, i);
       }
 #undef BAD
     }
   }
+  if (comm != NULL)
+    v->prog_comm[rk->program] = g_steal_pointer(&comm);
   return TRUE;
 }
 
