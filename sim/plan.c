@@ -96,6 +96,33 @@ void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
                                guint16 *req)
 {
   double T = (double)MAX(period_ns, 1);
+  /* Kernels of a stream start in stream order, so the targets tau rise
+   * with i but where they wrap into the next iteration: a cursor finds
+   * each target's kernel in one pass (planners call this once per
+   * candidate on every stream).  Unordered starts (no timeline gives
+   * them) fall back to a binary search per kernel; both pick the same
+   * kernel. */
+  gboolean sorted = TRUE;
+  for (guint32 i = 1; i < n && sorted; i++)
+    sorted = start_ns[ks[i]] >= start_ns[ks[i - 1]];
+  if (sorted) {
+    guint32 j = 0;
+    double prev = -1.0;
+    for (guint32 i = 0; i < n; i++) {
+      double tau = (double)start_ns[ks[i]] + (double)latency_ns;
+      if (tau >= T)
+        tau = fmod(tau, T);
+      if (tau < prev)
+        j = 0; /* wrapped */
+      prev = tau;
+      /* the last kernel of the stream starting at or before tau (the
+       * first when none does) */
+      while (j + 1 < n && (double)start_ns[ks[j + 1]] <= tau)
+        j++;
+      req[ks[i]] = intent[ks[j]];
+    }
+    return;
+  }
   for (guint32 i = 0; i < n; i++) {
     double tau = (double)start_ns[ks[i]] + (double)latency_ns;
     if (tau >= T)
