@@ -852,6 +852,10 @@ DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
     steady->boost = CLUSTER_BOOST_PER_KERNEL;
     run = steady;
   }
+  /* A folded workload is planned per class, on its representatives:
+   * exact where members are priced like them. */
+  if (!cluster_check_folded(run, w, error))
+    return NULL;
   Planner P = {0};
   P.pol = p;
   P.run = run;
