@@ -188,6 +188,31 @@ static gboolean check_spread(const char *field, double v, GError **error)
 
 /* Checks sizes, both specs, every override and the spreads.  Returns FALSE
  * with an error naming the field on the first violation. */
+gboolean cluster_check_folded(const Cluster *c, const SimWorkload *w,
+                              GError **error)
+{
+  g_return_val_if_fail(c != NULL && w != NULL, FALSE);
+  if (w->fold_rep == NULL)
+    return TRUE;
+  if (c->perf_spread > 0 || c->power_spread > 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the cluster has per-GPU "
+                "variability (perf %g, power %g): the members of a class "
+                "would no longer run like their representative%s",
+                c->perf_spread, c->power_spread, CLUSTER_FOLDED_HINT);
+    return FALSE;
+  }
+  if (c->gpus_per_node > 0 && c->n_gpus % c->gpus_per_node != 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the cluster's last node is "
+                "partly filled (%u GPUs, %u per node): groups placed on it "
+                "would not be priced like their representatives'%s",
+                c->n_gpus, c->gpus_per_node, CLUSTER_FOLDED_HINT);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean cluster_validate(const Cluster *c, GError **error)
 {
   g_return_val_if_fail(c != NULL, FALSE);

@@ -59,6 +59,19 @@ void cluster_free(Cluster *c);
 Cluster *cluster_copy(const Cluster *c, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Cluster, cluster_free)
 gboolean cluster_validate(const Cluster *c, GError **error);
+/* A folded workload (w->fold_rep: one representative replayed per class of
+ * identical ranks) runs exactly on c only where every member of a class is
+ * priced like its representative.  FALSE (SIM_ERROR_INVALID, naming the
+ * cause and the way out: an unfolded workload) when w is folded and c has
+ * per-GPU variability, or a partly filled last node (groups placed there
+ * would be priced unlike their representatives'); TRUE otherwise.  The
+ * run's other refusals (stragglers, timelines) are its caller's
+ * (run/session.c, perseus_run). */
+gboolean cluster_check_folded(const Cluster *c, const SimWorkload *w,
+                              GError **error);
+/* The hint those refusals end with. */
+#define CLUSTER_FOLDED_HINT                                                 \
+  "; use an unfolded workload (js.gpt{ fold = false }) for this run"
 /* Nodes: ceil(n_gpus / gpus_per_node); GPU g sits on node g / gpus_per_node
  * (the last node may be partly filled). */
 guint cluster_n_nodes(const Cluster *c);

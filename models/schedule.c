@@ -199,6 +199,18 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
     g->stage[r] = s;
     g->pipeline[r] = (r / tp) % dp;
     guint32 *nd = g->node[r] = g_new(guint32, MAX(rk->n_ops, 1));
+    if (w->fold_rep != NULL && w->fold_rep[r] != r) {
+      /* Folded away: no ops, its representative's computations. */
+      guint q = w->fold_rep[r];
+      if (q >= w->n_ranks || w->ranks[q].stage != s) {
+        invalid(error, "rank %u (stage %u) folds into rank %u, not of its "
+                "stage: per-computation planning needs every rank folded "
+                "into one of its own stage", r, s, q);
+        return NULL;
+      }
+      nd[0] = PERSEUS_NO_NODE;
+      continue;
+    }
     memset(seen, 0, 2 * M);
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
@@ -230,6 +242,8 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
   /* Program order of each stage, from its representative rank. */
   for (guint s = 0; s < S; s++) {
     guint rep = s * tp * dp;
+    if (w->fold_rep != NULL)
+      rep = w->fold_rep[rep]; /* the same program, holding the ops */
     g->rep_rank[s] = rep;
     guint32 *ord = g->order[s] = g_new(guint32, 2 * M);
     memset(seen, 0, 2 * M);

@@ -83,7 +83,8 @@ typedef struct {
   guint32 **node;     /* per rank, per op: node id or PERSEUS_NO_NODE */
   guint *pipeline;    /* per rank: dp index */
   guint *stage;       /* per rank */
-  guint *rep_rank;    /* per stage: the rank of pipeline 0, tp index 0 */
+  guint *rep_rank;    /* per stage: the rank of pipeline 0, tp index 0
+                         (folded: the representative it folds into) */
   guint32 **order;    /* per stage: its 2M node ids in program order */
 } PerseusGroups;
 
@@ -93,8 +94,11 @@ typedef struct {
  * forward/backward belong to computation (rank's stage, microbatch,
  * phase); sends and ops without a microbatch (DP all-reduces, the
  * optimizer) belong to none.  Every computation of a stage must have ops
- * on every rank of that stage.  Errors in PERSEUS_ERROR.  Caller owns the
- * result. */
+ * on every rank of that stage.  A folded workload (fold_rep): only
+ * representatives are grouped (a folded-away rank's node array is one
+ * PERSEUS_NO_NODE: it has no ops and runs its representative's), and
+ * every rank must fold into a rank of its own stage.  Errors in
+ * PERSEUS_ERROR.  Caller owns the result. */
 PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error);
 void perseus_groups_free(PerseusGroups *g);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusGroups, perseus_groups_free)

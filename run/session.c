@@ -135,46 +135,32 @@ static gboolean pipeline_clocks(JsSession *s, const Cluster *run,
 /* A folded workload (SimWorkload.fold_rep: one representative replayed per
  * class of identical ranks) is exact only where every member of a class is
  * priced like its representative.  Refuses, naming the cause, every run
- * option that prices GPUs individually or needs every rank's replay.  (The
- * engine itself checks the per-GPU power constants.) */
-static gboolean check_folded(const Cluster *run, const DvfsPolicy *p,
-                             const JsRunOptions *opt, GError **error)
+ * option that prices GPUs individually or needs every rank's replay: the
+ * cluster's variability and partly filled last node
+ * (cluster_check_folded), stragglers, timelines.  (The engine itself
+ * checks the per-GPU power constants.)  Planned and pipeline
+ * policies run: they plan per class, on the representatives (the plan
+ * model and the Perseus DAG take a folded workload's classes as they
+ * are), and their plans give representatives only, which is exact because
+ * a class's members run the same ops at the same prices (docs/dvfs.md,
+ * "Folded workloads"). */
+static gboolean check_folded(const Cluster *run,
+                             const JsRunOptions *opt, const SimWorkload *w,
+                             GError **error)
 {
-  const char *hint = "; use an unfolded workload (js.gpt{ fold = false }) "
-                     "for this run";
-  if (run->perf_spread > 0 || run->power_spread > 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "the workload is folded but the cluster has per-GPU "
-                "variability (perf %g, power %g): the members of a class "
-                "would no longer run like their representative%s",
-                run->perf_spread, run->power_spread, hint);
+  if (!cluster_check_folded(run, w, error))
     return FALSE;
-  }
   if (opt->stragglers != NULL && !straggler_set_empty(opt->stragglers)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
                 "the workload is folded but the run has stragglers: a slow "
-                "GPU no longer runs like its representative%s", hint);
+                "GPU no longer runs like its representative%s",
+                CLUSTER_FOLDED_HINT);
     return FALSE;
   }
   if (opt->observer != NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
                 "the workload is folded: a timeline would show only the "
-                "representatives' ops%s", hint);
-    return FALSE;
-  }
-  if (dvfs_policy_is_planned(p) || dvfs_policy_is_pipeline(p)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "the workload is folded but policy '%s' plans from an "
-                "observed replay of every rank (its plan model folds "
-                "identical ranks itself)%s", dvfs_kind_name(p->kind), hint);
-    return FALSE;
-  }
-  if (run->gpus_per_node > 0 && run->n_gpus % run->gpus_per_node != 0) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "the workload is folded but the cluster's last node is "
-                "partly filled (%u GPUs, %u per node): groups placed on it "
-                "would not be priced like their representatives'%s",
-                run->n_gpus, run->gpus_per_node, hint);
+                "representatives' ops%s", CLUSTER_FOLDED_HINT);
     return FALSE;
   }
   return TRUE;
@@ -337,7 +323,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                 "ranks", straggler_set_n_gpus(opt->stragglers), w->n_ranks);
     return NULL;
   }
-  if (w->fold_rep != NULL && !check_folded(run, p, opt, error))
+  if (w->fold_rep != NULL && !check_folded(run, opt, w, error))
     return NULL;
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
   if (kl != NULL && kl->run != NULL && opt->observer != NULL) {

@@ -20,7 +20,9 @@
  * weighted by the class size.  sim_engine_new() checks that the machine's
  * per-GPU power constants agree within each class; pricing by kernel_cost
  * and the network cannot be checked here and is the caller's contract
- * (run/session.c refuses variability, stragglers and per-rank plans).
+ * (run/session.c refuses variability and stragglers).  A plan is read for
+ * representatives only (a member has no ops), so it is one per class by
+ * construction; sim_plan_unfold (sim/plan.c) expands it to every rank.
  *
  * Limits: clock-switch state is kept per (rank, stream); bandwidth sharing
  * between concurrent collectives is left to the network callback; a switch

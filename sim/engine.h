@@ -61,10 +61,13 @@
  *   flops, switches, waste) count each representative once per rank it
  *   stands for.  The machine must price every member of a class like its
  *   representative: sim_engine_new checks the per-GPU power constants;
- *   kernel_cost, the network callbacks and the plan are the caller's
- *   contract (run/session.c refuses variability, stragglers, per-rank
- *   plans and timelines on folded workloads).  An observer sees the
- *   representatives' ops only.
+ *   kernel_cost and the network callbacks are the caller's contract
+ *   (run/session.c refuses variability, stragglers and timelines on
+ *   folded workloads).  The plan is one per class by construction: only a
+ *   representative's entries (per-op indices, early requests, clocks
+ *   before the run) are read, a folded-away rank's may be unset (NULL),
+ *   and sim_plan_unfold copies them to every rank for the unfolded
+ *   workload.  An observer sees the representatives' ops only.
  */
 #ifndef SIM_ENGINE_H
 #define SIM_ENGINE_H
@@ -135,6 +138,17 @@ SimAhead *sim_plan_rank_ahead(SimPlan *p, guint r, guint32 n);
 /* Allocates rank r's clocks before the run, SIM_MAX_STREAMS entries (none
  * set), and returns them. */
 SimInit *sim_plan_rank_init(SimPlan *p, guint r);
+/* The plan for every rank that plan p, made for folded workload w
+ * (p->n_ranks == w->n_ranks), stands for: rank r takes its
+ * representative's (w->fold_rep[r]) per-op indices, early requests and
+ * clocks before the run.  A member runs its representative's program (the
+ * same ops in the same order), so its op i is the representative's op i,
+ * and the result replays on the unfolded workload as p does on w.  p's
+ * own entries for folded-away ranks are ignored (the folded engine never
+ * reads them; planners leave them unset).  With w not folded, a copy of
+ * p.  Memory: the unfolded plan's, n_ranks x the representative's ops x 2
+ * bytes when p has per-op indices.  Caller owns the result. */
+SimPlan *sim_plan_unfold(const SimPlan *p, const SimWorkload *w);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPlan, sim_plan_free)
 
 /* The driver's boost controller of one GPU (sim/replay.c, "Boost

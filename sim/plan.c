@@ -1,8 +1,9 @@
-/* sim/plan.c -- clock plans (SimPlan): construction, and the look-ahead
- * that turns a latency-free plan into one whose requests are made early
- * enough to land in time (sim_plan_lookahead, see sim/engine.h).  A plan
- * is plain data the engine reads; the look-ahead runs the engine once to
- * learn the plan's latency-free timeline.
+/* sim/plan.c -- clock plans (SimPlan): construction, the expansion of a
+ * folded workload's plan to every rank (sim_plan_unfold), and the
+ * look-ahead that turns a latency-free plan into one whose requests are
+ * made early enough to land in time (sim_plan_lookahead, see
+ * sim/engine.h).  A plan is plain data the engine reads; the look-ahead
+ * runs the engine once to learn the plan's latency-free timeline.
  */
 #include "sim/engine-private.h"
 
@@ -88,6 +89,47 @@ SimInit *sim_plan_rank_init(SimPlan *p, guint r)
   return p->init[r];
 }
 
+/* ---- folded plans ----------------------------------------------------- */
+
+/* A copy of n elements of `size` bytes (NULL stays NULL). */
+static gpointer dup_n(gconstpointer src, gsize n, gsize size)
+{
+  return src != NULL ? g_memdup2(src, n * size) : NULL;
+}
+
+SimPlan *sim_plan_unfold(const SimPlan *p, const SimWorkload *w)
+{
+  g_return_val_if_fail(p != NULL && w != NULL, NULL);
+  g_return_val_if_fail(p->n_ranks == w->n_ranks, NULL);
+  SimPlan *u = g_new0(SimPlan, 1);
+  u->n_ranks = p->n_ranks;
+  u->n_pairs = p->n_pairs;
+  u->pairs = g_memdup2(p->pairs, sizeof(SimClocks) * MAX(p->n_pairs, 1u));
+  guint n = p->n_ranks;
+  if (p->index != NULL)
+    u->index = g_new0(guint16 *, MAX(n, 1u));
+  if (p->ahead != NULL) {
+    u->ahead = g_new0(SimAhead *, MAX(n, 1u));
+    u->n_ahead = g_new0(guint32, MAX(n, 1u));
+  }
+  if (p->init != NULL)
+    u->init = g_new0(SimInit *, MAX(n, 1u));
+  for (guint r = 0; r < n; r++) {
+    /* Rank r runs its representative's program: its op i is q's op i. */
+    guint q = w->fold_rep != NULL ? w->fold_rep[r] : r;
+    if (p->index != NULL)
+      u->index[r] = dup_n(p->index[q], MAX(w->ranks[q].n_ops, 1u),
+                          sizeof(guint16));
+    if (p->ahead != NULL && p->ahead[q] != NULL && p->n_ahead[q] > 0) {
+      u->ahead[r] = dup_n(p->ahead[q], p->n_ahead[q], sizeof(SimAhead));
+      u->n_ahead[r] = p->n_ahead[q];
+    }
+    if (p->init != NULL)
+      u->init[r] = dup_n(p->init[q], SIM_MAX_STREAMS, sizeof(SimInit));
+  }
+  return u;
+}
+
 /* ---- look-ahead --------------------------------------------------------- */
 
 void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
@@ -96,6 +138,33 @@ void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
                                guint16 *req)
 {
   double T = (double)MAX(period_ns, 1);
+  /* Kernels of a stream start in stream order, so the targets tau rise
+   * with i but where they wrap into the next iteration: a cursor finds
+   * each target's kernel in one pass (planners call this once per
+   * candidate on every stream).  Unordered starts (no timeline gives
+   * them) fall back to a binary search per kernel; both pick the same
+   * kernel. */
+  gboolean sorted = TRUE;
+  for (guint32 i = 1; i < n && sorted; i++)
+    sorted = start_ns[ks[i]] >= start_ns[ks[i - 1]];
+  if (sorted) {
+    guint32 j = 0;
+    double prev = -1.0;
+    for (guint32 i = 0; i < n; i++) {
+      double tau = (double)start_ns[ks[i]] + (double)latency_ns;
+      if (tau >= T)
+        tau = fmod(tau, T);
+      if (tau < prev)
+        j = 0; /* wrapped */
+      prev = tau;
+      /* the last kernel of the stream starting at or before tau (the
+       * first when none does) */
+      while (j + 1 < n && (double)start_ns[ks[j + 1]] <= tau)
+        j++;
+      req[ks[i]] = intent[ks[j]];
+    }
+    return;
+  }
   for (guint32 i = 0; i < n; i++) {
     double tau = (double)start_ns[ks[i]] + (double)latency_ns;
     if (tau >= T)

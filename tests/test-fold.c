@@ -16,6 +16,9 @@
 
 #include "run/session.h"
 #include "models/cluster.h"
+#include "models/dvfs/model.h"
+#include "models/dvfs/planner.h"
+#include "models/dvfs/policy.h"
 #include "models/gpu.h"
 #include "models/net.h"
 #include "models/straggler.h"
@@ -215,6 +218,283 @@ static void test_generated(gconstpointer data)
   g_assert_cmpuint(su->switches, >, 0);
   assert_same_results(su, sg);
   env_clear(&env);
+}
+
+/* ---- planning on classes ------------------------------------------------------
+ *
+ * Every planned and pipeline policy plans a folded workload on its
+ * representatives.  The plan it makes gives representatives only; expanded
+ * to every rank (sim_plan_unfold) it is, op for op, the plan the policy
+ * makes on the unfolded workload, and both runs (the expanded plan on the
+ * unfolded workload, the folded plan on the folded one) give the unfolded
+ * plan's results. */
+
+/* The clocks plan p gives op i of rank r. */
+static SimClocks clocks_at(const SimPlan *p, guint r, guint32 i)
+{
+  guint16 k = p->index != NULL && p->index[r] != NULL ? p->index[r][i] : 0;
+  return p->pairs[k < p->n_pairs ? k : 0];
+}
+
+static gboolean same_clocks(SimClocks a, SimClocks b)
+{
+  return a.sm_mhz == b.sm_mhz && a.mem_mhz == b.mem_mhz;
+}
+
+/* Plans u (unfolded) and x (expanded from a folded plan) request the same
+ * clocks for every op, make the same early requests and start every stream
+ * at the same clocks.  Returns how many early requests and set stream
+ * clocks they have (to show a case exercised them). */
+static guint assert_same_plan(const SimWorkload *w, const SimPlan *u,
+                              const SimPlan *x)
+{
+  guint extras = 0;
+  g_assert_cmpuint(u->n_ranks, ==, x->n_ranks);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      g_assert_true(same_clocks(clocks_at(u, r, i), clocks_at(x, r, i)));
+    guint32 nu = u->ahead != NULL ? u->n_ahead[r] : 0;
+    guint32 nx = x->ahead != NULL ? x->n_ahead[r] : 0;
+    g_assert_cmpuint(nu, ==, nx);
+    for (guint32 k = 0; k < nu; k++) {
+      const SimAhead *a = &u->ahead[r][k], *b = &x->ahead[r][k];
+      g_assert_cmpuint(a->op, ==, b->op);
+      g_assert_cmpint(a->from_start, ==, b->from_start);
+      g_assert_cmpint(a->lead_ns, ==, b->lead_ns);
+      g_assert_true(same_clocks(u->pairs[a->pair], x->pairs[b->pair]));
+    }
+    extras += nu;
+    const SimInit *iu = u->init != NULL ? u->init[r] : NULL;
+    const SimInit *ix = x->init != NULL ? x->init[r] : NULL;
+    for (guint s = 0; s < SIM_MAX_STREAMS; s++) {
+      gboolean su = iu != NULL && iu[s].set, sx = ix != NULL && ix[s].set;
+      g_assert_cmpint(su, ==, sx);
+      if (!su)
+        continue;
+      g_assert_true(same_clocks(u->pairs[iu[s].cur], x->pairs[ix[s].cur]));
+      g_assert_true(same_clocks(u->pairs[iu[s].target],
+                                x->pairs[ix[s].target]));
+      g_assert_cmpint(iu[s].land_ns, ==, ix[s].land_ns);
+      extras++;
+    }
+  }
+  return extras;
+}
+
+/* A plan for folded workload f gives its representatives only. */
+static void assert_reps_only(const SimWorkload *f, const SimPlan *p)
+{
+  for (guint r = 0; r < f->n_ranks; r++) {
+    if (f->fold_rep[r] == r)
+      continue;
+    g_assert_true(p->index == NULL || p->index[r] == NULL);
+    g_assert_true(p->ahead == NULL || p->ahead[r] == NULL);
+    g_assert_true(p->init == NULL || p->init[r] == NULL);
+  }
+}
+
+/* Replays plan p (switches as planned: latency from c) on w for 2
+ * iterations. */
+static SimResult *run_plan(Env *env, const Cluster *c, const SimWorkload *w,
+                           SimPlan *p)
+{
+  GError *error = NULL;
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, env->s->catalogue,
+                                                     &error);
+  g_assert_no_error(error);
+  g_autoptr(SimEngine) e = sim_engine_new(w, cluster_machine_sim(cm), &error);
+  g_assert_no_error(error);
+  SimResult *r = sim_engine_run(e, p, 2, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+/* What the custom chooser was shown, to compare folded and unfolded. */
+typedef struct {
+  GString *seen;
+} Chooser;
+
+/* Chooses the least-energy option taking at most 2% more time than auto,
+ * and records the unit (name, kind, count, slack and every option). */
+static gboolean choose_frugal(gpointer data, const DvfsUnitInfo *u,
+                              SimClocks *out, GError **error)
+{
+  Chooser *ch = data;
+  g_string_append_printf(ch->seen, "%s %s %" G_GUINT64_FORMAT " %.9g %.9g:",
+                         u->name, u->kind, u->count, u->slack_s,
+                         u->critical_frac);
+  guint best = 0;
+  for (guint k = 0; k < u->n_options; k++) {
+    const DvfsOption *o = &u->options[k];
+    g_string_append_printf(ch->seen, " %u/%u %.9g %.9g", o->clocks.sm_mhz,
+                           o->clocks.mem_mhz, o->time_s, o->energy_j);
+    if (o->time_s <= u->options[0].time_s * 1.02 &&
+        o->energy_j < u->options[best].energy_j)
+      best = k;
+  }
+  g_string_append_c(ch->seen, '\n');
+  *out = u->options[best].clocks;
+  return TRUE;
+}
+
+typedef struct {
+  const char *label;
+  DvfsKind kind;
+  DvfsGranularity granularity;
+  double latency_ms;     /* < 0: the GPU's */
+  gboolean kernel_within; /* perseus */
+} PlanCase;
+
+static const PlanCase plan_cases[] = {
+  {"kernel-name", DVFS_KERNEL, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"kernel-op", DVFS_KERNEL, DVFS_GRANULARITY_OP, 0, FALSE},
+  {"kernel-name-latency", DVFS_KERNEL, DVFS_GRANULARITY_NAME, -1, FALSE},
+  {"kernel-op-latency", DVFS_KERNEL, DVFS_GRANULARITY_OP, -1, FALSE},
+  {"pass", DVFS_PASS, DVFS_GRANULARITY_NAME, -1, FALSE},
+  {"iteration", DVFS_ITERATION, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"powercap", DVFS_POWERCAP, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"custom-name", DVFS_CUSTOM, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"custom-op", DVFS_CUSTOM, DVFS_GRANULARITY_OP, 0, FALSE},
+  {"custom-segment", DVFS_CUSTOM, DVFS_GRANULARITY_NAME, -1, FALSE},
+  {"perseus", DVFS_PERSEUS, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"perseus-latency", DVFS_PERSEUS, DVFS_GRANULARITY_NAME, -1, FALSE},
+  {"perseus-kernel", DVFS_PERSEUS, DVFS_GRANULARITY_NAME, 0, TRUE},
+  {"envpipe", DVFS_ENVPIPE, DVFS_GRANULARITY_NAME, 0, FALSE},
+  {"zeus", DVFS_ZEUS, DVFS_GRANULARITY_NAME, 0, FALSE},
+};
+
+/* One policy on one layout: planned unfolded and on the generator's
+ * folding; with `full`, also on sim_workload_fold's and through the
+ * session. */
+static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
+{
+  Env env;
+  env_init(&env, l->tp * l->pp * l->dp);
+  GError *error = NULL;
+  g_autoptr(Cluster) run = cluster_copy(env.c, &error);
+  g_assert_no_error(error);
+  run->switch_latency_ms = pc->latency_ms;
+  g_autoptr(SimWorkload) u = generate(&env, l, FALSE);
+  g_autoptr(SimWorkload) gf = generate(&env, l, TRUE);
+  g_autoptr(SimWorkload) sf = generate(&env, l, FALSE);
+  g_assert_true(sim_workload_fold(sf, &error));
+  g_assert_no_error(error);
+  const SimWorkload *folded[2] = {gf, sf};
+  guint n_folded = full ? 2 : 1;
+
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, pc->kind);
+  pol.slowdown = 0.05;
+  pol.granularity = pc->granularity;
+  pol.kernel_within = pc->kernel_within;
+  Chooser ch[3] = {{g_string_new(NULL)}, {g_string_new(NULL)},
+                   {g_string_new(NULL)}};
+  pol.choose = choose_frugal;
+  const DvfsPolicyClass *kl = dvfs_policy_class(pc->kind);
+  g_assert_true(dvfs_policy_check(&pol, run, &error));
+  g_assert_no_error(error);
+
+  if (kl->run != NULL) {
+    /* Pipeline policies: the run's own plan. */
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2};
+    g_autoptr(PerseusRun) ru = kl->run(&pol, &xu, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(ru->plan);
+    for (guint k = 0; k < n_folded; k++) {
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2};
+      g_autoptr(PerseusRun) rf = kl->run(&pol, &xf, &error);
+      g_assert_no_error(error);
+      /* The same DAG and plan... */
+      g_assert_cmpint(rf->allmax_time_ns, ==, ru->allmax_time_ns);
+      g_assert_cmpint(rf->plan_time_ns, ==, ru->plan_time_ns);
+      g_assert_true(test_close(rf->plan_energy_j, ru->plan_energy_j, 1e-12));
+      g_assert_cmpuint(rf->point, ==, ru->point);
+      g_assert_cmpuint(rf->kernel_used, ==, ru->kernel_used);
+      g_assert_cmpuint(rf->latency_fallback, ==, ru->latency_fallback);
+      g_assert_cmpfloat(rf->limit_w, ==, ru->limit_w);
+      assert_reps_only(folded[k], rf->plan);
+      g_autoptr(SimPlan) x = sim_plan_unfold(rf->plan, folded[k]);
+      guint extras = assert_same_plan(u, ru->plan, x);
+      if (pc->latency_ms < 0)
+        g_assert_cmpuint(extras, >, 0); /* early requests expanded too */
+      /* ...and the same runs. */
+      assert_same_results(ru->result, rf->result);
+      g_autoptr(SimResult) rx = run_plan(&env, run, u, x);
+      assert_same_results(ru->result, rx);
+    }
+  } else {
+    pol.choose_data = &ch[0];
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2};
+    g_autoptr(DvfsPlanResult) pu = kl->plan(&pol, &xu, &error);
+    g_assert_no_error(error);
+    g_autoptr(Cluster) limited = cluster_copy(run, &error);
+    g_assert_no_error(error);
+    if (pu->power_limit_w >= 0)
+      limited->power_limit_w = pu->power_limit_w;
+    g_autoptr(SimResult) ru = run_plan(&env, limited, u, pu->plan);
+    for (guint k = 0; k < n_folded; k++) {
+      pol.choose_data = &ch[1 + k];
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2};
+      g_autoptr(DvfsPlanResult) pf = kl->plan(&pol, &xf, &error);
+      g_assert_no_error(error);
+      /* The same classes, model and choice... */
+      g_assert_cmpuint(pf->n_classes, ==, pu->n_classes);
+      g_assert_cmpuint(pf->n_units, ==, pu->n_units);
+      g_assert_cmpstr(pf->chosen, ==, pu->chosen);
+      g_assert_cmpfloat(pf->power_limit_w, ==, pu->power_limit_w);
+      g_assert_true(test_close(pf->base_time_s, pu->base_time_s, 1e-12));
+      g_assert_true(test_close(pf->base_energy_j, pu->base_energy_j, 1e-9));
+      g_assert_true(test_close(pf->time_s, pu->time_s, 1e-12));
+      g_assert_true(test_close(pf->energy_j, pu->energy_j, 1e-9));
+      g_assert_cmpuint(pf->switches, ==, pu->switches);
+      if (pc->kind == DVFS_CUSTOM)
+        g_assert_cmpstr(ch[1 + k].seen->str, ==, ch[0].seen->str);
+      assert_reps_only(folded[k], pf->plan);
+      g_autoptr(SimPlan) x = sim_plan_unfold(pf->plan, folded[k]);
+      assert_same_plan(u, pu->plan, x);
+      /* ...and the same runs. */
+      g_autoptr(SimResult) rf = run_plan(&env, limited, folded[k], pf->plan);
+      assert_same_results(ru, rf);
+      g_autoptr(SimResult) rx = run_plan(&env, limited, u, x);
+      assert_same_results(ru, rx);
+    }
+  }
+  if (pc->kind == DVFS_CUSTOM)
+    g_assert_cmpuint(ch[0].seen->len, >, 0);
+  for (guint k = 0; k < 3; k++)
+    g_string_free(ch[k].seen, TRUE);
+
+  /* Through the session: js_simulate plans and runs the folded workload
+   * as the unfolded one. */
+  if (!full) {
+    env_clear(&env);
+    return;
+  }
+  JsRunOptions opt = {.iterations = 2, .seed = 3,
+                      .switch_latency_ms = pc->latency_ms};
+  pol.choose_data = &ch[0];
+  ch[0].seen = g_string_new(NULL);
+  g_autoptr(SimResult) su = js_simulate(env.s, env.c, u, &pol, &opt, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) sg = js_simulate(env.s, env.c, gf, &pol, &opt, &error);
+  g_assert_no_error(error);
+  g_string_free(ch[0].seen, TRUE);
+  assert_same_results(su, sg);
+  env_clear(&env);
+}
+
+/* Two layouts: every rank class a pipeline stage (t2p2d2), and four
+ * stages, two of them alike but for their partners (t2p4d2). */
+static const Layout plan_layouts[] = {
+  {"125m-t2p2d2", "gpt3-125m", 2, 2, 2, 4, PIPELINE_1F1B, FALSE, TRUE, 2},
+  {"125m-t2p4d2", "gpt3-125m", 2, 4, 2, 4, PIPELINE_1F1B, FALSE, TRUE, 4},
+};
+
+static void test_plan_classes(gconstpointer data)
+{
+  const PlanCase *pc = data;
+  for (guint i = 0; i < G_N_ELEMENTS(plan_layouts); i++)
+    plan_layout(pc, &plan_layouts[i], i == 0);
 }
 
 /* ---- hand-made workloads ---------------------------------------------------- */
@@ -548,8 +828,216 @@ static void test_invalid_fold(gconstpointer data)
   g_clear_error(&error);
 }
 
+/* sim_plan_unfold on a hand-made plan with per-op indices, early requests
+ * and clocks before the run: every rank gets its representative's, the
+ * folded-away ranks' own entries are ignored, and the expanded plan runs on
+ * the unfolded workload as the plan does on the folded one. */
+static SimPlan *ring_plan(const SimWorkload *w, guint r)
+{
+  SimPlan *p = sim_plan_new_uniform(w->n_ranks, (SimClocks){0, 0});
+  guint16 slow = sim_plan_add_pair(p, (SimClocks){800, 0});
+  guint16 mid = sim_plan_add_pair(p, (SimClocks){900, 0});
+  const SimRank *rk = &w->ranks[r];
+  guint16 *idx = sim_plan_rank_index(p, r, rk->n_ops);
+  guint32 first = G_MAXUINT32, n_k = 0;
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (rk->ops[i].kind == SIM_OP_KERNEL) {
+      idx[i] = (n_k++ / 2) % 2 ? slow : 0;
+      first = MIN(first, i);
+    }
+  SimAhead *a = sim_plan_rank_ahead(p, r, 1);
+  *a = (SimAhead){first, mid, FALSE, 300};
+  SimInit *in = sim_plan_rank_init(p, r);
+  in[0] = (SimInit){TRUE, slow, 0, 500};
+  return p;
+}
+
+static SimResult *run_fake_plan(const SimWorkload *w, const SimPlan *p)
+{
+  GError *error = NULL;
+  Fake f;
+  fake_init(&f, w->n_ranks);
+  f.m.switch_latency_ns = 700;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  SimResult *r = sim_engine_run(e, (SimPlan *)p, 2, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+static void test_plan_unfold(void)
+{
+  g_autoptr(SimWorkload) u = ring(4, 9, G_MAXUINT, 0, TRUE, TRUE);
+  g_autoptr(SimWorkload) f = ring(4, 9, G_MAXUINT, 0, TRUE, TRUE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_fold(f, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(f->fold_rep[3], ==, 0);
+  g_autoptr(SimPlan) p = ring_plan(f, 0);
+  /* Entries of a folded-away rank are not read by the engine and not
+   * copied by the expansion. */
+  sim_plan_rank_index(p, 2, 1)[0] = 1;
+  g_autoptr(SimPlan) x = sim_plan_unfold(p, f);
+  g_autoptr(SimPlan) ref = ring_plan(u, 0);
+  for (guint r = 1; r < 4; r++) {
+    /* The unfolded reference: every rank planned as rank 0. */
+    g_free(ref->index[r]);
+    ref->index[r] = g_memdup2(ref->index[0], sizeof(guint16) *
+                                                 u->ranks[0].n_ops);
+    *sim_plan_rank_ahead(ref, r, 1) = ref->ahead[0][0];
+    sim_plan_rank_init(ref, r)[0] = ref->init[0][0];
+  }
+  g_assert_cmpuint(assert_same_plan(u, ref, x), ==, 8);
+  g_autoptr(SimResult) rf = run_fake_plan(f, p);
+  g_autoptr(SimResult) rx = run_fake_plan(u, x);
+  g_autoptr(SimResult) rr = run_fake_plan(u, ref);
+  g_assert_cmpuint(rr->switches, >, 0);
+  assert_same_results(rr, rf);
+  assert_same_results(rr, rx);
+  /* Unfolded, the expansion is a copy. */
+  g_autoptr(SimPlan) c = sim_plan_unfold(ref, u);
+  g_assert_cmpuint(assert_same_plan(u, ref, c), ==, 8);
+  g_autoptr(SimResult) rc = run_fake_plan(u, c);
+  assert_same_results(rr, rc);
+}
+
+/* Four ranks in two classes of two: the even ranks run program A, the odd
+ * ones program B (shorter GEMMs); each step a rank computes (a GEMM that
+ * waits for its partner's message, then a memory-bound kernel), sends to
+ * its partner r ^ 2 and every other step all-reduces on the world group.
+ * Kernel times are the GPU model's at auto clocks. */
+static SimWorkload *partners(const GpuSpec *g, guint steps)
+{
+  SimWorkload *w = sim_workload_new(4);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  SimShape gemm = {4e12, 2e9, sim_workload_intern(w, "gemm"),
+                   SIM_CLASS_GEMM, 0, SIM_MATH_TENSOR, 0};
+  SimShape norm = {0, 6e9, sim_workload_intern(w, "norm"), SIM_CLASS_NORM,
+                   0, SIM_MATH_VECTOR, 0};
+  guint32 kg = sim_workload_add_shape(w, &gemm);
+  guint32 kn = sim_workload_add_shape(w, &norm);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 5e7, SIM_COLL_ALL_REDUCE);
+  guint32 msg = tw_shape(w, SIM_CLASS_COMM, 2e7, SIM_COLL_SEND_RECV);
+  guint32 all[4] = {0, 1, 2, 3};
+  guint32 world = sim_workload_add_group(w, all, 4);
+  GpuKernel gk = {SIM_CLASS_GEMM, gemm.flops, gemm.bytes, TRUE};
+  GpuKernel nk = {SIM_CLASS_NORM, norm.flops, norm.bytes, FALSE};
+  GpuCost cg, cn;
+  gpu_kernel_cost(g, &gk, 0, 0, GPU_POWER_UNCAPPED, &cg);
+  gpu_kernel_cost(g, &nk, 0, 0, GPU_POWER_UNCAPPED, &cn);
+  for (guint r = 0; r < 4; r++) {
+    for (guint s = 0; s < steps; s++) {
+      gint64 tg = (gint64)llround(cg.time_s * 1e9 * (r % 2 ? 0.5 : 1.0) *
+                                  (1 + s % 3));
+      guint32 rv = SIM_NO_WAIT;
+      if (s > 0)
+        rv = tw_add(b, w, SIM_OP_RECV, 3, 0, msg, r ^ 2, SIM_NO_WAIT);
+      guint32 k = tw_add(b, w, SIM_OP_KERNEL, 0, tg, kg, 0, rv);
+      guint32 k2 = tw_add(b, w, SIM_OP_KERNEL, 0,
+                          (gint64)llround(cn.time_s * 1e9), kn, 0,
+                          SIM_NO_WAIT);
+      if (s + 1 < steps)
+        tw_add(b, w, SIM_OP_SEND, 2, 0, msg, r ^ 2, k);
+      if (s % 2 == 1)
+        tw_add(b, w, SIM_OP_COLLECTIVE, 4, 0, ar, world, k2);
+    }
+    sim_rank_builder_finish(b, w, r);
+  }
+  /* Kernel names: the shapes'. */
+  for (guint r = 0; r < 4; r++)
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++) {
+      SimOp *op = &sim_workload_rank_ops_mut(w, r)[i];
+      if (op->kind == SIM_OP_KERNEL)
+        op->name = g_array_index(w->shapes, SimShape, op->shape).name;
+    }
+  return w;
+}
+
+/* A hand-made folding whose representatives are not their classes' lowest
+ * ranks and send to folded-away ranks (2 -> 0, 1 -> 3): the planner, on the
+ * representatives, makes the plan it makes unfolded. */
+static void test_plan_hand_folded(void)
+{
+  Env env;
+  GError *error = NULL;
+  env.s = js_session_new(1);
+  env.gpu = gpu_catalogue_lookup(env.s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  env.c = cluster_new(env.gpu, net, 4, 4, &error);
+  g_assert_no_error(error);
+  env.c->switch_latency_ms = 0;
+  g_autoptr(SimWorkload) u = partners(env.gpu, 8);
+  g_autoptr(SimWorkload) f = partners(env.gpu, 8);
+  g_assert_true(sim_workload_validate(u, &error));
+  g_assert_no_error(error);
+  static const guint32 rep[4] = {2, 1, 2, 1};
+  f->fold_rep = g_memdup2(rep, sizeof rep);
+  for (guint r = 0; r < 4; r++)
+    if (rep[r] != r) {
+      sim_workload_set_rank(f, r, NULL, 0, NULL, 0); /* folded away */
+    }
+  /* The plan model: the same classes, in the same order (by lowest rank),
+   * the same slots and graph. */
+  {
+    g_autoptr(ClusterMachine) cu = cluster_machine_new(env.c, u, NULL,
+                                                       &error);
+    g_assert_no_error(error);
+    g_autoptr(ClusterMachine) cf = cluster_machine_new(env.c, f, NULL,
+                                                       &error);
+    g_assert_no_error(error);
+    g_autoptr(DvfsModel) mu = dvfs_model_new(u, cu, TRUE, &error);
+    g_assert_no_error(error);
+    g_autoptr(DvfsModel) mf = dvfs_model_new(f, cf, TRUE, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(mf->n_classes, ==, 2);
+    g_assert_cmpmem(mf->rank_class, 4 * sizeof(guint32), mu->rank_class,
+                    4 * sizeof(guint32));
+    g_assert_cmpmem(mf->class_mult, 2 * sizeof(guint32), mu->class_mult,
+                    2 * sizeof(guint32));
+    g_assert_cmpuint(mf->class_rep[0], ==, 2); /* class of rank 0 */
+    g_assert_cmpuint(mf->n_slots, ==, mu->n_slots);
+    g_assert_cmpuint(mf->n_nodes, ==, mu->n_nodes);
+    g_assert_cmpmem(mf->node_off, (mf->n_nodes + 1) * sizeof(guint32),
+                    mu->node_off, (mu->n_nodes + 1) * sizeof(guint32));
+    g_assert_cmpmem(mf->base_end, mf->n_slots * sizeof(gint64), mu->base_end,
+                    mu->n_slots * sizeof(gint64));
+    g_assert_cmpuint(mf->engine_ops * 2, ==, mu->engine_ops);
+  }
+  static const DvfsKind kinds[] = {DVFS_KERNEL, DVFS_PASS, DVFS_ITERATION};
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+    DvfsPolicy pol;
+    dvfs_policy_init(&pol, kinds[i]);
+    pol.slowdown = 0.05;
+    pol.granularity = DVFS_GRANULARITY_OP;
+    g_autoptr(DvfsPlanResult) pu = dvfs_planner_run(&pol, env.c, u,
+                                                    env.s->catalogue, &error);
+    g_assert_no_error(error);
+    g_autoptr(DvfsPlanResult) pf = dvfs_planner_run(&pol, env.c, f,
+                                                    env.s->catalogue, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(pu->n_classes, ==, 2);
+    g_assert_cmpuint(pf->n_classes, ==, 2);
+    g_assert_true(test_close(pf->energy_j, pu->energy_j, 1e-9));
+    g_assert_true(test_close(pf->time_s, pu->time_s, 1e-12));
+    g_assert_true(pf->energy_j < pf->base_energy_j); /* it saved some */
+    assert_reps_only(f, pf->plan);
+    g_autoptr(SimPlan) x = sim_plan_unfold(pf->plan, f);
+    assert_same_plan(u, pu->plan, x);
+    g_autoptr(SimResult) ru = run_plan(&env, env.c, u, pu->plan);
+    g_autoptr(SimResult) rf = run_plan(&env, env.c, f, pf->plan);
+    g_autoptr(SimResult) rx = run_plan(&env, env.c, u, x);
+    assert_same_results(ru, rf);
+    assert_same_results(ru, rx);
+  }
+  env_clear(&env);
+}
+
 /* The session refuses what would price members unlike their
- * representative, naming the cause. */
+ * representative, naming the cause, whatever the policy (planned and
+ * pipeline policies plan folded workloads per class: /fold/plan/...); so do
+ * the planner and perseus_run called directly. */
 static void test_session_refusals(void)
 {
   static const Layout l = {"t2p2d2", "gpt3-350m", 2, 2, 2, 3,
@@ -558,18 +1046,6 @@ static void test_session_refusals(void)
   env_init(&env, 8);
   g_autoptr(SimWorkload) w = generate(&env, &l, TRUE);
   GError *error = NULL;
-  DvfsPolicy pol;
-  dvfs_policy_init(&pol, DVFS_MAX);
-  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
-
-  env.c->perf_spread = 0.03;
-  SimResult *r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
-  g_assert_null(r);
-  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
-  g_assert_nonnull(strstr(error->message, "variability"));
-  g_clear_error(&error);
-  env.c->perf_spread = 0;
-
   g_autoptr(StragglerSet) ss = straggler_set_new(8, 2, 2, 1, &error);
   g_assert_no_error(error);
   StragglerSpec spec = {0};
@@ -579,37 +1055,96 @@ static void test_session_refusals(void)
   spec.from_iteration = 0;
   spec.to_iteration = 0;
   g_assert_true(straggler_set_add(ss, &spec, &error));
-  opt.stragglers = ss;
-  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
-  g_assert_null(r);
-  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
-  g_assert_nonnull(strstr(error->message, "stragglers"));
-  g_clear_error(&error);
-  opt.stragglers = NULL;
+  static const DvfsKind kinds[] = {DVFS_MAX, DVFS_KERNEL, DVFS_PASS,
+                                   DVFS_PERSEUS};
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+    DvfsPolicy pol;
+    dvfs_policy_init(&pol, kinds[i]);
+    pol.slowdown = 0.05;
+    JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
 
-  static const DvfsKind planned[] = {DVFS_KERNEL, DVFS_PASS, DVFS_PERSEUS};
-  for (guint i = 0; i < G_N_ELEMENTS(planned); i++) {
-    dvfs_policy_init(&pol, planned[i]);
+    env.c->perf_spread = 0.03;
+    SimResult *r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+    g_assert_null(r);
+    g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "variability"));
+    g_assert_nonnull(strstr(error->message, "fold = false"));
+    g_clear_error(&error);
+    env.c->perf_spread = 0;
+
+    opt.stragglers = ss;
     r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
     g_assert_null(r);
     g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
-    g_assert_nonnull(strstr(error->message, dvfs_kind_name(planned[i])));
+    g_assert_nonnull(strstr(error->message, "stragglers"));
+    g_clear_error(&error);
+    opt.stragglers = NULL;
+
+    opt.observer = (SimObserver)(void (*)(void))g_free; /* never called */
+    r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+    g_assert_null(r);
+    g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "timeline"));
+    g_clear_error(&error);
+    opt.observer = NULL;
+
+    /* And the plain run works. */
+    r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+    g_assert_no_error(error);
+    sim_result_free(r);
+  }
+
+  /* Called directly, the planner refuses variability and perseus_run
+   * variability and stragglers. */
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, DVFS_KERNEL);
+  pol.slowdown = 0.05;
+  env.c->power_spread = 0.02;
+  DvfsPlanResult *pr = dvfs_planner_run(&pol, env.c, w, env.s->catalogue,
+                                        &error);
+  g_assert_null(pr);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "variability"));
+  g_clear_error(&error);
+  PerseusPolicy pp;
+  perseus_policy_init(&pp, PERSEUS_RUN_PERSEUS);
+  PerseusRun *run = perseus_run(&pp, env.c, w, env.s->catalogue, NULL, 1,
+                                &error);
+  g_assert_null(run);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "variability"));
+  g_clear_error(&error);
+  env.c->power_spread = 0;
+  pp.straggler_aware = TRUE;
+  run = perseus_run(&pp, env.c, w, env.s->catalogue, ss, 1, &error);
+  g_assert_null(run);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "stragglers"));
+  g_clear_error(&error);
+  env_clear(&env);
+}
+
+/* A cluster whose last node is partly filled is refused for a folded
+ * workload (its groups are not priced like their representatives'). */
+static void test_partial_node_refused(void)
+{
+  static const Layout l = {"t2p2d3", "gpt3-125m", 2, 2, 3, 2,
+                           PIPELINE_1F1B, FALSE, TRUE, 2};
+  Env env;
+  env_init(&env, 12);
+  g_autoptr(SimWorkload) w = generate(&env, &l, TRUE);
+  GError *error = NULL;
+  static const DvfsKind kinds[] = {DVFS_MAX, DVFS_KERNEL, DVFS_PERSEUS};
+  for (guint i = 0; i < G_N_ELEMENTS(kinds); i++) {
+    DvfsPolicy pol;
+    dvfs_policy_init(&pol, kinds[i]);
+    JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+    SimResult *r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
+    g_assert_null(r);
+    g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
+    g_assert_nonnull(strstr(error->message, "partly filled"));
     g_clear_error(&error);
   }
-  dvfs_policy_init(&pol, DVFS_MAX);
-
-  opt.observer = (SimObserver)(void (*)(void))g_free; /* never called */
-  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
-  g_assert_null(r);
-  g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
-  g_assert_nonnull(strstr(error->message, "timeline"));
-  g_clear_error(&error);
-  opt.observer = NULL;
-
-  /* And the plain run works. */
-  r = js_simulate(env.s, env.c, w, &pol, &opt, &error);
-  g_assert_no_error(error);
-  sim_result_free(r);
   env_clear(&env);
 }
 
@@ -633,5 +1168,13 @@ int main(int argc, char **argv)
     g_free(path);
   }
   g_test_add_func("/fold/session-refusals", test_session_refusals);
+  g_test_add_func("/fold/partial-node", test_partial_node_refused);
+  g_test_add_func("/fold/plan/unfold", test_plan_unfold);
+  g_test_add_func("/fold/plan/hand-folded", test_plan_hand_folded);
+  for (guint i = 0; i < G_N_ELEMENTS(plan_cases); i++) {
+    char *path = g_strdup_printf("/fold/plan/%s", plan_cases[i].label);
+    g_test_add_data_func(path, &plan_cases[i], test_plan_classes);
+    g_free(path);
+  }
   return g_test_run();
 }

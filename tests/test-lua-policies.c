@@ -1,8 +1,10 @@
 /* tests/test-lua-policies.c -- the pipeline policies, stragglers and
  * uncertainty through js.simulate: js.policy.perseus/envpipe/zeus
  * reproduce js.pipeline_run, stragglers slow the run as specified and are
- * deterministic for a seed, bad arguments name the argument, and the
- * bootstrap interval brackets its estimate. */
+ * deterministic for a seed, bad arguments name the argument, the
+ * bootstrap interval brackets its estimate, and planned and pipeline
+ * policies on folded workloads give the unfolded figures (refusing what
+ * folding cannot represent). */
 #include "testlua.h"
 #include "testutil.h"
 
@@ -235,6 +237,97 @@ static void test_uncertainty(void)
     "assert(r3.energy_interval.lo <= r3.energy_interval.hi)\n");
 }
 
+/* Planned and pipeline policies on a folded workload (js.gpt{ fold =
+ * true }) plan per rank class and give the unfolded run's figures: time,
+ * energy, every GPU's energy, the plan's own; a Lua function policy is
+ * shown the same units.  What prices GPUs individually is still refused,
+ * naming the cause. */
+#define FOLD_SETUP                                                          \
+  "local js = require 'joulesim'\n"                                         \
+  "local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 8,\n"               \
+  "                      network = 'dgx-a100' }\n"                          \
+  "local function gen(fold)\n"                                              \
+  "  return js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, dp = 2,\n"         \
+  "                 microbatches = 4, seq_len = 512, fold = fold }\n"       \
+  "end\n"                                                                   \
+  "local u, f = gen(false), gen(true)\n"                                    \
+  "assert(f.folded and not u.folded)\n"                                     \
+  "local function near(a, b) return math.abs(a - b) <= 1e-9 * math.abs(b)\n"\
+  "  end\n"
+
+static void test_folded(void)
+{
+  test_lua_expect_ok(FOLD_SETUP
+    "local function log_units(seen)\n"
+    "  return function(k)\n"
+    "    seen[#seen + 1] = k.name .. ' ' .. k.count .. ' ' ..\n"
+    "                      k.options[2].energy_j\n"
+    "    if k.class == 'gemm' then return { sm = 1200 } end\n"
+    "  end\n"
+    "end\n"
+    "local seen_u, seen_f = {}, {}\n"
+    "local cases = {\n"
+    "  { js.policy.kernel{ slowdown = 0.05, granularity = 'op' } },\n"
+    "  { js.policy.pass{ slowdown = 0.05 } },\n"
+    "  { js.policy.powercap{ slowdown = 0.05 } },\n"
+    "  { log_units(seen_u), log_units(seen_f), 0 },\n"
+    "  { js.policy.perseus{ slowdown = 0.05 } },\n"
+    "  { js.policy.envpipe{} },\n"
+    "}\n"
+    "for i, k in ipairs(cases) do\n"
+    "  local a = js.simulate{ cluster = c, workload = u, policy = k[1],\n"
+    "                         iterations = 2, switch_latency_ms = k[3] }\n"
+    "  local b = js.simulate{ cluster = c, workload = f,\n"
+    "    policy = k[2] or k[1], iterations = 2, switch_latency_ms = k[3] }\n"
+    "  assert(a.policy == b.policy, i)\n"
+    "  assert(a.time_s == b.time_s, i .. ': ' .. a.time_s .. ' ' .. b.time_s)\n"
+    "  assert(near(a.energy_j, b.energy_j), i)\n"
+    "  assert(b.ops < a.ops and b.ops_represented == a.ops)\n"
+    "  for g = 1, 8 do\n"
+    "    assert(near(a.per_gpu[g].energy_j, b.per_gpu[g].energy_j), i)\n"
+    "  end\n"
+    "  if a.plan then\n"
+    "    assert(a.plan.classes == b.plan.classes and a.plan.classes == 2)\n"
+    "    assert(near(a.plan.energy_j, b.plan.energy_j), i)\n"
+    "    assert(a.plan.chosen == b.plan.chosen, i)\n"
+    "  else\n"
+    "    assert(near(a.plan_energy_j, b.plan_energy_j), i)\n"
+    "  end\n"
+    "end\n"
+    "assert(#seen_u > 3 and #seen_u == #seen_f)\n"
+    "for i = 1, #seen_u do assert(seen_u[i] == seen_f[i], seen_f[i]) end\n"
+    "-- js.pipeline_run too\n"
+    "local a = js.pipeline_run{ cluster = c, workload = u, slowdown = 0.05 }\n"
+    "local b = js.pipeline_run{ cluster = c, workload = f, slowdown = 0.05 }\n"
+    "assert(a.time_s == b.time_s and near(a.energy_j, b.energy_j))\n");
+}
+
+static const struct {
+  const char *name, *src, *expect;
+} fold_refusals[] = {
+  {"kernel-variability",
+   "js.simulate{ cluster = c, workload = f, policy = js.policy.kernel{},\n"
+   "             variability = { perf = 0.02 } }\n", "variability"},
+  {"perseus-variability",
+   "js.simulate{ cluster = c, workload = f, policy = js.policy.perseus{},\n"
+   "             variability = { power = 0.02 } }\n", "variability"},
+  {"perseus-stragglers",
+   "js.simulate{ cluster = c, workload = f,\n"
+   "  policy = js.policy.perseus{ straggler_aware = true },\n"
+   "  stragglers = { { gpu = 3, slowdown = 1.2 } } }\n", "stragglers"},
+  {"pipeline-run-stragglers",
+   "js.pipeline_run{ cluster = c, workload = f, straggler_aware = true,\n"
+   "  stragglers = { { gpu = 3, slowdown = 1.2 } } }\n", "stragglers"},
+};
+
+static void test_folded_refused(gconstpointer data)
+{
+  guint i = GPOINTER_TO_UINT(data);
+  g_autofree char *src = g_strconcat(FOLD_SETUP, fold_refusals[i].src, NULL);
+  test_lua_expect_error(src, "folded", fold_refusals[i].expect,
+                        "fold = false", NULL);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -242,6 +335,12 @@ int main(int argc, char **argv)
                   test_same_as_pipeline_run);
   g_test_add_func("/lua-policies/stragglers", test_stragglers);
   g_test_add_func("/lua-policies/uncertainty", test_uncertainty);
+  g_test_add_func("/lua-policies/folded", test_folded);
+  for (guint i = 0; i < G_N_ELEMENTS(fold_refusals); i++) {
+    g_autofree char *p = g_strdup_printf("/lua-policies/folded-refused/%s",
+                                         fold_refusals[i].name);
+    g_test_add_data_func(p, GUINT_TO_POINTER(i), test_folded_refused);
+  }
   for (guint i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
     g_autofree char *p = g_strdup_printf("/lua-policies/bad/%s",
                                          bad_cases[i].name);

@@ -22,6 +22,17 @@
  * same clocks (the planners only build such plans).  Members' energies are
  * the representative's times the class size.
  *
+ * A folded workload (SimWorkload.fold_rep, docs/architecture.md "Folded
+ * replay") arrives with its classes made: only representatives hold ops
+ * and the baseline replays only them.  Its members join their
+ * representative's class; the representatives are classified as above
+ * (two of them may still share a class), and classes are numbered by their
+ * lowest rank, so the model's classes, slots and graph are those it builds
+ * for the same workload unfolded.  A send to a folded rank matches the
+ * receive on its representative (channels by (rep(src), rep(dst)), as the
+ * engine matches them), and plans give representatives only
+ * (sim_plan_unfold expands them).
+ *
  * The graph
  * ---------
  * One node per kernel or marker slot, and one node per transfer: the slots
@@ -94,18 +105,35 @@ static guint64 rank_hash(const SimRank *rk, double perf, double pf)
 }
 
 /* Assigns classes (and price groups) to ranks.  thash (may be NULL): per
- * rank timing hash of a previous replay; ranks must also agree on it. */
+ * rank timing hash of a previous replay; ranks must also agree on it.  On
+ * a folded workload only representatives are classified (their members,
+ * which hold no ops, join their class); classes are numbered by their
+ * lowest rank either way, so a folded workload gets the classes, in the
+ * order, of the same workload unfolded. */
 static void build_classes(DvfsModel *m, ClusterMachine *cm, gboolean fold,
                           const guint64 *thash)
 {
   const SimWorkload *w = m->w;
   m->n_ranks = w->n_ranks;
   m->rank_class = g_new(guint32, MAX(m->n_ranks, 1u));
+  /* Folded: the class of each representative classified so far. */
+  g_autofree guint32 *rep_class = NULL;
+  if (w->fold_rep != NULL) {
+    rep_class = g_new(guint32, MAX(m->n_ranks, 1u));
+    for (guint r = 0; r < m->n_ranks; r++)
+      rep_class[r] = DVFS_NONE;
+  }
   GArray *reps = g_array_new(FALSE, FALSE, sizeof(guint32));
   /* hash -> GArray of class ids with that hash */
   g_autoptr(GHashTable) by_hash = g_hash_table_new_full(
       g_int64_hash, g_int64_equal, g_free, (GDestroyNotify)g_array_unref);
-  for (guint r = 0; r < m->n_ranks; r++) {
+  for (guint rr = 0; rr < m->n_ranks; rr++) {
+    /* Rank rr is classified as its representative r (itself unfolded). */
+    guint r = rep_class != NULL ? w->fold_rep[rr] : rr;
+    if (rep_class != NULL && rep_class[r] != DVFS_NONE) {
+      m->rank_class[rr] = rep_class[r];
+      continue;
+    }
     double perf = cluster_machine_perf_factor(cm, r);
     double pf = cluster_machine_power_factor(cm, r);
     guint32 cls = DVFS_NONE;
@@ -136,10 +164,12 @@ static void build_classes(DvfsModel *m, ClusterMachine *cm, gboolean fold,
       cls = reps->len;
     }
     if (cls == reps->len) {
-      guint32 rr = r;
-      g_array_append_val(reps, rr);
+      guint32 q = r;
+      g_array_append_val(reps, q);
     }
-    m->rank_class[r] = cls;
+    if (rep_class != NULL)
+      rep_class[r] = cls;
+    m->rank_class[rr] = cls;
   }
   m->n_classes = reps->len;
   m->class_rep = (guint32 *)(void *)g_array_free(reps, FALSE);
@@ -334,13 +364,15 @@ static void build_nodes(DvfsModel *m)
       } else if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV) {
         if (peer >= w->n_ranks)
           continue;
+        /* Folded: channels join representatives, as the engine's do. */
+        guint32 q = w->fold_rep != NULL ? w->fold_rep[peer] : peer;
         gboolean send = op->kind == SIM_OP_SEND;
-        guint32 *cnt = send ? &send_cnt[peer] : &recv_cnt[peer];
-        if (send_cnt[peer] == 0 && recv_cnt[peer] == 0)
-          g_array_append_val(touched_r, peer);
+        guint32 *cnt = send ? &send_cnt[q] : &recv_cnt[q];
+        if (send_cnt[q] == 0 && recv_cnt[q] == 0)
+          g_array_append_val(touched_r, q);
         guint32 n = (*cnt)++;
-        guint64 key = send ? (guint64)r * w->n_ranks + peer
-                           : (guint64)peer * w->n_ranks + r;
+        guint64 key = send ? (guint64)r * w->n_ranks + q
+                           : (guint64)q * w->n_ranks + r;
         GArray *a = g_hash_table_lookup(p2p, &key);
         if (a == NULL) {
           guint64 *k = g_new(guint64, 1);
@@ -756,7 +788,8 @@ static DvfsModel *model_try(const SimWorkload *w, ClusterMachine *cm,
     return NULL;
   m->engine_ops = base->ops;
   for (guint r = 0; r < w->n_ranks; r++)
-    if (hash[r] != hash[m->class_rep[m->rank_class[r]]]) {
+    if ((w->fold_rep == NULL || w->fold_rep[r] == r) &&
+        hash[r] != hash[m->class_rep[m->rank_class[r]]]) {
       *retry = fold;
       if (hash_out != NULL)
         *hash_out = g_steal_pointer(&hash);
@@ -869,6 +902,10 @@ SimPlan *dvfs_model_build_plan(const DvfsModel *m, const DvfsPrices *p,
     map[k] = G_MAXUINT16;
   map[0] = 0;
   for (guint r = 0; r < m->n_ranks; r++) {
+    /* Folded: a plan for the representatives (sim_plan_unfold gives
+     * every rank its entries). */
+    if (m->w->fold_rep != NULL && m->w->fold_rep[r] != r)
+      continue;
     guint32 c = m->rank_class[r];
     guint32 n = m->w->ranks[r].n_ops;
     guint16 *idx = sim_plan_rank_index(plan, r, n);

@@ -109,7 +109,8 @@ typedef struct {
 
 /* Builds the model of workload w on machine cm: replays one baseline
  * iteration on the engine at auto clocks, folds identical ranks (when
- * `fold`; ranks must have identical ops, GPU factors and baseline timing)
+ * `fold`; ranks must have identical ops, GPU factors and baseline timing;
+ * a folded workload's classes are kept whatever `fold` says)
  * and checks that the evaluator reproduces the engine's baseline exactly
  * (time to the ns, energy to 1e-9).  Both arguments are borrowed and must
  * outlive the model.  NULL with an error when the replay fails or the
@@ -157,7 +158,9 @@ void dvfs_model_eval(DvfsModel *m, const DvfsPrices *p,
                      DvfsEval *out);
 
 /* The engine plan of per-slot requests (as dvfs_model_eval takes them):
- * every rank of a class gets its class's requests.  Caller owns it. */
+ * every rank of a class gets its class's requests (on a folded workload
+ * every representative: the folded engine reads no other rank's entries,
+ * and sim_plan_unfold gives them to every rank).  Caller owns it. */
 SimPlan *dvfs_model_build_plan(const DvfsModel *m, const DvfsPrices *p,
                                const guint16 *request);
 

@@ -39,6 +39,8 @@ struct PerseusModel {
   guint16 *clocks;     /* option k of every node runs clocks[k] */
   guint n_ranks;
   guint32 *n_ops;      /* per rank */
+  guint32 *fold_rep;   /* the workload's fold map (a copy), NULL unfolded:
+                          plans give representatives only */
   gint64 max_tail_ns;  /* the longest stage tail (model_tails) */
   gint64 allmax_ns;    /* the all-max plan's engine iteration, latency 0 */
   gboolean *auto_tail; /* per stage: kernels outside computations (the

@@ -62,8 +62,11 @@ guint perseus_model_tp(const PerseusModel *pm);
 const guint16 *perseus_model_clocks(const PerseusModel *pm, guint *n);
 
 /* A plan where pipeline p runs choice[p] (an option per node; NULL =
- * auto clocks).  Ops outside computations run at auto clocks.  Caller
- * owns it. */
+ * auto clocks).  Ops outside computations run at auto clocks.  On a
+ * folded workload only representatives get entries (sim_plan_unfold
+ * expands them), each its own pipeline's choice, which its members run
+ * too: exact when every pipeline runs the same choice (no stragglers).
+ * Caller owns it. */
 SimPlan *perseus_model_plan(const PerseusModel *pm,
                             const guint16 *const *choice);
 /* Same, every pipeline running `choice`. */
@@ -157,6 +160,13 @@ const char *perseus_run_kind_name(PerseusRunKind k);
 
 typedef struct {
   SimResult *result;          /* owned: the engine's run */
+  SimPlan *plan;              /* owned: the plan `result` ran (its
+                                 switches requested ahead); NULL for a
+                                 straggler-aware run, whose reactions may
+                                 change plans between iterations.  On a
+                                 folded workload it gives representatives
+                                 only: sim_plan_unfold makes the plan of
+                                 the unfolded workload. */
   PerseusFrontier *frontier;  /* owned: perseus only, else NULL */
   guint point;                /* perseus: the point run without stragglers */
   double limit_w;             /* zeus: the chosen power limit */

@@ -60,6 +60,7 @@ void perseus_model_free(PerseusModel *pm)
   perseus_dag_free(pm->dag);
   g_free(pm->clocks);
   g_free(pm->n_ops);
+  g_free(pm->fold_rep);
   g_free(pm->auto_tail);
   g_free(pm);
 }
@@ -229,6 +230,8 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
   pm->n_ops = g_new(guint32, w->n_ranks);
   for (guint r = 0; r < w->n_ranks; r++)
     pm->n_ops[r] = w->ranks[r].n_ops;
+  if (w->fold_rep != NULL)
+    pm->fold_rep = g_memdup2(w->fold_rep, sizeof(guint32) * w->n_ranks);
 
   guint S = pm->g->n_stages, M = pm->g->n_microbatches, nc = pm->n_clocks;
   guint n = 2 * S * M;
@@ -321,7 +324,7 @@ SimPlan *perseus_model_plan(const PerseusModel *pm,
   }
   for (guint r = 0; r < pm->n_ranks; r++) {
     const guint16 *ch = choice[pm->g->pipeline[r]];
-    if (ch == NULL)
+    if (ch == NULL || (pm->fold_rep != NULL && pm->fold_rep[r] != r))
       continue;
     guint16 *idx = sim_plan_rank_index(plan, r, pm->n_ops[r]);
     const guint32 *nd = pm->g->node[r];
@@ -499,6 +502,8 @@ SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
     g_assert(idx == k + 1);
   }
   for (guint r = 0; r < pm->n_ranks; r++) {
+    if (pm->fold_rep != NULL && pm->fold_rep[r] != r)
+      continue; /* folded away: its representative's plan */
     guint16 *idx = sim_plan_rank_index(plan, r, pm->n_ops[r]);
     const guint32 *nd = g->node[r];
     for (guint32 i = 0; i < pm->n_ops[r]; i++) {

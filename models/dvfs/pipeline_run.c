@@ -190,6 +190,7 @@ void perseus_run_free(PerseusRun *r)
   if (r == NULL)
     return;
   sim_result_free(r->result);
+  sim_plan_free(r->plan);
   perseus_frontier_free(r->frontier);
   g_free(r);
 }
@@ -421,6 +422,8 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
     if (iterations_within(rs, limit)) {
       sim_result_free(r->result);
       r->result = g_steal_pointer(&rs);
+      sim_plan_free(r->plan);
+      r->plan = g_steal_pointer(&sp);
       r->latency_fallback = f;
       fallback_single(r, pol);
       perseus_dag_eval(pm->dag, ch, NULL, &r->plan_time_ns,
@@ -434,6 +437,8 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
   r->result = run_plan(w, sim, mach, cm, ap, iterations, error);
   if (r->result == NULL)
     return FALSE;
+  sim_plan_free(r->plan);
+  r->plan = g_steal_pointer(&ap);
   r->latency_fallback = 3;
   fallback_single(r, pol);
   r->plan_time_ns = r->allmax_time_ns;
@@ -578,6 +583,21 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
             "ranks", straggler_set_n_gpus(stragglers), w->n_ranks);
     return NULL;
   }
+  /* A folded workload is planned on its representatives and run folded:
+   * exact where members are priced like them (cluster_check_folded) and
+   * every pipeline runs the same plan (no stragglers: a slow GPU no longer
+   * runs like its representative, nor a reacting pipeline like the
+   * others). */
+  if (!cluster_check_folded(run, w, error))
+    return NULL;
+  if (stragglers != NULL && w->fold_rep != NULL &&
+      !straggler_set_empty(stragglers)) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the workload is folded but the run has stragglers: a slow "
+                "GPU no longer runs like its representative%s",
+                CLUSTER_FOLDED_HINT);
+    return NULL;
+  }
   g_autoptr(ClusterMachine) cm = cluster_machine_new(run, w, catalogue, error);
   if (cm == NULL)
     return NULL;
@@ -616,6 +636,8 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   r->result = run_plan(w, sim, mach, cm, plan, iterations, error);
   if (r->result == NULL)
     return NULL;
+  if (reactor == NULL)
+    r->plan = g_steal_pointer(&plan);
   if (pol->kind == PERSEUS_RUN_PERSEUS && pol->kernel) {
     /* The combined policy: kernel-level clocks inside every computation,
      * run only when the engine confirms it is no slower (0.1%) and
@@ -632,6 +654,8 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
         rk->energy_j < r->single_energy_j) {
       sim_result_free(r->result);
       r->result = g_steal_pointer(&rk);
+      sim_plan_free(r->plan);
+      r->plan = g_steal_pointer(&kplan);
       r->kernel_used = TRUE;
     }
   }

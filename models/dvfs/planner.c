@@ -13,6 +13,12 @@
  *    into a dependency graph whose evaluator reproduces the engine exactly
  *    and runs in milliseconds.  Every decision below is judged by that
  *    evaluator ("eval"), never by the approximate separable model alone.
+ *    A folded workload (SimWorkload.fold_rep) is planned the same way on
+ *    its representatives: the model takes its classes, and the plan gives
+ *    representatives only (sim_plan_unfold expands it); exact because
+ *    a class's members run the same ops at the same prices (docs/dvfs.md,
+ *    "Folded workloads").  Variability is refused there
+ *    (cluster_check_folded).
  * 2. Candidates: every (SM clock step, memory clock) pair of the GPU
  *    (optionally restricted), plus auto; each shape priced at each pair
  *    through the machine (power cap included).
@@ -852,6 +858,10 @@ DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
     steady->boost = CLUSTER_BOOST_PER_KERNEL;
     run = steady;
   }
+  /* A folded workload is planned per class, on its representatives:
+   * exact where members are priced like them. */
+  if (!cluster_check_folded(run, w, error))
+    return NULL;
   Planner P = {0};
   P.pol = p;
   P.run = run;

@@ -171,9 +171,10 @@ struct DvfsPlanResult; /* models/dvfs/planner.h */
 
 enum {
   DVFS_CLASS_PLANNED = 1 << 0,  /* plans from an observed replay of every
-                                   rank (the planner): its plan result is
-                                   the run's report, its switch_latency_ms
-                                   the run's latency */
+                                   rank class (the planner; a folded
+                                   workload's representatives): its plan
+                                   result is the run's report, its
+                                   switch_latency_ms the run's latency */
   DVFS_CLASS_PIPELINE = 1 << 1  /* drives its own engine (`run`): no
                                    observer, a pipelined workload */
 };
