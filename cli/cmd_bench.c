@@ -55,6 +55,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage_bench[] =
@@ -96,6 +97,15 @@ static double since_s(gint64 t0)
   return (double)(g_get_monotonic_time() - t0) * 1e-6;
 }
 
+/* CPU seconds (user + system) this process has used: on a loaded machine
+ * a phase's CPU time moves much less than its wall time. */
+static double cpu_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static gboolean gpt_cfg(GptConfig *cfg, const char *model, guint tp, guint pp,
                         guint dp, guint mb, gboolean fold, GError **error)
 {
@@ -134,17 +144,19 @@ static gboolean gpt_fits(JsSession *s, const GptConfig *cfg, GError **error)
  * memory limit first; *gen_s its generation time. */
 static gboolean gpt_setup(JsSession *s, const GptConfig *cfg,
                           SimWorkload **w, Cluster **c, double *gen_s,
-                          GError **error)
+                          double *gen_cpu_s, GError **error)
 {
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
                                             error);
   if (gpu == NULL || !gpt_fits(s, cfg, error))
     return FALSE;
   gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
   *w = gpt_generate(cfg, gpu, error);
   if (*w == NULL)
     return FALSE;
   *gen_s = since_s(t0);
+  *gen_cpu_s = cpu_s() - c0;
   g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
   *c = net ? cluster_new(gpu, net, cfg->tp * cfg->pp * cfg->dp, 8, error)
            : NULL;
@@ -162,8 +174,8 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
     return FALSE;
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
-  double gen_s = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, error))
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   c->perf_spread = g_ascii_strtod(a[6], NULL);
   c->power_spread = g_ascii_strtod(a[7], NULL);
@@ -173,19 +185,22 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
   JsRunOptions opt = {.iterations = 1, .seed = s->seed,
                       .switch_latency_ms = -1};
   gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
   g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, error);
   if (r == NULL)
     return FALSE;
-  double sim_s = since_s(t0);
+  double sim_s = since_s(t0), sim_cpu = cpu_s() - c0;
   double it_s = (double)r->time_ns * 1e-9;
   if (c->perf_spread > 0 || c->power_spread > 0)
     printf("perf_spread=%g power_spread=%g ", c->perf_spread,
            c->power_spread);
   printf("gpus=%u ops=%" G_GUINT64_FORMAT " ops_replayed=%" G_GUINT64_FORMAT
-         " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f iteration_s=%.6f "
+         " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f gen_cpu_s=%.3f "
+         "replay_cpu_s=%.3f mops_per_cpu_s=%.2f iteration_s=%.6f "
          "energy_j=%.6e tflops_per_gpu=%.2f\n", n, r->ops_represented,
          r->ops, gen_s, sim_s, (double)r->ops / MAX(sim_s, 1e-9) * 1e-6,
-         it_s, r->energy_j, r->flops / it_s / n * 1e-12);
+         gen_cpu, sim_cpu, (double)r->ops / MAX(sim_cpu, 1e-9) * 1e-6, it_s,
+         r->energy_j, r->flops / it_s / n * 1e-12);
   return TRUE;
 }
 
@@ -199,8 +214,8 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
     return FALSE;
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
-  double gen_s = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, error))
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy p;
   dvfs_policy_init(&p, DVFS_KERNEL);
@@ -241,8 +256,8 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
   }
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
-  double gen_s = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, error))
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy p;
   dvfs_policy_init(&p, perseus ? DVFS_PERSEUS : DVFS_KERNEL);
@@ -523,6 +538,7 @@ typedef struct {
   gboolean ok;
   gboolean refused;         /* failed: stopped by the memory check */
   double wall_s, rss_mb;
+  double user_s, sys_s;     /* the child's CPU time (wait4) */
   GPtrArray *keys, *values; /* the child's key=value figures */
   char *error;              /* child's stderr when it failed */
 } BenchOutcome;
@@ -600,6 +616,8 @@ static gboolean run_case(BenchCase *c, const char *tmpdir, BenchOutcome *o,
     ;
   o->wall_s = since_s(t0);
   o->rss_mb = (double)ru.ru_maxrss / 1024.0;
+  o->user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+  o->sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
   g_spawn_close_pid(pid);
   if (script != NULL)
     g_unlink(script);
@@ -714,8 +732,9 @@ static void print_json(GString *s, const BenchCase *c, const BenchOutcome *o)
     g_string_append(s, ", \"error\": ");
     json_string(s, o->error);
   } else {
-    g_string_append_printf(s, ", \"wall_s\": %.3f, \"peak_rss_mb\": %.0f",
-                           o->wall_s, o->rss_mb);
+    g_string_append_printf(s, ", \"wall_s\": %.3f, \"user_s\": %.3f, "
+                           "\"sys_s\": %.3f, \"peak_rss_mb\": %.0f",
+                           o->wall_s, o->user_s, o->sys_s, o->rss_mb);
   }
   for (guint i = 0; o->keys != NULL && i < o->keys->len; i++) {
     const char *k = g_ptr_array_index(o->keys, i);
