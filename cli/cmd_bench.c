@@ -5,8 +5,9 @@
  * `run SCRIPT`), so its wall time and peak memory are its own: the parent
  * forks, reads the child's stdout, and takes the peak RSS from wait4().  A
  * child prints its own figures as one line of `key=value` pairs (numbers,
- * or strings without spaces); the parent adds `wall_s` and `peak_rss_mb`
- * and prints the lot as a table line or as one JSON object per case.
+ * or strings without spaces); the parent adds `wall_s`, `user_s`, `sys_s`
+ * and `peak_rss_mb` and prints the lot as a table line or as one JSON
+ * object per case.
  *
  * Every case has a `gpus` figure: the simulated GPUs of its workload (an
  * importer's: the ranks of the workload it built; null if the child did
@@ -141,7 +142,8 @@ static gboolean gpt_fits(JsSession *s, const GptConfig *cfg, GError **error)
 }
 
 /* A GPT workload on A100s and the dgx-a100 network, checked against the
- * memory limit first; *gen_s its generation time. */
+ * memory limit first; *gen_s and *gen_cpu_s its generation's wall and CPU
+ * seconds. */
 static gboolean gpt_setup(JsSession *s, const GptConfig *cfg,
                           SimWorkload **w, Cluster **c, double *gen_s,
                           double *gen_cpu_s, GError **error)
@@ -266,15 +268,17 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
                       .switch_latency_ms = 0};
   JsRunReport rep;
   gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
   g_autoptr(SimResult) r = js_simulate_report(s, c, w, &p, &opt, &rep,
                                               error);
-  double run_s = since_s(t0);
+  double run_s = since_s(t0), run_cpu = cpu_s() - c0;
   if (r == NULL) {
     js_run_report_clear(&rep);
     return FALSE;
   }
-  printf("gpus=%u gen_s=%.3f run_s=%.3f iteration_s=%.6f energy_j=%.6e",
-         tp * pp * dp, gen_s, run_s, (double)r->time_ns * 1e-9, r->energy_j);
+  printf("gpus=%u gen_s=%.3f run_s=%.3f gen_cpu_s=%.3f run_cpu_s=%.3f "
+         "iteration_s=%.6f energy_j=%.6e", tp * pp * dp, gen_s, run_s,
+         gen_cpu, run_cpu, (double)r->time_ns * 1e-9, r->energy_j);
   if (rep.plan != NULL) {
     const DvfsPlanResult *pr = rep.plan;
     printf(" classes=%u evaluations=%u replays=%u saving_pct=%.3f "
@@ -405,8 +409,7 @@ static gboolean case_import_file(JsSession *s, char **a, GError **error)
   if (ok)
     printf("gpus=%u ops=%" G_GUINT64_FORMAT " import_s=%.4f load_s=%.4f "
            "speedup=%.1f\n", t->n_ranks, sim_workload_n_ops(t), import_s,
-           load_s,
-           import_s / MAX(load_s, 1e-9));
+           load_s, import_s / MAX(load_s, 1e-9));
   g_unlink(path);
   g_rmdir(dir);
   return ok;
