@@ -5,15 +5,28 @@
  * `run SCRIPT`), so its wall time and peak memory are its own: the parent
  * forks, reads the child's stdout, and takes the peak RSS from wait4().  A
  * child prints its own figures as one line of `key=value` pairs (numbers,
- * or strings without spaces); the parent adds `wall_s` and `peak_rss_mb`
- * and prints the lot as a table line or as one JSON object per case.
+ * or strings without spaces); the parent adds `wall_s`, `user_s`, `sys_s`
+ * and `peak_rss_mb` and prints the lot as a table line or as one JSON
+ * object per case.
+ *
+ * Every case has a `gpus` figure: the simulated GPUs of its workload (an
+ * importer's: the ranks of the workload it built; null if the child did
+ * not get that far and the parent cannot know, e.g. --trace FILE).  A
+ * child that builds something big checks its estimate first (run/
+ * memory.h: --max-memory, else the memory available); one that does not
+ * fit prints refused=memory and its estimate, and the parent reports the
+ * case as refused, not failed.
  *
  * Cases (the full set; --quick runs the small sizes of each kind):
  *   replay      generate and replay one GPT-3 iteration; single GPU (ops/s
  *               on one core), 175B on 1,024 and 8,192 GPUs, unfolded and
- *               folded
+ *               folded; 8,192 with per-GPU variability (every rank priced
+ *               on its own); 65,536 unfolded (refused where its estimate
+ *               does not fit)
  *   planner     kernel-level DVFS planner on 175B/1,024 (by name and by op,
- *               0 ms and the GPU's switching latency)
+ *               0 ms and the GPU's switching latency); the kernel policy
+ *               by name and Perseus on 175B/8,192 folded, through the
+ *               policy API (js_simulate_report: plan and planned replay)
  *   perseus     Perseus frontier for 8 stages x 96 microbatches (needs the
  *               stage profile from tests/data/profiles; skipped elsewhere)
  *   native      native trace save and load of 175B/1,024
@@ -26,6 +39,7 @@
  */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "run/memory.h"
 #include "run/session.h"
 #include "models/cluster.h"
 #include "models/dvfs/planner.h"
@@ -42,26 +56,33 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage_bench[] =
   "usage: joulesim bench [--quick] [--json] [--scaling] [--only ID]...\n"
-  "                      [--trace FILE]...\n"
+  "                      [--trace FILE]... [--max-memory SIZE]\n"
   "\n"
   "Measures the simulator: replayed ops per second on one core; wall time\n"
   "and peak memory of one GPT-3 175B iteration at kernel-level detail on\n"
-  "1,024 GPUs (TP8 PP8 DP16) and 8,192 GPUs (DP128), unfolded and folded;\n"
-  "the kernel-level DVFS planner; the Perseus frontier for 8 stages x 96\n"
-  "microbatches; native trace save/load; Kineto import MB/s; and sweep\n"
-  "points per second with 1 and N jobs (and MPI ranks in an MPI build).\n"
-  "Every case runs in its own process; peak memory is that process's.\n"
+  "1,024 GPUs (TP8 PP8 DP16) and 8,192 GPUs (DP128), unfolded, folded and\n"
+  "with per-GPU variability, and on 65,536 GPUs; the kernel-level DVFS\n"
+  "planner, and the kernel and Perseus policies on 8,192 GPUs folded; the\n"
+  "Perseus frontier for 8 stages x 96 microbatches; native trace\n"
+  "save/load; Kineto import MB/s; and sweep points per second with 1 and\n"
+  "N jobs (and MPI ranks in an MPI build).  Every case runs in its own\n"
+  "process; peak memory is that process's.  A case whose estimated memory\n"
+  "does not fit is refused before it allocates (not a failure).\n"
   "  --quick      small sizes (seconds, not minutes)\n"
   "  --json       one JSON document on stdout instead of the table\n"
   "  --scaling    instead: wall time and memory against GPU count (8 to\n"
   "               8,192) and microbatches (8 to 256), unfolded and folded\n"
   "  --only ID    run only the cases whose id starts with ID (repeatable)\n"
   "  --trace F    also import profiler trace F and compare with loading\n"
-  "               its native file (repeatable)\n";
+  "               its native file (repeatable)\n"
+  "  --max-memory SIZE\n"
+  "               the memory limit of every case (e.g. 16G; default: the\n"
+  "               memory available when a case checks)\n";
 
 /* ---- child side: one case, figures as key=value --------------------------- */
 
@@ -75,6 +96,15 @@ static double child_rss_mb(void)
 static double since_s(gint64 t0)
 {
   return (double)(g_get_monotonic_time() - t0) * 1e-6;
+}
+
+/* CPU seconds (user + system) this process has used: on a loaded machine
+ * a phase's CPU time moves much less than its wall time. */
+static double cpu_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static gboolean gpt_cfg(GptConfig *cfg, const char *model, guint tp, guint pp,
@@ -91,57 +121,103 @@ static gboolean gpt_cfg(GptConfig *cfg, const char *model, guint tp, guint pp,
   return gpt_config_validate(cfg, error);
 }
 
-/* replay MODEL TP PP DP MB FOLD */
+/* Whether a workload of `cfg` fits in memory (run/memory.h: --max-memory,
+ * else what the machine has available now).  When it does not, prints
+ * the estimate and the limit as figures (the parent shows them with the
+ * refusal) and fails with JS_MEMORY_ERROR_LIMIT: a case too big for this
+ * machine stops cleanly instead of being OOM-killed. */
+static gboolean gpt_fits(JsSession *s, const GptConfig *cfg, GError **error)
+{
+  guint64 need = gpt_estimate_bytes(cfg);
+  char what[128];
+  g_snprintf(what, sizeof what, "%s tp%u pp%u dp%u (%" G_GUINT64_FORMAT
+             " ops%s)", cfg->model[0] != '\0' ? cfg->model : "gpt",
+             cfg->tp, cfg->pp, cfg->dp, gpt_stored_ops(cfg),
+             cfg->fold ? " held, folded" : "");
+  if (js_memory_check(s->max_memory, need, what, error))
+    return TRUE;
+  printf("workload_need_bytes=%" G_GUINT64_FORMAT " limit_bytes=%"
+         G_GUINT64_FORMAT "\n", need, js_memory_limit(s->max_memory));
+  return FALSE;
+}
+
+/* A GPT workload on A100s and the dgx-a100 network, checked against the
+ * memory limit first; *gen_s and *gen_cpu_s its generation's wall and CPU
+ * seconds. */
+static gboolean gpt_setup(JsSession *s, const GptConfig *cfg,
+                          SimWorkload **w, Cluster **c, double *gen_s,
+                          double *gen_cpu_s, GError **error)
+{
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
+                                            error);
+  if (gpu == NULL || !gpt_fits(s, cfg, error))
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
+  *w = gpt_generate(cfg, gpu, error);
+  if (*w == NULL)
+    return FALSE;
+  *gen_s = since_s(t0);
+  *gen_cpu_s = cpu_s() - c0;
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
+  *c = net ? cluster_new(gpu, net, cfg->tp * cfg->pp * cfg->dp, 8, error)
+           : NULL;
+  return *c != NULL;
+}
+
+/* replay MODEL TP PP DP MB FOLD PERF POWER: PERF and POWER are the
+ * cluster's per-GPU variability (js.cluster{ variability = { perf =,
+ * power = } }; 0 0: none, every rank priced alike). */
 static gboolean case_replay(JsSession *s, char **a, GError **error)
 {
   GptConfig cfg;
   guint tp = atoi(a[1]), pp = atoi(a[2]), dp = atoi(a[3]), n = tp * pp * dp;
   if (!gpt_cfg(&cfg, a[0], tp, pp, dp, atoi(a[4]), atoi(a[5]) != 0, error))
     return FALSE;
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
-                                            error);
-  if (gpu == NULL)
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
-  gint64 t0 = g_get_monotonic_time();
-  g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, error);
-  if (w == NULL)
-    return FALSE;
-  double gen_s = since_s(t0);
-  g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
-  g_autoptr(Cluster) c = net ? cluster_new(gpu, net, n, 8, error) : NULL;
-  if (c == NULL)
+  c->perf_spread = g_ascii_strtod(a[6], NULL);
+  c->power_spread = g_ascii_strtod(a[7], NULL);
+  if (!cluster_validate(c, error))
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
   JsRunOptions opt = {.iterations = 1, .seed = s->seed,
                       .switch_latency_ms = -1};
-  t0 = g_get_monotonic_time();
+  gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
   g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, error);
   if (r == NULL)
     return FALSE;
-  double sim_s = since_s(t0);
+  double sim_s = since_s(t0), sim_cpu = cpu_s() - c0;
   double it_s = (double)r->time_ns * 1e-9;
+  if (c->perf_spread > 0 || c->power_spread > 0)
+    printf("perf_spread=%g power_spread=%g ", c->perf_spread,
+           c->power_spread);
   printf("gpus=%u ops=%" G_GUINT64_FORMAT " ops_replayed=%" G_GUINT64_FORMAT
-         " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f iteration_s=%.6f "
+         " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f gen_cpu_s=%.3f "
+         "replay_cpu_s=%.3f mops_per_cpu_s=%.2f iteration_s=%.6f "
          "energy_j=%.6e tflops_per_gpu=%.2f\n", n, r->ops_represented,
          r->ops, gen_s, sim_s, (double)r->ops / MAX(sim_s, 1e-9) * 1e-6,
-         it_s, r->energy_j, r->flops / it_s / n * 1e-12);
+         gen_cpu, sim_cpu, (double)r->ops / MAX(sim_cpu, 1e-9) * 1e-6, it_s,
+         r->energy_j, r->flops / it_s / n * 1e-12);
   return TRUE;
 }
 
-/* planner NAME|OP LATENCY(0|gpu) MODEL TP PP DP MB */
+/* planner NAME|OP LATENCY(0|gpu) MODEL TP PP DP MB: the kernel-level
+ * planner alone (dvfs_planner_run), 1% slowdown budget. */
 static gboolean case_planner(JsSession *s, char **a, GError **error)
 {
   GptConfig cfg;
   guint tp = atoi(a[3]), pp = atoi(a[4]), dp = atoi(a[5]);
   if (!gpt_cfg(&cfg, a[2], tp, pp, dp, atoi(a[6]), FALSE, error))
     return FALSE;
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
-                                            error);
-  g_autoptr(SimWorkload) w = gpu ? gpt_generate(&cfg, gpu, error) : NULL;
-  g_autoptr(NetSpec) net = w ? net_preset("dgx-a100", error) : NULL;
-  g_autoptr(Cluster) c =
-      net ? cluster_new(gpu, net, tp * pp * dp, 8, error) : NULL;
-  if (c == NULL)
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy p;
   dvfs_policy_init(&p, DVFS_KERNEL);
@@ -154,11 +230,71 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
                                                  error);
   if (r == NULL)
     return FALSE;
-  printf("plan_s=%.3f latency_ms=%.0f classes=%u evaluations=%u replays=%u "
-         "saving_pct=%.3f slowdown_pct=%.3f\n", since_s(t0), r->latency_ms,
-         r->n_classes, r->evaluations, r->simulations,
-         100 * (1 - r->energy_j / r->base_energy_j),
+  printf("gpus=%u plan_s=%.3f latency_ms=%.0f classes=%u evaluations=%u "
+         "replays=%u saving_pct=%.3f slowdown_pct=%.3f\n", tp * pp * dp,
+         since_s(t0), r->latency_ms, r->n_classes, r->evaluations,
+         r->simulations, 100 * (1 - r->energy_j / r->base_energy_j),
          100 * (r->time_s / r->base_time_s - 1));
+  return TRUE;
+}
+
+/* policy KERNEL|PERSEUS MODEL TP PP DP MB FOLD: a planning policy through
+ * the policy API that js.simulate{ policy = ... } uses (js_simulate_report:
+ * the session's checks, the plan and its replay), at 0 ms switching
+ * latency.  KERNEL is js.policy.kernel{ slowdown = 0.01 } (by name);
+ * PERSEUS is js.policy.perseus{ slowdown = 0.003 } (docs/perseus.md's
+ * js.gpt figures).  run_s is the whole call: plan and planned replay. */
+static gboolean case_policy(JsSession *s, char **a, GError **error)
+{
+  GptConfig cfg;
+  guint tp = atoi(a[2]), pp = atoi(a[3]), dp = atoi(a[4]);
+  if (!gpt_cfg(&cfg, a[1], tp, pp, dp, atoi(a[5]), atoi(a[6]) != 0, error))
+    return FALSE;
+  gboolean perseus = strcmp(a[0], "perseus") == 0;
+  if (!perseus && strcmp(a[0], "kernel") != 0) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "bench --case policy: '%s' is not kernel or perseus", a[0]);
+    return FALSE;
+  }
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+    return FALSE;
+  DvfsPolicy p;
+  dvfs_policy_init(&p, perseus ? DVFS_PERSEUS : DVFS_KERNEL);
+  p.slowdown = perseus ? 0.003 : 0.01;
+  JsRunOptions opt = {.iterations = 1, .seed = s->seed,
+                      .switch_latency_ms = 0};
+  JsRunReport rep;
+  gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
+  g_autoptr(SimResult) r = js_simulate_report(s, c, w, &p, &opt, &rep,
+                                              error);
+  double run_s = since_s(t0), run_cpu = cpu_s() - c0;
+  if (r == NULL) {
+    js_run_report_clear(&rep);
+    return FALSE;
+  }
+  printf("gpus=%u gen_s=%.3f run_s=%.3f gen_cpu_s=%.3f run_cpu_s=%.3f "
+         "iteration_s=%.6f energy_j=%.6e", tp * pp * dp, gen_s, run_s,
+         gen_cpu, run_cpu, (double)r->time_ns * 1e-9, r->energy_j);
+  if (rep.plan != NULL) {
+    const DvfsPlanResult *pr = rep.plan;
+    printf(" classes=%u evaluations=%u replays=%u saving_pct=%.3f "
+           "slowdown_pct=%.3f", pr->n_classes, pr->evaluations,
+           pr->simulations, 100 * (1 - pr->energy_j / pr->base_energy_j),
+           100 * (pr->time_s / pr->base_time_s - 1));
+  }
+  if (rep.pipeline != NULL) {
+    const PerseusRun *pr = rep.pipeline;
+    printf(" frontier_points=%u point=%u saving_pct=%.3f slowdown_pct=%.3f",
+           pr->frontier != NULL ? pr->frontier->n_points : 0, pr->point,
+           100 * (1 - pr->plan_energy_j / pr->allmax_energy_j),
+           100 * ((double)pr->plan_time_ns / pr->allmax_time_ns - 1));
+  }
+  printf("\n");
+  js_run_report_clear(&rep);
   return TRUE;
 }
 
@@ -171,7 +307,9 @@ static gboolean case_native(JsSession *s, char **a, GError **error)
     return FALSE;
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
                                             error);
-  g_autoptr(SimWorkload) w = gpu ? gpt_generate(&cfg, gpu, error) : NULL;
+  if (gpu == NULL || !gpt_fits(s, &cfg, error))
+    return FALSE;
+  g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, error);
   if (w == NULL)
     return FALSE;
   g_autofree char *dir = g_dir_make_tmp("joulesim-bench-XXXXXX", error);
@@ -193,8 +331,9 @@ static gboolean case_native(JsSession *s, char **a, GError **error)
   GStatBuf st;
   double mb = g_stat(path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
   guint64 ops = sim_workload_n_ops(w);
-  printf("ops=%" G_GUINT64_FORMAT " file_mb=%.1f save_s=%.3f load_s=%.3f "
-         "load_mops_per_s=%.1f load_gb_per_s=%.2f\n", ops, mb, save_s, load_s,
+  printf("gpus=%u ops=%" G_GUINT64_FORMAT " file_mb=%.1f save_s=%.3f "
+         "load_s=%.3f load_mops_per_s=%.1f load_gb_per_s=%.2f\n",
+         w->n_ranks, ops, mb, save_s, load_s,
          (double)ops / MAX(load_s, 1e-9) * 1e-6,
          mb * 1e-3 / MAX(load_s, 1e-9));
   ok = TRUE;
@@ -229,8 +368,9 @@ static gboolean case_import_kineto(JsSession *s, char **a, GError **error)
     if (x == NULL)
       ok = FALSE;
     else
-      printf("file_mb=%.1f gpu_events=%" G_GUINT64_FORMAT " import_s=%.3f "
-             "mb_per_s=%.1f\n", mb, n_events, sec, mb / MAX(sec, 1e-9));
+      printf("gpus=%u file_mb=%.1f gpu_events=%" G_GUINT64_FORMAT
+             " import_s=%.3f mb_per_s=%.1f\n", x->n_ranks, mb, n_events,
+             sec, mb / MAX(sec, 1e-9));
   }
   g_unlink(json);
   g_rmdir(dir);
@@ -267,9 +407,9 @@ static gboolean case_import_file(JsSession *s, char **a, GError **error)
     load_s = MIN(load_s, since_s(t0));
   }
   if (ok)
-    printf("ops=%" G_GUINT64_FORMAT " import_s=%.4f load_s=%.4f "
-           "speedup=%.1f\n", sim_workload_n_ops(t), import_s, load_s,
-           import_s / MAX(load_s, 1e-9));
+    printf("gpus=%u ops=%" G_GUINT64_FORMAT " import_s=%.4f load_s=%.4f "
+           "speedup=%.1f\n", t->n_ranks, sim_workload_n_ops(t), import_s,
+           load_s, import_s / MAX(load_s, 1e-9));
   g_unlink(path);
   g_rmdir(dir);
   return ok;
@@ -282,14 +422,18 @@ typedef struct {
 } ChildCase;
 
 static const ChildCase child_cases[] = {
-  {"replay", 6, case_replay},
+  {"replay", 8, case_replay},
   {"planner", 7, case_planner},
+  {"policy", 7, case_policy},
   {"native", 5, case_native},
   {"import-kineto", 1, case_import_kineto},
   {"import-file", 1, case_import_file},
 };
 
-static int run_child(int argc, char **argv)
+/* A child: case argv[0] with its arguments.  A case stopped by the memory
+ * check (run/memory.h) prints refused=memory, so the parent reports a
+ * refusal rather than a failure. */
+static int run_child(int argc, char **argv, guint64 max_memory)
 {
   for (guint i = 0; i < G_N_ELEMENTS(child_cases); i++) {
     const ChildCase *cc = &child_cases[i];
@@ -301,8 +445,11 @@ static int run_child(int argc, char **argv)
       return EXIT_USAGE;
     }
     g_autoptr(JsSession) s = cli_session_new(1);
+    s->max_memory = max_memory;
     GError *err = NULL;
     if (!cc->fn(s, argv + 1, &err)) {
+      if (g_error_matches(err, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT))
+        printf("refused=memory\n");
       fprintf(stderr, "joulesim: %s\n", err->message);
       g_error_free(err);
       return EXIT_USER;
@@ -332,7 +479,7 @@ static const char sweep_lua[] =
   "    local r = js.simulate{ cluster = c, workload = w, seed = p.seed }\n"
   "    return { time_s = r.time_s, energy_j = r.energy_j }\n"
   "  end }\n"
-  "print('points=' .. arg[2])\n";
+  "print('points=' .. arg[2] .. ' gpus=64')\n";
 
 /* arg: PROFILE.csv MICROBATCHES.  The Perseus frontier of an 8-stage
  * pipeline on the stage profile (the whole run: load, model, frontier,
@@ -345,7 +492,7 @@ static const char perseus_lua[] =
   "                      blocking_power_w = 83.64 }\n"
   "local r = js.simulate{ cluster = c, workload = w,\n"
   "                       policy = js.policy.perseus{ slowdown = 0 } }\n"
-  "print(string.format('stages=8 microbatches=%d frontier_points=%d '\n"
+  "print(string.format('gpus=8 stages=8 microbatches=%d frontier_points=%d '\n"
   "  .. 'iteration_s=%.6f', m, #r.frontier, r.time_s))\n";
 
 /* ---- parent side ------------------------------------------------------------ */
@@ -355,6 +502,8 @@ typedef struct {
   char *label;         /* human-readable */
   GPtrArray *argv;     /* child command line (this binary first) */
   char *script;        /* Lua source to write to a temp file, or NULL */
+  guint gpus;          /* simulated GPUs of its workload (0: unknown
+                          until the child says, e.g. an imported trace) */
   const char *target;  /* DESIGN section 10 target, text, or NULL */
   double target_s;     /* wall-time target (0: none) */
   double target_mb;    /* memory target (0: none) */
@@ -390,7 +539,9 @@ static BenchCase *add_case(GPtrArray *cases, const char *self, const char *id,
 
 typedef struct {
   gboolean ok;
+  gboolean refused;         /* failed: stopped by the memory check */
   double wall_s, rss_mb;
+  double user_s, sys_s;     /* the child's CPU time (wait4) */
   GPtrArray *keys, *values; /* the child's key=value figures */
   char *error;              /* child's stderr when it failed */
 } BenchOutcome;
@@ -468,6 +619,8 @@ static gboolean run_case(BenchCase *c, const char *tmpdir, BenchOutcome *o,
     ;
   o->wall_s = since_s(t0);
   o->rss_mb = (double)ru.ru_maxrss / 1024.0;
+  o->user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+  o->sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
   g_spawn_close_pid(pid);
   if (script != NULL)
     g_unlink(script);
@@ -475,8 +628,15 @@ static gboolean run_case(BenchCase *c, const char *tmpdir, BenchOutcome *o,
   if (!o->ok) {
     g_strstrip(err);
     o->error = g_strdup(*err != '\0' ? err : "child failed");
-    return TRUE;
+    if (WIFSIGNALED(status) && *err == '\0') {
+      g_free(o->error);
+      o->error = g_strdup_printf("child killed by signal %d (%s)",
+                                 WTERMSIG(status),
+                                 g_strsignal(WTERMSIG(status)));
+    }
   }
+  /* The figures, also of a failed child: a refused case prints its
+   * estimate. */
   o->keys = g_ptr_array_new_with_free_func(g_free);
   o->values = g_ptr_array_new_with_free_func(g_free);
   g_auto(GStrv) words = g_strsplit_set(out, " \n", -1);
@@ -486,6 +646,11 @@ static gboolean run_case(BenchCase *c, const char *tmpdir, BenchOutcome *o,
       continue;
     g_ptr_array_add(o->keys, g_strndup(*w, eq - *w));
     g_ptr_array_add(o->values, g_strdup(eq + 1));
+  }
+  if (!o->ok) {
+    const char *why = outcome_get(o, "refused");
+    o->refused = why != NULL && strcmp(why, "memory") == 0;
+    return TRUE;
   }
   /* Derived rates the child cannot see (its own start-up included). */
   const char *pts = outcome_get(o, "points");
@@ -534,32 +699,58 @@ static int target_met(const BenchCase *c, const BenchOutcome *o)
   return met;
 }
 
+/* The simulated GPUs of a case: the child's own figure when it printed
+ * one, else what the case was set up with; 0 when neither is known. */
+static guint outcome_gpus(const BenchCase *c, const BenchOutcome *o)
+{
+  const char *v = outcome_get(o, "gpus");
+  return v != NULL && is_number(v) ? (guint)g_ascii_strtoull(v, NULL, 10)
+                                   : c->gpus;
+}
+
+/* The figures a case prints besides the fixed fields: what the child
+ * printed, less its own RSS (the parent's wait4 figure is the one shown),
+ * the GPUs (a fixed field) and the refusal marker. */
+static gboolean shown_key(const char *k)
+{
+  return strcmp(k, "child_rss_mb") != 0 && strcmp(k, "gpus") != 0 &&
+         strcmp(k, "refused") != 0;
+}
+
 static void print_json(GString *s, const BenchCase *c, const BenchOutcome *o)
 {
   g_string_append(s, "    {\"id\": ");
   json_string(s, c->id);
   g_string_append(s, ", \"label\": ");
   json_string(s, c->label);
+  guint gpus = outcome_gpus(c, o);
+  if (gpus > 0)
+    g_string_append_printf(s, ", \"gpus\": %u", gpus);
+  else
+    g_string_append(s, ", \"gpus\": null");
   g_string_append_printf(s, ", \"ok\": %s", o->ok ? "true" : "false");
   if (!o->ok) {
+    if (o->refused)
+      g_string_append(s, ", \"refused\": \"memory\"");
     g_string_append(s, ", \"error\": ");
     json_string(s, o->error);
   } else {
-    g_string_append_printf(s, ", \"wall_s\": %.3f, \"peak_rss_mb\": %.0f",
-                           o->wall_s, o->rss_mb);
-    for (guint i = 0; i < o->keys->len; i++) {
-      const char *k = g_ptr_array_index(o->keys, i);
-      const char *v = g_ptr_array_index(o->values, i);
-      if (strcmp(k, "child_rss_mb") == 0)
-        continue;
-      g_string_append(s, ", ");
-      json_string(s, k);
-      g_string_append(s, ": ");
-      if (is_number(v))
-        g_string_append(s, v);
-      else
-        json_string(s, v);
-    }
+    g_string_append_printf(s, ", \"wall_s\": %.3f, \"user_s\": %.3f, "
+                           "\"sys_s\": %.3f, \"peak_rss_mb\": %.0f",
+                           o->wall_s, o->user_s, o->sys_s, o->rss_mb);
+  }
+  for (guint i = 0; o->keys != NULL && i < o->keys->len; i++) {
+    const char *k = g_ptr_array_index(o->keys, i);
+    const char *v = g_ptr_array_index(o->values, i);
+    if (!shown_key(k))
+      continue;
+    g_string_append(s, ", ");
+    json_string(s, k);
+    g_string_append(s, ": ");
+    if (is_number(v))
+      g_string_append(s, v);
+    else
+      json_string(s, v);
   }
   if (c->target != NULL) {
     g_string_append(s, ", \"target\": ");
@@ -576,13 +767,17 @@ static void print_text(const BenchCase *c, const BenchOutcome *o)
 {
   printf("%-44s", c->label);
   if (!o->ok) {
-    printf(" FAILED: %s\n", o->error);
+    printf(" %s: %s\n", o->refused ? "REFUSED" : "FAILED", o->error);
+    fflush(stdout);
     return;
   }
   printf(" %8.2f s %7.0f MB ", o->wall_s, o->rss_mb);
+  guint gpus = outcome_gpus(c, o);
+  if (gpus > 0)
+    printf(" gpus=%u", gpus);
   for (guint i = 0; i < o->keys->len; i++) {
     const char *k = g_ptr_array_index(o->keys, i);
-    if (strcmp(k, "child_rss_mb") != 0)
+    if (shown_key(k))
       printf(" %s=%s", k, (const char *)g_ptr_array_index(o->values, i));
   }
   int met = target_met(c, o);
@@ -592,18 +787,36 @@ static void print_text(const BenchCase *c, const BenchOutcome *o)
   fflush(stdout);
 }
 
-static void add_replay(GPtrArray *cases, const char *self, const char *id,
-                       const char *label, const char *model, guint tp,
-                       guint pp, guint dp, guint mb, gboolean fold)
+/* A replay case: MODEL TPxPPxDP, MB microbatches, folded or not, with
+ * the cluster's per-GPU variability (perf, power; 0 0: none). */
+static BenchCase *add_replay_var(GPtrArray *cases, const char *self,
+                                 const char *id, const char *label,
+                                 const char *model, guint tp, guint pp,
+                                 guint dp, guint mb, gboolean fold,
+                                 double perf, double power)
 {
-  char a[5][16];
-  g_snprintf(a[0], 16, "%u", tp);
-  g_snprintf(a[1], 16, "%u", pp);
-  g_snprintf(a[2], 16, "%u", dp);
-  g_snprintf(a[3], 16, "%u", mb);
-  g_snprintf(a[4], 16, "%d", fold ? 1 : 0);
-  add_case(cases, self, id, label, "bench", "--case", "replay", model, a[0],
-           a[1], a[2], a[3], a[4], NULL);
+  char a[7][G_ASCII_DTOSTR_BUF_SIZE];
+  g_snprintf(a[0], sizeof a[0], "%u", tp);
+  g_snprintf(a[1], sizeof a[1], "%u", pp);
+  g_snprintf(a[2], sizeof a[2], "%u", dp);
+  g_snprintf(a[3], sizeof a[3], "%u", mb);
+  g_snprintf(a[4], sizeof a[4], "%d", fold ? 1 : 0);
+  g_ascii_dtostr(a[5], sizeof a[5], perf);
+  g_ascii_dtostr(a[6], sizeof a[6], power);
+  BenchCase *c = add_case(cases, self, id, label, "bench", "--case",
+                          "replay", model, a[0], a[1], a[2], a[3], a[4],
+                          a[5], a[6], NULL);
+  c->gpus = tp * pp * dp;
+  return c;
+}
+
+static BenchCase *add_replay(GPtrArray *cases, const char *self,
+                             const char *id, const char *label,
+                             const char *model, guint tp, guint pp, guint dp,
+                             guint mb, gboolean fold)
+{
+  return add_replay_var(cases, self, id, label, model, tp, pp, dp, mb, fold,
+                        0, 0);
 }
 
 static const char *profile_175b =
@@ -656,62 +869,91 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
     add_replay(cases, self, "replay/6.7b-8-folded",
                "replay gpt3-6.7b tp2 pp2 dp2, folded", "gpt3-6.7b", 2, 2, 2,
                16, TRUE);
-    add_case(cases, self, "planner/name-0", "kernel planner by name, 6.7b/8",
-             "bench", "--case", "planner", "name", "0", "gpt3-6.7b", "2", "2",
-             "2", "16", NULL);
-    add_case(cases, self, "native/6.7b-8", "native trace gpt3-6.7b/8",
-             "bench", "--case", "native", "gpt3-6.7b", "2", "2", "2", "16",
-             NULL);
+    add_replay_var(cases, self, "replay/6.7b-8-variability",
+                   "replay gpt3-6.7b tp2 pp2 dp2, variability", "gpt3-6.7b",
+                   2, 2, 2, 16, FALSE, 0.02, 0.02);
+    c = add_case(cases, self, "planner/name-0",
+                 "kernel planner by name, 6.7b/8", "bench", "--case",
+                 "planner", "name", "0", "gpt3-6.7b", "2", "2", "2", "16",
+                 NULL);
+    c->gpus = 8;
+    c = add_case(cases, self, "native/6.7b-8", "native trace gpt3-6.7b/8",
+                 "bench", "--case", "native", "gpt3-6.7b", "2", "2", "2",
+                 "16", NULL);
+    c->gpus = 8;
     add_case(cases, self, "import/kineto", "Kineto JSON import (20 MB)",
              "bench", "--case", "import-kineto", "20", NULL);
   } else {
-    c = NULL;
-    add_replay(cases, self, "replay/1gpu", "replay gpt3-1.3b 1 GPU, 256 mb",
-               "gpt3-1.3b", 1, 1, 1, 256, FALSE);
-    c = g_ptr_array_index(cases, cases->len - 1);
+    c = add_replay(cases, self, "replay/1gpu",
+                   "replay gpt3-1.3b 1 GPU, 256 mb", "gpt3-1.3b", 1, 1, 1,
+                   256, FALSE);
     c->target = ">= 20 Mops/s";
     c->target_mops = 20;
-    add_replay(cases, self, "replay/175b-1024",
-               "replay gpt3-175b 1,024 GPUs (tp8 pp8 dp16)", "gpt3-175b", 8,
-               8, 16, 64, FALSE);
-    c = g_ptr_array_index(cases, cases->len - 1);
+    c = add_replay(cases, self, "replay/175b-1024",
+                   "replay gpt3-175b 1,024 GPUs (tp8 pp8 dp16)", "gpt3-175b",
+                   8, 8, 16, 64, FALSE);
     c->target = "< 2 s, < 4 GB";
     c->target_s = 2;
     c->target_mb = 4096;
     add_replay(cases, self, "replay/175b-1024-folded",
                "replay gpt3-175b 1,024 GPUs, folded", "gpt3-175b", 8, 8, 16,
                64, TRUE);
-    add_replay(cases, self, "replay/175b-8192",
-               "replay gpt3-175b 8,192 GPUs (dp128)", "gpt3-175b", 8, 8, 128,
-               64, FALSE);
-    c = g_ptr_array_index(cases, cases->len - 1);
+    c = add_replay(cases, self, "replay/175b-8192",
+                   "replay gpt3-175b 8,192 GPUs (dp128)", "gpt3-175b", 8, 8,
+                   128, 64, FALSE);
     c->target = "< 15 s";
     c->target_s = 15;
-    add_replay(cases, self, "replay/175b-8192-folded",
-               "replay gpt3-175b 8,192 GPUs, folded", "gpt3-175b", 8, 8, 128,
-               64, TRUE);
-    c = g_ptr_array_index(cases, cases->len - 1);
+    c = add_replay(cases, self, "replay/175b-8192-folded",
+                   "replay gpt3-175b 8,192 GPUs, folded", "gpt3-175b", 8, 8,
+                   128, 64, TRUE);
     c->target = "< 1 s";
     c->target_s = 1;
+    /* Per-GPU variability: every rank priced on its own (no shared price
+     * cache, SimMachine.uniform_pricing off), as a what-if with
+     * manufacturing spread runs; cannot fold. */
+    add_replay_var(cases, self, "replay/175b-8192-variability",
+                   "replay gpt3-175b 8,192 GPUs, variability 2%",
+                   "gpt3-175b", 8, 8, 128, 64, FALSE, 0.02, 0.02);
+    /* 65,536 GPUs unfolded: refused by the memory check on a machine
+     * without the memory its estimate names. */
+    add_replay(cases, self, "replay/175b-65536",
+               "replay gpt3-175b 65,536 GPUs (dp1024)", "gpt3-175b", 8, 8,
+               1024, 64, FALSE);
     static const char *const plans[4][3] = {
       {"planner/name-0", "kernel planner by name, 0 ms", "name"},
       {"planner/op-0", "kernel planner by op, 0 ms", "op"},
       {"planner/name-gpu", "kernel planner by name, GPU latency", "name"},
       {"planner/op-gpu", "kernel planner by op, GPU latency", "op"},
     };
-    for (guint k = 0; k < 4; k++)
-      add_case(cases, self, plans[k][0], plans[k][1], "bench", "--case",
-               "planner", plans[k][2], k < 2 ? "0" : "gpu", "gpt3-175b", "8",
-               "8", "16", "64", NULL);
+    for (guint k = 0; k < 4; k++) {
+      c = add_case(cases, self, plans[k][0], plans[k][1], "bench", "--case",
+                   "planner", plans[k][2], k < 2 ? "0" : "gpu", "gpt3-175b",
+                   "8", "8", "16", "64", NULL);
+      c->gpus = 1024;
+    }
+    /* The planning policies on a folded 8,192-GPU workload, through the
+     * policy API (js.simulate{ policy = ... }). */
+    c = add_case(cases, self, "planner/name-8192-folded",
+                 "kernel policy by name, 8,192 GPUs, folded", "bench",
+                 "--case", "policy", "kernel", "gpt3-175b", "8", "8", "128",
+                 "64", "1", NULL);
+    c->gpus = 8192;
+    c = add_case(cases, self, "planner/perseus-8192-folded",
+                 "Perseus policy, 8,192 GPUs, folded", "bench", "--case",
+                 "policy", "perseus", "gpt3-175b", "8", "8", "128", "64", "1",
+                 NULL);
+    c->gpus = 8192;
     if (g_file_test(profile_175b, G_FILE_TEST_IS_REGULAR)) {
       c = add_case(cases, self, "perseus/8x96",
                    "Perseus frontier, 8 stages x 96 mb", "run", "--quiet",
                    "@", profile_175b, "96", NULL);
       c->script = g_strdup(perseus_lua);
+      c->gpus = 8;
     }
-    add_case(cases, self, "native/175b-1024", "native trace gpt3-175b/1,024",
-             "bench", "--case", "native", "gpt3-175b", "8", "8", "16", "64",
-             NULL);
+    c = add_case(cases, self, "native/175b-1024",
+                 "native trace gpt3-175b/1,024", "bench", "--case", "native",
+                 "gpt3-175b", "8", "8", "16", "64", NULL);
+    c->gpus = 1024;
     add_case(cases, self, "import/kineto", "Kineto JSON import (200 MB)",
              "bench", "--case", "import-kineto", "200", NULL);
   }
@@ -734,6 +976,7 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
     c = add_case(cases, self, id, label, "run", "--quiet", "--jobs", jobs,
                  "@", "@OUT", pts, NULL);
     c->script = g_strdup(sweep_lua);
+    c->gpus = 64;
   }
 #ifdef JOULESIM_MPI
   g_autofree char *mpirun = g_find_program_in_path("mpirun");
@@ -752,6 +995,7 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
                    self, "run", "--quiet", "--jobs", "1", "@", "@OUT", pts,
                    NULL);
     c->script = g_strdup(sweep_lua);
+    c->gpus = 64;
   }
 #endif
   return cases;
@@ -768,7 +1012,7 @@ static gboolean id_selected(const char *id, GPtrArray *only)
 }
 
 enum { OPT_HELP, OPT_CASE, OPT_QUICK, OPT_JSON, OPT_SCALING, OPT_TRACE,
-       OPT_ONLY };
+       OPT_ONLY, OPT_MAX_MEMORY };
 
 static const CliOption bench_options[] = {
   {"--help", OPT_HELP, FALSE},
@@ -779,11 +1023,29 @@ static const CliOption bench_options[] = {
   {"--scaling", OPT_SCALING, FALSE},
   {"--trace", OPT_TRACE, TRUE},
   {"--only", OPT_ONLY, TRUE},
+  {"--max-memory", OPT_MAX_MEMORY, TRUE},
   {NULL, 0, FALSE}};
+
+/* Hands --max-memory on to a case's child: after its command word (the
+ * first "bench" or "run" argument; an MPI case's comes after mpirun's
+ * own options). */
+static void pass_max_memory(BenchCase *c, const char *size)
+{
+  for (guint k = 0; k + 1 < c->argv->len; k++) {
+    const char *a = g_ptr_array_index(c->argv, k);
+    if (k > 0 && (strcmp(a, "bench") == 0 || strcmp(a, "run") == 0)) {
+      g_ptr_array_insert(c->argv, k + 1, g_strdup("--max-memory"));
+      g_ptr_array_insert(c->argv, k + 2, g_strdup(size));
+      return;
+    }
+  }
+}
 
 int cmd_bench(const char *self, int argc, char **argv)
 {
   gboolean quick = FALSE, json = FALSE, scaling = FALSE;
+  const char *max_memory_arg = NULL;
+  guint64 max_memory = 0;
   g_autoptr(GPtrArray) traces = g_ptr_array_new();
   g_autoptr(GPtrArray) only = g_ptr_array_new();
   CliArgs a;
@@ -794,7 +1056,7 @@ int cmd_bench(const char *self, int argc, char **argv)
       return 0;
     } else if (id == OPT_CASE) {
       /* A child: the rest is its case and arguments. */
-      return run_child(CLI_REST_ARGC(&a), CLI_REST_ARGV(&a));
+      return run_child(CLI_REST_ARGC(&a), CLI_REST_ARGV(&a), max_memory);
     } else if (id == OPT_QUICK) {
       quick = TRUE;
     } else if (id == OPT_JSON) {
@@ -805,6 +1067,14 @@ int cmd_bench(const char *self, int argc, char **argv)
       g_ptr_array_add(traces, (gpointer)a.value);
     } else if (id == OPT_ONLY && a.value != NULL) {
       g_ptr_array_add(only, (gpointer)a.value);
+    } else if (id == OPT_MAX_MEMORY && a.value != NULL) {
+      GError *merr = NULL;
+      if (!js_memory_parse(a.value, &max_memory, &merr)) {
+        fprintf(stderr, "joulesim bench: %s\n", merr->message);
+        g_error_free(merr);
+        return EXIT_USAGE;
+      }
+      max_memory_arg = a.value;
     } else {
       /* An unknown option, an argument, or --trace/--only without a
        * value. */
@@ -835,7 +1105,7 @@ int cmd_bench(const char *self, int argc, char **argv)
     printf("joulesim %s bench (%u cores; each case in its own process; wall "
            "time and peak RSS of that process)\n", JOULESIM_VERSION,
            g_get_num_processors());
-  guint failed = 0, n_json = 0;
+  guint failed = 0, refused = 0, n_json = 0;
   for (guint i = 0; i < cases->len; i++) {
     BenchCase *c = g_ptr_array_index(cases, i);
     if (!id_selected(c->id, only))
@@ -845,6 +1115,8 @@ int cmd_bench(const char *self, int argc, char **argv)
         g_free(g_ptr_array_index(c->argv, k));
         g_ptr_array_index(c->argv, k) = g_strdup(out_h5);
       }
+    if (max_memory_arg != NULL)
+      pass_max_memory(c, max_memory_arg);
     BenchOutcome o;
     if (!run_case(c, dir, &o, &err)) {
       fprintf(stderr, "joulesim: bench %s: %s\n", c->id, err->message);
@@ -852,7 +1124,9 @@ int cmd_bench(const char *self, int argc, char **argv)
       failed++;
       continue;
     }
-    if (!o.ok)
+    if (o.refused)
+      refused++;
+    else if (!o.ok)
       failed++;
     if (json) {
       if (n_json++ > 0)
@@ -869,6 +1143,12 @@ int cmd_bench(const char *self, int argc, char **argv)
     fputs(js->str, stdout);
   g_string_free(js, TRUE);
   g_rmdir(dir);
+  /* A case refused for memory is not a failure: the machine is too small
+   * for it, and it said so before allocating. */
+  if (refused > 0)
+    fprintf(stderr, "joulesim: %u bench case%s refused: not enough memory "
+            "for %s estimate\n", refused, refused == 1 ? "" : "s",
+            refused == 1 ? "its" : "their");
   if (failed > 0) {
     fprintf(stderr, "joulesim: %u bench case%s failed\n", failed,
             failed == 1 ? "" : "s");

@@ -85,6 +85,15 @@ check fidelity-opt-eq 0 "kerneltuner" -- "$J" fidelity --data=tests/data --only=
 check fidelity-opt-missing 1 "--only needs a value" -- "$J" fidelity --only
 check bench-opt-eq 0 "bench" -- "$J" bench --quick --only=no-such-case
 check bench-opt-missing 2 "unknown option '--only'" -- "$J" bench --only
+# bench: every case names its GPUs; a case whose memory estimate does not
+# fit under --max-memory is refused before it allocates (exit 0: not a
+# failure) with its estimate; a bad size is a usage error.
+check bench-gpus 0 '"id": "replay/6.7b-8", "label": "replay gpt3-6.7b tp2 pp2 dp2", "gpus": 8, "ok": true' -- "$J" bench --quick --json --only replay/6.7b-8
+check bench-refused 0 '"gpus": 1, "ok": false, "refused": "memory"' -- "$J" bench --quick --json --max-memory 1M --only replay/1gpu
+check bench-refused-text 0 "REFUSED: joulesim: gpt3-1.3b tp1 pp1 dp1 (43777 ops) would need about" -- "$J" bench --quick --max-memory=1M --only replay/1gpu
+check bench-max-memory-bad 2 "'0' is not a size" -- "$J" bench --quick --max-memory 0
+check bench-case-args 2 "bench --case replay: needs 8 arguments" -- "$J" bench --case replay gpt3-125m 1 1 1 1 0
+check bench-case-policy 1 "not kernel or perseus" -- "$J" bench --case policy frob gpt3-125m 1 1 1 2 0
 
 # The sandbox itself: tests/scenario-sandbox.sh and tests/sandbox/.
 # A real C module loads outside the sandbox (tests/sandbox/package-cpath.lua
