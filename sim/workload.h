@@ -240,6 +240,21 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
  * ignored: 0).  Whatever r held is freed.  r != src. */
 void sim_workload_share_rank(SimWorkload *w, guint r, guint src,
                              const guint32 delta[SIM_PATCH_COUNT]);
+/* Adds a shared program to w->programs, handing over `ops` (n_ops
+ * records, grouped by stream, their patch bytes < SIM_PATCH_COUNT) and
+ * `stream_off` (n_streams + 1 entries; both NULL for a program without
+ * streams), and returns its index.  No rank runs it until
+ * sim_workload_set_rank_program() says so.  For producers that store
+ * programs themselves (the native trace loader); producers that build one
+ * rank first and share it use sim_workload_share_rank(). */
+guint32 sim_workload_add_program(SimWorkload *w, SimOp *ops, guint32 n_ops,
+                                 guint32 *stream_off, guint32 n_streams);
+/* Makes rank r run program p (an index into w->programs) with its peers
+ * shifted by delta[1..SIM_PATCH_COUNT-1] (absolute: unlike
+ * sim_workload_share_rank, not added to another rank's; delta[0] must be
+ * 0).  Whatever r held is freed; its stage is kept. */
+void sim_workload_set_rank_program(SimWorkload *w, guint r, guint32 p,
+                                   const guint32 delta[SIM_PATCH_COUNT]);
 /* Gives rank r its own copy of its ops with its peers resolved (every
  * patch 0), so that its ops may be edited; a no-op for a rank that owns
  * its ops.  The copy is the one allocation that may fail (io/fault.h,
