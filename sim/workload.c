@@ -1,7 +1,8 @@
-/* sim/workload.c -- workload container, string interning, the name tables
- * and the rank builder.  See sim/workload.h.  The invariant check the
- * engine relies on is sim/validate.c, folding identical ranks
- * sim/fold.c; sim/workload-private.h holds what they share.
+/* sim/workload.c -- workload container, string interning, the name tables,
+ * shared programs and the rank builder.  See sim/workload.h.  The
+ * invariant check the engine relies on is sim/validate.c, folding
+ * identical ranks sim/fold.c, sharing alike ranks' ops sim/share.c;
+ * sim/workload-private.h holds what the first three share.
  */
 #include "sim/workload-private.h"
 #include "io/fault.h"

@@ -33,10 +33,13 @@
  * 1 for the DP group and tie ids, 2 for the TP id, 3 for the rank id).
  * Every reader of a peer goes through sim_op_peer(rank, op).  Memory is
  * O(distinct programs + ranks), not O(ops x ranks): 175B on 8,192 GPUs
- * holds 8 programs of ~25 k ops, not 8,192 copies (6.5 GB).  A rank that
- * owns its ops (program SIM_NO_PROGRAM: imported traces, builders) has
- * all deltas 0, so its peers are the ops' own.  Shared ops are read-only:
- * a consumer that edits a rank's ops first gives it its own copy
+ * holds 8 programs of ~25 k ops, not 8,192 copies (6.5 GB).  Imported
+ * ranks share where they are alike (sim_workload_share_alike, in
+ * sim/share.c: patch 1 for group ids, 3 for peer ranks), and native trace
+ * files store each program once.  A rank that owns its ops (program
+ * SIM_NO_PROGRAM: builders, imported ranks unlike any other) has all
+ * deltas 0, so its peers are the ops' own.  Shared ops are read-only: a
+ * consumer that edits a rank's ops first gives it its own copy
  * (sim_workload_materialise_rank).
  *
  * Host ops (SIM_OP_HOST, imported traces) are the CPU side of a rank: one
@@ -266,6 +269,17 @@ gboolean sim_workload_materialise(SimWorkload *w, GError **error);
 /* Rank r's ops as a writable array: materialises r first (aborts if that
  * allocation fails, as g_new does). */
 SimOp *sim_workload_rank_ops_mut(SimWorkload *w, guint r);
+/* Makes ranks that own alike ops share them (the algorithm: sim/share.c):
+ * rank r runs an earlier rank t's ops as a program when the two hold the
+ * same streams and op records, field by field, but for the peers, and
+ * r's peers are t's shifted by one constant for all collectives (patch 1
+ * in the program) and one for all sends and receives (patch 3).  Exact:
+ * every rank's resolved ops (sim_op_peer) are what they were.  Ranks
+ * without ops, ranks that already run a program and folded workloads are
+ * left alone.  Returns the number of ranks that now run another rank's
+ * ops (0: w unchanged).  For producers whose ranks are built one by one
+ * (the importers). */
+guint sim_workload_share_alike(SimWorkload *w);
 /* Distinct op arrays held: ranks that own theirs plus shared programs. */
 guint sim_workload_n_programs(const SimWorkload *w);
 /* Ops stored (each shared program once): what the workload's memory is
