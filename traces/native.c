@@ -819,14 +819,14 @@ static gboolean nat_read_shared_rank(hid_t g, const char *disp,
   }
   static const char *const own[] = { "ops", "stream_off" };
   for (gsize k = 0; k < G_N_ELEMENTS(own); k++)
-    if (H5Lexists(g, own[k], H5P_DEFAULT) != 0) {
-      H5Eclear2(H5E_DEFAULT);
+    if (H5Lexists(g, own[k], H5P_DEFAULT) > 0) {
       g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
                   "%s: %s runs program %u and also holds %s/%s (a rank "
                   "has its own ops or a program, not both)", path, disp, p,
                   disp, own[k]);
       return FALSE;
     }
+  H5Eclear2(H5E_DEFAULT); /* a failed look-up above counts as absent */
   sim_workload_set_rank_program(w, r, p, delta);
   used[p] = 1;
   return TRUE;
