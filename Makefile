@@ -143,6 +143,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libjoulesim.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libjoulesim.a $(LDLIBS)
 
+# The replay of the fuzzers' inputs includes the fuzz targets' sources.
+$(BUILD)/tests/test-fuzz-regress: $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+
 run: deps
 	$(MAKE) joulesim
 	./joulesim run scenarios/quickstart.lua

@@ -1,7 +1,8 @@
-/* sim/workload.c -- workload container, string interning, the name tables
- * and the rank builder.  See sim/workload.h.  The invariant check the
- * engine relies on is sim/validate.c, folding identical ranks
- * sim/fold.c; sim/workload-private.h holds what they share.
+/* sim/workload.c -- workload container, string interning, the name tables,
+ * shared programs and the rank builder.  See sim/workload.h.  The
+ * invariant check the engine relies on is sim/validate.c, folding
+ * identical ranks sim/fold.c, sharing alike ranks' ops sim/share.c;
+ * sim/workload-private.h holds what the first three share.
  */
 #include "sim/workload-private.h"
 #include "io/fault.h"
@@ -195,6 +196,34 @@ void sim_workload_share_rank(SimWorkload *w, guint r, guint src,
   rk->program = from->program;
   for (guint k = 1; k < SIM_PATCH_COUNT; k++)
     rk->peer_delta[k] = from->peer_delta[k] + delta[k];
+}
+
+guint32 sim_workload_add_program(SimWorkload *w, SimOp *ops, guint32 n_ops,
+                                 guint32 *stream_off, guint32 n_streams)
+{
+  SimProgram *pg = g_new(SimProgram, 1);
+  pg->ops = ops;
+  pg->stream_off = stream_off;
+  pg->n_ops = n_ops;
+  pg->n_streams = n_streams;
+  g_ptr_array_add(w->programs, pg);
+  return w->programs->len - 1;
+}
+
+void sim_workload_set_rank_program(SimWorkload *w, guint r, guint32 p,
+                                   const guint32 delta[SIM_PATCH_COUNT])
+{
+  g_return_if_fail(r < w->n_ranks && p < w->programs->len &&
+                   delta[0] == 0);
+  const SimProgram *pg = g_ptr_array_index(w->programs, p);
+  SimRank *rk = &w->ranks[r];
+  sim_rank_release(rk);
+  rk->ops = pg->ops;
+  rk->n_ops = pg->n_ops;
+  rk->stream_off = pg->stream_off;
+  rk->n_streams = pg->n_streams;
+  rk->program = p;
+  memcpy(rk->peer_delta, delta, sizeof rk->peer_delta);
 }
 
 gboolean sim_workload_materialise_rank(SimWorkload *w, guint r,

@@ -33,10 +33,13 @@
  * 1 for the DP group and tie ids, 2 for the TP id, 3 for the rank id).
  * Every reader of a peer goes through sim_op_peer(rank, op).  Memory is
  * O(distinct programs + ranks), not O(ops x ranks): 175B on 8,192 GPUs
- * holds 8 programs of ~25 k ops, not 8,192 copies (6.5 GB).  A rank that
- * owns its ops (program SIM_NO_PROGRAM: imported traces, builders) has
- * all deltas 0, so its peers are the ops' own.  Shared ops are read-only:
- * a consumer that edits a rank's ops first gives it its own copy
+ * holds 8 programs of ~25 k ops, not 8,192 copies (6.5 GB).  Imported
+ * ranks share where they are alike (sim_workload_share_alike, in
+ * sim/share.c: patch 1 for group ids, 3 for peer ranks), and native trace
+ * files store each program once.  A rank that owns its ops (program
+ * SIM_NO_PROGRAM: builders, imported ranks unlike any other) has all
+ * deltas 0, so its peers are the ops' own.  Shared ops are read-only: a
+ * consumer that edits a rank's ops first gives it its own copy
  * (sim_workload_materialise_rank).
  *
  * Host ops (SIM_OP_HOST, imported traces) are the CPU side of a rank: one
@@ -240,6 +243,21 @@ void sim_workload_set_rank(SimWorkload *w, guint r, SimOp *ops, guint32 n_ops,
  * ignored: 0).  Whatever r held is freed.  r != src. */
 void sim_workload_share_rank(SimWorkload *w, guint r, guint src,
                              const guint32 delta[SIM_PATCH_COUNT]);
+/* Adds a shared program to w->programs, handing over `ops` (n_ops
+ * records, grouped by stream, their patch bytes < SIM_PATCH_COUNT) and
+ * `stream_off` (n_streams + 1 entries; both NULL for a program without
+ * streams), and returns its index.  No rank runs it until
+ * sim_workload_set_rank_program() says so.  For producers that store
+ * programs themselves (the native trace loader); producers that build one
+ * rank first and share it use sim_workload_share_rank(). */
+guint32 sim_workload_add_program(SimWorkload *w, SimOp *ops, guint32 n_ops,
+                                 guint32 *stream_off, guint32 n_streams);
+/* Makes rank r run program p (an index into w->programs) with its peers
+ * shifted by delta[1..SIM_PATCH_COUNT-1] (absolute: unlike
+ * sim_workload_share_rank, not added to another rank's; delta[0] must be
+ * 0).  Whatever r held is freed; its stage is kept. */
+void sim_workload_set_rank_program(SimWorkload *w, guint r, guint32 p,
+                                   const guint32 delta[SIM_PATCH_COUNT]);
 /* Gives rank r its own copy of its ops with its peers resolved (every
  * patch 0), so that its ops may be edited; a no-op for a rank that owns
  * its ops.  The copy is the one allocation that may fail (io/fault.h,
@@ -251,6 +269,17 @@ gboolean sim_workload_materialise(SimWorkload *w, GError **error);
 /* Rank r's ops as a writable array: materialises r first (aborts if that
  * allocation fails, as g_new does). */
 SimOp *sim_workload_rank_ops_mut(SimWorkload *w, guint r);
+/* Makes ranks that own alike ops share them (the algorithm: sim/share.c):
+ * rank r runs an earlier rank t's ops as a program when the two hold the
+ * same streams and op records, field by field, but for the peers, and
+ * r's peers are t's shifted by one constant for all collectives (patch 1
+ * in the program) and one for all sends and receives (patch 3).  Exact:
+ * every rank's resolved ops (sim_op_peer) are what they were.  Ranks
+ * without ops, ranks that already run a program and folded workloads are
+ * left alone.  Returns the number of ranks that now run another rank's
+ * ops (0: w unchanged).  For producers whose ranks are built one by one
+ * (the importers). */
+guint sim_workload_share_alike(SimWorkload *w);
 /* Distinct op arrays held: ranks that own theirs plus shared programs. */
 guint sim_workload_n_programs(const SimWorkload *w);
 /* Ops stored (each shared program once): what the workload's memory is

@@ -16,6 +16,7 @@
 #include "run/session.h"
 #include "models/cluster.h"
 #include "models/net.h"
+#include "tests/testreplay.h"
 #include "tests/testutil.h"
 #include "traces/classify.h"
 #include "traces/import.h"
@@ -1505,6 +1506,172 @@ static void test_chakra_two_ranks(void)
   test_rmdir(dir);
 }
 
+/* ---- alike ranks share their ops (sim_workload_share_alike) ------------- */
+
+/* Rank r of a synthetic 4-rank job of two pairs (r sends to r + 1 when
+ * even, receives from r - 1 when odd; Src and Dst Rank count within the
+ * pair's process group): a GEMM, an all-reduce on the pair's group, the
+ * send or receive, another GEMM, all launched from one CPU thread, with
+ * the same times on every rank of one role. */
+static char *pair_job_rank(guint r)
+{
+  guint p = r / 2, a = 2 * p, b = a + 1;
+  return g_strdup_printf(
+    "{\"schemaVersion\": 1,\n"
+    " \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA A100-SXM4-80GB\", "
+    "\"totalGlobalMem\": 85899345920, \"numSms\": 108}],\n"
+    " \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %u, "
+    "\"world_size\": 4, \"pg_config\": ["
+    "{\"pg_name\": \"1\", \"pg_size\": 2, \"ranks\": [0, 1]}, "
+    "{\"pg_name\": \"2\", \"pg_size\": 2, \"ranks\": [2, 3]}]},\n"
+    " \"traceEvents\": [\n"
+    "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": "
+    "\"ProfilerStep#1\", \"pid\": 100, \"tid\": 100, \"ts\": 1000, "
+    "\"dur\": 1000, \"args\": {}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+    "\"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": 1001, "
+    "\"dur\": 3, \"args\": {\"correlation\": 101}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn\", "
+    "\"pid\": 0, \"tid\": 7, \"ts\": 1010, \"dur\": 20, \"args\": "
+    "{\"device\": 0, \"stream\": 7, \"correlation\": 101}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+    "\"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": 1005, "
+    "\"dur\": 1, \"args\": {\"correlation\": 102}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage"
+    "<4096ul>)\", \"pid\": 0, \"tid\": 20, \"ts\": 1031, \"dur\": 30, "
+    "\"args\": {\"device\": 0, \"stream\": 20, \"correlation\": 102, "
+    "\"Collective name\": \"allreduce\", \"In msg nelems\": 1048576, "
+    "\"Out msg nelems\": 1048576, \"Group size\": 2, \"dtype\": "
+    "\"BFloat16\", \"Process Group Name\": \"%u\", "
+    "\"Process Group Ranks\": \"[%u, %u]\"}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+    "\"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": 1007, "
+    "\"dur\": 1, \"args\": {\"correlation\": 103}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\", "
+    "\"pid\": 0, \"tid\": 24, \"ts\": 1062, \"dur\": 8, \"args\": "
+    "{\"device\": 0, \"stream\": 24, \"correlation\": 103, "
+    "\"Collective name\": \"%s\", \"In msg nelems\": 4096, "
+    "\"Out msg nelems\": 4096, \"Group size\": 2, \"dtype\": \"Float\", "
+    "\"Process Group Name\": \"%u\", \"Process Group Ranks\": "
+    "\"[%u, %u]\", \"Src Rank\": 0, \"Dst Rank\": 1}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+    "\"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": 1009, "
+    "\"dur\": 1, \"args\": {\"correlation\": 104}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn\", "
+    "\"pid\": 0, \"tid\": 7, \"ts\": 1071, \"dur\": 40, \"args\": "
+    "{\"device\": 0, \"stream\": 7, \"correlation\": 104}}\n"
+    " ]}\n",
+    r, p + 1, a, b, r == a ? "send" : "recv", p + 1, a, b);
+}
+
+/* Every rank of a runs, peers resolved, the ops of the same rank of b. */
+static void assert_same_resolved(const SimWorkload *a, const SimWorkload *b)
+{
+  g_assert_cmpuint(a->n_ranks, ==, b->n_ranks);
+  for (guint r = 0; r < a->n_ranks; r++) {
+    const SimRank *x = &a->ranks[r], *y = &b->ranks[r];
+    g_assert_cmpuint(x->n_ops, ==, y->n_ops);
+    for (guint32 i = 0; i < x->n_ops; i++) {
+      SimOp p = x->ops[i], q = y->ops[i];
+      p.peer = sim_op_peer(x, &p);
+      q.peer = sim_op_peer(y, &q);
+      p.patch = q.patch = 0;
+      g_assert_cmpmem(&p, sizeof p, &q, sizeof q);
+    }
+  }
+}
+
+/* The pairs of a synthetic job run alike ops on shifted groups and peers:
+ * the import shares them (two programs for four ranks: rank 2 runs rank
+ * 0's, rank 3 rank 1's), each rank's ops are those of the import
+ * materialised, and both replay alike GPU by GPU; the native file keeps
+ * the sharing (format version 3).  Two ranks of one Chakra file share
+ * too. */
+static void test_share_alike(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  char *paths[4];
+  for (guint r = 0; r < 4; r++) {
+    g_autofree char *name = g_strdup_printf("job_rank%u.json", r);
+    paths[r] = g_build_filename(dir, name, NULL);
+    g_autofree char *text = pair_job_rank(r);
+    write_file(paths[r], text, strlen(text));
+  }
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = import_n((const char *const *)paths, 4, 0,
+                                      warnings, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimWorkload) m = import_n((const char *const *)paths, 4, 0,
+                                      NULL, &error);
+  g_assert_no_error(error);
+  for (guint i = 0; i < warnings->len; i++)
+    g_test_message("warning: %s", (char *)g_ptr_array_index(warnings, i));
+  g_assert_cmpuint(warnings->len, ==, 0); /* everything matched */
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, 2);
+  g_assert_cmpuint(w->ranks[0].program, !=, SIM_NO_PROGRAM);
+  g_assert_cmpuint(w->ranks[2].program, ==, w->ranks[0].program);
+  g_assert_cmpuint(w->ranks[3].program, ==, w->ranks[1].program);
+  g_assert_cmpuint(w->ranks[2].peer_delta[3], ==, 2); /* peer 1 -> 3 */
+  g_assert_cmpuint(sim_workload_n_stored_ops(w), ==,
+                   w->ranks[0].n_ops + w->ranks[1].n_ops);
+  /* The collectives are matched (priced by the network), the p2p pairs
+   * too: the sharing crosses real communication. */
+  const SimOp *ar = find_op(w, 2, SIM_OP_COLLECTIVE, 0);
+  g_assert_nonnull(ar);
+  g_assert_cmpint(ar->ref_ns, ==, 0);
+  guint n;
+  const guint32 *members = sim_workload_group(w, sim_op_peer(&w->ranks[2],
+                                                             ar), &n);
+  g_assert_cmpuint(n, ==, 2);
+  g_assert_cmpuint(members[0], ==, 2);
+  g_assert_cmpuint(sim_op_peer(&w->ranks[3],
+                               find_op(w, 3, SIM_OP_RECV, 0)), ==, 2);
+
+  g_assert_true(sim_workload_materialise(m, &error));
+  g_assert_no_error(error);
+  assert_same_resolved(w, m);
+  test_assert_same_replay(w, m, w->ref_gpu);
+
+  g_autofree char *h5 = g_build_filename(dir, "job.h5", NULL);
+  g_assert_true(trace_native_save(w, h5, &error));
+  g_assert_no_error(error);
+  g_autoptr(SimWorkload) l = trace_native_load(h5, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_workload_n_programs(l), ==, 2);
+  assert_same_resolved(l, m);
+  g_unlink(h5);
+
+  /* Chakra: one file twice, as ranks 0 and 1. */
+  g_autofree char *raw = NULL;
+  gsize len;
+  g_assert_true(g_file_get_contents(CHAKRA, &raw, &len, NULL));
+  g_autofree char *c0 = g_build_filename(dir, "job.0.et", NULL);
+  g_autofree char *c1 = g_build_filename(dir, "job.1.et", NULL);
+  write_file(c0, raw, len);
+  write_file(c1, raw, len);
+  const char *cp[] = {c0, c1};
+  g_autoptr(SimWorkload) cw = import_n(cp, 2, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimWorkload) cm = import_n(cp, 2, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_workload_n_programs(cw), ==, 1);
+  g_assert_true(sim_workload_materialise(cm, &error));
+  assert_same_resolved(cw, cm);
+  test_assert_same_replay(cw, cm, cw->ref_gpu);
+  g_unlink(c0);
+  g_unlink(c1);
+  for (guint r = 0; r < 4; r++) {
+    g_unlink(paths[r]);
+    g_free(paths[r]);
+  }
+  test_rmdir(dir);
+}
+
 /* ---- host streams (issue 16) ---------------------------------------------- */
 
 /* Writes a one-rank Kineto trace of the given events (JSON objects, joined
@@ -2157,6 +2324,7 @@ int main(int argc, char **argv)
   g_test_add_func("/import/kineto/array-format", test_kineto_array_format);
   g_test_add_func("/import/kineto/fuzz", test_kineto_fuzz);
   g_test_add_func("/import/kineto/synthetic", test_kineto_synthetic);
+  g_test_add_func("/import/share-alike", test_share_alike);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
     g_autofree char *n = g_strdup_printf("/import/malformed/%s",
                                          bad_cases[i].file);

@@ -8,6 +8,7 @@
 #include "traces/import.h"
 #include "traces/info.h"
 #include "traces/native.h"
+#include "testreplay.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -162,6 +163,50 @@ static void assert_same_workload(const SimWorkload *a, const SimWorkload *b)
     g_assert_cmpstr(v, ==, g_hash_table_lookup(b->provenance, k));
 }
 
+/* b shares programs as a does: the same ranks run one (with the same
+ * peer deltas), ranks that share one in a share one in b, and as many
+ * ops are stored. */
+static void assert_same_sharing(const SimWorkload *a, const SimWorkload *b)
+{
+  g_assert_cmpuint(a->n_ranks, ==, b->n_ranks);
+  g_assert_cmpuint(sim_workload_n_programs(a), ==,
+                   sim_workload_n_programs(b));
+  g_assert_cmpuint(sim_workload_n_stored_ops(a), ==,
+                   sim_workload_n_stored_ops(b));
+  for (guint r = 0; r < a->n_ranks; r++) {
+    const SimRank *x = &a->ranks[r], *y = &b->ranks[r];
+    g_assert_cmpint(x->program == SIM_NO_PROGRAM, ==,
+                    y->program == SIM_NO_PROGRAM);
+    if (x->program == SIM_NO_PROGRAM)
+      continue;
+    g_assert_cmpmem(x->peer_delta, sizeof x->peer_delta, y->peer_delta,
+                    sizeof y->peer_delta);
+    for (guint q = 0; q < r; q++)
+      g_assert_cmpint(a->ranks[q].program == x->program, ==,
+                      b->ranks[q].program == y->program);
+  }
+}
+
+/* The root attribute format_version of a saved trace. */
+static guint32 file_version(const char *path)
+{
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_assert_cmpint(f, >=, 0);
+  hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+  guint32 v = 0;
+  g_assert_cmpint(H5Aread(a, H5T_NATIVE_UINT32, &v), >=, 0);
+  H5Aclose(a);
+  H5Fclose(f);
+  return v;
+}
+
+static guint64 file_size(const char *path)
+{
+  GStatBuf st;
+  g_assert_cmpint(g_stat(path, &st), ==, 0);
+  return (guint64)st.st_size;
+}
+
 /* Number of entries in dir (temporary files left behind show up here). */
 static guint dir_entries(const char *dir)
 {
@@ -206,6 +251,74 @@ static void test_roundtrip_edge(void)
   assert_same_workload(w, l);
   g_assert_null(l->ranks[2].ops);
   g_assert_null(l->schedule);
+  test_rmdir(dir);
+}
+
+/* A generated workload's shared programs are stored once (format
+ * version 3) and load shared again: the same resolved ops, the same ranks
+ * on the same programs with the same peer deltas, as many ops stored, the
+ * same replay GPU by GPU.  Its materialised copy (every rank owning its
+ * ops) is still written as version 1, in a file several times larger, and
+ * loads to the same ops. */
+static void test_roundtrip_shared(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *shared = g_build_filename(dir, "shared.h5", NULL);
+  g_autofree char *flat = g_build_filename(dir, "flat.h5", NULL);
+  g_autoptr(SimWorkload) w = gen_gpt("gpt3-125m", 2, 2, 2, 4, 512);
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, 2);
+  GError *error = NULL;
+  g_assert_true(trace_native_save(w, shared, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(file_version(shared), ==, TRACE_NATIVE_VERSION_SHARED);
+  g_autoptr(SimWorkload) l = trace_native_load(shared, &error);
+  g_assert_no_error(error);
+  assert_same_workload(w, l);
+  assert_same_sharing(w, l);
+  test_assert_same_replay(w, l, "A100-SXM4-80GB");
+
+  g_autoptr(SimWorkload) m = gen_gpt("gpt3-125m", 2, 2, 2, 4, 512);
+  g_assert_true(sim_workload_materialise(m, &error));
+  g_assert_cmpuint(sim_workload_n_programs(m), ==, m->n_ranks);
+  g_assert_true(trace_native_save(m, flat, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(file_version(flat), ==, 1);
+  g_autoptr(SimWorkload) lm = trace_native_load(flat, &error);
+  g_assert_no_error(error);
+  assert_same_workload(w, lm);
+  assert_same_sharing(m, lm);
+  /* 8 ranks on 2 programs: the ops take a quarter of the space. */
+  g_test_message("shared file %" G_GUINT64_FORMAT " bytes, materialised %"
+                 G_GUINT64_FORMAT, file_size(shared), file_size(flat));
+  g_assert_cmpuint(file_size(shared) * 2, <, file_size(flat));
+  test_rmdir(dir);
+}
+
+/* Files of the versions before shared programs load as they did: a
+ * version-1 file written by h5py (tests/bad-input, docs/bad-input.md) and
+ * a version-1 file of this writer (no shared programs, so the old
+ * version), each with the ops it holds. */
+static void test_old_versions(void)
+{
+  GError *error = NULL;
+  const char *fixture = "tests/bad-input/native-ok.h5";
+  g_assert_cmpuint(file_version(fixture), ==, 1);
+  g_autoptr(SimWorkload) f = trace_native_load(fixture, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(f->n_ranks, ==, 1);
+  g_assert_cmpuint(f->ranks[0].n_ops, >, 0);
+  g_assert_cmpuint(f->ranks[0].program, ==, SIM_NO_PROGRAM);
+
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "edge.h5", NULL);
+  g_autoptr(SimWorkload) e = edge_workload();
+  g_assert_true(trace_native_save(e, path, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(file_version(path), ==, 1);
+  g_autoptr(SimWorkload) l = trace_native_load(path, &error);
+  g_assert_no_error(error);
+  assert_same_workload(e, l);
+  assert_same_sharing(e, l);
   test_rmdir(dir);
 }
 
@@ -339,8 +452,34 @@ typedef enum {
   M_SHAPE_INDEX,
   M_STREAM_OFF,
   M_SHAPES_2D,
-  M_ATTR_TYPE
+  M_ATTR_TYPE,
+  /* Shared programs (format version 3; the file of shared_workload()): */
+  M_PROGRAM_RANGE,
+  M_PATCH_RANGE,
+  M_DELTA0,
+  M_DELTA_SHORT,
+  M_DELTA_MISSING,
+  M_DELTA_SHIFT,
+  M_PROGRAM_AND_OPS,
+  M_UNUSED_PROGRAM,
+  M_NO_PROGRAMS,
+  M_MISSING_PROGRAM
 } Mutation;
+
+/* Replaces (or creates) rank 1's attribute peer_delta with n values. */
+static void write_delta(hid_t f, const guint32 *v, hsize_t n)
+{
+  hid_t g = H5Gopen2(f, "/ranks/1", H5P_DEFAULT);
+  if (H5Aexists(g, "peer_delta") > 0)
+    g_assert_cmpint(H5Adelete(g, "peer_delta"), >=, 0);
+  hid_t s = H5Screate_simple(1, &n, NULL);
+  hid_t a = H5Acreate2(g, "peer_delta", H5T_NATIVE_UINT32, s, H5P_DEFAULT,
+                       H5P_DEFAULT);
+  g_assert_cmpint(H5Awrite(a, H5T_NATIVE_UINT32, v), >=, 0);
+  H5Aclose(a);
+  H5Sclose(s);
+  H5Gclose(g);
+}
 
 static void mutate(const char *path, Mutation m)
 {
@@ -469,6 +608,77 @@ static void mutate(const char *path, Mutation m)
     H5Tclose(t);
     break;
   }
+  case M_PROGRAM_RANGE: {
+    /* (H5Aopen_by_name from the file fails to write here, HDF5 1.10.8;
+     * through the group it works.) */
+    guint32 v = 99;
+    hid_t g = H5Gopen2(f, "/ranks/1", H5P_DEFAULT);
+    hid_t a = H5Aopen(g, "program", H5P_DEFAULT);
+    g_assert_cmpint(H5Awrite(a, H5T_NATIVE_UINT32, &v), >=, 0);
+    H5Aclose(a);
+    H5Gclose(g);
+    break;
+  }
+  case M_PATCH_RANGE: {
+    /* program 0's first op gets patch 7 */
+    hid_t d = H5Dopen2(f, "/programs/0/ops", H5P_DEFAULT);
+    hid_t t = H5Tcreate(H5T_COMPOUND, 1);
+    H5Tinsert(t, "patch", 0, H5T_NATIVE_UINT8);
+    hid_t fs = H5Dget_space(d);
+    hsize_t start = 0, count = 1;
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
+    hid_t ms = H5Screate_simple(1, &count, NULL);
+    guint8 v = 7;
+    g_assert_cmpint(H5Dwrite(d, t, ms, fs, H5P_DEFAULT, &v), >=, 0);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Tclose(t);
+    H5Dclose(d);
+    break;
+  }
+  case M_DELTA0: {
+    guint32 v[SIM_PATCH_COUNT] = { 5, 0, 0, 0 };
+    write_delta(f, v, SIM_PATCH_COUNT);
+    break;
+  }
+  case M_DELTA_SHORT: {
+    guint32 v[SIM_PATCH_COUNT - 1] = { 0, 1, 1 };
+    write_delta(f, v, SIM_PATCH_COUNT - 1);
+    break;
+  }
+  case M_DELTA_MISSING: {
+    hid_t g = H5Gopen2(f, "/ranks/1", H5P_DEFAULT);
+    g_assert_cmpint(H5Adelete(g, "peer_delta"), >=, 0);
+    H5Gclose(g);
+    break;
+  }
+  case M_DELTA_SHIFT: {
+    /* Well-formed, but the groups and peers it names do not exist. */
+    guint32 v[SIM_PATCH_COUNT] = { 0, 1000, 1000, 1000 };
+    write_delta(f, v, SIM_PATCH_COUNT);
+    break;
+  }
+  case M_PROGRAM_AND_OPS:
+    g_assert_cmpint(H5Ocopy(f, "/programs/0/ops", f, "/ranks/1/ops",
+                            H5P_DEFAULT, H5P_DEFAULT), >=, 0);
+    break;
+  case M_UNUSED_PROGRAM: {
+    hid_t g = H5Gopen2(f, "/programs", H5P_DEFAULT);
+    H5G_info_t info;
+    g_assert_cmpint(H5Gget_info(g, &info), >=, 0);
+    char name[16];
+    g_snprintf(name, sizeof name, "%u", (guint)info.nlinks);
+    g_assert_cmpint(H5Ocopy(g, "0", g, name, H5P_DEFAULT, H5P_DEFAULT), >=,
+                    0);
+    H5Gclose(g);
+    break;
+  }
+  case M_NO_PROGRAMS:
+    g_assert_cmpint(H5Ldelete(f, "/programs", H5P_DEFAULT), >=, 0);
+    break;
+  case M_MISSING_PROGRAM:
+    g_assert_cmpint(H5Ldelete(f, "/programs/0", H5P_DEFAULT), >=, 0);
+    break;
   case M_ATTR_TYPE: {
     g_assert_cmpint(H5Adelete(f, "n_ranks"), >=, 0);
     hid_t s = H5Screate(H5S_SCALAR);
@@ -505,32 +715,65 @@ typedef struct {
   Mutation m;
   gint code;
   const char *needle; /* must appear in the message (besides the path) */
+  gboolean shared;    /* mutate shared_workload()'s file, not the edge's */
 } BadCase;
 
+/* 4 ranks on 2 shared programs (TP 2, PP 2): format version 3. */
+static SimWorkload *shared_workload(void)
+{
+  SimWorkload *w = gen_gpt("gpt3-125m", 2, 2, 1, 2, 128);
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, 2);
+  g_assert_cmpuint(w->ranks[1].program, !=, SIM_NO_PROGRAM);
+  return w;
+}
+
 static const BadCase bad_cases[] = {
-  { "no-format", M_NO_FORMAT, TRACE_NATIVE_ERROR_FORMAT, "not a joulesim" },
-  { "newer-version", M_VERSION, TRACE_NATIVE_ERROR_VERSION, "version 99" },
+  { "no-format", M_NO_FORMAT, TRACE_NATIVE_ERROR_FORMAT,
+    "not a joulesim", FALSE },
+  { "newer-version", M_VERSION, TRACE_NATIVE_ERROR_VERSION,
+    "version 99", FALSE },
   { "missing-ops", M_MISSING_OPS, TRACE_NATIVE_ERROR_FORMAT,
-    "/ranks/1/ops is missing" },
-  { "missing-rank", M_MISSING_RANK, TRACE_NATIVE_ERROR_FORMAT, "n_ranks" },
+    "/ranks/1/ops is missing", FALSE },
+  { "missing-rank", M_MISSING_RANK, TRACE_NATIVE_ERROR_FORMAT,
+    "n_ranks", FALSE },
   { "missing-groups", M_MISSING_GROUPS, TRACE_NATIVE_ERROR_FORMAT,
-    "/groups is missing" },
+    "/groups is missing", FALSE },
   { "ops-wrong-type", M_OPS_WRONG_TYPE, TRACE_NATIVE_ERROR_FORMAT,
-    "/ranks/0/ops has integer records, expected compound" },
+    "/ranks/0/ops has integer records, expected compound", FALSE },
   { "ops-missing-member", M_OPS_MISSING_MEMBER, TRACE_NATIVE_ERROR_FORMAT,
-    "lacks the member 'peer'" },
+    "lacks the member 'peer'", FALSE },
   { "strings-fixed", M_STRINGS_FIXED, TRACE_NATIVE_ERROR_FORMAT,
-    "/strings must hold variable-length strings" },
+    "/strings must hold variable-length strings", FALSE },
   { "duplicate-strings", M_DUP_STRINGS, TRACE_NATIVE_ERROR_FORMAT,
-    "repeats entry 0" },
+    "repeats entry 0", FALSE },
   { "shape-out-of-range", M_SHAPE_INDEX, TRACE_NATIVE_ERROR_FORMAT,
-    "rank 1 op 0: shape 999 out of range" },
+    "rank 1 op 0: shape 999 out of range", FALSE },
   { "bad-stream-offsets", M_STREAM_OFF, TRACE_NATIVE_ERROR_FORMAT,
-    "/ranks/0/stream_off" },
+    "/ranks/0/stream_off", FALSE },
   { "two-dimensional", M_SHAPES_2D, TRACE_NATIVE_ERROR_FORMAT,
-    "/shapes must be one-dimensional" },
+    "/shapes must be one-dimensional", FALSE },
   { "attribute-type", M_ATTR_TYPE, TRACE_NATIVE_ERROR_FORMAT,
-    "'n_ranks' of the root group must be one integer" },
+    "'n_ranks' of the root group must be one integer", FALSE },
+  { "program-out-of-range", M_PROGRAM_RANGE, TRACE_NATIVE_ERROR_FORMAT,
+    "/ranks/1 runs program 99, but /programs holds 2", TRUE },
+  { "patch-out-of-range", M_PATCH_RANGE, TRACE_NATIVE_ERROR_FORMAT,
+    "/programs/0/ops[0]: patch 7 out of range (0 to 3)", TRUE },
+  { "peer-delta-0", M_DELTA0, TRACE_NATIVE_ERROR_FORMAT,
+    "/ranks/1: peer_delta[0] is 5", TRUE },
+  { "peer-delta-short", M_DELTA_SHORT, TRACE_NATIVE_ERROR_FORMAT,
+    "attribute 'peer_delta' of /ranks/1 must be a list of 4 integers", TRUE },
+  { "peer-delta-missing", M_DELTA_MISSING, TRACE_NATIVE_ERROR_FORMAT,
+    "attribute 'peer_delta' of /ranks/1 is missing", TRUE },
+  { "peer-delta-shift", M_DELTA_SHIFT, TRACE_NATIVE_ERROR_FORMAT,
+    "inconsistent trace: rank 1 op ", TRUE },
+  { "program-and-ops", M_PROGRAM_AND_OPS, TRACE_NATIVE_ERROR_FORMAT,
+    "/ranks/1 runs program 0 and also holds /ranks/1/ops", TRUE },
+  { "unused-program", M_UNUSED_PROGRAM, TRACE_NATIVE_ERROR_FORMAT,
+    "/programs/2 is run by no rank", TRUE },
+  { "no-programs", M_NO_PROGRAMS, TRACE_NATIVE_ERROR_FORMAT,
+    "/ranks/0 runs program 0, but /programs holds 0", TRUE },
+  { "missing-program", M_MISSING_PROGRAM, TRACE_NATIVE_ERROR_FORMAT,
+    "group /programs/0 is missing", TRUE },
 };
 
 static void test_bad_file(gconstpointer data)
@@ -538,7 +781,8 @@ static void test_bad_file(gconstpointer data)
   const BadCase *bc = data;
   g_autofree char *dir = test_tmpdir();
   g_autofree char *path = g_build_filename(dir, "bad.h5", NULL);
-  g_autoptr(SimWorkload) w = edge_workload();
+  g_autoptr(SimWorkload) w = bc->shared ? shared_workload()
+                                        : edge_workload();
   GError *error = NULL;
   g_assert_true(trace_native_save(w, path, &error));
   H5E_auto2_t fn;
@@ -604,7 +848,9 @@ static void test_not_hdf5(void)
   g_assert_nonnull(strstr(error->message, "directory"));
   g_clear_error(&error);
 
-  /* Truncations of a valid file: every one fails cleanly. */
+  /* Truncations of a valid file past its user block (a cut inside the
+   * 512-byte block leaves no HDF5 signature at all): every one fails
+   * cleanly, naming the truncation. */
   g_autofree char *full = g_build_filename(dir, "full.h5", NULL);
   g_autoptr(SimWorkload) w = gen_gpt("gpt3-125m", 2, 1, 1, 2, 256);
   g_assert_true(trace_native_save(w, full, &error));
@@ -614,7 +860,7 @@ static void test_not_hdf5(void)
   g_autofree char *cut = g_build_filename(dir, "cut.h5", NULL);
   const double fractions[] = { 0.01, 0.1, 0.5, 0.9, 0.999 };
   for (gsize i = 0; i < G_N_ELEMENTS(fractions); i++) {
-    gsize len = (gsize)((double)n * fractions[i]);
+    gsize len = 512 + (gsize)((double)(n - 512) * fractions[i]);
     g_assert_true(g_file_set_contents(cut, bytes, (gssize)len, NULL));
     g_assert_null(trace_native_load(cut, &error));
     g_assert_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO);
@@ -906,6 +1152,8 @@ int main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/native/roundtrip-gpt", test_roundtrip_gpt);
   g_test_add_func("/native/roundtrip-edge", test_roundtrip_edge);
+  g_test_add_func("/native/roundtrip-shared", test_roundtrip_shared);
+  g_test_add_func("/native/old-versions", test_old_versions);
   g_test_add_func("/native/deterministic-bytes", test_deterministic_bytes);
   g_test_add_func("/native/save-errors", test_save_errors);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_cases); i++) {

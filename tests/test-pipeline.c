@@ -8,6 +8,7 @@
 #include "models/cluster.h"
 #include "models/table.h"
 #include "sim/engine.h"
+#include "tests/testreplay.h"
 #include "tests/testutil.h"
 #include "traces/pipeline.h"
 #include "traces/profile.h"
@@ -117,6 +118,10 @@ static void test_structure(void)
   g_assert_cmpuint(w->tp, ==, 1);
   g_assert_cmpstr(w->schedule, ==, "1f1b");
   g_assert_cmpuint(sim_workload_n_groups(w), ==, 8);
+  /* The 3 pipelines' ranks of a stage share one program. */
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, 8);
+  for (guint r = 0; r < w->n_ranks; r++)
+    g_assert_cmpuint(w->ranks[r].program, ==, w->ranks[r - r % 3].program);
   for (guint s = 0; s < 8; s++) {
     guint n;
     const guint32 *g = sim_workload_group(w, s, &n);
@@ -433,6 +438,14 @@ static void test_dp_sync(void)
   for (guint g = 0; g < w->n_ranks; g++)
     g_assert_cmpfloat(r->per_gpu[g].comm_ns, >, 0);
   mach_free(&x);
+  /* The two pipelines share each stage's program; the workload replays
+   * exactly as its materialised copy. */
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, 2);
+  g_autoptr(SimWorkload) m = pipeline_from_profile(p, &cfg, &err);
+  g_assert_no_error(err);
+  g_assert_true(sim_workload_materialise(m, &err));
+  g_assert_cmpuint(sim_workload_n_programs(m), ==, 4);
+  test_assert_same_replay(w, m, "A100-SXM4-80GB");
   test_rmdir(dir);
 }
 

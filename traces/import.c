@@ -1,5 +1,7 @@
 /* traces/import.c -- format detection, dispatch, and what the importers
- * share: raw ranks, the reference GPU, warnings.
+ * share: raw ranks, the reference GPU, warnings, and the last step of
+ * every import, sharing the programs of alike ranks
+ * (sim_workload_share_alike).
  *
  * The builder that turns raw ranks into a workload is traces/import_build.c
  * (the algorithm: its opening comment), with traces/import_select.c (what
@@ -243,6 +245,7 @@ SimWorkload *trace_import(const char *const *paths, guint n,
     }
     fmt = f;
   }
+  SimWorkload *w = NULL;
   switch (fmt) {
   case TRACE_FORMAT_KINETO:
   case TRACE_FORMAT_NSYS: {
@@ -259,10 +262,12 @@ SimWorkload *trace_import(const char *const *paths, guint n,
         return NULL;
       }
     }
-    return trace_raw_build(raws, names, opt, trace_format_name(fmt), error);
+    w = trace_raw_build(raws, names, opt, trace_format_name(fmt), error);
+    break;
   }
   case TRACE_FORMAT_CHAKRA:
-    return trace_chakra_import(paths, n, opt, error);
+    w = trace_chakra_import(paths, n, opt, error);
+    break;
   case TRACE_FORMAT_NATIVE:
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED,
                 "%s is a native joulesim trace: load it, do not import it",
@@ -271,5 +276,12 @@ SimWorkload *trace_import(const char *const *paths, guint n,
   default:
     g_assert_not_reached();
   }
-  return NULL;
+  /* Every importer builds each rank's ops on their own; ranks that run
+   * alike ops (the same records, their groups and peers shifted by one
+   * constant) share one copy, as generated workloads do.  Exact, and
+   * nothing downstream edits imported ops in place (a consumer that does
+   * must call sim_workload_materialise_rank first). */
+  if (w != NULL)
+    sim_workload_share_alike(w);
+  return w;
 }

@@ -72,7 +72,9 @@ TraceFormat trace_detect_format(const char *path, GError **error);
  * where possible, the byte offset, line or event. */
 SimWorkload *trace_import(const char *const *paths, guint n,
                           const TraceImportOptions *opt, GError **error);
-/* (opt may be NULL for the defaults; the caller owns the workload.  Rules:
+/* (opt may be NULL for the defaults; the caller owns the workload.  Ranks
+ * whose ops are alike share one program (sim_workload_share_alike), so a
+ * caller that edits ops materialises the rank first.  Rules:
  * docs/trace-import.md.) */
 
 #define TRACE_ERROR (trace_error_quark())

@@ -31,6 +31,10 @@ gboolean nat_fail(GError **error, gint code, const char *path,
 hid_t nat_vstr_type(void);
 /* The SimOp record type, used both in memory and on disk. */
 hid_t nat_op_type(void);
+/* The SimOp record type of a shared program (/programs/<p>/ops, format
+ * version 3): nat_op_type() plus the member `patch` (u8), which rank ops
+ * do not store (theirs are resolved: patch 0). */
+hid_t nat_program_op_type(void);
 /* The SimShape record type, used both in memory and on disk. */
 hid_t nat_shape_type(void);
 /* CRC-32 of fd's bytes from `from` to the end; *len receives their count.

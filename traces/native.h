@@ -19,16 +19,26 @@ G_BEGIN_DECLS
 
 /* The format version written by this build; files with a larger version
  * are refused with TRACE_NATIVE_ERROR_VERSION. */
-#define TRACE_NATIVE_VERSION 2u
+#define TRACE_NATIVE_VERSION 3u
 /* Version 2 (issue 16) adds host streams: ops of kind SIM_OP_HOST (5).  A
  * workload without host ops is still written as version 1, which older
  * builds read; a version-1 file holding host ops is refused. */
 #define TRACE_NATIVE_VERSION_HOST 2u
+/* Version 3 adds shared rank programs (sim/workload.h, "Shared
+ * programs"): /programs holds each program once, with its ops' patch
+ * bytes, and a rank that runs one stores the program's index and its peer
+ * deltas instead of ops.  Only a workload with shared programs is written
+ * as version 3 (a workload whose ranks all own their ops keeps the
+ * version, and the bytes, it had before); it may hold host ops too. */
+#define TRACE_NATIVE_VERSION_SHARED 3u
 
 /* Writes w (borrowed) to `path`.  The file is written to a temporary file
  * next to `path` and renamed over it only when complete, so a failure (or a
  * crash) never leaves a partial file at `path` and never destroys an
  * existing one.  Same workload, same bytes (no timestamps are stored).
+ * Shared programs are stored once (version 3) and load shared again, so
+ * a generated workload's file and its loaded copy stay O(programs +
+ * ranks).
  * Errors (TRACE_NATIVE_ERROR_IO) name the path and what failed. */
 gboolean trace_native_save(const SimWorkload *w, const char *path,
                            GError **error);

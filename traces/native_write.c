@@ -1,7 +1,9 @@
 /* traces/native_write.c -- writing a native trace (trace_native_save): the
  * workload's datasets into a temporary file (io/atomic.h) reserved on
  * disk first, the checksum seal in its user block, then the rename.  The
- * format is described in traces/native.c.
+ * format is described in traces/native.c; shared programs are written
+ * once under /programs (version 3) and their ranks as a program number
+ * and peer deltas, so the file is O(programs + ranks) like the workload.
  */
 #include "traces/native-private.h"
 #include "io/atomic.h"
@@ -30,7 +32,12 @@ typedef struct {
   const char *path;   /* the user's target, for messages */
   hid_t file;
   hid_t dcpl, gcpl;
-  hid_t op_type, shape_type, vstr;
+  hid_t op_type, prog_op_type, shape_type, vstr;
+  /* Shared programs (version 3): file_index[p] is the number program p of
+   * w->programs has in the file (G_MAXUINT32: no rank runs it, not
+   * written); order[k] is the program written as number k. */
+  guint32 *file_index, *order;
+  guint32 n_programs;
 } NatWriter;
 
 static gboolean nat_attr_write(NatWriter *wr, hid_t loc, const char *obj,
@@ -51,6 +58,21 @@ static gboolean nat_attr_u32(NatWriter *wr, hid_t loc, const char *obj,
                              const char *name, guint32 v, GError **error)
 {
   return nat_attr_write(wr, loc, obj, name, H5T_NATIVE_UINT32, &v, error);
+}
+
+/* A 1-D attribute of n uint32 values. */
+static gboolean nat_attr_u32s(NatWriter *wr, hid_t loc, const char *obj,
+                              const char *name, const guint32 *v, hsize_t n,
+                              GError **error)
+{
+  g_auto(H5uHid) space = H5Screate_simple(1, &n, NULL);
+  g_auto(H5uHid) a = space < 0 ? H5I_INVALID_HID
+                               : H5Acreate2(loc, name, H5T_NATIVE_UINT32,
+                                            space, H5P_DEFAULT, H5P_DEFAULT);
+  if (a < 0 || H5Awrite(a, H5T_NATIVE_UINT32, v) < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "writing attribute '%s' of %s", name, obj);
+  return TRUE;
 }
 
 static gboolean nat_attr_str(NatWriter *wr, hid_t loc, const char *obj,
@@ -85,19 +107,21 @@ static gboolean nat_dset_write(NatWriter *wr, hid_t loc, const char *name,
   return TRUE;
 }
 
-/* Writes a rank's ops in blocks through a scratch buffer whose pad bytes
- * are zero (so the file's bytes do not depend on uninitialised padding). */
-/* Writes rank rk's ops with its peers resolved (a shared program's ops
- * are written as the rank's own: every patch 0). */
+/* Writes n ops as the dataset "ops" of loc (shown as disp), in blocks
+ * through a scratch buffer, so that what reaches the file is fixed by the
+ * ops' fields alone.  With rk (a rank's own ops, or its program's written
+ * as its own), each op's peer is resolved for rk and its patch is 0 (the
+ * rank op type has no patch member); without (a shared program, written
+ * with the program op type), peers are the program's and patches are
+ * kept, reduced below SIM_PATCH_COUNT as sim_op_peer reads them. */
 static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
-                              const SimRank *rk, GError **error)
+                              const SimOp *ops, guint32 n, const SimRank *rk,
+                              hid_t type, GError **error)
 {
-  const SimOp *ops = rk->ops;
-  guint32 n = rk->n_ops;
   hsize_t dims[1] = { n };
   g_auto(H5uHid) space = H5Screate_simple(1, dims, NULL);
   g_auto(H5uHid) d = space < 0 ? H5I_INVALID_HID
-                               : H5Dcreate2(loc, "ops", wr->op_type, space,
+                               : H5Dcreate2(loc, "ops", type, space,
                                             H5P_DEFAULT, wr->dcpl,
                                             H5P_DEFAULT);
   if (d < 0)
@@ -113,8 +137,12 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
     guint32 k = MIN(block, n - at);
     memcpy(buf, ops + at, sizeof(SimOp) * k);
     for (guint32 i = 0; i < k; i++) {
-      buf[i].peer = sim_op_peer(rk, &buf[i]);
-      buf[i].patch = 0;
+      if (rk != NULL) {
+        buf[i].peer = sim_op_peer(rk, &buf[i]);
+        buf[i].patch = 0;
+      } else {
+        buf[i].patch &= SIM_PATCH_COUNT - 1;
+      }
     }
     hsize_t start[1] = { at }, count[1] = { k };
     if (mspace < 0 ||
@@ -122,7 +150,7 @@ static gboolean nat_write_ops(NatWriter *wr, hid_t loc, const char *disp,
                             NULL) < 0 ||
         H5Sselect_hyperslab(mspace, H5S_SELECT_SET, zero, NULL, count,
                             NULL) < 0 ||
-        H5Dwrite(d, wr->op_type, mspace, space, H5P_DEFAULT, buf) < 0)
+        H5Dwrite(d, type, mspace, space, H5P_DEFAULT, buf) < 0)
       return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
                       "writing dataset %s (ops %u..%u)", disp, at,
                       at + k - 1);
@@ -140,7 +168,9 @@ static gboolean nat_write_layout(NatWriter *wr, const SimWorkload *w,
   hid_t root = wr->file;
   const char *obj = "the root group";
   double tokens = w->tokens_per_iteration;
-  /* Version 1 unless the workload needs version 2's host ops. */
+  /* Version 3 when ranks share programs, else 1 unless the workload needs
+   * version 2's host ops: each workload gets the oldest version that holds
+   * it, so files of workloads without shared programs keep their bytes. */
   guint32 version = 1;
   for (guint r = 0; r < w->n_ranks && version == 1; r++)
     for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
@@ -148,6 +178,8 @@ static gboolean nat_write_layout(NatWriter *wr, const SimWorkload *w,
         version = TRACE_NATIVE_VERSION_HOST;
         break;
       }
+  if (wr->n_programs > 0)
+    version = TRACE_NATIVE_VERSION_SHARED;
   if (!nat_attr_str(wr, root, obj, "format", NATIVE_FORMAT, error) ||
       !nat_attr_u32(wr, root, obj, "format_version", version, error) ||
       !nat_attr_u32(wr, root, obj, "n_ranks", w->n_ranks, error) ||
@@ -201,6 +233,74 @@ static gboolean nat_write_tables(NatWriter *wr, const SimWorkload *w,
   return TRUE;
 }
 
+/* Numbers the programs the ranks run in the order of their first rank
+ * (so the file does not depend on how w->programs came to be ordered). */
+static void nat_number_programs(NatWriter *wr, const SimWorkload *w)
+{
+  guint n = w->programs->len;
+  wr->file_index = g_new(guint32, MAX(n, 1));
+  wr->order = g_new(guint32, MAX(n, 1));
+  wr->n_programs = 0;
+  for (guint p = 0; p < n; p++)
+    wr->file_index[p] = G_MAXUINT32;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint32 p = w->ranks[r].program;
+    if (p != SIM_NO_PROGRAM && wr->file_index[p] == G_MAXUINT32) {
+      wr->file_index[p] = wr->n_programs;
+      wr->order[wr->n_programs++] = p;
+    }
+  }
+}
+
+/* Writes the offsets of a rank's or program's streams: n_streams + 1
+ * entries, or the single offset 0 when it has none (stream_off NULL: a
+ * rank never given ops). */
+static gboolean nat_write_stream_off(NatWriter *wr, hid_t loc,
+                                     const char *disp,
+                                     const guint32 *stream_off,
+                                     guint32 n_streams, GError **error)
+{
+  guint32 zero = 0;
+  const guint32 *off = stream_off != NULL ? stream_off : &zero;
+  guint32 n_off = stream_off != NULL ? n_streams + 1 : 1;
+  return nat_dset_write(wr, loc, "stream_off", disp, H5T_NATIVE_UINT32,
+                        n_off, off, error);
+}
+
+/* /programs/<k>: the shared programs, each once, patch bytes and all
+ * (version 3 only). */
+static gboolean nat_write_programs(NatWriter *wr, const SimWorkload *w,
+                                   GError **error)
+{
+  if (wr->n_programs == 0)
+    return TRUE;
+  g_auto(H5uHid) progs = H5Gcreate2(wr->file, "programs", H5P_DEFAULT,
+                                    wr->gcpl, H5P_DEFAULT);
+  if (progs < 0)
+    return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                    "creating group /programs");
+  for (guint32 k = 0; k < wr->n_programs; k++) {
+    const SimProgram *pg = g_ptr_array_index(w->programs, wr->order[k]);
+    char name[16], disp[64];
+    g_snprintf(name, sizeof name, "%u", k);
+    g_snprintf(disp, sizeof disp, "/programs/%u", k);
+    g_auto(H5uHid) g = H5Gcreate2(progs, name, H5P_DEFAULT, wr->gcpl,
+                                  H5P_DEFAULT);
+    if (g < 0)
+      return nat_fail(error, TRACE_NATIVE_ERROR_IO, wr->path,
+                      "creating group %s", disp);
+    g_snprintf(disp, sizeof disp, "/programs/%u/ops", k);
+    if (!nat_write_ops(wr, g, disp, pg->ops, pg->n_ops, NULL,
+                       wr->prog_op_type, error))
+      return FALSE;
+    g_snprintf(disp, sizeof disp, "/programs/%u/stream_off", k);
+    if (!nat_write_stream_off(wr, g, disp, pg->stream_off, pg->n_streams,
+                              error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
                                 GError **error)
 {
@@ -221,16 +321,25 @@ static gboolean nat_write_ranks(NatWriter *wr, const SimWorkload *w,
                       "creating group %s", disp);
     if (!nat_attr_u32(wr, g, disp, "stage", rk->stage, error))
       return FALSE;
+    if (rk->program != SIM_NO_PROGRAM) {
+      /* A shared program: its number and the rank's peer deltas. */
+      guint32 delta[SIM_PATCH_COUNT];
+      memcpy(delta, rk->peer_delta, sizeof delta);
+      delta[0] = 0;
+      if (!nat_attr_u32(wr, g, disp, "program",
+                        wr->file_index[rk->program], error) ||
+          !nat_attr_u32s(wr, g, disp, "peer_delta", delta, SIM_PATCH_COUNT,
+                         error))
+        return FALSE;
+      continue;
+    }
     g_snprintf(disp, sizeof disp, "/ranks/%u/ops", r);
-    if (!nat_write_ops(wr, g, disp, rk, error))
+    if (!nat_write_ops(wr, g, disp, rk->ops, rk->n_ops, rk, wr->op_type,
+                       error))
       return FALSE;
-    /* A rank never given ops has no offsets: store the single offset 0. */
-    guint32 zero = 0;
-    const guint32 *off = rk->stream_off != NULL ? rk->stream_off : &zero;
-    guint32 n_off = rk->stream_off != NULL ? rk->n_streams + 1 : 1;
     g_snprintf(disp, sizeof disp, "/ranks/%u/stream_off", r);
-    if (!nat_dset_write(wr, g, "stream_off", disp, H5T_NATIVE_UINT32, n_off,
-                        off, error))
+    if (!nat_write_stream_off(wr, g, disp, rk->stream_off, rk->n_streams,
+                              error))
       return FALSE;
   }
   return TRUE;
@@ -266,7 +375,7 @@ static gboolean nat_write_provenance(NatWriter *wr, const SimWorkload *w,
  * reserves on disk before HDF5 writes anything. */
 static guint64 nat_estimate(const SimWorkload *w)
 {
-  guint64 n = sim_workload_n_ops(w) * sizeof(SimOp) +
+  guint64 n = sim_workload_n_stored_ops(w) * sizeof(SimOp) +
               (guint64)w->shapes->len * sizeof(SimShape) +
               (guint64)w->group_ranks->len * 8 +
               (guint64)w->group_off->len * 8 +
@@ -296,7 +405,11 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
                                const char *path, GError **error)
 {
   NatWriter wr = { path, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
-                   H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID };
+                   H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
+                   H5I_INVALID_HID, NULL, NULL, 0 };
+  nat_number_programs(&wr, w);
+  g_autofree guint32 *file_index = wr.file_index;
+  g_autofree guint32 *order = wr.order;
   /* A copy of the default list: HDF5's own driver, or the fault driver
    * when fault injection is armed (io/h5util.c). */
   g_auto(H5uHid) fapl = H5Pcopy(H5P_FILE_ACCESS_DEFAULT);
@@ -304,12 +417,13 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
   g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
   g_auto(H5uHid) gcpl = H5Pcreate(H5P_GROUP_CREATE);
   g_auto(H5uHid) op_type = nat_op_type();
+  g_auto(H5uHid) prog_op_type = nat_program_op_type();
   g_auto(H5uHid) shape_type = nat_shape_type();
   g_auto(H5uHid) vstr = nat_vstr_type();
   /* v1.8 object format or later: compact/dense link storage, so groups of
    * thousands of ranks stay fast; h5py reads it. */
   if (fapl < 0 || fcpl < 0 || dcpl < 0 || gcpl < 0 || op_type < 0 ||
-      shape_type < 0 || vstr < 0 ||
+      prog_op_type < 0 || shape_type < 0 || vstr < 0 ||
       H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
       H5Pset_userblock(fcpl, NATIVE_USERBLOCK) < 0 ||
       H5Pset_obj_track_times(fcpl, FALSE) < 0 ||
@@ -325,9 +439,11 @@ static gboolean nat_write_file(const SimWorkload *w, const char *tmp,
   wr.dcpl = dcpl;
   wr.gcpl = gcpl;
   wr.op_type = op_type;
+  wr.prog_op_type = prog_op_type;
   wr.shape_type = shape_type;
   wr.vstr = vstr;
   if (!nat_write_layout(&wr, w, error) || !nat_write_tables(&wr, w, error) ||
+      !nat_write_programs(&wr, w, error) ||
       !nat_write_ranks(&wr, w, error) ||
       !nat_write_provenance(&wr, w, error))
     return FALSE;

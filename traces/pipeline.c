@@ -42,6 +42,10 @@
  * its message size (network-priced); 0 (default) makes it a free 1 ns
  * barrier.  The engine's global barrier between iterations does the rest.
  *
+ * Memory.  The dp ranks of a stage differ only in their peers (shifted by
+ * their pipeline's index), so they share one program
+ * (sim_workload_share_alike, sim/workload.h "Shared programs").
+ *
  * Known limits
  * ------------
  * - Stage s of the pipeline uses stage s of the profile: stages must not
@@ -355,6 +359,9 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
   price_table_attach(table, w);
   if (!sim_workload_validate(w, error))
     return NULL;
+  /* The dp pipelines run alike stages (the same group, peers shifted by
+   * the pipeline's index): one program per stage, as generated. */
+  sim_workload_share_alike(w);
   return g_steal_pointer(&w);
 }
 

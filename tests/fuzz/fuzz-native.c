@@ -23,11 +23,18 @@
  *          fuzz.h: short input reads as zeros); a bit of the optional-
  *          attributes byte makes rank 0's ops a sparse dataset: an extent
  *          of 2^k records (k < 33) with nothing written, which HDF5 reads
- *          as fill values -- a small file that declares a huge array
+ *          as fill values -- a small file that declares a huge array;
+ *          another (bit 3) makes it format version 3 with shared
+ *          programs: /programs/<k> (ops with fuzzed patch bytes) and, per
+ *          rank, a byte choosing its own ops or a program index and peer
+ *          deltas (peer_delta[0] fuzzed, a short peer_delta, or a program
+ *          and own ops both, to reach every refusal)
  *
  * Checks: success with a workload that passes sim_workload_validate, or
  * a TRACE_NATIVE_ERROR naming the file; with bit 7, the saved and
- * reloaded workload equals the loaded one.
+ * reloaded workload equals the loaded one, shared programs and all (the
+ * same ranks run programs, with the same deltas, and as many ops are
+ * stored).
  */
 #include "tests/fuzz/fuzz.h"
 #include "traces/info.h"
@@ -139,6 +146,57 @@ static guint32 nf_index(FuzzIn *in, guint32 n)
   return (guint32)fuzz_int(in);
 }
 
+/* What an op's indices may point at (the counts of the file so far). */
+typedef struct {
+  guint32 n_shapes, n_strings, n_groups, n_written;
+  guint8 flags;
+} NfCounts;
+
+/* Reads streams and ops from the input and, when g is a group, writes
+ * them as its datasets ops (records of type t) and stream_off.  With
+ * patch (a program's ops), each op also gets a patch byte, usually below
+ * SIM_PATCH_COUNT or just at it. */
+static void nf_ops(FuzzIn *in, const NfCounts *c, gboolean patch, hid_t g,
+                   hid_t t)
+{
+  guint32 zero = 0;
+  guint32 n_streams = fuzz_u8(in) % 4;
+  g_autoptr(GArray) soff = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g_array_append_val(soff, zero);
+  guint32 counts[4] = {0}, n_ops = 0;
+  for (guint32 s = 0; s < n_streams; s++) {
+    counts[s] = fuzz_u8(in) % (NATIVE_MAX_OPS / 4 + 1);
+    n_ops += counts[s];
+    g_array_append_val(soff, n_ops);
+  }
+  g_autofree SimOp *ops = g_new0(SimOp, MAX(n_ops, 1));
+  guint32 i = 0;
+  for (guint32 s = 0; s < n_streams; s++) {
+    for (guint32 k = 0; k < counts[s]; k++, i++) {
+      SimOp *op = &ops[i];
+      op->ref_ns = fuzz_int(in);
+      op->shape = nf_index(in, c->n_shapes);
+      op->name = nf_index(in, c->n_strings);
+      op->kind = (guint8)nf_index(in, SIM_OP_KIND_COUNT);
+      op->peer = nf_index(in, op->kind == SIM_OP_COLLECTIVE ? c->n_groups
+                                                            : c->n_written);
+      guint8 w = fuzz_u8(in);
+      op->wait = w >= 0xc0 ? SIM_NO_WAIT : (guint32)w % (n_ops + 1);
+      op->microbatch = fuzz_u16(in);
+      op->layer = fuzz_u8(in);
+      op->klass = (guint8)nf_index(in, SIM_CLASS_COUNT);
+      op->phase = (guint8)nf_index(in, SIM_PHASE_COUNT);
+      op->stream = (c->flags & 64) ? fuzz_u8(in) : (guint8)s;
+      if (patch)
+        op->patch = (guint8)nf_index(in, SIM_PATCH_COUNT);
+    }
+  }
+  if (g < 0)
+    return;
+  nf_dset(g, "ops", t, n_ops, ops);
+  nf_dset(g, "stream_off", H5T_NATIVE_UINT32, soff->len, soff->data);
+}
+
 /* Writes the file described by the input to path. */
 static void nf_write(FuzzIn *in, guint8 flags, const char *path)
 {
@@ -227,6 +285,35 @@ static void nf_write(FuzzIn *in, guint8 flags, const char *path)
   nf_dset(groups, "ranks", H5T_NATIVE_UINT32, members->len, members->data);
   H5Gclose(groups);
 
+  /* Shared programs (opt_attrs bit 3: format version 3, unless the
+   * version is fuzzed): /programs/<k>, ops with patch bytes. */
+  guint32 n_programs = 0;
+  NfCounts nc = {n_shapes, n_strings, n_groups, n_written, flags};
+  if (opt_attrs & 8) {
+    if (!(flags & 8)) {
+      guint32 v3 = 3;
+      hid_t a = H5Aopen(file, "format_version", H5P_DEFAULT);
+      FUZZ_CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_UINT32, &v3) >= 0,
+                 "attribute format_version");
+      H5Aclose(a);
+    }
+    n_programs = fuzz_u8(in) % 3;
+    hid_t progs = H5Gcreate2(file, "programs", H5P_DEFAULT, H5P_DEFAULT,
+                             H5P_DEFAULT);
+    hid_t pt = nf_op_type();
+    H5Tinsert(pt, "patch", offsetof(SimOp, patch), H5T_NATIVE_UINT8);
+    for (guint32 k = 0; k < n_programs; k++) {
+      char name[16];
+      g_snprintf(name, sizeof name, "%u", k);
+      hid_t g = H5Gcreate2(progs, name, H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT);
+      nf_ops(in, &nc, TRUE, g, pt);
+      H5Gclose(g);
+    }
+    H5Tclose(pt);
+    H5Gclose(progs);
+  }
+
   /* Ranks. */
   hid_t ranks = H5Gcreate2(file, "ranks", H5P_DEFAULT, H5P_DEFAULT,
                            H5P_DEFAULT);
@@ -237,45 +324,41 @@ static void nf_write(FuzzIn *in, guint8 flags, const char *path)
     hid_t g = H5Gcreate2(ranks, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     guint32 stage = (guint32)fuzz_int(in);
     nf_attr(g, "stage", H5T_NATIVE_UINT32, &stage);
-    guint32 n_streams = fuzz_u8(in) % 4;
-    g_autoptr(GArray) soff = g_array_new(FALSE, FALSE, sizeof(guint32));
-    g_array_append_val(soff, zero);
-    guint32 counts[4] = {0}, n_ops = 0;
-    for (guint32 s = 0; s < n_streams; s++) {
-      counts[s] = fuzz_u8(in) % (NATIVE_MAX_OPS / 4 + 1);
-      n_ops += counts[s];
-      g_array_append_val(soff, n_ops);
-    }
-    g_autofree SimOp *ops = g_new0(SimOp, MAX(n_ops, 1));
-    guint32 i = 0;
-    for (guint32 s = 0; s < n_streams; s++) {
-      for (guint32 k = 0; k < counts[s]; k++, i++) {
-        SimOp *op = &ops[i];
-        op->ref_ns = fuzz_int(in);
-        op->shape = nf_index(in, n_shapes);
-        op->name = nf_index(in, n_strings);
-        op->kind = (guint8)nf_index(in, SIM_OP_KIND_COUNT);
-        op->peer = nf_index(in, op->kind == SIM_OP_COLLECTIVE ? n_groups
-                                                              : n_written);
-        guint8 w = fuzz_u8(in);
-        op->wait = w >= 0xc0 ? SIM_NO_WAIT : (guint32)w % (n_ops + 1);
-        op->microbatch = fuzz_u16(in);
-        op->layer = fuzz_u8(in);
-        op->klass = (guint8)nf_index(in, SIM_CLASS_COUNT);
-        op->phase = (guint8)nf_index(in, SIM_PHASE_COUNT);
-        op->stream = (flags & 64) ? fuzz_u8(in) : (guint8)s;
+    /* Version 3: bit 0 of `how` runs a program (bit 2: a fuzzed
+     * peer_delta[0], bit 3: a peer_delta of 3 entries, bit 1: own ops
+     * too). */
+    guint8 how = (opt_attrs & 8) ? fuzz_u8(in) : 0;
+    if (how & 1) {
+      guint32 prog = nf_index(in, n_programs);
+      nf_attr(g, "program", H5T_NATIVE_UINT32, &prog);
+      guint32 delta[SIM_PATCH_COUNT];
+      delta[0] = (how & 4) ? (guint32)fuzz_int(in) : 0;
+      for (guint k = 1; k < SIM_PATCH_COUNT; k++)
+        delta[k] = nf_index(in, MAX(n_written, n_groups));
+      hsize_t nd = (how & 8) ? SIM_PATCH_COUNT - 1 : SIM_PATCH_COUNT;
+      hid_t sp = H5Screate_simple(1, &nd, NULL);
+      hid_t a = H5Acreate2(g, "peer_delta", H5T_NATIVE_UINT32, sp,
+                           H5P_DEFAULT, H5P_DEFAULT);
+      FUZZ_CHECK(a >= 0 && H5Awrite(a, H5T_NATIVE_UINT32, delta) >= 0,
+                 "attribute peer_delta");
+      H5Aclose(a);
+      H5Sclose(sp);
+      if (!(how & 2)) {
+        H5Gclose(g);
+        continue;
       }
     }
     if (r == 0 && (opt_attrs & 4)) {
       /* A sparse dataset: its extent says 2^k records, none written
-       * (HDF5 reads fill values): a small file declaring a huge one. */
+       * (HDF5 reads fill values): a small file declaring a huge one.
+       * (The ops of the input are read first, as they always were.) */
+      nf_ops(in, &nc, FALSE, H5I_INVALID_HID, ot);
       hsize_t big = (hsize_t)1 << (fuzz_u8(in) % 33);
       nf_dset(g, "ops", ot, big, NULL);
       guint32 so[2] = {0, (guint32)MIN(big, G_MAXUINT32)};
       nf_dset(g, "stream_off", H5T_NATIVE_UINT32, 2, so);
     } else {
-      nf_dset(g, "ops", ot, n_ops, ops);
-      nf_dset(g, "stream_off", H5T_NATIVE_UINT32, soff->len, soff->data);
+      nf_ops(in, &nc, FALSE, g, ot);
     }
     H5Gclose(g);
   }
@@ -373,7 +456,29 @@ static void nf_check_equal(const SimWorkload *a, const SimWorkload *b)
     for (guint s = 0; x->n_streams > 0 && s <= x->n_streams; s++)
       FUZZ_CHECK(x->stream_off[s] == y->stream_off[s],
                  "round trip: rank %u stream_off %u", r, s);
+    FUZZ_CHECK((x->program == SIM_NO_PROGRAM) ==
+                   (y->program == SIM_NO_PROGRAM) &&
+                   (x->program == SIM_NO_PROGRAM ||
+                    memcmp(x->peer_delta, y->peer_delta,
+                           sizeof x->peer_delta) == 0),
+               "round trip: rank %u program or peer deltas", r);
   }
+  /* The ranks that share a program in a share one in b. */
+  g_autofree guint32 *map = g_new(guint32, MAX(a->programs->len, 1));
+  for (guint p = 0; p < a->programs->len; p++)
+    map[p] = SIM_NO_PROGRAM;
+  for (guint r = 0; r < a->n_ranks; r++) {
+    guint32 pa = a->ranks[r].program, pb = b->ranks[r].program;
+    if (pa == SIM_NO_PROGRAM)
+      continue;
+    if (map[pa] == SIM_NO_PROGRAM)
+      map[pa] = pb;
+    FUZZ_CHECK(map[pa] == pb, "round trip: rank %u runs another program",
+               r);
+  }
+  FUZZ_CHECK(sim_workload_n_programs(a) == sim_workload_n_programs(b) &&
+                 sim_workload_n_stored_ops(a) == sim_workload_n_stored_ops(b),
+             "round trip: programs or stored ops");
   FUZZ_CHECK(g_hash_table_size(a->provenance) ==
                  g_hash_table_size(b->provenance),
              "round trip: provenance");
