@@ -113,6 +113,9 @@ char *res_rewrite_path(const char *table);
  * dropped.  The /results group must exist. */
 gboolean res_recover_rewrite(hid_t file, const char *path,
                              const char *table, GError **error);
+/* TRUE when row r of dset cannot be read because it references file space
+ * past the recorded end of the file (a kill inside its append's flush). */
+gboolean res_row_torn(hid_t dset, hid_t mem_type, hsize_t r);
 /* A table name must be a single HDF5 link name. */
 gboolean res_check_table_name(const char *path, const char *table,
                               GError **error);

@@ -72,6 +72,28 @@ static void res_raw_clear(ResRaw *raw)
   raw->mem_type = raw->space = H5I_INVALID_HID;
 }
 
+/* TRUE when row r of dset cannot be read because it references file space
+ * past the end of the file that the superblock records: the mark of a row
+ * whose append a kill interrupted inside its flush (see Durability in
+ * io/results.c).  Any other outcome (the row reads, or fails otherwise) is
+ * FALSE. */
+gboolean res_row_torn(hid_t dset, hid_t mem_type, hsize_t r)
+{
+  size_t size = H5Tget_size(mem_type);
+  g_autofree guchar *buf = g_malloc0(MAX(size, 1));
+  g_auto(H5uHid) fspace = H5Dget_space(dset);
+  hsize_t one = 1;
+  g_auto(H5uHid) mspace = H5Screate_simple(1, &one, NULL);
+  if (size == 0 || fspace < 0 || mspace < 0 ||
+      H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &r, NULL, &one, NULL) < 0)
+    return FALSE;
+  herr_t rc = H5Dread(dset, mem_type, mspace, fspace, H5P_DEFAULT, buf);
+  g_autofree char *reason = rc < 0 ? h5u_error_reason() : NULL;
+  res_reclaim(mem_type, mspace, buf);
+  return rc < 0 && reason != NULL &&
+         (strstr(reason, "EOA") != NULL || strstr(reason, "eoa") != NULL);
+}
+
 /* Reads every row of the results-table-shaped dataset dset into raw (to
  * be cleared with res_raw_clear, also on failure).  label names the table
  * in errors. */
@@ -103,15 +125,42 @@ static gboolean res_raw_read(hid_t dset, ResRaw *raw, const char *path,
   if (dims[0] == 0)
     return TRUE;
   raw->buf = g_malloc0(dims[0] * raw->row_size);
-  if (H5Dread(dset, raw->mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw->buf) <
-      0) {
-    res_fail(error, RES_ERROR_IO, path, label, "reading the rows");
-    /* A failed read may have allocated some strings already. */
-    raw->n = dims[0];
-    return FALSE;
-  }
   raw->n = dims[0];
-  return TRUE;
+  if (H5Dread(dset, raw->mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw->buf) >=
+      0)
+    return TRUE;
+  GError *full = NULL;
+  res_fail(&full, RES_ERROR_IO, path, label, "reading the rows");
+  /* A failed read may have allocated some strings already. */
+  res_reclaim(raw->mem_type, raw->space, raw->buf);
+  memset(raw->buf, 0, dims[0] * raw->row_size);
+  /* A last row torn by a kill (see Durability in io/results.c) is the row
+   * that was being appended: it is not there, the others are. */
+  if (res_row_torn(dset, raw->mem_type, dims[0] - 1)) {
+    hsize_t keep = dims[0] - 1, start = 0;
+    if (keep == 0) {
+      raw->n = 0;
+      g_error_free(full);
+      return TRUE;
+    }
+    g_auto(H5uHid) mspace = H5Screate_simple(1, &keep, NULL);
+    g_auto(H5uHid) fspace = H5Dget_space(dset);
+    if (mspace >= 0 && fspace >= 0 &&
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &keep,
+                            NULL) >= 0) {
+      herr_t rc = H5Dread(dset, raw->mem_type, mspace, fspace, H5P_DEFAULT,
+                          raw->buf);
+      H5Sclose(raw->space);
+      raw->space = h5u_steal(&mspace);
+      raw->n = keep;
+      if (rc >= 0) {
+        g_error_free(full);
+        return TRUE;
+      }
+    }
+  }
+  g_propagate_error(error, full);
+  return FALSE;
 }
 
 /* Row r of raw as a GPtrArray of ResValue* (owned by the caller). */

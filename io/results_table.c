@@ -113,7 +113,19 @@ static gboolean res_table_load(ResTable *t, GError **error)
   if (!res_cols_from_dataset(t->dset, &t->cols, &t->ncols, t->path, t->table,
                              error))
     return FALSE;
-  return res_table_set_columns(t, error);
+  if (!res_table_set_columns(t, error))
+    return FALSE;
+  /* A last row torn by a kill (see Durability in io/results.c) was never
+   * appended: the table is cut back to the rows before it, so that the
+   * file reads whole again (h5py too) and the next row takes its place. */
+  if (t->rows > 0 && res_row_torn(t->dset, t->mem_type, t->rows - 1)) {
+    hsize_t extent[1] = { t->rows - 1 };
+    if (H5Dset_extent(t->dset, extent) < 0)
+      return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                      "removing a row torn by a kill");
+    t->rows--;
+  }
+  return TRUE;
 }
 
 /* Ensures the top-level group `name` ("results", "timelines") exists in

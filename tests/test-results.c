@@ -847,6 +847,23 @@ static void test_new_file_first_row(Fixture *fx, gconstpointer data)
 
 /* ---- kill -9 ------------------------------------------------------------- */
 
+/* The extent of dataset `dset` in the file at `path`, read with the
+ * HDF5 C API directly (not through the results reader). */
+static guint64 dataset_extent(const char *path, const char *dset)
+{
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_assert_cmpint(f, >=, 0);
+  hid_t d = H5Dopen2(f, dset, H5P_DEFAULT);
+  g_assert_cmpint(d, >=, 0);
+  hid_t sp = H5Dget_space(d);
+  hsize_t dims[1] = { 0 };
+  g_assert_cmpint(H5Sget_simple_extent_dims(sp, dims, NULL), ==, 1);
+  H5Sclose(sp);
+  H5Dclose(d);
+  H5Fclose(f);
+  return dims[0];
+}
+
 /* The writer of the kill test: opens `path`, appends 20 rows (int i
  * counting from 0 over the whole file, a float, a string), closes, and
  * again, until killed. */
@@ -883,7 +900,7 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
 {
   const guint runs = 60;
   g_autoptr(GString) expect = g_string_new(NULL);
-  guint files = 0, rows_total = 0;
+  guint files = 0, rows_total = 0, torn = 0;
   for (guint k = 0; k < runs; k++) {
     g_autofree char *name = g_strdup_printf("kill-%02u.h5", k);
     g_autofree char *path = g_build_filename(fx->dir, name, NULL);
@@ -904,8 +921,9 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
     GPtrArray *rows = res_table_read(path, "runs", &error);
     if (rows == NULL) {
       /* A file without the table yet is fine; anything else is not. */
-      g_assert_error(error, RES_ERROR, RES_ERROR_IO);
-      g_assert_nonnull(strstr(error->message, "no such table"));
+      if (!g_error_matches(error, RES_ERROR, RES_ERROR_IO) ||
+          strstr(error->message, "no such table") == NULL)
+        g_error("kill %u: %s", k, error->message);
       g_error_free(error);
       g_string_append_printf(expect, "%s 0\n", path);
       continue;
@@ -920,10 +938,25 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
       g_assert_cmpint(test_cell(row, "ok")->i, ==, r % 2);
     }
     rows_total += rows->len;
+    /* A row torn by the kill (the one being appended, its new file space
+     * past the end the superblock recorded; see Durability in
+     * io/results.c) is not read back, and the writer's next open removes
+     * it: then the whole table reads, with h5py too. */
+    guint64 extent = dataset_extent(path, "/results/runs");
+    g_assert_true(extent == rows->len || extent == rows->len + 1);
+    if (extent == rows->len + 1) {
+      torn++;
+      ResTable *t = open_ok(path, "runs", RES_MODE_APPEND);
+      g_assert_cmpuint(res_table_rows(t), ==, rows->len);
+      close_ok(t);
+      g_assert_cmpuint(dataset_extent(path, "/results/runs"), ==, rows->len);
+    }
     g_string_append_printf(expect, "%s %u\n", path, rows->len);
     g_ptr_array_unref(rows);
   }
-  g_test_message("%u kills, %u files, %u rows", runs, files, rows_total);
+  g_test_message("%u kills, %u files, %u rows, %u torn past the recorded "
+                 "end of file (repaired)", runs, files, rows_total, torn);
+
   g_assert_cmpuint(files, >, runs / 2);
   g_assert_cmpuint(rows_total, >, 0);
 
@@ -958,6 +991,37 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
     g_autofree char *path = g_build_filename(fx->dir, name, NULL);
     g_unlink(path);
   }
+}
+
+/* tests/data/results/torn-last-row.h5 is a file the kill test left (its
+ * writer killed inside the flush of row 140, whose string went to a new
+ * global-heap collection past the end of the file the superblock
+ * records): HDF5 cannot read row 140.  The reader returns rows 0..139,
+ * and the writer's next open cuts row 140 off, after which HDF5 reads the
+ * whole table and appending goes on from row 140. */
+static void test_torn_last_row(Fixture *fx, gconstpointer data)
+{
+  g_autofree char *src = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(TEST_DATA("results/torn-last-row.h5"),
+                                    &src, &len, NULL));
+  g_assert_true(g_file_set_contents(fx->path, src, (gssize)len, NULL));
+  g_assert_cmpuint(dataset_extent(fx->path, "/results/runs"), ==, 141);
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, 140);
+  for (guint r = 0; r < rows->len; r++)
+    g_assert_cmpint(test_cell(g_ptr_array_index(rows, r), "i")->i, ==, r);
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_assert_cmpuint(res_table_rows(t), ==, 140);
+  const ResValue r[] = { I("i", 140), F("energy_j", 35.0),
+                         S("s", "row 140 again"), B("ok", 0) };
+  append_ok(t, r, G_N_ELEMENTS(r));
+  close_ok(t);
+  g_assert_cmpuint(dataset_extent(fx->path, "/results/runs"), ==, 141);
+  g_autoptr(GPtrArray) again = test_read_rows(fx->path, "runs");
+  g_assert_cmpuint(again->len, ==, 141);
+  g_assert_cmpstr(test_cell(g_ptr_array_index(again, 140), "s")->s, ==,
+                  "row 140 again");
 }
 
 /* ---- fork ---------------------------------------------------------------- */
@@ -1612,6 +1676,7 @@ int main(int argc, char **argv)
   ADD("new-file", test_new_file);
   ADD("new-file-first-row", test_new_file_first_row);
   ADD("kill-loop", test_kill_loop);
+  ADD("torn-last-row", test_torn_last_row);
   ADD("forked-child", test_forked_child);
   ADD("columns-and-notes", test_columns_and_notes);
   ADD("filter", test_filter);
