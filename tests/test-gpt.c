@@ -2138,6 +2138,41 @@ static void check_estimate(const GptConfig *cfg)
     g_assert_true(test_close((double)est, (double)(after - before), 0.10));
 }
 
+/* sim_engine_estimate_bytes against what creating the engine allocates
+ * (malloc's count), for a shared-program workload: within 3%, so that
+ * --max-memory refuses what would not fit and admits what would. */
+static void test_engine_estimate_shared(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-175b", NULL));
+  cfg.tp = 8;
+  cfg.pp = 8;
+  cfg.dp = 4;
+  cfg.microbatches = 64;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  GError *error = NULL;
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *gpu = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
+  g_assert_no_error(error);
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, NULL, &error);
+  g_assert_no_error(error);
+  guint64 est = sim_engine_estimate_bytes(w);
+  guint64 before = malloc_in_use();
+  SimEngine *e = sim_engine_new(w, cluster_machine_sim(cm), &error);
+  g_assert_no_error(error);
+  guint64 after = malloc_in_use();
+  sim_engine_free(e);
+  g_test_message("engine estimate %" G_GUINT64_FORMAT ", malloc %"
+                 G_GUINT64_FORMAT, est, after - before);
+  if (before > 0 && after > before)
+    g_assert_true(test_close((double)est, (double)(after - before), 0.03));
+}
+
 static void test_estimate(gconstpointer data)
 {
   GptConfig cfg;
@@ -2456,6 +2491,7 @@ int main(int argc, char **argv)
                                               layouts[i].label);
       g_test_add_data_func(path, &layouts[i], checks[c].fn);
     }
+  g_test_add_func("/gpt/estimate/engine-shared", test_engine_estimate_shared);
   g_test_add_func("/gpt/stage-layers/placement",
                   test_stage_layers_placement);
   g_test_add_func("/gpt/stage-layers/bad", test_stage_layers_bad);
