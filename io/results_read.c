@@ -75,8 +75,8 @@ static void res_raw_clear(ResRaw *raw)
 /* TRUE when row r of dset cannot be read because it references file space
  * past the end of the file that the superblock records: the mark of a row
  * whose append a kill interrupted inside its flush (see Durability in
- * io/results.c).  Any other outcome (the row reads, or fails otherwise) is
- * FALSE. */
+ * io/results.c).  Any other failure (an I/O error) is FALSE: a row is
+ * never dropped for it. */
 gboolean res_row_torn(hid_t dset, hid_t mem_type, hsize_t r)
 {
   size_t size = H5Tget_size(mem_type);

@@ -115,9 +115,12 @@ static gboolean res_table_load(ResTable *t, GError **error)
     return FALSE;
   if (!res_table_set_columns(t, error))
     return FALSE;
-  /* A last row torn by a kill (see Durability in io/results.c) was never
-   * appended: the table is cut back to the rows before it, so that the
-   * file reads whole again (h5py too) and the next row takes its place. */
+  /* A last row that still references space past the recorded end of the
+   * file once res_open_file took back what a killed writer had written
+   * there was torn by the kill (see Durability in io/results.c): its data
+   * never reached the file, it was never appended,
+   * and the table is cut back to the rows before it, so that the file
+   * reads whole again (h5py too) and the next row takes its place. */
   if (t->rows > 0 && res_row_torn(t->dset, t->mem_type, t->rows - 1)) {
     hsize_t extent[1] = { t->rows - 1 };
     if (H5Dset_extent(t->dset, extent) < 0)
