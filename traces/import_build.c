@@ -788,20 +788,26 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
     gint64 g0 = G_MAXINT64, g1 = G_MININT64;
     for (guint k = 0; k < r0->ops->len; k++) {
       const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
+      gint64 end;
+      if (__builtin_add_overflow(o->ts_ns, o->dur_ns, &end))
+        end = o->dur_ns > 0 ? G_MAXINT64 : G_MININT64;
       g0 = MIN(g0, o->ts_ns);
-      g1 = MAX(g1, o->ts_ns + o->dur_ns);
+      g1 = MAX(g1, end);
     }
-    if (g1 > g0)
+    gint64 span;
+    if (g1 > g0 && !__builtin_sub_overflow(g1, g0, &span))
       g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
-                          g_strdup_printf("%" G_GINT64_FORMAT, g1 - g0));
+                          g_strdup_printf("%" G_GINT64_FORMAT, span));
     g_autoptr(GArray) sr = trace_step_ranges(r0);
     if (sr->len > 0) {
       GString *sd = g_string_new(NULL);
       for (guint k = 0; k < sr->len; k++) {
         const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
+        gint64 d; /* a corrupt trace's absurd times: no overflow (fuzzed) */
+        if (__builtin_sub_overflow(x->end_ns, x->start_ns, &d))
+          d = x->end_ns > x->start_ns ? G_MAXINT64 : G_MININT64;
         g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
-                                     : "%" G_GINT64_FORMAT,
-                               x->end_ns - x->start_ns);
+                                     : "%" G_GINT64_FORMAT, d);
       }
       g_hash_table_insert(pv, g_strdup("trace_step_ns"),
                           g_string_free(sd, FALSE));
