@@ -126,41 +126,31 @@ static gboolean res_raw_read(hid_t dset, ResRaw *raw, const char *path,
     return TRUE;
   raw->buf = g_malloc0(dims[0] * raw->row_size);
   raw->n = dims[0];
-  if (H5Dread(dset, raw->mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw->buf) >=
-      0)
-    return TRUE;
-  GError *full = NULL;
-  res_fail(&full, RES_ERROR_IO, path, label, "reading the rows");
-  /* A failed read may have allocated some strings already. */
-  res_reclaim(raw->mem_type, raw->space, raw->buf);
-  memset(raw->buf, 0, dims[0] * raw->row_size);
   /* A last row torn by a kill (see Durability in io/results.c) is the row
-   * that was being appended: it is not there, the others are. */
-  if (res_row_torn(dset, raw->mem_type, dims[0] - 1)) {
-    hsize_t keep = dims[0] - 1, start = 0;
-    if (keep == 0) {
-      raw->n = 0;
-      g_error_free(full);
-      return TRUE;
-    }
-    g_auto(H5uHid) mspace = H5Screate_simple(1, &keep, NULL);
-    g_auto(H5uHid) fspace = H5Dget_space(dset);
-    if (mspace >= 0 && fspace >= 0 &&
-        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &keep,
-                            NULL) >= 0) {
-      herr_t rc = H5Dread(dset, raw->mem_type, mspace, fspace, H5P_DEFAULT,
-                          raw->buf);
-      H5Sclose(raw->space);
-      raw->space = h5u_steal(&mspace);
-      raw->n = keep;
-      if (rc >= 0) {
-        g_error_free(full);
-        return TRUE;
-      }
-    }
+   * that was being appended: it is not there, the others are.  Checked
+   * first, alone: a whole read that fails in it would leak the strings
+   * HDF5 had already converted for the rows before it. */
+  hsize_t keep = dims[0];
+  if (res_row_torn(dset, raw->mem_type, dims[0] - 1))
+    keep = dims[0] - 1;
+  if (keep == 0) {
+    raw->n = 0;
+    return TRUE;
   }
-  g_propagate_error(error, full);
-  return FALSE;
+  hsize_t start = 0;
+  g_auto(H5uHid) mspace = H5Screate_simple(1, &keep, NULL);
+  g_auto(H5uHid) fspace = H5Dget_space(dset);
+  if (mspace < 0 || fspace < 0 ||
+      H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &keep, NULL) <
+        0)
+    return res_fail(error, RES_ERROR_IO, path, label, "reading the rows");
+  H5Sclose(raw->space);
+  raw->space = h5u_steal(&mspace);
+  raw->n = keep;
+  if (H5Dread(dset, raw->mem_type, raw->space, fspace, H5P_DEFAULT,
+              raw->buf) < 0)
+    return res_fail(error, RES_ERROR_IO, path, label, "reading the rows");
+  return TRUE;
 }
 
 /* Row r of raw as a GPtrArray of ResValue* (owned by the caller). */
