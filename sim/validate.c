@@ -117,6 +117,16 @@ SimValidator *sim_validator_new(const SimWorkload *w, GError **error)
   return v;
 }
 
+/* Fails the check of op i of rank r (both in scope, with `error`): "rank
+ * R op I: ..." */
+#define BAD(...)                                                           \
+  do {                                                                     \
+    g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                    \
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID, "rank %u op %u: %s",  \
+                r, i, m_);                                                 \
+    return FALSE;                                                          \
+  } while (0)
+
 /* Where a rank's last collective's membership was (consecutive ones are
  * mostly on one group). */
 typedef struct {
@@ -136,13 +146,6 @@ static gboolean check_comm(SimValidator *v, guint r, guint32 i,
   const SimRank *rk = &w->ranks[r];
   const SimOp *op = &rk->ops[i];
   guint32 peer = sim_op_peer(rk, op);
-#define BAD(...)                                                           \
-  do {                                                                     \
-    g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                    \
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID, "rank %u op %u: %s",  \
-                r, i, m_);                                                 \
-    return FALSE;                                                          \
-  } while (0)
   switch (op->kind) {
   case SIM_OP_COLLECTIVE: {
     if (peer >= n_groups)
@@ -183,7 +186,6 @@ static gboolean check_comm(SimValidator *v, guint r, guint32 i,
   default:
     break;
   }
-#undef BAD
   return TRUE;
 }
 
@@ -228,13 +230,6 @@ gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
     }
     for (guint32 i = rk->stream_off[s]; i < rk->stream_off[s + 1]; i++) {
       const SimOp *op = &rk->ops[i];
-#define BAD(...)                                                           \
-  do {                                                                     \
-    g_autofree char *m_ = g_strdup_printf(__VA_ARGS__);                    \
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID, "rank %u op %u: %s",  \
-                r, i, m_);                                                 \
-    return FALSE;                                                          \
-  } while (0)
       /* One branch for the common case; op_problem() names the fault. */
       if (G_UNLIKELY(op->stream != s || op->kind >= SIM_OP_KIND_COUNT ||
                      op->klass >= SIM_CLASS_COUNT ||
@@ -255,13 +250,14 @@ gboolean sim_validator_rank(SimValidator *v, guint r, GError **error)
         if (comm != NULL)
           g_array_append_val(comm, i);
       }
-#undef BAD
     }
   }
   if (comm != NULL)
     v->prog_comm[rk->program] = g_steal_pointer(&comm);
   return TRUE;
 }
+
+#undef BAD
 
 gboolean sim_validator_finish(SimValidator *v, GError **error)
 {
