@@ -206,6 +206,67 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
   return TRUE;
 }
 
+/* Whether two results are the same bit for bit (every figure the engine
+ * fills). */
+static gboolean same_result(const SimResult *a, const SimResult *b)
+{
+  return a->time_ns == b->time_ns && a->n_gpus == b->n_gpus &&
+         a->n_iterations == b->n_iterations && a->ops == b->ops &&
+         a->switches == b->switches &&
+         memcmp(&a->energy_j, &b->energy_j, sizeof a->energy_j) == 0 &&
+         memcmp(&a->waste_j, &b->waste_j, sizeof a->waste_j) == 0 &&
+         memcmp(&a->flops, &b->flops, sizeof a->flops) == 0 &&
+         memcmp(a->by_class, b->by_class, sizeof a->by_class) == 0 &&
+         memcmp(a->by_phase, b->by_phase, sizeof a->by_phase) == 0 &&
+         memcmp(&a->blocked, &b->blocked, sizeof a->blocked) == 0 &&
+         memcmp(&a->idle, &b->idle, sizeof a->idle) == 0 &&
+         memcmp(a->per_gpu, b->per_gpu, sizeof *a->per_gpu * a->n_gpus) == 0 &&
+         memcmp(a->iterations, b->iterations,
+                sizeof *a->iterations * a->n_iterations) == 0;
+}
+
+/* threads MODEL TP PP DP MB N: one replay on 1 thread, then on N; their
+ * wall and CPU seconds, the speedup and whether the results are the same
+ * bit for bit. */
+static gboolean case_threads(JsSession *s, char **a, GError **error)
+{
+  GptConfig cfg;
+  guint tp = atoi(a[1]), pp = atoi(a[2]), dp = atoi(a[3]), n = tp * pp * dp;
+  guint threads = (guint)atoi(a[5]);
+  if (!gpt_cfg(&cfg, a[0], tp, pp, dp, atoi(a[4]), FALSE, error))
+    return FALSE;
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+    return FALSE;
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  SimResult *r[2] = {NULL, NULL};
+  double wall[2], cpu[2];
+  for (guint k = 0; k < 2; k++) {
+    JsRunOptions opt = {.iterations = 1, .seed = s->seed,
+                        .switch_latency_ms = -1,
+                        .threads = k == 0 ? 1 : threads};
+    gint64 t0 = g_get_monotonic_time();
+    double c0 = cpu_s();
+    r[k] = js_simulate(s, c, w, &pol, &opt, error);
+    wall[k] = since_s(t0);
+    cpu[k] = cpu_s() - c0;
+    if (r[k] == NULL) {
+      sim_result_free(r[0]);
+      return FALSE;
+    }
+  }
+  printf("gpus=%u threads=%u ops_replayed=%" G_GUINT64_FORMAT
+         " replay_1_s=%.3f replay_n_s=%.3f speedup=%.3f replay_1_cpu_s=%.3f "
+         "replay_n_cpu_s=%.3f identical=%d\n", n, threads, r[1]->ops, wall[0],
+         wall[1], wall[0] / MAX(wall[1], 1e-9), cpu[0], cpu[1],
+         same_result(r[0], r[1]) ? 1 : 0);
+  sim_result_free(r[0]);
+  sim_result_free(r[1]);
+  return TRUE;
+}
+
 /* planner NAME|OP LATENCY(0|gpu) MODEL TP PP DP MB: the kernel-level
  * planner alone (dvfs_planner_run), 1% slowdown budget. */
 static gboolean case_planner(JsSession *s, char **a, GError **error)
@@ -423,6 +484,7 @@ typedef struct {
 
 static const ChildCase child_cases[] = {
   {"replay", 8, case_replay},
+  {"threads", 6, case_threads},
   {"planner", 7, case_planner},
   {"policy", 7, case_policy},
   {"native", 5, case_native},
@@ -508,6 +570,7 @@ typedef struct {
   double target_s;     /* wall-time target (0: none) */
   double target_mb;    /* memory target (0: none) */
   double target_mops;  /* replay-rate target (0: none) */
+  double target_speedup; /* thread-speedup target (0: none) */
 } BenchCase;
 
 static void bench_case_free(BenchCase *c)
@@ -696,6 +759,9 @@ static int target_met(const BenchCase *c, const BenchOutcome *o)
     met &= o->rss_mb < c->target_mb;
   if (c->target_mops > 0)
     met &= outcome_num(o, "mops_per_s") >= c->target_mops;
+  if (c->target_speedup > 0)
+    met &= outcome_num(o, "speedup") >= c->target_speedup &&
+           outcome_num(o, "identical") == 1;
   return met;
 }
 
@@ -919,6 +985,15 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
     add_replay(cases, self, "replay/175b-65536",
                "replay gpt3-175b 65,536 GPUs (dp1024)", "gpt3-175b", 8, 8,
                1024, 64, FALSE);
+    /* The same replay on 1 thread and on 2 (the guide's 2-core
+     * machine): the speedup, and the results bit for bit. */
+    c = add_case(cases, self, "replay/175b-1024-threads",
+                 "replay gpt3-175b 1,024 GPUs, 1 thread then 2", "bench",
+                 "--case", "threads", "gpt3-175b", "8", "8", "16", "64", "2",
+                 NULL);
+    c->gpus = 1024;
+    c->target = ">= 1.7x on 2 threads, identical";
+    c->target_speedup = 1.7;
     static const char *const plans[4][3] = {
       {"planner/name-0", "kernel planner by name, 0 ms", "name"},
       {"planner/op-0", "kernel planner by op, 0 ms", "op"},

@@ -20,7 +20,8 @@
 #include <string.h>
 
 static const char usage_run[] =
-  "usage: joulesim run [--seed N] [--jobs N] [--quiet] [--max-memory SIZE]\n"
+  "usage: joulesim run [--seed N] [--jobs N] [--threads N] [--quiet]\n"
+  "                    [--max-memory SIZE]\n"
   "                    [--max-seconds S] [--max-instructions N]\n"
   "                    [--sandbox [--allow-write DIR]... [--allow-read DIR]...]\n"
   "                    SCENARIO.lua [ARGS...]\n"
@@ -30,6 +31,8 @@ static const char usage_run[] =
   "  --seed N     seed for js.simulate and math.random (default 1)\n"
   "  --jobs N     worker processes of js.sweep (default: the number of "
   "cores)\n"
+  "  --threads N  threads each js.simulate replays on (default 1; 1..256;\n"
+  "               the results are the same for every N)\n"
   "  --sandbox    run a script you did not write: only the safe standard\n"
   "               libraries (no os, io, debug, package), and the joulesim\n"
   "               API reads and writes only below the allowed directories\n"
@@ -80,7 +83,7 @@ static gboolean parse_seconds(const char *s, double *out)
 
 /* What the options ask for. */
 typedef struct {
-  guint64 seed, jobs, max_memory, max_instr;
+  guint64 seed, jobs, threads, max_memory, max_instr;
   double max_seconds;
   gboolean sandbox, quiet;
   GPtrArray *allow_write, *allow_read; /* owned strings */
@@ -88,7 +91,7 @@ typedef struct {
 } RunCfg;
 
 enum {
-  OPT_HELP, OPT_SEED, OPT_JOBS, OPT_MAX_MEMORY, OPT_MAX_SECONDS,
+  OPT_HELP, OPT_SEED, OPT_JOBS, OPT_THREADS, OPT_MAX_MEMORY, OPT_MAX_SECONDS,
   OPT_MAX_INSTR, OPT_ALLOW_WRITE, OPT_ALLOW_READ, OPT_SANDBOX, OPT_QUIET
 };
 
@@ -97,6 +100,7 @@ static const CliOption run_options[] = {
   {"-h", OPT_HELP, FALSE},
   {"--seed", OPT_SEED, TRUE},
   {"--jobs", OPT_JOBS, TRUE},
+  {"--threads", OPT_THREADS, TRUE},
   {"--max-memory", OPT_MAX_MEMORY, TRUE},
   {"--max-seconds", OPT_MAX_SECONDS, TRUE},
   {"--max-instructions", OPT_MAX_INSTR, TRUE},
@@ -128,6 +132,15 @@ static int parse_run(int argc, char **argv, RunCfg *cfg)
     case OPT_JOBS:
       if (!parse_u64(val, &cfg->jobs) || cfg->jobs < 1 || cfg->jobs > 4096) {
         fprintf(stderr, "joulesim run: --jobs needs an integer in 1..4096\n");
+        return EXIT_USAGE;
+      }
+      break;
+    case OPT_THREADS:
+      if (!parse_u64(val, &cfg->threads) || cfg->threads < 1 ||
+          cfg->threads > SIM_MAX_THREADS) {
+        fprintf(stderr,
+                "joulesim run: --threads needs an integer in 1..%u\n",
+                SIM_MAX_THREADS);
         return EXIT_USAGE;
       }
       break;
@@ -205,6 +218,8 @@ int cmd_run(int argc, char **argv)
   g_autoptr(JsSession) s = cli_session_new(cfg.seed);
   s->quiet = cfg.quiet;
   s->jobs = (guint)cfg.jobs; /* 0: js.sweep uses the number of cores */
+  if (cfg.threads > 0)
+    s->threads = (guint)cfg.threads;
   cli_sweep_progress_install(s);
   s->max_memory = cfg.max_memory; /* 0: the memory available */
   s->limits.max_seconds = cfg.max_seconds;

@@ -119,7 +119,8 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
 
 static const char *const simulate_keys[] = {
   "cluster", "workload", "policy", "iterations", "seed", "stragglers",
-  "variability", "switch_latency_ms", "timeline", "uncertainty", NULL};
+  "variability", "switch_latency_ms", "timeline", "uncertainty", "threads",
+  NULL};
 static const char *const uncertainty_keys[] = {
   "profile", "samples", "level", "fit", "seed", "power_limit_w", NULL};
 static const char *const fit_modes[] = {"none", "time", "power", "all", NULL};
@@ -365,6 +366,8 @@ static int l_simulate(lua_State *L)
                              G_MAXINT64);
   opt.seed = (guint64)seed;
   opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
+  opt.threads = (guint)jsl_opt_int(L, 1, fn, "threads", s->threads, 1,
+                                   SIM_MAX_THREADS);
   /* The set lives in a userdata left on the stack for the whole call. */
   opt.stragglers = jsl_stragglers_from_lua(L, 1, fn, lw->w, opt.iterations,
                                            opt.seed);

@@ -649,6 +649,8 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   /* Every GPU priced alike: the engine may share one price cache. */
   s->uniform_pricing = c->perf_spread == 0.0 && c->power_spread == 0.0;
   s->boost = m->boost;
+  /* kernel_cost locks its cache; the network model keeps no state. */
+  s->thread_safe = TRUE;
   return g_steal_pointer(&m);
 }
 

@@ -10,6 +10,7 @@ JsSession *js_session_new(guint64 seed)
   s->catalogue = gpu_catalogue_new();
   s->seed = seed;
   s->jobs = 1;
+  s->threads = 1;
   return s;
 }
 
@@ -372,6 +373,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)
     return NULL;
+  sim_engine_set_threads(e, opt->threads != 0 ? opt->threads : s->threads);
   gint sr = w->fold_rep == NULL ? step_rank(w) : -1;
   StepObs so = {opt->observer, opt->observer_data, NULL};
   if (sr >= 0) {

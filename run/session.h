@@ -52,6 +52,8 @@ typedef struct {
   char *scenario_source;    /* owned, may be NULL */
   gboolean quiet;
   guint jobs;
+  guint threads;            /* --threads: js.simulate's replay threads
+                               (default 1; sim_engine_set_threads) */
   guint64 max_memory;       /* --max-memory bytes; 0: what is available */
   gboolean sandbox;         /* --sandbox: allow-listed globals, confined
                                files (lua/sandbox.c, run/confine.h) */
@@ -101,6 +103,7 @@ typedef struct {
   gboolean variability;      /* TRUE: perf_spread and power_spread replace
                                 the cluster's for this run */
   double perf_spread, power_spread;
+  guint threads;             /* replay threads; 0: the session's */
 } JsRunOptions;
 
 /* What a run produced besides its result. */

@@ -131,6 +131,8 @@ typedef struct {
   guint32 src;
   guint32 head, len, cap;
   guint64 *q;            /* (rank << 32 | op), ring of cap entries */
+  guint8 side_stream[2]; /* threaded: stream + 1 of the last receive [0]
+                            and send [1] through it (0: none) */
 } Channel;
 
 /* The fields touched on every visit of a rank come first and fill one
@@ -195,6 +197,39 @@ typedef struct {
   guint16 mhz;      /* the ceiling */
 } BoostState;
 
+/* A communication op that completed in a threaded round, for its rank's
+ * lane to apply: it ran [start, start + dur) (its end capped at TIME_MAX). */
+typedef struct {
+  guint32 rank, op;
+  gint64 start, dur;
+} Done;
+
+/* The mutable replay state of one thread (sim/replay.c, "Threads").  The
+ * serial replay uses lane 0 alone (its work stack only). */
+typedef struct {
+  guint64 *work;             /* (rank << 32 | stream) to advance */
+  gsize n_work, cap_work;
+  guint64 *arr;              /* threaded: this round's communication
+                                arrivals, (rank << 32 | op) */
+  gsize n_arr, cap_arr;
+  Done *done;                /* threaded: completed transfers to apply */
+  gsize n_done, cap_done;
+  guint finished;            /* ranks that finished this iteration */
+  CostSlot *cache;           /* its copy of the shared price cache, or NULL
+                                (lane 0's is SimEngine.shared_cache) */
+  SimEngine *e;
+} Lane;
+
+/* A barrier for the lanes of a threaded replay: spins briefly, then
+ * sleeps (sim/replay.c). */
+typedef struct {
+  gint count;
+  gint gen;
+  guint n;
+  GMutex lock;
+  GCond cond;
+} Barrier;
+
 struct SimEngine {
   const SimWorkload *w;
   const SimMachine *m;
@@ -214,9 +249,26 @@ struct SimEngine {
   guint32 n_pend, cap_pend;
   guint32 *pend_free;
   guint32 n_free;
-  /* Work stack of (rank << 32 | stream) to advance. */
-  guint64 *work;
-  gsize n_work, cap_work;
+  /* Lanes: n_lanes >= 1 (sim_engine_set_threads); lane r % n_lanes owns
+   * rank r. */
+  Lane *lanes;
+  guint n_lanes;
+  gboolean deferred;         /* this iteration replays on the lanes */
+  guint32 *ready;            /* threaded: transfers whose last member
+                                arrived this round */
+  gsize n_ready, cap_ready;
+  gboolean round_done;       /* threaded: no transfer completed */
+  guint8 *mstream;           /* threaded: per group membership, stream + 1
+                                of the rank's last collective on it */
+  gboolean order_hit;        /* threaded: a rank used a group or channel
+                                from two streams (sim/replay.c) */
+  gboolean order_sensitive;  /* so found: this engine replays serially */
+  Stream *saved;             /* threaded: every stream as the iteration
+                                began, to replay it again serially */
+  guint64 *saved_switches;
+  Barrier bar;
+  gpointer account_job;      /* threaded accounting (sim/engine.c) */
+  guint threads_used;        /* sim_engine_threads_used */
   gpointer log_mem;          /* op logs of all ranks, one allocation */
   CostSlot *shared_cache;    /* per shape, for every rank (uniform pricing);
                                 NULL when each rank has its own */
@@ -293,6 +345,12 @@ typedef struct {
  * op. */
 gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
                               GError **error);
+/* replay.c: whether this run replays on several threads (the engine has
+ * lanes, the machine is thread-safe, and no observer or boost controller
+ * needs the serial order). */
+gboolean sim_replay_threaded(const SimEngine *e);
+/* replay.c: runs fn on every lane at once, lane 0 on the calling thread. */
+void sim_lanes_run(SimEngine *e, GThreadFunc fn);
 /* replay.c: forgets whatever a failed earlier run left behind. */
 void sim_replay_reset(SimEngine *e);
 /* account.c: accounts rank r over [t0, t1): its energy (returned), its

@@ -225,6 +225,11 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   if (m->boost != NULL)
     e->boost = g_new0(BoostState, MAX(w->n_ranks, 1));
   e->queue = sim_queue_new();
+  e->n_lanes = 1;
+  e->lanes = g_new0(Lane, 1);
+  e->lanes[0].e = e;
+  g_mutex_init(&e->bar.lock);
+  g_cond_init(&e->bar.cond);
   guint n_shapes = w->shapes->len;
   /* One price cache for all ranks when the machine prices every GPU alike
    * and their idle powers (hence the cached increments) agree. */
@@ -233,6 +238,7 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     shared = m->idle_power_w[r] == m->idle_power_w[0];
   if (shared)
     e->shared_cache = g_new0(CostSlot, MAX(n_shapes, 1));
+  e->lanes[0].cache = e->shared_cache;
   OpLog *log = log_mem;
   /* Per shared program: the rank (+1) whose targets its sharers reuse. */
   g_autofree guint32 *prog_owner = g_new0(guint32, w->programs->len + 1);
@@ -303,7 +309,7 @@ void sim_engine_free(SimEngine *e)
   for (guint r = 0; r < e->w->n_ranks; r++) {
     RankState *rs = &e->ranks[r];
     g_aligned_free(rs->streams);
-    if (rs->cache != e->shared_cache)
+    if (e->shared_cache == NULL)
       g_free(rs->cache);
     if (!rs->borrowed_targets)
       g_free(rs->targets);
@@ -326,9 +332,62 @@ void sim_engine_free(SimEngine *e)
     g_free(e->pend[i].members);
   g_free(e->pend);
   g_free(e->pend_free);
-  g_free(e->work);
+  for (guint k = 0; k < e->n_lanes; k++) {
+    Lane *L = &e->lanes[k];
+    g_free(L->work);
+    g_free(L->arr);
+    g_free(L->done);
+    if (k > 0)
+      g_free(L->cache);
+  }
+  g_free(e->lanes);
+  g_free(e->ready);
+  g_free(e->mstream);
+  g_free(e->saved);
+  g_free(e->saved_switches);
+  g_mutex_clear(&e->bar.lock);
+  g_cond_clear(&e->bar.cond);
   sim_queue_free(e->queue);
   g_free(e);
+}
+
+/* Deals the ranks to n lanes, rank r to lane r mod n: neighbouring ranks
+ * (the members of a tensor-parallel group, the stages of a pipeline in
+ * turn) do the same work at the same time, so every lane has its share of
+ * each round (sim/replay.c, "Threads"). */
+void sim_engine_set_threads(SimEngine *e, guint n)
+{
+  const SimWorkload *w = e->w;
+  n = CLAMP(n, 1u, MIN(SIM_MAX_THREADS, MAX(w->n_ranks, 1u)));
+  if (n == e->n_lanes)
+    return;
+  for (guint k = 1; k < e->n_lanes; k++) {
+    g_free(e->lanes[k].work);
+    g_free(e->lanes[k].arr);
+    g_free(e->lanes[k].done);
+    g_free(e->lanes[k].cache);
+  }
+  e->lanes = g_renew(Lane, e->lanes, n);
+  for (guint k = 1; k < n; k++)
+    memset(&e->lanes[k], 0, sizeof(Lane));
+  e->n_lanes = n;
+  guint n_shapes = MAX(w->shapes->len, 1);
+  for (guint k = 0; k < n; k++) {
+    Lane *L = &e->lanes[k];
+    L->e = e;
+    L->cache = k == 0 ? e->shared_cache
+               : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
+                                         : NULL;
+  }
+  /* A shared price cache is kept per lane: no two threads write a slot. */
+  for (guint r = 0; e->shared_cache != NULL && r < w->n_ranks; r++)
+    if (e->ranks[r].cache != NULL)
+      e->ranks[r].cache = e->lanes[r % n].cache;
+}
+
+guint sim_engine_threads_used(const SimEngine *e)
+{
+  return e->threads_used;
 }
 
 void sim_engine_set_observer(SimEngine *e, SimObserver fn, gpointer data)
@@ -454,47 +513,71 @@ static gboolean check_init(const SimWorkload *w, const SimPlan *p,
   return TRUE;
 }
 
-/* Accounts iteration [t0, t1) of every rank into res; returns its energy. */
+/* What the lanes of a threaded accounting share. */
+typedef struct {
+  SimResult *res;
+  gint64 t0, t1;
+  Totals *part;   /* per rank */
+  double *energy; /* per rank */
+} AccountJob;
+
+static gpointer lane_account(gpointer data)
+{
+  Lane *L = data;
+  SimEngine *e = L->e;
+  AccountJob *j = e->account_job;
+  for (guint r = (guint)(L - e->lanes); r < e->w->n_ranks; r += e->n_lanes) {
+    if (e->ranks[r].weight == 0)
+      continue;
+    memset(&j->part[r], 0, sizeof(Totals));
+    j->energy[r] = sim_account_rank(e, r, j->t0, j->t1, &j->part[r],
+                                    &j->res->per_gpu[r]);
+  }
+  return NULL;
+}
+
+/* Adds rank r's share of an iteration (its energy `energy`, its totals
+ * `part`) to the result, weighted by its class size. */
+static double add_rank(SimEngine *e, SimResult *res, guint r,
+                       const Totals *part, double energy)
+{
+  RankState *rs = &e->ranks[r];
+  double wt = (double)rs->weight;
+  add_weighted(res, part, wt);
+  res->switches += rs->switches * rs->weight;
+  rs->switches = 0;
+  return wt * energy;
+}
+
+/* Accounts iteration [t0, t1) of every rank into res; returns its energy.
+ * Each rank's totals are summed on their own, then added to the result in
+ * rank order: the same additions whether the ranks are accounted on one
+ * thread or on the lanes. */
 static double account_iteration(SimEngine *e, SimResult *res, gint64 t0,
                                 gint64 t1)
 {
   const SimWorkload *w = e->w;
   double iter_energy = 0.0;
-  /* The totals: straight into the result, or (folded) through a scratch
-   * copy per rank weighted by its class size. */
-  Totals direct;
-  Totals scratch;
-  if (!e->folded) {
-    /* Accumulate into the result itself (the order the totals have
-     * always been summed in). */
-    memcpy(direct.by_class, res->by_class, sizeof direct.by_class);
-    memcpy(direct.by_phase, res->by_phase, sizeof direct.by_phase);
-    direct.blocked = res->blocked;
-    direct.idle = res->idle;
-    for (guint r = 0; r < w->n_ranks; r++) {
-      RankState *rs = &e->ranks[r];
-      iter_energy +=
-        sim_account_rank(e, r, t0, t1, &direct, &res->per_gpu[r]);
-      res->switches += rs->switches;
-      rs->switches = 0;
-    }
-    memcpy(res->by_class, direct.by_class, sizeof direct.by_class);
-    memcpy(res->by_phase, direct.by_phase, sizeof direct.by_phase);
-    res->blocked = direct.blocked;
-    res->idle = direct.idle;
-  } else {
-    for (guint r = 0; r < w->n_ranks; r++) {
-      RankState *rs = &e->ranks[r];
-      if (rs->weight == 0)
-        continue;
-      memset(&scratch, 0, sizeof scratch);
-      double wt = (double)rs->weight;
-      iter_energy += wt * sim_account_rank(e, r, t0, t1, &scratch,
-                                           &res->per_gpu[r]);
-      add_weighted(res, &scratch, wt);
-      res->switches += rs->switches * rs->weight;
-      rs->switches = 0;
-    }
+  if (sim_replay_threaded(e)) {
+    AccountJob j = {res, t0, t1, g_new(Totals, MAX(w->n_ranks, 1)),
+                    g_new(double, MAX(w->n_ranks, 1))};
+    e->account_job = &j;
+    sim_lanes_run(e, lane_account);
+    e->account_job = NULL;
+    for (guint r = 0; r < w->n_ranks; r++)
+      if (e->ranks[r].weight != 0)
+        iter_energy += add_rank(e, res, r, &j.part[r], j.energy[r]);
+    g_free(j.part);
+    g_free(j.energy);
+    return iter_energy;
+  }
+  Totals part;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    if (e->ranks[r].weight == 0)
+      continue;
+    memset(&part, 0, sizeof part);
+    double energy = sim_account_rank(e, r, t0, t1, &part, &res->per_gpu[r]);
+    iter_energy += add_rank(e, res, r, &part, energy);
   }
   return iter_energy;
 }
@@ -525,6 +608,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   SimPlan *owned = NULL; /* a plan handed to us by iteration_begin */
   e->plan = plan;
   sim_replay_reset(e);
+  e->threads_used = e->n_lanes;
   gint64 t0 = 0;
   for (guint it = 0; it < iterations; it++) {
     e->iter = it;
@@ -544,18 +628,22 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
         }
       }
       /* Costs may depend on the iteration (stragglers): drop the cache. */
+      gsize cache_bytes = sizeof(CostSlot) * MAX(w->shapes->len, 1);
       if (e->shared_cache != NULL)
-        memset(e->shared_cache, 0, sizeof(CostSlot) * MAX(w->shapes->len, 1));
-      for (guint r = 0; r < w->n_ranks; r++)
-        if (e->ranks[r].cache != NULL && e->ranks[r].cache != e->shared_cache)
-          memset(e->ranks[r].cache, 0,
-                 sizeof(CostSlot) * MAX(w->shapes->len, 1));
+        for (guint k = 0; k < e->n_lanes; k++)
+          memset(e->lanes[k].cache, 0, cache_bytes);
+      else
+        for (guint r = 0; r < w->n_ranks; r++)
+          if (e->ranks[r].cache != NULL)
+            memset(e->ranks[r].cache, 0, cache_bytes);
     }
     gint64 t1;
     if (!sim_replay_iteration(e, t0, &t1, error)) {
       sim_plan_free(owned);
       return NULL;
     }
+    if (!sim_replay_threaded(e))
+      e->threads_used = 1;
     double iter_energy = account_iteration(e, res, t0, t1);
     res->iterations[it].time_ns = t1 - t0;
     res->iterations[it].energy_j = iter_energy;

@@ -202,6 +202,12 @@ struct SimMachine {
    * it, kernel_cost must price without a power cap of its own: the
    * controller caps the clocks instead. */
   const SimBoost *boost;
+  /* Optional promise (FALSE when unsure): kernel_cost may be called from
+   * several threads at once, and the network callbacks' answers do not
+   * depend on the order they are called in (no shared-bandwidth state).
+   * Without it the engine replays on one thread whatever
+   * sim_engine_set_threads asked. */
+  gboolean thread_safe;
 };
 
 typedef struct {
@@ -256,6 +262,22 @@ typedef struct SimEngine SimEngine;
 SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                           GError **error);
 void sim_engine_free(SimEngine *e);
+
+/* Most threads one engine replays on. */
+#define SIM_MAX_THREADS 256u
+
+/* Replays and accounts on n threads (clamped to 1..SIM_MAX_THREADS and
+ * the rank count; 1, the default, is the serial replay).  Each thread owns
+ * a contiguous block of ranks of about equal op counts; communication is
+ * matched between rounds (sim/replay.c, "Threads").  Results are
+ * bit-identical for every n.  Threads are used only when the machine
+ * promises SimMachine.thread_safe and there is no observer and no boost
+ * controller (both need the serial order); otherwise the run is serial. */
+void sim_engine_set_threads(SimEngine *e, guint n);
+/* Threads the last sim_engine_run replayed on: 1 when any of its
+ * iterations ran serially (see above, and sim/replay.c on a rank that uses
+ * one group or channel from two streams), 0 before any run. */
+guint sim_engine_threads_used(const SimEngine *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
 
 /* Bytes of engine state that replaying w needs (sim_engine_new plus a

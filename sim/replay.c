@@ -218,6 +218,14 @@ gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns)
   return round_ns((double)(old_ns - done_ns) / (double)old_ns * new_ns);
 }
 
+/* Op i of rs ends past TIME_MAX: the error names the rank's first such
+ * op (by index, whatever order the ops were replayed in). */
+static inline void note_bad(RankState *rs, guint32 i)
+{
+  if (rs->bad_op == 0 || i + 1 < rs->bad_op)
+    rs->bad_op = i + 1;
+}
+
 /* ---- the op log --------------------------------------------------------------- */
 
 /* Appends an overflow record for op i and points its log entry at it. */
@@ -253,8 +261,7 @@ static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
   gint64 end = ready + MIN(dur, TIME_MAX);
   if (end > TIME_MAX) {
     end = TIME_MAX;
-    if (rs->bad_op == 0)
-      rs->bad_op = i + 1;
+    note_bad(rs, i);
   }
   log_overflow(rs, i, ready, ready, end, 0.0f);
   return end;
@@ -262,19 +269,27 @@ static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-static inline void push_work(SimEngine *e, guint r, guint s)
+/* Appends v to the growable array *a of *n (capacity *cap) entries of
+ * `size` bytes. */
+#define APPEND(a, n, cap, v)                                                \
+  do {                                                                      \
+    if (G_UNLIKELY((n) == (cap))) {                                         \
+      (cap) = MAX(64, 2 * (cap));                                           \
+      (a) = g_realloc_n((a), (cap), sizeof *(a));                           \
+    }                                                                       \
+    (a)[(n)++] = (v);                                                       \
+  } while (0)
+
+static inline void push_work(Lane *L, guint r, guint s)
 {
-  if (G_UNLIKELY(e->n_work == e->cap_work)) {
-    e->cap_work = MAX(64, 2 * e->cap_work);
-    e->work = g_renew(guint64, e->work, e->cap_work);
-  }
-  e->work[e->n_work++] = (guint64)r << 32 | s;
+  APPEND(L->work, L->n_work, L->cap_work, (guint64)r << 32 | s);
 }
 
 /* Op i of rank r on stream st has been scheduled: stores its end when some
  * op waits for it, wakes the streams waiting for it, tells the observer. */
-static inline void op_done(SimEngine *e, guint r, Stream *st, guint32 i,
-                           gint64 arrive, gint64 start, gint64 end, float inc)
+static inline void op_done(SimEngine *e, Lane *L, guint r, Stream *st,
+                           guint32 i, gint64 arrive, gint64 start, gint64 end,
+                           float inc)
 {
   RankState *rs = &e->ranks[r];
   if (st->tgt < st->tgt_hi && rs->targets[st->tgt] == i) {
@@ -283,7 +298,7 @@ static inline void op_done(SimEngine *e, guint r, Stream *st, guint32 i,
       Stream *o = &rs->streams[s];
       if (o->state == ST_WAIT_OP && o->waiting_for == i) {
         o->state = ST_RUN;
-        push_work(e, r, s);
+        push_work(L, r, s);
       }
     }
   }
@@ -413,8 +428,19 @@ static inline guint32 rep_of(const SimEngine *e, guint32 r)
   return e->folded ? e->w->fold_rep[r] : r;
 }
 
-/* Records the arrival of rank r's communication op i at time t.  Queues a
- * COMM_START event when the transfer's last member has arrived. */
+/* Pending record idx has all its members: queued as a COMM_START event at
+ * its start time, or (threaded) kept for the round's end. */
+static inline void comm_ready(SimEngine *e, guint32 idx)
+{
+  if (e->deferred)
+    APPEND(e->ready, e->n_ready, e->cap_ready, idx);
+  else
+    sim_queue_push(e->queue, e->pend[idx].start_ns, PRIO_COMM, EV_COMM_START,
+                   idx);
+}
+
+/* Records the arrival of rank r's communication op i at time t.  Readies
+ * the transfer (comm_ready) when its last member has arrived. */
 static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
 {
   const SimWorkload *w = e->w;
@@ -435,6 +461,12 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
                                   e->group_off[g + 1], r);
     }
     guint32 mpos = rs->last_mpos;
+    if (e->deferred) {
+      guint8 *ms = &e->mstream[mpos];
+      if (*ms != 0 && *ms != op->stream + 1)
+        e->order_hit = TRUE;
+      *ms = (guint8)(op->stream + 1);
+    }
     guint32 seq = e->mseq[mpos]++;
     Ring *ring = &e->rings[g];
     guint32 v = ring->slot != NULL ? ring->slot[seq & ring->mask] : 0;
@@ -466,7 +498,7 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
     p->bytes = MAX(p->bytes, sh->bytes);
     if (p->n_arrived == p->n_members) {
       ring->slot[seq & ring->mask] = 0;
-      sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
+      comm_ready(e, idx);
     }
     return;
   }
@@ -475,6 +507,12 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   guint32 src = op->kind == SIM_OP_SEND ? r : peer;
   guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
   Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
+  if (e->deferred) {
+    guint8 *ss = &ch->side_stream[op->kind == SIM_OP_SEND];
+    if (*ss != 0 && *ss != op->stream + 1)
+      e->order_hit = TRUE;
+    *ss = (guint8)(op->stream + 1);
+  }
   /* The channel holds unmatched ops of one side only (sends or recvs). */
   gboolean other_side = FALSE;
   if (ch->len > 0) {
@@ -505,13 +543,13 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   p->ref_ns = MAX(op->ref_ns, mop->ref_ns);
   p->bytes = MAX(sh->bytes, e->shapes[mop->shape].bytes);
   p->coll = SIM_COLL_SEND_RECV;
-  sim_queue_push(e->queue, p->start_ns, PRIO_COMM, EV_COMM_START, idx);
+  comm_ready(e, idx);
 }
 
-/* Schedules the transfer of pending record idx at its start time. */
-static void comm_start(SimEngine *e, guint32 idx)
+/* The duration of pending record p's transfer, from its start: the
+ * recorded one, else the network's; in [0, DUR_CAP]. */
+static gint64 comm_dur(const SimEngine *e, const Pending *p)
 {
-  Pending *p = &e->pend[idx];
   const SimMachine *m = e->m;
   gint64 dur;
   if (p->ref_ns > 0)
@@ -522,36 +560,45 @@ static void comm_start(SimEngine *e, guint32 idx)
   else
     dur = m->collective_ns(m->ctx, p->group_or_src, p->bytes,
                            (SimCollType)p->coll, p->start_ns);
-  dur = CLAMP(dur, 0, DUR_CAP);
-  gint64 start = p->start_ns, end = start + dur;
+  return CLAMP(dur, 0, DUR_CAP);
+}
+
+/* Member op i of rank r ran its transfer [start, start + dur): logs it,
+ * moves its stream on and wakes what waits for it (on lane L). */
+static void comm_apply(SimEngine *e, Lane *L, guint r, guint32 i, gint64 start,
+                       gint64 dur)
+{
+  RankState *rs = &e->ranks[r];
+  gint64 end = start + dur;
   if (G_UNLIKELY(end > TIME_MAX)) {
     end = TIME_MAX;
-    for (guint k = 0; k < p->n_members; k++) {
-      RankState *rs = &e->ranks[p->members[k].rank];
-      if (rs->bad_op == 0)
-        rs->bad_op = p->members[k].op + 1;
-    }
+    note_bad(rs, i);
   }
-  for (guint k = 0; k < p->n_members; k++) {
-    guint r = p->members[k].rank;
-    guint32 i = p->members[k].op;
-    RankState *rs = &e->ranks[r];
-    const SimOp *op = &e->w->ranks[r].ops[i];
-    Stream *st = &rs->streams[op->stream];
-    gint64 arrive = st->arrive_ns;
-    gint64 blocked = start - arrive;
-    if (G_LIKELY(dur < LOG_ESC && blocked < LOG_ESC)) {
-      rs->log[i].dur = (guint32)dur;
-      rs->log[i].aux = (guint32)blocked;
-    } else {
-      log_overflow(rs, i, arrive, start, end, rs->comm_inc);
-    }
-    st->free_ns = end;
-    st->cur = i + 1;
-    st->state = ST_RUN;
-    push_work(e, r, op->stream);
-    op_done(e, r, st, i, arrive, start, end, rs->comm_inc);
+  const SimOp *op = &e->w->ranks[r].ops[i];
+  Stream *st = &rs->streams[op->stream];
+  gint64 arrive = st->arrive_ns;
+  gint64 blocked = start - arrive;
+  if (G_LIKELY(dur < LOG_ESC && blocked < LOG_ESC)) {
+    rs->log[i].dur = (guint32)dur;
+    rs->log[i].aux = (guint32)blocked;
+  } else {
+    log_overflow(rs, i, arrive, start, end, rs->comm_inc);
   }
+  st->free_ns = end;
+  st->cur = i + 1;
+  st->state = ST_RUN;
+  push_work(L, r, op->stream);
+  op_done(e, L, r, st, i, arrive, start, end, rs->comm_inc);
+}
+
+/* Schedules the transfer of pending record idx at its start time. */
+static void comm_start(SimEngine *e, guint32 idx)
+{
+  Pending *p = &e->pend[idx];
+  gint64 dur = comm_dur(e, p);
+  for (guint k = 0; k < p->n_members; k++)
+    comm_apply(e, &e->lanes[0], p->members[k].rank, p->members[k].op,
+               p->start_ns, dur);
   pending_release(e, idx);
 }
 
@@ -623,8 +670,7 @@ split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
   if (G_UNLIKELY(split >= TIME_MAX || rest > TIME_MAX - split)) {
     end = TIME_MAX;
     split = MIN(split, end);
-    if (rs->bad_op == 0)
-      rs->bad_op = i + 1;
+    note_bad(rs, i);
   } else {
     end = split + rest;
   }
@@ -662,7 +708,7 @@ static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
  * (cursor, stream time, the next wait target and early request) lives in
  * registers across iterations.  Everything rare is already out of line
  * (clocks_at, split_kernel, boost_clocks, log_overflow, comm_arrive). */
-static void advance(SimEngine *e, guint r, guint s)
+static void advance(SimEngine *e, Lane *L, guint r, guint s)
 {
   RankState *rs = &e->ranks[r];
   Stream *st = &rs->streams[s];
@@ -759,8 +805,7 @@ static void advance(SimEngine *e, guint r, guint s)
       } else {
         if (G_UNLIKELY(end > TIME_MAX)) {
           end = TIME_MAX;
-          if (rs->bad_op == 0)
-            rs->bad_op = i + 1;
+          note_bad(rs, i);
         }
         log_overflow(rs, i, ready, ready, end, inc);
       }
@@ -781,7 +826,7 @@ static void advance(SimEngine *e, guint r, guint s)
                            : G_MAXUINT32;
         }
         gint64 from = split != 0 ? split : ready; /* the last part */
-        op_done(e, r, st, i, from, from, end, inc);
+        op_done(e, L, r, st, i, from, from, end, inc);
         next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
         next_stop = MIN(next_tgt, next_ahead);
       }
@@ -789,13 +834,13 @@ static void advance(SimEngine *e, guint r, guint s)
       log[i].dur = 0;
       log[i].aux = 0;
       t = ready;
-      op_done(e, r, st, i, ready, ready, ready, 0.0f);
+      op_done(e, L, r, st, i, ready, ready, ready, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
       next_stop = MIN(next_tgt, next_ahead);
     } else if (op->kind == SIM_OP_HOST) {
       /* CPU time: its recorded duration at any clocks, no GPU power. */
       t = host_op(rs, i, op, ready);
-      op_done(e, r, st, i, ready, ready, t, 0.0f);
+      op_done(e, L, r, st, i, ready, ready, t, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
       next_stop = MIN(next_tgt, next_ahead);
     } else {
@@ -803,7 +848,10 @@ static void advance(SimEngine *e, guint r, guint s)
       st->cur = i;
       st->free_ns = t;
       st->arrive_ns = ready;
-      comm_arrive(e, r, i, ready);
+      if (e->deferred)
+        APPEND(L->arr, L->n_arr, L->cap_arr, (guint64)r << 32 | i);
+      else
+        comm_arrive(e, r, i, ready);
       return;
     }
   }
@@ -812,26 +860,163 @@ static void advance(SimEngine *e, guint r, guint s)
   if (i == st->end && st->state == ST_RUN) {
     st->state = ST_DONE;
     if (--rs->n_unfinished == 0)
-      e->n_unfinished_ranks--;
+      L->finished++;
   }
 }
 
-static void drain_work(SimEngine *e)
+static void drain_work(SimEngine *e, Lane *L)
 {
-  while (e->n_work > 0) {
-    guint64 v = e->work[--e->n_work];
-    advance(e, (guint)(v >> 32), (guint)(v & 0xffffffffu));
+  while (L->n_work > 0) {
+    guint64 v = L->work[--L->n_work];
+    advance(e, L, (guint)(v >> 32), (guint)(v & 0xffffffffu));
   }
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+
+static void barrier_wait(Barrier *b)
+{
+  gint gen = g_atomic_int_get(&b->gen);
+  if ((guint)g_atomic_int_add(&b->count, 1) == b->n - 1) {
+    g_atomic_int_set(&b->count, 0);
+    g_mutex_lock(&b->lock);
+    g_atomic_int_inc(&b->gen);
+    g_cond_broadcast(&b->cond);
+    g_mutex_unlock(&b->lock);
+    return;
+  }
+  /* A round's phases last tens of microseconds, about what waking a
+   * sleeping thread takes: spin first, up to 200 us, yielding the core
+   * now and then (with more lanes than cores the others need it). */
+  gint64 t0 = 0;
+  for (guint k = 1;; k++) {
+    if (g_atomic_int_get(&b->gen) != gen)
+      return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((k & 255) == 0) {
+      gint64 now = g_get_monotonic_time();
+      if (t0 == 0)
+        t0 = now;
+      else if (now - t0 > 200)
+        break;
+      g_thread_yield();
+    }
+  }
+  g_mutex_lock(&b->lock);
+  while (g_atomic_int_get(&b->gen) == gen)
+    g_cond_wait(&b->cond, &b->lock);
+  g_mutex_unlock(&b->lock);
+}
+
+gboolean sim_replay_threaded(const SimEngine *e)
+{
+  return e->n_lanes > 1 && e->m->thread_safe && e->observer == NULL &&
+         e->boost == NULL && !e->order_sensitive;
+}
+
+void sim_lanes_run(SimEngine *e, GThreadFunc fn)
+{
+  g_autofree GThread **t = g_new0(GThread *, e->n_lanes);
+  for (guint k = 1; k < e->n_lanes; k++)
+    t[k] = g_thread_new("joulesim-lane", fn, &e->lanes[k]);
+  fn(&e->lanes[0]);
+  for (guint k = 1; k < e->n_lanes; k++)
+    g_thread_join(t[k]);
+}
+
+/* The serial part of a round (lane 0, the others waiting): matches the
+ * round's arrivals, lane by lane in order, then hands every completed
+ * transfer's members to their lanes. */
+static void coordinate(SimEngine *e)
+{
+  const SimWorkload *w = e->w;
+  gsize handed = 0;
+  for (guint k = 0; k < e->n_lanes; k++) {
+    Lane *L = &e->lanes[k];
+    for (gsize a = 0; a < L->n_arr; a++) {
+      guint r = (guint)(L->arr[a] >> 32);
+      guint32 i = (guint32)(L->arr[a] & 0xffffffffu);
+      const Stream *st = &e->ranks[r].streams[w->ranks[r].ops[i].stream];
+      comm_arrive(e, r, i, st->arrive_ns);
+    }
+    L->n_arr = 0;
+  }
+  for (gsize q = 0; q < e->n_ready; q++) {
+    guint32 idx = e->ready[q];
+    Pending *p = &e->pend[idx];
+    gint64 dur = comm_dur(e, p);
+    for (guint k = 0; k < p->n_members; k++) {
+      Done d = {p->members[k].rank, p->members[k].op, p->start_ns, dur};
+      Lane *L = &e->lanes[d.rank % e->n_lanes];
+      APPEND(L->done, L->n_done, L->cap_done, d);
+    }
+    handed += p->n_members;
+    pending_release(e, idx);
+  }
+  e->n_ready = 0;
+  e->round_done = handed == 0;
+}
+
+/* One lane's replay: rounds of (apply the transfers handed to it, run its
+ * ranks as far as they go) | (lane 0 matches) until a round completes no
+ * transfer. */
+static gpointer lane_replay(gpointer data)
+{
+  Lane *L = data;
+  SimEngine *e = L->e;
+  for (;;) {
+    for (gsize d = 0; d < L->n_done; d++)
+      comm_apply(e, L, L->done[d].rank, L->done[d].op, L->done[d].start,
+                 L->done[d].dur);
+    L->n_done = 0;
+    drain_work(e, L);
+    barrier_wait(&e->bar);
+    if (L == &e->lanes[0])
+      coordinate(e);
+    barrier_wait(&e->bar);
+    if (e->round_done)
+      break;
+  }
+  return NULL;
 }
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* Replays one iteration from t0 (sim/engine-private.h). */
-gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
-                              GError **error)
+/* Forgets every open transfer, channel entry and queued event. */
+static void clear_matching(SimEngine *e)
+{
+  sim_queue_clear(e->queue);
+  for (guint k = 0; k < e->n_lanes; k++) {
+    Lane *L = &e->lanes[k];
+    L->n_work = L->n_arr = L->n_done = 0;
+  }
+  e->n_ready = 0;
+  for (guint g = 0; g < e->n_groups; g++)
+    if (e->rings[g].slot != NULL)
+      memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
+  e->n_free = 0;
+  for (guint32 i = 0; i < e->n_pend; i++)
+    e->pend_free[e->n_free++] = e->n_pend - 1 - i;
+  for (guint r = 0; r < e->w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    for (guint32 c = 0; c < rs->n_chans; c++) {
+      Channel *ch = &rs->chans[c];
+      ch->len = ch->head = 0;
+      ch->side_stream[0] = ch->side_stream[1] = 0;
+    }
+  }
+}
+
+/* Sets every stream at the iteration's start t0 and queues it (serial) or
+ * hands it to its lane (deferred). */
+static void begin_iteration(SimEngine *e, gint64 t0)
 {
   const SimWorkload *w = e->w;
   e->n_unfinished_ranks = 0;
+  for (guint k = 0; k < e->n_lanes; k++)
+    e->lanes[k].finished = 0;
   memset(e->mseq, 0, sizeof(guint32) * MAX(w->group_ranks->len, 1));
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
@@ -850,20 +1035,93 @@ gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
     }
     if (rs->n_unfinished > 0)
       e->n_unfinished_ranks++;
+    if (e->deferred) {
+      /* Pushed last stream first: the lane runs them in order. */
+      Lane *L = &e->lanes[r % e->n_lanes];
+      for (guint s = rs->n_streams; s-- > 0;)
+        if (rs->streams[s].state == ST_RUN)
+          push_work(L, r, s);
+      continue;
+    }
     for (guint s = 0; s < rs->n_streams; s++)
       if (rs->streams[s].state == ST_RUN)
         sim_queue_push(e->queue, t0, PRIO_RESUME, EV_RESUME,
                        (guint64)r << 32 | s);
   }
-  SimEvent ev;
-  while (sim_queue_pop(e->queue, &ev)) {
-    if (ev.kind == EV_RESUME)
-      push_work(e, (guint)(ev.payload >> 32),
-                (guint)(ev.payload & 0xffffffffu));
-    else
-      comm_start(e, (guint32)ev.payload);
-    drain_work(e);
+}
+
+/* Copies every rank's streams and switch count to e->saved (save) or
+ * back from it. */
+static void keep_streams(SimEngine *e, gboolean save)
+{
+  Stream *at = e->saved;
+  for (guint r = 0; r < e->w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    if (rs->n_streams == 0)
+      continue;
+    gsize n = sizeof(Stream) * rs->n_streams;
+    if (save) {
+      memcpy(at, rs->streams, n);
+      e->saved_switches[r] = rs->switches;
+    } else {
+      memcpy(rs->streams, at, n);
+      rs->switches = e->saved_switches[r];
+      rs->bad_op = 0;
+    }
+    at += rs->n_streams;
   }
+}
+
+/* The iteration on the lanes.  FALSE when a rank turned out to use one
+ * group or channel from two streams: the order its arrivals are matched
+ * in then depends on the processing order, which threads change, so the
+ * streams are put back as they were and the engine goes serial. */
+static gboolean replay_lanes(SimEngine *e, gint64 t0)
+{
+  const SimWorkload *w = e->w;
+  if (e->saved == NULL) {
+    gsize n_streams = 0;
+    for (guint r = 0; r < w->n_ranks; r++)
+      n_streams += e->ranks[r].n_streams;
+    e->saved = g_new(Stream, MAX(n_streams, 1));
+    e->saved_switches = g_new(guint64, MAX(w->n_ranks, 1));
+    e->mstream = g_new(guint8, MAX(w->group_ranks->len, 1));
+  }
+  keep_streams(e, TRUE);
+  memset(e->mstream, 0, MAX(w->group_ranks->len, 1));
+  e->order_hit = FALSE;
+  begin_iteration(e, t0);
+  e->bar.n = e->n_lanes;
+  sim_lanes_run(e, lane_replay);
+  if (!e->order_hit)
+    return TRUE;
+  keep_streams(e, FALSE);
+  clear_matching(e);
+  e->order_sensitive = TRUE;
+  return FALSE;
+}
+
+/* Replays one iteration from t0 (sim/engine-private.h). */
+gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
+                              GError **error)
+{
+  const SimWorkload *w = e->w;
+  e->deferred = sim_replay_threaded(e);
+  if (!e->deferred || !replay_lanes(e, t0)) {
+    e->deferred = FALSE;
+    begin_iteration(e, t0);
+    SimEvent ev;
+    while (sim_queue_pop(e->queue, &ev)) {
+      if (ev.kind == EV_RESUME)
+        push_work(&e->lanes[0], (guint)(ev.payload >> 32),
+                  (guint)(ev.payload & 0xffffffffu));
+      else
+        comm_start(e, (guint32)ev.payload);
+      drain_work(e, &e->lanes[0]);
+    }
+  }
+  for (guint k = 0; k < e->n_lanes; k++)
+    e->n_unfinished_ranks -= e->lanes[k].finished;
   if (e->n_unfinished_ranks > 0) {
     for (guint r = 0; r < w->n_ranks; r++) {
       RankState *rs = &e->ranks[r];
@@ -914,19 +1172,9 @@ gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
 /* Forgets whatever a failed earlier run left behind. */
 void sim_replay_reset(SimEngine *e)
 {
-  const SimWorkload *w = e->w;
-  sim_queue_clear(e->queue);
-  e->n_work = 0;
-  for (guint g = 0; g < e->n_groups; g++)
-    if (e->rings[g].slot != NULL)
-      memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
-  e->n_free = 0;
-  for (guint32 i = 0; i < e->n_pend; i++)
-    e->pend_free[e->n_free++] = e->n_pend - 1 - i;
-  for (guint r = 0; r < w->n_ranks; r++) {
+  clear_matching(e);
+  for (guint r = 0; r < e->w->n_ranks; r++) {
     RankState *rs = &e->ranks[r];
-    for (guint32 c = 0; c < rs->n_chans; c++)
-      rs->chans[c].len = rs->chans[c].head = 0;
     for (guint s = 0; s < rs->n_streams; s++)
       rs->streams[s].clk_init = FALSE;
     rs->switches = 0;
@@ -935,4 +1183,3 @@ void sim_replay_reset(SimEngine *e)
   if (e->boost != NULL)
     boost_reset(e);
 }
-

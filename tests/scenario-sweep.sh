@@ -139,6 +139,8 @@ EOF
 check fail-status 1 "2 sweep points failed" -- "$J" run --jobs 2 "$T/fail.lua"
 if grep -q "summary	3	2" "$T/out"; then ok fail-others-ran; else bad fail-others-ran; fi
 check jobs-zero-cli 2 "--jobs" -- "$J" run --jobs 0 "$T/fail.lua"
+check threads-zero-cli 2 "--threads needs an integer in 1..256" -- "$J" run --threads 0 "$T/fail.lua"
+check threads-big-cli 2 "--threads" -- "$J" run --threads 257 "$T/fail.lua"
 printf 'local js = require "joulesim"\n\njs.sweep{ grid = { a = {1} }, out = "x.h5", jobs = 0,\n  run = function(p) return {} end }\n' >"$T/badjobs.lua"
 check jobs-zero-lua 1 "badjobs.lua:3: js.sweep: argument 'jobs'" -- \
   "$J" run "$T/badjobs.lua"

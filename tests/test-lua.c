@@ -66,6 +66,32 @@ static void test_determinism(void)
   test_rmdir(dir);
 }
 
+/* js.simulate{ threads = N }: the same figures, to the last bit, on 1, 2
+ * and 5 threads (sim_engine_set_threads; tests/test-threads.c has the
+ * engine's own cases). */
+static void test_threads(void)
+{
+  test_lua_expect_ok(
+    "local js = require 'joulesim'\n"
+    "local c = js.cluster{ gpus = 8, variability = { perf = 0.05, power = 0.05 } }\n"
+    "local w = js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, dp = 2,\n"
+    "                  microbatches = 4, seq_len = 256 }\n"
+    "local function key(r)\n"
+    "  local t = { string.format('%.17g %.17g %.17g', r.time_s, r.energy_j,\n"
+    "                            r.waste_j) }\n"
+    "  for g, p in ipairs(r.per_gpu) do\n"
+    "    t[#t + 1] = string.format('%.17g %.17g', p.energy_j, p.blocked_s)\n"
+    "  end\n"
+    "  return table.concat(t, ' ')\n"
+    "end\n"
+    "local one = key(js.simulate{ cluster = c, workload = w, iterations = 2 })\n"
+    "for _, n in ipairs{ 2, 5 } do\n"
+    "  local r = js.simulate{ cluster = c, workload = w, iterations = 2,\n"
+    "                         threads = n }\n"
+    "  assert(key(r) == one, n)\n"
+    "end\n");
+}
+
 static void test_results_roundtrip(void)
 {
   g_autofree char *dir = test_tmpdir();
@@ -145,6 +171,11 @@ static const BadCase bad_cases[] = {
      "local w = js.gpt{ model = 'gpt3-125m', microbatches = 1 }\n"
      "js.simulate{ cluster = c, workload = w, iterations = 0 }",
    "'iterations'", "got 0"},
+  {"threads-zero",
+   W "local c = js.cluster{ gpus = 1 }\n"
+     "local w = js.gpt{ model = 'gpt3-125m', microbatches = 1 }\n"
+     "js.simulate{ cluster = c, workload = w, threads = 0 }",
+   "'threads'", "got 0"},
   {"power-limit-absurd", W "js.cluster{ gpus = 1, power_limit_w = 10 }",
    "power", "js.cluster"},
   {"huge-cluster", W "js.cluster{ gpus = 1e12 }", "'gpus'", "1048576"},
@@ -254,6 +285,7 @@ int main(int argc, char **argv)
   g_test_add_func("/lua/gpu-price", test_gpu_price);
   g_test_add_func("/lua/simulate", test_simulate);
   g_test_add_func("/lua/determinism", test_determinism);
+  g_test_add_func("/lua/threads", test_threads);
   g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);
   g_test_add_func("/lua/random-is-seeded", test_random_is_seeded);
   g_test_add_func("/lua/gpu-table", test_gpu_table);
