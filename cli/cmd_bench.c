@@ -61,7 +61,7 @@
 
 static const char usage_bench[] =
   "usage: joulesim bench [--quick] [--json] [--scaling] [--only ID]...\n"
-  "                      [--trace FILE]... [--max-memory SIZE]\n"
+  "                      [--trace FILE]... [--max-memory SIZE] [--threads N]\n"
   "\n"
   "Measures the simulator: replayed ops per second on one core; wall time\n"
   "and peak memory of one GPT-3 175B iteration at kernel-level detail on\n"
@@ -82,7 +82,10 @@ static const char usage_bench[] =
   "               its native file (repeatable)\n"
   "  --max-memory SIZE\n"
   "               the memory limit of every case (e.g. 16G; default: the\n"
-  "               memory available when a case checks)\n";
+  "               memory available when a case checks)\n"
+  "  --threads N  the threads every simulation of every case replays on\n"
+  "               (joulesim run --threads; default 1; replay/175b-1024-\n"
+  "               threads compares 1 and 2 itself)\n";
 
 /* ---- child side: one case, figures as key=value --------------------------- */
 
@@ -196,6 +199,8 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
   if (c->perf_spread > 0 || c->power_spread > 0)
     printf("perf_spread=%g power_spread=%g ", c->perf_spread,
            c->power_spread);
+  if (s->threads > 1)
+    printf("threads=%u ", s->threads);
   printf("gpus=%u ops=%" G_GUINT64_FORMAT " ops_replayed=%" G_GUINT64_FORMAT
          " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f gen_cpu_s=%.3f "
          "replay_cpu_s=%.3f mops_per_cpu_s=%.2f iteration_s=%.6f "
@@ -225,9 +230,11 @@ static gboolean same_result(const SimResult *a, const SimResult *b)
                 sizeof *a->iterations * a->n_iterations) == 0;
 }
 
-/* threads MODEL TP PP DP MB N: one replay on 1 thread, then on N; their
- * wall and CPU seconds, the speedup and whether the results are the same
- * bit for bit. */
+/* threads MODEL TP PP DP MB N: a replay on 1 thread to warm up (the
+ * first run of a process pays the page faults of its fresh memory), then
+ * one on 1 thread and one on N, each with its own engine; their wall and
+ * CPU seconds, the speedup and whether the results are the same bit for
+ * bit. */
 static gboolean case_threads(JsSession *s, char **a, GError **error)
 {
   GptConfig cfg;
@@ -241,12 +248,12 @@ static gboolean case_threads(JsSession *s, char **a, GError **error)
   if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
-  SimResult *r[2] = {NULL, NULL};
-  double wall[2], cpu[2];
-  for (guint k = 0; k < 2; k++) {
+  SimResult *r[3] = {NULL, NULL, NULL};
+  double wall[3], cpu[3];
+  for (guint k = 0; k < 3; k++) {
     JsRunOptions opt = {.iterations = 1, .seed = s->seed,
                         .switch_latency_ms = -1,
-                        .threads = k == 0 ? 1 : threads};
+                        .threads = k < 2 ? 1 : threads};
     gint64 t0 = g_get_monotonic_time();
     double c0 = cpu_s();
     r[k] = js_simulate(s, c, w, &pol, &opt, error);
@@ -254,16 +261,17 @@ static gboolean case_threads(JsSession *s, char **a, GError **error)
     cpu[k] = cpu_s() - c0;
     if (r[k] == NULL) {
       sim_result_free(r[0]);
+      sim_result_free(r[1]);
       return FALSE;
     }
   }
   printf("gpus=%u threads=%u ops_replayed=%" G_GUINT64_FORMAT
          " replay_1_s=%.3f replay_n_s=%.3f speedup=%.3f replay_1_cpu_s=%.3f "
-         "replay_n_cpu_s=%.3f identical=%d\n", n, threads, r[1]->ops, wall[0],
-         wall[1], wall[0] / MAX(wall[1], 1e-9), cpu[0], cpu[1],
-         same_result(r[0], r[1]) ? 1 : 0);
-  sim_result_free(r[0]);
-  sim_result_free(r[1]);
+         "replay_n_cpu_s=%.3f identical=%d\n", n, threads, r[2]->ops, wall[1],
+         wall[2], wall[1] / MAX(wall[2], 1e-9), cpu[1], cpu[2],
+         same_result(r[1], r[2]) && same_result(r[0], r[2]) ? 1 : 0);
+  for (guint k = 0; k < 3; k++)
+    sim_result_free(r[k]);
   return TRUE;
 }
 
@@ -495,7 +503,8 @@ static const ChildCase child_cases[] = {
 /* A child: case argv[0] with its arguments.  A case stopped by the memory
  * check (run/memory.h) prints refused=memory, so the parent reports a
  * refusal rather than a failure. */
-static int run_child(int argc, char **argv, guint64 max_memory)
+static int run_child(int argc, char **argv, guint64 max_memory,
+                     guint threads)
 {
   for (guint i = 0; i < G_N_ELEMENTS(child_cases); i++) {
     const ChildCase *cc = &child_cases[i];
@@ -508,6 +517,7 @@ static int run_child(int argc, char **argv, guint64 max_memory)
     }
     g_autoptr(JsSession) s = cli_session_new(1);
     s->max_memory = max_memory;
+    s->threads = threads;
     GError *err = NULL;
     if (!cc->fn(s, argv + 1, &err)) {
       if (g_error_matches(err, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT))
@@ -1087,7 +1097,7 @@ static gboolean id_selected(const char *id, GPtrArray *only)
 }
 
 enum { OPT_HELP, OPT_CASE, OPT_QUICK, OPT_JSON, OPT_SCALING, OPT_TRACE,
-       OPT_ONLY, OPT_MAX_MEMORY };
+       OPT_ONLY, OPT_MAX_MEMORY, OPT_THREADS };
 
 static const CliOption bench_options[] = {
   {"--help", OPT_HELP, FALSE},
@@ -1099,18 +1109,19 @@ static const CliOption bench_options[] = {
   {"--trace", OPT_TRACE, TRUE},
   {"--only", OPT_ONLY, TRUE},
   {"--max-memory", OPT_MAX_MEMORY, TRUE},
+  {"--threads", OPT_THREADS, TRUE},
   {NULL, 0, FALSE}};
 
-/* Hands --max-memory on to a case's child: after its command word (the
- * first "bench" or "run" argument; an MPI case's comes after mpirun's
- * own options). */
-static void pass_max_memory(BenchCase *c, const char *size)
+/* Hands option `opt` with `value` on to a case's child: after its
+ * command word (the first "bench" or "run" argument; an MPI case's comes
+ * after mpirun's own options). */
+static void pass_option(BenchCase *c, const char *opt, const char *value)
 {
   for (guint k = 0; k + 1 < c->argv->len; k++) {
     const char *a = g_ptr_array_index(c->argv, k);
     if (k > 0 && (strcmp(a, "bench") == 0 || strcmp(a, "run") == 0)) {
-      g_ptr_array_insert(c->argv, k + 1, g_strdup("--max-memory"));
-      g_ptr_array_insert(c->argv, k + 2, g_strdup(size));
+      g_ptr_array_insert(c->argv, k + 1, g_strdup(opt));
+      g_ptr_array_insert(c->argv, k + 2, g_strdup(value));
       return;
     }
   }
@@ -1119,8 +1130,9 @@ static void pass_max_memory(BenchCase *c, const char *size)
 int cmd_bench(const char *self, int argc, char **argv)
 {
   gboolean quick = FALSE, json = FALSE, scaling = FALSE;
-  const char *max_memory_arg = NULL;
+  const char *max_memory_arg = NULL, *threads_arg = NULL;
   guint64 max_memory = 0;
+  guint threads = 1;
   g_autoptr(GPtrArray) traces = g_ptr_array_new();
   g_autoptr(GPtrArray) only = g_ptr_array_new();
   CliArgs a;
@@ -1131,7 +1143,8 @@ int cmd_bench(const char *self, int argc, char **argv)
       return 0;
     } else if (id == OPT_CASE) {
       /* A child: the rest is its case and arguments. */
-      return run_child(CLI_REST_ARGC(&a), CLI_REST_ARGV(&a), max_memory);
+      return run_child(CLI_REST_ARGC(&a), CLI_REST_ARGV(&a), max_memory,
+                       threads);
     } else if (id == OPT_QUICK) {
       quick = TRUE;
     } else if (id == OPT_JSON) {
@@ -1150,6 +1163,16 @@ int cmd_bench(const char *self, int argc, char **argv)
         return EXIT_USAGE;
       }
       max_memory_arg = a.value;
+    } else if (id == OPT_THREADS && a.value != NULL) {
+      char *end = NULL;
+      guint64 v = g_ascii_strtoull(a.value, &end, 10);
+      if (end == a.value || *end != '\0' || v < 1 || v > SIM_MAX_THREADS) {
+        fprintf(stderr, "joulesim bench: --threads needs an integer in "
+                        "1..%u\n", SIM_MAX_THREADS);
+        return EXIT_USAGE;
+      }
+      threads = (guint)v;
+      threads_arg = a.value;
     } else {
       /* An unknown option, an argument, or --trace/--only without a
        * value. */
@@ -1173,9 +1196,11 @@ int cmd_bench(const char *self, int argc, char **argv)
   g_autofree char *out_h5 = g_build_filename(dir, "sweep.h5", NULL);
   GString *js = g_string_new(NULL);
   g_string_append_printf(js, "{\n  \"joulesim\": \"%s\",\n  \"git\": \"%s\",\n"
-                         "  \"cores\": %u,\n  \"quick\": %s,\n  \"cases\": [\n",
+                         "  \"cores\": %u,\n  \"threads\": %u,\n"
+                         "  \"quick\": %s,\n  \"cases\": [\n",
                          JOULESIM_VERSION, JOULESIM_GIT_REV,
-                         g_get_num_processors(), quick ? "true" : "false");
+                         g_get_num_processors(), threads,
+                         quick ? "true" : "false");
   if (!json)
     printf("joulesim %s bench (%u cores; each case in its own process; wall "
            "time and peak RSS of that process)\n", JOULESIM_VERSION,
@@ -1191,7 +1216,9 @@ int cmd_bench(const char *self, int argc, char **argv)
         g_ptr_array_index(c->argv, k) = g_strdup(out_h5);
       }
     if (max_memory_arg != NULL)
-      pass_max_memory(c, max_memory_arg);
+      pass_option(c, "--max-memory", max_memory_arg);
+    if (threads_arg != NULL)
+      pass_option(c, "--threads", threads_arg);
     BenchOutcome o;
     if (!run_case(c, dir, &o, &err)) {
       fprintf(stderr, "joulesim: bench %s: %s\n", c->id, err->message);

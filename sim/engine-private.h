@@ -131,6 +131,7 @@ typedef struct {
   guint32 src;
   guint32 head, len, cap;
   guint64 *q;            /* (rank << 32 | op), ring of cap entries */
+  gint64 *qt;            /* their arrival times */
   guint8 side_stream[2]; /* threaded: stream + 1 of the last receive [0]
                             and send [1] through it (0: none) */
 } Channel;
@@ -204,16 +205,46 @@ typedef struct {
   gint64 start, dur;
 } Done;
 
+/* Growable lists of a lane's outgoing messages, one per lane. */
+typedef struct {
+  guint64 key;               /* (rank << 32 | op) */
+  gint64 t;                  /* when it arrived */
+} Arr;
+typedef struct {
+  Arr *v;
+  gsize n, cap;
+} ArrList;
+typedef struct {
+  Done *v;
+  gsize n, cap;
+} DoneList;
+
+/* Pending transfers: a pool with a free list. */
+typedef struct {
+  Pending *pend;
+  guint32 n_pend, cap_pend;
+  guint32 *pend_free;
+  guint32 n_free;
+} Pool;
+
 /* The mutable replay state of one thread (sim/replay.c, "Threads").  The
- * serial replay uses lane 0 alone (its work stack only). */
+ * serial replay uses lane 0 alone (its work stack and pool). */
 typedef struct {
   guint64 *work;             /* (rank << 32 | stream) to advance */
   gsize n_work, cap_work;
-  guint64 *arr;              /* threaded: this round's communication
-                                arrivals, (rank << 32 | op) */
-  gsize n_arr, cap_arr;
-  Done *done;                /* threaded: completed transfers to apply */
-  gsize n_done, cap_done;
+  Pool pool;                 /* the transfers this lane matches */
+  guint32 *ready;            /* threaded: transfers whose last member
+                                arrived this round */
+  gsize n_ready, cap_ready;
+  ArrList *arr_to;           /* threaded, per lane: arrivals for it to
+                                match */
+  DoneList *done_to;         /* threaded, per lane: completed transfers
+                                of its ranks */
+  gsize handed;              /* threaded: transfers completed this round */
+  guint32 *mseq;             /* threaded: the lane's own SimEngine.mseq and
+                                mstream (it touches its groups' entries
+                                only; no line shared with another lane) */
+  guint8 *mstream;
   guint finished;            /* ranks that finished this iteration */
   CostSlot *cache;           /* its copy of the shared price cache, or NULL
                                 (lane 0's is SimEngine.shared_cache) */
@@ -244,24 +275,13 @@ struct SimEngine {
   guint32 *mseq;              /* per membership: collectives issued */
   guint32 *group_expect;      /* arrivals completing an instance */
   Ring *rings;                /* per group */
-  /* Pending transfers: a pool with a free list. */
-  Pending *pend;
-  guint32 n_pend, cap_pend;
-  guint32 *pend_free;
-  guint32 n_free;
   /* Lanes: n_lanes >= 1 (sim_engine_set_threads); lane r % n_lanes owns
    * rank r. */
   Lane *lanes;
   guint n_lanes;
   gboolean deferred;         /* this iteration replays on the lanes */
-  guint32 *ready;            /* threaded: transfers whose last member
-                                arrived this round */
-  gsize n_ready, cap_ready;
-  gboolean round_done;       /* threaded: no transfer completed */
-  guint8 *mstream;           /* threaded: per group membership, stream + 1
-                                of the rank's last collective on it */
-  gboolean order_hit;        /* threaded: a rank used a group or channel
-                                from two streams (sim/replay.c) */
+  gint order_hit;            /* threaded, atomic: a rank used a group or
+                                channel from two streams (sim/replay.c) */
   gboolean order_sensitive;  /* so found: this engine replays serially */
   Stream *saved;             /* threaded: every stream as the iteration
                                 began, to replay it again serially */
@@ -270,6 +290,8 @@ struct SimEngine {
   gpointer account_job;      /* threaded accounting (sim/engine.c) */
   guint threads_used;        /* sim_engine_threads_used */
   gpointer log_mem;          /* op logs of all ranks, one allocation */
+  gsize log_bytes;
+  gboolean log_backed;       /* its pages populated (the first run) */
   CostSlot *shared_cache;    /* per shape, for every rank (uniform pricing);
                                 NULL when each rank has its own */
   gboolean folded;

@@ -82,6 +82,31 @@ static void populate(gpointer p, gsize n)
 #endif
 }
 
+/* Lane k of n populates the k-th n-th of the op log. */
+static gpointer lane_populate(gpointer data)
+{
+  Lane *L = data;
+  SimEngine *e = L->e;
+  guint k = (guint)(L - e->lanes), n = e->n_lanes;
+  gsize a = e->log_bytes / n * k;
+  gsize b = k + 1 == n ? e->log_bytes : e->log_bytes / n * (k + 1);
+  populate((guint8 *)e->log_mem + a, b - a);
+  return NULL;
+}
+
+/* Backs the op log before the first run writes it: on every lane when the
+ * run is threaded (the kernel zeroes the pages on both cores). */
+static void back_log(SimEngine *e)
+{
+  if (e->log_backed)
+    return;
+  e->log_backed = TRUE;
+  if (sim_replay_threaded(e))
+    sim_lanes_run(e, lane_populate);
+  else
+    populate(e->log_mem, e->log_bytes);
+}
+
 /* Each stream's range of rank rs's wait targets. */
 static void target_ranges(RankState *rs, const SimRank *rk)
 {
@@ -136,6 +161,51 @@ static void find_targets(RankState *rs, const SimRank *rk,
   }
   rs->n_targets = n;
   target_ranges(rs, rk);
+}
+
+/* n lanes, lane 0 with the shared price cache (if any), the others with
+ * their own copy. */
+static void lanes_new(SimEngine *e, guint n)
+{
+  guint n_shapes = MAX(e->w->shapes->len, 1);
+  e->n_lanes = n;
+  e->lanes = g_new0(Lane, n);
+  for (guint k = 0; k < n; k++) {
+    Lane *L = &e->lanes[k];
+    L->e = e;
+    L->cache = k == 0 ? e->shared_cache
+               : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
+                                         : NULL;
+    if (n > 1) {
+      L->arr_to = g_new0(ArrList, n);
+      L->done_to = g_new0(DoneList, n);
+    }
+  }
+}
+
+static void lanes_free(SimEngine *e)
+{
+  for (guint k = 0; k < e->n_lanes; k++) {
+    Lane *L = &e->lanes[k];
+    g_free(L->work);
+    for (guint32 i = 0; i < L->pool.n_pend; i++)
+      g_free(L->pool.pend[i].members);
+    g_free(L->pool.pend);
+    g_free(L->pool.pend_free);
+    g_free(L->ready);
+    for (guint j = 0; L->arr_to != NULL && j < e->n_lanes; j++) {
+      g_free(L->arr_to[j].v);
+      g_free(L->done_to[j].v);
+    }
+    g_free(L->arr_to);
+    g_free(L->done_to);
+    g_free(L->mseq);
+    g_free(L->mstream);
+    if (k > 0)
+      g_free(L->cache);
+  }
+  g_clear_pointer(&e->lanes, g_free);
+  e->n_lanes = 0;
 }
 
 /* Folding: every member of a class must have its representative's per-GPU
@@ -207,8 +277,6 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   guint64 total_ops = sim_workload_n_ops(w);
   gsize log_bytes = (gsize)total_ops * sizeof(OpLog);
   gpointer log_mem = g_try_malloc(MAX(log_bytes, 1));
-  if (log_mem != NULL)
-    populate(log_mem, log_bytes);
   if (log_mem == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
                 "cannot allocate the engine's op log (%" G_GUINT64_FORMAT
@@ -219,15 +287,13 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   e->w = w;
   e->m = m;
   e->log_mem = log_mem;
+  e->log_bytes = log_bytes;
   e->folded = w->fold_rep != NULL;
   e->shapes = (const SimShape *)(void *)w->shapes->data;
   e->ranks = g_aligned_alloc0(MAX(w->n_ranks, 1), sizeof(RankState), 64);
   if (m->boost != NULL)
     e->boost = g_new0(BoostState, MAX(w->n_ranks, 1));
   e->queue = sim_queue_new();
-  e->n_lanes = 1;
-  e->lanes = g_new0(Lane, 1);
-  e->lanes[0].e = e;
   g_mutex_init(&e->bar.lock);
   g_cond_init(&e->bar.cond);
   guint n_shapes = w->shapes->len;
@@ -238,7 +304,7 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     shared = m->idle_power_w[r] == m->idle_power_w[0];
   if (shared)
     e->shared_cache = g_new0(CostSlot, MAX(n_shapes, 1));
-  e->lanes[0].cache = e->shared_cache;
+  lanes_new(e, 1);
   OpLog *log = log_mem;
   /* Per shared program: the rank (+1) whose targets its sharers reuse. */
   g_autofree guint32 *prog_owner = g_new0(guint32, w->programs->len + 1);
@@ -315,8 +381,10 @@ void sim_engine_free(SimEngine *e)
       g_free(rs->targets);
     g_free(rs->target_end);
     g_free(rs->ovf);
-    for (guint32 c = 0; c < rs->n_chans; c++)
+    for (guint32 c = 0; c < rs->n_chans; c++) {
       g_free(rs->chans[c].q);
+      g_free(rs->chans[c].qt);
+    }
     g_free(rs->chans);
   }
   g_aligned_free(e->ranks);
@@ -326,23 +394,9 @@ void sim_engine_free(SimEngine *e)
   g_free(e->mseq);
   g_free(e->group_expect);
   for (guint g = 0; e->rings != NULL && g < e->n_groups; g++)
-    g_free(e->rings[g].slot);
+    g_aligned_free(e->rings[g].slot);
   g_free(e->rings);
-  for (guint32 i = 0; i < e->n_pend; i++)
-    g_free(e->pend[i].members);
-  g_free(e->pend);
-  g_free(e->pend_free);
-  for (guint k = 0; k < e->n_lanes; k++) {
-    Lane *L = &e->lanes[k];
-    g_free(L->work);
-    g_free(L->arr);
-    g_free(L->done);
-    if (k > 0)
-      g_free(L->cache);
-  }
-  g_free(e->lanes);
-  g_free(e->ready);
-  g_free(e->mstream);
+  lanes_free(e);
   g_free(e->saved);
   g_free(e->saved_switches);
   g_mutex_clear(&e->bar.lock);
@@ -361,24 +415,10 @@ void sim_engine_set_threads(SimEngine *e, guint n)
   n = CLAMP(n, 1u, MIN(SIM_MAX_THREADS, MAX(w->n_ranks, 1u)));
   if (n == e->n_lanes)
     return;
-  for (guint k = 1; k < e->n_lanes; k++) {
-    g_free(e->lanes[k].work);
-    g_free(e->lanes[k].arr);
-    g_free(e->lanes[k].done);
-    g_free(e->lanes[k].cache);
-  }
-  e->lanes = g_renew(Lane, e->lanes, n);
-  for (guint k = 1; k < n; k++)
-    memset(&e->lanes[k], 0, sizeof(Lane));
-  e->n_lanes = n;
-  guint n_shapes = MAX(w->shapes->len, 1);
-  for (guint k = 0; k < n; k++) {
-    Lane *L = &e->lanes[k];
-    L->e = e;
-    L->cache = k == 0 ? e->shared_cache
-               : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
-                                         : NULL;
-  }
+  /* Whatever the old lanes held (open transfers of a failed run) goes:
+   * every run starts by clearing the matching state. */
+  lanes_free(e);
+  lanes_new(e, n);
   /* A shared price cache is kept per lane: no two threads write a slot. */
   for (guint r = 0; e->shared_cache != NULL && r < w->n_ranks; r++)
     if (e->ranks[r].cache != NULL)
@@ -607,6 +647,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   res->iterations = g_new0(SimIterResult, iterations);
   SimPlan *owned = NULL; /* a plan handed to us by iteration_begin */
   e->plan = plan;
+  back_log(e);
   sim_replay_reset(e);
   e->threads_used = e->n_lanes;
   gint64 t0 = 0;

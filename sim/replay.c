@@ -315,23 +315,23 @@ static inline void op_done(SimEngine *e, Lane *L, guint r, Stream *st,
   }
 }
 
-static guint32 pending_alloc(SimEngine *e)
+static guint32 pending_alloc(Pool *pl)
 {
-  if (e->n_free > 0)
-    return e->pend_free[--e->n_free];
-  if (e->n_pend == e->cap_pend) {
-    e->cap_pend = MAX(64, 2 * e->cap_pend);
-    e->pend = g_renew(Pending, e->pend, e->cap_pend);
-    e->pend_free = g_renew(guint32, e->pend_free, e->cap_pend);
+  if (pl->n_free > 0)
+    return pl->pend_free[--pl->n_free];
+  if (pl->n_pend == pl->cap_pend) {
+    pl->cap_pend = MAX(64, 2 * pl->cap_pend);
+    pl->pend = g_renew(Pending, pl->pend, pl->cap_pend);
+    pl->pend_free = g_renew(guint32, pl->pend_free, pl->cap_pend);
   }
-  Pending *p = &e->pend[e->n_pend];
+  Pending *p = &pl->pend[pl->n_pend];
   memset(p, 0, sizeof *p);
-  return e->n_pend++;
+  return pl->n_pend++;
 }
 
-static void pending_release(SimEngine *e, guint32 idx)
+static void pending_release(Pool *pl, guint32 idx)
 {
-  e->pend_free[e->n_free++] = idx;
+  pl->pend_free[pl->n_free++] = idx;
 }
 
 /* Makes room for n members in pending record p. */
@@ -345,29 +345,31 @@ static inline void pending_reserve(Pending *p, guint n)
 
 /* Replaces ring's slots by a larger power of two in which its open
  * instances do not collide and slot seq & mask is free. */
-static void ring_grow(SimEngine *e, Ring *ring, guint32 seq)
+static void ring_grow(const Pool *pl, Ring *ring, guint32 seq)
 {
   guint32 old_cap = ring->slot != NULL ? ring->mask + 1 : 0;
-  for (guint32 ncap = MAX(4u, 2 * old_cap);; ncap *= 2) {
-    guint32 *ns = g_new0(guint32, ncap);
+  /* At least a cache line, line-aligned: the rings of different groups
+   * are written by different lanes (threaded). */
+  for (guint32 ncap = MAX(16u, 2 * old_cap);; ncap *= 2) {
+    guint32 *ns = g_aligned_alloc0(ncap, sizeof(guint32), 64);
     gboolean ok = TRUE;
     for (guint32 k = 0; k < old_cap && ok; k++) {
       guint32 v = ring->slot[k];
       if (v == 0)
         continue;
-      guint32 at = e->pend[v - 1].seq_or_dst & (ncap - 1);
+      guint32 at = pl->pend[v - 1].seq_or_dst & (ncap - 1);
       if (ns[at] != 0)
         ok = FALSE;
       else
         ns[at] = v;
     }
     if (ok && ns[seq & (ncap - 1)] == 0) {
-      g_free(ring->slot);
+      g_aligned_free(ring->slot);
       ring->slot = ns;
       ring->mask = ncap - 1;
       return;
     }
-    g_free(ns);
+    g_aligned_free(ns);
   }
 }
 
@@ -399,25 +401,34 @@ static Channel *channel_of(SimEngine *e, guint32 dst, guint32 src)
   return c;
 }
 
-static void channel_push(Channel *c, guint64 v)
+/* Queues op v (rank << 32 | op) that arrived at t. */
+static void channel_push(Channel *c, guint64 v, gint64 t)
 {
   if (c->len == c->cap) {
     guint32 ncap = MAX(4, 2 * c->cap);
     guint64 *nq = g_new(guint64, ncap);
-    for (guint32 k = 0; k < c->len; k++)
+    gint64 *nt = g_new(gint64, ncap);
+    for (guint32 k = 0; k < c->len; k++) {
       nq[k] = c->q[(c->head + k) % c->cap];
+      nt[k] = c->qt[(c->head + k) % c->cap];
+    }
     g_free(c->q);
+    g_free(c->qt);
     c->q = nq;
+    c->qt = nt;
     c->cap = ncap;
     c->head = 0;
   }
   c->q[(c->head + c->len) % c->cap] = v;
+  c->qt[(c->head + c->len) % c->cap] = t;
   c->len++;
 }
 
-static guint64 channel_pop(Channel *c)
+/* The oldest op of c; *t gets its arrival time. */
+static guint64 channel_pop(Channel *c, gint64 *t)
 {
   guint64 v = c->q[c->head];
+  *t = c->qt[c->head];
   c->head = (c->head + 1) % c->cap;
   c->len--;
   return v;
@@ -428,20 +439,42 @@ static inline guint32 rep_of(const SimEngine *e, guint32 r)
   return e->folded ? e->w->fold_rep[r] : r;
 }
 
-/* Pending record idx has all its members: queued as a COMM_START event at
- * its start time, or (threaded) kept for the round's end. */
-static inline void comm_ready(SimEngine *e, guint32 idx)
+/* Pending record idx of lane M's pool has all its members: queued as a
+ * COMM_START event at its start time, or (threaded) kept for the round's
+ * end. */
+static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
 {
   if (e->deferred)
-    APPEND(e->ready, e->n_ready, e->cap_ready, idx);
+    APPEND(M->ready, M->n_ready, M->cap_ready, idx);
   else
-    sim_queue_push(e->queue, e->pend[idx].start_ns, PRIO_COMM, EV_COMM_START,
-                   idx);
+    sim_queue_push(e->queue, M->pool.pend[idx].start_ns, PRIO_COMM,
+                   EV_COMM_START, idx);
 }
 
-/* Records the arrival of rank r's communication op i at time t.  Readies
- * the transfer (comm_ready) when its last member has arrived. */
-static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
+/* The lane that matches rank r's communication op (threaded: a group's
+ * collectives on one lane, a channel's transfers on one lane). */
+static inline guint match_lane(const SimEngine *e, guint r, const SimOp *op)
+{
+  guint32 key = op->kind == SIM_OP_COLLECTIVE
+                    ? sim_op_peer(&e->w->ranks[r], op)
+                    : rep_of(e, op->kind == SIM_OP_SEND
+                                    ? sim_op_peer(&e->w->ranks[r], op)
+                                    : r);
+  return key % e->n_lanes;
+}
+
+/* A rank used one group or channel from two streams (threaded). */
+static inline void order_check(SimEngine *e, guint8 *last, guint stream)
+{
+  if (*last != 0 && *last != stream + 1)
+    g_atomic_int_set(&e->order_hit, TRUE);
+  *last = (guint8)(stream + 1);
+}
+
+/* Records the arrival of rank r's communication op i at time t, matched
+ * on lane M (lane 0 serially).  Readies the transfer (comm_ready) when its
+ * last member has arrived. */
+static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
 {
   const SimWorkload *w = e->w;
   const SimRank *rk = &w->ranks[r];
@@ -453,31 +486,34 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   if (op->kind == SIM_OP_COLLECTIVE) {
     guint32 g = peer;
     RankState *rs = &e->ranks[r];
-    /* Membership index: consecutive collectives of a rank are mostly on
-     * one group (tensor parallelism), so remember the last one. */
-    if (rs->last_group != g + 1) {
-      rs->last_group = g + 1;
-      rs->last_mpos = lower_bound(e->group_ranks, e->group_off[g],
-                                  e->group_off[g + 1], r);
-    }
-    guint32 mpos = rs->last_mpos;
+    guint32 mpos;
     if (e->deferred) {
-      guint8 *ms = &e->mstream[mpos];
-      if (*ms != 0 && *ms != op->stream + 1)
-        e->order_hit = TRUE;
-      *ms = (guint8)(op->stream + 1);
+      /* The rank's other groups are matched on other lanes: no cache. */
+      mpos = lower_bound(e->group_ranks, e->group_off[g], e->group_off[g + 1],
+                         r);
+      order_check(e, &M->mstream[mpos], op->stream);
+    } else {
+      /* Membership index: consecutive collectives of a rank are mostly on
+       * one group (tensor parallelism), so remember the last one. */
+      if (rs->last_group != g + 1) {
+        rs->last_group = g + 1;
+        rs->last_mpos = lower_bound(e->group_ranks, e->group_off[g],
+                                    e->group_off[g + 1], r);
+      }
+      mpos = rs->last_mpos;
     }
-    guint32 seq = e->mseq[mpos]++;
+    guint32 seq = (e->deferred ? M->mseq : e->mseq)[mpos]++;
     Ring *ring = &e->rings[g];
+    Pool *pl = &M->pool;
     guint32 v = ring->slot != NULL ? ring->slot[seq & ring->mask] : 0;
-    if (v != 0 && e->pend[v - 1].seq_or_dst == seq) {
+    if (v != 0 && pl->pend[v - 1].seq_or_dst == seq) {
       idx = v - 1;
-      p = &e->pend[idx];
+      p = &pl->pend[idx];
     } else {
       if (v != 0 || ring->slot == NULL)
-        ring_grow(e, ring, seq);
-      idx = pending_alloc(e);
-      p = &e->pend[idx];
+        ring_grow(pl, ring, seq);
+      idx = pending_alloc(pl);
+      p = &pl->pend[idx];
       p->p2p = FALSE;
       p->group_or_src = g;
       p->seq_or_dst = seq;
@@ -498,7 +534,7 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
     p->bytes = MAX(p->bytes, sh->bytes);
     if (p->n_arrived == p->n_members) {
       ring->slot[seq & ring->mask] = 0;
-      comm_ready(e, idx);
+      comm_ready(e, M, idx);
     }
     return;
   }
@@ -507,12 +543,8 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   guint32 src = op->kind == SIM_OP_SEND ? r : peer;
   guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
   Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
-  if (e->deferred) {
-    guint8 *ss = &ch->side_stream[op->kind == SIM_OP_SEND];
-    if (*ss != 0 && *ss != op->stream + 1)
-      e->order_hit = TRUE;
-    *ss = (guint8)(op->stream + 1);
-  }
+  if (e->deferred)
+    order_check(e, &ch->side_stream[op->kind == SIM_OP_SEND], op->stream);
   /* The channel holds unmatched ops of one side only (sends or recvs). */
   gboolean other_side = FALSE;
   if (ch->len > 0) {
@@ -520,15 +552,15 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
     other_side = w->ranks[h >> 32].ops[h & 0xffffffffu].kind != op->kind;
   }
   if (!other_side) {
-    channel_push(ch, (guint64)r << 32 | i);
+    channel_push(ch, (guint64)r << 32 | i, t);
     return;
   }
-  guint64 mv = channel_pop(ch);
+  gint64 mate_arrive;
+  guint64 mv = channel_pop(ch, &mate_arrive);
   guint32 mr = (guint32)(mv >> 32), mi = (guint32)(mv & 0xffffffffu);
   const SimOp *mop = &w->ranks[mr].ops[mi];
-  gint64 mate_arrive = e->ranks[mr].streams[mop->stream].arrive_ns;
-  idx = pending_alloc(e);
-  p = &e->pend[idx];
+  idx = pending_alloc(&M->pool);
+  p = &M->pool.pend[idx];
   p->p2p = TRUE;
   p->group_or_src = src;
   p->seq_or_dst = dst;
@@ -543,7 +575,7 @@ static void comm_arrive(SimEngine *e, guint r, guint32 i, gint64 t)
   p->ref_ns = MAX(op->ref_ns, mop->ref_ns);
   p->bytes = MAX(sh->bytes, e->shapes[mop->shape].bytes);
   p->coll = SIM_COLL_SEND_RECV;
-  comm_ready(e, idx);
+  comm_ready(e, M, idx);
 }
 
 /* The duration of pending record p's transfer, from its start: the
@@ -594,12 +626,12 @@ static void comm_apply(SimEngine *e, Lane *L, guint r, guint32 i, gint64 start,
 /* Schedules the transfer of pending record idx at its start time. */
 static void comm_start(SimEngine *e, guint32 idx)
 {
-  Pending *p = &e->pend[idx];
+  Lane *L = &e->lanes[0];
+  Pending *p = &L->pool.pend[idx];
   gint64 dur = comm_dur(e, p);
   for (guint k = 0; k < p->n_members; k++)
-    comm_apply(e, &e->lanes[0], p->members[k].rank, p->members[k].op,
-               p->start_ns, dur);
-  pending_release(e, idx);
+    comm_apply(e, L, p->members[k].rank, p->members[k].op, p->start_ns, dur);
+  pending_release(&L->pool, idx);
 }
 
 /* Stream st requests clocks c at time t (>= every earlier request of the
@@ -848,10 +880,13 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       st->cur = i;
       st->free_ns = t;
       st->arrive_ns = ready;
-      if (e->deferred)
-        APPEND(L->arr, L->n_arr, L->cap_arr, (guint64)r << 32 | i);
-      else
-        comm_arrive(e, r, i, ready);
+      if (e->deferred) {
+        ArrList *a = &L->arr_to[match_lane(e, r, op)];
+        Arr x = {(guint64)r << 32 | i, ready};
+        APPEND(a->v, a->n, a->cap, x);
+      } else {
+        comm_arrive(e, L, r, i, ready);
+      }
       return;
     }
   }
@@ -926,57 +961,60 @@ void sim_lanes_run(SimEngine *e, GThreadFunc fn)
     g_thread_join(t[k]);
 }
 
-/* The serial part of a round (lane 0, the others waiting): matches the
- * round's arrivals, lane by lane in order, then hands every completed
- * transfer's members to their lanes. */
-static void coordinate(SimEngine *e)
+/* Lane L's matching, the second half of a round: the arrivals every lane
+ * sent it, lane by lane, then every transfer that completed handed to the
+ * lanes of its members. */
+static void match_round(SimEngine *e, Lane *L)
 {
-  const SimWorkload *w = e->w;
-  gsize handed = 0;
+  guint me = (guint)(L - e->lanes);
   for (guint k = 0; k < e->n_lanes; k++) {
-    Lane *L = &e->lanes[k];
-    for (gsize a = 0; a < L->n_arr; a++) {
-      guint r = (guint)(L->arr[a] >> 32);
-      guint32 i = (guint32)(L->arr[a] & 0xffffffffu);
-      const Stream *st = &e->ranks[r].streams[w->ranks[r].ops[i].stream];
-      comm_arrive(e, r, i, st->arrive_ns);
-    }
-    L->n_arr = 0;
+    ArrList *a = &e->lanes[k].arr_to[me];
+    for (gsize j = 0; j < a->n; j++)
+      comm_arrive(e, L, (guint)(a->v[j].key >> 32),
+                  (guint32)(a->v[j].key & 0xffffffffu), a->v[j].t);
+    a->n = 0;
   }
-  for (gsize q = 0; q < e->n_ready; q++) {
-    guint32 idx = e->ready[q];
-    Pending *p = &e->pend[idx];
+  gsize handed = 0;
+  for (gsize q = 0; q < L->n_ready; q++) {
+    guint32 idx = L->ready[q];
+    Pending *p = &L->pool.pend[idx];
     gint64 dur = comm_dur(e, p);
     for (guint k = 0; k < p->n_members; k++) {
       Done d = {p->members[k].rank, p->members[k].op, p->start_ns, dur};
-      Lane *L = &e->lanes[d.rank % e->n_lanes];
-      APPEND(L->done, L->n_done, L->cap_done, d);
+      DoneList *dl = &L->done_to[d.rank % e->n_lanes];
+      APPEND(dl->v, dl->n, dl->cap, d);
     }
     handed += p->n_members;
-    pending_release(e, idx);
+    pending_release(&L->pool, idx);
   }
-  e->n_ready = 0;
-  e->round_done = handed == 0;
+  L->n_ready = 0;
+  L->handed = handed;
 }
 
 /* One lane's replay: rounds of (apply the transfers handed to it, run its
- * ranks as far as they go) | (lane 0 matches) until a round completes no
- * transfer. */
+ * ranks as far as they go) | (match the arrivals of its groups and
+ * channels) until a round completes no transfer on any lane. */
 static gpointer lane_replay(gpointer data)
 {
   Lane *L = data;
   SimEngine *e = L->e;
+  guint me = (guint)(L - e->lanes);
   for (;;) {
-    for (gsize d = 0; d < L->n_done; d++)
-      comm_apply(e, L, L->done[d].rank, L->done[d].op, L->done[d].start,
-                 L->done[d].dur);
-    L->n_done = 0;
+    for (guint k = 0; k < e->n_lanes; k++) {
+      DoneList *dl = &e->lanes[k].done_to[me];
+      for (gsize j = 0; j < dl->n; j++)
+        comm_apply(e, L, dl->v[j].rank, dl->v[j].op, dl->v[j].start,
+                   dl->v[j].dur);
+      dl->n = 0;
+    }
     drain_work(e, L);
     barrier_wait(&e->bar);
-    if (L == &e->lanes[0])
-      coordinate(e);
+    match_round(e, L);
     barrier_wait(&e->bar);
-    if (e->round_done)
+    gsize handed = 0;
+    for (guint k = 0; k < e->n_lanes; k++)
+      handed += e->lanes[k].handed;
+    if (handed == 0)
       break;
   }
   return NULL;
@@ -990,15 +1028,17 @@ static void clear_matching(SimEngine *e)
   sim_queue_clear(e->queue);
   for (guint k = 0; k < e->n_lanes; k++) {
     Lane *L = &e->lanes[k];
-    L->n_work = L->n_arr = L->n_done = 0;
+    L->n_work = L->n_ready = 0;
+    for (guint j = 0; L->arr_to != NULL && j < e->n_lanes; j++)
+      L->arr_to[j].n = L->done_to[j].n = 0;
+    Pool *pl = &L->pool;
+    pl->n_free = 0;
+    for (guint32 i = 0; i < pl->n_pend; i++)
+      pl->pend_free[pl->n_free++] = pl->n_pend - 1 - i;
   }
-  e->n_ready = 0;
   for (guint g = 0; g < e->n_groups; g++)
     if (e->rings[g].slot != NULL)
       memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
-  e->n_free = 0;
-  for (guint32 i = 0; i < e->n_pend; i++)
-    e->pend_free[e->n_free++] = e->n_pend - 1 - i;
   for (guint r = 0; r < e->w->n_ranks; r++) {
     RankState *rs = &e->ranks[r];
     for (guint32 c = 0; c < rs->n_chans; c++) {
@@ -1085,15 +1125,23 @@ static gboolean replay_lanes(SimEngine *e, gint64 t0)
       n_streams += e->ranks[r].n_streams;
     e->saved = g_new(Stream, MAX(n_streams, 1));
     e->saved_switches = g_new(guint64, MAX(w->n_ranks, 1));
-    e->mstream = g_new(guint8, MAX(w->group_ranks->len, 1));
   }
   keep_streams(e, TRUE);
-  memset(e->mstream, 0, MAX(w->group_ranks->len, 1));
-  e->order_hit = FALSE;
+  gsize nm = MAX(w->group_ranks->len, 1);
+  for (guint k = 0; k < e->n_lanes; k++) {
+    Lane *L = &e->lanes[k];
+    if (L->mseq == NULL) {
+      L->mseq = g_new(guint32, nm);
+      L->mstream = g_new(guint8, nm);
+    }
+    memset(L->mseq, 0, sizeof(guint32) * nm);
+    memset(L->mstream, 0, nm);
+  }
+  g_atomic_int_set(&e->order_hit, FALSE);
   begin_iteration(e, t0);
   e->bar.n = e->n_lanes;
   sim_lanes_run(e, lane_replay);
-  if (!e->order_hit)
+  if (!g_atomic_int_get(&e->order_hit))
     return TRUE;
   keep_streams(e, FALSE);
   clear_matching(e);
