@@ -241,10 +241,11 @@ typedef struct {
   DoneList *done_to;         /* threaded, per lane: completed transfers
                                 of its ranks */
   gsize handed;              /* threaded: transfers completed this round */
-  guint32 *mseq;             /* threaded: the lane's own SimEngine.mseq and
-                                mstream (it touches its groups' entries
-                                only; no line shared with another lane) */
-  guint8 *mstream;
+  guint32 *mseq;             /* per group membership: collectives issued;
+                                each lane its own (it touches its groups'
+                                entries only; no line shared) */
+  guint8 *mstream;           /* threaded, per membership: stream + 1 of
+                                the rank's last collective on it */
   guint finished;            /* ranks that finished this iteration */
   CostSlot *cache;           /* its copy of the shared price cache, or NULL
                                 (lane 0's is SimEngine.shared_cache) */
@@ -272,7 +273,6 @@ struct SimEngine {
   const guint32 *group_off;   /* w->group_off data */
   const guint32 *group_ranks; /* w->group_ranks data */
   guint n_groups;
-  guint32 *mseq;              /* per membership: collectives issued */
   guint32 *group_expect;      /* arrivals completing an instance */
   Ring *rings;                /* per group */
   /* Lanes: n_lanes >= 1 (sim_engine_set_threads); lane r % n_lanes owns

@@ -168,6 +168,7 @@ static void find_targets(RankState *rs, const SimRank *rk,
 static void lanes_new(SimEngine *e, guint n)
 {
   guint n_shapes = MAX(e->w->shapes->len, 1);
+  gsize nm = MAX(e->w->group_ranks->len, 1);
   e->n_lanes = n;
   e->lanes = g_new0(Lane, n);
   for (guint k = 0; k < n; k++) {
@@ -176,9 +177,11 @@ static void lanes_new(SimEngine *e, guint n)
     L->cache = k == 0 ? e->shared_cache
                : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
                                          : NULL;
+    L->mseq = g_new0(guint32, nm);
     if (n > 1) {
       L->arr_to = g_new0(ArrList, n);
       L->done_to = g_new0(DoneList, n);
+      L->mstream = g_new0(guint8, nm);
     }
   }
 }
@@ -341,7 +344,6 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   e->n_groups = sim_workload_n_groups(w);
   e->group_off = (const guint32 *)(void *)w->group_off->data;
   e->group_ranks = (const guint32 *)(void *)w->group_ranks->data;
-  e->mseq = g_new0(guint32, MAX(w->group_ranks->len, 1));
   e->group_expect = g_new0(guint32, MAX(e->n_groups, 1));
   e->rings = g_new0(Ring, MAX(e->n_groups, 1));
   g_autofree guint32 *stamp = NULL;
@@ -391,7 +393,6 @@ void sim_engine_free(SimEngine *e)
   g_free(e->boost);
   g_free(e->log_mem);
   g_free(e->shared_cache);
-  g_free(e->mseq);
   g_free(e->group_expect);
   for (guint g = 0; e->rings != NULL && g < e->n_groups; g++)
     g_aligned_free(e->rings[g].slot);

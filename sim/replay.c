@@ -529,7 +529,7 @@ static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
       }
       mpos = rs->last_mpos;
     }
-    guint32 seq = (e->deferred ? M->mseq : e->mseq)[mpos]++;
+    guint32 seq = M->mseq[mpos]++;
     Ring *ring = &e->rings[g];
     Pool *pl = &M->pool;
     guint32 v = ring->slot != NULL ? ring->slot[seq & ring->mask] : 0;
@@ -1084,7 +1084,9 @@ static void begin_iteration(SimEngine *e, gint64 t0)
   e->n_unfinished_ranks = 0;
   for (guint k = 0; k < e->n_lanes; k++)
     e->lanes[k].finished = 0;
-  memset(e->mseq, 0, sizeof(guint32) * MAX(w->group_ranks->len, 1));
+  for (guint k = 0; k < e->n_lanes; k++)
+    memset(e->lanes[k].mseq, 0,
+           sizeof(guint32) * MAX(w->group_ranks->len, 1));
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     RankState *rs = &e->ranks[r];
@@ -1154,16 +1156,8 @@ static gboolean replay_lanes(SimEngine *e, gint64 t0)
     e->saved_switches = g_new(guint64, MAX(w->n_ranks, 1));
   }
   keep_streams(e, TRUE);
-  gsize nm = MAX(w->group_ranks->len, 1);
-  for (guint k = 0; k < e->n_lanes; k++) {
-    Lane *L = &e->lanes[k];
-    if (L->mseq == NULL) {
-      L->mseq = g_new(guint32, nm);
-      L->mstream = g_new(guint8, nm);
-    }
-    memset(L->mseq, 0, sizeof(guint32) * nm);
-    memset(L->mstream, 0, nm);
-  }
+  for (guint k = 0; k < e->n_lanes; k++)
+    memset(e->lanes[k].mstream, 0, MAX(w->group_ranks->len, 1));
   g_atomic_int_set(&e->order_hit, FALSE);
   begin_iteration(e, t0);
   e->bar.n = e->n_lanes;
