@@ -222,27 +222,11 @@ static void boost_reset(SimEngine *e)
 }
 
 
-/* llround(x), inline: round half away from zero.  x - trunc(x) is exact for
- * every double below 2^63, so this is the C library's answer bit for bit;
- * NaN and values past DUR_CAP give DUR_CAP, negative ones 0. */
-static inline gint64 round_ns(double x)
-{
-  if (G_UNLIKELY(!(x > -4.6e18 && x < 4.6e18)))
-    return x < 0 ? 0 : DUR_CAP;
-  gint64 t = (gint64)x;
-  double f = x - (double)t;
-  if (f >= 0.5)
-    t++;
-  else if (f <= -0.5)
-    t--;
-  return t;
-}
-
 gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns)
 {
   g_return_val_if_fail(done_ns >= 0 && done_ns < old_ns, 0);
   /* The fraction of the work left, at the new clocks' full duration. */
-  return round_ns((double)(old_ns - done_ns) / (double)old_ns * new_ns);
+  return sim_round_ns((double)(old_ns - done_ns) / (double)old_ns * new_ns);
 }
 
 /* Op i of rs ends past TIME_MAX: the error names the rank's first such
@@ -847,7 +831,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       if (G_UNLIKELY(e->boost != NULL))
         c = boost_clocks(e, r, c, ready);
       const CostSlot *slot = price(e, r, op->shape, c);
-      gint64 dur = round_ns((double)op->ref_ns * slot->cost.time_scale);
+      gint64 dur = sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
       float inc = slot->inc;
       gint64 end = ready + dur;
       gint64 split = 0; /* when a switch landed inside it (0: none) */

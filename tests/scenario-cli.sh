@@ -93,7 +93,7 @@ check bench-refused 0 '"gpus": 1, "ok": false, "refused": "memory"' -- "$J" benc
 check bench-refused-text 0 "REFUSED: joulesim: gpt3-1.3b tp1 pp1 dp1 (43777 ops) would need about" -- "$J" bench --quick --max-memory=1M --only replay/1gpu
 check bench-max-memory-bad 2 "'0' is not a size" -- "$J" bench --quick --max-memory 0
 check bench-case-args 2 "bench --case replay: needs 8 arguments" -- "$J" bench --case replay gpt3-125m 1 1 1 1 0
-check bench-case-policy 1 "not kernel or perseus" -- "$J" bench --case policy frob gpt3-125m 1 1 1 2 0
+check bench-case-policy 1 "not kernel or perseus" -- "$J" bench --case policy frob gpt3-125m 1 1 1 2 0 0
 
 # The sandbox itself: tests/scenario-sandbox.sh and tests/sandbox/.
 # A real C module loads outside the sandbox (tests/sandbox/package-cpath.lua

@@ -81,6 +81,12 @@ typedef struct {
   gint64 *ev_arrive, *ev_start, *ev_end;
   float *ev_power_w;
   DvfsClockState *ev_clock;
+  /* The evaluator's program (model.c, "Evaluator"): the nodes in
+   * topological order, each transfer's members, and scratch. */
+  struct DvfsEvStep *ev_steps;     /* n_nodes */
+  struct DvfsEvMember *ev_members; /* members of every transfer */
+  gint64 *ev_node_end;             /* n_nodes + 1, by topological position */
+  gint64 *ev_member_arrive;        /* per member */
 } DvfsModel;
 
 /* Candidate clock pairs and their prices for every shape the model's
