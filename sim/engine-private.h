@@ -275,10 +275,11 @@ struct SimEngine {
   guint n_groups;
   guint32 *group_expect;      /* arrivals completing an instance */
   Ring *rings;                /* per group */
-  /* Lanes: n_lanes >= 1 (sim_engine_set_threads); lane r % n_lanes owns
+  /* Lanes: n_lanes >= 1 (sim_engine_set_threads); lane_of(e, r) owns
    * rank r. */
   Lane *lanes;
   guint n_lanes;
+  guint lane_block;          /* ranks [b B, (b+1) B) go to lane b mod n */
   gboolean deferred;         /* this iteration replays on the lanes */
   gint order_hit;            /* threaded, atomic: a rank used a group or
                                 channel from two streams (sim/replay.c) */
@@ -352,6 +353,12 @@ static inline gint64 target_end(const RankState *rs, const Stream *owner,
 {
   guint32 k = lower_bound(rs->targets, owner->tgt_lo, owner->tgt_hi, j);
   return rs->target_end[k];
+}
+
+/* The lane that owns rank r. */
+static inline guint lane_of(const SimEngine *e, guint r)
+{
+  return r / e->lane_block % e->n_lanes;
 }
 
 /* Where a rank's contributions to the totals go: the result itself, or a

@@ -75,13 +75,13 @@
  * -------
  * With sim_engine_set_threads(n > 1), a thread-safe machine, no observer
  * and no boost controller, an iteration replays on n lanes in rounds.
- * Lane k owns ranks r with r mod n == k (neighbouring ranks do the same
- * work at the same time, so every lane has its share of each round).  A
+ * Lane k owns the blocks b of lane_block consecutive ranks with b mod n ==
+ * k (lane_of; sim_engine_set_threads says why blocks).  A
  * round: (1) every lane applies the transfers handed to it (comm_apply)
  * and runs its ranks' streams as far as they go, sending each
  * communication arrival, with its time, to the lane that matches it (a
- * group's collectives on lane g mod n, a channel's transfers on lane
- * rep(dst) mod n); barrier; (2) every lane matches the arrivals sent to
+ * group's collectives on the lane of its first member, a channel's
+ * transfers on the lane of rep(dst)); barrier; (2) every lane matches the arrivals sent to
  * it, lane by lane, in its own pool, mseq and rings (line-aligned, so no
  * line is written by two lanes), prices every transfer that completed and
  * hands its members to their lanes; barrier; the iteration ends when a
@@ -466,12 +466,11 @@ static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
  * collectives on one lane, a channel's transfers on one lane). */
 static inline guint match_lane(const SimEngine *e, guint r, const SimOp *op)
 {
-  guint32 key = op->kind == SIM_OP_COLLECTIVE
-                    ? sim_op_peer(&e->w->ranks[r], op)
-                    : rep_of(e, op->kind == SIM_OP_SEND
-                                    ? sim_op_peer(&e->w->ranks[r], op)
-                                    : r);
-  return key % e->n_lanes;
+  if (op->kind == SIM_OP_COLLECTIVE)
+    return lane_of(e, e->group_ranks[e->group_off[sim_op_peer(&e->w->ranks[r], op)]]);
+  return lane_of(e, rep_of(e, op->kind == SIM_OP_SEND
+                                  ? sim_op_peer(&e->w->ranks[r], op)
+                                  : r));
 }
 
 /* A rank used one group or channel from two streams (threaded). */
@@ -992,7 +991,7 @@ static void match_round(SimEngine *e, Lane *L)
     gint64 dur = comm_dur(e, p);
     for (guint k = 0; k < p->n_members; k++) {
       Done d = {p->members[k].rank, p->members[k].op, p->start_ns, dur};
-      DoneList *dl = &L->done_to[d.rank % e->n_lanes];
+      DoneList *dl = &L->done_to[lane_of(e, d.rank)];
       APPEND(dl->v, dl->n, dl->cap, d);
     }
     handed += p->n_members;
@@ -1090,7 +1089,7 @@ static void begin_iteration(SimEngine *e, gint64 t0)
       e->n_unfinished_ranks++;
     if (e->deferred) {
       /* Pushed last stream first: the lane runs them in order. */
-      Lane *L = &e->lanes[r % e->n_lanes];
+      Lane *L = &e->lanes[lane_of(e, r)];
       for (guint s = rs->n_streams; s-- > 0;)
         if (rs->streams[s].state == ST_RUN)
           push_work(L, r, s);

@@ -70,6 +70,9 @@ static const Case cases[] = {
   {"gpipe-tp4-pp2", 4, 2, 1, 4, PIPELINE_GPIPE, FALSE, V_VARIABILITY},
   {"tp4-dp4", 4, 1, 4, 2, PIPELINE_1F1B, FALSE, V_KERNEL_PLAN},
   {"folded-tp2-pp2-dp4", 2, 2, 4, 8, PIPELINE_1F1B, TRUE, V_PLAIN},
+  /* 64 ranks: lanes own blocks of 4 ranks on 2 threads, 2 on 4, 1 on 7
+   * (sim_engine_set_threads). */
+  {"blocks-tp2-pp2-dp16", 2, 2, 16, 4, PIPELINE_1F1B, FALSE, V_STRAGGLERS},
 };
 
 typedef struct {
