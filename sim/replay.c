@@ -1012,9 +1012,11 @@ static gpointer lane_replay(gpointer data)
   for (;;) {
     for (guint k = 0; k < e->n_lanes; k++) {
       DoneList *dl = &e->lanes[k].done_to[me];
-      for (gsize j = 0; j < dl->n; j++)
+      for (gsize j = 0; j < dl->n; j++) {
         comm_apply(e, L, dl->v[j].rank, dl->v[j].op, dl->v[j].start,
                    dl->v[j].dur);
+        drain_work(e, L);
+      }
       dl->n = 0;
     }
     drain_work(e, L);
