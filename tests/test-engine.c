@@ -1355,9 +1355,38 @@ static void test_boost_invalid(void)
   g_error_free(error);
 }
 
+/* sim_round_ns is llround for every value the engine can price (it
+ * replaced llround in the replay and the plan model): halves away from
+ * zero, the doubles just below a half, integers near 2^53 and 2^62,
+ * random values; NaN and overflow go to the cap, not llround's
+ * unspecified result. */
+static void test_round_ns(void)
+{
+  static const double xs[] = {
+    0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 1.4999999999999998,
+    -0.5, -1.5, -0.49999999999999994, 1e-300, 4503599627370495.5,
+    4503599627370496.0, 9007199254740993.0, 4.0e18, -4.0e18, 12345.678,
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(xs); i++)
+    g_assert_cmpint(sim_round_ns(xs[i]), ==, llround(xs[i]));
+  SimPcg rng;
+  sim_pcg_seed(&rng, 5, 5);
+  for (guint i = 0; i < 100000; i++) {
+    double x = sim_pcg_double(&rng) * pow(10.0, (double)(i % 19));
+    g_assert_cmpint(sim_round_ns(x), ==, llround(x));
+    g_assert_cmpint(sim_round_ns(-x), ==, llround(-x));
+  }
+  gint64 cap = (gint64)(G_GUINT64_CONSTANT(1) << 62);
+  g_assert_cmpint(sim_round_ns(NAN), ==, cap);
+  g_assert_cmpint(sim_round_ns(INFINITY), ==, cap);
+  g_assert_cmpint(sim_round_ns(1e19), ==, cap);
+  g_assert_cmpint(sim_round_ns(-1e19), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/engine/round-ns", test_round_ns);
   g_test_add_func("/engine/single-gpu-sum", test_single_gpu_sum);
   g_test_add_func("/engine/collective-blocking", test_collective_blocking);
   g_test_add_func("/engine/p2p", test_p2p);
