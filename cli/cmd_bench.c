@@ -112,16 +112,17 @@ static double cpu_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static gboolean gpt_cfg(GptConfig *cfg, const char *model, guint tp, guint pp,
-                        guint dp, guint mb, gboolean fold, GError **error)
+/* The workload a child case names: m = MODEL TP PP DP MB. */
+static gboolean gpt_cfg(GptConfig *cfg, char **m, gboolean fold,
+                        GError **error)
 {
   gpt_config_init(cfg);
-  if (!gpt_config_set_model(cfg, model, error))
+  if (!gpt_config_set_model(cfg, m[0], error))
     return FALSE;
-  cfg->tp = tp;
-  cfg->pp = pp;
-  cfg->dp = dp;
-  cfg->microbatches = mb;
+  cfg->tp = (guint)atoi(m[1]);
+  cfg->pp = (guint)atoi(m[2]);
+  cfg->dp = (guint)atoi(m[3]);
+  cfg->microbatches = (guint)atoi(m[4]);
   cfg->fold = fold;
   return gpt_config_validate(cfg, error);
 }
@@ -149,23 +150,26 @@ static gboolean gpt_fits(JsSession *s, const GptConfig *cfg, GError **error)
 /* A GPT workload on A100s and the dgx-a100 network, checked against the
  * memory limit first; *gen_s and *gen_cpu_s its generation's wall and CPU
  * seconds. */
-static gboolean gpt_setup(JsSession *s, const GptConfig *cfg,
+static gboolean gpt_setup(JsSession *s, char **m, gboolean fold,
                           SimWorkload **w, Cluster **c, double *gen_s,
                           double *gen_cpu_s, GError **error)
 {
+  GptConfig cfg;
+  if (!gpt_cfg(&cfg, m, fold, error))
+    return FALSE;
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
                                             error);
-  if (gpu == NULL || !gpt_fits(s, cfg, error))
+  if (gpu == NULL || !gpt_fits(s, &cfg, error))
     return FALSE;
   gint64 t0 = g_get_monotonic_time();
   double c0 = cpu_s();
-  *w = gpt_generate(cfg, gpu, error);
+  *w = gpt_generate(&cfg, gpu, error);
   if (*w == NULL)
     return FALSE;
   *gen_s = since_s(t0);
   *gen_cpu_s = cpu_s() - c0;
   g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
-  *c = net ? cluster_new(gpu, net, cfg->tp * cfg->pp * cfg->dp, 8, error)
+  *c = net ? cluster_new(gpu, net, cfg.tp * cfg.pp * cfg.dp, 8, error)
            : NULL;
   return *c != NULL;
 }
@@ -175,14 +179,11 @@ static gboolean gpt_setup(JsSession *s, const GptConfig *cfg,
  * power = } }; 0 0: none, every rank priced alike). */
 static gboolean case_replay(JsSession *s, char **a, GError **error)
 {
-  GptConfig cfg;
-  guint tp = atoi(a[1]), pp = atoi(a[2]), dp = atoi(a[3]), n = tp * pp * dp;
-  if (!gpt_cfg(&cfg, a[0], tp, pp, dp, atoi(a[4]), atoi(a[5]) != 0, error))
-    return FALSE;
+  guint n = atoi(a[1]) * atoi(a[2]) * atoi(a[3]);
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
   double gen_s = 0, gen_cpu = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+  if (!gpt_setup(s, a, atoi(a[5]) != 0, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   c->perf_spread = g_ascii_strtod(a[6], NULL);
   c->power_spread = g_ascii_strtod(a[7], NULL);
@@ -239,15 +240,12 @@ static gboolean same_result(const SimResult *a, const SimResult *b)
  * bit. */
 static gboolean case_threads(JsSession *s, char **a, GError **error)
 {
-  GptConfig cfg;
-  guint tp = atoi(a[1]), pp = atoi(a[2]), dp = atoi(a[3]), n = tp * pp * dp;
+  guint n = atoi(a[1]) * atoi(a[2]) * atoi(a[3]);
   guint threads = (guint)atoi(a[5]);
-  if (!gpt_cfg(&cfg, a[0], tp, pp, dp, atoi(a[4]), FALSE, error))
-    return FALSE;
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
   double gen_s = 0, gen_cpu = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+  if (!gpt_setup(s, a, FALSE, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
   SimResult *r[3] = {NULL, NULL, NULL};
@@ -281,14 +279,10 @@ static gboolean case_threads(JsSession *s, char **a, GError **error)
  * planner alone (dvfs_planner_run), 1% slowdown budget. */
 static gboolean case_planner(JsSession *s, char **a, GError **error)
 {
-  GptConfig cfg;
-  guint tp = atoi(a[3]), pp = atoi(a[4]), dp = atoi(a[5]);
-  if (!gpt_cfg(&cfg, a[2], tp, pp, dp, atoi(a[6]), FALSE, error))
-    return FALSE;
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
   double gen_s = 0, gen_cpu = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+  if (!gpt_setup(s, a + 2, FALSE, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy p;
   dvfs_policy_init(&p, DVFS_KERNEL);
@@ -302,7 +296,7 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
   if (r == NULL)
     return FALSE;
   printf("gpus=%u plan_s=%.3f latency_ms=%.0f classes=%u evaluations=%u "
-         "replays=%u saving_pct=%.3f slowdown_pct=%.3f\n", tp * pp * dp,
+         "replays=%u saving_pct=%.3f slowdown_pct=%.3f\n", w->n_ranks,
          since_s(t0), r->latency_ms, r->n_classes, r->evaluations,
          r->simulations, 100 * (1 - r->energy_j / r->base_energy_j),
          100 * (r->time_s / r->base_time_s - 1));
@@ -318,10 +312,7 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
  * js.gpt figures).  run_s is the whole call: plan and planned replay. */
 static gboolean case_policy(JsSession *s, char **a, GError **error)
 {
-  GptConfig cfg;
-  guint tp = atoi(a[2]), pp = atoi(a[3]), dp = atoi(a[4]);
-  if (!gpt_cfg(&cfg, a[1], tp, pp, dp, atoi(a[5]), atoi(a[6]) != 0, error))
-    return FALSE;
+  guint n = atoi(a[2]) * atoi(a[3]) * atoi(a[4]);
   gboolean perseus = strcmp(a[0], "perseus") == 0;
   if (!perseus && strcmp(a[0], "kernel") != 0) {
     g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -331,7 +322,8 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
   double gen_s = 0, gen_cpu = 0;
-  if (!gpt_setup(s, &cfg, &w, &c, &gen_s, &gen_cpu, error))
+  if (!gpt_setup(s, a + 1, atoi(a[6]) != 0, &w, &c, &gen_s, &gen_cpu,
+                 error))
     return FALSE;
   DvfsPolicy p;
   dvfs_policy_init(&p, perseus ? DVFS_PERSEUS : DVFS_KERNEL);
@@ -349,8 +341,8 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
     return FALSE;
   }
   printf("gpus=%u latency=%s gen_s=%.3f run_s=%.3f gen_cpu_s=%.3f "
-         "run_cpu_s=%.3f iteration_s=%.6f energy_j=%.6e", tp * pp * dp, a[7],
-         gen_s, run_s, gen_cpu, run_cpu, (double)r->time_ns * 1e-9, r->energy_j);
+         "run_cpu_s=%.3f iteration_s=%.6f energy_j=%.6e", n, a[7], gen_s,
+         run_s, gen_cpu, run_cpu, (double)r->time_ns * 1e-9, r->energy_j);
   if (rep.plan != NULL) {
     const DvfsPlanResult *pr = rep.plan;
     printf(" classes=%u evaluations=%u replays=%u saving_pct=%.3f "
@@ -374,8 +366,7 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
 static gboolean case_native(JsSession *s, char **a, GError **error)
 {
   GptConfig cfg;
-  if (!gpt_cfg(&cfg, a[0], atoi(a[1]), atoi(a[2]), atoi(a[3]), atoi(a[4]),
-               FALSE, error))
+  if (!gpt_cfg(&cfg, a, FALSE, error))
     return FALSE;
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
                                             error);
