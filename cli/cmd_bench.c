@@ -179,7 +179,6 @@ static gboolean gpt_setup(JsSession *s, char **m, gboolean fold,
  * power = } }; 0 0: none, every rank priced alike). */
 static gboolean case_replay(JsSession *s, char **a, GError **error)
 {
-  guint n = atoi(a[1]) * atoi(a[2]) * atoi(a[3]);
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
   double gen_s = 0, gen_cpu = 0;
@@ -207,10 +206,11 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
   printf("gpus=%u ops=%" G_GUINT64_FORMAT " ops_replayed=%" G_GUINT64_FORMAT
          " gen_s=%.3f replay_s=%.3f mops_per_s=%.2f gen_cpu_s=%.3f "
          "replay_cpu_s=%.3f mops_per_cpu_s=%.2f iteration_s=%.6f "
-         "energy_j=%.6e tflops_per_gpu=%.2f\n", n, r->ops_represented,
-         r->ops, gen_s, sim_s, (double)r->ops / MAX(sim_s, 1e-9) * 1e-6,
-         gen_cpu, sim_cpu, (double)r->ops / MAX(sim_cpu, 1e-9) * 1e-6, it_s,
-         r->energy_j, r->flops / it_s / n * 1e-12);
+         "energy_j=%.6e tflops_per_gpu=%.2f\n", w->n_ranks,
+         r->ops_represented, r->ops, gen_s, sim_s,
+         (double)r->ops / MAX(sim_s, 1e-9) * 1e-6, gen_cpu, sim_cpu,
+         (double)r->ops / MAX(sim_cpu, 1e-9) * 1e-6, it_s, r->energy_j,
+         r->flops / it_s / w->n_ranks * 1e-12);
   return TRUE;
 }
 
@@ -240,7 +240,6 @@ static gboolean same_result(const SimResult *a, const SimResult *b)
  * bit. */
 static gboolean case_threads(JsSession *s, char **a, GError **error)
 {
-  guint n = atoi(a[1]) * atoi(a[2]) * atoi(a[3]);
   guint threads = (guint)atoi(a[5]);
   g_autoptr(SimWorkload) w = NULL;
   g_autoptr(Cluster) c = NULL;
@@ -267,8 +266,9 @@ static gboolean case_threads(JsSession *s, char **a, GError **error)
   }
   printf("gpus=%u threads=%u ops_replayed=%" G_GUINT64_FORMAT
          " replay_1_s=%.3f replay_n_s=%.3f speedup=%.3f replay_1_cpu_s=%.3f "
-         "replay_n_cpu_s=%.3f identical=%d\n", n, threads, r[2]->ops, wall[1],
-         wall[2], wall[1] / MAX(wall[2], 1e-9), cpu[1], cpu[2],
+         "replay_n_cpu_s=%.3f identical=%d\n", w->n_ranks, threads,
+         r[2]->ops, wall[1], wall[2], wall[1] / MAX(wall[2], 1e-9), cpu[1],
+         cpu[2],
          same_result(r[1], r[2]) && same_result(r[0], r[2]) ? 1 : 0);
   for (guint k = 0; k < 3; k++)
     sim_result_free(r[k]);
@@ -307,12 +307,12 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
  * policy through the policy API that js.simulate{ policy = ... } uses
  * (js_simulate_report: the session's checks, the plan and its replay), at
  * 0 ms switching latency or the GPU's (the catalogue's, what a script gets
- * by default: 10 ms on the A100).  KERNEL is js.policy.kernel{ slowdown = 0.01 } (by name);
- * PERSEUS is js.policy.perseus{ slowdown = 0.003 } (docs/perseus.md's
- * js.gpt figures).  run_s is the whole call: plan and planned replay. */
+ * by default: 10 ms on the A100).  KERNEL is js.policy.kernel{ slowdown =
+ * 0.01 } (by name); PERSEUS is js.policy.perseus{ slowdown = 0.003 }
+ * (docs/perseus.md's js.gpt figures).  run_s is the whole call: plan
+ * and planned replay. */
 static gboolean case_policy(JsSession *s, char **a, GError **error)
 {
-  guint n = atoi(a[2]) * atoi(a[3]) * atoi(a[4]);
   gboolean perseus = strcmp(a[0], "perseus") == 0;
   if (!perseus && strcmp(a[0], "kernel") != 0) {
     g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -341,8 +341,9 @@ static gboolean case_policy(JsSession *s, char **a, GError **error)
     return FALSE;
   }
   printf("gpus=%u latency=%s gen_s=%.3f run_s=%.3f gen_cpu_s=%.3f "
-         "run_cpu_s=%.3f iteration_s=%.6f energy_j=%.6e", n, a[7], gen_s,
-         run_s, gen_cpu, run_cpu, (double)r->time_ns * 1e-9, r->energy_j);
+         "run_cpu_s=%.3f iteration_s=%.6f energy_j=%.6e", w->n_ranks, a[7],
+         gen_s, run_s, gen_cpu, run_cpu, (double)r->time_ns * 1e-9,
+         r->energy_j);
   if (rep.plan != NULL) {
     const DvfsPlanResult *pr = rep.plan;
     printf(" classes=%u evaluations=%u replays=%u saving_pct=%.3f "

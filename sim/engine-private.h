@@ -310,7 +310,7 @@ struct SimEngine {
  * (an absurd duration in the input, or an absurd slowdown), so the sums
  * ready + dur never overflow. */
 #define TIME_MAX ((gint64)((G_GUINT64_CONSTANT(1) << 62) - 1))
-#define DUR_CAP ((gint64)(G_GUINT64_CONSTANT(1) << 62))
+#define DUR_CAP SIM_DUR_CAP
 
 /* First index in the ascending array a[lo, hi) whose value is >= v. */
 static inline guint32 lower_bound(const guint32 *a, guint32 lo, guint32 hi,

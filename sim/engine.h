@@ -337,13 +337,14 @@ gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns);
 /* A duration in ns from its unrounded length, as the engine rounds every
  * priced duration: llround(x) (round half away from zero) bit for bit for
  * |x| < 4.6e18, computed inline (x - trunc(x) is exact for every double
- * below 2^63); NaN and values past that give 2^62 (the engine's duration
- * cap), negative ones below it 0.  For models that reproduce the engine
- * (models/dvfs/model.c). */
+ * below 2^63); NaN and values past that give SIM_DUR_CAP = 2^62 (the
+ * engine's duration cap), negative ones below it 0.  For models that
+ * reproduce the engine (models/dvfs/model.c). */
+#define SIM_DUR_CAP ((gint64)(G_GUINT64_CONSTANT(1) << 62))
 static inline gint64 sim_round_ns(double x)
 {
   if (G_UNLIKELY(!(x > -4.6e18 && x < 4.6e18)))
-    return x < 0 ? 0 : (gint64)(G_GUINT64_CONSTANT(1) << 62);
+    return x < 0 ? 0 : SIM_DUR_CAP;
   gint64 t = (gint64)x;
   double f = x - (double)t;
   if (f >= 0.5)

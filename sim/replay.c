@@ -73,29 +73,28 @@
  *
  * Threads
  * -------
- * With sim_engine_set_threads(n > 1), a thread-safe machine, no observer
- * and no boost controller, an iteration replays on n lanes in rounds.
- * Lane k owns the blocks b of lane_block consecutive ranks with b mod n ==
- * k (lane_of; sim_engine_set_threads says why blocks).  A
- * round: (1) every lane applies the transfers handed to it (comm_apply)
- * and runs its ranks' streams as far as they go, sending each
- * communication arrival, with its time, to the lane that matches it (a
- * group's collectives on the lane of its first member, a channel's
- * transfers on the lane of rep(dst)); barrier; (2) every lane matches the arrivals sent to
- * it, lane by lane, in its own pool, mseq and rings (line-aligned, so no
- * line is written by two lanes), prices every transfer that completed and
- * hands its members to their lanes; barrier; the iteration ends when a
- * round completes no transfer.  No event queue: start times are maxima of
- * finish times, so the order transfers start in does not change them
- * (which is why the machine must promise that the network's answers do
- * not depend on call order).  The one thing the processing order does
- * decide is which instance an arrival joins when a rank uses one group
- * (or one channel) from two streams; a lane that sees that sets
- * order_hit, and the iteration is put back (streams, switch counts) and
- * replayed serially, as is every later one of the engine.  The error a
- * replay reports names a rank's first bad op by index (note_bad), not the
- * first one reached.  Accounting then runs on the lanes too, rank by rank
- * into per-rank totals that are added in rank order (sim/engine.c), so
+ * With sim_engine_set_threads(n > 1), a thread-safe machine, no observer and
+ * no boost controller, an iteration replays on n lanes in rounds. Lane k
+ * owns the blocks b of lane_block consecutive ranks with b mod n == k
+ * (lane_of; sim_engine_set_threads says why blocks).  A round: (1) every lane
+ * applies the transfers handed to it (comm_apply) and runs its ranks'
+ * streams as far as they go, sending each communication arrival, with its
+ * time, to the lane that matches it (a group's collectives on the lane of
+ * its first member, a channel's transfers on the lane of rep(dst)); barrier;
+ * (2) every lane matches the arrivals sent to it, lane by lane, in its own
+ * pool, mseq and rings (line-aligned, so no line is written by two lanes),
+ * prices every transfer that completed and hands its members to their lanes;
+ * barrier; the iteration ends when a round completes no transfer.  No event
+ * queue: start times are maxima of finish times, so the order transfers
+ * start in does not change them (which is why the machine must promise that
+ * the network's answers do not depend on call order).  The one thing the
+ * processing order does decide is which instance an arrival joins when a
+ * rank uses one group (or one channel) from two streams; a lane that sees
+ * that sets order_hit, and the iteration is put back (streams, switch
+ * counts) and replayed serially, as is every later one of the engine.  The
+ * error a replay reports names a rank's first bad op by index (note_bad),
+ * not the first one reached.  Accounting then runs on the lanes too, rank by
+ * rank into per-rank totals that are added in rank order (sim/engine.c), so
  * every figure is the same bit for bit on any number of threads.
  */
 #include "sim/engine-private.h"
@@ -466,8 +465,10 @@ static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
  * collectives on one lane, a channel's transfers on one lane). */
 static inline guint match_lane(const SimEngine *e, guint r, const SimOp *op)
 {
-  if (op->kind == SIM_OP_COLLECTIVE)
-    return lane_of(e, e->group_ranks[e->group_off[sim_op_peer(&e->w->ranks[r], op)]]);
+  if (op->kind == SIM_OP_COLLECTIVE) {
+    guint32 g = sim_op_peer(&e->w->ranks[r], op);
+    return lane_of(e, e->group_ranks[e->group_off[g]]);
+  }
   return lane_of(e, rep_of(e, op->kind == SIM_OP_SEND
                                   ? sim_op_peer(&e->w->ranks[r], op)
                                   : r));

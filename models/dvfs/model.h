@@ -81,7 +81,7 @@ typedef struct {
   gint64 *ev_arrive, *ev_start, *ev_end;
   float *ev_power_w;
   DvfsClockState *ev_clock;
-  /* The evaluator's program (model.c, "Evaluator"): the nodes in
+  /* The evaluator's program (model.c, "The program"): the nodes in
    * topological order, each transfer's members, and scratch. */
   struct DvfsEvStep *ev_steps;     /* n_nodes */
   struct DvfsEvMember *ev_members; /* members of every transfer */
