@@ -367,8 +367,9 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
     sm = straggler_machine_new(sim, opt->stragglers, NULL, NULL);
     sim = straggler_machine_sim(sm);
   }
-  if (!js_memory_check(s->max_memory, sim_engine_estimate_bytes(w),
-                       "js.simulate: the engine state", error))
+  guint64 need = sim_engine_estimate_bytes(w, sim, plan);
+  if (!js_memory_check(s->max_memory, need, "js.simulate: the engine state",
+                       error))
     return NULL;
   g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)

@@ -19,10 +19,34 @@
 
 /* ---- reading the log ------------------------------------------------------- */
 
+/* Kernel i's duration and power increment: the logged ones, or, when the
+ * iteration did not log kernels (SimEngine.klog), what the replay computed
+ * for it: every kernel ran at the one pair, priced in the rank's cache
+ * slot for its shape, which holds that pair all iteration.  FALSE: the log
+ * sends the reader to the overflow list. */
+static inline gboolean kernel_entry(const RankState *rs, const SimOp *ops,
+                                    guint32 i, gboolean klog, gint64 *dur,
+                                    float *inc)
+{
+  if (klog) {
+    OpLog l = rs->log[i];
+    if (G_UNLIKELY(l.dur == LOG_ESC))
+      return FALSE;
+    *dur = l.dur;
+    *inc = bits_float(l.aux);
+    return TRUE;
+  }
+  const CostSlot *slot = &rs->cache[ops[i].shape];
+  *dur = sim_round_ns((double)ops[i].ref_ns * slot->cost.time_scale);
+  *inc = slot->inc;
+  return TRUE;
+}
+
 /* Op i's times this iteration, given the end of the op before it on its
- * stream (the iteration start for the first). */
+ * stream (the iteration start for the first); ci is its entry in the comm
+ * log when it is a communication op. */
 static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
-                          gint64 prev_end, Iv *iv)
+                          guint32 ci, gboolean klog, gint64 prev_end, Iv *iv)
 {
   const SimOp *op = &ops[i];
   gint64 arrive = prev_end;
@@ -30,9 +54,34 @@ static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
     const Stream *owner = &rs->streams[ops[op->wait].stream];
     arrive = MAX(arrive, target_end(rs, owner, op->wait));
   }
-  OpLog l = rs->log[i];
   iv->arrive = arrive;
   iv->rest_end = 0;
+  OpLog l;
+  if (op->kind == SIM_OP_MARKER) {
+    iv->start = iv->end = arrive;
+    iv->inc = 0.0f;
+    return;
+  }
+  if (op->kind == SIM_OP_KERNEL) {
+    gint64 dur;
+    if (G_LIKELY(kernel_entry(rs, ops, i, klog, &dur, &iv->inc))) {
+      iv->start = arrive;
+      iv->end = arrive + dur;
+      return;
+    }
+    l = rs->log[i];
+  } else if (op->kind == SIM_OP_HOST) {
+    if (!klog) {
+      /* As the replay ran it (sim/replay.c, host_op). */
+      iv->start = arrive;
+      iv->end = arrive + MIN(op->ref_ns, TIME_MAX);
+      iv->inc = 0.0f;
+      return;
+    }
+    l = rs->log[i];
+  } else {
+    l = rs->clog[ci];
+  }
   if (G_UNLIKELY(l.dur == LOG_ESC)) {
     const Overflow *o = &rs->ovf[l.aux];
     iv->arrive = o->arrive;
@@ -47,26 +96,14 @@ static inline void decode(const RankState *rs, const SimOp *ops, guint32 i,
     }
     return;
   }
-  switch (op->kind) {
-  case SIM_OP_KERNEL:
-    iv->start = arrive;
-    iv->end = arrive + l.dur;
-    iv->inc = bits_float(l.aux);
-    break;
-  case SIM_OP_MARKER:
-    iv->start = iv->end = arrive;
-    iv->inc = 0.0f;
-    break;
-  case SIM_OP_HOST:
+  if (op->kind == SIM_OP_HOST) {
     iv->start = arrive;
     iv->end = arrive + l.dur;
     iv->inc = 0.0f;
-    break;
-  default:
+  } else {
     iv->start = arrive + l.aux;
     iv->end = iv->start + l.dur;
     iv->inc = rs->comm_inc;
-    break;
   }
 }
 
@@ -90,6 +127,7 @@ enum {
 /* One stream's interval sequence during the sweep. */
 typedef struct {
   guint32 cur, end;
+  guint32 ci;     /* the comm log's entry of the next communication op */
   guint32 phase;  /* RD_* */
   gint64 prev_end;
   Iv iv;
@@ -104,7 +142,7 @@ static inline gint64 reader_edge(const Reader *rd)
 
 /* Moves rd past every edge at or before tau.  FALSE when exhausted. */
 static inline gboolean reader_skip(Reader *rd, const RankState *rs,
-                                   const SimOp *ops, gint64 tau)
+                                   const SimOp *ops, gboolean klog, gint64 tau)
 {
   for (;;) {
     if (rd->cur >= rd->end)
@@ -121,10 +159,11 @@ static inline gboolean reader_skip(Reader *rd, const RankState *rs,
         continue;
       }
       rd->prev_end = rd->iv.end;
+      rd->ci += is_comm(ops[rd->cur].kind) ? 1u : 0u;
       rd->cur++;
       rd->phase = RD_BEFORE;
       if (rd->cur < rd->end)
-        decode(rs, ops, rd->cur, rd->prev_end, &rd->iv);
+        decode(rs, ops, rd->cur, rd->ci, klog, rd->prev_end, &rd->iv);
     } else {
       rd->phase++;
     }
@@ -196,8 +235,8 @@ typedef struct {
   Totals *tot;
   SimGpuResult *g;
   const SimOp *ops;
-  const OpLog *log;
   const RankState *rs;
+  gboolean klog;     /* SimEngine.klog */
   double idle_w;
   double block_inc;  /* blocked power - idle power */
   guint ns;          /* streams */
@@ -211,23 +250,39 @@ typedef struct {
 } Sweep;
 
 /* Step 1: increments, attributed to their own op (or to blocked), added
- * to `energy` (returned).  Only durations are needed here, and the log
- * holds them directly. */
+ * to `energy` (returned).  Only durations are needed here, and the logs
+ * hold them directly (kernel_entry). */
 SWEEP_INLINE double add_increments(const SimEngine *e, const SimRank *rk,
                                    const RankState *rs, double block_inc,
                                    Totals *tot, SimGpuResult *g,
                                    double energy)
 {
   const SimOp *ops = rk->ops;
-  const OpLog *log = rs->log;
+  const gboolean klog = e->klog;
   const double comm_inc = rs->comm_inc;
+  guint32 ci = 0; /* ops are grouped by stream: comm log order */
   for (guint32 i = 0; i < rk->n_ops; i++) {
     const SimOp *op = &ops[i];
-    OpLog l = log[i];
+    OpLog l;
     double d, inc, blocked;
     const Overflow *split = NULL; /* a kernel split by a clock switch */
     if (G_UNLIKELY(op->kind == SIM_OP_HOST))
       continue; /* CPU time: no increment, no GPU class time */
+    if (op->kind == SIM_OP_KERNEL) {
+      gint64 kd;
+      float ki;
+      if (G_LIKELY(kernel_entry(rs, ops, i, klog, &kd, &ki))) {
+        d = (double)kd;
+        inc = ki;
+        blocked = 0;
+        goto add;
+      }
+      l = rs->log[i];
+    } else if (op->kind == SIM_OP_MARKER) {
+      continue; /* lasts nothing: adds 0 to every sum below */
+    } else {
+      l = rs->clog[ci++];
+    }
     if (G_UNLIKELY(l.dur == LOG_ESC)) {
       const Overflow *o = &rs->ovf[l.aux];
       d = (double)(o->end - o->start);
@@ -235,19 +290,12 @@ SWEEP_INLINE double add_increments(const SimEngine *e, const SimRank *rk,
       blocked = (double)(o->start - o->arrive);
       if (o->split != 0)
         split = o;
-    } else if (op->kind == SIM_OP_KERNEL) {
-      d = (double)l.dur;
-      inc = bits_float(l.aux);
-      blocked = 0;
-    } else if (op->kind == SIM_OP_MARKER) {
-      d = 0;
-      inc = 0;
-      blocked = 0;
     } else {
       d = (double)l.dur;
       inc = comm_inc;
       blocked = (double)l.aux;
     }
+  add:;
     double ej = inc * d * 1e-9;
     if (G_UNLIKELY(split != NULL))
       /* Each part at its own clocks' power. */
@@ -282,7 +330,7 @@ SWEEP_INLINE void merge_step(Sweep *sw)
   guint32 best_op = 0;
   double inc_sum = 0.0;
   for (guint s = 0; s < sw->ns; s++) {
-    sw->live[s] = reader_skip(&sw->rd[s], rs, ops, tau);
+    sw->live[s] = reader_skip(&sw->rd[s], rs, ops, sw->klog, tau);
     if (!sw->live[s])
       continue;
     sw->edge[s] = reader_edge(&sw->rd[s]);
@@ -372,7 +420,8 @@ SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
                                double inc_before, gint64 *tau, double *peak)
 {
   const SimOp *ops = sw->ops;
-  const OpLog *log = sw->log;
+  const RankState *rs = sw->rs;
+  const gboolean klog = sw->klog;
   Totals *tot = sw->tot;
   SimGpuResult *g = sw->g;
   const double idle_w = sw->idle_w;
@@ -384,15 +433,16 @@ SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
     const SimOp *o = &ops[n];
     if (o->kind != SIM_OP_KERNEL || o->wait != SIM_NO_WAIT)
       break;
-    OpLog l = log[n];
-    if (l.dur == LOG_ESC)
+    gint64 dur;
+    float inc;
+    if (!kernel_entry(rs, ops, n, klog, &dur, &inc))
       break;
-    gint64 end = t + l.dur;
+    gint64 end = t + dur;
     if (end >= limit)
       break;
     last = n;
     last_start = t;
-    last_inc = bits_float(l.aux);
+    last_inc = inc;
     if (end > t) {
       double len = (double)(end - t);
       double base_j = idle_w * len * 1e-9;
@@ -436,12 +486,13 @@ SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
   SimGpuResult *g = sw->g;
   const SimOp *ops = sw->ops;
   const RankState *rs = sw->rs;
+  const gboolean klog = sw->klog;
   const double idle_w = sw->idle_w;
   gint64 tau = sw->tau;
   double peak = sw->peak;
   Reader *sr = &sw->rd[solo];
   for (;;) {
-    if (!reader_skip(sr, rs, ops, tau))
+    if (!reader_skip(sr, rs, ops, klog, tau))
       break;
     gint64 ed = reader_edge(sr);
     if (ed >= limit)
@@ -485,7 +536,7 @@ double sim_account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
   sw.tot = &lt;
   sw.g = &lg;
   sw.ops = rk->ops;
-  sw.log = rs->log;
+  sw.klog = e->klog;
   sw.rs = rs;
   sw.idle_w = rs->idle_w;
   sw.block_inc = e->m->blocked_power_w[r] - sw.idle_w;
@@ -502,10 +553,11 @@ double sim_account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
     Reader *rd = &sw.rd[s];
     rd->cur = rk->stream_off[s];
     rd->end = rk->stream_off[s + 1];
+    rd->ci = rs->comm_base[s];
     rd->phase = RD_BEFORE;
     rd->prev_end = t0;
     if (rd->cur < rd->end)
-      decode(rs, sw.ops, rd->cur, t0, &rd->iv);
+      decode(rs, sw.ops, rd->cur, rd->ci, sw.klog, t0, &rd->iv);
   }
   while (sw.tau < t1) {
     merge_step(&sw);

@@ -46,7 +46,7 @@
  * slot per shape shared by all ranks.  At 8,192 ranks the per-rank caches
  * are megabytes of randomly touched memory; the shared one stays in L1.  A
  * rank's fields read on every visit (stream, cache, log and wait-target
- * pointers, counters) fill the first cache line of its 128-byte,
+ * pointers, counters) fill the first cache line of its 192-byte,
  * 64-byte-aligned RankState, and each Stream is one aligned line.
  * Measured on GPT-3 175B, 8,192 GPUs (TP8 PP8 DP128, 64 microbatches),
  * cachegrind on 512 GPUs with a 2 MB last-level cache (the same ratio of
@@ -112,6 +112,8 @@ typedef struct {
   guint8 clk_init;
   SimClocks clk_cur;     /* clocks in force */
   SimClocks clk_target;  /* last requested */
+  guint32 comm;          /* the comm log's entry for this stream's next
+                            communication op */
   gint64 free_ns;        /* stream free from (end of its last op) */
   gint64 arrive_ns;      /* ST_WAIT_COMM: when op `cur` arrived */
   gint64 clk_land_ns;    /* when clk_target takes effect */
@@ -141,17 +143,22 @@ typedef struct {
 typedef struct {
   _Alignas(64) Stream *streams;
   CostSlot *cache;       /* per shape: its own, or SimEngine.shared_cache */
-  OpLog *log;            /* n_ops, inside SimEngine.log_mem */
+  OpLog *log;            /* n_ops, inside SimEngine.log_mem; NULL until a
+                            run logs kernels (SimEngine.klog) */
+  OpLog *clog;           /* one per communication op, inside
+                            SimEngine.clog_mem */
   guint32 *targets;      /* ascending op indices some op waits for */
   gint64 *target_end;    /* their end times this iteration */
   guint n_streams;
   guint n_unfinished;    /* streams not yet done */
   float comm_inc;        /* comm power - idle power, as a float */
   guint32 last_group;    /* group of the last collective (+1; 0 = none) */
+  /* Cold. */
   guint32 last_mpos;     /* its membership index in w->group_ranks */
   guint32 bad_op;        /* first op that ended past TIME_MAX (+1; 0 = none) */
-  /* Cold. */
   guint32 n_targets;
+  guint32 *comm_base;    /* n_streams + 1: stream s's communication ops
+                            are clog[comm_base[s], comm_base[s + 1]) */
   Overflow *ovf;         /* this iteration's overflow records */
   guint32 n_ovf, cap_ovf;
   Channel *chans;        /* incoming channels, ascending src */
@@ -160,10 +167,10 @@ typedef struct {
   double idle_w;
   guint32 weight;        /* ranks it stands for: 1, the class size when
                             folded, 0 for a folded-away rank */
-  guint8 borrowed_targets; /* targets belong to the first rank of the
-                              shared program (sim/workload.h) */
+  guint8 borrowed_targets; /* targets and comm_base belong to the first
+                              rank of the shared program (sim/workload.h) */
 } RankState;
-G_STATIC_ASSERT(offsetof(RankState, n_targets) <= 64 && sizeof(RankState) == 128);
+G_STATIC_ASSERT(offsetof(RankState, last_mpos) == 64 && sizeof(RankState) == 192);
 
 typedef struct {
   guint32 rank, op;
@@ -288,11 +295,19 @@ struct SimEngine {
                                 began, to replay it again serially */
   guint64 *saved_switches;
   Barrier bar;
-  gpointer account_job;      /* threaded accounting (sim/engine.c) */
+  gpointer lane_job;         /* what the lanes of sim_lanes_run share:
+                                the threaded accounting, the block to
+                                back (sim/engine.c) */
   guint threads_used;        /* sim_engine_threads_used */
-  gpointer log_mem;          /* op logs of all ranks, one allocation */
+  gpointer log_mem;          /* kernel logs of all ranks, one allocation
+                                made by the first run that needs it */
   gsize log_bytes;
-  gboolean log_backed;       /* its pages populated (the first run) */
+  gboolean log_backed;       /* its pages populated */
+  gpointer clog_mem;         /* comm logs of all ranks, one allocation */
+  gsize clog_bytes;
+  gboolean clog_backed;
+  gboolean klog;             /* this iteration logs every op (rs->log), not
+                                only communication (sim_engine_logs_kernels) */
   CostSlot *shared_cache;    /* per shape, for every rank (uniform pricing);
                                 NULL when each rank has its own */
   gboolean folded;
@@ -353,6 +368,13 @@ static inline gint64 target_end(const RankState *rs, const Stream *owner,
 {
   guint32 k = lower_bound(rs->targets, owner->tgt_lo, owner->tgt_hi, j);
   return rs->target_end[k];
+}
+
+/* Whether an op of this kind is communication (it has a comm log entry). */
+static inline gboolean is_comm(guint8 kind)
+{
+  return kind == SIM_OP_COLLECTIVE || kind == SIM_OP_SEND ||
+         kind == SIM_OP_RECV;
 }
 
 /* The lane that owns rank r. */

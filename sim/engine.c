@@ -82,29 +82,91 @@ static void populate(gpointer p, gsize n)
 #endif
 }
 
-/* Lane k of n populates the k-th n-th of the op log. */
+/* What lane_populate backs: a block of `bytes`. */
+typedef struct {
+  gpointer mem;
+  gsize bytes;
+} Block;
+
+/* Lane k of n populates the k-th n-th of the block. */
 static gpointer lane_populate(gpointer data)
 {
   Lane *L = data;
   SimEngine *e = L->e;
+  const Block *b = e->lane_job;
   guint k = (guint)(L - e->lanes), n = e->n_lanes;
-  gsize a = e->log_bytes / n * k;
-  gsize b = k + 1 == n ? e->log_bytes : e->log_bytes / n * (k + 1);
-  populate((guint8 *)e->log_mem + a, b - a);
+  gsize lo = b->bytes / n * k;
+  gsize hi = k + 1 == n ? b->bytes : b->bytes / n * (k + 1);
+  populate((guint8 *)b->mem + lo, hi - lo);
   return NULL;
 }
 
-/* Backs the op log before the first run writes it: on every lane when the
- * run is threaded (the kernel zeroes the pages on both cores). */
-static void back_log(SimEngine *e)
+/* Backs a log before the first run writes it (once: *backed): on every
+ * lane when the run is threaded (the kernel zeroes the pages on both
+ * cores). */
+static void back_log(SimEngine *e, gpointer mem, gsize bytes,
+                     gboolean *backed)
 {
-  if (e->log_backed)
+  if (*backed)
     return;
-  e->log_backed = TRUE;
-  if (sim_replay_threaded(e))
-    sim_lanes_run(e, lane_populate);
-  else
-    populate(e->log_mem, e->log_bytes);
+  *backed = TRUE;
+  if (!sim_replay_threaded(e)) {
+    populate(mem, bytes);
+    return;
+  }
+  Block b = {mem, bytes};
+  e->lane_job = &b;
+  sim_lanes_run(e, lane_populate);
+  e->lane_job = NULL;
+}
+
+gboolean sim_engine_logs_kernels(const SimMachine *m, const SimPlan *plan)
+{
+  return m->boost != NULL || plan->index != NULL || plan->ahead != NULL ||
+         plan->init != NULL;
+}
+
+/* The kernel log, allocated by the first iteration that needs it
+ * (e->klog), each rank's part of it, its pages backed. */
+static gboolean need_kernel_log(SimEngine *e, GError **error)
+{
+  if (e->log_mem != NULL)
+    return TRUE;
+  const SimWorkload *w = e->w;
+  guint64 total_ops = sim_workload_n_ops(w);
+  gsize bytes = (gsize)total_ops * sizeof(OpLog);
+  e->log_mem = g_try_malloc(MAX(bytes, 1));
+  if (e->log_mem == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                "cannot allocate the engine's op log (%" G_GUINT64_FORMAT
+                " ops, %.0f MB): this run's clocks change from kernel to "
+                "kernel, so every op is logged", total_ops,
+                (double)bytes / 1e6);
+    return FALSE;
+  }
+  e->log_bytes = bytes;
+  OpLog *log = e->log_mem;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    e->ranks[r].log = log;
+    log += w->ranks[r].n_ops;
+  }
+  back_log(e, e->log_mem, e->log_bytes, &e->log_backed);
+  return TRUE;
+}
+
+/* Rank rk's communication ops before each stream (n_streams + 1 entries;
+ * the last is the rank's total). */
+static guint32 *comm_bases(const SimRank *rk)
+{
+  guint32 *base = g_new(guint32, rk->n_streams + 1);
+  guint32 n = 0;
+  for (guint s = 0; s < rk->n_streams; s++) {
+    base[s] = n;
+    for (guint32 i = rk->stream_off[s]; i < rk->stream_off[s + 1]; i++)
+      n += is_comm(rk->ops[i].kind) ? 1u : 0u;
+  }
+  base[rk->n_streams] = n;
+  return base;
 }
 
 /* Each stream's range of rank rs's wait targets. */
@@ -129,10 +191,12 @@ static void find_targets(RankState *rs, const SimRank *rk,
   if (owner != NULL) {
     rs->targets = owner->targets;
     rs->n_targets = owner->n_targets;
+    rs->comm_base = owner->comm_base;
     rs->borrowed_targets = 1;
     target_ranges(rs, rk);
     return;
   }
+  rs->comm_base = comm_bases(rk);
   guint32 cap = 16, n = 0;
   rs->targets = g_new(guint32, cap);
   gboolean sorted = TRUE;
@@ -246,6 +310,16 @@ static gboolean check_fold_machine(const SimWorkload *w, const SimMachine *m,
   return TRUE;
 }
 
+/* One price cache for all ranks when the machine prices every GPU alike
+ * and their idle powers (hence the cached increments) agree. */
+static gboolean shares_cache(const SimWorkload *w, const SimMachine *m)
+{
+  gboolean shared = m->uniform_pricing && w->n_ranks > 0;
+  for (guint r = 1; shared && r < w->n_ranks; r++)
+    shared = m->idle_power_w[r] == m->idle_power_w[0];
+  return shared;
+}
+
 SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                           GError **error)
 {
@@ -278,20 +352,9 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     return NULL;
   if (w->fold_rep != NULL && !check_fold_machine(w, m, error))
     return NULL;
-  guint64 total_ops = sim_workload_n_ops(w);
-  gsize log_bytes = (gsize)total_ops * sizeof(OpLog);
-  gpointer log_mem = g_try_malloc(MAX(log_bytes, 1));
-  if (log_mem == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
-                "cannot allocate the engine's op log (%" G_GUINT64_FORMAT
-                " ops, %.0f MB)", total_ops, (double)log_bytes / 1e6);
-    return NULL;
-  }
   g_autoptr(SimEngine) e = g_new0(SimEngine, 1);
   e->w = w;
   e->m = m;
-  e->log_mem = log_mem;
-  e->log_bytes = log_bytes;
   e->folded = w->fold_rep != NULL;
   e->shapes = (const SimShape *)(void *)w->shapes->data;
   e->ranks = g_aligned_alloc0(MAX(w->n_ranks, 1), sizeof(RankState), 64);
@@ -301,15 +364,10 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   g_mutex_init(&e->bar.lock);
   g_cond_init(&e->bar.cond);
   guint n_shapes = w->shapes->len;
-  /* One price cache for all ranks when the machine prices every GPU alike
-   * and their idle powers (hence the cached increments) agree. */
-  gboolean shared = m->uniform_pricing && w->n_ranks > 0;
-  for (guint r = 1; shared && r < w->n_ranks; r++)
-    shared = m->idle_power_w[r] == m->idle_power_w[0];
+  gboolean shared = shares_cache(w, m);
   if (shared)
     e->shared_cache = g_new0(CostSlot, MAX(n_shapes, 1));
   lanes_new(e, 1);
-  OpLog *log = log_mem;
   /* Per shared program: the rank (+1) whose targets its sharers reuse. */
   g_autofree guint32 *prog_owner = g_new0(guint32, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
@@ -317,8 +375,6 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     RankState *rs = &e->ranks[r];
     if (!sim_validator_rank(v, r, error))
       return NULL;
-    rs->log = log;
-    log += rk->n_ops;
     rs->n_streams = rk->n_ops > 0 ? rk->n_streams : 0;
     rs->idle_w = m->idle_power_w[r];
     rs->comm_inc = (float)(m->comm_power_w[r] - m->idle_power_w[r]);
@@ -338,6 +394,27 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   }
   if (!sim_validator_finish(v, error))
     return NULL;
+  /* The comm log: one entry per communication op of every rank. */
+  guint64 n_comm = 0;
+  for (guint r = 0; r < w->n_ranks; r++)
+    if (e->ranks[r].comm_base != NULL)
+      n_comm += e->ranks[r].comm_base[e->ranks[r].n_streams];
+  e->clog_bytes = (gsize)n_comm * sizeof(OpLog);
+  e->clog_mem = g_try_malloc(MAX(e->clog_bytes, 1));
+  if (e->clog_mem == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
+                "cannot allocate the engine's communication log (%"
+                G_GUINT64_FORMAT " ops, %.0f MB)", n_comm,
+                (double)e->clog_bytes / 1e6);
+    return NULL;
+  }
+  OpLog *clog = e->clog_mem;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    RankState *rs = &e->ranks[r];
+    rs->clog = clog;
+    if (rs->comm_base != NULL)
+      clog += rs->comm_base[rs->n_streams];
+  }
   if (e->folded)
     for (guint r = 0; r < w->n_ranks; r++)
       e->ranks[w->fold_rep[r]].weight++;
@@ -380,8 +457,10 @@ void sim_engine_free(SimEngine *e)
     g_aligned_free(rs->streams);
     if (e->shared_cache == NULL)
       g_free(rs->cache);
-    if (!rs->borrowed_targets)
+    if (!rs->borrowed_targets) {
       g_free(rs->targets);
+      g_free(rs->comm_base);
+    }
     g_free(rs->target_end);
     g_free(rs->ovf);
     for (guint32 c = 0; c < rs->n_chans; c++) {
@@ -393,6 +472,7 @@ void sim_engine_free(SimEngine *e)
   g_aligned_free(e->ranks);
   g_free(e->boost);
   g_free(e->log_mem);
+  g_free(e->clog_mem);
   g_free(e->shared_cache);
   g_free(e->group_expect);
   for (guint g = 0; e->rings != NULL && g < e->n_groups; g++)
@@ -446,17 +526,45 @@ void sim_engine_set_observer(SimEngine *e, SimObserver fn, gpointer data)
   e->observer_data = data;
 }
 
-guint64 sim_engine_estimate_bytes(const SimWorkload *w)
+/* Rank rk's communication ops, and its wait targets as find_targets
+ * collects them before it sorts (exact when the waits ascend, as in
+ * generated workloads; an upper bound otherwise). */
+typedef struct {
+  guint32 comm, targets;
+} OpCounts;
+
+static OpCounts count_ops(const SimRank *rk)
 {
-  g_return_val_if_fail(w != NULL, 0);
-  guint64 bytes = sizeof(SimEngine);
-  guint64 n_shapes = w->shapes->len;
+  OpCounts c = {0, 0};
+  guint32 last = SIM_NO_WAIT;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const SimOp *op = &rk->ops[i];
+    c.comm += is_comm(op->kind) ? 1u : 0u;
+    if (op->wait != SIM_NO_WAIT && op->wait != last) {
+      c.targets++;
+      last = op->wait;
+    }
+  }
+  return c;
+}
+
+guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
+                                  const SimPlan *plan)
+{
+  g_return_val_if_fail(w != NULL && m != NULL && plan != NULL, 0);
+  const gboolean kernel_log = sim_engine_logs_kernels(m, plan);
+  const gboolean shared = shares_cache(w, m);
+  guint64 n_shapes = MAX(w->shapes->len, 1);
+  guint64 bytes = sizeof(SimEngine) + (shared ? n_shapes * sizeof(CostSlot)
+                                              : 0);
   /* Per open transfer: a pending record with two members, its event, a
    * work-stack slot and a free-list slot; at most one per stream. */
   const guint64 per_stream = sizeof(Stream) + sizeof(Pending) +
                              2 * sizeof(Member) + sizeof(SimEvent) +
                              sizeof(guint64) + sizeof(guint32);
   g_autofree guint8 *prog_seen = g_new0(guint8, w->programs->len + 1);
+  /* Per shared program: its counts (made on its first rank). */
+  g_autofree OpCounts *prog_counts = g_new0(OpCounts, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     bytes += sizeof(RankState);
@@ -465,18 +573,19 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w)
     /* The target list is held once per shared program, end times per
      * rank. */
     gboolean first = rk->program == SIM_NO_PROGRAM || !prog_seen[rk->program];
-    if (rk->program != SIM_NO_PROGRAM)
+    OpCounts n = first ? count_ops(rk) : prog_counts[rk->program];
+    if (rk->program != SIM_NO_PROGRAM) {
       prog_seen[rk->program] = 1;
+      prog_counts[rk->program] = n;
+    }
     guint ns = rk->n_streams;
-    bytes += ns * per_stream + MAX(n_shapes, 1) * sizeof(CostSlot) +
-             (guint64)rk->n_ops * sizeof(OpLog);
-    /* Wait targets: each is waited for from another stream, so at most
-     * twice the ops outside the largest stream (sim/engine.h). */
-    guint32 largest = 0;
-    for (guint s = 0; s < ns; s++)
-      largest = MAX(largest, rk->stream_off[s + 1] - rk->stream_off[s]);
-    guint64 bound = MIN((guint64)rk->n_ops, 2 * (guint64)(rk->n_ops - largest));
-    bytes += bound * ((first ? sizeof(guint32) : 0) + sizeof(gint64));
+    bytes += ns * per_stream + (shared ? 0 : n_shapes * sizeof(CostSlot)) +
+             (guint64)n.comm * sizeof(OpLog) +
+             (kernel_log ? (guint64)rk->n_ops * sizeof(OpLog) : 0) +
+             (first ? (ns + 1) * sizeof(guint32) : 0);
+    /* Wait targets: the list once per program, end times per rank. */
+    bytes += (guint64)n.targets * ((first ? sizeof(guint32) : 0) +
+                                   sizeof(gint64));
   }
   /* Sequence counter per group membership (and its member slot); ring,
    * expectation and first ring slots per group. */
@@ -575,7 +684,7 @@ static gpointer lane_account(gpointer data)
 {
   Lane *L = data;
   SimEngine *e = L->e;
-  AccountJob *j = e->account_job;
+  AccountJob *j = e->lane_job;
   for (guint r = 0; r < e->w->n_ranks; r++) {
     if (lane_of(e, r) != (guint)(L - e->lanes) || e->ranks[r].weight == 0)
       continue;
@@ -611,9 +720,9 @@ static double account_iteration(SimEngine *e, SimResult *res, gint64 t0,
   if (sim_replay_threaded(e)) {
     AccountJob j = {res, t0, t1, g_new(Totals, MAX(w->n_ranks, 1)),
                     g_new(double, MAX(w->n_ranks, 1))};
-    e->account_job = &j;
+    e->lane_job = &j;
     sim_lanes_run(e, lane_account);
-    e->account_job = NULL;
+    e->lane_job = NULL;
     for (guint r = 0; r < w->n_ranks; r++)
       if (e->ranks[r].weight != 0)
         iter_energy += add_rank(e, res, r, &j.part[r], j.energy[r]);
@@ -657,7 +766,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   res->iterations = g_new0(SimIterResult, iterations);
   SimPlan *owned = NULL; /* a plan handed to us by iteration_begin */
   e->plan = plan;
-  back_log(e);
+  back_log(e, e->clog_mem, e->clog_bytes, &e->clog_backed);
   sim_replay_reset(e);
   e->threads_used = e->n_lanes;
   gint64 t0 = 0;
@@ -687,6 +796,11 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
         for (guint r = 0; r < w->n_ranks; r++)
           if (e->ranks[r].cache != NULL)
             memset(e->ranks[r].cache, 0, cache_bytes);
+    }
+    e->klog = sim_engine_logs_kernels(e->m, e->plan);
+    if (e->klog && !need_kernel_log(e, error)) {
+      sim_plan_free(owned);
+      return NULL;
     }
     gint64 t1;
     if (!sim_replay_iteration(e, t0, &t1, error)) {

@@ -300,7 +300,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  * more (none in generated workloads) or that a clock switch splits (at most
  * one per switch).  GPT-3 175B on 1,024 GPUs (25.6 M
  * ops): 214 MB, 8.4 bytes per op; the process grew by 211 MB. */
-guint64 sim_engine_estimate_bytes(const SimWorkload *w);
+guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
+                                  const SimPlan *plan);
+
+/* Whether a run of `plan` on m logs every op (8 B each; see
+ * sim_engine_estimate_bytes), not only the communication ops: when its
+ * clocks can change from kernel to kernel (a per-op plan, early
+ * requests, a plan's initial clocks, a boost controller).  Otherwise every
+ * kernel runs at the plan's one pair and the accounting prices it again
+ * from the cache rather than reading it back. */
+gboolean sim_engine_logs_kernels(const SimMachine *m, const SimPlan *plan);
 
 /* Replays `iterations` iterations under `plan` (borrowed; iteration_begin
  * may replace it).  Returns a new result (caller owns) or NULL with error

@@ -238,9 +238,10 @@ static inline void note_bad(RankState *rs, guint32 i)
 
 /* ---- the op log --------------------------------------------------------------- */
 
-/* Appends an overflow record for op i and points its log entry at it. */
-static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
-                         gint64 start, gint64 end, float inc)
+/* Appends an overflow record and points log entry l (of the op log or,
+ * for communication, the comm log) at it. */
+static void log_overflow(RankState *rs, OpLog *l, gint64 arrive, gint64 start,
+                         gint64 end, float inc)
 {
   if (rs->n_ovf == rs->cap_ovf) {
     rs->cap_ovf = MAX(8, 2 * rs->cap_ovf);
@@ -253,19 +254,24 @@ static void log_overflow(RankState *rs, guint32 i, gint64 arrive,
   o->inc = inc;
   o->inc2 = 0.0f;
   o->split = 0;
-  rs->log[i].dur = LOG_ESC;
-  rs->log[i].aux = rs->n_ovf++;
+  l->dur = LOG_ESC;
+  l->aux = rs->n_ovf++;
 }
 
-/* Logs host op i (SIM_OP_HOST) of rank rs, ready at `ready`: it lasts
- * its ref_ns, whatever the clocks, with no power increment.  Returns its
- * end (capped at TIME_MAX, which fails the iteration as for kernels). */
-static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
+/* Host op i (SIM_OP_HOST) of rank rs, ready at `ready`: it lasts its
+ * ref_ns, whatever the clocks, with no power increment; logged when the
+ * iteration logs kernels (SimEngine.klog; otherwise the accounting reads
+ * ref_ns itself).  Returns its end (capped at TIME_MAX, which fails the
+ * iteration as for kernels). */
+static gint64 host_op(const SimEngine *e, RankState *rs, guint32 i,
+                      const SimOp *op, gint64 ready)
 {
   gint64 dur = op->ref_ns;
   if (G_LIKELY(dur >= 0 && dur < LOG_ESC && ready + dur <= TIME_MAX)) {
-    rs->log[i].dur = (guint32)dur;
-    rs->log[i].aux = 0;
+    if (e->klog) {
+      rs->log[i].dur = (guint32)dur;
+      rs->log[i].aux = 0;
+    }
     return ready + dur;
   }
   gint64 end = ready + MIN(dur, TIME_MAX);
@@ -273,7 +279,8 @@ static gint64 host_op(RankState *rs, guint32 i, const SimOp *op, gint64 ready)
     end = TIME_MAX;
     note_bad(rs, i);
   }
-  log_overflow(rs, i, ready, ready, end, 0.0f);
+  if (e->klog)
+    log_overflow(rs, &rs->log[i], ready, ready, end, 0.0f);
   return end;
 }
 
@@ -621,11 +628,14 @@ static void comm_apply(SimEngine *e, Lane *L, guint r, guint32 i, gint64 start,
   Stream *st = &rs->streams[op->stream];
   gint64 arrive = st->arrive_ns;
   gint64 blocked = start - arrive;
+  /* A stream's communication ops complete in its order: its cursor in the
+   * comm log is the entry of op i. */
+  OpLog *l = &rs->clog[st->comm++];
   if (G_LIKELY(dur < LOG_ESC && blocked < LOG_ESC)) {
-    rs->log[i].dur = (guint32)dur;
-    rs->log[i].aux = (guint32)blocked;
+    l->dur = (guint32)dur;
+    l->aux = (guint32)blocked;
   } else {
-    log_overflow(rs, i, arrive, start, end, rs->comm_inc);
+    log_overflow(rs, l, arrive, start, end, rs->comm_inc);
   }
   st->free_ns = end;
   st->cur = i + 1;
@@ -717,7 +727,7 @@ split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
   } else {
     end = split + rest;
   }
-  log_overflow(rs, i, start, start, end, inc1);
+  log_overflow(rs, &rs->log[i], start, start, end, inc1);
   Overflow *o = &rs->ovf[rs->n_ovf - 1];
   o->split = split;
   o->inc2 = now->inc;
@@ -759,6 +769,9 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
     return;
   const SimOp *ops = e->w->ranks[r].ops;
   OpLog *log = rs->log;
+  /* Whether kernels are logged: when not, every kernel runs at the one
+   * pair, never split, and the accounting prices it again (klog). */
+  const gboolean klog = e->klog;
   const SimPlan *plan = e->plan;
   const guint16 *pidx = plan->index != NULL && r < plan->n_ranks
                             ? plan->index[r]
@@ -843,14 +856,17 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
         split = st->clk_land_ns;
         end = split_kernel(e, r, st, i, ready, dur, slot, &inc);
       } else if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
-        log[i].dur = (guint32)dur;
-        log[i].aux = float_bits(inc);
+        if (klog) {
+          log[i].dur = (guint32)dur;
+          log[i].aux = float_bits(inc);
+        }
       } else {
         if (G_UNLIKELY(end > TIME_MAX)) {
           end = TIME_MAX;
           note_bad(rs, i);
         }
-        log_overflow(rs, i, ready, ready, end, inc);
+        if (klog)
+          log_overflow(rs, &log[i], ready, ready, end, inc);
       }
       t = end;
       if (G_UNLIKELY(e->boost != NULL))
@@ -874,15 +890,14 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
         next_stop = MIN(next_tgt, next_ahead);
       }
     } else if (op->kind == SIM_OP_MARKER) {
-      log[i].dur = 0;
-      log[i].aux = 0;
+      /* Not logged: the accounting knows it lasts nothing. */
       t = ready;
       op_done(e, L, r, st, i, ready, ready, ready, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
       next_stop = MIN(next_tgt, next_ahead);
     } else if (op->kind == SIM_OP_HOST) {
       /* CPU time: its recorded duration at any clocks, no GPU power. */
-      t = host_op(rs, i, op, ready);
+      t = host_op(e, rs, i, op, ready);
       op_done(e, L, r, st, i, ready, ready, t, 0.0f);
       next_tgt = st->tgt < st->tgt_hi ? rs->targets[st->tgt] : G_MAXUINT32;
       next_stop = MIN(next_tgt, next_ahead);
@@ -1083,6 +1098,7 @@ static void begin_iteration(SimEngine *e, gint64 t0)
       st->cur = rk->stream_off[s];
       st->end = rk->stream_off[s + 1];
       st->tgt = st->tgt_lo;
+      st->comm = rs->comm_base[s];
       st->free_ns = t0;
       st->state = st->cur < st->end ? ST_RUN : ST_DONE;
       if (st->state == ST_RUN)

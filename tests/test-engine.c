@@ -1089,12 +1089,21 @@ static void test_random_accounting(gconstpointer data)
 static void test_estimate(void)
 {
   g_autoptr(SimWorkload) w = random_workload(7, 4, 200);
-  guint64 est = sim_engine_estimate_bytes(w);
+  Fake f;
+  fake_init(&f, w->n_ranks, 0);
+  SimClocks max = {0, 0};
+  g_autoptr(SimPlan) per_op = sim_plan_new_uniform(w->n_ranks, max);
+  sim_plan_rank_index(per_op, 0, w->ranks[0].n_ops);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(w->n_ranks, max);
+  guint64 est = sim_engine_estimate_bytes(w, &f.m, per_op);
   guint64 n_ops = sim_workload_n_ops(w);
-  /* The per-op part (8 B) and the per-rank parts are in; the bound on
-   * wait targets is at most 12 B per op. */
+  /* The per-op part (8 B, with the kernel log) and the per-rank parts are
+   * in; the bound on wait targets is at most 12 B per op, the comm log
+   * and its bases at most 8 B and 4 B per op. */
   g_assert_cmpuint(est, >=, 8 * n_ops);
-  g_assert_cmpuint(est, <=, 20 * n_ops + 64 * 1024);
+  g_assert_cmpuint(est, <=, 32 * n_ops + 64 * 1024);
+  /* Without it, less. */
+  g_assert_cmpuint(sim_engine_estimate_bytes(w, &f.m, plan), <, est);
 }
 
 /* ---- uniform pricing (one price cache for all GPUs) ---------------------- */

@@ -2138,8 +2138,9 @@ static void check_estimate(const GptConfig *cfg)
     g_assert_true(test_close((double)est, (double)(after - before), 0.10));
 }
 
-/* sim_engine_estimate_bytes against what creating the engine allocates
- * (malloc's count), for a shared-program workload: within 3%, so that
+/* sim_engine_estimate_bytes against what creating the engine and running
+ * it allocate (malloc's count), for a shared-program workload, with and
+ * without the kernel log: within 3%, so that
  * --max-memory refuses what would not fit and admits what would. */
 static void test_engine_estimate_shared(void)
 {
@@ -2161,16 +2162,41 @@ static void test_engine_estimate_shared(void)
   g_assert_no_error(error);
   g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, NULL, &error);
   g_assert_no_error(error);
-  guint64 est = sim_engine_estimate_bytes(w);
+  const SimMachine *sim = cluster_machine_sim(cm);
+  SimClocks max = {0, 0};
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(w->n_ranks, max);
+  guint64 est = sim_engine_estimate_bytes(w, sim, plan);
+  g_assert_false(sim_engine_logs_kernels(sim, plan));
+  /* A per-op plan (rank 0's ops all at pair 0): every op logged, 8 bytes
+   * more per op, a fifth of a GB here. */
+  g_autoptr(SimPlan) per_op = sim_plan_new_uniform(w->n_ranks, max);
+  sim_plan_rank_index(per_op, 0, w->ranks[0].n_ops);
+  g_assert_true(sim_engine_logs_kernels(sim, per_op));
+  guint64 est_k = sim_engine_estimate_bytes(w, sim, per_op);
+  g_assert_cmpuint(est_k, >=, est + 8 * sim_workload_n_ops(w));
+  /* The engine and what a run adds to it (the result freed). */
   guint64 before = malloc_in_use();
-  SimEngine *e = sim_engine_new(w, cluster_machine_sim(cm), &error);
+  SimEngine *e = sim_engine_new(w, sim, &error);
   g_assert_no_error(error);
+  SimResult *res = sim_engine_run(e, plan, 1, &error);
+  g_assert_no_error(error);
+  sim_result_free(res);
   guint64 after = malloc_in_use();
-  sim_engine_free(e);
   g_test_message("engine estimate %" G_GUINT64_FORMAT ", malloc %"
                  G_GUINT64_FORMAT, est, after - before);
   if (before > 0 && after > before)
     g_assert_true(test_close((double)est, (double)(after - before), 0.03));
+  /* The per-op plan makes the next run allocate the whole op log. */
+  res = sim_engine_run(e, per_op, 1, &error);
+  g_assert_no_error(error);
+  sim_result_free(res);
+  guint64 after_run = malloc_in_use();
+  g_test_message("engine estimate with the kernel log %" G_GUINT64_FORMAT
+                 ", malloc %" G_GUINT64_FORMAT, est_k, after_run - before);
+  if (before > 0 && after_run > before)
+    g_assert_true(test_close((double)est_k, (double)(after_run - before),
+                             0.03));
+  sim_engine_free(e);
 }
 
 static void test_estimate(gconstpointer data)
