@@ -122,8 +122,8 @@ static int l_trace_import(lua_State *L)
                    luaL_typename(L, i));
     }
   }
-  if (n == 0)
-    luaL_error(L, "%s: give at least one trace file", fn);
+  if (n <= 0)
+    return luaL_error(L, "%s: give at least one trace file", fn);
   for (int i = 0; i < n; i++)
     jsl_check_read(L, fn, lua_tostring(L, first + i));
   GError *err = NULL;

@@ -21,7 +21,7 @@
  *
  *     arrive = max(end of the previous op of the stream, end of op.wait)
  *
- * and only two 32-bit numbers per op are stored (OpLog, 8 bytes): the
+ * and at most two 32-bit numbers per op are stored (OpLog, 8 bytes): the
  * duration end - start and, for a kernel, its power increment (float bits),
  * for a communication op the blocked time start - arrive (its increment is
  * the rank's comm power - idle power).  Values that do not fit 32 bits (an op
@@ -30,14 +30,30 @@
  * index).  End times are kept only for the ops some other op waits for
  * (the rank's sorted `targets`, found by one scan when the engine is
  * created; each stream stores them through a cursor as its ops
- * complete), so the engine holds 8 bytes per op plus 12 per wait target,
- * against 28 per op before (three gint64 times and a float, whose first-
- * touch page faults a profile put at 42% of replay time).  The op logs of
- * all ranks are one allocation, made once per engine and reused by every
- * run and iteration.  (Transparent huge pages were tried for it: the
- * replay was ~20% slower with them on the quiet benchmark host, and on a
- * virtual machine that must first back them a fresh 800 MB took 4x longer
- * to fault in than with 4 kB pages; not used.)  See
+ * complete).
+ *
+ * Two logs.  Communication ops are logged in the comm log (rs->clog), one
+ * entry per communication op in op order, which is each stream's order:
+ * a stream's cursor (Stream.comm, from rs->comm_base) is the entry of its
+ * next one, since a stream's transfers complete in its order.  Kernels and
+ * host ops are logged (rs->log, indexed by op) only when their clocks can
+ * change from kernel to kernel: a per-op plan, early requests, a plan's
+ * initial clocks, a boost controller (sim_engine_logs_kernels; SimEngine.
+ * klog, decided per iteration).  Otherwise every kernel runs at the plan's
+ * one pair from its first kernel on, no switch is ever made, so none
+ * splits, and its entry is a function of its op and its cache slot, which
+ * holds that pair all iteration: the accounting computes it again
+ * (account.c, kernel_entry) with the replay's own expression, bit for bit;
+ * a host op lasts its ref_ns; a marker lasts nothing and is never logged.
+ * 175B on 1,024 GPUs: 13% of the ops communicate, so the engine holds
+ * 47 MB instead of 216 (and 258 MB instead of 1.6 GB at 8,192 GPUs), and
+ * the replay writes and the accounting reads 7x fewer log bytes.  The
+ * kernel log is allocated by the first iteration that needs it and then
+ * kept.  Each log is one allocation for all ranks, reused by every run and
+ * iteration.  (Transparent huge pages were tried for the log: the replay
+ * was ~20% slower with them on the quiet benchmark host, and on a virtual
+ * machine that must first back them a fresh 800 MB took 4x longer to
+ * fault in than with 4 kB pages; not used.)  See
  * sim_engine_estimate_bytes() in sim/engine.h for the whole formula.
  *
  * Kernel prices are cached per (shape, clock pair): one CostSlot per shape
@@ -251,8 +267,9 @@ typedef struct {
   guint32 *mseq;             /* per group membership: collectives issued;
                                 each lane its own (it touches its groups'
                                 entries only; no line shared) */
-  guint8 *mstream;           /* threaded, per membership: stream + 1 of
-                                the rank's last collective on it */
+  guint8 *mstream;           /* threaded or eager, per membership:
+                                stream + 1 of the rank's last collective
+                                on it */
   guint finished;            /* ranks that finished this iteration */
   CostSlot *cache;           /* its copy of the shared price cache, or NULL
                                 (lane 0's is SimEngine.shared_cache) */
@@ -288,6 +305,9 @@ struct SimEngine {
   guint n_lanes;
   guint lane_block;          /* ranks [b B, (b+1) B) go to lane b mod n */
   gboolean deferred;         /* this iteration replays on the lanes */
+  gboolean eager;            /* this iteration replays serially without
+                                the event queue (sim/replay.c, "Eager
+                                order") */
   gint order_hit;            /* threaded, atomic: a rank used a group or
                                 channel from two streams (sim/replay.c) */
   gboolean order_sensitive;  /* so found: this engine replays serially */

@@ -243,10 +243,10 @@ static void lanes_new(SimEngine *e, guint n)
                : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
                                          : NULL;
     L->mseq = g_new0(guint32, nm);
+    L->mstream = g_new0(guint8, nm);
     if (n > 1) {
       L->arr_to = g_new0(ArrList, n);
       L->done_to = g_new0(DoneList, n);
-      L->mstream = g_new0(guint8, nm);
     }
   }
 }
@@ -587,9 +587,10 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
     bytes += (guint64)n.targets * ((first ? sizeof(guint32) : 0) +
                                    sizeof(gint64));
   }
-  /* Sequence counter per group membership (and its member slot); ring,
-   * expectation and first ring slots per group. */
-  bytes += (guint64)w->group_ranks->len * (sizeof(guint32) + sizeof(Member));
+  /* Sequence counter and last stream per group membership (and its
+   * member slot); ring, expectation and first ring slots per group. */
+  bytes += (guint64)w->group_ranks->len *
+           (sizeof(guint32) + sizeof(guint8) + sizeof(Member));
   bytes += (guint64)sim_workload_n_groups(w) *
            (sizeof(Ring) + sizeof(guint32) + 4 * sizeof(guint32));
   return bytes;

@@ -280,26 +280,33 @@ void sim_engine_set_threads(SimEngine *e, guint n);
 guint sim_engine_threads_used(const SimEngine *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
 
-/* Bytes of engine state that replaying w needs (sim_engine_new plus a
- * run), not counting w itself or the result; O(ranks + groups), no pass
- * over the ops.  Over the ranks r that carry ops (n(r) ops, S(r) streams,
- * the largest holding L(r) ops):
+/* Bytes of engine state that replaying w under `plan` on m needs
+ * (sim_engine_new plus a run), not counting w itself or the result;
+ * O(ranks + groups) plus one pass over the ops of each distinct program.
+ * Over the ranks r that carry ops (n(r) ops, c(r) of them communication,
+ * S(r) streams, T(r) wait targets):
  *
- *   sizeof(SimEngine)                                       ~200 B
- *   + sum_r [ 128 + 64 S(r)            rank and stream state
- *             + 32 n_shapes            price cache (one slot per shape)
- *             + 8 n(r)                 op log (duration + increment/blocked)
- *             + 12 min(n(r), 2 (n(r) - L(r)))   wait targets (index + end)
+ *   sizeof(SimEngine)                                       ~300 B
+ *   + 32 n_shapes                      the shared price cache, if shared
+ *   + sum_r [ 192 + 64 S(r)            rank and stream state
+ *             + 32 n_shapes            price cache, if per rank
+ *             + 8 c(r)                 comm log (duration + blocked)
+ *             + 8 n(r)                 op log, when kernels are logged
+ *                                      (sim_engine_logs_kernels)
+ *             + 12 T(r)                wait targets (index + end)
+ *             + 4 (S(r) + 1)           comm log bases
  *             + 120 S(r) ]             open transfers, events, work stack
- *   + 12 per group membership + 36 per group     collective matching
+ *   + 13 per group membership + 36 per group     collective matching
  *
- * (a rank without ops counts 128 B).  The wait-target term is an upper
- * bound: a target is waited for from another stream, so targets <= waiters
- * outside the largest stream + targets outside it.  Not included: the
- * overflow list, 40 B per op that lasts or is blocked 2^32 ns (4.3 s) or
- * more (none in generated workloads) or that a clock switch splits (at most
- * one per switch).  GPT-3 175B on 1,024 GPUs (25.6 M
- * ops): 214 MB, 8.4 bytes per op; the process grew by 211 MB. */
+ * (a rank without ops counts 192 B; the index of the wait targets and the
+ * comm bases are counted once per shared program).  T(r) is counted as
+ * the op scan of the engine collects it before sorting: exact when waits
+ * ascend (generated workloads), an upper bound otherwise.  Not included:
+ * the overflow list, 40 B per op that lasts or is blocked 2^32 ns (4.3 s)
+ * or more (none in generated workloads) or that a clock switch splits (at
+ * most one per switch).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
+ * the engine created and run once: 8.07 MB estimated, malloc grew by
+ * 7.87 MB; with a per-op plan 59.2 MB and 59.0 MB (tests/test-gpt.c). */
 guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
                                   const SimPlan *plan);
 
