@@ -363,11 +363,10 @@ static inline gint64 sim_round_ns(double x)
     return x < 0 ? 0 : SIM_DUR_CAP;
   gint64 t = (gint64)x;
   double f = x - (double)t;
-  if (f >= 0.5)
-    t++;
-  else if (f <= -0.5)
-    t--;
-  return t;
+  /* Without branches: the fraction is as good as random, and a branch on
+   * it was mispredicted for about a third of all kernels (cachegrind, 175B
+   * on 1,024 GPUs: 16 M mispredictions per replay). */
+  return t + (gint64)(f >= 0.5) - (gint64)(f <= -0.5);
 }
 
 /* Look-ahead for one stream: kernels ks[0..n) in stream order, their

@@ -123,11 +123,12 @@
 
 /* ---- pricing ---------------------------------------------------------------- */
 
-/* Cost of `shape` on GPU r at clocks c, through the per-rank cache. */
-static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
-                                   SimClocks c)
+/* Cost of `shape` on GPU r at clocks c, through the rank's cache
+ * (e->ranks[r].cache, which the caller may hold in a local). */
+static inline const CostSlot *price_in(SimEngine *e, CostSlot *cache,
+                                       guint r, guint32 shape, SimClocks c)
 {
-  CostSlot *slot = &e->ranks[r].cache[shape];
+  CostSlot *slot = &cache[shape];
   guint32 tag = pack_clocks(c);
   if (G_UNLIKELY(slot->shape_pairs_tag != tag)) {
     e->m->kernel_cost(e->m->ctx, r, shape, c, e->iter, &slot->cost);
@@ -135,6 +136,12 @@ static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
     slot->inc = (float)(slot->cost.power_w - e->ranks[r].idle_w);
   }
   return slot;
+}
+
+static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
+                                   SimClocks c)
+{
+  return price_in(e, e->ranks[r].cache, r, shape, c);
 }
 
 /* ---- boost controller -------------------------------------------------------- */
@@ -763,6 +770,14 @@ split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
   return end;
 }
 
+/* Whether stream st is steady at pair c: its clocks set, c the landed
+ * target (a kernel asking for c then needs no switch rule). */
+static inline gboolean steady_at(const Stream *st, SimClocks c)
+{
+  return st->clk_init && pack_clocks(c) == pack_clocks(st->clk_target) &&
+         pack_clocks(st->clk_cur) == pack_clocks(c);
+}
+
 /* First early request of the ascending list a[0, n) on an op >= i. */
 static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
 {
@@ -775,6 +790,42 @@ static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
       hi = mid;
   }
   return lo;
+}
+
+/* advance()'s fast path: from op i of stream st (of rank r), the run of
+ * kernels that take the steady path (each at `c`, the stream's landed
+ * target) with nothing else to do: no kernel log, no observer, and none
+ * of them a wait target.  Returns the first op it leaves to advance()
+ * (not a kernel, a wait target, waiting for an op not yet done, or one
+ * whose duration overflows the log's 32 bits); *t is the stream's time
+ * after the kernels before it.  The same expressions as advance()'s, in a
+ * loop small enough for its state to stay in registers (in advance()'s
+ * body the compiler spills it). */
+static __attribute__((noinline)) guint32
+steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
+               const SimOp *ops, guint32 i, guint32 end_i, guint32 stop,
+               SimClocks c, gint64 *t)
+{
+  gint64 now = *t;
+  for (; i < end_i && i != stop; i++) {
+    const SimOp *op = &ops[i];
+    if (op->kind != SIM_OP_KERNEL)
+      break;
+    gint64 ready = now;
+    if (op->wait != SIM_NO_WAIT) {
+      const Stream *owner = &rs->streams[ops[op->wait].stream];
+      if (owner->cur <= op->wait)
+        break;
+      ready = MAX(ready, target_end(rs, owner, op->wait));
+    }
+    const CostSlot *slot = price_in(e, cache, r, op->shape, c);
+    gint64 dur = sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
+    if (G_UNLIKELY(dur < 0 || dur >= LOG_ESC))
+      break;
+    now = ready + dur;
+  }
+  *t = now;
+  return i;
 }
 
 /* Runs stream s of rank r as far as it can go.
@@ -818,9 +869,30 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       next_ahead = ah[ka].op;
   }
   guint32 next_stop = MIN(next_tgt, next_ahead);
+  /* Without a per-op plan every kernel asks for pairs[0], so whether the
+   * stream is steady at it (the pair is its landed target) changes only
+   * where its clocks do: clocks_at, split_kernel and early requests,
+   * after which it is found again (STEADY0).  With one, per kernel. */
+  const SimClocks req0 = n_pairs > 0 ? pairs[0] : (SimClocks){0, 0};
+#define STEADY0() (pidx == NULL && steady_at(st, req0))
+  gboolean steady0 = STEADY0();
+  /* Loop invariants in locals: the loop's stores and its out-of-line
+   * calls would otherwise have them loaded again for every kernel. */
+  const guint32 end_i = st->end;
+  const gboolean boosted = e->boost != NULL;
+  CostSlot *const cache = rs->cache;
+  /* The fast path's conditions: kernels not logged (so no per-op plan, no
+   * early requests, no initial clocks, no boost controller) and no
+   * observer. */
+  const gboolean fast = !klog && !observed;
   gint64 t = st->free_ns;
   guint32 i = st->cur;
-  for (; i < st->end; i++) {
+  for (; i < end_i; i++) {
+    if (fast && steady0) {
+      i = steady_kernels(e, rs, cache, r, ops, i, end_i, next_stop, req0, &t);
+      if (i == end_i)
+        break;
+    }
     const SimOp *op = &ops[i];
     gint64 ready = t;
     if (op->wait != SIM_NO_WAIT) {
@@ -848,14 +920,15 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
                            : G_MAXUINT32;
         }
         next_stop = MIN(next_tgt, next_ahead);
+        steady0 = STEADY0();
       }
-      guint k = pidx != NULL ? pidx[i] : 0;
-      SimClocks req = pairs[k < n_pairs ? k : 0];
-      SimClocks c;
-      /* Steady state: the same pair as the stream's landed target. */
-      gboolean steady = st->clk_init &&
-                        pack_clocks(req) == pack_clocks(st->clk_target) &&
-                        pack_clocks(st->clk_cur) == pack_clocks(req);
+      SimClocks req = req0, c;
+      gboolean steady = steady0;
+      if (pidx != NULL) {
+        guint k = pidx[i];
+        req = pairs[k < n_pairs ? k : 0];
+        steady = steady_at(st, req);
+      }
       if (G_LIKELY(steady))
         c = req;
       else
@@ -864,9 +937,9 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
                               plan->init[r] != NULL
                           ? &plan->init[r][s]
                           : NULL);
-      if (G_UNLIKELY(e->boost != NULL))
+      if (G_UNLIKELY(boosted))
         c = boost_clocks(e, r, c, ready);
-      const CostSlot *slot = price(e, r, op->shape, c);
+      const CostSlot *slot = price_in(e, cache, r, op->shape, c);
       gint64 dur = sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
       float inc = slot->inc;
       gint64 end = ready + dur;
@@ -891,8 +964,10 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
         if (klog)
           log_overflow(rs, &log[i], ready, ready, end, inc);
       }
+      if (G_UNLIKELY(!steady))
+        steady0 = STEADY0();
       t = end;
-      if (G_UNLIKELY(e->boost != NULL))
+      if (G_UNLIKELY(boosted))
         boost_note(e, r, end, inc);
       if (G_UNLIKELY(i == next_stop || observed)) {
         for (; i == next_ahead; ka++) {
@@ -906,6 +981,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
           next_ahead = ka + 1 < n_ah && ah[ka + 1].op < st->end
                            ? ah[ka + 1].op
                            : G_MAXUINT32;
+          steady0 = STEADY0();
         }
         gint64 from = split != 0 ? split : ready; /* the last part */
         op_done(e, L, r, st, i, from, from, end, inc);
@@ -947,6 +1023,8 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       L->finished++;
   }
 }
+
+#undef STEADY0
 
 static void drain_work(SimEngine *e, Lane *L)
 {

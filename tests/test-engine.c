@@ -1085,6 +1085,51 @@ static void test_random_accounting(gconstpointer data)
   g_array_unref(o.recs);
 }
 
+/* The replay's paths agree bit for bit: the fast path of steady kernels
+ * with no kernel log (a uniform plan) in eager order (a thread-safe
+ * machine) and in the event queue's order (one that is not), against
+ * the general path with the kernel log (a per-op plan giving every op
+ * the same pair) and under an observer; random workloads with waits
+ * across streams, collectives and point-to-point ops. */
+static void test_replay_paths(gconstpointer data)
+{
+  guint32 seed = GPOINTER_TO_UINT(data);
+  guint n = 2 + seed % 3;
+  g_autoptr(SimWorkload) w = random_workload(seed, n, 40);
+  Fake f;
+  fake_init(&f, n, 0);
+  f.m.thread_safe = TRUE;
+  g_autoptr(SimPlan) uniform = sim_plan_new_uniform(n, (SimClocks){900, 0});
+  g_autoptr(SimPlan) per_op = sim_plan_new_uniform(n, (SimClocks){900, 0});
+  for (guint r = 0; r < n; r++)
+    memset(sim_plan_rank_index(per_op, r, w->ranks[r].n_ops), 0,
+           sizeof(guint16) * w->ranks[r].n_ops);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  g_assert_false(sim_engine_logs_kernels(&f.m, uniform));
+  g_assert_true(sim_engine_logs_kernels(&f.m, per_op));
+  g_autoptr(SimResult) eager = sim_engine_run(e, uniform, 3, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(eager->time_ns, >, 0);
+  g_autoptr(SimResult) logged = sim_engine_run(e, per_op, 3, &error);
+  g_assert_no_error(error);
+  test_assert_same_result(eager, logged);
+  Obs o = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  sim_engine_set_observer(e, observe, &o);
+  g_autoptr(SimResult) observed = sim_engine_run(e, uniform, 3, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(o.recs->len, >, 0);
+  g_array_unref(o.recs);
+  test_assert_same_result(eager, observed);
+  f.m.thread_safe = FALSE;
+  g_autoptr(SimEngine) q = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) queued = sim_engine_run(q, uniform, 3, &error);
+  g_assert_no_error(error);
+  test_assert_same_result(eager, queued);
+}
+
 /* The memory estimate bounds what the engine allocates. */
 static void test_estimate(void)
 {
@@ -1418,6 +1463,11 @@ int main(int argc, char **argv)
   for (guint seed = 1; seed <= 8; seed++) {
     char *path = g_strdup_printf("/engine/random-accounting/%u", seed);
     g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_random_accounting);
+    g_free(path);
+  }
+  for (guint seed = 1; seed <= 8; seed++) {
+    char *path = g_strdup_printf("/engine/replay-paths/%u", seed);
+    g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_replay_paths);
     g_free(path);
   }
   g_test_add_func("/engine/estimate", test_estimate);

@@ -20,32 +20,6 @@
 
 static const guint thread_counts[] = {2, 4, 7};
 
-/* Every figure of two results, bit for bit. */
-static void assert_same(const SimResult *a, const SimResult *b)
-{
-  g_assert_cmpint(a->time_ns, ==, b->time_ns);
-  g_assert_cmpuint(a->n_gpus, ==, b->n_gpus);
-  g_assert_cmpuint(a->n_iterations, ==, b->n_iterations);
-  g_assert_cmpuint(a->ops, ==, b->ops);
-  g_assert_cmpuint(a->switches, ==, b->switches);
-  g_assert_cmpmem(&a->energy_j, sizeof(double), &b->energy_j, sizeof(double));
-  g_assert_cmpmem(&a->waste_j, sizeof(double), &b->waste_j, sizeof(double));
-  g_assert_cmpmem(&a->flops, sizeof(double), &b->flops, sizeof(double));
-  g_assert_cmpmem(&a->peak_power_w, sizeof(double), &b->peak_power_w,
-                  sizeof(double));
-  g_assert_cmpmem(a->by_class, sizeof a->by_class, b->by_class,
-                  sizeof b->by_class);
-  g_assert_cmpmem(a->by_phase, sizeof a->by_phase, b->by_phase,
-                  sizeof b->by_phase);
-  g_assert_cmpmem(&a->blocked, sizeof a->blocked, &b->blocked,
-                  sizeof b->blocked);
-  g_assert_cmpmem(&a->idle, sizeof a->idle, &b->idle, sizeof b->idle);
-  g_assert_cmpmem(a->per_gpu, sizeof *a->per_gpu * a->n_gpus, b->per_gpu,
-                  sizeof *b->per_gpu * b->n_gpus);
-  g_assert_cmpmem(a->iterations, sizeof *a->iterations * a->n_iterations,
-                  b->iterations, sizeof *b->iterations * b->n_iterations);
-}
-
 /* ---- generated workloads through js.simulate ---------------------------- */
 
 typedef enum { V_PLAIN, V_VARIABILITY, V_STRAGGLERS, V_KERNEL_PLAN,
@@ -197,11 +171,11 @@ static void test_identical(gconstpointer data)
    * unfolded.) */
   if (!k->fold) {
     g_autoptr(SimResult) queued = simulate_as(&x, 1, TRUE);
-    assert_same(queued, one);
+    test_assert_same_result(queued, one);
   }
   for (guint i = 0; i < G_N_ELEMENTS(thread_counts); i++) {
     g_autoptr(SimResult) r = simulate(&x, thread_counts[i]);
-    assert_same(one, r);
+    test_assert_same_result(one, r);
   }
   clear_setup(&x);
 }
@@ -241,14 +215,14 @@ static void check_uses_threads(Setup *sx)
   g_autoptr(SimResult) b = sim_engine_run(e3, plan, 2, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(sim_engine_threads_used(e3), ==, 3);
-  assert_same(a, b);
+  test_assert_same_result(a, b);
   /* Asking for more threads than ranks gives one per rank; the same
    * engine runs again, on a new thread count, to the same answer. */
   sim_engine_set_threads(e3, 100);
   g_autoptr(SimResult) c = sim_engine_run(e3, plan, 2, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(sim_engine_threads_used(e3), ==, x.w->n_ranks);
-  assert_same(a, c);
+  test_assert_same_result(a, c);
 }
 
 /* ---- hand-built workloads on a fake machine ------------------------------- */
@@ -356,7 +330,7 @@ static void test_two_streams_one_group(void)
       g_assert_no_error(error);
       /* Separate groups: threads; one group from two streams: serial. */
       g_assert_cmpuint(used, ==, shared ? 1 : MIN(thread_counts[i], 4u));
-      assert_same(a, r);
+      test_assert_same_result(a, r);
     }
   }
 }
@@ -387,7 +361,7 @@ static void test_two_streams_one_channel(void)
   g_autoptr(SimResult) r = run_fake(w, &f, 2, &used, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(used, ==, 1);
-  assert_same(a, r);
+  test_assert_same_result(a, r);
 }
 
 /* A machine that does not promise thread safety, or an observer, keeps
@@ -419,7 +393,7 @@ static void test_serial_when_needed(void)
   g_assert_no_error(error);
   g_assert_cmpuint(sim_engine_threads_used(e), ==, 1);
   g_assert_cmpuint(seen, ==, 2 * sim_workload_n_ops(w));
-  assert_same(a, b);
+  test_assert_same_result(a, b);
 }
 
 /* A deadlock (ranks 0 and 1 enter all-reduce A then B, ranks 2 and 3 B
