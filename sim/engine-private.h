@@ -264,6 +264,9 @@ typedef struct {
   DoneList *done_to;         /* threaded, per lane: completed transfers
                                 of its ranks */
   gsize handed;              /* threaded: transfers completed this round */
+  gboolean running;          /* threaded: in a round's first phase (its
+                                streams run; a transfer matched here whose
+                                members are all its own starts at once) */
   guint32 *mseq;             /* per group membership: collectives issued;
                                 each lane its own (it touches its groups'
                                 entries only; no line shared) */

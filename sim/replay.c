@@ -80,7 +80,11 @@
  * applies the transfers handed to it (comm_apply) and runs its ranks'
  * streams as far as they go, sending each communication arrival, with its
  * time, to the lane that matches it (a group's collectives on the lane of
- * its first member, a channel's transfers on the lane of rep(dst)); barrier;
+ * its first member, a channel's transfers on the lane of rep(dst)); an
+ * arrival the lane matches itself is matched at once, and a transfer that
+ * completes so with every member on the lane starts at once (as in eager
+ * order below), so most tensor-parallel collectives never wait for a
+ * round; barrier;
  * (2) every lane matches the arrivals sent to it, lane by lane, in its own
  * pool, mseq and rings (line-aligned, so no line is written by two lanes),
  * prices every transfer that completed and hands its members to their lanes;
@@ -480,17 +484,32 @@ static inline guint32 rep_of(const SimEngine *e, guint32 r)
   return e->folded ? e->w->fold_rep[r] : r;
 }
 
-static void comm_start(SimEngine *e, guint32 idx);
+static void comm_start(SimEngine *e, Lane *M, guint32 idx);
+
+/* Whether every member of pending record idx of lane M is a rank of M. */
+static gboolean members_on(const SimEngine *e, const Lane *M, guint32 idx)
+{
+  const Pending *p = &M->pool.pend[idx];
+  guint me = (guint)(M - e->lanes);
+  for (guint k = 0; k < p->n_members; k++)
+    if (lane_of(e, p->members[k].rank) != me)
+      return FALSE;
+  return TRUE;
+}
 
 /* Pending record idx of lane M's pool has all its members: queued as a
- * COMM_START event at its start time, started at once (eager), or
- * (threaded) kept for the round's end. */
+ * COMM_START event at its start time, started at once (eager, or
+ * threaded when it completes in the first phase of a round and all its
+ * members are M's), or (threaded) kept for the round's end. */
 static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
 {
-  if (e->deferred)
-    APPEND(M->ready, M->n_ready, M->cap_ready, idx);
-  else if (e->eager)
-    comm_start(e, idx);
+  if (e->deferred) {
+    if (M->running && members_on(e, M, idx))
+      comm_start(e, M, idx);
+    else
+      APPEND(M->ready, M->n_ready, M->cap_ready, idx);
+  } else if (e->eager)
+    comm_start(e, M, idx);
   else
     sim_queue_push(e->queue, M->pool.pend[idx].start_ns, PRIO_COMM,
                    EV_COMM_START, idx);
@@ -674,10 +693,10 @@ static void comm_apply(SimEngine *e, Lane *L, guint r, guint32 i, gint64 start,
   op_done(e, L, r, st, i, arrive, start, end, rs->comm_inc);
 }
 
-/* Schedules the transfer of pending record idx at its start time. */
-static void comm_start(SimEngine *e, guint32 idx)
+/* Runs the transfer of pending record idx of lane L's pool from its start
+ * time: every member's op is done and its stream goes on L's work. */
+static void comm_start(SimEngine *e, Lane *L, guint32 idx)
 {
-  Lane *L = &e->lanes[0];
   Pending *p = &L->pool.pend[idx];
   gint64 dur = comm_dur(e, p);
   for (guint k = 0; k < p->n_members; k++)
@@ -1006,9 +1025,16 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       st->free_ns = t;
       st->arrive_ns = ready;
       if (e->deferred) {
-        ArrList *a = &L->arr_to[match_lane(e, r, op)];
-        Arr x = {(guint64)r << 32 | i, ready};
-        APPEND(a->v, a->n, a->cap, x);
+        /* Matched on its own lane at once; on another, at the round's
+         * end (no lane writes another's matching state). */
+        guint ml = match_lane(e, r, op);
+        if (ml == (guint)(L - e->lanes)) {
+          comm_arrive(e, L, r, i, ready);
+        } else {
+          ArrList *a = &L->arr_to[ml];
+          Arr x = {(guint64)r << 32 | i, ready};
+          APPEND(a->v, a->n, a->cap, x);
+        }
       } else {
         comm_arrive(e, L, r, i, ready);
       }
@@ -1141,6 +1167,7 @@ static gpointer lane_replay(gpointer data)
   SimEngine *e = L->e;
   guint me = (guint)(L - e->lanes);
   for (;;) {
+    L->running = TRUE;
     for (guint k = 0; k < e->n_lanes; k++) {
       DoneList *dl = &e->lanes[k].done_to[me];
       for (gsize j = 0; j < dl->n; j++) {
@@ -1151,6 +1178,7 @@ static gpointer lane_replay(gpointer data)
       dl->n = 0;
     }
     drain_work(e, L);
+    L->running = FALSE;
     barrier_wait(&e->bar);
     match_round(e, L);
     barrier_wait(&e->bar);
@@ -1332,7 +1360,7 @@ gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
         push_work(&e->lanes[0], (guint)(ev.payload >> 32),
                   (guint)(ev.payload & 0xffffffffu));
       else
-        comm_start(e, (guint32)ev.payload);
+        comm_start(e, &e->lanes[0], (guint32)ev.payload);
       drain_work(e, &e->lanes[0]);
     }
   }
