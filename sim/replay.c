@@ -80,7 +80,7 @@
  * applies the transfers handed to it (comm_apply) and runs its ranks'
  * streams as far as they go, sending each communication arrival, with its
  * time, to the lane that matches it (a group's collectives on the lane of
- * its first member, a channel's transfers on the lane of rep(dst)); an
+ * its member g mod size, a channel's transfers on the lane of rep(dst)); an
  * arrival the lane matches itself is matched at once, and a transfer that
  * completes so with every member on the lane starts at once (as in eager
  * order below), so most tensor-parallel collectives never wait for a
@@ -520,8 +520,15 @@ static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
 static inline guint match_lane(const SimEngine *e, guint r, const SimOp *op)
 {
   if (op->kind == SIM_OP_COLLECTIVE) {
+    /* Member g mod size of group g: groups within a lane's block (tensor
+     * parallel) stay on it, and groups across blocks (data parallel) are
+     * dealt over the lanes.  On the first member every data-parallel
+     * group of a Megatron layout went to lane 0 (rank r's DP group has
+     * members r, r + TP PP, ...): perf of 175B/1,024 on 2 threads put
+     * 13% of samples in lane 0's matching and lane 1 waiting. */
     guint32 g = sim_op_peer(&e->w->ranks[r], op);
-    return lane_of(e, e->group_ranks[e->group_off[g]]);
+    guint32 lo = e->group_off[g], n = e->group_off[g + 1] - lo;
+    return lane_of(e, e->group_ranks[lo + g % n]);
   }
   return lane_of(e, rep_of(e, op->kind == SIM_OP_SEND
                                   ? sim_op_peer(&e->w->ranks[r], op)
