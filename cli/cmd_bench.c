@@ -860,6 +860,17 @@ static void print_text(const BenchCase *c, const BenchOutcome *o)
 
 /* A replay case: MODEL TPxPPxDP, MB microbatches, folded or not, with
  * the cluster's per-GPU variability (perf, power; 0 0: none). */
+/* Sets case c's target: its label and its bounds (0: none) on wall
+ * seconds, peak MB and replayed M ops/s. */
+static void set_target(BenchCase *c, const char *label, double wall_s,
+                       double mb, double mops)
+{
+  c->target = label;
+  c->target_s = wall_s;
+  c->target_mb = mb;
+  c->target_mops = mops;
+}
+
 static BenchCase *add_replay_var(GPtrArray *cases, const char *self,
                                  const char *id, const char *label,
                                  const char *model, guint tp, guint pp,
@@ -958,43 +969,35 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
     c = add_replay(cases, self, "replay/1gpu",
                    "replay gpt3-1.3b 1 GPU, 256 mb", "gpt3-1.3b", 1, 1, 1,
                    256, FALSE);
-    c->target = ">= 20 Mops/s";
-    c->target_mops = 20;
+    set_target(c, ">= 20 Mops/s", 0, 0, 20);
     c = add_replay(cases, self, "replay/175b-1024",
                    "replay gpt3-175b 1,024 GPUs (tp8 pp8 dp16)", "gpt3-175b",
                    8, 8, 16, 64, FALSE);
-    c->target = ">= 50 Mops/s on one core";
-    c->target_mops = 50;
+    set_target(c, ">= 50 Mops/s on one core", 0, 0, 50);
     add_replay(cases, self, "replay/175b-1024-folded",
                "replay gpt3-175b 1,024 GPUs, folded", "gpt3-175b", 8, 8, 16,
                64, TRUE);
     c = add_replay(cases, self, "replay/175b-8192",
                    "replay gpt3-175b 8,192 GPUs (dp128)", "gpt3-175b", 8, 8,
                    128, 64, FALSE);
-    c->target = "< 8 s, < 3 GB";
-    c->target_s = 8;
-    c->target_mb = 3072;
+    set_target(c, "< 8 s, < 3 GB", 8, 3072, 0);
     c = add_replay(cases, self, "replay/175b-8192-folded",
                    "replay gpt3-175b 8,192 GPUs, folded", "gpt3-175b", 8, 8,
                    128, 64, TRUE);
-    c->target = "< 1 s";
-    c->target_s = 1;
+    set_target(c, "< 1 s", 1, 0, 0);
     /* Per-GPU variability: every rank priced on its own (no shared price
      * cache, SimMachine.uniform_pricing off), as a what-if with
      * manufacturing spread runs; cannot fold. */
     c = add_replay_var(cases, self, "replay/175b-8192-variability",
                        "replay gpt3-175b 8,192 GPUs, variability 2%",
                        "gpt3-175b", 8, 8, 128, 64, FALSE, 0.02, 0.02);
-    c->target = "< 10 s";
-    c->target_s = 10;
+    set_target(c, "< 10 s", 10, 0, 0);
     /* 65,536 GPUs unfolded: refused by the memory check on a machine
      * without the memory its estimate names. */
     c = add_replay(cases, self, "replay/175b-65536",
                    "replay gpt3-175b 65,536 GPUs (dp1024)", "gpt3-175b", 8, 8,
                    1024, 64, FALSE);
-    c->target = "< 60 s, < 20 GB";
-    c->target_s = 60;
-    c->target_mb = 20480;
+    set_target(c, "< 60 s, < 20 GB", 60, 20480, 0);
     /* The same replay on 1 thread and on 2 (the guide's 2-core
      * machine): the speedup, and the results bit for bit. */
     c = add_case(cases, self, "replay/175b-1024-threads",
@@ -1023,15 +1026,13 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
                  "bench", "--case", "policy", "kernel", "gpt3-175b", "8", "8",
                  "128", "64", "1", "gpu", NULL);
     c->gpus = 8192;
-    c->target = "< 15 s";
-    c->target_s = 15;
+    set_target(c, "< 15 s", 15, 0, 0);
     c = add_case(cases, self, "planner/perseus-8192-folded",
                  "Perseus policy, 8,192 GPUs, folded, GPU latency", "bench",
                  "--case", "policy", "perseus", "gpt3-175b", "8", "8", "128",
                  "64", "1", "gpu", NULL);
     c->gpus = 8192;
-    c->target = "< 15 s";
-    c->target_s = 15;
+    set_target(c, "< 15 s", 15, 0, 0);
     if (g_file_test(profile_175b, G_FILE_TEST_IS_REGULAR)) {
       c = add_case(cases, self, "perseus/8x96",
                    "Perseus frontier, 8 stages x 96 mb", "run", "--quiet",
