@@ -43,7 +43,9 @@
  * one pair from its first kernel on, no switch is ever made, so none
  * splits, and its entry is a function of its op and its cache slot, which
  * holds that pair all iteration: the accounting computes it again
- * (account.c, kernel_entry) with the replay's own expression, bit for bit;
+ * (account.c, kernel_entry, once per kernel: the first pass memoises it
+ * for the sweep in its lane's scratch) with the replay's own expression,
+ * bit for bit;
  * a host op lasts its ref_ns; a marker lasts nothing and is never logged.
  * 175B on 1,024 GPUs: 13% of the ops communicate, so the engine holds
  * 47 MB instead of 216 (and 258 MB instead of 1.6 GB at 8,192 GPUs), and
@@ -264,6 +266,9 @@ typedef struct {
   DoneList *done_to;         /* threaded, per lane: completed transfers
                                 of its ranks */
   gsize handed;              /* threaded: transfers completed this round */
+  OpLog *memo;               /* the accounting's kernel memo, memo_cap
+                                entries (sim/account.c, account_rank) */
+  guint32 memo_cap;
   gboolean running;          /* threaded: in a round's first phase (its
                                 streams run; a transfer matched here whose
                                 members are all its own starts at once) */

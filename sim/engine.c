@@ -269,6 +269,7 @@ static void lanes_free(SimEngine *e)
     g_free(L->done_to);
     g_free(L->mseq);
     g_free(L->mstream);
+    g_free(L->memo);
     if (k > 0)
       g_free(L->cache);
   }
@@ -565,11 +566,13 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
   g_autofree guint8 *prog_seen = g_new0(guint8, w->programs->len + 1);
   /* Per shared program: its counts (made on its first rank). */
   g_autofree OpCounts *prog_counts = g_new0(OpCounts, w->programs->len + 1);
+  guint32 max_ops = 0;
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     bytes += sizeof(RankState);
     if (rk->n_ops == 0)
       continue;
+    max_ops = MAX(max_ops, rk->n_ops);
     /* The target list is held once per shared program, end times per
      * rank. */
     gboolean first = rk->program == SIM_NO_PROGRAM || !prog_seen[rk->program];
@@ -587,6 +590,9 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
     bytes += (guint64)n.targets * ((first ? sizeof(guint32) : 0) +
                                    sizeof(gint64));
   }
+  /* The accounting's kernel memo (per thread; sim/account.c). */
+  if (!kernel_log)
+    bytes += (guint64)max_ops * sizeof(OpLog);
   /* Sequence counter and last stream per group membership (and its
    * member slot); ring, expectation and first ring slots per group. */
   bytes += (guint64)w->group_ranks->len *

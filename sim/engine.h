@@ -297,6 +297,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  *             + 4 (S(r) + 1)           comm log bases
  *             + 120 S(r) ]             open transfers, events, work stack
  *   + 13 per group membership + 36 per group     collective matching
+ *   + 8 max_r n(r), without the op log     the accounting's kernel memo,
+ *                                          per thread
  *
  * (a rank without ops counts 192 B; the index of the wait targets and the
  * comm bases are counted once per shared program).  T(r) is counted as
@@ -305,8 +307,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  * the overflow list, 40 B per op that lasts or is blocked 2^32 ns (4.3 s)
  * or more (none in generated workloads) or that a clock switch splits (at
  * most one per switch).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
- * the engine created and run once: 8.07 MB estimated, malloc grew by
- * 7.87 MB; with a per-op plan 59.2 MB and 59.0 MB (tests/test-gpt.c). */
+ * the engine created and run once: 8.27 MB estimated, malloc grew by
+ * 8.11 MB; with a per-op plan 59.2 MB and 59.3 MB (tests/test-gpt.c). */
 guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
                                   const SimPlan *plan);
 
