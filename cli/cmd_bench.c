@@ -858,8 +858,6 @@ static void print_text(const BenchCase *c, const BenchOutcome *o)
   fflush(stdout);
 }
 
-/* A replay case: MODEL TPxPPxDP, MB microbatches, folded or not, with
- * the cluster's per-GPU variability (perf, power; 0 0: none). */
 /* Sets case c's target: its label and its bounds (0: none) on wall
  * seconds, peak MB and replayed M ops/s. */
 static void set_target(BenchCase *c, const char *label, double wall_s,
@@ -871,6 +869,8 @@ static void set_target(BenchCase *c, const char *label, double wall_s,
   c->target_mops = mops;
 }
 
+/* A replay case: MODEL TPxPPxDP, MB microbatches, folded or not, with
+ * the cluster's per-GPU variability (perf, power; 0 0: none). */
 static BenchCase *add_replay_var(GPtrArray *cases, const char *self,
                                  const char *id, const char *label,
                                  const char *model, guint tp, guint pp,

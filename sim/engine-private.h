@@ -145,6 +145,14 @@ typedef struct {
 } CostSlot;
 G_STATIC_ASSERT(sizeof(CostSlot) == 32);
 
+/* The duration of op (a kernel) priced in slot: the one expression the
+ * replay schedules with and the accounting, without a kernel log, prices
+ * again with (sim/account.c), so that the two agree bit for bit. */
+static inline gint64 slot_ns(const CostSlot *slot, const SimOp *op)
+{
+  return sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
+}
+
 /* A rank's incoming point-to-point channel: FIFO of unmatched ops of one
  * side (sends or receives) from ranks folding to `src`. */
 typedef struct {

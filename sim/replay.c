@@ -818,6 +818,21 @@ static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
   return lo;
 }
 
+/* Whether op's wait (if any) is done; if so *ready becomes the later of
+ * *ready and its end.  Ops of a stream are scheduled in order, so op j is
+ * done exactly when its stream's cursor has moved past it. */
+static inline gboolean wait_ready(const RankState *rs, const SimOp *ops,
+                                  const SimOp *op, gint64 *ready)
+{
+  if (op->wait == SIM_NO_WAIT)
+    return TRUE;
+  const Stream *owner = &rs->streams[ops[op->wait].stream];
+  if (owner->cur <= op->wait)
+    return FALSE;
+  *ready = MAX(*ready, target_end(rs, owner, op->wait));
+  return TRUE;
+}
+
 /* advance()'s fast path: from op i of stream st (of rank r), the run of
  * kernels that take the steady path (each at `c`, the stream's landed
  * target) with nothing else to do: no kernel log, no observer, and none
@@ -838,14 +853,10 @@ steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
     if (op->kind != SIM_OP_KERNEL)
       break;
     gint64 ready = now;
-    if (op->wait != SIM_NO_WAIT) {
-      const Stream *owner = &rs->streams[ops[op->wait].stream];
-      if (owner->cur <= op->wait)
-        break;
-      ready = MAX(ready, target_end(rs, owner, op->wait));
-    }
+    if (!wait_ready(rs, ops, op, &ready))
+      break;
     const CostSlot *slot = price_in(e, cache, r, op->shape, c);
-    gint64 dur = sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
+    gint64 dur = slot_ns(slot, op);
     if (G_UNLIKELY(dur < 0 || dur >= LOG_ESC))
       break;
     now = ready + dur;
@@ -921,17 +932,10 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
     }
     const SimOp *op = &ops[i];
     gint64 ready = t;
-    if (op->wait != SIM_NO_WAIT) {
-      /* Ops of a stream are scheduled in order, so op j is done exactly
-       * when its stream's cursor has moved past it. */
-      guint32 j = op->wait;
-      const Stream *owner = &rs->streams[ops[j].stream];
-      if (owner->cur <= j) {
-        st->state = ST_WAIT_OP;
-        st->waiting_for = j;
-        break;
-      }
-      ready = MAX(ready, target_end(rs, owner, j));
+    if (!wait_ready(rs, ops, op, &ready)) {
+      st->state = ST_WAIT_OP;
+      st->waiting_for = op->wait;
+      break;
     }
     if (G_LIKELY(op->kind == SIM_OP_KERNEL)) {
       if (G_UNLIKELY(i == next_ahead)) {
@@ -966,7 +970,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       if (G_UNLIKELY(boosted))
         c = boost_clocks(e, r, c, ready);
       const CostSlot *slot = price_in(e, cache, r, op->shape, c);
-      gint64 dur = sim_round_ns((double)op->ref_ns * slot->cost.time_scale);
+      gint64 dur = slot_ns(slot, op);
       float inc = slot->inc;
       gint64 end = ready + dur;
       gint64 split = 0; /* when a switch landed inside it (0: none) */

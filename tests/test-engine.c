@@ -645,11 +645,7 @@ static void test_determinism(void)
   g_autoptr(SimPlan) plan = sim_plan_new_uniform(4, (SimClocks){0, 0});
   g_autoptr(SimResult) a = run(w, &f, plan, 2);
   g_autoptr(SimResult) c = run(w, &f, plan, 2);
-  g_assert_cmpint(a->time_ns, ==, c->time_ns);
-  g_assert_cmpmem(a->per_gpu, sizeof(SimGpuResult) * 4, c->per_gpu,
-                  sizeof(SimGpuResult) * 4);
-  g_assert_cmpmem(a->by_class, sizeof a->by_class, c->by_class,
-                  sizeof c->by_class);
+  test_assert_same_result(a, c);
   check_partition(a);
 }
 
@@ -1201,21 +1197,6 @@ static SimResult *run_counting(const SimWorkload *w, guint n, gboolean uniform,
   return r;
 }
 
-static void assert_same_result(const SimResult *a, const SimResult *b)
-{
-  g_assert_cmpint(a->time_ns, ==, b->time_ns);
-  g_assert_cmpfloat(a->energy_j, ==, b->energy_j);
-  g_assert_cmpuint(a->switches, ==, b->switches);
-  g_assert_cmpmem(a->per_gpu, sizeof(SimGpuResult) * a->n_gpus, b->per_gpu,
-                  sizeof(SimGpuResult) * b->n_gpus);
-  g_assert_cmpmem(a->by_class, sizeof a->by_class, b->by_class,
-                  sizeof b->by_class);
-  g_assert_cmpmem(a->by_phase, sizeof a->by_phase, b->by_phase,
-                  sizeof b->by_phase);
-  g_assert_cmpmem(a->iterations, sizeof(SimIterResult) * a->n_iterations,
-                  b->iterations, sizeof(SimIterResult) * b->n_iterations);
-}
-
 /* uniform_pricing shares one price cache between GPUs: the same bits with
  * fewer kernel_cost calls; with unequal idle powers (the cached increments
  * differ per GPU) the engine keeps per-GPU caches and stays exact. */
@@ -1229,7 +1210,7 @@ static void test_uniform_pricing(void)
       run_counting(w, n, FALSE, IDLE_W, begin, &own_calls);
     g_autoptr(SimResult) shared =
       run_counting(w, n, TRUE, IDLE_W, begin, &shared_calls);
-    assert_same_result(own, shared);
+    test_assert_same_result(own, shared);
     check_partition(shared);
     /* Every rank prices the shapes it runs; shared, only the first one. */
     g_assert_cmpuint(shared_calls, >, 0);
@@ -1239,7 +1220,7 @@ static void test_uniform_pricing(void)
       run_counting(w, n, FALSE, IDLE_W + 10.0, begin, &mixed_own_calls);
     g_autoptr(SimResult) mixed =
       run_counting(w, n, TRUE, IDLE_W + 10.0, begin, &mixed_calls);
-    assert_same_result(mixed_own, mixed);
+    test_assert_same_result(mixed_own, mixed);
     g_assert_cmpuint(mixed_calls, ==, mixed_own_calls);
     /* The increments did change with GPU 1's idle power. */
     g_assert_cmpfloat(mixed->per_gpu[1].energy_j, !=, own->per_gpu[1].energy_j);
