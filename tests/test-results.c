@@ -959,7 +959,7 @@ static void test_kill_loop(Fixture *fx, gconstpointer data)
                  strstr(error->message, "no such table") == NULL) {
         g_error("kill %u: %s", k, error->message);
       }
-      g_error_free(error);
+      g_clear_error(&error); /* the read after recovery reuses it */
     } else {
       check_kill_rows(rows);
       before = rows->len;
