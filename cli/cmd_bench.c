@@ -233,11 +233,29 @@ static gboolean same_result(const SimResult *a, const SimResult *b)
                 sizeof *a->iterations * a->n_iterations) == 0;
 }
 
+/* The median of v[0, n) (sorted in place). */
+static double median(double *v, guint n)
+{
+  for (guint i = 1; i < n; i++)
+    for (guint j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Alternated 1-thread/N-thread pairs the threads case times. */
+#define THREAD_PAIRS 5
+
 /* threads MODEL TP PP DP MB N: a replay on 1 thread to warm up (the
  * first run of a process pays the page faults of its fresh memory), then
- * one on 1 thread and one on N, each with its own engine; their wall and
- * CPU seconds, the speedup and whether the results are the same bit for
- * bit. */
+ * THREAD_PAIRS pairs, one replay on 1 thread and one on N, alternated so
+ * that the machine's drift falls on both (a shared 2-core VM's speed
+ * moves by 1.5x within minutes), each with its own engine.  Prints the
+ * medians of their wall and CPU seconds, the median of the pairs'
+ * speedups with the smallest and largest, and whether every result is the
+ * same bit for bit as the first. */
 static gboolean case_threads(JsSession *s, char **a, GError **error)
 {
   guint threads = (guint)atoi(a[5]);
@@ -247,31 +265,43 @@ static gboolean case_threads(JsSession *s, char **a, GError **error)
   if (!gpt_setup(s, a, FALSE, &w, &c, &gen_s, &gen_cpu, error))
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
-  SimResult *r[3] = {NULL, NULL, NULL};
-  double wall[3], cpu[3];
-  for (guint k = 0; k < 3; k++) {
+  SimResult *first = NULL;
+  gboolean identical = TRUE;
+  double wall[2][THREAD_PAIRS], cpu[2][THREAD_PAIRS], ratio[THREAD_PAIRS];
+  for (guint k = 0; k < 1 + 2 * THREAD_PAIRS; k++) {
+    guint side = k == 0 ? 0 : (k - 1) % 2, pair = k == 0 ? 0 : (k - 1) / 2;
     JsRunOptions opt = {.iterations = 1, .seed = s->seed,
                         .switch_latency_ms = -1,
-                        .threads = k < 2 ? 1 : threads};
+                        .threads = side == 0 ? 1 : threads};
     gint64 t0 = g_get_monotonic_time();
     double c0 = cpu_s();
-    r[k] = js_simulate(s, c, w, &pol, &opt, error);
-    wall[k] = since_s(t0);
-    cpu[k] = cpu_s() - c0;
-    if (r[k] == NULL) {
-      sim_result_free(r[0]);
-      sim_result_free(r[1]);
+    SimResult *r = js_simulate(s, c, w, &pol, &opt, error);
+    if (r == NULL) {
+      sim_result_free(first);
       return FALSE;
     }
+    if (k > 0) {
+      wall[side][pair] = since_s(t0);
+      cpu[side][pair] = cpu_s() - c0;
+    }
+    if (first == NULL) {
+      first = r;
+      continue;
+    }
+    identical &= same_result(first, r);
+    sim_result_free(r);
   }
-  printf("gpus=%u threads=%u ops_replayed=%" G_GUINT64_FORMAT
-         " replay_1_s=%.3f replay_n_s=%.3f speedup=%.3f replay_1_cpu_s=%.3f "
-         "replay_n_cpu_s=%.3f identical=%d\n", w->n_ranks, threads,
-         r[2]->ops, wall[1], wall[2], wall[1] / MAX(wall[2], 1e-9), cpu[1],
-         cpu[2],
-         same_result(r[1], r[2]) && same_result(r[0], r[2]) ? 1 : 0);
-  for (guint k = 0; k < 3; k++)
-    sim_result_free(r[k]);
+  for (guint p = 0; p < THREAD_PAIRS; p++)
+    ratio[p] = wall[0][p] / MAX(wall[1][p], 1e-9);
+  double r_med = median(ratio, THREAD_PAIRS);
+  printf("gpus=%u threads=%u pairs=%u ops_replayed=%" G_GUINT64_FORMAT
+         " replay_1_s=%.3f replay_n_s=%.3f speedup=%.3f speedup_min=%.3f "
+         "speedup_max=%.3f replay_1_cpu_s=%.3f replay_n_cpu_s=%.3f "
+         "identical=%d\n", w->n_ranks, threads, THREAD_PAIRS, first->ops,
+         median(wall[0], THREAD_PAIRS), median(wall[1], THREAD_PAIRS), r_med,
+         ratio[0], ratio[THREAD_PAIRS - 1], median(cpu[0], THREAD_PAIRS),
+         median(cpu[1], THREAD_PAIRS), identical ? 1 : 0);
+  sim_result_free(first);
   return TRUE;
 }
 
