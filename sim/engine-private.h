@@ -320,6 +320,9 @@ struct SimEngine {
   Lane *lanes;
   guint n_lanes;
   guint lane_block;          /* ranks [b B, (b+1) B) go to lane b mod n */
+  guint8 *rank_lane;         /* n_ranks: lane_of each rank */
+  guint8 *group_lane;        /* n_groups: the lane matching each group's
+                                collectives (sim/engine.c, deal_lanes) */
   gboolean deferred;         /* this iteration replays on the lanes */
   gboolean eager;            /* this iteration replays serially without
                                 the event queue (sim/replay.c, "Eager
@@ -416,7 +419,7 @@ static inline gboolean is_comm(guint8 kind)
 /* The lane that owns rank r. */
 static inline guint lane_of(const SimEngine *e, guint r)
 {
-  return r / e->lane_block % e->n_lanes;
+  return e->rank_lane[r];
 }
 
 /* Where a rank's contributions to the totals go: the result itself, or a

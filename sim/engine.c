@@ -234,7 +234,6 @@ static void lanes_new(SimEngine *e, guint n)
   guint n_shapes = MAX(e->w->shapes->len, 1);
   gsize nm = MAX(e->w->group_ranks->len, 1);
   e->n_lanes = n;
-  e->lane_block = 1;
   e->lanes = g_new0(Lane, n);
   for (guint k = 0; k < n; k++) {
     Lane *L = &e->lanes[k];
@@ -275,6 +274,46 @@ static void lanes_free(SimEngine *e)
   }
   g_clear_pointer(&e->lanes, g_free);
   e->n_lanes = 0;
+}
+
+/* Deals the ranks to the n lanes in blocks of B consecutive ranks, block
+ * b to lane b mod n, with B = R / 8n (at least 1): every lane gets 8
+ * blocks.  Consecutive ranks (a tensor-parallel group; in Megatron's
+ * order, TP then DP then PP, a 1,024-GPU block of 64 is 8 data-parallel
+ * replicas of one stage) mostly talk to each other, so a block keeps most
+ * transfers, their matching and their completions on one core; several
+ * blocks per lane keep every lane its share of each pipeline stage's work
+ * in each round (sim/replay.c, "Threads").  Measured on GPT-3 175B, TP8
+ * PP8, 2 threads on 2 cores (bench case threads): rank r to lane r mod n
+ * gave 1.22-1.24x at 1,024 GPUs and 1.61x at 8,192; one contiguous block
+ * per lane 1.26-1.33x at 1,024; B = R / 8n 1.35x and 1.75x.
+ *
+ * Group g's collectives are matched on the lane of its member g mod size:
+ * groups within a block (tensor parallel) stay on it, and groups across
+ * blocks (data parallel) are dealt over the lanes.  On the first member
+ * every data-parallel group of a Megatron layout went to lane 0 (rank r's
+ * DP group has members r, r + TP, ...): perf of 175B/1,024 on 2 threads
+ * put 13% of samples in lane 0's matching and lane 1 waiting.
+ *
+ * Both are tables, read for every communication op of a threaded replay;
+ * computed there, each lookup took two integer divisions (0.8% of the
+ * 2-thread replay's instructions; no change in wall time measured). */
+static void deal_lanes(SimEngine *e)
+{
+  const SimWorkload *w = e->w;
+  guint n = e->n_lanes;
+  e->lane_block = MAX(w->n_ranks / (8 * n), 1u);
+  if (e->rank_lane == NULL) {
+    e->rank_lane = g_new(guint8, MAX(w->n_ranks, 1));
+    e->group_lane = g_new(guint8, MAX(e->n_groups, 1));
+  }
+  for (guint r = 0; r < w->n_ranks; r++)
+    e->rank_lane[r] = (guint8)(r / e->lane_block % n);
+  for (guint g = 0; g < e->n_groups; g++) {
+    guint32 lo = e->group_off[g], size = e->group_off[g + 1] - lo;
+    e->group_lane[g] =
+      size > 0 ? e->rank_lane[e->group_ranks[lo + g % size]] : 0;
+  }
 }
 
 /* Folding: every member of a class must have its representative's per-GPU
@@ -446,6 +485,7 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     }
     e->group_expect[g] = n;
   }
+  deal_lanes(e);
   return g_steal_pointer(&e);
 }
 
@@ -480,6 +520,8 @@ void sim_engine_free(SimEngine *e)
     g_aligned_free(e->rings[g].slot);
   g_free(e->rings);
   lanes_free(e);
+  g_free(e->rank_lane);
+  g_free(e->group_lane);
   g_free(e->saved);
   g_free(e->saved_switches);
   g_mutex_clear(&e->bar.lock);
@@ -488,17 +530,6 @@ void sim_engine_free(SimEngine *e)
   g_free(e);
 }
 
-/* Deals the ranks to n lanes in blocks of B consecutive ranks, block b to
- * lane b mod n, with B = R / 8n (at least 1): every lane gets 8 blocks.
- * Consecutive ranks (a tensor-parallel group; in Megatron's order a whole
- * pipeline replica at 1,024 GPUs) mostly talk to each other, so a block
- * keeps most transfers, their matching and their completions on one core;
- * several blocks per lane keep every lane its share of each pipeline
- * stage's work in each round (sim/replay.c, "Threads").  Measured on
- * GPT-3 175B, TP8 PP8, 2 threads on 2 cores (bench case threads): rank r
- * to lane r mod n gave 1.22-1.24x at 1,024 GPUs and 1.61x at 8,192; one
- * contiguous block per lane 1.26-1.33x at 1,024; B = R / 8n 1.35x and
- * 1.75x. */
 void sim_engine_set_threads(SimEngine *e, guint n)
 {
   const SimWorkload *w = e->w;
@@ -509,7 +540,7 @@ void sim_engine_set_threads(SimEngine *e, guint n)
    * every run starts by clearing the matching state. */
   lanes_free(e);
   lanes_new(e, n);
-  e->lane_block = MAX(w->n_ranks / (8 * n), 1u);
+  deal_lanes(e);
   /* A shared price cache is kept per lane: no two threads write a slot. */
   for (guint r = 0; e->shared_cache != NULL && r < w->n_ranks; r++)
     if (e->ranks[r].cache != NULL)
@@ -569,7 +600,7 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
   guint32 max_ops = 0;
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
-    bytes += sizeof(RankState);
+    bytes += sizeof(RankState) + sizeof(guint8); /* and its lane */
     if (rk->n_ops == 0)
       continue;
     max_ops = MAX(max_ops, rk->n_ops);
@@ -598,7 +629,8 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
   bytes += (guint64)w->group_ranks->len *
            (sizeof(guint32) + sizeof(guint8) + sizeof(Member));
   bytes += (guint64)sim_workload_n_groups(w) *
-           (sizeof(Ring) + sizeof(guint32) + 4 * sizeof(guint32));
+           (sizeof(Ring) + sizeof(guint32) + 4 * sizeof(guint32) +
+            sizeof(guint8));
   return bytes;
 }
 

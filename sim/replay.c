@@ -519,17 +519,8 @@ static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
  * collectives on one lane, a channel's transfers on one lane). */
 static inline guint match_lane(const SimEngine *e, guint r, const SimOp *op)
 {
-  if (op->kind == SIM_OP_COLLECTIVE) {
-    /* Member g mod size of group g: groups within a lane's block (tensor
-     * parallel) stay on it, and groups across blocks (data parallel) are
-     * dealt over the lanes.  On the first member every data-parallel
-     * group of a Megatron layout went to lane 0 (rank r's DP group has
-     * members r, r + TP PP, ...): perf of 175B/1,024 on 2 threads put
-     * 13% of samples in lane 0's matching and lane 1 waiting. */
-    guint32 g = sim_op_peer(&e->w->ranks[r], op);
-    guint32 lo = e->group_off[g], n = e->group_off[g + 1] - lo;
-    return lane_of(e, e->group_ranks[lo + g % n]);
-  }
+  if (op->kind == SIM_OP_COLLECTIVE)
+    return e->group_lane[sim_op_peer(&e->w->ranks[r], op)];
   return lane_of(e, rep_of(e, op->kind == SIM_OP_SEND
                                   ? sim_op_peer(&e->w->ranks[r], op)
                                   : r));
