@@ -289,6 +289,9 @@ typedef struct {
   guint finished;            /* ranks that finished this iteration */
   CostSlot *cache;           /* its copy of the shared price cache, or NULL
                                 (lane 0's is SimEngine.shared_cache) */
+  struct AcctMemo *amemo;    /* per shared program: the last rank of it
+                                this lane accounted (sim/account.c,
+                                "Ranks with the same inputs") */
   SimEngine *e;
 } Lane;
 
@@ -338,6 +341,8 @@ struct SimEngine {
                                 the threaded accounting, the block to
                                 back (sim/engine.c) */
   guint threads_used;        /* sim_engine_threads_used */
+  guint64 account_pass;      /* accounting passes so far: a rank's
+                                accounting memo is good within its pass */
   gpointer log_mem;          /* kernel logs of all ranks, one allocation
                                 made by the first run that needs it */
   gsize log_bytes;
@@ -443,8 +448,21 @@ gboolean sim_replay_threaded(const SimEngine *e);
 void sim_lanes_run(SimEngine *e, GThreadFunc fn);
 /* replay.c: forgets whatever a failed earlier run left behind. */
 void sim_replay_reset(SimEngine *e);
+/* The last rank of a shared program that a lane accounted (sim/account.c,
+ * "Ranks with the same inputs"). */
+typedef struct AcctMemo {
+  guint64 pass;         /* SimEngine.account_pass it was made in; 0: none */
+  guint32 rank;
+  SimGpuResult before;  /* the rank's per-GPU result before, and after */
+  SimGpuResult after;
+  Totals part;          /* its contributions, from zero */
+  double energy;
+} AcctMemo;
+
 /* account.c: accounts rank r over [t0, t1): its energy (returned), its
- * per-GPU figures added to *g and its contributions to *tot. */
+ * per-GPU figures added to *g and its contributions to *tot, which the
+ * caller has zeroed.  Within one accounting pass (SimEngine.account_pass,
+ * one per iteration), after the replay. */
 double sim_account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
                         Totals *tot, SimGpuResult *g);
 

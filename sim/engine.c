@@ -135,7 +135,10 @@ static gboolean need_kernel_log(SimEngine *e, GError **error)
   const SimWorkload *w = e->w;
   guint64 total_ops = sim_workload_n_ops(w);
   gsize bytes = (gsize)total_ops * sizeof(OpLog);
-  e->log_mem = g_try_malloc(MAX(bytes, 1));
+  /* Zeroed: the entries of ops it never holds (communication ops, in the
+   * comm log; markers) stay so, and two ranks' logs compare byte for byte
+   * (sim/account.c, "Ranks with the same inputs"). */
+  e->log_mem = g_try_malloc0(MAX(bytes, 1));
   if (e->log_mem == NULL) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
                 "cannot allocate the engine's op log (%" G_GUINT64_FORMAT
@@ -269,6 +272,7 @@ static void lanes_free(SimEngine *e)
     g_free(L->mseq);
     g_free(L->mstream);
     g_free(L->memo);
+    g_free(L->amemo);
     if (k > 0)
       g_free(L->cache);
   }
@@ -621,9 +625,11 @@ guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
     bytes += (guint64)n.targets * ((first ? sizeof(guint32) : 0) +
                                    sizeof(gint64));
   }
-  /* The accounting's kernel memo (per thread; sim/account.c). */
+  /* The accounting's kernel memo and its last rank of each shared program
+   * (per thread; sim/account.c). */
   if (!kernel_log)
     bytes += (guint64)max_ops * sizeof(OpLog);
+  bytes += (guint64)w->programs->len * sizeof(AcctMemo);
   /* Sequence counter and last stream per group membership (and its
    * member slot); ring, expectation and first ring slots per group. */
   bytes += (guint64)w->group_ranks->len *
@@ -756,6 +762,7 @@ static double account_iteration(SimEngine *e, SimResult *res, gint64 t0,
 {
   const SimWorkload *w = e->w;
   double iter_energy = 0.0;
+  e->account_pass++;
   if (sim_replay_threaded(e)) {
     AccountJob j = {res, t0, t1, g_new(Totals, MAX(w->n_ranks, 1)),
                     g_new(double, MAX(w->n_ranks, 1))};

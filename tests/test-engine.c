@@ -13,14 +13,6 @@
 
 /* Fake prices: auto -> scale 1, 300 W; sm X -> scale 1000/X, 100 + 0.2 X W.
  * Collective: 1000 + bytes ns; p2p: 500 + bytes/2 ns. */
-static void fake_cost(gpointer ctx, guint gpu, guint32 shape, SimClocks c,
-                      guint iter, SimCost *out)
-{
-  out->time_scale = c.sm_mhz == 0 ? 1.0 : 1000.0 / c.sm_mhz;
-  out->power_w = c.sm_mhz == 0 ? 300.0 : 100.0 + 0.2 * c.sm_mhz;
-  out->sm_mhz = c.sm_mhz;
-  out->mem_mhz = c.mem_mhz;
-}
 static gint64 fake_coll(gpointer ctx, guint32 g, double bytes, SimCollType t,
                         gint64 start)
 {
@@ -30,7 +22,27 @@ typedef struct {
   SimMachine m;
   double idle[8], block[8], comm[8];
   gint64 p2p_base_ns;
+  /* GPU g's kernels of shape `odd_shape` (in iteration `odd_iter`, or
+   * every one when negative) take odd_scale[g] times as long; every
+   * kernel of GPU g draws odd_power_w[g] more.  1 and 0 by default. */
+  guint32 odd_shape;
+  gint odd_iter;
+  double odd_scale[8], odd_power_w[8];
 } Fake;
+
+/* ... on GPU g, times what the Fake's odd_* fields add. */
+static void fake_cost(gpointer ctx, guint gpu, guint32 shape, SimClocks c,
+                      guint iter, SimCost *out)
+{
+  const Fake *f = ctx;
+  out->time_scale = c.sm_mhz == 0 ? 1.0 : 1000.0 / c.sm_mhz;
+  out->power_w = c.sm_mhz == 0 ? 300.0 : 100.0 + 0.2 * c.sm_mhz;
+  out->sm_mhz = c.sm_mhz;
+  out->mem_mhz = c.mem_mhz;
+  if (shape == f->odd_shape && (f->odd_iter < 0 || (guint)f->odd_iter == iter))
+    out->time_scale *= f->odd_scale[gpu];
+  out->power_w += f->odd_power_w[gpu];
+}
 
 static gint64 fake_p2p(gpointer ctx, guint s, guint d, double bytes,
                        gint64 start)
@@ -46,7 +58,10 @@ static void fake_init(Fake *f, guint n, gint64 latency_ns)
     f->idle[i] = IDLE_W;
     f->block[i] = BLOCK_W;
     f->comm[i] = COMM_W;
+    f->odd_scale[i] = 1.0;
   }
+  f->odd_shape = G_MAXUINT32;
+  f->odd_iter = -1;
   f->m.n_gpus = n;
   f->m.idle_power_w = f->idle;
   f->m.blocked_power_w = f->block;
@@ -1418,6 +1433,149 @@ static void test_round_ns(void)
   g_assert_cmpint(sim_round_ns(-1e19), ==, 0);
 }
 
+/* ---- ranks with the same inputs (sim/account.c) --------------------------- */
+
+/* The accounting copies a rank from the last rank of its program whose
+ * inputs were equal.  Ranks 0 and 1 run one program (a kernel, a world
+ * all-reduce that rank 2, slower, holds up, then a kernel of shape `last`;
+ * on a second stream a kernel waiting for the first), and each variant
+ * sets rank 1 apart from rank 0 by one input alone, the others as they
+ * were: it must then be accounted, not copied.  The same workload with
+ * every rank's ops its own (no programs, nothing copied) is the
+ * reference, bit for bit, on 1 and 2 threads. */
+typedef enum {
+  AC_SAME,      /* nothing: rank 1 is rank 0's copy */
+  AC_BLOCKED,   /* blocked power */
+  AC_COMM,      /* comm power */
+  AC_IDLE,      /* idle power, with every increment over it kept (kernel
+                   log: the prices are not compared) */
+  AC_PRICE,     /* the last kernel's price (its own cache; no log) */
+  AC_LOG,       /* the same in the kernel log */
+  AC_BEFORE,    /* the last kernel slower in the first iteration only: the
+                   second's inputs are equal, the figures before it not */
+  AC_SWITCHES,  /* a clock switch to a pair priced as "auto" */
+  AC_COUNT
+} AcVariant;
+
+static SimWorkload *ac_workload(gboolean share, guint32 *last)
+{
+  SimWorkload *w = sim_workload_new(3);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  *last = tw_shape(w, SIM_CLASS_ATTENTION, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 4000, SIM_COLL_ALL_REDUCE);
+  guint32 all[3] = {0, 1, 2};
+  guint32 world = sim_workload_add_group(w, all, 3);
+  for (guint r = 0; r < 3; r++) {
+    guint32 first = tw_add(b, w, SIM_OP_KERNEL, 0, r == 2 ? 9000 : 1000, k,
+                           0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_COLLECTIVE, 0, 0, ar, world, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 0, 2000, *last, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_KERNEL, 1, 700, k, 0, first);
+    sim_rank_builder_finish(b, w, r);
+  }
+  GError *error = NULL;
+  g_assert_true(sim_workload_validate(w, &error));
+  g_assert_no_error(error);
+  if (share) {
+    g_assert_cmpuint(sim_workload_share_alike(w), ==, 1);
+    g_assert_cmpuint(w->ranks[1].program, ==, w->ranks[0].program);
+    g_assert_cmpuint(w->ranks[1].program, !=, SIM_NO_PROGRAM);
+  }
+  return w;
+}
+
+/* With an iteration_begin, the engine prices every iteration afresh. */
+static gboolean ac_iteration_begin(gpointer ctx, guint iter, SimPlan **plan,
+                                   GError **error)
+{
+  return TRUE;
+}
+
+static SimResult *ac_run(const SimWorkload *w, guint32 last, AcVariant v,
+                         guint threads)
+{
+  Fake f;
+  fake_init(&f, 3, 0);
+  f.m.thread_safe = TRUE;
+  f.m.uniform_pricing = v == AC_SAME || v == AC_BLOCKED || v == AC_COMM;
+  f.odd_shape = last;
+  switch (v) {
+  case AC_BLOCKED:
+    f.block[1] += 10;
+    break;
+  case AC_COMM:
+    f.comm[1] += 10;
+    break;
+  case AC_IDLE:
+    f.idle[1] += 10;
+    f.comm[1] += 10;
+    f.odd_power_w[1] = 10;
+    break;
+  case AC_PRICE:
+  case AC_LOG:
+    f.odd_scale[1] = 1.5;
+    break;
+  case AC_BEFORE:
+    f.odd_scale[1] = 1.5;
+    f.odd_iter = 0;
+    f.m.iteration_begin = ac_iteration_begin;
+    break;
+  default:
+    break;
+  }
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(3, (SimClocks){0, 0});
+  if (v == AC_IDLE || v == AC_LOG || v == AC_SWITCHES) {
+    /* A per-op plan: kernels logged.  Pair 1 (sm 1000) is priced as
+     * auto by the fake. */
+    guint16 p1 = sim_plan_add_pair(plan, (SimClocks){1000, 0});
+    guint16 *ix = sim_plan_rank_index(plan, 1, w->ranks[1].n_ops);
+    if (v == AC_SWITCHES)
+      ix[2] = p1;
+  }
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  sim_engine_set_threads(e, threads);
+  SimResult *r = sim_engine_run(e, plan, 2, &error);
+  g_assert_no_error(error);
+  return r;
+}
+
+static void test_account_copies(void)
+{
+  guint32 last;
+  g_autoptr(SimWorkload) w = ac_workload(TRUE, &last);
+  g_autoptr(SimWorkload) u = ac_workload(FALSE, &last);
+  for (guint v = 0; v < AC_COUNT; v++)
+    for (guint threads = 1; threads <= 2; threads++) {
+      g_autoptr(SimResult) x = ac_run(w, last, v, threads);
+      g_autoptr(SimResult) y = ac_run(u, last, v, threads);
+      test_assert_same_result(x, y);
+      /* The variant does set rank 1 apart (AC_SAME: it does not). */
+      gboolean same = memcmp(&x->per_gpu[0], &x->per_gpu[1],
+                             sizeof(SimGpuResult)) == 0;
+      g_assert_cmpint(same, ==, v == AC_SAME);
+    }
+  /* A second run of one engine, at other clocks, is accounted anew: what
+   * the first run's accounting kept is no copy for it. */
+  Fake f;
+  fake_init(&f, 3, 0);
+  f.m.uniform_pricing = TRUE;
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimPlan) at_max = sim_plan_new_uniform(3, (SimClocks){0, 0});
+  g_autoptr(SimPlan) at_500 = sim_plan_new_uniform(3, (SimClocks){500, 0});
+  g_autoptr(SimResult) first = sim_engine_run(e, at_max, 1, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) second = sim_engine_run(e, at_500, 1, &error);
+  g_assert_no_error(error);
+  g_autoptr(SimResult) fresh = run(w, &f, at_500, 1);
+  test_assert_same_result(second, fresh);
+  g_assert_cmpint(second->time_ns, >, first->time_ns);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -1458,5 +1616,6 @@ int main(int argc, char **argv)
   g_test_add_func("/engine/boost/locked-bound", test_boost_locked_bound);
   g_test_add_func("/engine/boost/carried", test_boost_carried);
   g_test_add_func("/engine/boost/invalid", test_boost_invalid);
+  g_test_add_func("/engine/account-copies", test_account_copies);
   return g_test_run();
 }

@@ -14,7 +14,9 @@
  * again where the pass's one-delta-per-kind rule allows.
  */
 #include "sim/workload.h"
+#include "models/dvfs/policy.h"
 #include "models/gpu.h"
+#include "models/straggler.h"
 #include "traces/gpt.h"
 #include "tests/testreplay.h"
 #include "tests/testutil.h"
@@ -210,6 +212,76 @@ static void test_generated(void)
   }
 }
 
+/* The accounting copies a rank's figures from an earlier rank of its
+ * program whose inputs are equal (sim/account.c, "Ranks with the same
+ * inputs"); a materialised copy has no programs, so every rank of it is
+ * accounted.  Both give the same bits on a cluster without variability,
+ * where ranks are alike, and wherever one input sets a rank apart from the
+ * peer before it: a straggler from the second iteration on (its prices,
+ * then its per-GPU figures before the third), power spread alone (idle,
+ * blocked and comm power differ, the prices do not), a kernel-level plan
+ * by op (the kernel log, clock switches) and a power cap; on 1 and 3
+ * threads. */
+static void test_account_copies(void)
+{
+  g_autoptr(SimWorkload) w = gen(2, 2, 2, FALSE);
+  g_autoptr(SimWorkload) u = gen(2, 2, 2, FALSE);
+  GError *error = NULL;
+  g_assert_true(sim_workload_materialise(u, &error));
+  g_assert_no_error(error);
+  for (guint r = 0; r < w->n_ranks; r++) {
+    g_assert_cmpuint(w->ranks[r].program, !=, SIM_NO_PROGRAM);
+    g_assert_cmpuint(u->ranks[r].program, ==, SIM_NO_PROGRAM);
+  }
+  g_assert_cmpuint(w->ranks[3].program, ==, w->ranks[2].program);
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu =
+    gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB", &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(StragglerSet) ss = straggler_set_new(w->n_ranks, 2, 2, 3, &error);
+  g_assert_no_error(error);
+  /* GPU 3: the second rank of TP group (dp 1, pp 0), a TP peer of 2. */
+  StragglerSpec spec = {.gpu = 3, .pipeline = -1, .slowdown = 1.4,
+                        .from_iteration = 1,
+                        .to_iteration = STRAGGLER_FOREVER};
+  g_assert_true(straggler_set_add(ss, &spec, &error));
+  g_assert_no_error(error);
+  enum { UNIFORM, STRAGGLER, POWER_SPREAD, KERNEL_PLAN, POWER_CAP, N_RUNS };
+  for (guint k = 0; k < N_RUNS; k++)
+    for (guint threads = 1; threads <= 3; threads += 2) {
+      g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
+      g_assert_no_error(error);
+      DvfsPolicy pol = {.kind = DVFS_MAX};
+      JsRunOptions opt = {.iterations = 3, .seed = 7,
+                          .switch_latency_ms = -1, .threads = threads};
+      if (k == STRAGGLER)
+        opt.stragglers = ss;
+      if (k == POWER_SPREAD)
+        c->power_spread = 0.05;
+      if (k == KERNEL_PLAN) {
+        dvfs_policy_init(&pol, DVFS_KERNEL);
+        pol.slowdown = 0.02;
+        pol.granularity = DVFS_GRANULARITY_OP;
+      }
+      if (k == POWER_CAP) {
+        dvfs_policy_init(&pol, DVFS_POWERCAP);
+        pol.watts = 250;
+      }
+      g_autoptr(SimResult) x = js_simulate(s, c, w, &pol, &opt, &error);
+      g_assert_no_error(error);
+      g_autoptr(SimResult) y = js_simulate(s, c, u, &pol, &opt, &error);
+      g_assert_no_error(error);
+      test_assert_same_result(x, y);
+      if (k == STRAGGLER) {
+        /* The straggler is set apart from its peer. */
+        g_assert_cmpfloat(x->per_gpu[3].kernel_ns, >,
+                          x->per_gpu[2].kernel_ns);
+      }
+    }
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -219,5 +291,6 @@ int main(int argc, char **argv)
     g_test_add_data_func(name, &cases[i], test_pairs);
   }
   g_test_add_func("/share/generated", test_generated);
+  g_test_add_func("/share/account-copies", test_account_copies);
   return g_test_run();
 }
