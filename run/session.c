@@ -368,8 +368,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
     sim = straggler_machine_sim(sm);
   }
   guint64 need = sim_engine_estimate_bytes(w, sim, plan);
-  if (!js_memory_check(s->max_memory, need, "js.simulate: the engine state",
-                       error))
+  if (!js_memory_check(s->max_memory, need, "the engine state", error))
     return NULL;
   g_autoptr(SimEngine) e = sim_engine_new(w, sim, error);
   if (e == NULL)

@@ -94,6 +94,8 @@ check bench-refused-text 0 "REFUSED: joulesim: gpt3-1.3b tp1 pp1 dp1 (43777 ops)
 check bench-max-memory-bad 2 "'0' is not a size" -- "$J" bench --quick --max-memory 0
 check bench-case-args 2 "bench --case replay: needs 8 arguments" -- "$J" bench --case replay gpt3-125m 1 1 1 1 0
 check bench-case-policy 1 "not kernel or perseus" -- "$J" bench --case policy frob gpt3-125m 1 1 1 2 0 0
+# The threads case: 5 alternated pairs, the same bits on 1 and 2 threads.
+check bench-case-threads 0 'threads=2 pairs=5 .* speedup_best=[0-9.]* .*identical=1' -- "$J" bench --case threads gpt3-125m 2 2 2 4 2
 
 # The sandbox itself: tests/scenario-sandbox.sh and tests/sandbox/.
 # A real C module loads outside the sandbox (tests/sandbox/package-cpath.lua
