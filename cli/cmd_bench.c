@@ -54,6 +54,7 @@
 #include <math.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -233,15 +234,16 @@ static gboolean same_result(const SimResult *a, const SimResult *b)
                 sizeof *a->iterations * a->n_iterations) == 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* The median of v[0, n) (sorted in place). */
 static double median(double *v, guint n)
 {
-  for (guint i = 1; i < n; i++)
-    for (guint j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double x = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = x;
-    }
+  qsort(v, n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

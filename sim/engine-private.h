@@ -322,7 +322,6 @@ struct SimEngine {
    * rank r. */
   Lane *lanes;
   guint n_lanes;
-  guint lane_block;          /* ranks [b B, (b+1) B) go to lane b mod n */
   guint8 *rank_lane;         /* n_ranks: lane_of each rank */
   guint8 *group_lane;        /* n_groups: the lane matching each group's
                                 collectives (sim/engine.c, deal_lanes) */

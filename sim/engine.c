@@ -305,14 +305,13 @@ static void lanes_free(SimEngine *e)
 static void deal_lanes(SimEngine *e)
 {
   const SimWorkload *w = e->w;
-  guint n = e->n_lanes;
-  e->lane_block = MAX(w->n_ranks / (8 * n), 1u);
+  guint n = e->n_lanes, block = MAX(w->n_ranks / (8 * n), 1u);
   if (e->rank_lane == NULL) {
     e->rank_lane = g_new(guint8, MAX(w->n_ranks, 1));
     e->group_lane = g_new(guint8, MAX(e->n_groups, 1));
   }
   for (guint r = 0; r < w->n_ranks; r++)
-    e->rank_lane[r] = (guint8)(r / e->lane_block % n);
+    e->rank_lane[r] = (guint8)(r / block % n);
   for (guint g = 0; g < e->n_groups; g++) {
     guint32 lo = e->group_off[g], size = e->group_off[g + 1] - lo;
     e->group_lane[g] =

@@ -75,8 +75,8 @@
  * -------
  * With sim_engine_set_threads(n > 1), a thread-safe machine, no observer and
  * no boost controller, an iteration replays on n lanes in rounds. Lane k
- * owns the blocks b of lane_block consecutive ranks with b mod n == k
- * (lane_of; sim_engine_set_threads says why blocks).  A round: (1) every lane
+ * owns the blocks b of R / 8n consecutive ranks with b mod n == k
+ * (lane_of; deal_lanes in sim/engine.c says why blocks).  A round: (1) every lane
  * applies the transfers handed to it (comm_apply) and runs its ranks'
  * streams as far as they go, sending each communication arrival, with its
  * time, to the lane that matches it (a group's collectives on the lane of

@@ -11,8 +11,7 @@
 #define BLOCK_W 80.0
 #define COMM_W 120.0
 
-/* Fake prices: auto -> scale 1, 300 W; sm X -> scale 1000/X, 100 + 0.2 X W.
- * Collective: 1000 + bytes ns; p2p: 500 + bytes/2 ns. */
+/* Collective: 1000 + bytes ns; p2p: 500 + bytes/2 ns (fake_p2p). */
 static gint64 fake_coll(gpointer ctx, guint32 g, double bytes, SimCollType t,
                         gint64 start)
 {
@@ -30,7 +29,8 @@ typedef struct {
   double odd_scale[8], odd_power_w[8];
 } Fake;
 
-/* ... on GPU g, times what the Fake's odd_* fields add. */
+/* Fake prices: auto -> scale 1, 300 W; sm X -> scale 1000/X, 100 + 0.2 X W;
+ * on GPU g, with what the Fake's odd_* fields add. */
 static void fake_cost(gpointer ctx, guint gpu, guint32 shape, SimClocks c,
                       guint iter, SimCost *out)
 {
