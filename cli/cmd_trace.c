@@ -102,7 +102,8 @@ static SimWorkload *load_files(const char *cmd, JsSession *s,
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   SimWorkload *w = js_inputs_load(s->catalogue,
                                   (const char *const *)files->pdata,
-                                  files->len, gpu, how, warnings, &err);
+                                  files->len, gpu, how, s->max_memory,
+                                  warnings, &err);
   print_warnings(cmd, warnings);
   if (w == NULL)
     fail_user(cmd, err);

@@ -143,7 +143,12 @@ GPtrArray *res_timeline_read(const char *path, const char *run,
 
 #define RES_ERROR (res_error_quark())
 GQuark res_error_quark(void);
-typedef enum { RES_ERROR_IO, RES_ERROR_SCHEMA, RES_ERROR_EXISTS } ResError;
+typedef enum {
+  RES_ERROR_IO,
+  RES_ERROR_SCHEMA,
+  RES_ERROR_EXISTS,
+  RES_ERROR_UNSAFE, /* an HDF5 file refused by io/h5open.h's check */
+} ResError;
 
 G_END_DECLS
 

@@ -4,6 +4,7 @@
 #include "io/results-private.h"
 #include "io/atomic.h"
 #include "io/fault.h"
+#include "io/h5open.h"
 #include "io/h5util.h"
 
 #include <errno.h>
@@ -199,8 +200,12 @@ hid_t res_open_read(const char *path, GError **error)
                                                         : "no such file");
     return H5I_INVALID_HID;
   }
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0)
+  GError *refused = NULL;
+  hid_t file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64, RES_ERROR,
+                        RES_ERROR_UNSAFE, &refused);
+  if (refused != NULL)
+    g_propagate_error(error, refused);
+  else if (file < 0)
     res_fail(error, RES_ERROR_IO, path, NULL, "cannot open results file");
   return file;
 }
@@ -271,7 +276,13 @@ gboolean res_table_filter(const char *path, const char *table,
                 "%s: cannot rewrite results: no such file", path);
     return FALSE;
   }
-  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  GError *refused = NULL;
+  g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDWR, G_MAXUINT64,
+                                 RES_ERROR, RES_ERROR_UNSAFE, &refused);
+  if (refused != NULL) {
+    g_propagate_error(error, refused);
+    return FALSE;
+  }
   if (file < 0)
     return res_fail(error, RES_ERROR_IO, path, NULL,
                     "cannot open results file for writing");

@@ -1,5 +1,6 @@
 /* run/inputs.c -- see run/inputs.h. */
 #include "run/inputs.h"
+#include "run/memory.h"
 #include "traces/native.h"
 
 #include <string.h>
@@ -7,7 +8,8 @@
 SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                             guint n, const char *gpu,
                             const TraceImportOptions *how,
-                            GPtrArray *warnings, GError **error)
+                            guint64 max_memory, GPtrArray *warnings,
+                            GError **error)
 {
   g_return_val_if_fail(n > 0, NULL);
   /* HDF5 content, or an .h5/.hdf5 name, means a native trace (so that a
@@ -17,7 +19,8 @@ SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                       g_str_has_suffix(paths[i], ".h5") ||
                       g_str_has_suffix(paths[i], ".hdf5");
     if (native && n == 1)
-      return trace_native_load(paths[0], error);
+      return trace_native_load_within(paths[0], js_memory_limit(max_memory),
+                                      error);
     if (native) {
       g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
                   "%s: a native trace (HDF5) cannot be combined with other "

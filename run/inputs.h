@@ -17,7 +17,9 @@
 G_BEGIN_DECLS
 
 /* Loads paths[0..n) (n >= 1): a native trace, recognised by its HDF5
- * content or an .h5/.hdf5 name, must come alone (an error otherwise);
+ * content or an .h5/.hdf5 name, must come alone (an error otherwise), and
+ * is refused before anything is allocated when it needs more memory than
+ * js_memory_limit(max_memory) (run/memory.h);
  * other files are imported with `cat` (borrowed) mapping device names,
  * `gpu` the GPU to assume for devices not in it (NULL: the importer's
  * default) and how->step, step_number and gpu_only (how may be NULL: the
@@ -27,7 +29,8 @@ G_BEGIN_DECLS
 SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                             guint n, const char *gpu,
                             const TraceImportOptions *how,
-                            GPtrArray *warnings, GError **error);
+                            guint64 max_memory, GPtrArray *warnings,
+                            GError **error);
 
 /* A label for the workload of paths[0..n): the first file's base name,
  * and "+N" for N more files.  Caller frees it. */

@@ -39,7 +39,7 @@ snapshot() {
   (cd "$T" && find . -path ./work/sweep.h5 -prune -o -printf '%p %y %s %l\n' |
    sort && find . -path ./work/sweep.h5 -prune -o -type f -exec sha256sum {} + |
    sort)
-  ls -la /tmp/x 2>/dev/null && sha256sum /tmp/x 2>/dev/null
+  ls -lA /tmp/x 2>/dev/null && sha256sum /tmp/x 2>/dev/null
 }
 
 pass=0
