@@ -1058,6 +1058,12 @@ static hid_t nat_open(const char *path, hid_t vstr, guint64 max_bytes,
                 "%s: cannot read a trace: %s", path, g_strerror(e));
     return H5I_INVALID_HID;
   }
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    /* A FIFO or device: HDF5 would block opening it. */
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: not a regular file", path);
+    return H5I_INVALID_HID;
+  }
   /* H5Fis_hdf5 only looks for the signature (at 0, 512, 1024, ...). */
   htri_t is = H5Fis_hdf5(path);
   if (is <= 0) {
