@@ -48,6 +48,10 @@ struct ResTable {
   guint8 *seen;       /* per column: set by the current append */
   guint64 rows;
   pid_t owner;        /* the process that opened the table */
+  guint64 reserved_to; /* file space allocated up to here (0: none), see
+                          res_table_reserve */
+  char *broken;       /* why a flush failed: HDF5 cannot flush the file
+                         again, so the table refuses rows (NULL: fine) */
 };
 
 /* Frees the variable-length strings that H5Dread allocated in buf. */
