@@ -13,6 +13,18 @@
 #include <hdf5.h>
 #include <sys/types.h>
 
+/* Most columns a results table may have.  A table's row type is one
+ * compound datatype message in the dataset's object header, and HDF5
+ * limits a header message to 64 KiB.  HDF5 1.10 writes compound types in
+ * version 1 of the format, where a member takes 40 bytes besides its type
+ * (its name padded to 8, offset, dimensions) and its type at least 12
+ * (an int64): no table of more than 65536 / 52 = 1260 columns can be
+ * written, and a round 1024 always fits with names of up to 7 bytes
+ * (wider members or longer names may still hit HDF5's own limit, which
+ * then fails quickly).  Checked before anything is built: HDF5 otherwise
+ * spends time quadratic in the columns before its own error (REDTEAM
+ * finding 13: 16 s at 40,000 columns). */
+#define RES_MAX_COLUMNS 1024
 /* Rows per chunk of every results table. */
 #define RES_CHUNK_ROWS 256
 /* Rows per chunk, and deflate level, of timelines. */

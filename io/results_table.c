@@ -218,6 +218,14 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
                 t->table);
     return FALSE;
   }
+  if (n > RES_MAX_COLUMNS) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': a row of %u columns; a results table has at "
+                "most %d (HDF5 keeps the row type in one header message of "
+                "at most 64 KiB)",
+                t->path, t->table, n, RES_MAX_COLUMNS);
+    return FALSE;
+  }
   ResCol *cols = g_new0(ResCol, n);
   g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint i = 0; i < n; i++) {

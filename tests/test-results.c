@@ -6,6 +6,7 @@
  * engine run), and reading the file with h5py. */
 #include "io/fault.h"
 #include "io/results.h"
+#include "io/results-private.h" /* RES_MAX_COLUMNS */
 #include "run/session.h"
 #include "models/net.h"
 #include "traces/gpt.h"
@@ -722,6 +723,34 @@ static void test_read_while_open(Fixture *fx, gconstpointer data)
   g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 2);
   close_ok(t);
+}
+
+/* ---- wide rows (REDTEAM finding 13) -------------------------------------- */
+
+/* RES_MAX_COLUMNS columns are a table (named short enough to fit HDF5's
+ * 64 KiB header message); one more is refused up front, before any HDF5
+ * work, with a message naming the limit, and the table stays usable. */
+static void test_too_many_columns(Fixture *fx, gconstpointer data)
+{
+  guint n = RES_MAX_COLUMNS + 1;
+  g_autofree ResValue *row = g_new0(ResValue, n);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < n; i++) {
+    g_ptr_array_add(names, g_strdup_printf("%x", i));
+    row[i] = (ResValue){ .name = g_ptr_array_index(names, i), .type = RES_INT,
+                         .i = i };
+  }
+  ResTable *t = open_ok(fx->path, "wide", RES_MODE_APPEND);
+  GError *error = NULL;
+  g_assert_false(res_table_append(t, row, n, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_assert_nonnull(strstr(error->message, "at most 1024"));
+  g_clear_error(&error);
+  append_ok(t, row, RES_MAX_COLUMNS);
+  g_assert_cmpuint(res_table_n_columns(t), ==, RES_MAX_COLUMNS);
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "wide");
+  g_assert_cmpuint(rows->len, ==, 1);
 }
 
 /* ---- a full disk (REDTEAM finding 10) ------------------------------------ */
@@ -1808,6 +1837,7 @@ int main(int argc, char **argv)
   ADD("new-file-first-row", test_new_file_first_row);
   ADD("kill-loop", test_kill_loop);
   ADD("disk-full", test_disk_full);
+  ADD("too-many-columns", test_too_many_columns);
   ADD("failed-flush", test_failed_flush);
   ADD("torn-last-row", test_torn_last_row);
   ADD("forked-child", test_forked_child);
