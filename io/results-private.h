@@ -140,6 +140,11 @@ gboolean res_check_table_name(const char *path, const char *table,
 GPtrArray *res_read_rows(hid_t file, const char *dset_path,
                          const char *path, const char *label,
                          GError **error);
+/* After a failed H5Fopen (saved_errno: errno right after it): "PATH:
+ * WHAT" and the reason, or that another process has the file open for
+ * writing when HDF5's lock was refused. */
+void res_fail_open(GError **error, int saved_errno, const char *path,
+                   const char *what);
 /* Opens `path` read-only for reading back, with errors naming it. */
 hid_t res_open_read(const char *path, GError **error);
 /* 1 when `link` (an absolute path, its group may be missing) exists, 0

@@ -209,7 +209,7 @@ hid_t res_open_read(const char *path, GError **error)
   }
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0)
-    res_fail(error, RES_ERROR_IO, path, NULL, "cannot open results file");
+    res_fail_open(error, errno, path, "cannot open results file");
   return file;
 }
 
@@ -300,9 +300,10 @@ gboolean res_table_filter(const char *path, const char *table,
     return FALSE;
   }
   g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-  if (file < 0)
-    return res_fail(error, RES_ERROR_IO, path, NULL,
-                    "cannot open results file for writing");
+  if (file < 0) {
+    res_fail_open(error, errno, path, "cannot open results file for writing");
+    return FALSE;
+  }
   g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
   g_autofree char *tmp_path = res_rewrite_path(table);
   if (!res_ensure_group(file, "results", path, error) ||

@@ -753,6 +753,45 @@ static void test_too_many_columns(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(rows->len, ==, 1);
 }
 
+/* ---- a second writer (REDTEAM finding 20) -------------------------------- */
+
+/* While another process has the file open for writing, opening it (to
+ * write or to read) says so, not just "Resource temporarily unavailable". */
+static void test_second_writer(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r[] = { I("i", 1) };
+  append_ok(t, r, 1);
+  close_ok(t);
+  int up[2], down[2];
+  g_assert_cmpint(pipe(up), ==, 0);
+  g_assert_cmpint(pipe(down), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    ResTable *ct = res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL, NULL);
+    char c = ct != NULL ? 'y' : 'n';
+    (void)!write(up[1], &c, 1);
+    (void)!read(down[0], &c, 1); /* until the parent is done */
+    _exit(0);
+  }
+  char c = 0;
+  g_assert_cmpint(read(up[0], &c, 1), ==, 1);
+  g_assert_cmpint(c, ==, 'y');
+  GError *error = NULL;
+  g_assert_null(res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "another process has it open for writing"));
+  g_clear_error(&error);
+  g_assert_null(res_table_read(fx->path, "runs", &error));
+  g_assert_nonnull(strstr(error->message, "another process has it open for writing"));
+  g_clear_error(&error);
+  (void)!write(down[1], "x", 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(up[0]); close(up[1]); close(down[0]); close(down[1]);
+}
+
 /* ---- a full disk (REDTEAM finding 10) ------------------------------------ */
 
 /* A full disk, injected as the failure (ENOSPC) of the space an append
@@ -1838,6 +1877,7 @@ int main(int argc, char **argv)
   ADD("kill-loop", test_kill_loop);
   ADD("disk-full", test_disk_full);
   ADD("too-many-columns", test_too_many_columns);
+  ADD("second-writer", test_second_writer);
   ADD("failed-flush", test_failed_flush);
   ADD("torn-last-row", test_torn_last_row);
   ADD("forked-child", test_forked_child);
