@@ -6,8 +6,8 @@
 # Runs js.sweep over two sweeps: "fast" (20,000 points, rows as fast as
 # the writer goes) and "slow" (100 points of ~20 ms each, 2 workers),
 # into a fresh file each round.  Each round interrupts the sweep 3-10
-# times, each within 1.5 s of its start, at a random instant, with SIGKILL, SIGTERM or SIGINT in turn,
-# sent to joulesim alone (its workers must follow it); after every
+# times, each at a random instant within 1.5 s of its start, with SIGKILL,
+# SIGTERM or SIGINT in turn, sent to joulesim alone (its workers must follow it); after every
 # interrupt, h5py (/usr/bin/python3) must read the whole table, or the
 # file must not exist yet.  Then the sweep is resumed to completion, and
 # the table must hold exactly one row per point, with the right values.
