@@ -671,6 +671,23 @@ static hid_t res_join_new_file(const char *path, const ResMeta *meta,
   return file;
 }
 
+/* After a failed H5Fopen of `path` (saved_errno: errno right after it):
+ * sets *error like res_fail, saying so when HDF5's lock on the file was
+ * refused (EWOULDBLOCK from flock): another process has it open for
+ * writing (REDTEAM finding 20: the message was only "Resource temporarily
+ * unavailable"). */
+void res_fail_open(GError **error, int saved_errno, const char *path,
+                   const char *what)
+{
+  if (saved_errno == EWOULDBLOCK || saved_errno == EAGAIN)
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: %s: another process has it open for writing (a sweep "
+                "or script still running?); wait for it to finish",
+                path, what);
+  else
+    res_fail(error, RES_ERROR_IO, path, NULL, "%s", what);
+}
+
 gboolean res_file_probe(const char *path)
 {
   g_auto(H5uQuiet) quiet = h5u_quiet();
@@ -711,8 +728,8 @@ hid_t res_open_file(const char *path, const ResMeta *meta,
     if (refused != NULL)
       g_propagate_error(error, refused);
     else
-      res_fail(error, RES_ERROR_IO, path, NULL,
-               "cannot open results file for writing");
+      res_fail_open(error, errno, path,
+                    "cannot open results file for writing");
     return file;
   }
   res_set_cloexec(file);

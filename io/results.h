@@ -95,6 +95,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ResTable, res_table_free)
  * error. */
 GPtrArray *res_table_read(const char *path, const char *table,
                           GError **error);
+/* Reads every row of the open table t back through t's own file handle
+ * (like res_table_read; an empty array before the first row fixes the
+ * columns).  Unlike res_table_read, which opens the file read-only and
+ * cannot see a last row whose space a killed writer's flush did not
+ * record, this reads what res_table_open recovered: exactly the rows that
+ * t's next append follows (js.sweep's resume reads its done set here). */
+GPtrArray *res_table_read_rows(ResTable *t, GError **error);
 
 /* To be called in a fork()ed child that will not use the HDF5 files open
  * in its parent (js.sweep's workers): replaces their file descriptors by

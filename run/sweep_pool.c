@@ -459,8 +459,8 @@ static void sweep_stop_workers(Sweep *sw)
 
 /* ---- sweep_run -------------------------------------------------------------------------- */
 
-/* Fills sw->todo with the points the results table does not hold yet;
- * skipped counts the others. */
+/* Opens the results table (sw->t) and fills sw->todo with the points it
+ * does not hold yet; skipped counts the others.  No points: no table. */
 static gboolean sweep_plan(Sweep *sw, GError **error)
 {
   if (sweep_n_points(sw) == 0)
@@ -498,17 +498,11 @@ static gboolean sweep_run_remote(Sweep *sw, GError **error)
   return TRUE;
 }
 
-/* Opens the table, runs every point of sw->todo and closes the table. */
+/* Runs every point of sw->todo into the table sweep_plan opened, and
+ * closes it. */
 static gboolean sweep_run_points(Sweep *sw, guint64 *rows, GError **error)
 {
   JsSession *s = sw->session;
-  ResMeta meta = { JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                   s->seed };
-  sw->t = res_table_open(sw->out, sw->table, sw->mode, &meta, error);
-  if (sw->t == NULL) {
-    sweep_mpi_abort(sw, (*error)->message);
-    return FALSE;
-  }
   /* Tidy up here, not in the workers. */
   sweep_before_fork(sw);
   sweep_progress(sw, FALSE);
@@ -548,7 +542,11 @@ static gboolean sweep_run_all(Sweep *sw, guint64 *rows, GError **error)
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;
   }
-  return TRUE;
+  if (sw->t == NULL) /* no points, or a read-only finished sweep */
+    return TRUE;
+  ResTable *t = g_steal_pointer(&sw->t);
+  *rows = res_table_rows(t);
+  return res_table_close(t, error);
 }
 
 gboolean sweep_run(const SweepSpec *spec, const SweepHooks *hooks,
