@@ -31,6 +31,8 @@ typedef struct {
   gsize heap_limit;          /* its cap (--max-memory); 0: none */
   gboolean heap_refused;     /* an allocation was refused at the cap */
   char *hit;                 /* owned: the limit that stopped the script */
+  guint close_depth;         /* coroutine.close calls in progress */
+  guintptr cstack_base;      /* a C stack address when the script began */
 } JsLimits;
 
 /* Where the text a script writes goes: Lua's print (JS_PRINT_OUT, the
