@@ -631,9 +631,60 @@ void jsl_limits_end(lua_State *L, JsSession *s)
   lua_sethook(L, NULL, 0, 0);
 }
 
+/* What a worker process owns besides the Lua heap: the stack and the
+ * libraries' data pages it writes, malloc's own pages (2.2 MB measured
+ * with Debian 12's libraries), kept out of its heap cap; and the least
+ * heap room worth starting a worker for. */
+#define JS_WORKER_OWN_BYTES ((guint64)3 << 20)
+#define JS_WORKER_ROOM_BYTES ((guint64)1 << 20)
+
+gboolean js_limits_share(JsSession *s, guint workers, GError **error)
+{
+  JsLimits *lim = &s->limits;
+  workers = MAX(workers, 1);
+  lim->shared_by = workers;
+  lim->worker_max_memory = 0;
+  lim->worker_heap_limit = lim->heap_limit;
+  if (s->max_memory == 0) {
+    if (lim->heap_limit > lim->heap_bytes)
+      lim->worker_heap_limit =
+        lim->heap_bytes + (lim->heap_limit - lim->heap_bytes) / workers;
+    return TRUE;
+  }
+  guint64 resident = js_memory_resident();
+  guint64 left = s->max_memory > resident ? s->max_memory - resident : 0;
+  guint64 share = left / workers;
+  if (share < (guint64)lim->heap_bytes + JS_WORKER_OWN_BYTES +
+                  JS_WORKER_ROOM_BYTES) {
+    g_autofree char *cap = js_memory_format(s->max_memory);
+    g_autofree char *held = js_memory_format(resident);
+    g_autofree char *each = js_memory_format(share);
+    g_autofree char *heap = js_memory_format(lim->heap_bytes);
+    g_set_error(error, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT,
+                "--max-memory %s is shared by this process and its %u "
+                "workers: this process holds %s, which leaves %s per "
+                "worker, too little for its copy of the script's Lua heap "
+                "(%s) and room to run a point; give fewer jobs or a larger "
+                "--max-memory", cap, workers, held, each, heap);
+    return FALSE;
+  }
+  share -= JS_WORKER_OWN_BYTES;
+  lim->worker_heap_limit = (gsize)MIN(share, (guint64)G_MAXSIZE);
+  /* js_memory_limit subtracts the resident bytes, in which the inherited
+   * pages count once already; the heap's copy is spent in advance. */
+  lim->worker_max_memory = resident + share - lim->heap_bytes;
+  return TRUE;
+}
+
 void js_limits_after_fork(JsSession *s)
 {
-  arm_alarm(&s->limits);
+  JsLimits *lim = &s->limits;
+  if (lim->shared_by > 0) {
+    lim->heap_limit = lim->worker_heap_limit;
+    if (lim->worker_max_memory > 0)
+      s->max_memory = lim->worker_max_memory;
+  }
+  arm_alarm(lim);
 }
 
 char *jsl_limits_explain(JsSession *s, const char *message)
@@ -645,13 +696,17 @@ char *jsl_limits_explain(JsSession *s, const char *message)
   if (lim->hit == NULL && lim->heap_refused &&
       strstr(message, "not enough memory") != NULL) {
     g_autofree char *cap = js_memory_format(lim->heap_limit);
+    g_autofree char *shared =
+      lim->shared_by > 0 ? g_strdup_printf(", shared by %u sweep workers",
+                                           lim->shared_by)
+                         : g_strdup("");
     return g_strdup_printf("%s: %s (the Lua heap reached its limit, %s: "
-                           "%s)", s->scenario_path != NULL
+                           "%s%s)", s->scenario_path != NULL
                                       ? s->scenario_path : "script",
                            message, cap,
                            s->max_memory > 0 ? "--max-memory"
                                              : "the memory available at "
-                                               "start");
+                                               "start", shared);
   }
   return NULL;
 }

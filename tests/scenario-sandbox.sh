@@ -116,6 +116,15 @@ attempt limit-c-time 1 "$(expect "$S/limit-c-time.lua")" --max-seconds 1 "$S/lim
 rm -f "$W/sweep.h5"
 attempt sweep-worker-require 1 "$(expect "$S/sweep-worker-require.lua")" --sandbox "$S/sweep-worker-require.lua"
 rm -f "$W/sweep.h5"
+# --max-memory is one limit for the sweep: its workers share it (the heaps
+# they report, and sandboxed or not the memory they own in /proc); jobs
+# is bounded.
+attempt limit-sweep-memory 1 "$(expect "$S/limit-sweep-memory.lua")" --sandbox --max-memory 100M "$S/limit-sweep-memory.lua"
+rm -f "$W/sweep.h5"
+attempt limit-sweep-rss 1 "$(expect "$S/limit-sweep-rss.lua")" --max-memory 100M "$S/limit-sweep-rss.lua"
+rm -f "$W/sweep.h5"
+attempt limit-sweep-jobs 1 "$(expect "$S/limit-sweep-jobs.lua")" --sandbox "$S/limit-sweep-jobs.lua"
+rm -f "$W/sweep.h5"
 attempt sweep-worker-loop 1 "$(expect "$S/sweep-worker-loop.lua")" --sandbox --max-seconds 2 "$S/sweep-worker-loop.lua"
 rm -f "$W/sweep.h5"
 
