@@ -43,7 +43,16 @@
  *     already written.
  * Coroutines inherit the hook (lua_newthread copies it) and the session
  * pointer (the state's extra space).  A fork()ed sweep worker inherits the
- * state; js_limits_after_fork re-arms its alarm, which fork does not keep.
+ * state; js_limits_after_fork takes the worker's share of the memory
+ * limits (js_limits_share: the workers divide --max-memory) and re-arms
+ * its alarm, which fork does not keep.
+ *
+ * Guards, sandboxed or not (jsl_open_guards): Lua runs some script code
+ * with hooks off -- an xpcall handler called for the hook's own error, the
+ * __close of a coroutine the hook stopped -- so xpcall, coroutine.close
+ * and coroutine.wrap are replaced by versions that run no script code once
+ * a limit is hit; and coroutine.close counts its nesting, which Lua 5.4.4
+ * does not (a C-stack overflow).
  *
  * The alarm's message lives in a static buffer: a signal handler can only
  * reach process-global state, and there is one script run per process.
