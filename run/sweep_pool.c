@@ -477,10 +477,18 @@ static gboolean sweep_plan(Sweep *sw, GError **error)
   return TRUE;
 }
 
-static void sweep_before_fork(Sweep *sw)
+/* Before the first fork: the hook's tidying, then the memory limits
+ * divided among the workers that will run (js_limits_share). */
+static gboolean sweep_before_fork(Sweep *sw, guint workers, GError **error)
 {
   if (sw->hooks->before_fork != NULL)
     sw->hooks->before_fork(sw->hooks->data);
+  return js_limits_share(sw->session, MIN(sw->jobs, MAX(workers, 1)), error);
+}
+
+guint js_sweep_max_jobs(void)
+{
+  return MAX(JS_SWEEP_MAX_JOBS, 2 * (guint)MAX(g_get_num_processors(), 1));
 }
 
 /* The sweep on an MPI rank > 0: points come from rank 0, rows go to it;
@@ -488,8 +496,8 @@ static void sweep_before_fork(Sweep *sw)
 static gboolean sweep_run_remote(Sweep *sw, GError **error)
 {
   sw->progress = FALSE;
-  sweep_before_fork(sw);
-  if (!sweep_mpi_check_points(sw, error) || !sweep_loop(sw, error)) {
+  if (!sweep_before_fork(sw, sw->jobs, error) ||
+      !sweep_mpi_check_points(sw, error) || !sweep_loop(sw, error)) {
     sweep_kill_workers(sw);
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;
@@ -504,7 +512,10 @@ static gboolean sweep_run_points(Sweep *sw, guint64 *rows, GError **error)
 {
   JsSession *s = sw->session;
   /* Tidy up here, not in the workers. */
-  sweep_before_fork(sw);
+  if (!sweep_before_fork(sw, g_queue_get_length(&sw->todo), error)) {
+    sweep_mpi_abort(sw, (*error)->message);
+    return FALSE;
+  }
   sweep_progress(sw, FALSE);
   if (!sweep_loop(sw, error) || !sweep_flush_pending(sw, error)) {
     sweep_kill_workers(sw);
