@@ -419,6 +419,95 @@ static void child_cpu_limit(guint64 seconds)
   setrlimit(RLIMIT_CPU, &rl);
 }
 
+/* H5Literate callback of the rehearsal: grows every extendible dataset of
+ * the group (and its subgroups) by one zeroed element, as an append
+ * does. */
+static herr_t rehearse_link(hid_t g, const char *name, const H5L_info_t *info,
+                            void *data)
+{
+  int *depth = data;
+  if (info->type != H5L_TYPE_HARD)
+    return 0;
+  g_auto(H5uHid) o = H5Oopen(g, name, H5P_DEFAULT);
+  if (o < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  if (H5Iget_type(o) == H5I_GROUP && *depth < H5U_MAX_DEPTH) {
+    (*depth)++;
+    hsize_t at = 0;
+    H5Literate(o, H5_INDEX_NAME, H5_ITER_NATIVE, &at, rehearse_link, depth);
+    (*depth)--;
+  } else if (H5Iget_type(o) == H5I_DATASET) {
+    g_auto(H5uHid) space = H5Dget_space(o);
+    g_auto(H5uHid) type = H5Dget_type(o);
+    g_auto(H5uHid) mtype = type >= 0 ? H5Tget_native_type(type,
+                                                          H5T_DIR_ASCEND)
+                                     : H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK], max[H5S_MAX_RANK];
+    int rank = space >= 0 ? H5Sget_simple_extent_dims(space, dims, max) : -1;
+    size_t msize = mtype >= 0 ? H5Tget_size(mtype) : 0;
+    if (rank == 1 && max[0] == H5S_UNLIMITED && msize > 0 &&
+        msize <= 65536) {
+      hsize_t grown = dims[0] + 1, one = 1, at = dims[0];
+      g_autofree void *zero = g_malloc0(msize);
+      if (H5Dset_extent(o, &grown) >= 0) {
+        g_auto(H5uHid) fs = H5Dget_space(o);
+        g_auto(H5uHid) ms = H5Screate_simple(1, &one, NULL);
+        if (fs >= 0 && ms >= 0 &&
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, &at, NULL, &one,
+                                NULL) >= 0)
+          H5Dwrite(o, mtype, ms, fs, H5P_DEFAULT, zero);
+      }
+    }
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return 0;
+}
+
+/* For a file to be opened for writing: does in memory what a writer does
+ * (HDF5's core driver, nothing written back) -- one more row in every
+ * extendible dataset, a new group with a dataset and an attribute, a
+ * flush -- so that damage only writing reaches (free-space records, chunk
+ * indexes, group heaps) kills the child too. */
+static void child_rehearse(const char *path)
+{
+  g_auto(H5uHid) fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0)
+    return;
+  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDWR, fapl);
+  if (file < 0)
+    return;
+  g_auto(H5uHid) root = H5Gopen2(file, "/", H5P_DEFAULT);
+  if (root >= 0) {
+    int depth = 0;
+    hsize_t at = 0;
+    H5Literate(root, H5_INDEX_NAME, H5_ITER_NATIVE, &at, rehearse_link,
+               &depth);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  g_auto(H5uHid) g = H5Gcreate2(file, ".h5open-rehearsal", H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t n = 1, max = H5S_UNLIMITED;
+  g_auto(H5uHid) space = H5Screate_simple(1, &n, &max);
+  g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (g >= 0 && space >= 0 && dcpl >= 0 && H5Pset_chunk(dcpl, 1, &n) >= 0) {
+    g_auto(H5uHid) d = H5Dcreate2(g, "rows", H5T_NATIVE_INT64, space,
+                                  H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    gint64 v = 0;
+    if (d >= 0) {
+      H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
+      g_auto(H5uHid) s1 = H5Screate(H5S_SCALAR);
+      g_auto(H5uHid) a = H5Acreate2(d, "note", H5T_NATIVE_INT64, s1,
+                                    H5P_DEFAULT, H5P_DEFAULT);
+      if (a >= 0)
+        H5Awrite(a, H5T_NATIVE_INT64, &v);
+    }
+  }
+  H5Fflush(file, H5F_SCOPE_GLOBAL);
+  H5Eclear2(H5E_DEFAULT);
+}
+
 /* write(2) all of buf, or give up. */
 static void write_all(int fd, const void *buf, gsize len)
 {
@@ -441,7 +530,7 @@ static void write_all(int fd, const void *buf, gsize len)
  * reads.  Nothing is written when the file did not open.  Never
  * returns. */
 static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
-                                       int out)
+                                       gboolean writing, int out)
 {
   /* Default actions for the signals the limits and the user send, and
    * nothing blocked: the parent's handlers (the sandbox's hard stop, a
@@ -486,6 +575,10 @@ static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
   alarm((unsigned)MIN(read_s * H5U_WALL_FACTOR + H5U_WALL_BASE_S, 86400));
   w.reading = TRUE;
   walk_file(&w, file);
+  if (writing) {
+    H5Fclose(file);
+    child_rehearse(path);
+  }
   _exit(CHILD_OK);
 }
 
@@ -497,6 +590,7 @@ typedef struct {
   ino_t ino;
   off_t size;
   struct timespec mtime, ctime;
+  gboolean writing; /* checked for writing too (part of the key) */
   guint64 declared; /* what its datasets declare (not part of the key) */
 } H5uSeen;
 
@@ -598,13 +692,14 @@ static gsize read_upto(int fd, char *buf, gsize want)
 /* h5u_check(), with the file's identity as it was checked in *st, and
  * refusing a file whose datasets declare more than max_declared bytes. */
 static gboolean check_file(const char *path, struct stat *st,
-                           guint64 max_declared, GQuark domain, gint code,
-                           GError **error)
+                           gboolean writing, guint64 max_declared,
+                           GQuark domain, gint code, GError **error)
 {
   g_return_val_if_fail(path != NULL, FALSE);
   if (!stat_regular(path, st, domain, code, error))
     return FALSE;
   H5uSeen key = seen_key(st);
+  key.writing = writing;
   if (seen_has(&key))
     return key.declared <= max_declared ||
            declared_too_much(path, key.declared, max_declared, domain, code,
@@ -628,7 +723,7 @@ static gboolean check_file(const char *path, struct stat *st,
   }
   if (pid == 0) {
     close(fds[0]);
-    child_main(path, (guint64)st->st_size, fds[1]);
+    child_main(path, (guint64)st->st_size, writing, fds[1]);
   }
   close(fds[1]);
   char msg[600];
@@ -682,14 +777,15 @@ gboolean h5u_check(const char *path, GQuark domain, gint code,
                    GError **error)
 {
   struct stat st;
-  return check_file(path, &st, G_MAXUINT64, domain, code, error);
+  return check_file(path, &st, FALSE, G_MAXUINT64, domain, code, error);
 }
 
 hid_t h5u_open(const char *path, unsigned flags, guint64 max_declared,
                GQuark domain, gint code, GError **error)
 {
   struct stat st;
-  if (!check_file(path, &st, max_declared, domain, code, error))
+  if (!check_file(path, &st, (flags & H5F_ACC_RDWR) != 0, max_declared,
+                  domain, code, error))
     return H5I_INVALID_HID;
   H5PLset_loading_state(0); /* never a plugin (see the top of h5open.h) */
   hid_t file = H5Fopen(path, flags, H5P_DEFAULT);

@@ -27,7 +27,12 @@
  *     of at most H5U_BLOCK_BYTES, converted to native types (so variable-
  *     length strings are fetched from the global heap) -- everything the
  *     process's own reading can touch, which joulesim then does on the
- *     same bytes.
+ *     same bytes;
+ *   - for a file to be opened for writing, a rehearsal of writing in
+ *     memory (HDF5's core driver, nothing written back): one more zeroed
+ *     element in every extendible dataset, a new group holding a chunked
+ *     dataset with an attribute, a flush -- the metadata only writers
+ *     touch (free space, chunk indexes, group heaps).
  *
  * The child runs under a CPU limit proportional to the file's size and
  * what it declares, and a wall-clock alarm.  When it dies of a signal, runs
