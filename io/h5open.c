@@ -233,15 +233,66 @@ static void walk_check_dataset(H5uWalk *w, hid_t d, const char *path)
                                                      : w->declared + declared;
 }
 
-/* Reads all of dataset d in blocks of rows (second pass), converting to
- * native types and reclaiming variable-length data after each block. */
-static void walk_read_dataset(hid_t d)
+/* The child's allocator for variable-length data: a string or sequence
+ * longer than the whole file is damage (its length is a field of the raw
+ * data, which anyone can write), refused before it is allocated. */
+static void *walk_vlen_alloc(size_t size, void *info)
+{
+  H5uWalk *w = info;
+  if (size > w->file_size + 4096) {
+    walk_refuse(w, "a variable-length string or sequence claims %zu bytes, "
+                "more than the file holds", size);
+    return NULL;
+  }
+  return malloc(size);
+}
+
+static void walk_vlen_free(void *p, void *info)
+{
+  free(p);
+}
+
+/* Reads `count` rows from `first` of dataset d with memory type mtype
+ * into buf; TRUE when HDF5 read them. */
+static gboolean walk_read_rows(hid_t d, hid_t mtype, hid_t space, int rank,
+                               const hsize_t *dims, gboolean scalar,
+                               hsize_t first, hsize_t count, hid_t dxpl,
+                               void *buf)
+{
+  hsize_t start[H5S_MAX_RANK] = { 0 }, cnt[H5S_MAX_RANK];
+  memcpy(cnt, dims, sizeof cnt);
+  start[0] = first;
+  cnt[0] = count;
+  g_auto(H5uHid) fspace = H5Scopy(space);
+  g_auto(H5uHid) mspace = H5Screate_simple(rank, cnt, NULL);
+  gboolean ok =
+    fspace >= 0 && mspace >= 0 &&
+    (scalar || H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, cnt,
+                                   NULL) >= 0) &&
+    H5Dread(d, mtype, scalar ? H5S_ALL : mspace, scalar ? H5S_ALL : fspace,
+            dxpl, buf) >= 0;
+  if (ok)
+    H5Dvlen_reclaim(mtype, mspace, dxpl, buf);
+  H5Eclear2(H5E_DEFAULT);
+  return ok;
+}
+
+/* Reads all of dataset d (second pass), converting to native types, in
+ * blocks of rows.  HDF5 stops a read at its first bad element, and the
+ * caller's own reads may take one row, or one member of a compound, at a
+ * time: so a block that fails is read again row by row, and a compound
+ * row that fails member by member, until every (row, member) has been
+ * converted on its own. */
+static void walk_read_dataset(H5uWalk *w, hid_t d)
 {
   g_auto(H5uHid) type = H5Dget_type(d);
   g_auto(H5uHid) mtype = type >= 0 ? H5Tget_native_type(type, H5T_DIR_ASCEND)
                                    : H5I_INVALID_HID;
   g_auto(H5uHid) space = H5Dget_space(d);
-  if (mtype < 0 || space < 0)
+  g_auto(H5uHid) dxpl = H5Pcreate(H5P_DATASET_XFER);
+  if (mtype < 0 || space < 0 || dxpl < 0 ||
+      H5Pset_vlen_mem_manager(dxpl, walk_vlen_alloc, w, walk_vlen_free,
+                              NULL) < 0)
     return;
   size_t msize = H5Tget_size(mtype);
   hssize_t n = space_points(space);
@@ -259,28 +310,36 @@ static void walk_read_dataset(hid_t d)
   guint64 row_points = (guint64)n / dims[0];
   guint64 row_bytes = row_points * msize;
   if (row_bytes > 16 * (guint64)H5U_BLOCK_BYTES)
-    return; /* rows this wide were refused by nothing; they are not read
-               here, and joulesim's readers refuse such shapes */
+    return; /* rows this wide are not read here, and joulesim's readers
+               refuse such shapes */
   hsize_t block = MAX(1, H5U_BLOCK_BYTES / row_bytes);
   g_autofree void *buf = g_malloc(MIN(block, dims[0]) * row_bytes);
-  hsize_t start[H5S_MAX_RANK] = { 0 }, count[H5S_MAX_RANK];
-  memcpy(count, dims, sizeof count);
   gboolean scalar = H5Sget_simple_extent_type(space) == H5S_SCALAR;
-  for (hsize_t first = 0; first < dims[0]; first += block) {
-    start[0] = first;
-    count[0] = MIN(block, dims[0] - first);
-    g_auto(H5uHid) fspace = H5Scopy(space);
-    g_auto(H5uHid) mspace = H5Screate_simple(rank, count, NULL);
-    if (fspace < 0 || mspace < 0 ||
-        (!scalar && H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL,
-                                        count, NULL) < 0)) {
-      H5Eclear2(H5E_DEFAULT);
-      return;
+  int nmembers = H5Tget_class(mtype) == H5T_COMPOUND
+                   ? H5Tget_nmembers(mtype) : 0;
+  for (hsize_t first = 0; first < dims[0] && !w->refused; first += block) {
+    hsize_t count = MIN(block, dims[0] - first);
+    if (walk_read_rows(d, mtype, space, rank, dims, scalar, first, count,
+                       dxpl, buf))
+      continue;
+    for (hsize_t r = first; r < first + count && !w->refused; r++) {
+      if (count == 1 && nmembers == 0)
+        break; /* that one row was the read that failed */
+      if (walk_read_rows(d, mtype, space, rank, dims, scalar, r, 1, dxpl,
+                         buf))
+        continue;
+      for (int m = 0; m < nmembers && !w->refused; m++) {
+        g_auto(H5uHid) mt = H5Tget_member_type(mtype, (unsigned)m);
+        g_autofree char *name = H5Tget_member_name(mtype, (unsigned)m);
+        size_t size = mt >= 0 ? H5Tget_size(mt) : 0;
+        g_auto(H5uHid) one = size > 0 && name != NULL
+                               ? H5Tcreate(H5T_COMPOUND, size)
+                               : H5I_INVALID_HID;
+        if (one >= 0 && H5Tinsert(one, name, 0, mt) >= 0)
+          walk_read_rows(d, one, space, rank, dims, scalar, r, 1, dxpl, buf);
+        H5Eclear2(H5E_DEFAULT);
+      }
     }
-    if (H5Dread(d, mtype, scalar ? H5S_ALL : mspace,
-                scalar ? H5S_ALL : fspace, H5P_DEFAULT, buf) >= 0)
-      H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf);
-    H5Eclear2(H5E_DEFAULT);
   }
 }
 
@@ -381,7 +440,7 @@ static void walk_object(H5uWalk *w, hid_t o, const char *path, int depth)
   }
   case H5I_DATASET:
     if (w->reading)
-      walk_read_dataset(o);
+      walk_read_dataset(w, o);
     else
       walk_check_dataset(w, o, path);
     return;
@@ -575,6 +634,11 @@ static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
   alarm((unsigned)MIN(read_s * H5U_WALL_FACTOR + H5U_WALL_BASE_S, 86400));
   w.reading = TRUE;
   walk_file(&w, file);
+  if (w.refused) { /* a variable-length length past the file */
+    write_all(out, "R", 1);
+    write_all(out, w.why, strlen(w.why));
+    _exit(CHILD_REFUSED);
+  }
   if (writing) {
     H5Fclose(file);
     child_rehearse(path);
@@ -737,8 +801,9 @@ static gboolean check_file(const char *path, struct stat *st,
     if (too_much)
       kill(pid, SIGKILL); /* no need to read what will not be loaded */
     else
-      read_upto(fds[0], msg, 1); /* EOF when the child is done */
-  } else if (len == 1 && msg[0] == 'R') {
+      len = read_upto(fds[0], msg, 1); /* EOF, or a refusal while reading */
+  }
+  if (len == 1 && msg[0] == 'R') {
     len = read_upto(fds[0], msg, sizeof msg - 1);
     msg[len] = '\0';
   }
