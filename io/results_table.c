@@ -7,6 +7,7 @@
 #include "io/results-private.h"
 #include "io/atomic.h"
 #include "io/fault.h"
+#include "io/h5open.h"
 #include "io/h5util.h"
 
 #include <errno.h>
@@ -69,6 +70,8 @@ static gboolean res_table_destroy(ResTable *t, gboolean commit,
     H5Tclose(t->mem_type);
   if (t->file >= 0 && res_close_file(t->file) < 0 && ok)
     ok = res_fail(error, RES_ERROR_IO, t->path, t->table, "closing the file");
+  else if (t->file >= 0 && ok)
+    h5u_trust(t->path); /* our own writes: no need to walk it again */
   g_clear_pointer(&t->by_name, g_hash_table_unref);
   res_cols_free(t->cols, t->ncols);
   g_free(t->row_buf);
