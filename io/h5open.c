@@ -40,11 +40,16 @@
  * slower, for sanitizer builds and slow machines); its wall-clock alarm is
  * H5U_WALL_FACTOR times the CPU limit plus H5U_WALL_BASE_S, for loaded
  * machines. */
-#define H5U_CPU_BASE_S 2
+#define H5U_CPU_BASE_S 1
 #define H5U_CPU_FILE_BYTES_PER_S (8u << 20)
 #define H5U_CPU_DATA_BYTES_PER_S (32u << 20)
 #define H5U_WALL_FACTOR 4
 #define H5U_WALL_BASE_S 30
+
+/* Set by the sanitizers' runtime when one is linked (the fuzzing and
+ * sanitizer builds), absent otherwise. */
+extern void __sanitizer_set_death_callback(void (*callback)(void))
+  __attribute__((weak));
 
 /* What the child's exit status means. */
 enum { CHILD_OK = 0, CHILD_REFUSED = 3 };
@@ -594,9 +599,17 @@ static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
   /* Default actions for the signals the limits and the user send, and
    * nothing blocked: the parent's handlers (the sandbox's hard stop, a
    * sweep's interrupt) are not the child's business. */
-  const int sigs[] = { SIGALRM, SIGXCPU, SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+  const int sigs[] = { SIGALRM, SIGXCPU, SIGINT, SIGTERM, SIGHUP, SIGPIPE,
+                       SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP };
   for (guint i = 0; i < G_N_ELEMENTS(sigs); i++)
     signal(sigs[i], SIG_DFL);
+  /* A sanitizer's report (in the fuzzing build) ends the child as its
+   * death, without the fuzzer's handler saving the input as the parent's
+   * finding; and a death writes no core file. */
+  if (__sanitizer_set_death_callback != NULL)
+    __sanitizer_set_death_callback(NULL);
+  struct rlimit no_core = { 0, 0 };
+  setrlimit(RLIMIT_CORE, &no_core);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
