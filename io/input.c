@@ -41,9 +41,12 @@ gboolean io_input_open(IoInput *in, const char *path, const char *site,
   input_reset(in);
   /* O_NONBLOCK: a FIFO with no writer opens at once instead of waiting
    * for one (and a read-only open of a FIFO never blocks then). */
-  int fd = fault_inject_errno(FAULT_READ, site)
-             ? -1
-             : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fault_inject(FAULT_READ, site)) {
+    g_set_error(error, domain, code, "%s: %s (injected fault)", path,
+                g_strerror(EIO));
+    return FALSE;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, domain, code, "%s: %s", path, g_strerror(e));
@@ -92,9 +95,9 @@ gboolean io_input_read_all(IoInput *in, const char *path, gsize max_bytes,
                 what);
     return FALSE;
   }
-  if (fault_inject_errno(FAULT_READ, site)) {
-    g_set_error(error, domain, code, "%s: read error (%s)", path,
-                g_strerror(EIO));
+  if (fault_inject(FAULT_READ, site)) {
+    g_set_error(error, domain, code, "%s: read error (%s) (injected fault)",
+                path, g_strerror(EIO));
     return FALSE;
   }
   /* st_size is a hint for the buffer, not a promise: the file may have

@@ -35,7 +35,7 @@
  *
  * Fault injection (io/fault.h): the open is one FAULT_READ site, named by
  * the caller ("kineto: open"), and io_input_read_all's read is another; an
- * injected failure is EIO through the path of a real one.
+ * injected failure is EIO, its message ending in "(injected fault)".
  *
  * Errors are reported in the caller's GError domain and code (as
  * fault_try_alloc does), so that each reader keeps its own error codes:

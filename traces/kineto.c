@@ -52,11 +52,13 @@
 #include "traces/classify.h"
 #include "traces/shapes.h"
 #include "io/fault.h"
+#include "io/input.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -854,31 +856,39 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
                                 GError **error)
 {
   g_return_val_if_fail(path != NULL && names != NULL, NULL);
-  /* gzip or plain: look at the magic bytes. */
-  FILE *f = fault_fopen(path, "rb", "kineto: open");
-  if (f == NULL) {
-    int e = errno;
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
-                g_strerror(e));
+  /* Opened once (io/input.h: a FIFO or a device is refused, never waited
+   * on), then read through that descriptor only. */
+  IoInput in;
+  if (!io_input_open(&in, path, "kineto: open", TRACE_ERROR, TRACE_ERROR_IO,
+                     error))
     return NULL;
-  }
+  /* gzip or plain: look at the magic bytes. */
   unsigned char magic[2] = {0, 0};
-  size_t nm = fread(magic, 1, 2, f);
-  gboolean gz = nm == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  gboolean gz = pread(in.fd, magic, 2, 0) == 2 && magic[0] == 0x1f &&
+                magic[1] == 0x8b;
   gzFile zf = NULL;
+  FILE *f = NULL;
   if (gz) {
-    fclose(f);
-    f = NULL;
     zf = fault_inject(FAULT_READ, "kineto: gzopen") ? NULL
-                                                    : gzopen(path, "rb");
+                                                    : gzdopen(in.fd, "rb");
     if (zf == NULL) {
+      io_input_close(&in);
       g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open",
                   path);
       return NULL;
     }
+    io_input_steal_fd(&in); /* gzclose_r closes it */
     gzbuffer(zf, CHUNK);
   } else {
-    rewind(f);
+    f = fdopen(in.fd, "rb");
+    if (f == NULL) {
+      int e = errno;
+      io_input_close(&in);
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
+                  g_strerror(e));
+      return NULL;
+    }
+    io_input_steal_fd(&in); /* fclose closes it */
   }
 
   g_autoptr(TraceRawRank) raw = trace_raw_rank_new(path);
