@@ -48,6 +48,10 @@ else
   echo "note: neither sqlite3 nor python3: uri-sqlite reads no database"
 fi
 echo "not a database" >"$W/file:..%2Foutside%2Fprof.sqlite"
+# A results file outside with a second name (hard link) inside
+# (hardlink-results.lua, issue 27 finding 16).
+printf 'local js = require "joulesim"\nlocal t = js.results(arg[1], "t") t:append{ x = 1 } t:close()\n' >"$O/mkres.lua"
+"$J" run "$O/mkres.lua" "$O/results.h5" >/dev/null && ln "$O/results.h5" "$W/hard.h5"
 echo "not a database" >"$W/$URI_ABS"
 
 # Every file of the tree but ./work/sweep.h5, the results file of the
