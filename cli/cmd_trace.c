@@ -100,9 +100,12 @@ static SimWorkload *load_files(const char *cmd, JsSession *s,
 {
   GError *err = NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  TraceImportOptions checked = how != NULL ? *how : (TraceImportOptions){0};
+  checked.memory_check = js_inputs_check_memory; /* issue 27 */
+  checked.memory_check_data = s;
   SimWorkload *w = js_inputs_load(s->catalogue,
                                   (const char *const *)files->pdata,
-                                  files->len, gpu, how, warnings, &err);
+                                  files->len, gpu, &checked, warnings, &err);
   print_warnings(cmd, warnings);
   if (w == NULL)
     fail_user(cmd, err);

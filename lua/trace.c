@@ -135,6 +135,8 @@ static int l_trace_import(lua_State *L)
   for (int i = 0; i < n; i++)
     paths[i] = lua_tostring(L, first + i);
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
+  how.memory_check = js_inputs_check_memory; /* --max-memory (issue 27) */
+  how.memory_check_data = s;
   SimWorkload *w = js_inputs_load(s->catalogue, paths, (guint)n, gpu, &how,
                                   warnings, &err);
   char *label = w != NULL ? js_inputs_label(paths, (guint)n) : NULL;

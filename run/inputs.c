@@ -1,6 +1,8 @@
 /* run/inputs.c -- see run/inputs.h. */
 #include "run/inputs.h"
 #include "traces/native.h"
+#include "run/memory.h"
+#include "run/session.h"
 
 #include <string.h>
 
@@ -31,6 +33,8 @@ SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
     opt.step = how->step;
     opt.step_number = how->step_number;
     opt.gpu_only = how->gpu_only;
+    opt.memory_check = how->memory_check;
+    opt.memory_check_data = how->memory_check_data;
   }
   opt.catalogue = cat;
   opt.gpu = gpu;
@@ -44,4 +48,12 @@ char *js_inputs_label(const char *const *paths, guint n)
   if (n > 1)
     return g_strdup_printf("%s+%u", base, n - 1);
   return g_steal_pointer(&base);
+}
+
+gboolean js_inputs_check_memory(gpointer session, guint64 need_bytes,
+                                const char *what, GError **error)
+{
+  const JsSession *s = session;
+  return js_memory_check(s != NULL ? s->max_memory : 0, need_bytes, what,
+                         error);
 }

@@ -211,7 +211,11 @@ static gint64 rank_from_name(const char *path)
   return g_ascii_strtoll(base + i, NULL, 10);
 }
 
-static CFile *read_file(const char *path, SimWorkload *names, GError **error)
+/* Nodes read before the memory check is asked (at every doubling). */
+#define NODES_CHECK_FROM (64u << 10)
+
+static CFile *read_file(const char *path, SimWorkload *names,
+                        const TraceImportOptions *opt, GError **error)
 {
   /* Opened once (io/input.h): a FIFO or a device is refused. */
   IoInput in;
@@ -293,6 +297,19 @@ static CFile *read_file(const char *path, SimWorkload *names, GError **error)
                   offset - len - 1);
       ok = FALSE;
       break;
+    }
+    /* The node array doubles: ask --max-memory before it does (the
+     * estimate is the new array; names and dependencies come on top). */
+    guint nn = cf->nodes->len;
+    if (opt->memory_check != NULL && nn >= NODES_CHECK_FROM &&
+        (nn & (nn - 1)) == 0) {
+      g_autofree char *what = g_strdup_printf("%s: %u Chakra nodes", path,
+                                              2 * nn);
+      if (!opt->memory_check(opt->memory_check_data,
+                             (guint64)2 * nn * sizeof(CNode), what, error)) {
+        ok = FALSE;
+        break;
+      }
     }
     ChakraProtoMsg__Node *nd = chakra_proto_msg__node__unpack(NULL, len,
                                                               buf->data);
@@ -989,7 +1006,7 @@ SimWorkload *trace_chakra_import(const char *const *paths, guint n,
   g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(
       (GDestroyNotify)cfile_free);
   for (guint i = 0; i < n; i++) {
-    CFile *cf = read_file(paths[i], names, error);
+    CFile *cf = read_file(paths[i], names, opt, error);
     if (cf == NULL)
       return NULL;
     g_ptr_array_add(files, cf);
