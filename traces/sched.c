@@ -181,6 +181,13 @@ static const yajl_val *rank_clocks(yajl_val o, guint k, const char *path,
     return NULL;
   }
   *n = YAJL_GET_ARRAY(ps)->len;
+  /* (yajl gives an empty array no values: NULL, which the caller takes
+   * for failure; it must come with an error: found by fuzz-sched.) */
+  if (*n == 0) {
+    parse_fail(error, path, "rank %" G_GINT64_FORMAT " has an empty "
+               "\"power_states\" list", *rank);
+    return NULL;
+  }
   const yajl_val *v = YAJL_GET_ARRAY(ps)->values;
   for (gsize i = 0; i < *n; i++)
     if (!YAJL_IS_INTEGER(v[i]) || YAJL_GET_INTEGER(v[i]) < 1 ||
