@@ -30,7 +30,8 @@ static const char usage_run[] =
   "everything after it is passed to the script as the table `arg`.\n"
   "  --seed N     seed for js.simulate and math.random (default 1)\n"
   "  --jobs N     worker processes of js.sweep (default: the number of "
-  "cores)\n"
+  "cores;\n"
+  "               at most 256, or twice the cores)\n"
   "  --threads N  threads each js.simulate replays on (default 1; 1..256;\n"
   "               the results are the same for every N)\n"
   "  --sandbox    run a script you did not write: only the safe standard\n"
@@ -48,7 +49,8 @@ static const char usage_run[] =
   "               refuse, before allocating, a workload or replay whose\n"
   "               estimated memory exceeds SIZE (e.g. 4G; default: the\n"
   "               memory available when it is checked); also caps the\n"
-  "               Lua heap\n"
+  "               Lua heap.  One limit for the whole run: js.sweep's\n"
+  "               workers share what the script leaves of it\n"
   "  --max-seconds S\n"
   "               stop the script after S seconds of wall time (exit 1)\n"
   "  --max-instructions N\n"
@@ -130,8 +132,11 @@ static int parse_run(int argc, char **argv, RunCfg *cfg)
       }
       break;
     case OPT_JOBS:
-      if (!parse_u64(val, &cfg->jobs) || cfg->jobs < 1 || cfg->jobs > 4096) {
-        fprintf(stderr, "joulesim run: --jobs needs an integer in 1..4096\n");
+      if (!parse_u64(val, &cfg->jobs) || cfg->jobs < 1 ||
+          cfg->jobs > js_sweep_max_jobs()) {
+        fprintf(stderr, "joulesim run: --jobs needs an integer in 1..%u "
+                        "(at most twice the cores, or %d)\n",
+                js_sweep_max_jobs(), JS_SWEEP_MAX_JOBS);
         return EXIT_USAGE;
       }
       break;

@@ -100,12 +100,10 @@ static SimWorkload *load_files(const char *cmd, JsSession *s,
 {
   GError *err = NULL;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  TraceImportOptions checked = how != NULL ? *how : (TraceImportOptions){0};
-  checked.memory_check = js_inputs_check_memory; /* issue 27 */
-  checked.memory_check_data = s;
   SimWorkload *w = js_inputs_load(s->catalogue,
                                   (const char *const *)files->pdata,
-                                  files->len, gpu, &checked, warnings, &err);
+                                  files->len, gpu, how, s->max_memory,
+                                  warnings, &err);
   print_warnings(cmd, warnings);
   if (w == NULL)
     fail_user(cmd, err);

@@ -13,6 +13,18 @@
 #include <hdf5.h>
 #include <sys/types.h>
 
+/* Most columns a results table may have.  A table's row type is one
+ * compound datatype message in the dataset's object header, and HDF5
+ * limits a header message to 64 KiB.  HDF5 1.10 writes compound types in
+ * version 1 of the format, where a member takes 40 bytes besides its type
+ * (its name padded to 8, offset, dimensions) and its type at least 12
+ * (an int64): no table of more than 65536 / 52 = 1260 columns can be
+ * written, and a round 1024 always fits with names of up to 7 bytes
+ * (wider members or longer names may still hit HDF5's own limit, which
+ * then fails quickly).  Checked before anything is built: HDF5 otherwise
+ * spends time quadratic in the columns before its own error (REDTEAM
+ * finding 13: 16 s at 40,000 columns). */
+#define RES_MAX_COLUMNS 1024
 /* Rows per chunk of every results table. */
 #define RES_CHUNK_ROWS 256
 /* Rows per chunk, and deflate level, of timelines. */
@@ -48,6 +60,10 @@ struct ResTable {
   guint8 *seen;       /* per column: set by the current append */
   guint64 rows;
   pid_t owner;        /* the process that opened the table */
+  guint64 reserved_to; /* file space allocated up to here (0: none), see
+                          res_table_reserve */
+  char *broken;       /* why a flush failed: HDF5 cannot flush the file
+                         again, so the table refuses rows (NULL: fine) */
 };
 
 /* Frees the variable-length strings that H5Dread allocated in buf. */
@@ -124,6 +140,11 @@ gboolean res_check_table_name(const char *path, const char *table,
 GPtrArray *res_read_rows(hid_t file, const char *dset_path,
                          const char *path, const char *label,
                          GError **error);
+/* After a failed H5Fopen (saved_errno: errno right after it): "PATH:
+ * WHAT" and the reason, or that another process has the file open for
+ * writing when HDF5's lock was refused. */
+void res_fail_open(GError **error, int saved_errno, const char *path,
+                   const char *what);
 /* Opens `path` read-only for reading back, with errors naming it. */
 hid_t res_open_read(const char *path, GError **error);
 /* 1 when `link` (an absolute path, its group may be missing) exists, 0

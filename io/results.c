@@ -137,6 +137,7 @@
 #include "io/results-private.h"
 #include "io/atomic.h"
 #include "io/fault.h"
+#include "io/h5open.h"
 #include "io/h5util.h"
 
 #include <errno.h>
@@ -670,12 +671,30 @@ static hid_t res_join_new_file(const char *path, const ResMeta *meta,
   return file;
 }
 
+/* After a failed H5Fopen of `path` (saved_errno: errno right after it):
+ * sets *error like res_fail, saying so when HDF5's lock on the file was
+ * refused (EWOULDBLOCK from flock): another process has it open for
+ * writing (REDTEAM finding 20: the message was only "Resource temporarily
+ * unavailable"). */
+void res_fail_open(GError **error, int saved_errno, const char *path,
+                   const char *what)
+{
+  if (saved_errno == EWOULDBLOCK || saved_errno == EAGAIN)
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: %s: another process has it open for writing (a sweep "
+                "or script still running?); wait for it to finish",
+                path, what);
+  else
+    res_fail(error, RES_ERROR_IO, path, NULL, "%s", what);
+}
+
 gboolean res_file_probe(const char *path)
 {
   g_auto(H5uQuiet) quiet = h5u_quiet();
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || H5Fis_hdf5(path) <= 0)
     return FALSE;
-  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64,
+                                 RES_ERROR, RES_ERROR_UNSAFE, NULL);
   return file >= 0 && H5Aexists(file, "joulesim_version") > 0 &&
          H5Lexists(file, "results", H5P_DEFAULT) > 0;
 }
@@ -702,10 +721,15 @@ hid_t res_open_file(const char *path, const ResMeta *meta,
                 "%s: cannot open results file: not a regular file", path);
     return H5I_INVALID_HID;
   }
-  file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  GError *refused = NULL;
+  file = h5u_open(path, H5F_ACC_RDWR, G_MAXUINT64, RES_ERROR,
+                  RES_ERROR_UNSAFE, &refused);
   if (file < 0) {
-    res_fail(error, RES_ERROR_IO, path, NULL,
-             "cannot open results file for writing");
+    if (refused != NULL)
+      g_propagate_error(error, refused);
+    else
+      res_fail_open(error, errno, path,
+                    "cannot open results file for writing");
     return file;
   }
   res_set_cloexec(file);

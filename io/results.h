@@ -95,6 +95,13 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(ResTable, res_table_free)
  * error. */
 GPtrArray *res_table_read(const char *path, const char *table,
                           GError **error);
+/* Reads every row of the open table t back through t's own file handle
+ * (like res_table_read; an empty array before the first row fixes the
+ * columns).  Unlike res_table_read, which opens the file read-only and
+ * cannot see a last row whose space a killed writer's flush did not
+ * record, this reads what res_table_open recovered: exactly the rows that
+ * t's next append follows (js.sweep's resume reads its done set here). */
+GPtrArray *res_table_read_rows(ResTable *t, GError **error);
 
 /* To be called in a fork()ed child that will not use the HDF5 files open
  * in its parent (js.sweep's workers): replaces their file descriptors by
@@ -143,7 +150,12 @@ GPtrArray *res_timeline_read(const char *path, const char *run,
 
 #define RES_ERROR (res_error_quark())
 GQuark res_error_quark(void);
-typedef enum { RES_ERROR_IO, RES_ERROR_SCHEMA, RES_ERROR_EXISTS } ResError;
+typedef enum {
+  RES_ERROR_IO,
+  RES_ERROR_SCHEMA,
+  RES_ERROR_EXISTS,
+  RES_ERROR_UNSAFE, /* an HDF5 file refused by io/h5open.h's check */
+} ResError;
 
 G_END_DECLS
 

@@ -4,6 +4,7 @@
 #include "io/results-private.h"
 #include "io/atomic.h"
 #include "io/fault.h"
+#include "io/h5open.h"
 #include "io/h5util.h"
 
 #include <errno.h>
@@ -164,17 +165,11 @@ static GPtrArray *res_raw_row(const ResRaw *raw, hsize_t r)
   return row;
 }
 
-/* Reads the dataset at dset_path of an open file as rows (see
- * res_table_read). */
-GPtrArray *res_read_rows(hid_t file, const char *dset_path,
-                         const char *path, const char *label,
-                         GError **error)
+/* Every row of the open dataset dset as an array of rows (see
+ * res_table_read), or NULL with error. */
+static GPtrArray *res_dset_rows(hid_t dset, const char *path,
+                                const char *label, GError **error)
 {
-  g_auto(H5uHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
-  if (dset < 0) {
-    res_fail(error, RES_ERROR_IO, path, label, "opening the dataset");
-    return NULL;
-  }
   ResRaw raw;
   if (!res_raw_read(dset, &raw, path, label, error)) {
     res_raw_clear(&raw);
@@ -188,6 +183,20 @@ GPtrArray *res_read_rows(hid_t file, const char *dset_path,
   return rows;
 }
 
+/* Reads the dataset at dset_path of an open file as rows (see
+ * res_table_read). */
+GPtrArray *res_read_rows(hid_t file, const char *dset_path,
+                         const char *path, const char *label,
+                         GError **error)
+{
+  g_auto(H5uHid) dset = H5Dopen2(file, dset_path, H5P_DEFAULT);
+  if (dset < 0) {
+    res_fail(error, RES_ERROR_IO, path, label, "opening the dataset");
+    return NULL;
+  }
+  return res_dset_rows(dset, path, label, error);
+}
+
 /* Opens `path` read-only for reading back, with errors naming it. */
 hid_t res_open_read(const char *path, GError **error)
 {
@@ -199,9 +208,13 @@ hid_t res_open_read(const char *path, GError **error)
                                                         : "no such file");
     return H5I_INVALID_HID;
   }
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0)
-    res_fail(error, RES_ERROR_IO, path, NULL, "cannot open results file");
+  GError *refused = NULL;
+  hid_t file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64, RES_ERROR,
+                        RES_ERROR_UNSAFE, &refused);
+  if (refused != NULL)
+    g_propagate_error(error, refused);
+  else if (file < 0)
+    res_fail_open(error, errno, path, "cannot open results file");
   return file;
 }
 
@@ -245,6 +258,26 @@ GPtrArray *res_table_read(const char *path, const char *table, GError **error)
   return res_read_rows(file, dset_path, path, table, error);
 }
 
+/* Reads the rows of the open table t through its handle (see
+ * io/results.h).  Returns a new array owned by the caller, or NULL with
+ * error. */
+GPtrArray *res_table_read_rows(ResTable *t, GError **error)
+{
+  g_return_val_if_fail(t != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  g_auto(H5uQuiet) quiet = h5u_quiet();
+  if (t->owner != getpid() || t->file < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_IO,
+                "%s: table '%s': cannot read it %s", t->path, t->table,
+                t->file < 0 ? "after a failed write"
+                            : "from a forked process");
+    return NULL;
+  }
+  if (t->dset < 0)
+    return g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  return res_dset_rows(t->dset, t->path, t->table, error);
+}
+
 /* ---- removing rows -------------------------------------------------------- */
 
 /* Removes the rows of `table` for which keep(row, data) is FALSE (see
@@ -271,10 +304,17 @@ gboolean res_table_filter(const char *path, const char *table,
                 "%s: cannot rewrite results: no such file", path);
     return FALSE;
   }
-  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-  if (file < 0)
-    return res_fail(error, RES_ERROR_IO, path, NULL,
-                    "cannot open results file for writing");
+  GError *refused = NULL;
+  g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDWR, G_MAXUINT64,
+                                 RES_ERROR, RES_ERROR_UNSAFE, &refused);
+  if (refused != NULL) {
+    g_propagate_error(error, refused);
+    return FALSE;
+  }
+  if (file < 0) {
+    res_fail_open(error, errno, path, "cannot open results file for writing");
+    return FALSE;
+  }
   g_autofree char *dset_path = g_strconcat("/results/", table, NULL);
   g_autofree char *tmp_path = res_rewrite_path(table);
   if (!res_ensure_group(file, "results", path, error) ||

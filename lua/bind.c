@@ -677,6 +677,7 @@ static void open_state(lua_State *L, JsSession *s)
   else
     luaL_openlibs(L);
   jsl_open_print(L);
+  jsl_open_guards(L);
   new_metatable(L, CLUSTER_MT, cluster_gc, cluster_index, cluster_tostring);
   new_metatable(L, WORKLOAD_MT, workload_gc, workload_index,
                 workload_tostring);

@@ -86,6 +86,11 @@ void jsl_open_sandbox(lua_State *L);
 /* lua/sandbox.c: the global print, writing through the session's print
  * hook (run/session.h); after the libraries are open. */
 void jsl_open_print(lua_State *L);
+/* lua/sandbox.c: xpcall, coroutine.close and coroutine.wrap guarded
+ * against Lua 5.4.4's nested-close crash and against script code running
+ * with hooks off after a limit is hit; after the libraries are open,
+ * sandboxed or not. */
+void jsl_open_guards(lua_State *L);
 /* lua/sandbox.c: __metatable on every "joulesim.*" metatable. */
 void jsl_protect_metatables(lua_State *L);
 /* lua/sandbox.c: raise "FN: sandbox: ..." unless the session may read

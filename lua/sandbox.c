@@ -43,7 +43,16 @@
  *     already written.
  * Coroutines inherit the hook (lua_newthread copies it) and the session
  * pointer (the state's extra space).  A fork()ed sweep worker inherits the
- * state; js_limits_after_fork re-arms its alarm, which fork does not keep.
+ * state; js_limits_after_fork takes the worker's share of the memory
+ * limits (js_limits_share: the workers divide --max-memory) and re-arms
+ * its alarm, which fork does not keep.
+ *
+ * Guards, sandboxed or not (jsl_open_guards): Lua runs some script code
+ * with hooks off -- an xpcall handler called for the hook's own error, the
+ * __close of a coroutine the hook stopped -- so xpcall, coroutine.close
+ * and coroutine.wrap are replaced by versions that run no script code once
+ * a limit is hit; and coroutine.close counts its nesting, which Lua 5.4.4
+ * does not (a C-stack overflow).
  *
  * The alarm's message lives in a static buffer: a signal handler can only
  * reach process-global state, and there is one script run per process.
@@ -58,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -177,6 +187,175 @@ lua_State *jsl_state_new(JsSession *s)
   lua_setwarnf(L, warnf, s);
   *(JsSession **)lua_getextraspace(L) = s;
   return L;
+}
+
+/* ---- guards on the interpreter ------------------------------------------ */
+
+/* Lua 5.4.4 (Debian 12's, unpatched) overflows the C stack when closes
+ * nest: coroutine.close runs the closed coroutine's __close methods with
+ * that coroutine's own count of C calls, not the caller's, so a __close
+ * that closes another coroutine starts the count afresh and 20,000 of them
+ * crash the process (5.4.6 carries the caller's count over).  The guard
+ * refuses more than JS_CLOSE_DEPTH nested closes -- the 200 that Lua's own
+ * LUAI_MAXCCALLS allows for nested C calls, and what 5.4.6 would allow
+ * here; 5,000 were measured safe -- and any close that finds more than
+ * JS_CSTACK_MAX bytes of C stack in use since the script began: between
+ * two closes a __close may nest up to 200 C calls, so the depth alone
+ * would still let 200 x 200 frames through. */
+#define JS_CLOSE_DEPTH 200
+#define JS_CSTACK_MAX ((guintptr)4 << 20) /* half the usual 8 MiB stack */
+
+/* Whether more C stack is in use than a close may start from: more than
+ * JS_CSTACK_MAX, or than half of RLIMIT_STACK when that is smaller. */
+static gboolean cstack_deep(const JsLimits *lim)
+{
+  char here;
+  guintptr at = (guintptr)&here;
+  if (lim->cstack_base == 0)
+    return FALSE;
+  guintptr used = at < lim->cstack_base ? lim->cstack_base - at
+                                        : at - lim->cstack_base;
+  guintptr max = JS_CSTACK_MAX;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    max = MIN(max, (guintptr)rl.rlim_cur / 2);
+  return used > max;
+}
+
+/* Raises the limit that stopped the script.  The wrappers below call it
+ * rather than run script code: once a limit is hit, Lua code may be
+ * running with hooks off (the hook raised inside itself), out of the
+ * limits' reach. */
+static int raise_hit(lua_State *L, const JsLimits *lim)
+{
+  lua_pushstring(L, lim->hit);
+  return lua_error(L);
+}
+
+/* coroutine.close(co), counted; upvalue 1: the original. */
+static int guard_close(lua_State *L)
+{
+  JsLimits *lim = &jsl_session(L)->limits;
+  if (lim->hit != NULL)
+    return raise_hit(L, lim);
+  if (lim->close_depth >= JS_CLOSE_DEPTH || cstack_deep(lim))
+    return luaL_error(L, "coroutine.close nested too deeply (a __close "
+                         "closing coroutines more than %d deep would "
+                         "overflow Lua 5.4.4's C stack)", JS_CLOSE_DEPTH);
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lim->close_depth++;
+  int rc = lua_pcall(L, n, LUA_MULTRET, 0);
+  lim->close_depth--;
+  if (rc != LUA_OK)
+    return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* coroutine.wrap's function, as lcorolib.c's auxwrap, except that a
+ * coroutine the limits stopped is not closed (its __close would run with
+ * hooks off).  upvalue 1: the coroutine. */
+static int guard_wrapped(lua_State *L)
+{
+  lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+  int narg = lua_gettop(L);
+  if (!lua_checkstack(co, narg))
+    return luaL_error(L, "too many arguments to resume");
+  lua_xmove(L, co, narg);
+  int nres;
+  int status = lua_resume(co, L, narg, &nres);
+  if (status == LUA_OK || status == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) {
+      lua_pop(co, nres);
+      return luaL_error(L, "too many results to resume");
+    }
+    lua_xmove(co, L, nres);
+    return nres;
+  }
+  lua_xmove(co, L, 1); /* the error */
+  int stat = lua_status(co);
+  if (stat != LUA_OK && stat != LUA_YIELD) { /* an error in the coroutine */
+    JsLimits *lim = &jsl_session(L)->limits;
+    if (lim->hit != NULL)
+      return raise_hit(L, lim);
+    lua_pop(L, 1);
+    stat = lua_resetthread(co); /* close its to-be-closed variables */
+    lua_xmove(co, L, 1);
+  }
+  if (stat != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+    luaL_where(L, 1);
+    lua_insert(L, -2);
+    lua_concat(L, 2);
+  }
+  return lua_error(L);
+}
+
+static int guard_wrap(lua_State *L)
+{
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_State *co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushcclosure(L, guard_wrapped, 1);
+  return 1;
+}
+
+/* xpcall's message handler: Lua calls it inside the count hook for the
+ * limit's own error, with hooks off, so once a limit is hit the script's
+ * handler is skipped and the error goes on unchanged.  upvalue 1: the
+ * script's handler. */
+static int guard_msgh(lua_State *L)
+{
+  if (jsl_session(L)->limits.hit != NULL)
+    return 1;
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* As lbaselib.c's finishpcall. */
+static int guard_xpcall_done(lua_State *L, int status, lua_KContext extra)
+{
+  if (status != LUA_OK && status != LUA_YIELD) {
+    lua_pushboolean(L, 0);
+    lua_pushvalue(L, -2);
+    return 2;
+  }
+  return lua_gettop(L) - (int)extra;
+}
+
+/* xpcall(f, msgh, ...), as lbaselib.c's, msgh called through guard_msgh. */
+static int guard_xpcall(lua_State *L)
+{
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, guard_msgh, 1);
+  lua_replace(L, 2);
+  lua_pushboolean(L, 1);
+  lua_pushvalue(L, 1);
+  lua_rotate(L, 3, 2);
+  int status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, guard_xpcall_done);
+  return guard_xpcall_done(L, status, 2);
+}
+
+void jsl_open_guards(lua_State *L)
+{
+  if (lua_getglobal(L, "xpcall") == LUA_TFUNCTION) {
+    lua_pushcfunction(L, guard_xpcall);
+    lua_setglobal(L, "xpcall");
+  }
+  lua_pop(L, 1);
+  if (lua_getglobal(L, LUA_COLIBNAME) == LUA_TTABLE) {
+    lua_getfield(L, -1, "close");
+    lua_pushcclosure(L, guard_close, 1);
+    lua_setfield(L, -2, "close");
+    lua_pushcfunction(L, guard_wrap);
+    lua_setfield(L, -2, "wrap");
+  }
+  lua_pop(L, 1);
 }
 
 /* ---- the sandbox's globals ---------------------------------------------- */
@@ -405,9 +584,15 @@ static void hook(lua_State *L, lua_Debug *ar)
     else
       return;
   }
-  /* From now on every instruction of this coroutine raises (the others
-   * raise at their next period). */
+  /* From now on every instruction of this coroutine and of the main
+   * thread raises (the other coroutines raise at their next period, and
+   * only the main thread could resume them). */
   lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  lua_State *main_thread = lua_tothread(L, -1);
+  lua_pop(L, 1);
+  if (main_thread != NULL && main_thread != L)
+    lua_sethook(main_thread, hook, LUA_MASKCOUNT, 1);
   if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
     lua_pushfstring(L, "%s:%d: %s", ar->short_src, ar->currentline, lim->hit);
   else
@@ -418,17 +603,25 @@ static void hook(lua_State *L, lua_Debug *ar)
 void jsl_limits_begin(lua_State *L, JsSession *s)
 {
   JsLimits *lim = &s->limits;
+  char here;
   g_clear_pointer(&lim->hit, g_free);
   lim->executed = 0;
+  lim->close_depth = 0;
+  lim->cstack_base = (guintptr)&here;
   lim->deadline_us = 0;
   if (lim->max_seconds > 0) {
     lim->deadline_us = g_get_monotonic_time() +
                        (gint64)(lim->max_seconds * G_USEC_PER_SEC);
+    /* Outside C code, only a __gc finalizer runs script code with hooks
+     * off once the guards above are in place, and the sandbox refuses
+     * __gc. */
     int n = g_snprintf(hard_stop_msg, sizeof hard_stop_msg,
                        "joulesim: --max-seconds %g reached: stopped %d s "
                        "later inside joulesim's C code (a simulation, a "
-                       "planner or a sweep that was still running)\n",
-                       lim->max_seconds, JS_HARD_STOP_S);
+                       "planner or a sweep that was still running)%s\n",
+                       lim->max_seconds, JS_HARD_STOP_S,
+                       s->sandbox ? "" : " or in a __gc finalizer, which "
+                                         "Lua runs with hooks off");
     hard_stop_len = (gsize)MIN(n, (int)sizeof hard_stop_msg - 1);
     arm_alarm(lim);
   }
@@ -447,9 +640,60 @@ void jsl_limits_end(lua_State *L, JsSession *s)
   lua_sethook(L, NULL, 0, 0);
 }
 
+/* What a worker process owns besides the Lua heap: the stack and the
+ * libraries' data pages it writes, malloc's own pages (2.2 MB measured
+ * with Debian 12's libraries), kept out of its heap cap; and the least
+ * heap room worth starting a worker for. */
+#define JS_WORKER_OWN_BYTES ((guint64)3 << 20)
+#define JS_WORKER_ROOM_BYTES ((guint64)1 << 20)
+
+gboolean js_limits_share(JsSession *s, guint workers, GError **error)
+{
+  JsLimits *lim = &s->limits;
+  workers = MAX(workers, 1);
+  lim->shared_by = workers;
+  lim->worker_max_memory = 0;
+  lim->worker_heap_limit = lim->heap_limit;
+  if (s->max_memory == 0) {
+    if (lim->heap_limit > lim->heap_bytes)
+      lim->worker_heap_limit =
+        lim->heap_bytes + (lim->heap_limit - lim->heap_bytes) / workers;
+    return TRUE;
+  }
+  guint64 resident = js_memory_resident();
+  guint64 left = s->max_memory > resident ? s->max_memory - resident : 0;
+  guint64 share = left / workers;
+  if (share < (guint64)lim->heap_bytes + JS_WORKER_OWN_BYTES +
+                  JS_WORKER_ROOM_BYTES) {
+    g_autofree char *cap = js_memory_format(s->max_memory);
+    g_autofree char *held = js_memory_format(resident);
+    g_autofree char *each = js_memory_format(share);
+    g_autofree char *heap = js_memory_format(lim->heap_bytes);
+    g_set_error(error, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT,
+                "--max-memory %s is shared by this process and its %u "
+                "workers: this process holds %s, which leaves %s per "
+                "worker, too little for its copy of the script's Lua heap "
+                "(%s) and room to run a point; give fewer jobs or a larger "
+                "--max-memory", cap, workers, held, each, heap);
+    return FALSE;
+  }
+  share -= JS_WORKER_OWN_BYTES;
+  lim->worker_heap_limit = (gsize)MIN(share, (guint64)G_MAXSIZE);
+  /* js_memory_limit subtracts the resident bytes, in which the inherited
+   * pages count once already; the heap's copy is spent in advance. */
+  lim->worker_max_memory = resident + share - lim->heap_bytes;
+  return TRUE;
+}
+
 void js_limits_after_fork(JsSession *s)
 {
-  arm_alarm(&s->limits);
+  JsLimits *lim = &s->limits;
+  if (lim->shared_by > 0) {
+    lim->heap_limit = lim->worker_heap_limit;
+    if (lim->worker_max_memory > 0)
+      s->max_memory = lim->worker_max_memory;
+  }
+  arm_alarm(lim);
 }
 
 char *jsl_limits_explain(JsSession *s, const char *message)
@@ -461,13 +705,17 @@ char *jsl_limits_explain(JsSession *s, const char *message)
   if (lim->hit == NULL && lim->heap_refused &&
       strstr(message, "not enough memory") != NULL) {
     g_autofree char *cap = js_memory_format(lim->heap_limit);
+    g_autofree char *shared =
+      lim->shared_by > 0 ? g_strdup_printf(", shared by %u sweep workers",
+                                           lim->shared_by)
+                         : g_strdup("");
     return g_strdup_printf("%s: %s (the Lua heap reached its limit, %s: "
-                           "%s)", s->scenario_path != NULL
+                           "%s%s)", s->scenario_path != NULL
                                       ? s->scenario_path : "script",
                            message, cap,
                            s->max_memory > 0 ? "--max-memory"
                                              : "the memory available at "
-                                               "start");
+                                               "start", shared);
   }
   return NULL;
 }

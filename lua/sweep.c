@@ -474,7 +474,9 @@ static gboolean worker_run_point(gpointer data, const ResValue *values,
   push_values(L, values, n);
   if (lua_pcall(L, 1, 1, top + 1) != LUA_OK) {
     const char *m = lua_tostring(L, -1);
-    *message = g_strdup(m != NULL ? m : "");
+    /* Which limit, when one stopped it (the heap's share of a sweep). */
+    char *why = jsl_limits_explain(jsl_session(L), m != NULL ? m : "");
+    *message = why != NULL ? why : g_strdup(m != NULL ? m : "");
     lua_settop(L, top);
     return FALSE;
   }
@@ -570,7 +572,9 @@ static int l_sweep(lua_State *L)
   spec.progress = jsl_opt_bool(L, 1, SWEEP_FN, "progress",
                                !s->quiet && isatty(STDERR_FILENO));
   guint def_jobs = s->jobs > 0 ? s->jobs : MAX(g_get_num_processors(), 1);
-  spec.jobs = (guint)jsl_opt_int(L, 1, SWEEP_FN, "jobs", def_jobs, 1, 4096);
+  guint max_jobs = js_sweep_max_jobs();
+  spec.jobs = (guint)jsl_opt_int(L, 1, SWEEP_FN, "jobs",
+                                 MIN(def_jobs, max_jobs), 1, max_jobs);
 
   int tg = lua_getfield(L, 1, "grid");
   int tp = lua_getfield(L, 1, "points");

@@ -8,6 +8,7 @@
  */
 #include "lua/luautil.h"
 #include "run/inputs.h"
+#include "run/memory.h"
 #include "traces/import.h"
 #include "traces/info.h"
 #include "traces/native.h"
@@ -27,7 +28,8 @@ static int l_trace_load(lua_State *L)
                lua_gettop(L));
   jsl_check_read(L, fn, path);
   GError *err = NULL;
-  SimWorkload *w = trace_native_load(path, &err);
+  SimWorkload *w = trace_native_load_within(
+    path, js_memory_limit(jsl_session(L)->max_memory), &err);
   if (w == NULL)
     return jsl_raise_gerror(L, fn, err);
   g_autofree char *label = g_path_get_basename(path);
@@ -135,10 +137,8 @@ static int l_trace_import(lua_State *L)
   for (int i = 0; i < n; i++)
     paths[i] = lua_tostring(L, first + i);
   GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
-  how.memory_check = js_inputs_check_memory; /* --max-memory (issue 27) */
-  how.memory_check_data = s;
   SimWorkload *w = js_inputs_load(s->catalogue, paths, (guint)n, gpu, &how,
-                                  warnings, &err);
+                                  s->max_memory, warnings, &err);
   char *label = w != NULL ? js_inputs_label(paths, (guint)n) : NULL;
   g_free(paths);
   if (w == NULL) {

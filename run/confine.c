@@ -1,5 +1,6 @@
 /* run/confine.c -- see run/confine.h. */
 #include "run/confine.h"
+#include "io/h5open.h"
 #include "io/results.h"
 #include "models/gpufile.h"
 #include "traces/native.h"
@@ -267,8 +268,16 @@ gboolean js_output_check(const char *path, JsFileKind kind, const char *hint,
                 "it", path);
     return FALSE;
   }
-  if (st.st_size == 0 || is_kind(path, kind))
-    return TRUE; /* nothing to lose, or joulesim's own */
+  if (st.st_size == 0)
+    return TRUE; /* nothing to lose */
+  /* An HDF5 file that io/h5open.h refuses is refused here in its words
+   * (external storage, links to other files, damage libhdf5 cannot
+   * survive), not as "not a joulesim file". */
+  if ((kind == JS_FILE_TRACE || kind == JS_FILE_RESULTS) &&
+      !h5u_check(path, JS_CONFINE_ERROR, JS_CONFINE_ERROR_EXISTS, error))
+    return FALSE;
+  if (is_kind(path, kind))
+    return TRUE; /* joulesim's own */
   g_set_error(error, JS_CONFINE_ERROR, JS_CONFINE_ERROR_EXISTS,
               "%s: exists and is not %s; refusing to replace it%s%s%s", path,
               js_file_kind_name(kind),

@@ -17,26 +17,25 @@
 G_BEGIN_DECLS
 
 /* Loads paths[0..n) (n >= 1): a native trace, recognised by its HDF5
- * content or an .h5/.hdf5 name, must come alone (an error otherwise);
+ * content or an .h5/.hdf5 name, must come alone (an error otherwise), and
+ * is refused before anything is allocated when it needs more memory than
+ * js_memory_limit(max_memory) (run/memory.h);
  * other files are imported with `cat` (borrowed) mapping device names,
  * `gpu` the GPU to assume for devices not in it (NULL: the importer's
  * default) and how->step, step_number, gpu_only and memory_check (how
- * may be NULL: the defaults).  Importer warnings (owned strings) are added to `warnings`
- * when it is not NULL.  Returns a new workload (caller owns it) or NULL
+ * may be NULL: the defaults; without a memory_check, the importers' growing
+ * records are checked against js_memory_limit(max_memory)).  Importer
+ * warnings (owned strings) are added to `warnings` when it is not NULL.  Returns a new workload (caller owns it) or NULL
  * with an error naming the file. */
 SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                             guint n, const char *gpu,
                             const TraceImportOptions *how,
-                            GPtrArray *warnings, GError **error);
+                            guint64 max_memory, GPtrArray *warnings,
+                            GError **error);
 
 /* A label for the workload of paths[0..n): the first file's base name,
  * and "+N" for N more files.  Caller frees it. */
 char *js_inputs_label(const char *const *paths, guint n);
-
-/* TraceImportOptions.memory_check for a session (a JsSession *, borrowed;
- * NULL: what is available): js_memory_check with its --max-memory. */
-gboolean js_inputs_check_memory(gpointer session, guint64 need_bytes,
-                                const char *what, GError **error);
 
 G_END_DECLS
 

@@ -78,8 +78,7 @@ guint64 js_memory_available(void)
   return avail;
 }
 
-/* This process's resident bytes now (0 when unknown). */
-static guint64 resident_bytes(void)
+guint64 js_memory_resident(void)
 {
   g_autofree char *statm = NULL;
   if (!g_file_get_contents("/proc/self/statm", &statm, NULL, NULL))
@@ -93,7 +92,7 @@ guint64 js_memory_limit(guint64 max_memory)
 {
   if (max_memory == 0)
     return js_memory_available();
-  guint64 used = resident_bytes();
+  guint64 used = js_memory_resident();
   return max_memory > used ? max_memory - used : 0;
 }
 

@@ -31,6 +31,9 @@ gboolean js_memory_parse(const char *text, guint64 *bytes, GError **error);
 /* Bytes available to this process now; G_MAXUINT64 when unknown. */
 guint64 js_memory_available(void);
 
+/* This process's resident bytes now (0 when unknown). */
+guint64 js_memory_resident(void);
+
 /* Bytes that may still be allocated: `max_memory` less this process's
  * resident memory when max_memory is non-zero, else
  * js_memory_available(). */

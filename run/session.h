@@ -31,6 +31,13 @@ typedef struct {
   gsize heap_limit;          /* its cap (--max-memory); 0: none */
   gboolean heap_refused;     /* an allocation was refused at the cap */
   char *hit;                 /* owned: the limit that stopped the script */
+  guint close_depth;         /* coroutine.close calls in progress */
+  guintptr cstack_base;      /* a C stack address when the script began */
+  /* A sweep's share of the limits (js_limits_share), taken by each worker
+   * after the fork (js_limits_after_fork). */
+  guint shared_by;           /* workers sharing them; 0: no sweep */
+  gsize worker_heap_limit;   /* a worker's heap cap; 0: none */
+  guint64 worker_max_memory; /* a worker's --max-memory; 0: none given */
 } JsLimits;
 
 /* Where the text a script writes goes: Lua's print (JS_PRINT_OUT, the
@@ -79,8 +86,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
  * NULL).  --allow-write/--allow-read add to s->confine afterwards. */
 gboolean js_session_sandbox(JsSession *s, const char *script, GError **error);
 
-/* In a fork()ed child (js.sweep's workers): re-arms the --max-seconds
- * hard stop, which fork does not inherit (lua/sandbox.c). */
+/* In the parent, before js.sweep forks `workers` workers: divides what is
+ * left of the memory limits among them (lua/sandbox.c).  With
+ * --max-memory, each worker may hold (max_memory - this process's resident
+ * bytes) / workers, its copy of the Lua heap included (a worker's garbage
+ * collector touches every inherited page, so copy-on-write does not keep
+ * it shared); JS_MEMORY_ERROR_LIMIT when that share would not hold the
+ * heap a worker starts with and a few MB to run in.  Without it, the Lua
+ * heap left under the memory available at start is divided. */
+gboolean js_limits_share(JsSession *s, guint workers, GError **error);
+
+/* In a fork()ed child (js.sweep's workers): takes the worker's share of
+ * the limits (js_limits_share) and re-arms the --max-seconds hard stop,
+ * which fork does not inherit (lua/sandbox.c). */
 void js_limits_after_fork(JsSession *s);
 
 /* Whether the joulesim API may read `path` (write it, replacing what is

@@ -99,8 +99,14 @@ typedef struct {
   gboolean retry_failed;     /* append: run the points with error rows
                                 again (their rows are removed first) */
   gboolean progress;         /* call hooks->progress */
-  guint jobs;                /* worker processes, >= 1 */
+  guint jobs;                /* worker processes, 1..js_sweep_max_jobs() */
 } SweepSpec;
+
+/* The most worker processes a sweep may have: JS_SWEEP_MAX_JOBS, or twice
+ * the cores when that is more.  Each worker is a process with its own
+ * copy of the script's state, and shares --max-memory with the others. */
+#define JS_SWEEP_MAX_JOBS 256
+guint js_sweep_max_jobs(void);
 
 /* What the progress hook is told: a snapshot of the counts. */
 typedef struct SweepProgress {

@@ -19,8 +19,9 @@
  * first successful row are held until it fixes the columns (or, when no
  * point succeeds, written with the point's columns only).
  *
- * Resume.  In mode "append" an existing table is read first and the
- * points whose point_id it holds are skipped.  With retry_failed the error
+ * Resume.  The table is opened for writing first (which recovers what a
+ * killed writer left); in mode "append" its rows are then read through
+ * that handle and the points whose point_id it holds are skipped.  With retry_failed the error
  * rows of this sweep's points are first removed (res_table_filter,
  * crash-safe) and those points run again, so that every point ends up with
  * exactly one row.
@@ -341,59 +342,53 @@ static gboolean keep_unless_retried(GPtrArray *row, gpointer data)
   return err->s[0] == '\0' || !g_hash_table_contains(f->ids, id->s);
 }
 
-/* Reads the existing table (append mode) and marks the points it holds as
- * done; with retry_failed first removes this sweep's error rows.  Checks
- * that the table is a sweep table whose columns hold the points' keys. */
-gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error)
+/* Checks that rows (a table's, non-empty) come from a sweep of these
+ * points' keys: string columns point_id and error, a column per key of
+ * the key's type. */
+static gboolean sweep_check_table(Sweep *sw, GPtrArray *rows, GError **error)
 {
-  if (sw->mode != RES_MODE_APPEND || !g_file_test(sw->out, G_FILE_TEST_EXISTS))
-    return TRUE;
-  GError *err = NULL;
-  g_autoptr(GPtrArray) rows = res_table_read(sw->out, sw->table, &err);
-  if (rows == NULL) {
-    if (g_error_matches(err, RES_ERROR, RES_ERROR_IO) &&
-        strstr(err->message, "no such table") != NULL) {
-      g_error_free(err);
-      return TRUE;
-    }
-    g_propagate_error(error, err);
+  GPtrArray *row0 = g_ptr_array_index(rows, 0);
+  const ResValue *id = row_cell(row0, "point_id");
+  const ResValue *e = row_cell(row0, "error");
+  if (id == NULL || e == NULL || id->type != RES_STRING ||
+      e->type != RES_STRING) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s' exists but was not written by js.sweep (no "
+                "string columns 'point_id' and 'error'); use another table "
+                "or mode = \"replace\"",
+                sw->out, sw->table);
     return FALSE;
   }
-  if (rows->len > 0) {
-    GPtrArray *row0 = g_ptr_array_index(rows, 0);
-    const ResValue *id = row_cell(row0, "point_id");
-    const ResValue *e = row_cell(row0, "error");
-    if (id == NULL || e == NULL || id->type != RES_STRING ||
-        e->type != RES_STRING) {
+  for (guint k = 0; k < sw->pts->n_keys; k++) {
+    const ResValue *c = row_cell(row0, sw->pts->keys[k]);
+    gboolean fits = c != NULL &&
+                    (c->type == sw->pts->key_types[k] ||
+                     (c->type == RES_FLOAT && sw->pts->key_types[k] == RES_INT));
+    if (!fits) {
       g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
-                  "%s: table '%s' exists but was not written by js.sweep (no "
-                  "string columns 'point_id' and 'error'); use another table "
-                  "or mode = \"replace\"",
-                  sw->out, sw->table);
+                  "%s: table '%s' holds another sweep: %s (use another "
+                  "table or mode = \"replace\")",
+                  sw->out, sw->table,
+                  c == NULL ? "it has no column for the key" : "its column "
+                  "has another type than the key");
+      g_prefix_error(error, "key '%s': ", sw->pts->keys[k]);
       return FALSE;
     }
-    for (guint k = 0; k < sw->pts->n_keys; k++) {
-      const ResValue *c = row_cell(row0, sw->pts->keys[k]);
-      gboolean fits = c != NULL &&
-                      (c->type == sw->pts->key_types[k] ||
-                       (c->type == RES_FLOAT && sw->pts->key_types[k] == RES_INT));
-      if (!fits) {
-        g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
-                    "%s: table '%s' holds another sweep: %s (use another "
-                    "table or mode = \"replace\")",
-                    sw->out, sw->table,
-                    c == NULL ? "it has no column for the key" : "its column "
-                    "has another type than the key");
-        g_prefix_error(error, "key '%s': ", sw->pts->keys[k]);
-        return FALSE;
-      }
-    }
   }
+  return TRUE;
+}
 
-  g_autoptr(GHashTable) mine = g_hash_table_new(g_str_hash, g_str_equal);
-  for (guint i = 0; i < sweep_n_points(sw); i++)
-    g_hash_table_add(mine, sweep_point(sw, i)->id);
-  guint retried = 0;
+/* Adds to done_ids (keys: the points' own ids) the points of this sweep
+ * that rows hold; with retry_failed, a point whose row is an error row is
+ * not done, and *retried counts those rows.  mine maps the sweep's point
+ * ids to themselves. */
+static gboolean sweep_mark_done(Sweep *sw, GPtrArray *rows, GHashTable *mine,
+                                GHashTable *done_ids, guint *retried,
+                                GError **error)
+{
+  *retried = 0;
+  if (rows->len > 0 && !sweep_check_table(sw, rows, error))
+    return FALSE;
   for (guint r = 0; r < rows->len; r++) {
     GPtrArray *row = g_ptr_array_index(rows, r);
     const ResValue *id = row_cell(row, "point_id");
@@ -403,18 +398,84 @@ gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error)
     if (own == NULL)
       continue;
     if (sw->retry_failed && e->s[0] != '\0')
-      retried++;
+      (*retried)++;
     else
       g_hash_table_add(done_ids, own);
   }
-  sw->existing_rows = rows->len;
+  return TRUE;
+}
+
+/* Opens the sweep's table for writing into sw->t (res_table_open: in
+ * append mode, this open is what recovers a row a killed writer left
+ * half-recorded, see Durability in io/results.c). */
+static gboolean sweep_open_table(Sweep *sw, GError **error)
+{
+  JsSession *s = sw->session;
+  ResMeta meta = { JOULESIM_VERSION, s->scenario_path, s->scenario_source,
+                   s->seed };
+  sw->t = res_table_open(sw->out, sw->table, sw->mode, &meta, error);
+  if (sw->t == NULL)
+    return FALSE;
+  sw->existing_rows = res_table_rows(sw->t);
+  return TRUE;
+}
+
+/* The table cannot be opened for writing (open_err, taken over; a
+ * read-only file system, say): the sweep still succeeds, writing nothing,
+ * when the file read read-only already holds a row for every point.  A
+ * read-only read may miss a last row that a writer's open would recover,
+ * never show one that is not there, so "every point" read so is true. */
+static gboolean sweep_resume_read_only(Sweep *sw, GHashTable *mine,
+                                       GHashTable *done_ids, GError *open_err,
+                                       GError **error)
+{
+  guint retried = 0;
+  g_autoptr(GPtrArray) rows = NULL;
+  if (sw->mode == RES_MODE_APPEND && g_file_test(sw->out, G_FILE_TEST_EXISTS))
+    rows = res_table_read(sw->out, sw->table, NULL);
+  if (rows != NULL &&
+      sweep_mark_done(sw, rows, mine, done_ids, &retried, NULL) &&
+      retried == 0 && g_hash_table_size(done_ids) == sweep_n_points(sw)) {
+    g_error_free(open_err);
+    sw->existing_rows = rows->len;
+    return TRUE;
+  }
+  g_hash_table_remove_all(done_ids);
+  g_propagate_error(error, open_err);
+  return FALSE;
+}
+
+/* Opens the table for writing (sw->t) and, in append mode, marks the
+ * points it holds as done; with retry_failed first removes this sweep's
+ * error rows.  Checks that the table is a sweep table whose columns hold
+ * the points' keys.  The done set is read through the writer's own
+ * handle, after its open recovered what a kill left (REDTEAM finding 9: a
+ * read-only read before that open missed a last row the open then kept,
+ * and the point ran twice). */
+gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error)
+{
+  g_autoptr(GHashTable) mine = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < sweep_n_points(sw); i++)
+    g_hash_table_add(mine, sweep_point(sw, i)->id);
+  GError *err = NULL;
+  if (!sweep_open_table(sw, &err))
+    return sweep_resume_read_only(sw, mine, done_ids, err, error);
+  if (sw->mode != RES_MODE_APPEND)
+    return TRUE;
+  g_autoptr(GPtrArray) rows = res_table_read_rows(sw->t, error);
+  guint retried = 0;
+  if (rows == NULL ||
+      !sweep_mark_done(sw, rows, mine, done_ids, &retried, error))
+    return FALSE;
   if (retried > 0) {
+    /* res_table_filter rewrites the table, which must not be open in a
+     * ResTable: close it, filter, open it again. */
     RetryFilter f = { mine };
-    guint64 removed = 0;
-    if (!res_table_filter(sw->out, sw->table, keep_unless_retried, &f,
-                          &removed, error))
+    if (!res_table_close(g_steal_pointer(&sw->t), error) ||
+        !res_table_filter(sw->out, sw->table, keep_unless_retried, &f, NULL,
+                          error) ||
+        !sweep_open_table(sw, error))
       return FALSE;
-    sw->existing_rows -= removed;
   }
   return TRUE;
 }

@@ -459,8 +459,8 @@ static void sweep_stop_workers(Sweep *sw)
 
 /* ---- sweep_run -------------------------------------------------------------------------- */
 
-/* Fills sw->todo with the points the results table does not hold yet;
- * skipped counts the others. */
+/* Opens the results table (sw->t) and fills sw->todo with the points it
+ * does not hold yet; skipped counts the others.  No points: no table. */
 static gboolean sweep_plan(Sweep *sw, GError **error)
 {
   if (sweep_n_points(sw) == 0)
@@ -477,10 +477,18 @@ static gboolean sweep_plan(Sweep *sw, GError **error)
   return TRUE;
 }
 
-static void sweep_before_fork(Sweep *sw)
+/* Before the first fork: the hook's tidying, then the memory limits
+ * divided among the workers that will run (js_limits_share). */
+static gboolean sweep_before_fork(Sweep *sw, guint workers, GError **error)
 {
   if (sw->hooks->before_fork != NULL)
     sw->hooks->before_fork(sw->hooks->data);
+  return js_limits_share(sw->session, MIN(sw->jobs, MAX(workers, 1)), error);
+}
+
+guint js_sweep_max_jobs(void)
+{
+  return MAX(JS_SWEEP_MAX_JOBS, 2 * (guint)MAX(g_get_num_processors(), 1));
 }
 
 /* The sweep on an MPI rank > 0: points come from rank 0, rows go to it;
@@ -488,8 +496,8 @@ static void sweep_before_fork(Sweep *sw)
 static gboolean sweep_run_remote(Sweep *sw, GError **error)
 {
   sw->progress = FALSE;
-  sweep_before_fork(sw);
-  if (!sweep_mpi_check_points(sw, error) || !sweep_loop(sw, error)) {
+  if (!sweep_before_fork(sw, sw->jobs, error) ||
+      !sweep_mpi_check_points(sw, error) || !sweep_loop(sw, error)) {
     sweep_kill_workers(sw);
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;
@@ -498,19 +506,16 @@ static gboolean sweep_run_remote(Sweep *sw, GError **error)
   return TRUE;
 }
 
-/* Opens the table, runs every point of sw->todo and closes the table. */
+/* Runs every point of sw->todo into the table sweep_plan opened, and
+ * closes it. */
 static gboolean sweep_run_points(Sweep *sw, guint64 *rows, GError **error)
 {
   JsSession *s = sw->session;
-  ResMeta meta = { JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                   s->seed };
-  sw->t = res_table_open(sw->out, sw->table, sw->mode, &meta, error);
-  if (sw->t == NULL) {
+  /* Tidy up here, not in the workers. */
+  if (!sweep_before_fork(sw, g_queue_get_length(&sw->todo), error)) {
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;
   }
-  /* Tidy up here, not in the workers. */
-  sweep_before_fork(sw);
   sweep_progress(sw, FALSE);
   if (!sweep_loop(sw, error) || !sweep_flush_pending(sw, error)) {
     sweep_kill_workers(sw);
@@ -548,7 +553,11 @@ static gboolean sweep_run_all(Sweep *sw, guint64 *rows, GError **error)
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;
   }
-  return TRUE;
+  if (sw->t == NULL) /* no points, or a read-only finished sweep */
+    return TRUE;
+  ResTable *t = g_steal_pointer(&sw->t);
+  *rows = res_table_rows(t);
+  return res_table_close(t, error);
 }
 
 gboolean sweep_run(const SweepSpec *spec, const SweepHooks *hooks,

@@ -1,6 +1,7 @@
 /* tests/test-memory.c -- run/memory.c: --max-memory sizes and the early
  * memory check. */
 #include "run/memory.h"
+#include "run/session.h"
 
 #include "tests/testutil.h"
 
@@ -74,6 +75,44 @@ static void test_check(void)
   g_clear_error(&err);
 }
 
+/* A sweep's workers share --max-memory (js_limits_share): each gets an
+ * equal part of what this process leaves, its copy of the Lua heap
+ * included; too small a part is refused before any fork. */
+static void test_share(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  GError *err = NULL;
+  guint64 mb = 1 << 20;
+  s->max_memory = js_memory_resident() + 60 * mb;
+  s->limits.heap_limit = (gsize)s->max_memory;
+  s->limits.heap_bytes = (gsize)(2 * mb);
+  g_assert_true(js_limits_share(s, 6, &err));
+  g_assert_no_error(err);
+  g_assert_cmpuint(s->limits.shared_by, ==, 6);
+  /* 60 MB / 6 = 10 MB, less the 3 MiB a worker process owns; resident
+   * memory grows a little between the two readings. */
+  g_assert_cmpuint(s->limits.worker_heap_limit, <=, 7 * mb);
+  g_assert_cmpuint(s->limits.worker_heap_limit, >=, 6 * mb);
+  g_assert_cmpuint(6 * s->limits.worker_heap_limit, <=, 60 * mb);
+  /* A worker takes its share. */
+  js_limits_after_fork(s);
+  g_assert_cmpuint(s->limits.heap_limit, ==, s->limits.worker_heap_limit);
+  g_assert_cmpuint(s->max_memory, ==, s->limits.worker_max_memory);
+  /* 60 workers: 1 MB each cannot hold the 2 MB heap. */
+  s->max_memory = js_memory_resident() + 60 * mb;
+  g_assert_false(js_limits_share(s, 60, &err));
+  g_assert_error(err, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT);
+  g_assert_nonnull(strstr(err->message, "60 workers"));
+  g_assert_nonnull(strstr(err->message, "fewer jobs"));
+  g_clear_error(&err);
+  /* Without --max-memory the heap left is divided. */
+  s->max_memory = 0;
+  s->limits.heap_limit = (gsize)(62 * mb);
+  g_assert_true(js_limits_share(s, 4, &err));
+  g_assert_cmpuint(s->limits.worker_heap_limit, ==, 2 * mb + 15 * mb);
+  g_assert_cmpuint(s->limits.worker_max_memory, ==, 0);
+}
+
 static void test_format(void)
 {
   g_autofree char *a = js_memory_format(6540000000ull);
@@ -93,5 +132,6 @@ int main(int argc, char **argv)
   }
   g_test_add_func("/memory/check", test_check);
   g_test_add_func("/memory/format", test_format);
+  g_test_add_func("/memory/sweep-share", test_share);
   return g_test_run();
 }

@@ -4,7 +4,9 @@
  * opens, in C and in h5py, with every completed row), forked children that
  * must not write, removing rows crash-safely, timelines (also from a real
  * engine run), and reading the file with h5py. */
+#include "io/fault.h"
 #include "io/results.h"
+#include "io/results-private.h" /* RES_MAX_COLUMNS */
 #include "run/session.h"
 #include "models/net.h"
 #include "traces/gpt.h"
@@ -721,6 +723,164 @@ static void test_read_while_open(Fixture *fx, gconstpointer data)
   g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
   g_assert_cmpuint(rows->len, ==, 2);
   close_ok(t);
+}
+
+/* ---- wide rows (REDTEAM finding 13) -------------------------------------- */
+
+/* RES_MAX_COLUMNS columns are a table (named short enough to fit HDF5's
+ * 64 KiB header message); one more is refused up front, before any HDF5
+ * work, with a message naming the limit, and the table stays usable. */
+static void test_too_many_columns(Fixture *fx, gconstpointer data)
+{
+  guint n = RES_MAX_COLUMNS + 1;
+  g_autofree ResValue *row = g_new0(ResValue, n);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < n; i++) {
+    g_ptr_array_add(names, g_strdup_printf("%x", i));
+    row[i] = (ResValue){ .name = g_ptr_array_index(names, i), .type = RES_INT,
+                         .i = i };
+  }
+  ResTable *t = open_ok(fx->path, "wide", RES_MODE_APPEND);
+  GError *error = NULL;
+  g_assert_false(res_table_append(t, row, n, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+  g_assert_nonnull(strstr(error->message, "at most 1024"));
+  g_clear_error(&error);
+  append_ok(t, row, RES_MAX_COLUMNS);
+  g_assert_cmpuint(res_table_n_columns(t), ==, RES_MAX_COLUMNS);
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "wide");
+  g_assert_cmpuint(rows->len, ==, 1);
+}
+
+/* ---- a second writer (REDTEAM finding 20) -------------------------------- */
+
+/* While another process has the file open for writing, opening it (to
+ * write or to read) says so, not just "Resource temporarily unavailable". */
+static void test_second_writer(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r[] = { I("i", 1) };
+  append_ok(t, r, 1);
+  close_ok(t);
+  int up[2], down[2];
+  g_assert_cmpint(pipe(up), ==, 0);
+  g_assert_cmpint(pipe(down), ==, 0);
+  pid_t pid = fork();
+  g_assert_cmpint(pid, >=, 0);
+  if (pid == 0) {
+    ResTable *ct = res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL, NULL);
+    char c = ct != NULL ? 'y' : 'n';
+    (void)!write(up[1], &c, 1);
+    (void)!read(down[0], &c, 1); /* until the parent is done */
+    _exit(0);
+  }
+  char c = 0;
+  g_assert_cmpint(read(up[0], &c, 1), ==, 1);
+  g_assert_cmpint(c, ==, 'y');
+  GError *error = NULL;
+  g_assert_null(res_table_open(fx->path, "runs", RES_MODE_APPEND, NULL, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "another process has it open for writing"));
+  g_clear_error(&error);
+  g_assert_null(res_table_read(fx->path, "runs", &error));
+  g_assert_nonnull(strstr(error->message, "another process has it open for writing"));
+  g_clear_error(&error);
+  (void)!write(down[1], "x", 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(up[0]); close(up[1]); close(down[0]); close(down[1]);
+}
+
+/* ---- a full disk (REDTEAM finding 10) ------------------------------------ */
+
+/* A full disk, injected as the failure (ENOSPC) of the space an append
+ * reserves before HDF5 writes: the append fails cleanly, rows() does not
+ * count it, the file reads whole at once, a retry writes the row once,
+ * and the table closes. */
+static void test_disk_full(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_autofree char *pad = g_strnfill(300, 'z');
+  GError *error = NULL;
+  gint64 i = 0;
+  for (; i < 10; i++) {
+    const ResValue r[] = { I("i", i), S("s", pad) };
+    append_ok(t, r, 2);
+  }
+  /* The next reservation fails: when the rows outgrow the space reserved
+   * so far. */
+  g_assert_true(fault_configure(1, FAULT_WRITE, FALSE, &error));
+  gboolean failed = FALSE;
+  for (; i < 20000; i++) {
+    const ResValue r[] = { I("i", i), S("s", pad) };
+    if (!res_table_append(t, r, 2, &error)) {
+      failed = TRUE;
+      break;
+    }
+  }
+  fault_reset();
+  g_assert_true(failed);
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "cannot reserve"));
+  g_assert_nonnull(strstr(error->message, "No space left on device"));
+  g_clear_error(&error);
+  g_assert_cmpuint(res_table_rows(t), ==, (guint64)i);
+  {
+    g_autoptr(GPtrArray) rows = res_table_read_rows(t, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rows->len, ==, (guint)i);
+  }
+  const ResValue r[] = { I("i", i), S("s", pad) };
+  append_ok(t, r, 2);
+  g_assert_cmpuint(res_table_rows(t), ==, (guint64)i + 1);
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, (guint)i + 1);
+  for (guint k = 0; k < rows->len; k++)
+    g_assert_cmpint(test_cell(g_ptr_array_index(rows, k), "i")->i, ==, k);
+}
+
+/* A flush that fails (an injected HDF5 driver fault, here at every
+ * flush in turn until one append fails): the row is not counted, the
+ * table takes no more rows (HDF5 1.10 cannot flush that file again, and a
+ * retry would duplicate the row if it reached the disk), it closes
+ * without a crash, and the file reopens with each row once. */
+static void test_failed_flush(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  const ResValue r0[] = { I("i", 0), S("s", "row") };
+  append_ok(t, r0, 2);
+  GError *error = NULL;
+  gint64 i = 1;
+  gboolean failed = FALSE;
+  for (guint64 n = 1; n < 200 && !failed; n++, i++) {
+    g_assert_true(fault_configure(n, FAULT_HDF5, FALSE, &error));
+    const ResValue r[] = { I("i", i), S("s", "row") };
+    failed = !res_table_append(t, r, 2, &error);
+    fault_reset();
+    if (failed)
+      break;
+  }
+  g_assert_true(failed);
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_clear_error(&error);
+  g_assert_cmpuint(res_table_rows(t), ==, (guint64)i);
+  const ResValue r[] = { I("i", i), S("s", "retry") };
+  g_assert_false(res_table_append(t, r, 2, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_IO);
+  g_assert_nonnull(strstr(error->message, "an earlier write failed"));
+  g_clear_error(&error);
+  g_assert_cmpuint(res_table_rows(t), ==, (guint64)i);
+  res_table_close(t, NULL);
+  t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  guint64 n = res_table_rows(t);
+  g_assert_true(n == (guint64)i || n == (guint64)i + 1);
+  close_ok(t);
+  g_autoptr(GPtrArray) rows = test_read_rows(fx->path, "runs");
+  g_assert_cmpuint(rows->len, ==, n);
+  for (guint k = 0; k < rows->len; k++)
+    g_assert_cmpint(test_cell(g_ptr_array_index(rows, k), "i")->i, ==, k);
 }
 
 /* ---- h5py --------------------------------------------------------------- */
@@ -1715,6 +1875,10 @@ int main(int argc, char **argv)
   ADD("new-file", test_new_file);
   ADD("new-file-first-row", test_new_file_first_row);
   ADD("kill-loop", test_kill_loop);
+  ADD("disk-full", test_disk_full);
+  ADD("too-many-columns", test_too_many_columns);
+  ADD("second-writer", test_second_writer);
+  ADD("failed-flush", test_failed_flush);
   ADD("torn-last-row", test_torn_last_row);
   ADD("forked-child", test_forked_child);
   ADD("columns-and-notes", test_columns_and_notes);

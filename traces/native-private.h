@@ -14,6 +14,8 @@
 
 #define NATIVE_FORMAT "joulesim-trace"
 #define NATIVE_MAX_RANKS (1u << 24)
+/* The most microbatches a layout may have (the op record's 16 bits). */
+#define NATIVE_MAX_MICROBATCHES 65535u
 /* The user block holding the checksum record, and its first line. */
 #define NATIVE_USERBLOCK 512
 #define NATIVE_SEAL_MAGIC "joulesim-trace\n"

@@ -93,6 +93,7 @@
  */
 #include "traces/native-private.h"
 #include "io/fault.h"
+#include "io/h5open.h"
 #include "io/h5util.h"
 
 #include <errno.h>
@@ -466,12 +467,25 @@ static gboolean nat_attr_read(hid_t loc, const char *obj, const char *name,
   return TRUE;
 }
 
+/* An unsigned 32-bit attribute, read as a signed 64-bit one so that a
+ * negative or larger value is refused rather than clipped by HDF5's
+ * conversion (an int64 n_ranks = -1 used to read as 0). */
 static gboolean nat_attr_u32_read(hid_t loc, const char *obj,
                                   const char *name, guint32 *v,
                                   const char *path, GError **error)
 {
-  return nat_attr_read(loc, obj, name, H5T_INTEGER, H5T_NATIVE_UINT32, v,
-                       NULL, path, error);
+  gint64 wide = 0;
+  if (!nat_attr_read(loc, obj, name, H5T_INTEGER, H5T_NATIVE_INT64, &wide,
+                     NULL, path, error))
+    return FALSE;
+  if (wide < 0 || wide > G_MAXUINT32) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: attribute '%s' of %s is %" G_GINT64_FORMAT ", outside "
+                "0 to %u", path, name, obj, wide, G_MAXUINT32);
+    return FALSE;
+  }
+  *v = (guint32)wide;
+  return TRUE;
 }
 
 /* An optional string attribute: *s NULL when absent (caller frees). */
@@ -523,6 +537,25 @@ static gboolean nat_read_layout(hid_t file, SimWorkload *w, hid_t vstr,
   if (!nat_attr_u32_read(file, obj, "microbatches", &v, path, error))
     return FALSE;
   w->microbatches = v;
+  /* The layout is unknown (all four 0, as imported traces store it) or
+   * one the generator could have made: each at least 1, at most
+   * NATIVE_MAX_RANKS ranks in all, at most NATIVE_MAX_MICROBATCHES. */
+  gboolean none = w->tp == 0 && w->pp == 0 && w->dp == 0 &&
+                  w->microbatches == 0;
+  guint64 ranks = (guint64)w->tp * w->pp * w->dp;
+  if (!none && (w->tp == 0 || w->pp == 0 || w->dp == 0 ||
+                w->microbatches == 0 || w->tp > NATIVE_MAX_RANKS ||
+                w->pp > NATIVE_MAX_RANKS || w->dp > NATIVE_MAX_RANKS ||
+                ranks > NATIVE_MAX_RANKS ||
+                w->microbatches > NATIVE_MAX_MICROBATCHES)) {
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_FORMAT,
+                "%s: layout tp = %u, pp = %u, dp = %u, microbatches = %u is "
+                "not one a trace can have (all 0 when unknown; otherwise "
+                "each at least 1, tp*pp*dp at most %u and microbatches at "
+                "most %u)", path, w->tp, w->pp, w->dp, w->microbatches,
+                NATIVE_MAX_RANKS, NATIVE_MAX_MICROBATCHES);
+    return FALSE;
+  }
   double tokens = 0;
   if (!nat_attr_read(file, obj, "tokens_per_iteration", H5T_FLOAT,
                      H5T_NATIVE_DOUBLE, &tokens, NULL, path, error))
@@ -1006,8 +1039,8 @@ static gboolean nat_verify(const char *path, GError **error)
 
 /* Opens path read-only as a native trace: the file checks and the format
  * attributes.  Returns the file (caller closes) or < 0 with error set. */
-static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
-                      guint32 *version_out, GError **error)
+static hid_t nat_open(const char *path, hid_t vstr, guint64 max_bytes,
+                      guint32 *n_ranks, guint32 *version_out, GError **error)
 {
   if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
@@ -1025,6 +1058,12 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
                 "%s: cannot read a trace: %s", path, g_strerror(e));
     return H5I_INVALID_HID;
   }
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+    /* A FIFO or device: HDF5 would block opening it. */
+    g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
+                "%s: cannot read a trace: not a regular file", path);
+    return H5I_INVALID_HID;
+  }
   /* H5Fis_hdf5 only looks for the signature (at 0, 512, 1024, ...). */
   htri_t is = H5Fis_hdf5(path);
   if (is <= 0) {
@@ -1035,7 +1074,14 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
   }
   if (!nat_verify(path, error))
     return H5I_INVALID_HID;
-  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  GError *refused = NULL;
+  g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDONLY, max_bytes,
+                                 TRACE_NATIVE_ERROR,
+                                 TRACE_NATIVE_ERROR_UNSAFE, &refused);
+  if (refused != NULL) {
+    g_propagate_error(error, refused);
+    return H5I_INVALID_HID;
+  }
   if (file < 0) {
     nat_fail(error, TRACE_NATIVE_ERROR_IO, path,
              "cannot open the HDF5 file (damaged or truncated?)");
@@ -1101,6 +1147,12 @@ static hid_t nat_open(const char *path, hid_t vstr, guint32 *n_ranks,
 
 SimWorkload *trace_native_load(const char *path, GError **error)
 {
+  return trace_native_load_within(path, G_MAXUINT64, error);
+}
+
+SimWorkload *trace_native_load_within(const char *path, guint64 max_bytes,
+                                      GError **error)
+{
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_auto(H5uQuiet) quiet = h5u_quiet();
@@ -1111,7 +1163,8 @@ SimWorkload *trace_native_load(const char *path, GError **error)
     return NULL;
   }
   guint32 n_ranks = 0, version = 0;
-  g_auto(H5uHid) file = nat_open(path, vstr, &n_ranks, &version, error);
+  g_auto(H5uHid) file = nat_open(path, vstr, max_bytes, &n_ranks, &version,
+                                 error);
   if (file < 0)
     return NULL;
   g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
@@ -1160,7 +1213,9 @@ gboolean trace_native_is_trace(const char *path)
   if (!trace_native_probe(path))
     return FALSE;
   g_auto(H5uQuiet) quiet = h5u_quiet();
-  g_auto(H5uHid) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64,
+                                 TRACE_NATIVE_ERROR,
+                                 TRACE_NATIVE_ERROR_UNSAFE, NULL);
   if (file < 0)
     return FALSE;
   g_auto(H5uHid) vstr = nat_vstr_type();

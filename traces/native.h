@@ -46,11 +46,22 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
 /* Reads a native trace.  Returns a new, validated workload (caller owns) or
  * NULL with an error naming the file and the dataset or attribute at fault:
  * TRACE_NATIVE_ERROR_IO (missing, unreadable, a directory, not HDF5,
- * truncated), TRACE_NATIVE_ERROR_FORMAT (an HDF5 file that is not a
- * complete, consistent joulesim trace: missing or mistyped dataset,
- * out-of-range index, failed sim_workload_validate) or
- * TRACE_NATIVE_ERROR_VERSION (written by a newer joulesim). */
+ * truncated),
+ * TRACE_NATIVE_ERROR_FORMAT (an HDF5 file that is not a complete,
+ * consistent joulesim trace: missing or mistyped dataset, out-of-range
+ * index or metadata, failed sim_workload_validate),
+ * TRACE_NATIVE_ERROR_VERSION (written by a newer joulesim) or
+ * TRACE_NATIVE_ERROR_UNSAFE (refused by io/h5open.h before libhdf5 read
+ * it, or needing more memory than allowed).  Every file, sealed or plain HDF5, goes through io/h5open.h: the
+ * seal is a CRC against accidents, not a signature. */
 SimWorkload *trace_native_load(const char *path, GError **error);
+
+/* trace_native_load(), refusing (TRACE_NATIVE_ERROR_UNSAFE) before anything
+ * is allocated a file whose datasets declare more than `max_bytes` (what
+ * loading them takes, within about 10%: the records are as large in
+ * memory as in the file).  G_MAXUINT64: no bound. */
+SimWorkload *trace_native_load_within(const char *path, guint64 max_bytes,
+                                      GError **error);
 
 /* TRUE when `path` is an HDF5 file (whatever its content); FALSE when it is
  * not or cannot be read.  For telling native traces from profiler files. */
@@ -66,7 +77,8 @@ GQuark trace_native_error_quark(void);
 typedef enum {
   TRACE_NATIVE_ERROR_IO,      /* cannot read or write the file */
   TRACE_NATIVE_ERROR_FORMAT,  /* not a (consistent) joulesim trace */
-  TRACE_NATIVE_ERROR_VERSION  /* written by a newer format version */
+  TRACE_NATIVE_ERROR_VERSION, /* written by a newer format version */
+  TRACE_NATIVE_ERROR_UNSAFE   /* refused by io/h5open.h's check */
 } TraceNativeError;
 
 G_END_DECLS

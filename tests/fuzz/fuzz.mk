@@ -25,7 +25,7 @@
 FUZZ_CC ?= clang
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= kineto nsys profile native lua-args chakra sched
+FUZZ_TARGETS ?= kineto nsys profile native lua-args chakra h5raw sched
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # Per-run libFuzzer options (also used by fuzz-regress).
 FUZZ_RUN_FLAGS ?= -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128
@@ -37,6 +37,7 @@ FUZZ_MAXLEN_profile := 8192
 FUZZ_MAXLEN_native := 4096
 FUZZ_MAXLEN_lua-args := 2048
 FUZZ_MAXLEN_chakra := 16384
+FUZZ_MAXLEN_h5raw := 16384
 FUZZ_MAXLEN_sched := 8192
 
 # The gcc build and this one cannot share a directory: their object rules
@@ -122,6 +123,7 @@ fuzz: fuzz-build
 	    native) maxlen=$(FUZZ_MAXLEN_native);; \
 	    lua-args) maxlen=$(FUZZ_MAXLEN_lua-args);; \
 	    chakra) maxlen=$(FUZZ_MAXLEN_chakra);; \
+	    h5raw) maxlen=$(FUZZ_MAXLEN_h5raw);; \
 	    sched) maxlen=$(FUZZ_MAXLEN_sched);; \
 	  esac; \
 	  echo "== fuzz-$$t: $(FUZZ_SECONDS) s"; \
