@@ -172,6 +172,7 @@ test: deps
 check-layering:
 	@tests/check-layering.sh
 
+# LSAN_OPTIONS: libhdf5's own leaks on damaged files (tests/fuzz/lsan.supp).
 # G_SLICE=always-malloc: GLib 2.74 takes lists, arrays and strings from its
 # slice allocator, which LeakSanitizer cannot see; with malloc it sees them.
 # fast_unwind_on_malloc=0 unwinds through GLib's frames (built without frame
@@ -182,6 +183,7 @@ asan:
 	  LDLIBS="-fsanitize=address,undefined" unit-tests
 	G_SLICE=always-malloc G_DEBUG=gc-friendly \
 	  ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  tests/run-tests.sh build-asan/tests ./joulesim-asan
 

@@ -718,7 +718,9 @@ hid_t res_open_file(const char *path, const ResMeta *meta,
   }
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
-                "%s: cannot open results file: not a regular file", path);
+                "%s: cannot open results file: %s", path,
+                g_file_test(path, G_FILE_TEST_IS_DIR) ? "it is a directory"
+                                                      : "not a regular file");
     return H5I_INVALID_HID;
   }
   GError *refused = NULL;

@@ -30,6 +30,7 @@ mkdir -p build-fuzz/corpus/$t
 log=build-fuzz/campaign-$t.log
 before=$(ls build-fuzz 2>/dev/null | grep -c "^crash-$t-" || true)
 start=$(date +%s)
+export LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp
 nice -n 19 "$bin" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128 \
   -max_len=$maxlen $dict \
   -print_final_stats=1 -artifact_prefix="$root/build-fuzz/crash-$t-" \

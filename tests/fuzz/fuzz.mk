@@ -27,6 +27,9 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= kineto nsys profile native lua-args chakra h5raw sched
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
+# LeakSanitizer's suppressions: libhdf5's own leaks on damaged files
+# (tests/fuzz/lsan.supp says which and why).
+export LSAN_OPTIONS := suppressions=$(CURDIR)/tests/fuzz/lsan.supp
 # Per-run libFuzzer options (also used by fuzz-regress).
 FUZZ_RUN_FLAGS ?= -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128
 # Longest input per target (bytes): large enough for the seeds, small enough
