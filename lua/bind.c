@@ -21,6 +21,7 @@
 #include "run/memory.h"
 #include "io/results.h"
 #include "io/fault.h"
+#include "io/input.h"
 #include "sim/pcg.h"
 #include "traces/gpt.h"
 
@@ -796,12 +797,18 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
 {
   g_autofree char *src = NULL;
   gsize len = 0;
-  GError *ioerr = NULL;
-  if (!fault_get_contents(path, &src, &len, "lua: scenario", &ioerr)) {
-    g_set_error(error, JS_ERROR, JS_ERROR_IO, "%s", ioerr->message);
-    g_error_free(ioerr);
+  /* Opened once (io/input.h: a FIFO is refused, never waited on), and a
+   * script over 256 MiB is refused from its size before it is read. */
+  IoInput in;
+  if (!io_input_open(&in, path, "lua: scenario", JS_ERROR, JS_ERROR_IO,
+                     error))
     return FALSE;
-  }
+  gboolean read = io_input_read_all(&in, path, 256u << 20, "a script",
+                                    "lua: scenario read", JS_ERROR,
+                                    JS_ERROR_IO, &src, &len, error);
+  io_input_close(&in);
+  if (!read)
+    return FALSE;
   g_autofree char *chunk = g_strconcat("@", path, NULL);
   return run_chunk(s, path, chunk, src, len, argc, argv, error);
 }

@@ -15,13 +15,19 @@ G_DEFINE_QUARK(js-confine-error-quark, js_confine_error)
 
 struct JsConfine {
   GPtrArray *dirs[2]; /* [JsAccess]: canonical directories (owned strings) */
+  GPtrArray *shown[2]; /* [JsAccess]: the same directories as the user named
+                          them ("the current directory", or the option's
+                          argument as given), for messages: a refusal never
+                          prints a canonical path (issue 27 finding 15) */
 };
 
 JsConfine *js_confine_new(void)
 {
   JsConfine *c = g_new0(JsConfine, 1);
-  for (int a = 0; a < 2; a++)
+  for (int a = 0; a < 2; a++) {
     c->dirs[a] = g_ptr_array_new_with_free_func(g_free);
+    c->shown[a] = g_ptr_array_new_with_free_func(g_free);
+  }
   return c;
 }
 
@@ -29,8 +35,10 @@ void js_confine_free(JsConfine *c)
 {
   if (c == NULL)
     return;
-  for (int a = 0; a < 2; a++)
+  for (int a = 0; a < 2; a++) {
     g_ptr_array_unref(c->dirs[a]);
+    g_ptr_array_unref(c->shown[a]);
+  }
   g_free(c);
 }
 
@@ -104,6 +112,9 @@ gboolean js_confine_allow(JsConfine *c, JsAccess access, const char *dir,
     if (strcmp(g_ptr_array_index(c->dirs[access], i), r) == 0)
       return TRUE;
   g_ptr_array_add(c->dirs[access], g_steal_pointer(&r));
+  g_ptr_array_add(c->shown[access],
+                  strcmp(dir, ".") == 0 ? g_strdup("the current directory")
+                                        : g_strdup(dir));
   return TRUE;
 }
 
@@ -124,19 +135,68 @@ static gboolean allowed_in(const GPtrArray *dirs, const char *p)
   return FALSE;
 }
 
+/* Is canonical path p one that `access` allows? */
+static gboolean allows(const JsConfine *c, const char *p, JsAccess access)
+{
+  return allowed_in(c->dirs[JS_ACCESS_WRITE], p) ||
+         (access == JS_ACCESS_READ && allowed_in(c->dirs[JS_ACCESS_READ], p));
+}
+
+/* Would the sandbox tell the user why `path` cannot be resolved?  Only when
+ * the nearest ancestor of it that exists resolves into an allowed
+ * directory: beyond them, "missing" and "there" must read the same (a
+ * script could otherwise map the file system outside: finding 15). */
+static gboolean resolve_error_is_inside(const JsConfine *c, const char *path,
+                                        JsAccess access)
+{
+  g_autofree char *cur = g_strdup(path);
+  for (int depth = 0; depth < 4096; depth++) {
+    g_autofree char *up = g_path_get_dirname(cur);
+    char *r = real_path(up);
+    if (r != NULL) {
+      gboolean in = allows(c, r, access);
+      g_free(r);
+      return in;
+    }
+    if (strcmp(up, cur) == 0)
+      return FALSE;
+    g_free(cur);
+    cur = g_steal_pointer(&up);
+  }
+  return FALSE;
+}
+
 gboolean js_confine_check(const JsConfine *c, const char *path,
                           JsAccess access, GError **error)
 {
   g_return_val_if_fail(c != NULL, FALSE);
   GError *rerr = NULL;
   g_autofree char *p = js_confine_resolve(path, &rerr);
-  if (p == NULL) {
+  gboolean w = access == JS_ACCESS_WRITE;
+  if (p == NULL && (path == NULL || *path == '\0' ||
+                    resolve_error_is_inside(c, path, access))) {
     g_propagate_prefixed_error(error, rerr, "sandbox: ");
     return FALSE;
   }
-  if (allowed_in(c->dirs[JS_ACCESS_WRITE], p) ||
-      (access == JS_ACCESS_READ && allowed_in(c->dirs[JS_ACCESS_READ], p)))
+  g_clear_error(&rerr);
+  if (p != NULL && allows(c, p, access)) {
+    /* A second name of a file (a hard link) may be a file outside: realpath
+     * cannot tell, so the sandbox writes no file that has one (finding
+     * 16).  Reading one is no worse than reading the file the link is. */
+    struct stat st;
+    if (w && lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
+      g_set_error(error, JS_CONFINE_ERROR, JS_CONFINE_ERROR_DENIED,
+                  "sandbox: %s: the file has %lu names (hard links); "
+                  "refusing to write it (another name may lie outside the "
+                  "directories the sandbox may write)", path,
+                  (unsigned long)st.st_nlink);
+      return FALSE;
+    }
     return TRUE;
+  }
+  /* Refused.  The message names the path as given and the directories as
+   * the user named them, never what the path resolves to (a symbolic
+   * link's target, /proc/self's PID) nor whether it exists. */
   g_autoptr(GString) dirs = g_string_new(NULL);
   for (int a = JS_ACCESS_WRITE; a >= (int)access; a--)
     for (guint i = 0; i < c->dirs[a]->len; i++) {
@@ -145,15 +205,21 @@ gboolean js_confine_check(const JsConfine *c, const char *path,
           g_ptr_array_find_with_equal_func(c->dirs[JS_ACCESS_WRITE], d,
                                            g_str_equal, NULL))
         continue; /* listed already */
-      g_string_append_printf(dirs, "%s%s", dirs->len > 0 ? ", " : "", d);
+      g_string_append_printf(dirs, "%s%s", dirs->len > 0 ? ", " : "",
+                             (const char *)g_ptr_array_index(c->shown[a], i));
     }
-  gboolean w = access == JS_ACCESS_WRITE;
+  /* A name inside that leads outside: say so, not where. */
+  g_autofree char *cwd = g_get_current_dir();
+  g_autofree char *lexical = g_canonicalize_filename(path, cwd);
+  gboolean via_link = FALSE;
+  for (int a = 0; a < 2 && !via_link; a++)
+    for (guint i = 0; i < c->dirs[a]->len && !via_link; i++)
+      via_link = below(lexical, g_ptr_array_index(c->dirs[a], i));
   g_set_error(error, JS_CONFINE_ERROR, JS_CONFINE_ERROR_DENIED,
-              "sandbox: %s%s%s%s is outside the directories the sandbox may "
-              "%s (%s); %s DIR allows one",
-              path, strcmp(p, path) != 0 ? " (" : "",
-              strcmp(p, path) != 0 ? p : "", strcmp(p, path) != 0 ? ")" : "",
-              w ? "write" : "read", dirs->len > 0 ? dirs->str : "none",
+              "sandbox: %s is outside the directories the sandbox may %s "
+              "(%s)%s; %s DIR allows one", path, w ? "write" : "read",
+              dirs->len > 0 ? dirs->str : "none",
+              via_link ? " through a symbolic link" : "",
               w ? "--allow-write" : "--allow-read");
   return FALSE;
 }

@@ -66,9 +66,13 @@ gboolean js_confine_allow(JsConfine *c, JsAccess access, const char *dir,
                           const char *option, GError **error);
 
 /* TRUE when `path` may be opened for `access`.  Otherwise FALSE with an
- * error naming the path, what it resolved to and the rule: "PATH: outside
- * the directories the sandbox may write (DIR, ...); --allow-write DIR adds
- * one". */
+ * error naming the path as given and the rule: "sandbox: PATH is outside
+ * the directories the sandbox may write (the current directory, DIR, ...);
+ * --allow-write DIR allows one", the directories as the user named them.
+ * It never names what PATH resolves to, and outside the allowed
+ * directories a missing path reads like an existing one (issue 27).  For
+ * JS_ACCESS_WRITE, an existing regular file with more than one name (a
+ * hard link) is refused too. */
 gboolean js_confine_check(const JsConfine *c, const char *path,
                           JsAccess access, GError **error);
 

@@ -5,6 +5,14 @@
 
 #include <string.h>
 
+/* TraceImportOptions.memory_check: js_memory_check under the --max-memory
+ * that `data` points to (a guint64). */
+static gboolean inputs_memory_check(gpointer data, guint64 need_bytes,
+                                    const char *what, GError **error)
+{
+  return js_memory_check(*(const guint64 *)data, need_bytes, what, error);
+}
+
 SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                             guint n, const char *gpu,
                             const TraceImportOptions *how,
@@ -34,6 +42,14 @@ SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
     opt.step = how->step;
     opt.step_number = how->step_number;
     opt.gpu_only = how->gpu_only;
+    opt.memory_check = how->memory_check;
+    opt.memory_check_data = how->memory_check_data;
+  }
+  /* The importers' growing records (Chakra's nodes) under --max-memory,
+   * unless the caller brought its own check (issue 27 finding 12). */
+  if (opt.memory_check == NULL) {
+    opt.memory_check = inputs_memory_check;
+    opt.memory_check_data = &max_memory;
   }
   opt.catalogue = cat;
   opt.gpu = gpu;

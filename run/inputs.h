@@ -22,9 +22,10 @@ G_BEGIN_DECLS
  * js_memory_limit(max_memory) (run/memory.h);
  * other files are imported with `cat` (borrowed) mapping device names,
  * `gpu` the GPU to assume for devices not in it (NULL: the importer's
- * default) and how->step, step_number and gpu_only (how may be NULL: the
- * defaults).  Importer warnings (owned strings) are added to `warnings`
- * when it is not NULL.  Returns a new workload (caller owns it) or NULL
+ * default) and how->step, step_number, gpu_only and memory_check (how
+ * may be NULL: the defaults; without a memory_check, the importers' growing
+ * records are checked against js_memory_limit(max_memory)).  Importer
+ * warnings (owned strings) are added to `warnings` when it is not NULL.  Returns a new workload (caller owns it) or NULL
  * with an error naming the file. */
 SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
                             guint n, const char *gpu,

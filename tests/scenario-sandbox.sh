@@ -33,6 +33,27 @@ printf '#include <lua.h>\nint luaopen_evil(lua_State *L);\nint luaopen_evil(lua_
 cc -shared -fPIC $(pkg-config --cflags lua5.4 2>/dev/null) "$O/evil.c" \
   -o "$O/evil.so" 2>/dev/null || echo "note: no C compiler, package-cpath runs without evil.so"
 
+# An Nsight Systems database outside, and files in the work directory
+# whose names are SQLite URIs of it (uri-sqlite.lua, issue 27 finding 3).
+URI_ABS="file:$(printf '%s' "$O/prof.sqlite" | sed 's|/|%2F|g')"
+URI_SQL='CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, "end" INTEGER,
+  deviceId INTEGER, streamId INTEGER, correlationId INTEGER, shortName TEXT);
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(1000, 5000, 0, 7, 1, '"'CONFIDENTIAL'"');'
+if command -v sqlite3 >/dev/null 2>&1; then
+  printf '%s\n' "$URI_SQL" | sqlite3 "$O/prof.sqlite"
+elif command -v python3 >/dev/null 2>&1; then
+  python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])' \
+    "$O/prof.sqlite" "$URI_SQL"
+else
+  echo "note: neither sqlite3 nor python3: uri-sqlite reads no database"
+fi
+echo "not a database" >"$W/file:..%2Foutside%2Fprof.sqlite"
+# A results file outside with a second name (hard link) inside
+# (hardlink-results.lua, issue 27 finding 16).
+printf 'local js = require "joulesim"\nlocal t = js.results(arg[1], "t") t:append{ x = 1 } t:close()\n' >"$O/mkres.lua"
+"$J" run "$O/mkres.lua" "$O/results.h5" >/dev/null && ln "$O/results.h5" "$W/hard.h5"
+echo "not a database" >"$W/$URI_ABS"
+
 # Every file of the tree but ./work/sweep.h5, the results file of the
 # sweep-worker-* attempts (allowed: it records their failures).
 snapshot() {
@@ -95,6 +116,9 @@ for s in "$S"/read-*.lua; do
     attempt "$n $t" 1 "$(expect "$s")" --sandbox "$s" "$O" "$t"
   done
 done
+
+# The absolute SQLite URI (uri-sqlite.lua ran with the relative one above).
+attempt "uri-sqlite absolute" 1 "$(expect "$S/uri-sqlite.lua")" --sandbox "$S/uri-sqlite.lua" "$O" "$URI_ABS"
 
 # Limits, sandboxed or not, and in sweep workers.
 attempt limit-loop 1 "$(expect "$S/limit-loop.lua")" --max-seconds 1 "$S/limit-loop.lua"

@@ -22,6 +22,7 @@
 #include "tests/fuzz/fuzz-native.c"
 #include "tests/fuzz/fuzz-lua-args.c"
 #include "tests/fuzz/fuzz-chakra.c"
+#include "tests/fuzz/fuzz-sched.c"
 #include "tests/fuzz/fuzz-h5raw.c"
 
 typedef int (*FuzzOne)(const guint8 *data, size_t size);
@@ -33,6 +34,7 @@ static const struct {
   {"kineto", fuzz_kineto_one},   {"nsys", fuzz_nsys_one},
   {"profile", fuzz_profile_one}, {"native", fuzz_native_one},
   {"lua-args", fuzz_lua_args_one}, {"chakra", fuzz_chakra_one},
+  {"sched", fuzz_sched_one},
   {"h5raw", fuzz_h5raw_one},
 };
 

@@ -10,8 +10,11 @@
  */
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "models/gpu.h"
+#include "models/gpufile.h"
 #include "models/numeric.h"
 #include "traces/profile.h"
 #include "tests/testutil.h"
@@ -1331,6 +1334,32 @@ static void test_math_rates(void)
   }
 }
 
+/* A FIFO named like a GPU file in a catalogue directory is refused, not
+ * waited on (issue 27 finding 17: opening it blocked forever), and a GPU
+ * file over 1 MiB is refused from its size. */
+static void test_load_dir_not_regular(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *fifo = g_build_filename(dir, "a.gpu", NULL);
+  g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+  g_autofree char *big = g_build_filename(dir, "b.gpu", NULL);
+  FILE *f = fopen(big, "w");
+  g_assert_nonnull(f);
+  g_assert_cmpint(ftruncate(fileno(f), 2 << 20), ==, 0);
+  fclose(f);
+  g_autoptr(GpuCatalogue) c = gpu_catalogue_new();
+  GError *error = NULL;
+  g_assert_false(gpu_catalogue_load_dir(c, dir, &error));
+  g_assert_error(error, GPU_ERROR, GPU_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "a.gpu: not a regular file (a FIFO)"));
+  g_clear_error(&error);
+  g_unlink(fifo);
+  g_assert_false(gpu_catalogue_load_dir(c, dir, &error));
+  g_assert_nonnull(strstr(error->message, "over the limit of 1 MiB"));
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -1339,6 +1368,8 @@ int main(int argc, char **argv)
   g_test_add_func("/gpu/catalogue/math-rates", test_math_rates);
   g_test_add_func("/gpu/catalogue/lookup-unknown", test_lookup_unknown);
   g_test_add_func("/gpu/catalogue/define", test_define);
+  g_test_add_func("/gpu/catalogue/load-dir-not-regular",
+                  test_load_dir_not_regular);
   for (gsize i = 0; i < G_N_ELEMENTS(invalid_cases); i++) {
     g_autofree char *p =
         g_strdup_printf("/gpu/catalogue/define-invalid/%s",

@@ -1274,6 +1274,122 @@ static void test_nsys(void)
   test_rmdir(dir);
 }
 
+/* Finding 3 of issue 27: a name that looks like an SQLite URI is the
+ * literal local file.  Before the fix, SQLite decoded
+ * "file:..%2Foutside%2Fprof.sqlite" and opened ../outside/prof.sqlite, a
+ * file the sandbox never checked. */
+static void test_nsys_uri_name(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *outside = g_build_filename(dir, "outside", NULL);
+  g_autofree char *work = g_build_filename(dir, "work", NULL);
+  g_assert_cmpint(g_mkdir(outside, 0700), ==, 0);
+  g_assert_cmpint(g_mkdir(work, 0700), ==, 0);
+  g_autofree char *db = g_build_filename(outside, "prof.sqlite", NULL);
+  make_nsys(db);
+  /* The same file named absolutely, as a URI path. */
+  g_autoptr(GString) abs = g_string_new("file:");
+  for (const char *c = db; *c != '\0'; c++)
+    if (*c == '/')
+      g_string_append(abs, "%2F");
+    else
+      g_string_append_c(abs, *c);
+  const char *names[] = {"file:..%2Foutside%2Fprof.sqlite", abs->str,
+                         "file:..%2Foutside%2Fprof.sqlite?mode=ro&x=.sqlite"};
+  g_autofree char *cwd = g_get_current_dir();
+  g_assert_cmpint(g_chdir(work), ==, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+    /* The literal local file: not a database. */
+    g_assert_true(g_file_set_contents(names[i], "not a database", -1, NULL));
+    GError *error = NULL;
+    const char *p[] = {names[i]};
+    g_autoptr(SimWorkload) w = import_n(p, 1, 0, NULL, &error);
+    g_assert_null(w);
+    g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+    g_assert_nonnull(strstr(error->message, "not a database"));
+    g_clear_error(&error);
+    /* A valid database under that name is read: the name is a name. */
+    g_unlink(names[i]);
+    make_nsys("plain.sqlite"); /* (this libsqlite3 would decode the name) */
+    g_assert_cmpint(g_rename("plain.sqlite", names[i]), ==, 0);
+    g_autoptr(SimWorkload) ok = import_n(p, 1, 0, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(ok);
+    g_unlink(names[i]);
+  }
+  g_assert_cmpint(g_chdir(cwd), ==, 0);
+  g_unlink(db);
+  g_rmdir(outside);
+  g_rmdir(work);
+  g_rmdir(dir);
+}
+
+/* Finding 8 of issue 27: views are refused, whatever they compute, and
+ * rows are bounded by the file's size (a join that multiplies rows). */
+static void test_nsys_hostile(void)
+{
+  static const struct {
+    const char *name, *sql, *want;
+  } cases[] = {
+    {"recursive-view",
+     "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE c(n) AS "
+     "(SELECT 0 UNION ALL SELECT n+1 FROM c) SELECT n*1000 AS start, "
+     "n*1000+500 AS \"end\", 0 AS deviceId, 7 AS streamId, n AS "
+     "correlationId, 'gemm' AS shortName FROM c;",
+     "CUPTI_ACTIVITY_KIND_KERNEL is a view"},
+    {"empty-loop-view",
+     "CREATE VIEW cupti_activity_kind_kernel AS WITH RECURSIVE c(n) AS "
+     "(SELECT 0 UNION ALL SELECT n+1 FROM c) SELECT n AS start, n AS "
+     "\"end\" FROM c WHERE n < 0 LIMIT 1;",
+     "is a view"},
+    {"strings-view",
+     "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start, \"end\", deviceId, "
+     "streamId, shortName);"
+     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 0, 7, 1);"
+     "CREATE VIEW StringIds AS WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL "
+     "SELECT n+1 FROM c) SELECT 1 AS id, 'x' AS value FROM c;",
+     "StringIds is a view"},
+    {"runtime-view",
+     "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start, \"end\", deviceId, "
+     "streamId, name);"
+     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 0, 7, 'k');"
+     "CREATE VIEW CUPTI_ACTIVITY_KIND_RUNTIME AS SELECT 1 AS "
+     "correlationId, 1 AS start;",
+     "CUPTI_ACTIVITY_KIND_RUNTIME is a view"},
+    /* 3,000 kernels all named by string id 1, and 3,000 strings of id 1:
+     * 9,000,000 joined rows from a file of some 100 KB. */
+    {"join-bomb",
+     "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start, \"end\", deviceId, "
+     "streamId, shortName);"
+     "CREATE TABLE StringIds(id, value);"
+     "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n+1 FROM c LIMIT "
+     "3000) INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT n, n+1, 0, 7, 1 "
+     "FROM c;"
+     "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n+1 FROM c LIMIT "
+     "3000) INSERT INTO StringIds SELECT 1, 'k' FROM c;",
+     "more rows than a"},
+  };
+  g_autofree char *dir = test_tmpdir();
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path = g_strdup_printf("%s/%s.sqlite", dir,
+                                            cases[i].name);
+    sqlite3 *db = NULL;
+    g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
+    exec_sql(db, cases[i].sql);
+    sqlite3_close(db);
+    GError *error = NULL;
+    const char *p[] = {path};
+    g_autoptr(SimWorkload) w = import_n(p, 1, TRACE_ITERATION_ALL, NULL,
+                                        &error);
+    g_assert_null(w);
+    g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+    if (strstr(error->message, cases[i].want) == NULL)
+      g_error("%s: %s", cases[i].name, error->message);
+    g_clear_error(&error);
+  }
+  test_rmdir(dir);
+}
+
 /* An older export: names stored as text, no StringIds, no correlation ids,
  * no NVTX, no runtime table. */
 static void test_nsys_old_schema(void)
@@ -2333,6 +2449,8 @@ int main(int argc, char **argv)
   g_test_add_func("/import/nsys/basic", test_nsys);
   g_test_add_func("/import/nsys/old-schema", test_nsys_old_schema);
   g_test_add_func("/import/nsys/errors", test_nsys_errors);
+  g_test_add_func("/import/nsys/uri-name", test_nsys_uri_name);
+  g_test_add_func("/import/nsys/hostile", test_nsys_hostile);
   g_test_add_func("/import/chakra/real", test_chakra);
   g_test_add_func("/import/chakra/two-ranks", test_chakra_two_ranks);
   for (gsize i = 0; i < G_N_ELEMENTS(fidelity_cases); i++) {

@@ -55,6 +55,7 @@
 #include "traces/import-private.h"
 #include "traces/classify.h"
 #include "io/fault.h"
+#include "io/input.h"
 #include "models/dag.h"
 #include "chakra.pb-c.h"
 
@@ -64,6 +65,14 @@
 #include <sys/stat.h>
 
 #define MAX_MESSAGE (256u << 20)
+/* Nodes of one file, at most: 4 Mi nodes of sizeof(CNode) bytes each is
+ * some 340 MB before names and dependencies (a real PyTorch execution
+ * trace holds 10^4..10^6 per rank).  A node message is never empty (a node
+ * has an id and a name), so a file of N bytes also holds fewer than N / 3
+ * nodes: each is a length byte and at least one 2-byte field.  Before these
+ * bounds, 100 MB of zero bytes were 10^8 empty messages, each an 80-byte
+ * node: 8 GB requested (issue 27 finding 12). */
+#define MAX_NODES (4u << 20)
 
 typedef struct {
   guint64 id;
@@ -202,15 +211,26 @@ static gint64 rank_from_name(const char *path)
   return g_ascii_strtoll(base + i, NULL, 10);
 }
 
-static CFile *read_file(const char *path, SimWorkload *names, GError **error)
+/* Nodes read before the memory check is asked (at every doubling). */
+#define NODES_CHECK_FROM (64u << 10)
+
+static CFile *read_file(const char *path, SimWorkload *names,
+                        const TraceImportOptions *opt, GError **error)
 {
-  FILE *f = fault_fopen(path, "rb", "chakra: open");
+  /* Opened once (io/input.h): a FIFO or a device is refused. */
+  IoInput in;
+  if (!io_input_open(&in, path, "chakra: open", TRACE_ERROR, TRACE_ERROR_IO,
+                     error))
+    return NULL;
+  FILE *f = fdopen(in.fd, "rb");
   if (f == NULL) {
     int e = errno;
+    io_input_close(&in);
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
                 g_strerror(e));
     return NULL;
   }
+  io_input_steal_fd(&in); /* fclose closes it */
   g_autoptr(CFile) cf = g_new0(CFile, 1);
   cf->path = g_strdup(path);
   cf->file_rank = rank_from_name(path);
@@ -265,6 +285,31 @@ static CFile *read_file(const char *path, SimWorkload *names, GError **error)
       cf->version = g_strdup(gm->version != NULL ? gm->version : "");
       chakra_proto_msg__global_metadata__free_unpacked(gm, NULL);
       continue;
+    }
+    if (len == 0 || cf->nodes->len >= MAX_NODES) {
+      g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                  len == 0 ? "%s: message %" G_GUINT64_FORMAT " (byte %"
+                             G_GUINT64_FORMAT ") is an empty Chakra Node "
+                             "(no id, no name)"
+                           : "%s: message %" G_GUINT64_FORMAT " (byte %"
+                             G_GUINT64_FORMAT ") is one node too many (at "
+                             "most 4,194,304 per file)", path, index,
+                  offset - len - 1);
+      ok = FALSE;
+      break;
+    }
+    /* The node array doubles: ask --max-memory before it does (the
+     * estimate is the new array; names and dependencies come on top). */
+    guint nn = cf->nodes->len;
+    if (opt->memory_check != NULL && nn >= NODES_CHECK_FROM &&
+        (nn & (nn - 1)) == 0) {
+      g_autofree char *what = g_strdup_printf("%s: %u Chakra nodes", path,
+                                              2 * nn);
+      if (!opt->memory_check(opt->memory_check_data,
+                             (guint64)2 * nn * sizeof(CNode), what, error)) {
+        ok = FALSE;
+        break;
+      }
     }
     ChakraProtoMsg__Node *nd = chakra_proto_msg__node__unpack(NULL, len,
                                                               buf->data);
@@ -961,7 +1006,7 @@ SimWorkload *trace_chakra_import(const char *const *paths, guint n,
   g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(
       (GDestroyNotify)cfile_free);
   for (guint i = 0; i < n; i++) {
-    CFile *cf = read_file(paths[i], names, error);
+    CFile *cf = read_file(paths[i], names, opt, error);
     if (cf == NULL)
       return NULL;
     g_ptr_array_add(files, cf);

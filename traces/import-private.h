@@ -273,6 +273,32 @@ void trace_host_warnings(Build *b);
 /* Kernel shapes: the coverage in the provenance and the warnings. */
 void trace_shape_report(const Build *b, GHashTable *pv);
 
+/* ---- Time arithmetic ------------------------------------------------------
+ *
+ * Times and durations in a trace are whatever the file says: a crafted or
+ * corrupt file holds INT64_MIN starts and 2^63-1 ns durations, and signed
+ * overflow is undefined behaviour (three such findings of the fuzzers:
+ * tests/fuzz/regress/nsys/import_host-204-overflow, the last).  Every sum or
+ * difference of trace times or durations in the importers goes through these
+ * two, which saturate at G_MININT64 / G_MAXINT64 instead: a saturated value
+ * is absurd but defined, and the builder's range checks then refuse or clamp
+ * it like any other absurd time. */
+static inline gint64 trace_ns_add(gint64 a, gint64 b)
+{
+  gint64 r;
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? G_MAXINT64 : G_MININT64;
+  return r;
+}
+
+static inline gint64 trace_ns_sub(gint64 a, gint64 b)
+{
+  gint64 r;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b < 0 ? G_MAXINT64 : G_MININT64;
+  return r;
+}
+
 G_END_DECLS
 
 #endif

@@ -11,11 +11,13 @@
 #include "traces/import-private.h"
 #include "traces/classify.h"
 #include "io/fault.h"
+#include "io/input.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(trace-error-quark, trace_error)
 
@@ -84,19 +86,27 @@ static gboolean has_suffix_ci(const char *path, const char *suffix)
 TraceFormat trace_detect_format(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, TRACE_FORMAT_UNKNOWN);
-  FILE *f = fault_fopen(path, "rb", "import: detect format");
-  if (f == NULL) {
-    int e = errno;
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
-                g_strerror(e));
+  /* io/input.h: a FIFO or a device is refused at once (`trace info` on a
+   * FIFO blocked forever: issue 27 finding 17), a directory too. */
+  IoInput in;
+  if (!io_input_open(&in, path, "import: detect format", TRACE_ERROR,
+                     TRACE_ERROR_IO, error))
     return TRACE_FORMAT_UNKNOWN;
-  }
   unsigned char head[64];
-  size_t n = fread(head, 1, sizeof head, f);
-  int read_errno = errno; /* e.g. EISDIR: fopen opens a directory */
-  gboolean read_err = ferror(f) != 0;
-  fclose(f);
-  if (read_err) {
+  size_t n = 0;
+  int read_errno = 0;
+  while (n < sizeof head) {
+    ssize_t r = read(in.fd, head + n, sizeof head - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      read_errno = errno;
+    if (r <= 0)
+      break;
+    n += (size_t)r;
+  }
+  io_input_close(&in);
+  if (read_errno != 0) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: read error (%s)",
                 path, g_strerror(read_errno));
     return TRACE_FORMAT_UNKNOWN;

@@ -47,6 +47,13 @@ typedef struct {
   gint64 step_number;    /* TRACE_STEP_NUMBER: the ProfilerStep number */
   gboolean gpu_only;     /* leave the CPU out: no host streams, GPU ops in
                             stream order only (the replay before issue 16) */
+  /* Added by issue 27: asked before a reader's records grow past what the
+   * file's size alone bounds (NULL: no check): TRUE when need_bytes more
+   * may be allocated, else FALSE with an error naming `what`.
+   * js_inputs_load (run/inputs.h) sets it to --max-memory's check. */
+  gboolean (*memory_check)(gpointer data, guint64 need_bytes,
+                           const char *what, GError **error);
+  gpointer memory_check_data;
 } TraceImportOptions;
 
 #define TRACE_ITERATION_ALL (-1)

@@ -418,13 +418,6 @@ static void emit_host(Build *b, guint i, Shapes *sh, const Sel *s, SimOp *op)
                                    : s->hname;
 }
 
-/* a + b for non-negative durations, saturating (a trace may hold 2^62 ns
- * kernels). */
-static gint64 sat_add(gint64 a, gint64 b)
-{
-  return b > G_MAXINT64 - a ? G_MAXINT64 : a + b;
-}
-
 /* The producers each selected op of rw waits for: its recorded
  * dependencies reduced to the latest producer per producer stream.
  * prod[prod_off[c], prod_off[c+1]) are op c's, in stream order. */
@@ -585,12 +578,12 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
                                &g_array_index(raw->works, TraceRawWork,
                                               ro->work), &k);
         shaped_kernels++;
-        shaped_ns = sat_add(shaped_ns, ro->dur_ns);
+        shaped_ns = trace_ns_add(shaped_ns, ro->dur_ns);
       } else {
         op->shape = kernel_shape(sh, ro->name, (TraceRawKind)ro->kind, &k);
       }
       n_kernels++;
-      kernel_ns = sat_add(kernel_ns, ro->dur_ns);
+      kernel_ns = trace_ns_add(kernel_ns, ro->dur_ns);
       op->klass = (guint8)k;
       continue;
     }
@@ -611,8 +604,8 @@ static gboolean emit_rank(Build *b, guint i, Shapes *sh, const guint32 *gid,
                         rw->n_streams);
   b->n_kernels += n_kernels;
   b->shaped_kernels += shaped_kernels;
-  b->kernel_ns = sat_add(b->kernel_ns, kernel_ns);
-  b->shaped_ns = sat_add(b->shaped_ns, shaped_ns);
+  b->kernel_ns = trace_ns_add(b->kernel_ns, kernel_ns);
+  b->shaped_ns = trace_ns_add(b->shaped_ns, shaped_ns);
   return TRUE;
 }
 
@@ -788,14 +781,12 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
     gint64 g0 = G_MAXINT64, g1 = G_MININT64;
     for (guint k = 0; k < r0->ops->len; k++) {
       const TraceRawOp *o = &g_array_index(r0->ops, TraceRawOp, k);
-      gint64 end;
-      if (__builtin_add_overflow(o->ts_ns, o->dur_ns, &end))
-        end = o->dur_ns > 0 ? G_MAXINT64 : G_MININT64;
+      gint64 end = trace_ns_add(o->ts_ns, o->dur_ns);
       g0 = MIN(g0, o->ts_ns);
       g1 = MAX(g1, end);
     }
-    gint64 span;
-    if (g1 > g0 && !__builtin_sub_overflow(g1, g0, &span))
+    gint64 span = trace_ns_sub(g1, g0);
+    if (g1 > g0 && span < G_MAXINT64)
       g_hash_table_insert(pv, g_strdup("trace_gpu_span_ns"),
                           g_strdup_printf("%" G_GINT64_FORMAT, span));
     g_autoptr(GArray) sr = trace_step_ranges(r0);
@@ -803,9 +794,7 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
       GString *sd = g_string_new(NULL);
       for (guint k = 0; k < sr->len; k++) {
         const TraceRawRange *x = &g_array_index(sr, TraceRawRange, k);
-        gint64 d; /* a corrupt trace's absurd times: no overflow (fuzzed) */
-        if (__builtin_sub_overflow(x->end_ns, x->start_ns, &d))
-          d = x->end_ns > x->start_ns ? G_MAXINT64 : G_MININT64;
+        gint64 d = trace_ns_sub(x->end_ns, x->start_ns);
         g_string_append_printf(sd, k ? ",%" G_GINT64_FORMAT
                                      : "%" G_GINT64_FORMAT, d);
       }

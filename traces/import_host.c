@@ -89,7 +89,7 @@ static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
 static gint64 sel_end(const HostCtx *h, guint32 pos)
 {
   const TraceRawOp *o = sel_raw(h, pos);
-  return o->ts_ns + o->dur_ns;
+  return trace_ns_add(o->ts_ns, o->dur_ns);
 }
 
 /* The selected GPU op launched by correlation id corr, or G_MAXUINT32. */
@@ -201,7 +201,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
                           calls[c].ts)) {
       gint64 s0 = g_array_index(steps, TraceRawRange, k_step).start_ns;
       if (s0 > prev) {
-        host_add(rw, stream, HS_OP, HN_GAP, s0 - prev);
+        host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(s0, prev));
         prev = s0;
       }
       guint32 m = host_add(rw, stream, HS_STEP, 0, 0);
@@ -211,7 +211,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       break;
     const TraceRawLaunch *l = &g_array_index(raw->launches, TraceRawLaunch,
                                              calls[c].idx);
-    gint64 end = l->ts_ns + MAX(l->dur_ns, 0);
+    gint64 end = trace_ns_add(l->ts_ns, MAX(l->dur_ns, 0));
     TraceCall call = (TraceCall)l->call;
     if (call == TRACE_CALL_LAUNCH || call == TRACE_CALL_MEMCPY ||
         call == TRACE_CALL_MEMSET) {
@@ -223,17 +223,17 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       gint64 g_end = sel_end(h, g);
       if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
         /* A synchronous copy: launched at the call's start, waited for. */
-        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
         prev = MAX(prev, l->ts_ns);
         add_dep(rw, g, gap);
         guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                              end - MAX(prev, g_end));
+                              trace_ns_sub(end, MAX(prev, g_end)));
         guint gs = g_array_index(rw->sel, Sel, g).stream;
         add_dep(rw, sy, last_before(h, gs, l->corr + 1));
         n_host += 2;
         n_sync++;
       } else {
-        guint32 op = host_add(rw, stream, HS_OP, l->name, end - prev);
+        guint32 op = host_add(rw, stream, HS_OP, l->name, trace_ns_sub(end, prev));
         add_dep(rw, g, op);
         n_host++;
       }
@@ -262,10 +262,10 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       gint64 last_end = G_MININT64;
       for (guint k = 0; k < np; k++)
         last_end = MAX(last_end, sel_end(h, prod[k]));
-      host_add(rw, stream, HS_OP, HN_GAP, l->ts_ns - prev);
+      host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
       prev = MAX(prev, l->ts_ns);
       guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                            end - MAX(prev, last_end));
+                            trace_ns_sub(end, MAX(prev, last_end)));
       for (guint k = 0; k < np; k++)
         add_dep(rw, sy, prod[k]);
       prev = MAX(prev, end);
@@ -281,7 +281,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
     return FALSE;
   }
   if (h1 > prev)
-    host_add(rw, stream, HS_OP, HN_TAIL, h1 - prev);
+    host_add(rw, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev));
   b->host_syncs += n_sync;
   b->nowhere += n_nowhere;
   return TRUE;
@@ -308,7 +308,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
     if (o->corr < 0)
       continue;
     h.by_corr[h.n_corr++] = (CorrKey){o->corr, k};
-    h.by_end[h.n_end++] = (TimeKey){o->ts_ns + o->dur_ns, k};
+    h.by_end[h.n_end++] = (TimeKey){trace_ns_add(o->ts_ns, o->dur_ns), k};
   }
   qsort(h.by_corr, h.n_corr, sizeof *h.by_corr, trace_cmp_corr);
   qsort(h.by_end, h.n_end, sizeof *h.by_end, trace_cmp_time);
@@ -334,7 +334,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
     CallKey ck = {l->tid, l->ts_ns, l->corr, k};
     g_array_append_val(calls, ck);
     h0 = MIN(h0, l->ts_ns);
-    h1 = MAX(h1, l->ts_ns + MAX(l->dur_ns, 0));
+    h1 = MAX(h1, trace_ns_add(l->ts_ns, MAX(l->dur_ns, 0)));
   }
   if (win->steps != NULL && win->steps->len > 0) {
     h0 = MIN(h0, g_array_index(win->steps, TraceRawRange, 0).start_ns);

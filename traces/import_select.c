@@ -362,7 +362,7 @@ static guint median_step(const GArray *s)
   g_autofree TimeKey *k = g_new(TimeKey, MAX(s->len, 1));
   for (guint i = 0; i < s->len; i++) {
     const TraceRawRange *r = &g_array_index(s, TraceRawRange, i);
-    k[i].t = r->end_ns - r->start_ns;
+    k[i].t = trace_ns_sub(r->end_ns, r->start_ns);
     k[i].pos = i;
   }
   qsort(k, s->len, sizeof *k, trace_cmp_time);
@@ -780,7 +780,7 @@ static void recorded_waits(const TraceImportOptions *opt, RankWork *rw,
         raw->ops, TraceRawOp, g_array_index(rw->sel, Sel, consumer).raw);
     const TraceRawOp *po = &g_array_index(
         raw->ops, TraceRawOp, g_array_index(rw->sel, Sel, producer).raw);
-    if (po->ts_ns + po->dur_ns > co->ts_ns + 1000) {
+    if (trace_ns_add(po->ts_ns, po->dur_ns) > trace_ns_add(co->ts_ns, 1000)) {
       dropped++;
       continue;
     }

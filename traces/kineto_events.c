@@ -109,7 +109,7 @@ static void cpu_range(Kin *k, const Event *e)
   }
   if (code == 0)
     return;
-  TraceRawRange r = {e->ts_ns, e->ts_ns + e->dur_ns, -1, -1,
+  TraceRawRange r = {e->ts_ns, trace_ns_add(e->ts_ns, e->dur_ns), -1, -1,
                      e->has_tid ? e->tid : -1};
   if (code == 1) {
     if (!trace_parse_step(name, &r.step))
@@ -195,7 +195,7 @@ void kin_shape_dim(Kin *k, Role r, const char *s, size_t len)
  * shapes price it (traces/shapes.c), its work. */
 static void cpu_op(Kin *k, const Event *e)
 {
-  TraceRawCpuOp c = {e->ts_ns, e->ts_ns + e->dur_ns,
+  TraceRawCpuOp c = {e->ts_ns, trace_ns_add(e->ts_ns, e->dur_ns),
                      e->has_tid ? e->tid : -1, e->has_ext ? e->ext : -1,
                      G_MAXUINT32};
   const char *name = e->name->str;

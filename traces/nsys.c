@@ -31,23 +31,81 @@
  * comes from the kernel name); cross-stream event waits are not read
  * (stream order only); launch correlation ids are assumed unique within a
  * file (one profiled process per file, as nsys writes one per rank).
+ *
+ * Hostile files (docs/bad-input.md, issue 27).  A database is a program as
+ * much as data, so the reader bounds what it lets one do:
+ *   - The file is opened once (io/input.h) and SQLite is given the URI
+ *     "file:/proc/self/fd/N?immutable=1" with SQLITE_OPEN_URI: the open file
+ *     and nothing else, whatever the name looks like (a name such as
+ *     "file:..%2Fx.sqlite" is the literal local file, not a URI that SQLite
+ *     would decode to ../x.sqlite), read-only, with no journal or lock files.
+ *   - Every table read must be a table: a VIEW (which can compute rows
+ *     without end, e.g. a recursive CTE) is refused by name.
+ *   - Rows read, in all tables together, are at most one per NSYS_ROW_BYTES
+ *     bytes of the file (a stored row takes more than that), so a join that
+ *     multiplies rows is refused before it allocates; SQLite's own work is
+ *     bounded by a progress handler at NSYS_STEPS_PER_BYTE virtual-machine
+ *     steps per byte (plus NSYS_STEPS_BASE); a value longer than
+ *     NSYS_MAX_VALUE bytes is refused by SQLite itself.
+ *   - Runtime calls and ranges are copied to every device's rank: their
+ *     product with the device count is bounded (NSYS_MAX_COPIES).
  */
 #include "traces/import-private.h"
 #include "io/fault.h"
+#include "io/input.h"
 #include "traces/classify.h"
 
 #include <errno.h>
 #include <sqlite3.h>
 #include <string.h>
 
+/* A stored SQLite row takes at least a cell pointer (2 bytes), a payload
+ * length, a rowid and a record header (1 byte each): more than 4 bytes. */
+#define NSYS_ROW_BYTES 4
+/* SQLite virtual-machine steps allowed per byte of the file, and in all:
+ * a real export needs a few hundred steps per row; a crafted one that
+ * makes SQLite loop is stopped after about a second per MB. */
+#define NSYS_STEPS_PER_BYTE 1000
+#define NSYS_STEPS_BASE 100000000
+#define NSYS_PROGRESS_PERIOD 10000
+/* The longest string or blob SQLite may build (SQLITE_LIMIT_LENGTH). */
+#define NSYS_MAX_VALUE (16 << 20)
+/* Launch and range records copied to the ranks of a multi-device file, at
+ * most: NSYS_MAX_COPIES per readable row. */
+#define NSYS_MAX_COPIES 64
+
 typedef struct {
   const char *path;
   sqlite3 *db;
   gboolean has_strings;
+  gint64 size;            /* of the file, bytes */
+  guint64 rows_left;      /* rows that may still be read (all tables) */
+  guint64 steps_left;     /* SQLite VM steps still allowed */
+  gboolean over_work;     /* the progress handler stopped a query */
 } Nsys;
+
+/* SQLite's progress handler: interrupts the query (SQLITE_INTERRUPT) once
+ * the work allowed for the file is spent. */
+static int nsys_progress(void *data)
+{
+  Nsys *s = data;
+  if (s->steps_left < NSYS_PROGRESS_PERIOD) {
+    s->over_work = TRUE;
+    return 1;
+  }
+  s->steps_left -= NSYS_PROGRESS_PERIOD;
+  return 0;
+}
 
 static gboolean db_error(Nsys *s, const char *what, GError **error)
 {
+  if (s->over_work) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: %s: more work than a %" G_GINT64_FORMAT "-byte "
+                "database can need (a crafted file?)", s->path, what,
+                s->size);
+    return FALSE;
+  }
   int code = sqlite3_errcode(s->db);
   g_set_error(error, TRACE_ERROR,
               code == SQLITE_NOTADB || code == SQLITE_CORRUPT
@@ -56,7 +114,23 @@ static gboolean db_error(Nsys *s, const char *what, GError **error)
   return FALSE;
 }
 
-/* Does table `t` exist?  -1 on a database error. */
+/* Counts one row read from `table`: FALSE with an error once the file's
+ * rows are spent (NSYS_ROW_BYTES). */
+static gboolean count_row(Nsys *s, const char *table, GError **error)
+{
+  if (s->rows_left == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: %s: more rows than a %" G_GINT64_FORMAT "-byte "
+                "database can hold (a crafted file?)", s->path, table,
+                s->size);
+    return FALSE;
+  }
+  s->rows_left--;
+  return TRUE;
+}
+
+/* Does table `t` exist?  -1 on a database error, and for a view of that
+ * name (refused: a view computes its rows, without bound). */
 static int table_exists(Nsys *s, const char *t, GError **error)
 {
   sqlite3_stmt *st = NULL;
@@ -65,18 +139,30 @@ static int table_exists(Nsys *s, const char *t, GError **error)
                 "%s: %s (injected fault)", s->path, t, g_strerror(EIO));
     return -1;
   }
+  /* Names are case-insensitive in SQL; anything but a table that answers
+   * to the name (a view; a trigger or an index cannot be selected from)
+   * is refused. */
   if (sqlite3_prepare_v2(s->db,
-                         "SELECT 1 FROM sqlite_master WHERE type IN "
-                         "('table','view') AND name = ?", -1, &st,
+                         "SELECT type = 'table' FROM sqlite_master WHERE "
+                         "type IN ('table','view') AND name = ? COLLATE "
+                         "NOCASE ORDER BY type = 'table' LIMIT 1", -1, &st,
                          NULL) != SQLITE_OK) {
     db_error(s, "not a readable SQLite database", error);
     return -1;
   }
   sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
   int rc = sqlite3_step(st);
+  gboolean is_table = rc == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
     db_error(s, "not a readable SQLite database", error);
+    return -1;
+  }
+  if (rc == SQLITE_ROW && !is_table) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: %s is a view, not a table (refused: an Nsight Systems "
+                "export has no views, and a view can compute rows without "
+                "end)", s->path, t);
     return -1;
   }
   return rc == SQLITE_ROW;
@@ -220,6 +306,10 @@ static gboolean read_activity(Devices *d, const char *table, TraceRawKind kind,
   guint64 row = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     row++;
+    if (!count_row(s, table, error)) {
+      sqlite3_finalize(st);
+      return FALSE;
+    }
     for (int c = 0; c < 2; c++) {
       int t = sqlite3_column_type(st, c);
       if (t != SQLITE_INTEGER && t != SQLITE_FLOAT) {
@@ -327,6 +417,10 @@ static gboolean read_launches(Nsys *s, SimWorkload *names, GArray *out,
     return db_error(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (!count_row(s, "CUPTI_ACTIVITY_KIND_RUNTIME", error)) {
+      sqlite3_finalize(st);
+      return FALSE;
+    }
     TraceRawLaunch l = {sqlite3_column_int64(st, 0),
                         sqlite3_column_int64(st, 1), -1, -1, -1, 0,
                         TRACE_CALL_OTHER};
@@ -380,6 +474,10 @@ static gboolean read_nvtx(Nsys *s, GArray *out, GError **error)
     return db_error(s, "NVTX_EVENTS", error);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (!count_row(s, "NVTX_EVENTS", error)) {
+      sqlite3_finalize(st);
+      return FALSE;
+    }
     const unsigned char *v = sqlite3_column_text(st, 2);
     if (v == NULL)
       v = sqlite3_column_text(st, 3);
@@ -419,6 +517,10 @@ static gboolean read_devices(Nsys *s, GHashTable *out, GError **error)
     return db_error(s, "TARGET_INFO_GPU", error);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (!count_row(s, "TARGET_INFO_GPU", error)) {
+      sqlite3_finalize(st);
+      return FALSE;
+    }
     const unsigned char *n = sqlite3_column_text(st, 1);
     if (n == NULL || sqlite3_column_type(st, 0) == SQLITE_NULL)
       continue;
@@ -447,18 +549,29 @@ gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
                          GError **error)
 {
   g_return_val_if_fail(path != NULL && names != NULL && out != NULL, FALSE);
-  Nsys s = {path, NULL, FALSE};
-  if (fault_inject(FAULT_READ, "nsys: open")) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open: %s "
-                "(injected fault)", path, g_strerror(EIO));
+  Nsys s = {path, NULL, FALSE, 0, 0, 0, FALSE};
+  IoInput in;
+  if (!io_input_open(&in, path, "nsys: open", TRACE_ERROR, TRACE_ERROR_IO,
+                     error))
     return FALSE;
-  }
-  if (sqlite3_open_v2(path, &s.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+  s.size = in.size;
+  s.rows_left = (guint64)in.size / NSYS_ROW_BYTES + 16;
+  s.steps_left = (guint64)in.size * NSYS_STEPS_PER_BYTE + NSYS_STEPS_BASE;
+  /* The open file by its proc path, as a URI (SQLITE_OPEN_URI: no other
+   * reading of the name), immutable: no journal, WAL or lock files.  The
+   * proc path has no character that a URI must escape. */
+  g_autofree char *uri = g_strdup_printf("file:%s?immutable=1",
+                                         in.proc_path);
+  if (sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                      NULL) != SQLITE_OK) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: cannot open: %s",
                 path, s.db != NULL ? sqlite3_errmsg(s.db) : "out of memory");
     sqlite3_close(s.db);
+    io_input_close(&in);
     return FALSE;
   }
+  sqlite3_limit(s.db, SQLITE_LIMIT_LENGTH, NSYS_MAX_VALUE);
+  sqlite3_progress_handler(s.db, NSYS_PROGRESS_PERIOD, nsys_progress, &s);
   Devices d = {&s, names,
                g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                      NULL),
@@ -509,6 +622,16 @@ gboolean trace_nsys_read(const char *path, SimWorkload *names, GPtrArray *out,
                 "%s: no GPU activity (the kernel table is empty)", path);
     goto out;
   }
+  /* Each rank gets its own copy of the runtime calls and ranges. */
+  guint64 copies = (guint64)(d.ranks->len - 1) *
+                   ((guint64)launches->len + ranges->len);
+  if (copies > ((guint64)s.size / NSYS_ROW_BYTES + 16) * NSYS_MAX_COPIES) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: %u devices and %u runtime calls and ranges: too many "
+                "to give every device its copy (a crafted file?)", path,
+                d.ranks->len, launches->len + ranges->len);
+    goto out;
+  }
   g_ptr_array_sort(d.ranks, cmp_rank_device);
   for (guint i = 0; i < d.ranks->len; i++) {
     TraceRawRank *r = g_ptr_array_index(d.ranks, i);
@@ -532,5 +655,6 @@ out:
   g_hash_table_unref(d.by_device);
   g_ptr_array_unref(d.ranks);
   sqlite3_close(s.db);
+  io_input_close(&in);
   return ok;
 }

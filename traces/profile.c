@@ -31,6 +31,7 @@
 #include "traces/profile-private.h"
 #include "traces/gpt.h"
 #include "io/fault.h"
+#include "io/input.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -162,22 +163,36 @@ void profile_csv_row_clear(CsvRow *row)
   g_clear_pointer(&row->fields, g_ptr_array_unref);
 }
 
+/* The largest CSV file read (it is read whole, and its rows take about as
+ * much again): a real profile is kilobytes, a day of nvidia-smi samples
+ * at 10 ms some 100 MB.  A 1 GB sparse file was read whole (2 GB resident)
+ * before it was found to hold NUL bytes (issue 27 finding 12). */
+#define PROFILE_MAX_BYTES (256u << 20)
+
 /* Reads `path` into *text (caller frees it) and its header record into row
  * (initialised here; on success the caller clears it); r reads the records
- * that follow.  Errors: PROFILE_ERROR_IO, a CSV syntax error, or
- * PROFILE_ERROR_FORMAT for a file without a header line. */
+ * that follow.  The file is opened once (io/input.h: a FIFO or a device is
+ * refused, never waited on) and refused from its size when it is over
+ * PROFILE_MAX_BYTES, before anything is read.  Errors: PROFILE_ERROR_IO, a
+ * CSV syntax error, or PROFILE_ERROR_FORMAT for a file without a header
+ * line. */
 gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
                           CsvRow *row, GError **error)
 {
   gsize len = 0;
   GError *err = NULL;
   *text = NULL;
-  if (!fault_get_contents(path, text, &len, "profile: read", &err)) {
-    g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_IO, "%s: %s", path,
-                err->message);
-    g_error_free(err);
+  IoInput in;
+  if (!io_input_open(&in, path, "profile: open", PROFILE_ERROR,
+                     PROFILE_ERROR_IO, error))
     return FALSE;
-  }
+  gboolean read = io_input_read_all(&in, path, PROFILE_MAX_BYTES,
+                                    "a profile", "profile: read",
+                                    PROFILE_ERROR, PROFILE_ERROR_IO, text,
+                                    &len, error);
+  io_input_close(&in);
+  if (!read)
+    return FALSE;
   r->path = path;
   r->p = *text;
   r->end = *text + len;

@@ -38,6 +38,7 @@
  * checkpointing), as it is part of a backward computation here.
  */
 #include "traces/sched.h"
+#include "io/input.h"
 
 #include <string.h>
 #include <yajl/yajl_tree.h>
@@ -45,6 +46,10 @@
 G_DEFINE_QUARK(sched-error-quark, sched_error)
 
 #define SCHED_MAX_BYTES (64u << 20)
+/* The deepest nesting of arrays and objects accepted: the schedule needs 3
+ * ([{"power_states": [...]}]).  yajl's tree is freed recursively, so a
+ * 600 KB file of 300,000 '[' crashed it (issue 27 finding 11). */
+#define SCHED_MAX_DEPTH 64
 
 typedef enum { INS_OTHER, INS_FORWARD, INS_BACKWARD } Ins;
 
@@ -176,6 +181,13 @@ static const yajl_val *rank_clocks(yajl_val o, guint k, const char *path,
     return NULL;
   }
   *n = YAJL_GET_ARRAY(ps)->len;
+  /* (yajl gives an empty array no values: NULL, which the caller takes
+   * for failure; it must come with an error: found by fuzz-sched.) */
+  if (*n == 0) {
+    parse_fail(error, path, "rank %" G_GINT64_FORMAT " has an empty "
+               "\"power_states\" list", *rank);
+    return NULL;
+  }
   const yajl_val *v = YAJL_GET_ARRAY(ps)->values;
   for (gsize i = 0; i < *n; i++)
     if (!YAJL_IS_INTEGER(v[i]) || YAJL_GET_INTEGER(v[i]) < 1 ||
@@ -248,21 +260,54 @@ static SchedPlan *plan_of(yajl_val root, const char *path, GError **error)
   return out;
 }
 
+/* The deepest nesting of arrays and objects in JSON text (brackets outside
+ * strings; a string's backslash escapes its next byte), stopping early once
+ * it passes `limit`.  Linear, no allocation: run before yajl builds (and
+ * later frees, recursively) a tree. */
+static guint json_depth(const char *text, gsize len, guint limit)
+{
+  guint depth = 0, max = 0;
+  gboolean in_string = FALSE;
+  for (gsize i = 0; i < len && max <= limit; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = FALSE;
+    } else if (c == '"') {
+      in_string = TRUE;
+    } else if (c == '[' || c == '{') {
+      max = MAX(max, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return max;
+}
+
 SchedPlan *sched_plan_load(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_autofree char *text = NULL;
   gsize len = 0;
-  GError *io = NULL;
-  if (!g_file_get_contents(path, &text, &len, &io)) {
-    g_set_error(error, SCHED_ERROR, SCHED_ERROR_IO, "%s", io->message);
-    g_error_free(io);
+  /* Opened once, a regular file only (a FIFO would block), its size checked
+   * before it is read (a sparse 1 GB file was read whole: finding 12). */
+  IoInput in;
+  if (!io_input_open(&in, path, "sched: open", SCHED_ERROR, SCHED_ERROR_IO,
+                     error))
     return NULL;
-  }
-  if (len > SCHED_MAX_BYTES || strlen(text) != len)
-    return parse_fail(error, path, "not a schedule (%s)",
-                      len > SCHED_MAX_BYTES ? "over 64 MiB"
-                                            : "a NUL byte inside");
+  gboolean read = io_input_read_all(&in, path, SCHED_MAX_BYTES,
+                                    "a schedule", "sched: read", SCHED_ERROR,
+                                    SCHED_ERROR_IO, &text, &len, error);
+  io_input_close(&in);
+  if (!read)
+    return NULL;
+  if (strlen(text) != len)
+    return parse_fail(error, path, "not a schedule (a NUL byte inside)");
+  if (json_depth(text, len, SCHED_MAX_DEPTH) > SCHED_MAX_DEPTH)
+    return parse_fail(error, path, "not a schedule (arrays and objects "
+                      "nested deeper than %d levels)", SCHED_MAX_DEPTH);
   char errbuf[256] = "";
   yajl_val root = yajl_tree_parse(text, errbuf, sizeof errbuf);
   if (root == NULL) {

@@ -51,6 +51,7 @@
 #include "traces/timeline.h"
 #include "io/atomic.h"
 #include "io/fault.h"
+#include "io/input.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -812,12 +813,18 @@ gboolean trace_timeline_parse_window(const char *spec, gint64 *t0_ns,
 
 gboolean trace_timeline_probe(const char *path)
 {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
+  /* io/input.h: a FIFO or a device is no timeline, and never waited on.
+   * (Not a fault site: a probe has no failure path of its own.) */
+  IoInput in;
+  fault_suspend();
+  gboolean opened = io_input_open(&in, path, "timeline: probe",
+                                  TRACE_TIMELINE_ERROR, 0, NULL);
+  fault_resume();
+  if (!opened)
     return FALSE;
   char head[sizeof TL_MAGIC - 1];
-  gboolean ok = fread(head, 1, sizeof head, f) == sizeof head &&
+  gboolean ok = pread(in.fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
                 memcmp(head, TL_MAGIC, sizeof head) == 0;
-  fclose(f);
+  io_input_close(&in);
   return ok;
 }

@@ -20,7 +20,7 @@ bin=$root/build-fuzz/fuzz-$t
 [ -x "$bin" ] || { echo "no $bin: run make fuzz-build" >&2; exit 2; }
 case $t in
   kineto|chakra|h5raw) maxlen=16384 ;;
-  profile) maxlen=8192 ;;
+  profile|sched) maxlen=8192 ;;
   lua-args) maxlen=2048 ;;
   *) maxlen=4096 ;;
 esac

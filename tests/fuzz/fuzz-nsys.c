@@ -11,7 +11,11 @@
  *            the old kernel schema (the name as text in `name`, no
  *            correlationId); bit 7 NVTX_EVENTS without `textId`
  *   byte 1   import options: bits 0-1 iteration (0 first, 1 second, 2
- *            all, 3 third), bit 2 comm_recorded
+ *            all, 3 third), bit 2 comm_recorded; bit 3 turns the table
+ *            numbered by bits 4-6 (NT_*, when it exists) into a VIEW of its
+ *            rows (renamed TABLE_data), bit 7 makes that view a recursive
+ *            CTE without end (cross-joined with the rows: rows without
+ *            bound, or an endless loop when there are none)
  *   then     records until the input ends (at most 256): a tag byte picks
  *            the table, then one value per column.  A value is a type byte
  *            (integer from the interesting values, NULL, float, text from a
@@ -19,7 +23,8 @@
  *            and its payload.  SQLite stores what it is given whatever the
  *            column's declared type, as a foreign tool's export might.
  *
- * Checks: success with a valid workload, or a TRACE_ERROR naming the file.
+ * Checks: success with a valid workload, or a TRACE_ERROR naming the file;
+ * with a view, never success (views are refused: issue 27 finding 8).
  */
 #include "tests/fuzz/fuzz.h"
 #include "traces/import.h"
@@ -114,8 +119,15 @@ static void nsys_exec(sqlite3 *db, const char *sql)
   FUZZ_CHECK(rc == SQLITE_OK, "sqlite: %s: %s", sql, msg);
 }
 
-/* Writes the database described by the input to path. */
-static void nsys_make_db(FuzzIn *in, guint8 tables, const char *path)
+static const char *const nsys_tables[NT_COUNT] = {
+  "StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+  "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS",
+  "TARGET_INFO_GPU"};
+
+/* Writes the database described by the input to path; `o` is the options
+ * byte (its view bits).  Returns TRUE when it made a table a view. */
+static gboolean nsys_make_db(FuzzIn *in, guint8 tables, guint8 o,
+                             const char *path)
 {
   sqlite3 *db = NULL;
   FUZZ_CHECK(sqlite3_open_v2(path, &db,
@@ -218,10 +230,24 @@ static void nsys_make_db(FuzzIn *in, guint8 tables, const char *path)
     sqlite3_reset(ins[t]);
     sqlite3_clear_bindings(ins[t]);
   }
+  int vt = (o >> 4) & 7;
+  gboolean view = (o & 8) != 0 && vt < NT_COUNT && ins[vt] != NULL;
   for (int t = 0; t < NT_COUNT; t++)
     sqlite3_finalize(ins[t]);
+  if (view) {
+    const char *name = nsys_tables[vt];
+    g_autofree char *sql = g_strdup_printf(
+        (o & 0x80) ? "ALTER TABLE %s RENAME TO %s_data; CREATE VIEW %s AS "
+                     "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n+1 "
+                     "FROM c) SELECT d.* FROM c, %s_data d"
+                   : "ALTER TABLE %s RENAME TO %s_data; CREATE VIEW %s AS "
+                     "SELECT * FROM %s_data",
+        name, name, name, name);
+    nsys_exec(db, sql);
+  }
   nsys_exec(db, "COMMIT");
   FUZZ_CHECK(sqlite3_close(db) == SQLITE_OK, "sqlite close");
+  return view;
 }
 
 static GpuCatalogue *nsys_catalogue(void)
@@ -238,7 +264,7 @@ static int fuzz_nsys_one(const guint8 *data, size_t size)
   guint8 tables = fuzz_u8(&in);
   guint8 o = fuzz_u8(&in);
   g_autofree char *path = fuzz_path("report.sqlite");
-  nsys_make_db(&in, tables, path);
+  gboolean view = nsys_make_db(&in, tables, o, path);
 
   TraceImportOptions opt;
   memset(&opt, 0, sizeof opt);
@@ -252,6 +278,7 @@ static int fuzz_nsys_one(const guint8 *data, size_t size)
   const char *paths[] = {path};
   g_autoptr(SimWorkload) w = trace_import(paths, 1, &opt, &err);
   fuzz_check_outcome("trace_import", w != NULL, err, TRACE_ERROR, path);
+  FUZZ_CHECK(!view || w == NULL, "a database with a view was imported");
   if (w != NULL) {
     GError *verr = NULL;
     FUZZ_CHECK(sim_workload_validate(w, &verr),

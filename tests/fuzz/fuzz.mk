@@ -25,7 +25,7 @@
 FUZZ_CC ?= clang
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= kineto nsys profile native lua-args chakra h5raw
+FUZZ_TARGETS ?= kineto nsys profile native lua-args chakra h5raw sched
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # LeakSanitizer's suppressions: libhdf5's own leaks on damaged files
 # (tests/fuzz/lsan.supp says which and why).
@@ -41,6 +41,7 @@ FUZZ_MAXLEN_native := 4096
 FUZZ_MAXLEN_lua-args := 2048
 FUZZ_MAXLEN_chakra := 16384
 FUZZ_MAXLEN_h5raw := 16384
+FUZZ_MAXLEN_sched := 8192
 
 # The gcc build and this one cannot share a directory: their object rules
 # would both claim $(FUZZ_BUILD)/%.o.
@@ -126,6 +127,7 @@ fuzz: fuzz-build
 	    lua-args) maxlen=$(FUZZ_MAXLEN_lua-args);; \
 	    chakra) maxlen=$(FUZZ_MAXLEN_chakra);; \
 	    h5raw) maxlen=$(FUZZ_MAXLEN_h5raw);; \
+	    sched) maxlen=$(FUZZ_MAXLEN_sched);; \
 	  esac; \
 	  echo "== fuzz-$$t: $(FUZZ_SECONDS) s"; \
 	  if ! G_SLICE=always-malloc G_DEBUG=gc-friendly \
