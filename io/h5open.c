@@ -10,6 +10,7 @@
 #include "io/h5open.h"
 #include "io/fault.h"
 #include "io/h5util.h"
+#include "io/input.h"
 
 #include <errno.h>
 #include <glib-unix.h>
@@ -712,28 +713,20 @@ static void seen_add(const H5uSeen *k)
   G_UNLOCK(seen);
 }
 
-/* The file's identity through a descriptor opened without blocking (a
- * FIFO at `path` opens at once and is then refused). */
+/* The file's identity, through the one door for inputs (io/input.h: a
+ * FIFO or device at `path` is refused at once, never waited on). */
 static gboolean stat_regular(const char *path, struct stat *st, GQuark domain,
                              gint code, GError **error)
 {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, domain, code, "%s: cannot open it: %s", path,
-                g_strerror(e));
+  IoInput in;
+  if (!io_input_open(&in, path, "hdf5: open", domain, code, error))
     return FALSE;
-  }
-  int rc = fstat(fd, st);
+  int rc = fstat(in.fd, st);
   int e = errno;
-  close(fd);
+  io_input_close(&in);
   if (rc != 0) {
     g_set_error(error, domain, code, "%s: cannot open it: %s", path,
                 g_strerror(e));
-    return FALSE;
-  }
-  if (!S_ISREG(st->st_mode)) {
-    g_set_error(error, domain, code, "%s: not a regular file", path);
     return FALSE;
   }
   return TRUE;
