@@ -53,6 +53,64 @@ echo "not a database" >"$W/file:..%2Foutside%2Fprof.sqlite"
 printf 'local js = require "joulesim"\nlocal t = js.results(arg[1], "t") t:append{ x = 1 } t:close()\n' >"$O/mkres.lua"
 "$J" run "$O/mkres.lua" "$O/results.h5" >/dev/null && ln "$O/results.h5" "$W/hard.h5"
 echo "not a database" >"$W/$URI_ABS"
+# HDF5 files that point outside (hdf5-external-*.lua, issue 27 findings 1
+# and 2), made with h5py (python3-h5py, which CI installs).
+PY=/usr/bin/python3
+if "$PY" -c 'import h5py' 2>/dev/null; then
+  "$PY" - "$W" "$O" <<'PYEOF'
+import os, sys
+import h5py, numpy as np
+from h5py import h5d, h5f, h5p, h5s, h5t
+w, o = sys.argv[1], sys.argv[2]
+victim = os.path.join(o, "victim.txt")
+def results_root(f):
+    f.attrs["joulesim_version"] = "0.1.0"
+    return f.create_group("results")
+with h5py.File(os.path.join(w, "evil.h5"), "w") as f:
+    g = results_root(f)
+    dcpl = h5p.create(h5p.DATASET_CREATE)
+    dcpl.set_layout(h5d.CONTIGUOUS)
+    dcpl.set_external(victim.encode(), os.path.getsize(victim), h5f.UNLIMITED)
+    space = h5s.create_simple((0,), (h5s.UNLIMITED,))
+    h5d.create(g.id, b"t", h5t.py_create(np.dtype([("x", "<i8")])), space,
+               dcpl=dcpl)
+with h5py.File(os.path.join(w, "elink.h5"), "w") as f:
+    g = results_root(f)   # to the results file mkres.lua wrote outside
+    g["t"] = h5py.ExternalLink(os.path.join(o, "results.h5"), "/results/t")
+ops = np.dtype({"names": ["ref_ns", "shape", "name", "peer", "wait",
+                          "microbatch", "layer", "kind", "class", "phase",
+                          "stream"],
+                "formats": ["<i8", "<u4", "<u4", "<u4", "<u4", "<u2", "u1",
+                            "u1", "u1", "u1", "u1"],
+                "offsets": [0, 8, 12, 16, 20, 24, 26, 27, 28, 29, 30],
+                "itemsize": 32})
+shapes = np.dtype({"names": ["flops", "bytes", "name", "klass", "coll",
+                             "tensor"],
+                   "formats": ["<f8", "<f8", "<u4", "u1", "u1", "u1"],
+                   "offsets": [0, 8, 16, 20, 21, 22], "itemsize": 24})
+u32 = np.uint32
+with h5py.File(os.path.join(w, "leak.h5"), "w") as f:
+    f.attrs["format"] = np.bytes_(b"joulesim-trace")
+    f.attrs["format_version"] = u32(1)
+    f.attrs["n_ranks"] = u32(1)
+    for a in ("tp", "pp", "dp", "microbatches"):
+        f.attrs[a] = u32(1)
+    f.attrs["tokens_per_iteration"] = np.float64(2048)
+    f.create_dataset("strings", data=["k"], dtype=h5py.string_dtype("utf-8"))
+    f.create_dataset("shapes", data=np.array([(1e9, 1e6, 0, 0, 0, 1)],
+                                             dtype=shapes))
+    f.create_dataset("groups/offsets", data=np.array([0], dtype=u32))
+    f.create_dataset("groups/ranks", data=np.array([], dtype=u32))
+    r = f.create_group("ranks/0")
+    r.attrs["stage"] = u32(0)
+    r.create_dataset("ops", shape=(1,), dtype=ops,
+                     external=[("/dev/zero", 0, 8), (victim, 0, 4),
+                               ("/dev/zero", 0, 20)])
+    r.create_dataset("stream_off", data=np.array([0, 1], dtype=u32))
+PYEOF
+else
+  echo "note: no h5py: the hdf5-external-* attempts meet no such files"
+fi
 
 # Every file of the tree but ./work/sweep.h5, the results file of the
 # sweep-worker-* attempts (allowed: it records their failures).
