@@ -24,6 +24,9 @@ case $t in
   lua-args) maxlen=2048 ;;
   *) maxlen=4096 ;;
 esac
+extra=""
+# (tests/fuzz/fuzz.mk says why h5raw has a longer timeout)
+[ "$t" = h5raw ] && extra="-timeout=60"
 dict=""
 [ -f tests/fuzz/$t.dict ] && dict="-dict=tests/fuzz/$t.dict"
 mkdir -p build-fuzz/corpus/$t
@@ -31,7 +34,7 @@ log=build-fuzz/campaign-$t.log
 start=$(date +%s)
 export LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp
 nice -n 19 "$bin" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128 \
-  -max_len=$maxlen $dict \
+  $extra -max_len=$maxlen $dict \
   -print_final_stats=1 -artifact_prefix="$root/build-fuzz/crash-$t-" \
   "$@" "$root/build-fuzz/corpus/$t" "$root/tests/fuzz/corpus/$t" \
   >"$log" 2>&1 &

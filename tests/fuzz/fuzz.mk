@@ -41,6 +41,10 @@ FUZZ_MAXLEN_native := 4096
 FUZZ_MAXLEN_lua-args := 2048
 FUZZ_MAXLEN_chakra := 16384
 FUZZ_MAXLEN_h5raw := 16384
+# h5raw's inputs may each spend up to a CPU second in io/h5open.h's child
+# (its limit for a small file) before the refusal, twice for a file opened
+# for writing: its wall-clock timeout allows for a loaded machine.
+FUZZ_EXTRA_h5raw := -timeout=60
 FUZZ_MAXLEN_sched := 8192
 
 # The gcc build and this one cannot share a directory: their object rules
@@ -118,7 +122,7 @@ fuzz: fuzz-build
 	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
-	  maxlen=""; \
+	  maxlen=""; extra=""; \
 	  case $$t in \
 	    kineto) maxlen=$(FUZZ_MAXLEN_kineto);; \
 	    nsys) maxlen=$(FUZZ_MAXLEN_nsys);; \
@@ -126,13 +130,13 @@ fuzz: fuzz-build
 	    native) maxlen=$(FUZZ_MAXLEN_native);; \
 	    lua-args) maxlen=$(FUZZ_MAXLEN_lua-args);; \
 	    chakra) maxlen=$(FUZZ_MAXLEN_chakra);; \
-	    h5raw) maxlen=$(FUZZ_MAXLEN_h5raw);; \
+	    h5raw) maxlen=$(FUZZ_MAXLEN_h5raw); extra=$(FUZZ_EXTRA_h5raw);; \
 	    sched) maxlen=$(FUZZ_MAXLEN_sched);; \
 	  esac; \
 	  echo "== fuzz-$$t: $(FUZZ_SECONDS) s"; \
 	  if ! G_SLICE=always-malloc G_DEBUG=gc-friendly \
 	       $(FUZZ_BUILD)/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) \
-	       $(FUZZ_RUN_FLAGS) -max_len=$$maxlen $$dict \
+	       $(FUZZ_RUN_FLAGS) $$extra -max_len=$$maxlen $$dict \
 	       -print_final_stats=1 \
 	       -artifact_prefix=$(CURDIR)/$(FUZZ_BUILD)/crash-$$t- \
 	       $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
