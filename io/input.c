@@ -145,6 +145,21 @@ int io_input_steal_fd(IoInput *in)
   return fd;
 }
 
+FILE *io_input_fdopen(IoInput *in, const char *path, GQuark domain,
+                      gint code, GError **error)
+{
+  g_return_val_if_fail(in != NULL && in->fd >= 0, NULL);
+  FILE *f = fdopen(in->fd, "rb");
+  if (f == NULL) {
+    int e = errno;
+    io_input_close(in);
+    g_set_error(error, domain, code, "%s: %s", path, g_strerror(e));
+    return NULL;
+  }
+  io_input_steal_fd(in); /* fclose closes it */
+  return f;
+}
+
 void io_input_close(IoInput *in)
 {
   if (in == NULL)

@@ -52,6 +52,7 @@
 #define JOULESIM_IO_INPUT_H
 
 #include <glib.h>
+#include <stdio.h>
 
 G_BEGIN_DECLS
 
@@ -87,6 +88,12 @@ gboolean io_input_read_all(IoInput *in, const char *path, gsize max_bytes,
 /* Hands the fd over to the caller (for fdopen, gzdopen): returns it and
  * leaves in->fd -1, so that io_input_close() does not close it. */
 int io_input_steal_fd(IoInput *in);
+
+/* A stdio stream ("rb") on the open file, which then owns the descriptor
+ * (fclose closes it; `in` is left closed).  NULL with an error in
+ * domain/code naming `path` when fdopen fails (then `in` is closed). */
+FILE *io_input_fdopen(IoInput *in, const char *path, GQuark domain,
+                      gint code, GError **error);
 
 /* Closes the fd if it is open; in->fd becomes -1.  Safe to call twice and
  * after a failed io_input_open(). */

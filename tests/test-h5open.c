@@ -56,6 +56,18 @@ static char *victim(const char *dir)
   return v;
 }
 
+/* Creates the 1-D dataset `name` of `n` elements (up to `max`) in loc. */
+static void add_dataset(hid_t loc, const char *name, hid_t type, hsize_t n,
+                        hsize_t max, hid_t dcpl)
+{
+  hid_t space = H5Screate_simple(1, &n, &max);
+  hid_t d = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl,
+                       H5P_DEFAULT);
+  g_assert_cmpint(d, >=, 0);
+  H5Dclose(d);
+  H5Sclose(space);
+}
+
 /* REDTEAM 1: /results/t keeps its raw rows in ../rc (external storage). */
 static void make_external_storage(hid_t results, const char *dir)
 {
@@ -63,13 +75,7 @@ static void make_external_storage(hid_t results, const char *dir)
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   g_assert_cmpint(H5Pset_layout(dcpl, H5D_CONTIGUOUS), >=, 0);
   g_assert_cmpint(H5Pset_external(dcpl, v, 14, H5F_UNLIMITED), >=, 0);
-  hsize_t dims = 0, max = H5S_UNLIMITED;
-  hid_t space = H5Screate_simple(1, &dims, &max);
-  hid_t d = H5Dcreate2(results, "t", H5T_STD_I64LE, space, H5P_DEFAULT,
-                       dcpl, H5P_DEFAULT);
-  g_assert_cmpint(d, >=, 0);
-  H5Dclose(d);
-  H5Sclose(space);
+  add_dataset(results, "t", H5T_STD_I64LE, 0, H5S_UNLIMITED, dcpl);
   H5Pclose(dcpl);
 }
 
@@ -96,10 +102,7 @@ static void make_virtual(hid_t results, const char *dir)
   hid_t space = H5Screate_simple(1, &dims, NULL);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   g_assert_cmpint(H5Pset_virtual(dcpl, space, v, "/x", space), >=, 0);
-  hid_t d = H5Dcreate2(results, "t", H5T_STD_I64LE, space, H5P_DEFAULT,
-                       dcpl, H5P_DEFAULT);
-  g_assert_cmpint(d, >=, 0);
-  H5Dclose(d);
+  add_dataset(results, "t", H5T_STD_I64LE, dims, dims, dcpl);
   H5Pclose(dcpl);
   H5Sclose(space);
 }
@@ -108,31 +111,20 @@ static void make_virtual(hid_t results, const char *dir)
  * HDF5 creates it without the plugin). */
 static void make_plugin_filter(hid_t results, const char *dir)
 {
-  hsize_t dims = 4, chunk = 4;
-  hid_t space = H5Screate_simple(1, &dims, NULL);
+  hsize_t chunk = 4;
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 1, &chunk);
   g_assert_cmpint(H5Pset_filter(dcpl, 32000, H5Z_FLAG_OPTIONAL, 0, NULL),
                   >=, 0);
-  hid_t d = H5Dcreate2(results, "t", H5T_STD_I64LE, space, H5P_DEFAULT,
-                       dcpl, H5P_DEFAULT);
-  g_assert_cmpint(d, >=, 0);
-  H5Dclose(d);
+  add_dataset(results, "t", H5T_STD_I64LE, 4, 4, dcpl);
   H5Pclose(dcpl);
-  H5Sclose(space);
 }
 
 /* A reference-typed dataset (references point into other objects and
  * files; joulesim never writes them). */
 static void make_reference(hid_t results, const char *dir)
 {
-  hsize_t dims = 1;
-  hid_t space = H5Screate_simple(1, &dims, NULL);
-  hid_t d = H5Dcreate2(results, "t", H5T_STD_REF_OBJ, space, H5P_DEFAULT,
-                       H5P_DEFAULT, H5P_DEFAULT);
-  g_assert_cmpint(d, >=, 0);
-  H5Dclose(d);
-  H5Sclose(space);
+  add_dataset(results, "t", H5T_STD_REF_OBJ, 1, 1, H5P_DEFAULT);
 }
 
 typedef struct {

@@ -222,15 +222,9 @@ static CFile *read_file(const char *path, SimWorkload *names,
   if (!io_input_open(&in, path, "chakra: open", TRACE_ERROR, TRACE_ERROR_IO,
                      error))
     return NULL;
-  FILE *f = fdopen(in.fd, "rb");
-  if (f == NULL) {
-    int e = errno;
-    io_input_close(&in);
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
-                g_strerror(e));
+  FILE *f = io_input_fdopen(&in, path, TRACE_ERROR, TRACE_ERROR_IO, error);
+  if (f == NULL)
     return NULL;
-  }
-  io_input_steal_fd(&in); /* fclose closes it */
   g_autoptr(CFile) cf = g_new0(CFile, 1);
   cf->path = g_strdup(path);
   cf->file_rank = rank_from_name(path);

@@ -925,15 +925,9 @@ TraceRawRank *trace_kineto_read(const char *path, SimWorkload *names,
     io_input_steal_fd(&in); /* gzclose_r closes it */
     gzbuffer(zf, CHUNK);
   } else {
-    f = fdopen(in.fd, "rb");
-    if (f == NULL) {
-      int e = errno;
-      io_input_close(&in);
-      g_set_error(error, TRACE_ERROR, TRACE_ERROR_IO, "%s: %s", path,
-                  g_strerror(e));
+    f = io_input_fdopen(&in, path, TRACE_ERROR, TRACE_ERROR_IO, error);
+    if (f == NULL)
       return NULL;
-    }
-    io_input_steal_fd(&in); /* fclose closes it */
   }
 
   g_autoptr(TraceRawRank) raw = trace_raw_rank_new(path);

@@ -39,13 +39,8 @@ static int fuzz_h5raw_one(const guint8 *data, size_t size)
     g_autoptr(SimWorkload) w = trace_native_load(path, &err);
     fuzz_check_outcome("trace_native_load", w != NULL, err,
                        TRACE_NATIVE_ERROR, path);
-    if (w != NULL) {
-      GError *verr = NULL;
-      FUZZ_CHECK(sim_workload_validate(w, &verr),
-                 "loaded workload is invalid: %s", verr->message);
-      g_autoptr(GString) text = g_string_new(NULL);
-      trace_info(w, text);
-    }
+    if (w != NULL)
+      fuzz_check_workload(w);
     break;
   }
   case 1: {

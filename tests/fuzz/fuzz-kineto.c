@@ -120,14 +120,8 @@ static int fuzz_kineto_one(const guint8 *data, size_t size)
       (const char *const *)paths->pdata, paths->len, &opt, &err);
   fuzz_check_outcome("trace_import", w != NULL, err, TRACE_ERROR,
                      fuzz_tmpdir());
-  if (w != NULL) {
-    GError *verr = NULL;
-    FUZZ_CHECK(sim_workload_validate(w, &verr),
-               "imported workload is invalid: %s", verr->message);
-    g_autoptr(GString) text = g_string_new(NULL);
-    trace_info(w, text);
-    FUZZ_CHECK(text->len > 0, "empty trace_info");
-  }
+  if (w != NULL)
+    fuzz_check_workload(w);
   g_clear_error(&err);
   fuzz_clean_dir();
   return 0;

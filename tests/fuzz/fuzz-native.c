@@ -503,11 +503,7 @@ static int fuzz_native_one(const guint8 *data, size_t size)
   fuzz_check_outcome("trace_native_load", w != NULL, err, TRACE_NATIVE_ERROR,
                      path);
   if (w != NULL) {
-    GError *verr = NULL;
-    FUZZ_CHECK(sim_workload_validate(w, &verr),
-               "loaded workload is invalid: %s", verr->message);
-    g_autoptr(GString) text = g_string_new(NULL);
-    trace_info(w, text);
+    fuzz_check_workload(w);
     if (flags & 128) {
       g_autofree char *copy = fuzz_path("copy.h5");
       GError *serr = NULL;

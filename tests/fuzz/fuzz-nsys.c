@@ -279,13 +279,8 @@ static int fuzz_nsys_one(const guint8 *data, size_t size)
   g_autoptr(SimWorkload) w = trace_import(paths, 1, &opt, &err);
   fuzz_check_outcome("trace_import", w != NULL, err, TRACE_ERROR, path);
   FUZZ_CHECK(!view || w == NULL, "a database with a view was imported");
-  if (w != NULL) {
-    GError *verr = NULL;
-    FUZZ_CHECK(sim_workload_validate(w, &verr),
-               "imported workload is invalid: %s", verr->message);
-    g_autoptr(GString) text = g_string_new(NULL);
-    trace_info(w, text);
-  }
+  if (w != NULL)
+    fuzz_check_workload(w);
   g_clear_error(&err);
   fuzz_clean_dir();
   return 0;

@@ -31,6 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/workload.h"
+#include "traces/info.h"
+
 #define FUZZ_FAIL(...)                                                      \
   do {                                                                      \
     fprintf(stderr, "fuzz: check failed at %s:%d: ", __FILE__, __LINE__);  \
@@ -268,6 +271,18 @@ static inline void fuzz_check_outcome(const char *fn, gboolean ok,
   FUZZ_CHECK(named == NULL || strstr(err->message, named) != NULL,
              "%s: the error does not name '%s': %s", fn, named,
              err->message);
+}
+
+/* A workload a loader returned must pass the engine's validation and
+ * have a trace_info summary. */
+static inline void fuzz_check_workload(const SimWorkload *w)
+{
+  GError *verr = NULL;
+  FUZZ_CHECK(sim_workload_validate(w, &verr),
+             "loaded workload is invalid: %s", verr->message);
+  g_autoptr(GString) text = g_string_new(NULL);
+  trace_info(w, text);
+  FUZZ_CHECK(text->len > 0, "empty trace_info");
 }
 
 #endif
