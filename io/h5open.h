@@ -5,9 +5,9 @@
  * libhdf5 trusts the files it opens.  A file from someone else can make it
  * read or write other files (external storage, external links), run a
  * plugin (user-defined filters), or, with one damaged byte, crash or loop
- * inside the library (docs/bad-input.md, "Hostile HDF5 files").  So before
- * joulesim opens a file that already exists, h5u_open() has a forked child
- * open it read-only and walk all of it:
+ * inside the library (docs/trace-files.md, "Hostile and damaged files").
+ * So before joulesim opens a file that already exists, h5u_open() has a
+ * forked child open it read-only and walk all of it:
  *
  *   - every link must be a hard link (no soft, external or user-defined
  *     links), every object a group, a dataset or a named datatype, groups
