@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -595,8 +596,15 @@ static void write_all(int fd, const void *buf, gsize len)
  * reads.  Nothing is written when the file did not open.  Never
  * returns. */
 static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
-                                       gboolean writing, int out)
+                                       gboolean writing, pid_t parent,
+                                       int out)
 {
+  /* The parent is the only one waiting for the answer: the child dies
+   * with it (a killed sweep leaves no process behind, tests/kill-loop.sh),
+   * including when it died before this line. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent)
+    _exit(CHILD_OK);
   /* Default actions for the signals the limits and the user send, and
    * nothing blocked: the parent's handlers (the sandbox's hard stop, a
    * sweep's interrupt) are not the child's business. */
@@ -790,6 +798,7 @@ static gboolean check_file(const char *path, struct stat *st,
     g_error_free(perr);
     return FALSE;
   }
+  pid_t self = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -801,7 +810,7 @@ static gboolean check_file(const char *path, struct stat *st,
   }
   if (pid == 0) {
     close(fds[0]);
-    child_main(path, (guint64)st->st_size, writing, fds[1]);
+    child_main(path, (guint64)st->st_size, writing, self, fds[1]);
   }
   close(fds[1]);
   char msg[600];
