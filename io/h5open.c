@@ -284,6 +284,62 @@ static gboolean walk_read_rows(hid_t d, hid_t mtype, hid_t space, int rank,
   return ok;
 }
 
+/* What walk_read_range needs of one dataset. */
+typedef struct {
+  H5uWalk *w;
+  hid_t d, mtype, space;
+  int rank;
+  const hsize_t *dims;
+  gboolean scalar;
+  hid_t dxpl;
+  void *buf;
+  int nmembers;
+  hsize_t chunk_rows;
+} H5uRows;
+
+/* Reads rows [first, first + count) of a dataset; a range that fails is
+ * halved until single rows fail, and a failing compound row is read member
+ * by member, so every (row, member) the caller's reads could take alone is
+ * converted on its own at a cost that grows with the rows that fail, not
+ * with the rows.  A row none of whose members can be read lies in a chunk
+ * whose bytes cannot be read (a torn chunk past the end the file records,
+ * after a kill), and so do the rest of its chunk's rows: they are skipped,
+ * since nothing unread is converted, here or in the caller.  Returns the
+ * row after the last one covered. */
+static hsize_t walk_read_range(const H5uRows *r, hsize_t first,
+                               hsize_t count)
+{
+  if (r->w->refused ||
+      walk_read_rows(r->d, r->mtype, r->space, r->rank, r->dims, r->scalar,
+                     first, count, r->dxpl, r->buf))
+    return first + count;
+  if (count == 1) {
+    gboolean any = FALSE;
+    for (int m = 0; m < r->nmembers && !r->w->refused; m++) {
+      g_auto(H5uHid) mt = H5Tget_member_type(r->mtype, (unsigned)m);
+      g_autofree char *name = H5Tget_member_name(r->mtype, (unsigned)m);
+      size_t size = mt >= 0 ? H5Tget_size(mt) : 0;
+      g_auto(H5uHid) one = size > 0 && name != NULL
+                             ? H5Tcreate(H5T_COMPOUND, size)
+                             : H5I_INVALID_HID;
+      if (one >= 0 && H5Tinsert(one, name, 0, mt) >= 0 &&
+          walk_read_rows(r->d, one, r->space, r->rank, r->dims, r->scalar,
+                         first, 1, r->dxpl, r->buf))
+        any = TRUE;
+      H5Eclear2(H5E_DEFAULT);
+    }
+    if (!any && r->chunk_rows > 1)
+      return MIN((first / r->chunk_rows + 1) * r->chunk_rows, r->dims[0]);
+    return first + 1;
+  }
+  hsize_t half = count / 2;
+  hsize_t next = walk_read_range(r, first, half);
+  if (next >= first + count)
+    return next;
+  next = MAX(next, first + half);
+  return walk_read_range(r, next, first + count - next);
+}
+
 /* Reads all of dataset d (second pass), converting to native types, in
  * blocks of rows.  HDF5 stops a read at its first bad element, and the
  * caller's own reads may take one row, or one member of a compound, at a
@@ -324,29 +380,24 @@ static void walk_read_dataset(H5uWalk *w, hid_t d)
   gboolean scalar = H5Sget_simple_extent_type(space) == H5S_SCALAR;
   int nmembers = H5Tget_class(mtype) == H5T_COMPOUND
                    ? H5Tget_nmembers(mtype) : 0;
-  for (hsize_t first = 0; first < dims[0] && !w->refused; first += block) {
+  /* Rows per chunk: a row none of whose members can be read lies in a
+   * chunk whose bytes cannot be read (a torn last chunk past the end the
+   * file records, after a kill), and so do the rest of its chunk's rows:
+   * they are skipped, since nothing unread is converted, here or in the
+   * caller (one failed read per row and member of a 1,000-row torn chunk
+   * took the child past its CPU limit, tests/kill-loop.sh). */
+  hsize_t chunk_rows = 1;
+  g_auto(H5uHid) dcpl = H5Dget_create_plist(d);
+  hsize_t cdims[H5S_MAX_RANK];
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+      H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims) > 0 && cdims[0] > 0)
+    chunk_rows = cdims[0];
+  H5Eclear2(H5E_DEFAULT);
+  H5uRows rows = { w, d, mtype, space, rank, dims, scalar, dxpl, buf,
+                   nmembers, chunk_rows };
+  for (hsize_t first = 0; first < dims[0] && !w->refused;) {
     hsize_t count = MIN(block, dims[0] - first);
-    if (walk_read_rows(d, mtype, space, rank, dims, scalar, first, count,
-                       dxpl, buf))
-      continue;
-    for (hsize_t r = first; r < first + count && !w->refused; r++) {
-      if (count == 1 && nmembers == 0)
-        break; /* that one row was the read that failed */
-      if (walk_read_rows(d, mtype, space, rank, dims, scalar, r, 1, dxpl,
-                         buf))
-        continue;
-      for (int m = 0; m < nmembers && !w->refused; m++) {
-        g_auto(H5uHid) mt = H5Tget_member_type(mtype, (unsigned)m);
-        g_autofree char *name = H5Tget_member_name(mtype, (unsigned)m);
-        size_t size = mt >= 0 ? H5Tget_size(mt) : 0;
-        g_auto(H5uHid) one = size > 0 && name != NULL
-                               ? H5Tcreate(H5T_COMPOUND, size)
-                               : H5I_INVALID_HID;
-        if (one >= 0 && H5Tinsert(one, name, 0, mt) >= 0)
-          walk_read_rows(d, one, space, rank, dims, scalar, r, 1, dxpl, buf);
-        H5Eclear2(H5E_DEFAULT);
-      }
-    }
+    first = walk_read_range(&rows, first, count);
   }
 }
 

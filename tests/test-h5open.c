@@ -465,6 +465,27 @@ static void test_native_metadata(void)
   test_rmdir(dir);
 }
 
+/* A results file a SIGKILL tore inside a flush (tests/kill-loop.sh): a
+ * chunk past the end the file records.  The check must pass it at once
+ * (its child read every row of the dead chunk alone and ran past its CPU
+ * limit, so the resume was refused) and the writer's open recover it. */
+static void test_torn_by_kill(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "r.h5", NULL);
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(TEST_DATA("results/torn-kill-loop.h5"),
+                                    &bytes, &len, NULL));
+  g_assert_true(g_file_set_contents(path, bytes, (gssize)len, NULL));
+  GError *error = NULL;
+  ResTable *t = res_table_open(path, "sweep", RES_MODE_APPEND, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(res_table_rows(t), ==, 1653);
+  g_assert_true(res_table_close(t, &error));
+  test_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -481,5 +502,6 @@ int main(int argc, char **argv)
   g_test_add_func("/h5open/fifo", test_fifo);
   g_test_add_func("/h5open/own-files-pass", test_own_files_pass);
   g_test_add_func("/h5open/native-metadata", test_native_metadata);
+  g_test_add_func("/h5open/torn-by-kill", test_torn_by_kill);
   return g_test_run();
 }
