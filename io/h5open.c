@@ -640,6 +640,14 @@ static void write_all(int fd, const void *buf, gsize len)
   }
 }
 
+/* The child's refusal: 'R' and the reason on fd `out`, then its exit. */
+static G_GNUC_NORETURN void child_refuse(int out, const char *why)
+{
+  write_all(out, "R", 1);
+  write_all(out, why, strlen(why));
+  _exit(CHILD_REFUSED);
+}
+
 /* The child: walks the file and _exits with CHILD_OK or CHILD_REFUSED.
  * On fd `out` it writes 'R' and the reason when it refuses, or 'D' and
  * the 8 bytes of what the datasets declare once the structure passed (the
@@ -700,9 +708,7 @@ static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
                                                           sizeof(haddr_t)) };
   walk_file(&w, file);
   if (w.refused) {
-    write_all(out, "R", 1);
-    write_all(out, w.why, strlen(w.why));
-    _exit(CHILD_REFUSED);
+    child_refuse(out, w.why);
   }
   char msg[1 + sizeof w.declared];
   msg[0] = 'D';
@@ -715,9 +721,7 @@ static G_GNUC_NORETURN void child_main(const char *path, guint64 size,
   w.reading = TRUE;
   walk_file(&w, file);
   if (w.refused) { /* a variable-length length past the file */
-    write_all(out, "R", 1);
-    write_all(out, w.why, strlen(w.why));
-    _exit(CHILD_REFUSED);
+    child_refuse(out, w.why);
   }
   if (writing) {
     H5Fclose(file);

@@ -56,6 +56,15 @@ static char *victim(const char *dir)
   return v;
 }
 
+/* Copies the file `from` to `to`, byte for byte. */
+static void copy_file(const char *from, const char *to)
+{
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(from, &bytes, &len, NULL));
+  g_assert_true(g_file_set_contents(to, bytes, (gssize)len, NULL));
+}
+
 /* Creates the 1-D dataset `name` of `n` elements (up to `max`) in loc. */
 static void add_dataset(hid_t loc, const char *name, hid_t type, hsize_t n,
                         hsize_t max, hid_t dcpl)
@@ -203,10 +212,7 @@ static char *native_with_ops(const char *dir, const char *name, hsize_t n,
                              hid_t dcpl, gboolean write_zeros)
 {
   char *path = g_build_filename(dir, name, NULL);
-  g_autofree char *bytes = NULL;
-  gsize len = 0;
-  g_assert_true(g_file_get_contents(FIXTURE, &bytes, &len, NULL));
-  g_assert_true(g_file_set_contents(path, bytes, (gssize)len, NULL));
+  copy_file(FIXTURE, path);
   g_auto(H5uQuiet) q = h5u_quiet();
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   g_assert_cmpint(f, >=, 0);
@@ -440,9 +446,6 @@ static void test_native_metadata(void)
 {
   g_autofree char *dir = test_tmpdir();
   g_autofree char *path = g_build_filename(dir, "m.h5", NULL);
-  g_autofree char *bytes = NULL;
-  gsize len = 0;
-  g_assert_true(g_file_get_contents(FIXTURE, &bytes, &len, NULL));
   const struct {
     const char *attr;
     gint64 value;
@@ -453,7 +456,7 @@ static void test_native_metadata(void)
     { "microbatches", 0, "microbatches = 0 is not one" },
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_assert_true(g_file_set_contents(path, bytes, (gssize)len, NULL));
+    copy_file(FIXTURE, path);
     set_attr(path, cases[i].attr, H5T_NATIVE_INT64, &cases[i].value);
     GError *error = NULL;
     g_assert_null(trace_native_load(path, &error));
@@ -473,11 +476,7 @@ static void test_torn_by_kill(void)
 {
   g_autofree char *dir = test_tmpdir();
   g_autofree char *path = g_build_filename(dir, "r.h5", NULL);
-  g_autofree char *bytes = NULL;
-  gsize len = 0;
-  g_assert_true(g_file_get_contents(TEST_DATA("results/torn-kill-loop.h5"),
-                                    &bytes, &len, NULL));
-  g_assert_true(g_file_set_contents(path, bytes, (gssize)len, NULL));
+  copy_file(TEST_DATA("results/torn-kill-loop.h5"), path);
   GError *error = NULL;
   ResTable *t = res_table_open(path, "sweep", RES_MODE_APPEND, NULL, &error);
   g_assert_no_error(error);
