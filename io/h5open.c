@@ -361,6 +361,16 @@ static void walk_read_dataset(H5uWalk *w, hid_t d)
   hssize_t n = space_points(space);
   if (msize == 0 || n <= 0)
     return;
+  /* The conversion buffers, given once: libhdf5 1.10 otherwise allocates
+   * and zeroes two of its default size (1 MiB) for every read, however
+   * small, and the reads of a failing block are many small ones (under
+   * AddressSanitizer, whose large allocations are fresh pages, a torn
+   * chunk's 190 reads took the child past its CPU limit). */
+  size_t conv = MAX(MAX((size_t)1 << 20, msize), H5Tget_size(type));
+  g_autofree void *tconv = g_malloc0(conv);
+  g_autofree void *bkg = g_malloc0(conv);
+  if (H5Pset_buffer(dxpl, conv, tconv, bkg) < 0)
+    return;
   int rank = H5Sget_simple_extent_ndims(space);
   hsize_t dims[H5S_MAX_RANK];
   if (rank < 0 || rank > H5S_MAX_RANK ||
