@@ -6,6 +6,11 @@
  * reasoning.  The model that reads these numbers is described in
  * models/gpu.c.  gpu_catalogue_new() validates and copies every entry.
  *
+ * The first word of a source is machine-read (gpu_param_basis): "fit..."
+ * and "estimate..." say what a number rests on, so a run on estimated
+ * power terms says so (run/trust.h).  The record's held-out checks of
+ * these entries are at the end of this file (heldout_checks).
+ *
  * Conventions
  * - sm_default_mhz (what "auto" asks for) is the maximum boost clock; the
  *   power cap then decides what actually runs.
@@ -713,4 +718,112 @@ const GpuSpec *gpu_builtin_specs(guint *n)
   g_return_val_if_fail(n != NULL, NULL);
   *n = G_N_ELEMENTS(builtins);
   return builtins;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Provenance: what the numbers above rest on                              */
+
+GpuBasis gpu_param_basis(const GpuParam *p)
+{
+  g_return_val_if_fail(p != NULL, GPU_BASIS_GIVEN);
+  if (p->source == NULL)
+    return GPU_BASIS_GIVEN;
+  if (g_str_has_prefix(p->source, "estimate"))
+    return GPU_BASIS_ESTIMATED;
+  if (g_str_has_prefix(p->source, "fit"))
+    return GPU_BASIS_FITTED;
+  return GPU_BASIS_GIVEN;
+}
+
+const char *gpu_basis_name(GpuBasis b)
+{
+  static const char *const names[] = {"given", "fitted", "estimated"};
+  return (guint)b < G_N_ELEMENTS(names) ? names[b] : "?";
+}
+
+/* The terms "The fit" of docs/gpu-model.md frees (p_mem_static_w where a
+ * memory clock can change it; 0 elsewhere, and then given). */
+static const char *const power_terms[] = {
+  "p_dyn_w", "p_const_w", "p_leak_w", "p_mem_static_w", "v_min",
+  "f_knee_mhz", "v_curve_exp", "stall_activity", NULL};
+
+const char *gpu_power_term_name(guint i)
+{
+  return i < G_N_ELEMENTS(power_terms) ? power_terms[i] : NULL;
+}
+
+/* The record's held-out checks of the built-in power models
+ * (docs/fidelity.md, rows whose role is "predicted"), one per entry that
+ * has one.  A limit of 225 W is where every decoder sweep still holds
+ * ("What the figures say": the model is too fast below it). */
+static const GpuCheck heldout_checks[] = {
+  {"A100-SXM4-80GB",
+   "profiles/bloom+a100_sxm_bf16.csv, the Bloom stage profile predicted by "
+   "the fit on GPT-3 175B (energy MAPE 0.04%, time 0.01%)",
+   0},
+  {"A100-PCIE-80GB",
+   "zeus-powerlimit/a100_pcie_pp4_global.csv and the Perseus Bloom 3B A100 "
+   "runs, predicted (normalised time within 4.3% and energy within 2.8 "
+   "points from 300 to 225 W)",
+   225},
+  {"A40",
+   "profiles/bloom+a40_bf16.csv, zeus-powerlimit/a40_global.csv and the "
+   "Perseus A40 runs, predicted (Bloom profile energy MAPE 0.04%; sweeps "
+   "within 5.7% time and 2.8 points energy from 300 to 225 W)",
+   225},
+  {"RTX-3080-Ti",
+   "kernel-dvfs-study/forward_kernels.csv, the eleven kernels besides the "
+   "five fitted GEMMs, predicted (energy change at the measured best pair "
+   "within 16.2 points)",
+   0},
+};
+
+static const GpuSpec *builtin_named(const char *name)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(builtins); i++)
+    if (g_strcmp0(builtins[i].name, name) == 0)
+      return &builtins[i];
+  return NULL;
+}
+
+static gboolean same_param(const GpuParam *a, const GpuParam *b)
+{
+  return a->v == b->v && g_strcmp0(a->source, b->source) == 0;
+}
+
+/* Whether g prices power as the built-in b does. */
+static gboolean same_power(const GpuSpec *g, const GpuSpec *b)
+{
+  if (!same_param(&g->power_limit_w, &b->power_limit_w))
+    return FALSE;
+  for (guint i = 0; power_terms[i] != NULL; i++)
+    if (!same_param(gpu_spec_param((GpuSpec *)g, power_terms[i]),
+                    gpu_spec_param((GpuSpec *)b, power_terms[i])))
+      return FALSE;
+  return TRUE;
+}
+
+const GpuCheck *gpu_heldout_check(const GpuSpec *g)
+{
+  g_return_val_if_fail(g != NULL, NULL);
+  for (gsize i = 0; i < G_N_ELEMENTS(heldout_checks); i++) {
+    const GpuCheck *k = &heldout_checks[i];
+    if (g_strcmp0(k->gpu, g->name) != 0)
+      continue;
+    const GpuSpec *b = builtin_named(k->gpu);
+    return b != NULL && same_power(g, b) ? k : NULL;
+  }
+  return NULL;
+}
+
+double gpu_checked_limit_fraction(void)
+{
+  double frac = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(heldout_checks); i++) {
+    const GpuCheck *k = &heldout_checks[i];
+    const GpuSpec *b = builtin_named(k->gpu);
+    if (b != NULL && k->min_limit_w > 0)
+      frac = MAX(frac, k->min_limit_w / b->power_limit_w.v);
+  }
+  return frac;
 }

@@ -127,6 +127,43 @@ gboolean gpu_catalogue_define(GpuCatalogue *c, const GpuSpec *spec,
  * specs whose strings are literals.  gpu_catalogue_new() copies them. */
 const GpuSpec *gpu_builtin_specs(guint *n);
 
+/* What a parameter's value rests on, read from its source text by the
+ * catalogue's convention (models/catalogue.c): a source that begins with
+ * "fit" is a fit to the data it names, one that begins with "estimate" an
+ * estimate; anything else is given (a published or derived figure, a
+ * definition, a term not modelled). */
+typedef enum {
+  GPU_BASIS_GIVEN,
+  GPU_BASIS_FITTED,
+  GPU_BASIS_ESTIMATED
+} GpuBasis;
+GpuBasis gpu_param_basis(const GpuParam *p);
+const char *gpu_basis_name(GpuBasis b); /* "given", "fitted", "estimated" */
+
+/* The power terms a fit determines (docs/gpu-model.md, "The fit"), by
+ * gpu_spec_param name, i = 0, 1, ... until NULL: what a GPU's power
+ * model rests on. */
+const char *gpu_power_term_name(guint i);
+
+/* A held-out check of a built-in entry's power model: measured data it
+ * was not fitted to, in the record of docs/fidelity.md. */
+typedef struct {
+  const char *gpu;         /* the entry's name */
+  const char *data;        /* the data held out and what it showed */
+  double min_limit_w;      /* the lowest power limit down to which the
+                              check holds (W); 0: no cap was checked */
+} GpuCheck;
+
+/* The held-out check of g's power model, or NULL: g must be the built-in
+ * entry of its name with the same default limit and power terms (values
+ * and sources), for the check was made on those.  Borrowed, static. */
+const GpuCheck *gpu_heldout_check(const GpuSpec *g);
+
+/* The power limit, as a fraction of a GPU's default limit, down to which
+ * capping was checked on every GPU whose check covers caps: the largest
+ * min_limit_w / power_limit_w over the built-in checks (0.75). */
+double gpu_checked_limit_fraction(void);
+
 /* Deep copy (caller owns it).  Source strings are interned
  * (g_intern_string), so a copy never borrows them from the original. */
 GpuSpec *gpu_spec_copy(const GpuSpec *s);
