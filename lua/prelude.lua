@@ -89,6 +89,10 @@ function js.summary(r)
   add("  waste            %10s   per iteration (%.1f%% of energy, blocked + idle)",
       fmt_si(r.waste_j / iters, "J"), 100 * r.waste_j / r.energy_j)
   add("  clock switches   %10d", r.switches)
+  if r.trust then
+    add("  trust            %s: %s", r.trust.level,
+        table.concat(r.trust.reasons, "; "))
+  end
   add("  energy by class (per iteration, all GPUs):")
   for _, k in ipairs(class_order) do
     local c = r.by_class[k]

@@ -115,6 +115,24 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   lua_setfield(L, -2, "per_gpu");
 }
 
+/* r.trust = { level = "validated" | "calibrated" | "estimated",
+ * reasons = { ... } } (run/trust.h), on the result table on top of the
+ * stack. */
+static void push_trust(lua_State *L, const JsTrust *t)
+{
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, js_trust_level_name(t->level));
+  lua_setfield(L, -2, "level");
+  guint n = t->reasons != NULL ? t->reasons->len : 0;
+  lua_createtable(L, (int)n, 0);
+  for (guint i = 0; i < n; i++) {
+    lua_pushstring(L, g_ptr_array_index(t->reasons, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "reasons");
+  lua_setfield(L, -2, "trust");
+}
+
 /* ---- js.simulate ----------------------------------------------------------- */
 
 static const char *const simulate_keys[] = {
@@ -416,6 +434,7 @@ static int l_simulate(lua_State *L)
       return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
   }
   push_result(L, box->r, c, lw->w, &pol, box->rep.steps);
+  push_trust(L, &box->rep.trust);
   if (t.path != NULL) {
     lua_pushstring(L, t.path);
     lua_setfield(L, -2, "timeline");

@@ -11,6 +11,7 @@ JsSession *js_session_new(guint64 seed)
   s->seed = seed;
   s->jobs = 1;
   s->threads = 1;
+  s->trust_weakest = -1;
   return s;
 }
 
@@ -96,6 +97,7 @@ void js_run_report_clear(JsRunReport *r)
   g_free(r->clocks);
   if (r->steps != NULL)
     g_array_unref(r->steps);
+  js_trust_clear(&r->trust);
   memset(r, 0, sizeof *r);
 }
 
@@ -270,6 +272,25 @@ static GArray *step_rows(const SimWorkload *w, const SimMachine *m,
   return rows;
 }
 
+/* How far the run of w on `run` under p, at power limit limit_w (<= 0:
+ * the GPU's default), can be trusted: into the report, and into the
+ * session's weakest level for js.sweep's `trust` column. */
+static void assess_trust(JsSession *s, const Cluster *run,
+                         const SimWorkload *w, const DvfsPolicy *p,
+                         double limit_w, JsRunReport *rep)
+{
+  double def = run->gpu->power_limit_w.v;
+  JsTrustRun tr = {
+    .gpu = run->gpu,
+    .power_limit_w = limit_w,
+    .boost_controller = run->boost == CLUSTER_BOOST_CONTROLLER,
+    .clocks_changed = p->kind != DVFS_MAX || (limit_w > 0 && limit_w < def),
+    .w = w,
+  };
+  js_trust_assess(&tr, &rep->trust);
+  s->trust_weakest = MAX(s->trust_weakest, (int)rep->trust.level);
+}
+
 /* A policy that runs its own engine (DVFS_CLASS_PIPELINE: perseus, envpipe,
  * zeus, plan): its run, and the frontier's clocks when it has one. */
 static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
@@ -288,6 +309,10 @@ static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
   if (rep->pipeline->frontier != NULL &&
       !pipeline_clocks(s, run, w, rep, error))
     return NULL;
+  assess_trust(s, run, w, p,
+               rep->pipeline->n_tried > 0 ? rep->pipeline->limit_w
+                                          : run->power_limit_w,
+               rep);
   return g_steal_pointer(&rep->pipeline->result);
 }
 
@@ -392,5 +417,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
     return NULL;
   if (table != NULL && !cluster_machine_check(m, error))
     return NULL;
+  assess_trust(s, run, w, p, run->power_limit_w, report);
   return g_steal_pointer(&r);
 }

@@ -15,6 +15,7 @@
 #include "models/dvfs/perseus.h"
 #include "models/straggler.h"
 #include "run/confine.h"
+#include "run/trust.h"
 
 G_BEGIN_DECLS
 
@@ -75,6 +76,9 @@ typedef struct {
    * NULL: it does not. */
   void (*sweep_progress)(const struct SweepProgress *p, gpointer data);
   gpointer sweep_progress_data;
+  int trust_weakest;        /* the weakest JsTrustLevel of the runs since
+                               js.sweep's worker began its point; -1:
+                               none ran (run/sweep_pool.c) */
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);
@@ -138,6 +142,8 @@ typedef struct {
                                 workload with step markers (trace import
                                 --step all); else NULL */
   DvfsKind pipeline_kind;    /* pipeline kinds: which one ran */
+  JsTrust trust;             /* how far the result can be trusted
+                                (run/trust.h); set when the run succeeds */
 } JsRunReport;
 
 /* One profiled step of one replayed iteration: the time from its marker
