@@ -207,8 +207,8 @@ static SweepPoints *points_with_keys(lua_State *L, LSweep *u, int idx,
       lua_pushfstring(L, "%s: %s key '%s' is not allowed (%s)", SWEEP_FN,
                       what, k,
                       sweep_key_reserved(k)
-                        ? "js.sweep writes its own 'point_id' and 'error' "
-                          "columns"
+                        ? "js.sweep writes its own 'point_id', 'error' "
+                          "and 'trust' columns"
                         : "empty, not UTF-8 or with a NUL byte");
       g_ptr_array_unref(keys);
       lua_error(L);

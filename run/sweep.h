@@ -48,8 +48,8 @@ typedef enum {
  * 2.0) different ones.  values (n, any order) are borrowed. */
 char *js_sweep_point_id(const ResValue *values, guint n);
 
-/* Whether k is a column the sweep writes itself ("point_id", "error"): no
- * point key or row column may have that name. */
+/* Whether k is a column the sweep writes itself ("point_id", "error",
+ * "trust"): no point key or row column may have that name. */
 gboolean sweep_key_reserved(const char *k);
 
 /* The seed of math.random for the point with this id in a sweep run with

@@ -10,7 +10,9 @@
  * floats throughout, so its column has one type).
  *
  * Rows.  A row holds the point's keys (sorted), then run's row columns
- * (sorted), then point_id (string) and error (string, "" on success).  A
+ * (sorted), then trust (string, when the point ran js.simulate: the
+ * weakest level of its runs, run/trust.h), point_id (string) and error
+ * (string, "" on success).  A
  * row may repeat a point's key only with the same value.  The first
  * successful row fixes the table's columns and types (io/results.h); a
  * later row that does not fit is recorded as a failure of its point.  A
@@ -149,7 +151,8 @@ static gboolean values_equal(const ResValue *a, const ResValue *b)
 
 gboolean sweep_key_reserved(const char *k)
 {
-  static const char *const reserved[] = { "point_id", "error", NULL };
+  static const char *const reserved[] = { "point_id", "error", "trust",
+                                          NULL };
   return g_strv_contains(reserved, k);
 }
 
@@ -573,19 +576,47 @@ gboolean sweep_flush_pending(Sweep *sw, GError **error)
   return TRUE;
 }
 
+/* The sweep's own `trust` column (the weakest trust of the runs a point
+ * made; a worker adds it when the point ran js.simulate) follows the
+ * table: a table that was made without it (before the column existed, or
+ * by points that ran no simulation) keeps its columns, and a point that
+ * ran none writes "" into a table that has it.  row has room for n + 1;
+ * returns the new n. */
+static guint fit_trust(Sweep *sw, ResValue *row, guint n)
+{
+  guint nc = res_table_n_columns(sw->t);
+  if (nc == 0)
+    return n; /* this row fixes the columns */
+  gboolean has_col = FALSE;
+  for (guint c = 0; c < nc && !has_col; c++)
+    has_col = strcmp(res_table_column_name(sw->t, c), "trust") == 0;
+  for (guint k = 0; k < n; k++)
+    if (strcmp(row[k].name, "trust") == 0) {
+      if (has_col)
+        return n;
+      memmove(&row[k], &row[k + 1], sizeof(ResValue) * (n - k - 1));
+      return n - 1;
+    }
+  if (has_col)
+    row[n++] = (ResValue){.name = "trust", .type = RES_STRING, .s = ""};
+  return n;
+}
+
 /* The row of point i from its worker (values sorted by name, without the
- * point's keys).  A row that does not fit the table fails the point. */
+ * point's keys, then its trust).  A row that does not fit the table fails
+ * the point. */
 gboolean sweep_good_row(Sweep *sw, guint i, GArray *vals,
                                GError **error)
 {
   const SweepPoint *p = sweep_point(sw, i);
   guint n = p->n + vals->len + 2;
-  g_autofree ResValue *row = g_new0(ResValue, n);
+  g_autofree ResValue *row = g_new0(ResValue, n + 1);
   memcpy(row, p->vals, sizeof(ResValue) * p->n);
   if (vals->len > 0)
     memcpy(row + p->n, vals->data, sizeof(ResValue) * vals->len);
   row[n - 2] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
   row[n - 1] = (ResValue){ .name = "error", .type = RES_STRING, .s = "" };
+  n = fit_trust(sw, row, n);
   gboolean first = res_table_n_columns(sw->t) == 0;
   GError *err = NULL;
   if (!res_table_append(sw->t, row, n, &err)) {

@@ -115,11 +115,19 @@ static GByteArray *worker_run_point(Sweep *sw, const JsSweepMsg *msg)
   guint64 seed = sweep_point_seed(sw->session->seed, msg->text);
   g_autoptr(GArray) row = g_array_new(FALSE, TRUE, sizeof(ResValue));
   g_autofree char *problem = NULL;
+  sw->session->trust_weakest = -1;
   if (sw->hooks->run_point(sw->hooks->data, pv, np, msg->text, seed, row,
                            &problem))
     problem = sweep_row_strip(pv, np, row);
   else if (problem == NULL)
     problem = g_strdup("");
+  if (problem == NULL && sw->session->trust_weakest >= 0) {
+    /* The point's runs are as trustworthy as the weakest of them. */
+    ResValue tv = {.name = "trust", .type = RES_STRING,
+                   .s = js_trust_level_name(
+                       (JsTrustLevel)sw->session->trust_weakest)};
+    g_array_append_val(row, tv);
+  }
   if (problem != NULL)
     return js_sweep_encode(JS_SWEEP_MSG_ERROR, msg->index, problem, NULL, 0);
   return js_sweep_encode(JS_SWEEP_MSG_ROW, msg->index, NULL,
