@@ -1,8 +1,10 @@
 /* cli/cmd_gpus.c -- `joulesim gpus [NAME]`: the GPU catalogue (built-in
  * entries and $JOULESIM_GPU_PATH's), or every parameter of one GPU with
- * its value, unit and source. */
+ * its value, unit and source, and what its power model rests on
+ * (run/trust.h). */
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "run/trust.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +13,10 @@ static const char usage_gpus[] =
   "usage: joulesim gpus [NAME]\n"
   "\n"
   "Without NAME, lists the catalogue.  With NAME, prints every parameter of\n"
-  "that GPU model with its value, unit and source.\n";
+  "that GPU model with its value, unit and source, then what its power\n"
+  "model rests on: its trust level (validated, calibrated, estimated), what\n"
+  "each power term was fitted on or estimated from, and the power limits\n"
+  "the fidelity record checks.\n";
 
 /* Where the figures behind the sources come from (written after one
  * GPU's parameters). */
@@ -36,6 +41,7 @@ int cmd_gpus(int argc, char **argv)
       return cli_fail(err);
     GString *out = g_string_new(NULL);
     gpu_spec_describe(g, out);
+    js_trust_describe_gpu(g, out);
     g_string_append(out, sources_line);
     fputs(out->str, stdout);
     g_string_free(out, TRUE);
