@@ -30,6 +30,13 @@ check run-missing-file 1 "nope.lua" -- "$J" run "$T/nope.lua"
 check gpus-list 0 "H100-SXM5-80GB" -- "$J" gpus
 check gpus-one 0 "source" -- "$J" gpus A100-SXM4-80GB
 check gpus-unknown 1 "A100-SXM4-80GB" -- "$J" gpus Z100
+# What each power term rests on: the H100's are scaled from the A100 fit,
+# the A100 SXM4 80GB's fitted on its stage profile and held out on Bloom's.
+check gpus-trust-h100 0 "^power model: estimated" -- "$J" gpus H100-SXM5-80GB
+check gpus-trust-h100-term 0 "^  p_dyn_w  *estimated  estimate: A100 fit scaled by TDP 700/400 W" -- "$J" gpus H100-SXM5-80GB
+check gpus-trust-a100 0 "^power model: validated" -- "$J" gpus A100-SXM4-80GB
+check gpus-trust-a100-term 0 "^  p_dyn_w  *fitted  *fit to tests/data/profiles/gpt3-175b+a100_sxm_bf16.csv" -- "$J" gpus A100-SXM4-80GB
+check gpus-trust-pcie-limits 0 "^power limits checked on this GPU: 225-300 W" -- "$J" gpus A100-PCIE-80GB
 
 printf 'local js = require "joulesim"\nlocal x = = 2\n' >"$T/syntax.lua"
 check syntax-error 1 "syntax.lua:2:" -- "$J" run "$T/syntax.lua"

@@ -1360,11 +1360,69 @@ static void test_load_dir_not_regular(void)
   test_rmdir(dir);
 }
 
+/* What the catalogue's numbers rest on (gpu_param_basis), and the
+ * record's held-out checks (gpu_heldout_check). */
+static void test_catalogue_provenance(void)
+{
+  GpuParam est = {1, "estimate: scaled"}, fit = {1, "fit to a.csv"};
+  GpuParam pub = {1, "docs/sources.md: 400 W"}, none = {1, NULL};
+  g_assert_cmpint(gpu_param_basis(&est), ==, GPU_BASIS_ESTIMATED);
+  g_assert_cmpint(gpu_param_basis(&fit), ==, GPU_BASIS_FITTED);
+  g_assert_cmpint(gpu_param_basis(&pub), ==, GPU_BASIS_GIVEN);
+  g_assert_cmpint(gpu_param_basis(&none), ==, GPU_BASIS_GIVEN);
+
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  /* docs/gpu-model.md, "Estimated entries": the power terms of these
+   * parts are scaled from the A100 or A40 fit (none fitted on the part;
+   * p_mem_static_w is 0, not modelled, and the GA102-shaped curve's form
+   * is linear by choice), and none has a held-out check. */
+  static const char *const scaled[] = {
+    "H100-SXM5-80GB", "H100-PCIE-80GB", "H200-SXM-141GB", "L40S",
+    "V100-SXM2-16GB", "V100-SXM2-32GB"};
+  for (gsize i = 0; i < G_N_ELEMENTS(scaled); i++) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, scaled[i], NULL);
+    g_assert_nonnull(g);
+    g_assert_null(gpu_heldout_check(g));
+    const char *n;
+    for (guint k = 0; (n = gpu_power_term_name(k)) != NULL; k++) {
+      const GpuParam *p = gpu_spec_param((GpuSpec *)g, n);
+      g_assert_nonnull(p);
+      gboolean form = strcmp(n, "p_mem_static_w") == 0 ||
+                      strcmp(n, "v_curve_exp") == 0;
+      GpuBasis b = gpu_param_basis(p);
+      if (b == GPU_BASIS_FITTED || (!form && b != GPU_BASIS_ESTIMATED))
+        g_error("%s %s: %s", scaled[i], n, p->source);
+    }
+  }
+  /* The SXM4 fit's own card and the two Zeus sweeps' boards are held out;
+   * the sweeps hold from 300 down to 225 W, so 75% of the default. */
+  const GpuSpec *pcie = gpu_catalogue_lookup(cat, "A100-PCIE-80GB", NULL);
+  const GpuCheck *k = gpu_heldout_check(pcie);
+  g_assert_nonnull(k);
+  g_assert_cmpfloat(k->min_limit_w, ==, 225);
+  g_assert_nonnull(gpu_heldout_check(
+      gpu_catalogue_lookup(cat, "A100-SXM4-80GB", NULL)));
+  g_assert_null(gpu_heldout_check(
+      gpu_catalogue_lookup(cat, "A100-SXM4-40GB", NULL)));
+  g_assert_cmpfloat_with_epsilon(gpu_checked_limit_fraction(), 0.75, 1e-12);
+  /* The check covers the terms it was made on: a copy keeps it, a copy
+   * with another P_dyn or another name does not. */
+  g_autoptr(GpuSpec) copy = gpu_spec_copy(pcie);
+  g_assert_true(gpu_heldout_check(copy) == k);
+  copy->p_dyn_w.v *= 1.1;
+  g_assert_null(gpu_heldout_check(copy));
+  g_autoptr(GpuSpec) renamed = gpu_spec_copy(pcie);
+  g_free(renamed->name);
+  renamed->name = g_strdup("A100-PCIE-80GB-mine");
+  g_assert_null(gpu_heldout_check(renamed));
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/gpu/catalogue/validates", test_catalogue_validates);
   g_test_add_func("/gpu/catalogue/facts", test_catalogue_facts);
+  g_test_add_func("/gpu/catalogue/provenance", test_catalogue_provenance);
   g_test_add_func("/gpu/catalogue/math-rates", test_math_rates);
   g_test_add_func("/gpu/catalogue/lookup-unknown", test_lookup_unknown);
   g_test_add_func("/gpu/catalogue/define", test_define);

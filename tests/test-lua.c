@@ -278,12 +278,68 @@ static void test_boost_controller(void)
     "assert(p.energy_j > 0)\n");
 }
 
+/* r.trust (run/trust.h): the level is the weakest part's, and the
+ * reasons name the part and the evidence. */
+static void test_trust(void)
+{
+  test_lua_expect_ok(
+    "local js = require 'joulesim'\n"
+    "local w = js.gpt{ model = 'gpt3-1.3b', pp = 2, microbatches = 4 }\n"
+    "local function run(gpu, pol)\n"
+    "  local c = js.cluster{ gpu = gpu, gpus = 2 }\n"
+    "  local r = js.simulate{ cluster = c, workload = w, policy = pol }\n"
+    "  return r.trust.level, table.concat(r.trust.reasons, '\\n'), r\n"
+    "end\n"
+    "local function has(text, s) return text:find(s, 1, true) ~= nil end\n"
+    "-- The A100 SXM4 80GB fit is held out on the Bloom profile and the\n"
+    "-- generator's efficiency factors on held-out rows.\n"
+    "local l, why, r = run('A100-SXM4-80GB')\n"
+    "assert(l == 'validated', why)\n"
+    "assert(has(why, 'bloom+a100_sxm_bf16.csv'), why)\n"
+    "assert(#r.trust.reasons == 2, why)\n"
+    "assert(has(js.summary(r), '  trust            validated: '))\n"
+    "-- Every H100 power term is scaled from the A100 fit.\n"
+    "l, why = run('H100-SXM5-80GB')\n"
+    "assert(l == 'estimated', why)\n"
+    "assert(has(why, 'H100-SXM5-80GB power terms are estimates: p_dyn_w, '\n"
+    "            .. 'p_const_w, p_leak_w'), why)\n"
+    "assert(has(why, 'A100 fit scaled by TDP 700/400 W'), why)\n"
+    "-- Fitted on the 80GB card's profile, never held out on the 40GB.\n"
+    "l, why = run('A100-SXM4-40GB')\n"
+    "assert(l == 'calibrated', why)\n"
+    "assert(has(why, 'gpt3-175b+a100_sxm_bf16.csv'), why)\n"
+    "-- The Zeus sweeps check caps down to 225 W of the 300 W default\n"
+    "-- (75%): 225 W is inside, 200 W (67%) outside.\n"
+    "l, why = run('A100-PCIE-80GB', js.policy.powercap{ watts = 225 })\n"
+    "assert(l == 'validated', why)\n"
+    "assert(has(why, 'power limit 225 W is 75% of the 300 W default'), why)\n"
+    "l, why = run('A100-PCIE-80GB', js.policy.powercap{ watts = 200 })\n"
+    "assert(l == 'estimated', why)\n"
+    "assert(why == 'power limit 200 W is 67% of the A100-PCIE-80GB\\'s '\n"
+    "       .. '300 W default, below the 75% (225 W) down to which '\n"
+    "       .. 'capping was checked (docs/fidelity.md, the Zeus '\n"
+    "       .. 'power-limit sweeps)', why)\n"
+    "-- The same cap through the cluster, on a GPU without its own sweep:\n"
+    "-- 250 W is 62.5% of the SXM4's 400 W.\n"
+    "local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2,\n"
+    "                      power_limit_w = 250 }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated' and #r.trust.reasons == 1)\n"
+    "assert(has(r.trust.reasons[1], 'power limit 250 W is 62%'))\n"
+    "-- The boost controller's period and step are estimates.\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, boost = 'controller' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated')\n"
+    "assert(has(r.trust.reasons[1], 'boost_period_ms, boost_step_mhz'))\n");
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/lua/boost-controller", test_boost_controller);
   g_test_add_func("/lua/gpu-price", test_gpu_price);
   g_test_add_func("/lua/simulate", test_simulate);
+  g_test_add_func("/lua/trust", test_trust);
   g_test_add_func("/lua/determinism", test_determinism);
   g_test_add_func("/lua/threads", test_threads);
   g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);
