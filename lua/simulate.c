@@ -180,8 +180,12 @@ static gboolean boot_simulate(const FitModel *m, gpointer data,
   }
   gpu_spec_free(cc->gpu);
   cc->gpu = spec;
+  /* A resample's run is not one of the script's: its refitted GPU must
+   * not weaken the trust js.sweep records for the point. */
+  int trust = b->s->trust_weakest;
   SimResult *r = js_simulate_planned(b->s, cc, b->w, b->pol, &b->opt, NULL,
                                      error);
+  b->s->trust_weakest = trust;
   cluster_free(cc);
   if (r == NULL)
     return FALSE;
