@@ -808,6 +808,9 @@ static const BadCase bad_cases[] = {
     { "grid keys must be names", NULL } },
   { "grid-reserved", "{ grid = { error = {1} }, out = 'x.h5', run = f }",
     { "key 'error' is not allowed", NULL } },
+  { "grid-reserved-trust", "{ grid = { trust = {1} }, out = 'x.h5', "
+                           "run = f }",
+    { "key 'trust' is not allowed", "'point_id', 'error' and 'trust'" } },
   { "points-nested", "{ points = { {a = 1, b = {2}} }, out = 'x.h5', "
                      "run = f }",
     { "points[1].b is a table", NULL } },
