@@ -6,7 +6,8 @@
 -- CSVs itself and calls the public joulesim API for every prediction, so
 -- what it reports is what a scenario script would get.
 --
--- Datasets (DATA is --data, else ../shared/data, else tests/data):
+-- Datasets (DATA is --data, else found from the binary's location: see
+-- default_data below):
 --   measured/zeus-powerlimit/*.csv   one power limit for every GPU, swept;
 --                                    decoders simulated as js.gpt workloads
 --                                    with js.policy.powercap{ watts = }
@@ -46,8 +47,10 @@ usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
 
 Runs every measured case through the model, out of the box, and prints
 predicted against measured with the error per point and per case.
-  --data DIR     the measured data (default: ../shared/data when it sits
-                 beside the repository, else tests/data)
+  --data DIR     the measured data (default, found from the joulesim
+                 binary, not the current directory: the shared data beside
+                 the repository it was built in, else that repository's
+                 tests/data; installed, PREFIX/share/joulesim/data)
   --out FILE.h5  also write every table (and fidelity_summary) to FILE.h5
   --png DIR      with --out: a PNG per dataset in DIR, drawn by
                  scenarios/plot.py (needs python3-h5py and -matplotlib:
@@ -121,21 +124,50 @@ local function exists(path)
   return false
 end
 
+-- Where the default data and scenarios/plot.py are: found from the binary
+-- (arg[-1], lua/bind.c), never from the current directory, so the command
+-- reads the same files wherever it is run.  A binary built in a checkout
+-- sits at its root (the shared data beside the checkout, else its
+-- tests/data); one that `make install` put in PREFIX/bin has its files in
+-- PREFIX/share/joulesim.
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+local BIN_DIR = arg[-1] and dirname(arg[-1])
+local CHECKOUT = BIN_DIR and exists(BIN_DIR .. "/tests/data/measured/README.md")
+local SHARE = BIN_DIR and dirname(BIN_DIR) .. "/share/joulesim"
+
+local function default_data()
+  if not BIN_DIR then
+    fail("no data: the binary's location is unknown (/proc/self/exe); "
+         .. "give --data DIR")
+  end
+  local tried = {}
+  local function try(dir, why)
+    tried[#tried + 1] = dir
+    if exists(dir .. "/measured/README.md") then
+      print(("data: %s (%s)"):format(dir, why))
+      return dir
+    end
+  end
+  local d = CHECKOUT and (try(dirname(BIN_DIR) .. "/shared/data",
+                              "the shared data beside the repository")
+                          or try(BIN_DIR .. "/tests/data",
+                                 "the repository's copy: no shared data "
+                                 .. "beside it"))
+            or try(SHARE .. "/data", "installed with the binary")
+  if not d then
+    fail("no data: none of " .. table.concat(tried, ", ") .. " holds "
+         .. "measured/README.md; give --data DIR")
+  end
+  return d
+end
+
 local data = opt.data
 if data then
   if not exists(data .. "/measured/README.md") then
     fail(data .. ": not a data directory (no measured/README.md)")
   end
-elseif exists("../shared/data/measured/README.md") then
-  data = "../shared/data"
-  print("data: ../shared/data (the shared data beside the repository)")
-elseif exists("tests/data/measured/README.md") then
-  data = "tests/data"
-  print("data: tests/data (../shared/data is not beside the repository; "
-        .. "using the copy in tests/data)")
 else
-  fail("no data: neither ../shared/data nor tests/data holds "
-       .. "measured/README.md; give --data DIR")
+  data = default_data()
 end
 
 -- ---- CSV ----------------------------------------------------------------------
@@ -1307,9 +1339,11 @@ end
 for _, t in pairs(out_tables) do t:close() end
 if opt.out then print("\nwrote " .. opt.out) end
 if opt.png then
-  local plot = "scenarios/plot.py"
-  if not exists(plot) then
-    fail("--png: " .. plot .. " not found (run from the repository)")
+  local plot = BIN_DIR and (CHECKOUT and BIN_DIR .. "/scenarios/plot.py"
+                                     or SHARE .. "/scenarios/plot.py")
+  if not plot or not exists(plot) then
+    fail("--png: " .. (plot or "scenarios/plot.py") .. " not found (it "
+         .. "comes with the repository and with make install)")
   end
   local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
   local ok = os.execute("/usr/bin/python3 " .. plot .. " " .. q(opt.out)

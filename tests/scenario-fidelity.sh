@@ -52,6 +52,22 @@ sed 's/^\(| `kerneltuner[^|]*| [^|]*| time, max abs err | \)[0-9.]*/\10.01/' \
 check check-grew 1 "record\.md:[0-9]+: kerneltuner.*time, max abs err grew from 0\.01" -- \
   "$J" fidelity --short --data tests/data --only kerneltuner --check "$T/record.md"
 
+# The default data is found from the binary, not the current directory:
+# run elsewhere, a checkout's binary reads the shared data beside the
+# checkout or its tests/data; an installed one (PREFIX/bin) reads
+# PREFIX/share/joulesim/data; with neither, the error names where it looked.
+R=$(pwd)
+JA=$(cd "$(dirname "$J")" && pwd)/$(basename "$J")
+check data-elsewhere 0 "^data: ($(dirname "$R")/shared/data|$R/tests/data) \(" -- \
+  sh -c "cd '$T' && '$JA' fidelity --short --only kerneltuner"
+mkdir -p "$T/prefix/bin" "$T/prefix/share/joulesim/data"
+cp "$JA" "$T/prefix/bin/joulesim"
+cp -r tests/data/measured "$T/prefix/share/joulesim/data/"
+check data-installed 0 "^data: $T/prefix/share/joulesim/data \(installed with the binary\)" -- \
+  sh -c "cd '$T' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
+rm -rf "$T/prefix/share"
+check data-none 1 "no data: none of $T/prefix/share/joulesim/data holds measured/README.md; give --data DIR" -- \
+  sh -c "cd '$R' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
 check missing-data 1 "no/such: not a data directory \(no measured/README.md\)" -- \
   "$J" fidelity --data "$T/no/such"
 check unknown-only 1 "--only frobnicate: no dataset has that name" -- \
