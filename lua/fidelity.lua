@@ -42,8 +42,8 @@ local js = require "joulesim"
 
 local USAGE = [[
 usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
-                         [--short] [--check FILE.md] [--fit IMPL]
-                         [--sched DIR]
+                         [--short] [--check FILE.md] [--record FILE.md]
+                         [--fit IMPL] [--sched DIR]
 
 Runs every measured case through the model, out of the box, and prints
 predicted against measured with the error per point and per case.
@@ -60,6 +60,9 @@ predicted against measured with the error per point and per case.
   --short        skip the slow datasets (the Perseus plan runs)
   --check FILE   fail (exit 1) when a case's error exceeds the figure
                  recorded for it in FILE (docs/fidelity.md)
+  --record FILE  rewrite the record table in FILE with this run's figures
+                 and roles (after --check, when both are given); a case
+                 this run skipped (--short, --only) keeps its recorded line
   --boost MODE   how the Merak jobs' power limit holds: per-kernel (the
                  default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
@@ -98,6 +101,7 @@ do
     elseif a == "--only" then opt.only[#opt.only + 1] = take()
     elseif a == "--png" then opt.png = take()
     elseif a == "--check" then opt.check = take()
+    elseif a == "--record" then opt.record = take()
     elseif a == "--short" then opt.short = true
     elseif a == "--refit" then opt.refit = true
     elseif a == "--boost" then opt.boost = take()
@@ -1354,19 +1358,79 @@ if opt.png then
   end
 end
 
--- ---- --check -----------------------------------------------------------------------------
+-- ---- --check and --record ------------------------------------------------------------------
 
-if opt.check then
-  -- Rows of the record: | `dataset` | case | metric | error unit | role |
-  local f, err = io.open(opt.check, "r")
+-- Rows of the record: | `dataset` | case | metric | error unit | role |
+local RECORD_ROW = "^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)"
+
+-- The lines of the record FILE and its rows: key (dataset|case|metric),
+-- recorded error and line number.
+local function read_record(path)
+  local f, err = io.open(path, "r")
   if not f then fail(err) end
-  local recorded, n = {}, 0
+  local lines, rows = {}, {}
   for line in f:lines() do
-    n = n + 1
-    local d, c, m, e = line:match("^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)")
-    if d then recorded[d .. "|" .. c .. "|" .. m] = { error = tonumber(e), line = n } end
+    lines[#lines + 1] = line
+    local d, c, m, e = line:match(RECORD_ROW)
+    if d then
+      rows[#rows + 1] = { key = d .. "|" .. c .. "|" .. m, error = tonumber(e),
+                          line = #lines }
+    end
   end
   f:close()
+  return lines, rows
+end
+
+-- Rewrites the record table of path with this run's summary, in the
+-- run's order; a recorded row the run did not make stays, after the row
+-- it followed.  The rows must be one block (the table); the rest of the
+-- file is kept as it is.
+local function write_record(path)
+  local lines, rows = read_record(path)
+  if #rows == 0 then fail(path .. ": no record table (rows | `dataset` | ...)") end
+  local first, last = rows[1].line, rows[#rows].line
+  if last - first + 1 ~= #rows then
+    fail(("%s:%d: the record table is not one block of rows"):format(path,
+         first))
+  end
+  local fresh = {}
+  for _, s in ipairs(summary) do fresh[s.dataset .. "|" .. s.case .. "|" .. s.metric] = true end
+  local lead, after, prev = {}, {}, nil
+  for _, r in ipairs(rows) do
+    if fresh[r.key] then
+      prev = r.key
+    elseif prev then
+      after[prev] = after[prev] or {}
+      table.insert(after[prev], lines[r.line])
+    else
+      lead[#lead + 1] = lines[r.line]
+    end
+  end
+  local out = {}
+  for k = 1, first - 1 do out[#out + 1] = lines[k] end
+  for _, l in ipairs(lead) do out[#out + 1] = l end
+  for _, s in ipairs(summary) do
+    out[#out + 1] = ("| `%s` | %s | %s | %.2f %s | %s |"):format(s.dataset,
+      s.case, s.metric, s.error, s.unit, s.role)
+    for _, l in ipairs(after[s.dataset .. "|" .. s.case .. "|" .. s.metric] or {}) do
+      out[#out + 1] = l
+    end
+  end
+  for k = last + 1, #lines do out[#out + 1] = lines[k] end
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "w")
+  if not f then fail(err) end
+  f:write(table.concat(out, "\n"), "\n")
+  f:close()
+  local ok, rerr = os.rename(tmp, path)
+  if not ok then fail(rerr) end
+  print(("\nrecord: %d cases written to %s"):format(#summary, path))
+end
+
+if opt.check then
+  local _, rows = read_record(opt.check)
+  local recorded = {}
+  for _, r in ipairs(rows) do recorded[r.key] = r end
   local worse, missing = {}, {}
   for _, s in ipairs(summary) do
     local key = s.dataset .. "|" .. s.case .. "|" .. s.metric
@@ -1385,3 +1449,5 @@ if opt.check then
   print(("\ncheck: %d cases, none worse than %s records"):format(#summary,
                                                                 opt.check))
 end
+
+if opt.record then write_record(opt.record) end

@@ -68,6 +68,24 @@ check data-installed 0 "^data: $T/prefix/share/joulesim/data \(installed with th
 rm -rf "$T/prefix/share"
 check data-none 1 "no data: none of $T/prefix/share/joulesim/data holds measured/README.md; give --data DIR" -- \
   sh -c "cd '$R' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
+# --record rewrites the table from the run: the altered figure is the
+# run's again, the rows the run skipped and the rest of the file stay.
+check record 0 "^record: 3 cases written to $T/record\.md" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/record.md"
+t=$(sed -n 's/^  kerneltuner.* time, max abs err *\([0-9.]*\)%.*/\1/p' "$T/out")
+if grep -q "^| \`kerneltuner[^|]*| [^|]*| time, max abs err | $t % |" "$T/record.md" &&
+   [ "$(grep -v '^| `kerneltuner' "$T/record.md")" = \
+     "$(grep -v '^| `kerneltuner' docs/fidelity.md)" ]; then
+  echo "ok record-rewrites"
+else
+  echo "FAIL record-rewrites"; diff docs/fidelity.md "$T/record.md"; fails=$((fails+1))
+fi
+printf '# notes\n\nno table here\n' >"$T/plain.md"
+cp "$T/plain.md" "$T/plain.orig"
+check record-no-table 1 "plain\.md: no record table" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/plain.md"
+cmp -s "$T/plain.md" "$T/plain.orig" ||
+  { echo "FAIL record-no-table: the file changed"; fails=$((fails+1)); }
 check missing-data 1 "no/such: not a data directory \(no measured/README.md\)" -- \
   "$J" fidelity --data "$T/no/such"
 check unknown-only 1 "--only frobnicate: no dataset has that name" -- \
