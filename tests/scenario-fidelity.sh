@@ -24,6 +24,61 @@ check() { # check NAME EXPECTED_STATUS PATTERN -- command...
 
 check short-vs-record 0 "^check: [0-9]+ cases, none worse than docs/fidelity.md" -- \
   "$J" fidelity --short --data tests/data --check docs/fidelity.md
+cp "$T/out" "$T/short"
+
+# The record against a second path: --check only compares the run with
+# figures the run itself wrote, so each figure below is also computed by
+# another tool from the same files and options, and must be the same to
+# the printed precision.
+# fig DATASET CASE METRIC: that row's figure in the short run's summary.
+fig() {
+  awk -v d="$1" -v c="$2" -v m="$3" '
+    index($0, "  " d " ") == 1 && index($0, " " c " ") &&
+    (i = index($0, " " m " ")) {
+      s = substr($0, i + length(m) + 2)
+      if (match(s, /[0-9]+\.[0-9]+/)) print substr(s, RSTART, RLENGTH)
+      exit
+    }' "$T/short"
+}
+same() { # same NAME FIDELITY SECOND-PATH
+  if [ -n "$2" ] && [ "$2" = "$3" ]; then echo "ok $1 ($2)"
+  else echo "FAIL $1: fidelity '$2', second path '$3'"; fails=$((fails+1)); fi
+}
+# The stage profiles against `joulesim validate` on the same file, GPU and
+# limit (seed 1 both): out of the box is its --fit none overall row (every
+# clock), the held-out rows its default overall row's fitted columns.
+for c in "gpt3-175b+a100_sxm_bf16 A100-SXM4-80GB 500" \
+         "bloom+a100_sxm_bf16 A100-SXM4-80GB 500" \
+         "gpt3-175b+a40_bf16 A40 300" "bloom+a40_bf16 A40 300"; do
+  set -- $c
+  p=tests/data/profiles/$1.csv
+  "$J" validate "$p" --gpu "$2" --power-limit "$3" --fit none >"$T/none" 2>&1
+  "$J" validate "$p" --gpu "$2" --power-limit "$3" --out "$T/v-$1.h5" \
+    >"$T/held" 2>&1
+  d=profiles/$1.csv
+  set -- "$1" $(awk '$1 == "overall" { print $3, $6; exit }' "$T/none") \
+    $(awk '$1 == "overall" { print $9, $12; exit }' "$T/held")
+  same "$1 out of the box, time" "$(fig "$d" "$1.csv" "out of the box, time MAPE")" "${2-}"
+  same "$1 out of the box, energy" "$(fig "$d" "$1.csv" "out of the box, energy MAPE")" "${3-}"
+  same "$1 held out, time" "$(fig "$d" "$1.csv" "held-out clocks after a refit, time MAPE")" "${4-}"
+  same "$1 held out, energy" "$(fig "$d" "$1.csv" "held-out clocks after a refit, energy MAPE")" "${5-}"
+done
+# A Zeus sweep and a plan-0 run against plain js.simulate
+# (tests/fidelity-rederive.lua).
+"$J" run tests/fidelity-rederive.lua tests/data >"$T/re" 2>&1 || cat "$T/re"
+re() { sed -n "s/^$1: //p" "$T/re"; }
+z=zeus-powerlimit/a40_global.csv
+same "a40 gpt3-2.7b sweep, normalised time" \
+  "$(fig $z gpt3-2.7b "normalised time, max abs err")" "$(re "sweep normalised time")"
+same "a40 gpt3-2.7b sweep, normalised energy" \
+  "$(fig $z gpt3-2.7b "normalised energy, max abs err")" "$(re "sweep normalised energy")"
+same "a40 gpt3-2.7b sweep, minimum-energy limit" \
+  "$(fig $z gpt3-2.7b "minimum-energy limit, abs err")" "$(re "sweep minimum-energy limit")"
+same "a40 gpt3-2.7b sweep, top limit" \
+  "$(fig $z gpt3-2.7b "iteration time at the top limit, abs err")" "$(re "sweep top limit")"
+same "a40 gpt3-2.7b plan 0, iteration time" \
+  "$(fig perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_stage_times.csv gpt3-2.7b \
+     "iteration time, abs err")" "$(re "plan-0 iteration time")"
 check help 0 "usage: joulesim fidelity" -- "$J" fidelity --help
 check out 0 "wrote $T/f.h5" -- \
   "$J" fidelity --data tests/data --only kerneltuner --out "$T/f.h5"
@@ -43,6 +98,27 @@ if /usr/bin/python3 -c 'import h5py, matplotlib' 2>/dev/null; then
     --png "$T/png"
   [ -s "$T/png/validation_kerneltuner_a100_pcie_40gb_fp32_synthetic.png" ] ||
     { echo "FAIL png: no PNG written"; fails=$((fails+1)); }
+fi
+# The *_pct columns hold %: fidelity's profiles table against the
+# validate_summary tables `joulesim validate --out` wrote above.
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  check profiles-table 0 "^compared 4 profiles$" -- sh -c "
+    '$J' fidelity --short --data tests/data --only profiles/ --out '$T/p.h5' &&
+    /usr/bin/python3 -c \"
+import h5py
+with h5py.File('$T/p.h5') as f:
+    rows = f['/results/profiles'][:]
+for r in rows:
+    case = r['case'].decode()
+    with h5py.File('$T/v-' + case[:-4] + '.h5') as g:
+        s = [x for x in g['/results/validate_summary'][:] if x['op'] == b'overall'][0]
+    for a, b in (('oob_time_mape_pct', 'oob_all_time_mape_pct'),
+                 ('oob_energy_mape_pct', 'oob_all_energy_mape_pct'),
+                 ('heldout_time_mape_pct', 'fit_time_mape_pct'),
+                 ('heldout_energy_mape_pct', 'fit_energy_mape_pct')):
+        assert abs(r[a] - s[b]) <= 1e-9 * abs(s[b]), (case, a, r[a], s[b])
+print('compared', len(rows), 'profiles')
+\""
 fi
 check png-needs-out 1 "--png needs --out FILE.h5" -- "$J" fidelity --png "$T/x"
 
