@@ -978,7 +978,8 @@ local function profiles()
       end
       local path = dir .. "/" .. p.file
       if not exists(path) then fail(path .. ": no such file") end
-      local r = js.validate{ profile = path, gpu = p.gpu, power_limit_w = p.limit }
+      local r = js.validate{ profile = path, gpu = p.gpu, power_limit_w = p.limit,
+                             seed = 1 }
       local o = r.overall
       local ot, oe = 100 * o.oob_all.time_mape, 100 * o.oob_all.energy_mape
       local ht, he = 100 * o.fit.time_mape, 100 * o.fit.energy_mape
