@@ -8,7 +8,8 @@
 #   make test     deps + build + every test; ends with "N passed, N failed"
 #   make asan     build and test under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz     libFuzzer targets, FUZZ_SECONDS=N each (tests/fuzz/fuzz.mk)
-#   make install  PREFIX=/usr/local
+#   make install  PREFIX=/usr/local (the binary, scenarios, docs, and the
+#                 data they find beside it in PREFIX/share/joulesim/data)
 
 PREFIX ?= /usr/local
 CC ?= cc
@@ -187,12 +188,24 @@ asan:
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  tests/run-tests.sh build-asan/tests ./joulesim-asan
 
+# The data the scenarios and `joulesim fidelity` find beside an installed
+# binary (PREFIX/share/joulesim/data): the measured cases, the stage
+# profiles and the Kineto traces fidelity replays.
+INSTALL_DATA := $(wildcard tests/data/measured/README.md \
+  tests/data/measured/*/*.csv tests/data/profiles/*.csv) \
+  $(addprefix tests/data/traces/,a100_2rank_nccl_rank0.json.gz \
+    sampled_world128_rank0.json.gz sampled_world128_rank1.json.gz)
+
 install: $(BIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/joulesim/scenarios \
 	  $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/$(BIN)
 	install -m 644 scenarios/*.lua scenarios/plot.py \
 	  $(DESTDIR)$(PREFIX)/share/joulesim/scenarios/
+	for f in $(INSTALL_DATA); do \
+	  install -D -m 644 $$f \
+	    $(DESTDIR)$(PREFIX)/share/joulesim/data/$${f#tests/data/} || exit 1; \
+	done
 	install -d $(DESTDIR)$(PREFIX)/share/doc/joulesim
 	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/joulesim/
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1

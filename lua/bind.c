@@ -751,8 +751,8 @@ static lua_State *new_state(JsSession *s, GError **error)
   return L;
 }
 
-/* Runs the chunk src[0..len) named `chunk` (arg[0] = path) with script
- * arguments argv[0..argc), recording path and source in s (results files
+/* Runs the chunk src[0..len) named `chunk` (arg[0] = path, arg[-1] = the
+ * binary) with script arguments argv[0..argc), recording path and source in s (results files
  * store them). */
 static gboolean run_chunk(JsSession *s, const char *path, const char *chunk,
                           const char *src, gsize len, int argc, char **argv,
@@ -765,9 +765,18 @@ static gboolean run_chunk(JsSession *s, const char *path, const char *chunk,
   lua_State *L = new_state(s, error);
   if (L == NULL)
     return FALSE;
-  lua_createtable(L, argc, 1);
+  lua_createtable(L, argc, 2);
   lua_pushstring(L, path);
   lua_rawseti(L, -2, 0);
+  /* arg[-1]: the running binary, where lua.c puts the interpreter, so a
+   * script or an embedded program finds what was built or installed with
+   * it wherever it is run from (lua/fidelity.lua's data).  Absent where
+   * /proc/self/exe cannot be read. */
+  g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+  if (exe != NULL) {
+    lua_pushstring(L, exe);
+    lua_rawseti(L, -2, -1);
+  }
   for (int i = 0; i < argc; i++) {
     lua_pushstring(L, argv[i]);
     lua_rawseti(L, -2, i + 1);

@@ -13,7 +13,8 @@
 G_BEGIN_DECLS
 
 /* Runs the scenario script at `path` with script arguments argv[0..argc)
- * (visible to the script as the global table `arg`, arg[0] = path).  The
+ * (visible to the script as the global table `arg`, arg[0] = path,
+ * arg[-1] = the running binary, as /proc/self/exe names it).  The
  * script runs under lua_pcall with a traceback; a syntax or run-time error
  * returns FALSE with an error whose message starts with "path:line:".
  * With s->sandbox (js_session_sandbox) the state is the sandbox's and

@@ -6,7 +6,8 @@
 -- CSVs itself and calls the public joulesim API for every prediction, so
 -- what it reports is what a scenario script would get.
 --
--- Datasets (DATA is --data, else ../shared/data, else tests/data):
+-- Datasets (DATA is --data, else found from the binary's location: see
+-- default_data below):
 --   measured/zeus-powerlimit/*.csv   one power limit for every GPU, swept;
 --                                    decoders simulated as js.gpt workloads
 --                                    with js.policy.powercap{ watts = }
@@ -41,13 +42,15 @@ local js = require "joulesim"
 
 local USAGE = [[
 usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
-                         [--short] [--check FILE.md] [--fit IMPL]
-                         [--sched DIR]
+                         [--short] [--check FILE.md] [--record FILE.md]
+                         [--fit IMPL] [--sched DIR]
 
 Runs every measured case through the model, out of the box, and prints
 predicted against measured with the error per point and per case.
-  --data DIR     the measured data (default: ../shared/data when it sits
-                 beside the repository, else tests/data)
+  --data DIR     the measured data (default, found from the joulesim
+                 binary, not the current directory: the shared data beside
+                 the repository it was built in, else that repository's
+                 tests/data; installed, PREFIX/share/joulesim/data)
   --out FILE.h5  also write every table (and fidelity_summary) to FILE.h5
   --png DIR      with --out: a PNG per dataset in DIR, drawn by
                  scenarios/plot.py (needs python3-h5py and -matplotlib:
@@ -57,6 +60,9 @@ predicted against measured with the error per point and per case.
   --short        skip the slow datasets (the Perseus plan runs)
   --check FILE   fail (exit 1) when a case's error exceeds the figure
                  recorded for it in FILE (docs/fidelity.md)
+  --record FILE  rewrite the record table in FILE with this run's figures
+                 and roles (after --check, when both are given); a case
+                 this run skipped (--short, --only) keeps its recorded line
   --boost MODE   how the Merak jobs' power limit holds: per-kernel (the
                  default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
@@ -95,6 +101,7 @@ do
     elseif a == "--only" then opt.only[#opt.only + 1] = take()
     elseif a == "--png" then opt.png = take()
     elseif a == "--check" then opt.check = take()
+    elseif a == "--record" then opt.record = take()
     elseif a == "--short" then opt.short = true
     elseif a == "--refit" then opt.refit = true
     elseif a == "--boost" then opt.boost = take()
@@ -121,21 +128,50 @@ local function exists(path)
   return false
 end
 
+-- Where the default data and scenarios/plot.py are: found from the binary
+-- (arg[-1], lua/bind.c), never from the current directory, so the command
+-- reads the same files wherever it is run.  A binary built in a checkout
+-- sits at its root (the shared data beside the checkout, else its
+-- tests/data); one that `make install` put in PREFIX/bin has its files in
+-- PREFIX/share/joulesim.
+local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+local BIN_DIR = arg[-1] and dirname(arg[-1])
+local CHECKOUT = BIN_DIR and exists(BIN_DIR .. "/tests/data/measured/README.md")
+local SHARE = BIN_DIR and dirname(BIN_DIR) .. "/share/joulesim"
+
+local function default_data()
+  if not BIN_DIR then
+    fail("no data: the binary's location is unknown (/proc/self/exe); "
+         .. "give --data DIR")
+  end
+  local tried = {}
+  local function try(dir, why)
+    tried[#tried + 1] = dir
+    if exists(dir .. "/measured/README.md") then
+      print(("data: %s (%s)"):format(dir, why))
+      return dir
+    end
+  end
+  local d = CHECKOUT and (try(dirname(BIN_DIR) .. "/shared/data",
+                              "the shared data beside the repository")
+                          or try(BIN_DIR .. "/tests/data",
+                                 "the repository's copy: no shared data "
+                                 .. "beside it"))
+            or try(SHARE .. "/data", "installed with the binary")
+  if not d then
+    fail("no data: none of " .. table.concat(tried, ", ") .. " holds "
+         .. "measured/README.md; give --data DIR")
+  end
+  return d
+end
+
 local data = opt.data
 if data then
   if not exists(data .. "/measured/README.md") then
     fail(data .. ": not a data directory (no measured/README.md)")
   end
-elseif exists("../shared/data/measured/README.md") then
-  data = "../shared/data"
-  print("data: ../shared/data (the shared data beside the repository)")
-elseif exists("tests/data/measured/README.md") then
-  data = "tests/data"
-  print("data: tests/data (../shared/data is not beside the repository; "
-        .. "using the copy in tests/data)")
 else
-  fail("no data: neither ../shared/data nor tests/data holds "
-       .. "measured/README.md; give --data DIR")
+  data = default_data()
 end
 
 -- ---- CSV ----------------------------------------------------------------------
@@ -917,39 +953,49 @@ local PROFILES = {
     role = "predicted (fit on GPT-3 175B)" },
 }
 
+-- js.validate returns its errors as fractions (docs/validation.md); the
+-- record and the tables give them in %, as `joulesim validate` prints
+-- them: the out-of-the-box columns are its --fit none overall row (every
+-- clock), the held-out ones its default overall row's fitted columns
+-- (tests/scenario-fidelity.sh compares the two).
 local function profiles()
   local dir = data .. "/profiles/perseus-emulation"
   if not exists(dir .. "/" .. PROFILES[1].file) then dir = data .. "/profiles" end
   local any = false
+  local held_role = "predicted (the held-out 25% of clocks, seed 1; "
+                    .. "refitted on the other 75%)"
   for _, p in ipairs(PROFILES) do
     local name = "profiles/" .. p.file
     if selected(name) then
       if not any then
-        heading("profiles/", "measured stage profiles through js.validate "
-                .. "(out of the box; fitted on 75% of the SM clocks, the other "
-                .. "25% predicted)")
+        heading("profiles/", "measured stage profiles through js.validate, "
+                .. "MAPE in %: out of the box on every clock, and on the "
+                .. "held-out 25% of the SM clocks after a refit on the other "
+                .. "75% (seed 1)")
         print(("  %-30s %-16s | %9s %9s | %9s %9s"):format("profile", "GPU",
               "oob T %", "oob E %", "held T %", "held E %"))
         any = true
       end
       local path = dir .. "/" .. p.file
       if not exists(path) then fail(path .. ": no such file") end
-      local r = js.validate{ profile = path, gpu = p.gpu, power_limit_w = p.limit }
+      local r = js.validate{ profile = path, gpu = p.gpu, power_limit_w = p.limit,
+                             seed = 1 }
       local o = r.overall
+      local ot, oe = 100 * o.oob_all.time_mape, 100 * o.oob_all.energy_mape
+      local ht, he = 100 * o.fit.time_mape, 100 * o.fit.energy_mape
       print(("  %-30s %-16s | %9.2f %9.2f | %9.2f %9.2f"):format(p.file, p.gpu,
-            o.oob_all.time_mape, o.oob_all.energy_mape, o.fit.time_mape,
-            o.fit.energy_mape))
+            ot, oe, ht, he))
       row_out("profiles", { case = p.file, gpu = p.gpu,
-                            oob_time_mape_pct = o.oob_all.time_mape,
-                            oob_energy_mape_pct = o.oob_all.energy_mape,
-                            heldout_time_mape_pct = o.fit.time_mape,
-                            heldout_energy_mape_pct = o.fit.energy_mape })
-      record(name, p.file, "out of the box, energy MAPE", o.oob_all.energy_mape,
-             "%", p.role)
-      record(name, p.file, "out of the box, time MAPE", o.oob_all.time_mape,
-             "%", p.role .. "; time anchored at the top clock")
-      record(name, p.file, "held-out clocks after a refit, energy MAPE",
-             o.fit.energy_mape, "%", "refitted on the other 75% of clocks")
+                            oob_time_mape_pct = ot, oob_energy_mape_pct = oe,
+                            heldout_time_mape_pct = ht,
+                            heldout_energy_mape_pct = he })
+      record(name, p.file, "out of the box, energy MAPE", oe, "%", p.role)
+      record(name, p.file, "out of the box, time MAPE", ot, "%",
+             p.role .. "; time anchored at the top clock")
+      record(name, p.file, "held-out clocks after a refit, energy MAPE", he,
+             "%", held_role)
+      record(name, p.file, "held-out clocks after a refit, time MAPE", ht,
+             "%", held_role)
     end
   end
 end
@@ -1307,9 +1353,11 @@ end
 for _, t in pairs(out_tables) do t:close() end
 if opt.out then print("\nwrote " .. opt.out) end
 if opt.png then
-  local plot = "scenarios/plot.py"
-  if not exists(plot) then
-    fail("--png: " .. plot .. " not found (run from the repository)")
+  local plot = BIN_DIR and (CHECKOUT and BIN_DIR .. "/scenarios/plot.py"
+                                     or SHARE .. "/scenarios/plot.py")
+  if not plot or not exists(plot) then
+    fail("--png: " .. (plot or "scenarios/plot.py") .. " not found (it "
+         .. "comes with the repository and with make install)")
   end
   local function q(x) return "'" .. x:gsub("'", "'\\''") .. "'" end
   local ok = os.execute("/usr/bin/python3 " .. plot .. " " .. q(opt.out)
@@ -1320,19 +1368,79 @@ if opt.png then
   end
 end
 
--- ---- --check -----------------------------------------------------------------------------
+-- ---- --check and --record ------------------------------------------------------------------
 
-if opt.check then
-  -- Rows of the record: | `dataset` | case | metric | error unit | role |
-  local f, err = io.open(opt.check, "r")
+-- Rows of the record: | `dataset` | case | metric | error unit | role |
+local RECORD_ROW = "^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)"
+
+-- The lines of the record FILE and its rows: key (dataset|case|metric),
+-- recorded error and line number.
+local function read_record(path)
+  local f, err = io.open(path, "r")
   if not f then fail(err) end
-  local recorded, n = {}, 0
+  local lines, rows = {}, {}
   for line in f:lines() do
-    n = n + 1
-    local d, c, m, e = line:match("^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)")
-    if d then recorded[d .. "|" .. c .. "|" .. m] = { error = tonumber(e), line = n } end
+    lines[#lines + 1] = line
+    local d, c, m, e = line:match(RECORD_ROW)
+    if d then
+      rows[#rows + 1] = { key = d .. "|" .. c .. "|" .. m, error = tonumber(e),
+                          line = #lines }
+    end
   end
   f:close()
+  return lines, rows
+end
+
+-- Rewrites the record table of path with this run's summary, in the
+-- run's order; a recorded row the run did not make stays, after the row
+-- it followed.  The rows must be one block (the table); the rest of the
+-- file is kept as it is.
+local function write_record(path)
+  local lines, rows = read_record(path)
+  if #rows == 0 then fail(path .. ": no record table (rows | `dataset` | ...)") end
+  local first, last = rows[1].line, rows[#rows].line
+  if last - first + 1 ~= #rows then
+    fail(("%s:%d: the record table is not one block of rows"):format(path,
+         first))
+  end
+  local fresh = {}
+  for _, s in ipairs(summary) do fresh[s.dataset .. "|" .. s.case .. "|" .. s.metric] = true end
+  local lead, after, prev = {}, {}, nil
+  for _, r in ipairs(rows) do
+    if fresh[r.key] then
+      prev = r.key
+    elseif prev then
+      after[prev] = after[prev] or {}
+      table.insert(after[prev], lines[r.line])
+    else
+      lead[#lead + 1] = lines[r.line]
+    end
+  end
+  local out = {}
+  for k = 1, first - 1 do out[#out + 1] = lines[k] end
+  for _, l in ipairs(lead) do out[#out + 1] = l end
+  for _, s in ipairs(summary) do
+    out[#out + 1] = ("| `%s` | %s | %s | %.2f %s | %s |"):format(s.dataset,
+      s.case, s.metric, s.error, s.unit, s.role)
+    for _, l in ipairs(after[s.dataset .. "|" .. s.case .. "|" .. s.metric] or {}) do
+      out[#out + 1] = l
+    end
+  end
+  for k = last + 1, #lines do out[#out + 1] = lines[k] end
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "w")
+  if not f then fail(err) end
+  f:write(table.concat(out, "\n"), "\n")
+  f:close()
+  local ok, rerr = os.rename(tmp, path)
+  if not ok then fail(rerr) end
+  print(("\nrecord: %d cases written to %s"):format(#summary, path))
+end
+
+if opt.check then
+  local _, rows = read_record(opt.check)
+  local recorded = {}
+  for _, r in ipairs(rows) do recorded[r.key] = r end
   local worse, missing = {}, {}
   for _, s in ipairs(summary) do
     local key = s.dataset .. "|" .. s.case .. "|" .. s.metric
@@ -1351,3 +1459,5 @@ if opt.check then
   print(("\ncheck: %d cases, none worse than %s records"):format(#summary,
                                                                 opt.check))
 end
+
+if opt.record then write_record(opt.record) end

@@ -26,13 +26,36 @@
 --                                                      [PROFILE_DIR]
 --   OUT.h5       results file (default perseus_emulation.h5, appended)
 --   small        GPT-3 on A100 only, M = 12, a 4-pipeline sweep (tests)
---   PROFILE_DIR  the stage profiles (default tests/data/profiles, the
---                copies of ../shared/data/profiles/perseus-emulation/)
+--   PROFILE_DIR  the stage profiles (default: the repository's
+--                tests/data/profiles beside this script, the copies of
+--                ../shared/data/profiles/perseus-emulation/, else the
+--                installed copy; not the current directory)
 local js = require "joulesim"
 
 local out_path = arg[1] or "perseus_emulation.h5"
 local small = arg[2] == "small"
-local dir = arg[3] or "tests/data/profiles"
+-- The profiles' default place, found from this script (arg[0]) and the
+-- binary (arg[-1]), never from the current directory: the repository's
+-- tests/data/profiles beside scenarios/, else what `make install` put in
+-- PREFIX/share/joulesim/data/profiles (beside the installed scenarios, or
+-- from PREFIX/bin/joulesim for a copy of this script elsewhere).
+local function default_profiles()
+  local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+  local here = dirname(arg[0])
+  local tried = { here .. "/../tests/data/profiles", here .. "/../data/profiles" }
+  if arg[-1] then
+    tried[#tried + 1] = dirname(dirname(arg[-1])) .. "/share/joulesim/data/profiles"
+  end
+  for _, d in ipairs(tried) do
+    -- js.profile.load, not io.open: the sandbox has no io.
+    if pcall(js.profile.load, d .. "/gpt3-175b+a100_sxm_bf16.csv") then return d end
+  end
+  error("no stage profiles in " .. table.concat(tried, ", ")
+        .. ": give the directory", 0)
+end
+
+local dir = arg[3] or default_profiles()
+print("profiles: " .. dir)
 
 local models = { { name = "gpt3-175b", file = "gpt3-175b" },
                  { name = "bloom-176b", file = "bloom" } }

@@ -15,12 +15,35 @@
 --      A100 locked at 1050 MHz, simulated with each resample's fitted GPU.
 --
 -- Usage:  joulesim run scenarios/validate_profile.lua [DIR] [OUT.h5] [quick]
---   DIR      where the four CSVs are (default tests/data/profiles)
+--   DIR      where the four CSVs are (default: the repository's
+--            tests/data/profiles beside this script, else the installed
+--            copy; not the current directory)
 --   OUT.h5   results file (default validate_profile.h5; tables replaced)
 --   quick    fewer bootstrap samples (for tests)
 local js = require "joulesim"
 
-local dir = arg[1] or "tests/data/profiles"
+-- The profiles' default place, found from this script (arg[0]) and the
+-- binary (arg[-1]), never from the current directory: the repository's
+-- tests/data/profiles beside scenarios/, else what `make install` put in
+-- PREFIX/share/joulesim/data/profiles (beside the installed scenarios, or
+-- from PREFIX/bin/joulesim for a copy of this script elsewhere).
+local function default_profiles()
+  local function dirname(p) return p:match("^(.*)/[^/]*$") or "." end
+  local here = dirname(arg[0])
+  local tried = { here .. "/../tests/data/profiles", here .. "/../data/profiles" }
+  if arg[-1] then
+    tried[#tried + 1] = dirname(dirname(arg[-1])) .. "/share/joulesim/data/profiles"
+  end
+  for _, d in ipairs(tried) do
+    -- js.profile.load, not io.open: the sandbox has no io.
+    if pcall(js.profile.load, d .. "/gpt3-175b+a100_sxm_bf16.csv") then return d end
+  end
+  error("no stage profiles in " .. table.concat(tried, ", ")
+        .. ": give the directory", 0)
+end
+
+local dir = arg[1] or default_profiles()
+print("profiles: " .. dir)
 local out_path = arg[2] or "validate_profile.h5"
 local quick = arg[3] == "quick"
 

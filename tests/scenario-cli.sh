@@ -57,6 +57,11 @@ check unwritable-missing 1 "no/such/dir" -- "$J" run "$T/unwritable.lua" "$T/no/
 
 printf 'print(arg[0], arg[1], arg[2], ...)\n' >"$T/args.lua"
 check script-args 0 "args.lua	a	b	a	b" -- "$J" run "$T/args.lua" a b
+# arg[-1] is the binary itself (as /proc/self/exe names it), wherever the
+# script is run from: scripts find what came with it from there.
+printf 'print("bin=" .. tostring(arg[-1]))\n' >"$T/bin.lua"
+check script-binary 0 "bin=$(readlink -f "$J")\$" -- sh -c \
+  "cd '$T' && '$(readlink -f "$J")' run bin.lua"
 
 # Lua's warnings reach stderr through the session's print hook.
 printf 'warn("@on")\nwarn("careful", "!")\n' >"$T/warn.lua"

@@ -9,8 +9,14 @@ trap 'rm -rf "$T"' EXIT
 fails=0
 fail() { echo "FAIL $1"; cat "$T/out"; fails=$((fails + 1)); }
 
-# 1. The scenario runs and writes both tables.
-if "$J" run scenarios/perseus_emulation.lua "$T/pe.h5" small >"$T/out" 2>&1; then
+# 1. The scenario runs and writes both tables; run from another directory,
+#    it finds the repository's profiles from its own place.
+R=$(pwd)
+JA=$(cd "$(dirname "$J")" && pwd)/$(basename "$J")
+if (cd "$T" && "$JA" run "$R/scenarios/perseus_emulation.lua" pe.h5 small) \
+     >"$T/out" 2>&1; then
+  grep -q "^profiles: $R/scenarios/../tests/data/profiles\$" "$T/out" ||
+    fail "scenario: profiles not found beside the script"
   grep -q "Intrinsic energy bloat" "$T/out" || fail "scenario: no intrinsic table"
   grep -q "^gpt3-175b  A100  12" "$T/out" || fail "scenario: no GPT-3 A100 M=12 row"
   grep -q "Stragglers:" "$T/out" || fail "scenario: no straggler sweep"

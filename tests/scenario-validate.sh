@@ -164,6 +164,14 @@ grep -q 'lua ok' "$tmp/api.txt" || fail "Lua API output"
   >"$tmp/scen.txt" 2>"$tmp/err.txt" \
   || { cat "$tmp/err.txt"; fail "scenario"; }
 grep -q 'Held-out MAPE' "$tmp/scen.txt" || fail "scenario summary"
+# Without DIR, from another directory: the profiles beside the script.
+R=$(pwd)
+JA=$(cd "$(dirname "$J")" && pwd)/$(basename "$J")
+mkdir "$tmp/elsewhere"
+(cd "$tmp/elsewhere" && "$JA" run "$R/scenarios/validate_profile.lua") \
+  >"$tmp/else.txt" 2>&1 || { cat "$tmp/else.txt"; fail "scenario elsewhere"; }
+grep -q "^profiles: $R/scenarios/../tests/data/profiles\$" "$tmp/else.txt" ||
+  fail "scenario elsewhere: profiles not found beside the script"
 grep -q '90% interval' "$tmp/scen.txt" || fail "scenario interval"
 [ -s "$tmp/s.h5" ] || fail "scenario HDF5"
 echo "ok"
