@@ -347,7 +347,10 @@ static int l_gpt(lua_State *L)
                                            model ? model : "gpt", cfg.tp,
                                            cfg.pp, cfg.dp, cfg.microbatches,
                                            cfg.fold ? " folded" : "");
+  gboolean defaulted = lua_getfield(L, 1, "gpu") == LUA_TNIL;
+  lua_pop(L, 1);
   jsl_push_workload(L, w, label);
+  ((LWorkload *)lua_touserdata(L, -1))->ref_defaulted = defaulted;
   return 1;
 }
 

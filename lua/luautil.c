@@ -187,6 +187,10 @@ int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
   char *list = g_strjoinv("\", \"", (char **)names);
   lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
   g_free(list);
+  const char *near = jsl_closest(v, names);
+  if (near != NULL)
+    luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\"; did "
+                  "you mean \"%s\"?)", fn, key, lua_tostring(L, -1), v, near);
   luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
              key, lua_tostring(L, -1), v);
   return def;
@@ -216,6 +220,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->w = w;
   u->label = g_strdup(label);
+  u->ref_defaulted = FALSE;
   luaL_setmetatable(L, WORKLOAD_MT);
 }
 
@@ -244,4 +249,15 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
   default:
     return FALSE;
   }
+}
+
+/* A slowdown is a fraction of the time (0.01 = 1%); one of 1 or more is
+ * legal (up to 10) but far more often meant as a percentage
+ * (slowdown = 1 for 1%), so it is spelt out (issue 28). */
+void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown)
+{
+  if (slowdown >= 1)
+    jsl_warn(L, "%s: slowdown = %g is a fraction of the time: it allows "
+                "+%.0f%% (for %g%% write slowdown = %g)", fn, slowdown,
+             100 * slowdown, slowdown, slowdown / 100);
 }

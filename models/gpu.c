@@ -549,32 +549,39 @@ static gboolean contains_ci(const char *hay, const char *needle)
   return strstr(h, n) != NULL;
 }
 
-/* Suggestions for an unknown name: a case-insensitive match; else the
- * names containing it (3+ characters, case-insensitive: "a100" lists every
- * A100); else the names closest by case-insensitive edit distance, if
- * within 3.  Returns "'A', 'B'" or NULL. */
-static char *suggest(const GpuCatalogue *c, const char *name)
+/* Suggestions for an unknown name among names[0..n): a case-insensitive
+ * match; else the names containing it (3+ characters, case-insensitive:
+ * "a100" lists every A100); else the names closest by case-insensitive
+ * edit distance, if within 3.  Returns "'A', 'B'" or NULL. */
+char *gpu_suggest_name(const char *name, const char *const *names, guint n)
 {
+  g_return_val_if_fail(name != NULL, NULL);
   g_autoptr(GString) out = g_string_new(NULL);
   /* 0: distance 0, 1: substring, 2: nearest within 3 edits. */
   for (int pass = 0; pass < 3 && out->len == 0; pass++) {
     guint best = 4;
     if (pass == 2)
-      for (guint i = 0; i < c->specs->len; i++) {
-        const GpuSpec *s = g_ptr_array_index(c->specs, i);
-        best = MIN(best, edit_distance(name, s->name, 3));
-      }
-    for (guint i = 0; i < c->specs->len; i++) {
-      const GpuSpec *s = g_ptr_array_index(c->specs, i);
-      gboolean hit = pass == 0   ? g_ascii_strcasecmp(name, s->name) == 0
-                     : pass == 1 ? strlen(name) >= 3 && contains_ci(s->name, name)
-                                 : best <= 3 && edit_distance(name, s->name, 3) == best;
+      for (guint i = 0; i < n; i++)
+        best = MIN(best, edit_distance(name, names[i], 3));
+    for (guint i = 0; i < n; i++) {
+      gboolean hit = pass == 0   ? g_ascii_strcasecmp(name, names[i]) == 0
+                     : pass == 1 ? strlen(name) >= 3 && contains_ci(names[i], name)
+                                 : best <= 3 && edit_distance(name, names[i], 3) == best;
       if (hit)
         g_string_append_printf(out, "%s'%s'", out->len > 0 ? ", " : "",
-                               s->name);
+                               names[i]);
     }
   }
   return out->len > 0 ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
+}
+
+/* gpu_suggest_name over the catalogue's names. */
+static char *suggest(const GpuCatalogue *c, const char *name)
+{
+  g_autofree const char **names = g_new(const char *, MAX(c->specs->len, 1));
+  for (guint i = 0; i < c->specs->len; i++)
+    names[i] = ((const GpuSpec *)g_ptr_array_index(c->specs, i))->name;
+  return gpu_suggest_name(name, names, c->specs->len);
 }
 
 const GpuSpec *gpu_catalogue_lookup(const GpuCatalogue *c, const char *name,

@@ -118,6 +118,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpuCatalogue, gpu_catalogue_free)
 /* Borrowed pointer, or NULL with an error listing the known names. */
 const GpuSpec *gpu_catalogue_lookup(const GpuCatalogue *c, const char *name,
                                     GError **error);
+/* "Did you mean" for an unknown name among names[0..n) (a GPU's, a
+ * model's): "'A', 'B'" (owned by the caller), or NULL when none is near. */
+char *gpu_suggest_name(const char *name, const char *const *names, guint n);
 /* Names in catalogue order (borrowed strings; free the array only). */
 GPtrArray *gpu_catalogue_names(const GpuCatalogue *c);
 /* Adds (copying) or replaces an entry. */
