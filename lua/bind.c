@@ -517,7 +517,7 @@ static int l_results(lua_State *L)
                fn, table);
   jsl_check_write(L, fn, path, JS_FILE_RESULTS);
   ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                  s->seed};
+                  s->seed, s->run_id, s->run_started};
   GError *err = NULL;
   ResTable *t = res_table_open(path, table, mode, &meta, &err);
   if (t == NULL)

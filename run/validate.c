@@ -407,7 +407,7 @@ static gboolean write_tables(const Profile *p, const GpuSpec *g,
                              const JsValidateCfg *cfg, const FitReport *r,
                              GError **error)
 {
-  ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed};
+  ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed, NULL, NULL};
   const char *mode = fit_mode_name(r->mode);
   return write_points(p, g, cfg, r, &meta, mode, error) &&
          write_summary(p, g, cfg, r, &meta, mode, error) &&
