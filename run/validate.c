@@ -482,7 +482,7 @@ FitReport *js_validate_run(const GpuCatalogue *cat, const Profile *p,
                            GError **error)
 {
   const GpuSpec *g = gpu_catalogue_lookup(cat, cfg->gpu, error);
-  if (g == NULL)
+  if (g == NULL || !profile_check_power(p, g, cfg->power_limit_w, error))
     return NULL;
   JsFitInput in = {0};
   js_fit_input_from_profile(p, &in);
