@@ -393,6 +393,7 @@ static int l_gpu(lua_State *L)
   set_param(L, "comm_power_w", &g->comm_power_w);
   set_param(L, "switch_latency_ms", &g->switch_latency_ms);
   jsl_set_num(L, "peak_tflops", gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+  jsl_set_num(L, "mfu_peak_tflops", gpu_mfu_peak_flops(g, NULL) * 1e-12);
   GString *d = g_string_new(NULL);
   gpu_spec_describe(g, d);
   lua_pushstring(L, d->str);

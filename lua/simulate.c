@@ -52,6 +52,11 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   jsl_set_num(L, "flops", r->flops);
   jsl_set_num(L, "tflops_per_gpu",
           t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
+  /* MFU against the datasheet dense BF16 peak (989 TFLOP/s on an H100,
+   * not the 1071 its top SM clock would give): the figure papers quote. */
+  jsl_set_num(L, "mfu", t > 0 ? r->flops / t / r->n_gpus /
+                                  gpu_mfu_peak_flops(c->gpu, NULL)
+                              : 0);
   jsl_set_num(L, "tokens_per_s",
           t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
   jsl_set_num(L, "iteration_time_s", t / r->n_iterations);

@@ -196,6 +196,7 @@ static const ParamField scalar_fields[] = {
   FIELD(boost_window_ms, "ms"),
   FIELD(boost_period_ms, "ms"),
   FIELD(boost_step_mhz, "MHz"),
+  FIELD(dense_bf16_tflops, "TFLOP/s"),
   FIELD(switch_latency_ms, "ms"),
 };
 #undef FIELD
@@ -715,6 +716,16 @@ double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz)
   return g->n_sm.v * g->tensor_flop_per_clk_sm.v * sm_mhz * 1e6;
 }
 
+double gpu_mfu_peak_flops(const GpuSpec *g, gboolean *datasheet)
+{
+  g_return_val_if_fail(g != NULL, 0);
+  gboolean known = g->dense_bf16_tflops.v > 0;
+  if (datasheet != NULL)
+    *datasheet = known;
+  return known ? g->dense_bf16_tflops.v * 1e12
+               : gpu_peak_tensor_flops(g, g->sm_max_mhz.v);
+}
+
 double gpu_memory_knee_mhz(const GpuSpec *g, guint mem_mhz)
 {
   g_return_val_if_fail(g != NULL, 0);
@@ -895,9 +906,15 @@ void gpu_spec_describe(const GpuSpec *g, GString *out)
     }
   /* Derived figures, for orientation. */
   double fmax = g->sm_max_mhz.v;
+  gboolean datasheet = FALSE;
+  double mfu_peak = gpu_mfu_peak_flops(g, &datasheet) / 1e12;
   g_string_append_printf(
-      out, "  derived: peak tensor %.1f TFLOP/s at %.0f MHz; memory knee %.0f "
-           "MHz; V(f) %.3f V up to %.0f MHz, %.3f V at %.0f MHz\n",
-      gpu_peak_tensor_flops(g, fmax) / 1e12, fmax, gpu_memory_knee_mhz(g, 0),
-      g->v_min.v, g->f_knee_mhz.v, g->v_max.v, fmax);
+      out, "  derived: peak tensor %.1f TFLOP/s at %.0f MHz; MFU against %s, "
+           "%.4g TFLOP/s; memory knee %.0f MHz; V(f) %.3f V up to %.0f MHz, "
+           "%.3f V at %.0f MHz\n",
+      gpu_peak_tensor_flops(g, fmax) / 1e12, fmax,
+      datasheet ? "the datasheet dense BF16 peak"
+                : "the derived tensor peak (no datasheet figure)",
+      mfu_peak, gpu_memory_knee_mhz(g, 0), g->v_min.v, g->f_knee_mhz.v,
+      g->v_max.v, fmax);
 }
