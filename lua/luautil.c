@@ -50,11 +50,12 @@ static guint edit_distance(const char *a, const char *b)
   return row[m];
 }
 
-/* The closest of `names` to `s` within distance 3, or NULL. */
-const char *jsl_closest(const char *s, const char *const *names)
+/* The closest of `names` to `s` within distance max_d, or NULL. */
+static const char *closest_within(const char *s, const char *const *names,
+                                  guint max_d)
 {
   const char *best = NULL;
-  guint bd = 4;
+  guint bd = max_d + 1;
   for (int i = 0; names[i] != NULL; i++) {
     guint d = edit_distance(s, names[i]);
     if (d < bd) {
@@ -63,6 +64,20 @@ const char *jsl_closest(const char *s, const char *const *names)
     }
   }
   return best;
+}
+
+/* The closest of `names` to `s` within distance 3, or NULL. */
+const char *jsl_closest(const char *s, const char *const *names)
+{
+  return closest_within(s, names, 3);
+}
+
+/* The closest of `names` to a short value `s`: within a third of its
+ * length (at least 1), so that "kernal" gets "kernel" and "fp8" or "t5"
+ * get no guess ("fp16", "gpt" are other things, not typos). */
+const char *jsl_closest_value(const char *s, const char *const *names)
+{
+  return closest_within(s, names, MAX(1, (guint)strlen(s) / 3));
 }
 
 /* Checks that the table at idx has only string keys from `allowed`. */
@@ -187,7 +202,7 @@ int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
   char *list = g_strjoinv("\", \"", (char **)names);
   lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
   g_free(list);
-  const char *near = jsl_closest(v, names);
+  const char *near = jsl_closest_value(v, names);
   if (near != NULL)
     luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\"; did "
                   "you mean \"%s\"?)", fn, key, lua_tostring(L, -1), v, near);

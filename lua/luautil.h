@@ -49,6 +49,8 @@ void jsl_warn(lua_State *L, const char *fmt, ...);
 void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown);
 /* The closest of a NULL-terminated list to s (edit distance <= 3) or NULL. */
 const char *jsl_closest(const char *s, const char *const *names);
+/* The same for a short value: within a third of its length (at least 1). */
+const char *jsl_closest_value(const char *s, const char *const *names);
 /* The table at idx may only have string keys from `allowed`. */
 void jsl_check_keys(lua_State *L, int idx, const char *fn,
                     const char *const *allowed);

@@ -476,7 +476,7 @@ static int unknown_policy(lua_State *L)
     return luaL_error(L, "js.policy: policies are named by strings (got a "
                          "%s key)", luaL_typename(L, 2));
   const char *const *names = kind_names();
-  const char *near = jsl_closest(name, names);
+  const char *near = jsl_closest_value(name, names);
   char *list = g_strjoinv(", ", (char **)names);
   lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
   g_free(list);
