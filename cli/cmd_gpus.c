@@ -48,6 +48,9 @@ int cmd_gpus(int argc, char **argv)
     return 0;
   }
   g_autoptr(GPtrArray) names = gpu_catalogue_names(cat);
+  /* TFLOP/s: the datasheet's dense BF16 peak, the one MFU divides by
+   * (the SM clock's top can be above the clock it is quoted at: 1071 at
+   * 1980 MHz on the H100, 989 quoted). */
   printf("%-18s %6s %12s %10s %9s %8s\n", "name", "SMs", "SM MHz",
          "mem MHz", "limit W", "TFLOP/s");
   for (guint k = 0; k < names->len; k++) {
@@ -58,7 +61,7 @@ int cmd_gpus(int argc, char **argv)
                g->sm_max_mhz.v);
     printf("%-18s %6.0f %12s %10.0f %9.0f %8.0f\n", g->name, g->n_sm.v,
            clocks, g->mem_mhz[g->n_mem_clocks - 1].v, g->power_limit_w.v,
-           gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+           gpu_mfu_peak_flops(g, NULL) * 1e-12);
   }
   return 0;
 }

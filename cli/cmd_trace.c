@@ -667,7 +667,7 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
                                            : spec->idle_power_w.v;
   topt.blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
                                                  : spec->blocked_power_w.v;
-  g_autofree char *plabel = dvfs_policy_label(&x->pol);
+  g_autofree char *plabel = dvfs_policy_label(&x->pol, spec);
   g_autofree char *tlabel = js_inputs_label(
     (const char *const *)x->files->pdata, x->files->len);
   g_autofree char *label = g_strdup_printf("%s on %u x %s, %s, policy %s",

@@ -64,6 +64,11 @@ struct ResTable {
                           res_table_reserve */
   char *broken;       /* why a flush failed: HDF5 cannot flush the file
                          again, so the table refuses rows (NULL: fine) */
+  char *run_id;       /* the run's id for column RES_RUN_COLUMN (NULL:
+                         rows are not marked) */
+  char **run_info;    /* the attribute "run:<run_id>": started, joulesim,
+                         scenario, seed (NULL-terminated) */
+  gboolean run_noted; /* that attribute is written */
 };
 
 /* Frees the variable-length strings that H5Dread allocated in buf. */
@@ -135,6 +140,10 @@ gboolean res_row_torn(hid_t dset, hid_t mem_type, hsize_t r);
 /* A table name must be a single HDF5 link name. */
 gboolean res_check_table_name(const char *path, const char *table,
                               GError **error);
+/* Every row of the open dataset dset as an array of rows (see
+ * res_table_read), or NULL with error. */
+GPtrArray *res_dset_rows(hid_t dset, const char *path, const char *label,
+                         GError **error);
 /* Reads the dataset at dset_path of an open file as rows (see
  * res_table_read). */
 GPtrArray *res_read_rows(hid_t file, const char *dset_path,

@@ -16,7 +16,11 @@
  *                           to columns), "bool_columns" (names of the uint8
  *                           columns that hold booleans; a null dataspace
  *                           when there are none), and any notes written by
- *                           res_table_set_note (js.sweep: "sweep_keys")
+ *                           res_table_set_note (js.sweep: "sweep_keys"),
+ *                           and "run:<run_id>" (started, joulesim,
+ *                           scenario, seed) per run that appended with a
+ *                           run id (ResMeta), whose rows carry it in the
+ *                           string column run_id
  *   /timelines/<run>        1-D compound dataset (gpu int64, time_s,
  *                           power_w, sm_mhz float64), written once, chunked
  *                           4096 rows, shuffle + deflate 4; attributes
@@ -383,7 +387,7 @@ gboolean res_attr_strings(hid_t obj, const char *name,
 static gboolean res_write_file_attrs(hid_t file, const ResMeta *meta,
                                      const char *path, GError **error)
 {
-  static const ResMeta none = { NULL, NULL, NULL, 0 };
+  static const ResMeta none = { .version = NULL };
   if (meta == NULL)
     meta = &none;
 

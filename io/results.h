@@ -43,13 +43,24 @@ typedef struct {
 
 typedef enum { RES_MODE_APPEND = 0, RES_MODE_REPLACE } ResMode;
 
-/* File-level attributes written when a file is created (all optional). */
+/* File-level attributes written when a file is created (all optional),
+ * and the run writing (run_id, run_started; NULL: rows are not marked).
+ * A table opened with a run_id has a string column "run_id" holding, in
+ * every row this run appends, the run's id (the column is added, empty
+ * for the rows already there, when an existing table lacks it; a row may
+ * not give it), and an attribute "run:<run_id>" with the run's start,
+ * joulesim version, scenario and seed, written with the run's first row. */
 typedef struct {
   const char *version;
   const char *scenario_path;
   const char *scenario_source;
   guint64 seed;
+  const char *run_id;      /* no '/' */
+  const char *run_started; /* ISO 8601 UTC */
 } ResMeta;
+
+/* The column that holds the run id of every row (see ResMeta). */
+#define RES_RUN_COLUMN "run_id"
 
 typedef struct ResTable ResTable;
 
@@ -67,7 +78,11 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
                          const ResMeta *meta, GError **error);
 /* Appends one row of n values (borrowed); flushes to disk.  The first row of
  * a new table fixes the columns; later rows must match (error names the
- * column and the expected type).  Ints are accepted in float columns. */
+ * column and the expected type).  Ints are accepted in float columns, and
+ * a float arriving in an int column makes it a float column: the table
+ * is rewritten first, every row kept, its ints as floats (crash-safe as
+ * res_table_filter; a first row { budget = 0 } must not make
+ * { budget = 0.01 } an error). */
 gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
                           GError **error);
 /* Rows in the table. */

@@ -167,7 +167,7 @@ static GPtrArray *res_raw_row(const ResRaw *raw, hsize_t r)
 
 /* Every row of the open dataset dset as an array of rows (see
  * res_table_read), or NULL with error. */
-static GPtrArray *res_dset_rows(hid_t dset, const char *path,
+GPtrArray *res_dset_rows(hid_t dset, const char *path,
                                 const char *label, GError **error)
 {
   ResRaw raw;

@@ -22,6 +22,15 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#ifndef JOULESIM_VERSION
+#define JOULESIM_VERSION "unknown"
+#endif
+#ifndef JOULESIM_GIT_REV
+#define JOULESIM_GIT_REV "unknown"
+#endif
+
+static gboolean res_table_add_run_column(ResTable *t, GError **error);
+
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -77,6 +86,8 @@ static gboolean res_table_destroy(ResTable *t, gboolean commit,
   g_free(t->row_buf);
   g_free(t->seen);
   g_free(t->broken);
+  g_free(t->run_id);
+  g_strfreev(t->run_info);
   g_free(t->dset_path);
   g_free(t->table);
   g_free(t->path);
@@ -176,6 +187,21 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   t->dset = H5I_INVALID_HID;
   t->mem_type = H5I_INVALID_HID;
   t->owner = getpid();
+  if (meta != NULL && meta->run_id != NULL) {
+    t->run_id = g_strdup(meta->run_id);
+    t->run_info = g_new0(char *, 5);
+    t->run_info[0] = g_strdup_printf("started %s", meta->run_started != NULL
+                                                     ? meta->run_started
+                                                     : "");
+    t->run_info[1] = g_strdup_printf("joulesim %s (git %s)",
+                                     meta->version ? meta->version
+                                                   : JOULESIM_VERSION,
+                                     JOULESIM_GIT_REV);
+    t->run_info[2] = g_strdup_printf("scenario %s", meta->scenario_path != NULL
+                                                      ? meta->scenario_path
+                                                      : "");
+    t->run_info[3] = g_strdup_printf("seed %" G_GUINT64_FORMAT, meta->seed);
+  }
 
   t->file = res_open_file(path, meta, &t->pending, error);
   if (t->file < 0)
@@ -194,7 +220,8 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
       res_fail(error, RES_ERROR_IO, path, table, "deleting the old table");
       goto fail;
     }
-  } else if (exists > 0 && !res_table_load(t, error)) {
+  } else if (exists > 0 && (!res_table_load(t, error) ||
+                             !res_table_add_run_column(t, error))) {
     goto fail;
   }
   /* The file is consistent on disk before any row is written. */
@@ -209,6 +236,59 @@ fail:
   return NULL;
 }
 
+/* Creates an anonymous, empty table dataset of columns cols (laid out in
+ * memory by mem_type) with its attributes columns, units and
+ * bool_columns; returns it (owned by the caller) or -1 with error. */
+static hid_t res_dataset_new(ResTable *t, const ResCol *cols, guint n,
+                             hid_t mem_type, GError **error)
+{
+  g_autoptr(GPtrArray) names_v = g_ptr_array_new();
+  g_autoptr(GPtrArray) units_v = g_ptr_array_new();
+  g_autoptr(GPtrArray) bools_v = g_ptr_array_new();
+  for (guint i = 0; i < n; i++) {
+    g_ptr_array_add(names_v, cols[i].name);
+    g_ptr_array_add(units_v, (gpointer)res_unit_for(cols[i].name));
+    if (cols[i].type == RES_BOOL)
+      g_ptr_array_add(bools_v, cols[i].name);
+  }
+  hsize_t dims[1] = { 0 }, maxdims[1] = { H5S_UNLIMITED };
+  hsize_t chunk[1] = { RES_CHUNK_ROWS };
+  /* On disk the row is packed (no alignment padding). */
+  g_auto(H5uHid) ftype = H5Tcopy(mem_type);
+  if (ftype < 0 || H5Tpack(ftype) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the file type");
+    return H5I_INVALID_HID;
+  }
+  /* Chunked so that it can grow; no filter, so that a chunk never moves
+   * (see Durability). */
+  g_auto(H5uHid) dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "setting up chunking");
+    return H5I_INVALID_HID;
+  }
+  g_auto(H5uHid) space = H5Screate_simple(1, dims, maxdims);
+  if (space < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataspace");
+    return H5I_INVALID_HID;
+  }
+  g_auto(H5uHid) dset = H5Dcreate_anon(t->file, ftype, space, dcpl,
+                                       H5P_DEFAULT);
+  if (dset < 0) {
+    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataset");
+    return H5I_INVALID_HID;
+  }
+  if (!res_attr_strings(dset, "columns",
+                        (const char *const *)names_v->pdata, names_v->len,
+                        t->path, t->table, error) ||
+      !res_attr_strings(dset, "units", (const char *const *)units_v->pdata,
+                        units_v->len, t->path, t->table, error) ||
+      !res_attr_strings(dset, "bool_columns",
+                        (const char *const *)bools_v->pdata, bools_v->len,
+                        t->path, t->table, error))
+    return H5I_INVALID_HID; /* never linked: it goes with its handle */
+  return h5u_steal(&dset);
+}
+
 /* Fixes the columns of a new table from its first row and creates the
  * dataset with its attributes.  On failure t is left without columns and
  * without a dataset. */
@@ -221,12 +301,14 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
                 t->table);
     return FALSE;
   }
-  if (n > RES_MAX_COLUMNS) {
+  guint total = n + (t->run_id != NULL);
+  if (total > RES_MAX_COLUMNS) {
     g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
-                "%s: table '%s': a row of %u columns; a results table has at "
-                "most %d (HDF5 keeps the row type in one header message of "
-                "at most 64 KiB)",
-                t->path, t->table, n, RES_MAX_COLUMNS);
+                "%s: table '%s': a row of %u columns%s; a results table has "
+                "at most %d (HDF5 keeps the row type in one header message "
+                "of at most 64 KiB)",
+                t->path, t->table, total,
+                t->run_id != NULL ? " with run_id" : "", RES_MAX_COLUMNS);
     return FALSE;
   }
   ResCol *cols = g_new0(ResCol, n);
@@ -240,6 +322,8 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
       problem = "a column name is not valid UTF-8";
     else if (!g_hash_table_add(names, (gpointer)name))
       problem = "duplicate column";
+    else if (t->run_id != NULL && strcmp(name, RES_RUN_COLUMN) == 0)
+      problem = "joulesim writes the run's id in column";
     else if ((guint)row[i].type > RES_STRING)
       problem = "unknown value type in column";
     if (problem != NULL) {
@@ -255,69 +339,20 @@ static gboolean res_table_define(ResTable *t, const ResValue *row, guint n,
   }
   t->cols = cols;
   t->ncols = n;
-
-  g_autoptr(GPtrArray) names_v = g_ptr_array_new();
-  g_autoptr(GPtrArray) units_v = g_ptr_array_new();
-  g_autoptr(GPtrArray) bools_v = g_ptr_array_new();
-  for (guint i = 0; i < n; i++) {
-    g_ptr_array_add(names_v, cols[i].name);
-    g_ptr_array_add(units_v, (gpointer)res_unit_for(cols[i].name));
-    if (cols[i].type == RES_BOOL)
-      g_ptr_array_add(bools_v, cols[i].name);
+  if (t->run_id != NULL) { /* the run's column, last */
+    t->cols = g_renew(ResCol, t->cols, n + 1);
+    t->cols[n] = (ResCol){ g_strdup(RES_RUN_COLUMN), RES_STRING, 0 };
+    t->ncols = n + 1;
   }
 
-  gboolean ok = FALSE;
-  g_auto(H5uHid) ftype = H5I_INVALID_HID;
-  g_auto(H5uHid) dcpl = H5I_INVALID_HID;
-  g_auto(H5uHid) space = H5I_INVALID_HID;
-  hsize_t dims[1] = { 0 }, maxdims[1] = { H5S_UNLIMITED };
-  hsize_t chunk[1] = { RES_CHUNK_ROWS };
-
-  if (!res_table_set_columns(t, error))
-    goto out;
-  /* On disk the row is packed (no alignment padding). */
-  ftype = H5Tcopy(t->mem_type);
-  if (ftype < 0 || H5Tpack(ftype) < 0) {
-    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the file type");
-    goto out;
+  gboolean ok = res_table_set_columns(t, error);
+  if (ok) {
+    t->dset = res_dataset_new(t, t->cols, t->ncols, t->mem_type, error);
+    t->linked = FALSE; /* anonymous until its first row is on disk */
+    ok = t->dset >= 0;
   }
-  /* Chunked so that it can grow; no filter, so that a chunk never moves
-   * (see Durability). */
-  dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0) {
-    res_fail(error, RES_ERROR_IO, t->path, t->table, "setting up chunking");
-    goto out;
-  }
-  space = H5Screate_simple(1, dims, maxdims);
-  if (space < 0) {
-    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataspace");
-    goto out;
-  }
-  /* Anonymous until its first row is on disk (res_table_link). */
-  t->dset = H5Dcreate_anon(t->file, ftype, space, dcpl, H5P_DEFAULT);
-  t->linked = FALSE;
-  if (t->dset < 0) {
-    res_fail(error, RES_ERROR_IO, t->path, t->table, "creating the dataset");
-    goto out;
-  }
-  if (!res_attr_strings(t->dset, "columns",
-                        (const char *const *)names_v->pdata, names_v->len,
-                        t->path, t->table, error) ||
-      !res_attr_strings(t->dset, "units", (const char *const *)units_v->pdata,
-                        units_v->len, t->path, t->table, error) ||
-      !res_attr_strings(t->dset, "bool_columns",
-                        (const char *const *)bools_v->pdata, bools_v->len,
-                        t->path, t->table, error))
-    goto out;
-  ok = TRUE;
-
-out:
   if (!ok) {
-    /* Back to "no columns": a half-made dataset, never linked, goes. */
-    if (t->dset >= 0) {
-      H5Dclose(t->dset);
-      t->dset = H5I_INVALID_HID;
-    }
+    /* Back to "no columns". */
     if (t->mem_type >= 0)
       H5Tclose(t->mem_type);
     t->mem_type = H5I_INVALID_HID;
@@ -350,6 +385,12 @@ static gboolean res_table_put(ResTable *t, const ResValue *v, GError **error)
     return FALSE;
   }
   const ResCol *col = &t->cols[idx - 1];
+  if (t->run_id != NULL && strcmp(col->name, RES_RUN_COLUMN) == 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': joulesim writes the run's id in column "
+                "'%s'; name yours otherwise", t->path, t->table, col->name);
+    return FALSE;
+  }
   if (t->seen[idx - 1]) {
     g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
                 "%s: table '%s': column '%s' given twice", t->path, t->table,
@@ -358,6 +399,14 @@ static gboolean res_table_put(ResTable *t, const ResValue *v, GError **error)
   }
   t->seen[idx - 1] = 1;
 
+  /* A float in an int column: stored as a float, and the column is
+   * promoted before the row is written (res_table_promote; int64 and
+   * float64 take the same place in the row). */
+  if (col->type == RES_INT && v->type == RES_FLOAT) {
+    t->seen[idx - 1] = 2;
+    memcpy(t->row_buf + col->offset, &v->f, sizeof v->f);
+    return TRUE;
+  }
   gboolean fits =
     v->type == col->type || (col->type == RES_FLOAT && v->type == RES_INT);
   if (!fits) {
@@ -424,6 +473,8 @@ static gboolean res_table_link(ResTable *t, GError **error)
 }
 
 static gboolean res_table_write_row(ResTable *t, GError **error);
+static gboolean res_table_promote(ResTable *t, GError **error);
+static gboolean res_table_note_run(ResTable *t, GError **error);
 
 /* Slack reserved beyond what one append needs, so that most appends find
  * their space reserved already. */
@@ -567,6 +618,14 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   for (guint i = 0; i < n; i++)
     if (!res_table_put(t, &row[i], error))
       return FALSE;
+  if (t->run_id != NULL) {
+    guint idx = GPOINTER_TO_UINT(g_hash_table_lookup(t->by_name,
+                                                     RES_RUN_COLUMN));
+    g_assert(idx > 0); /* added at define or open */
+    const char *id = t->run_id;
+    memcpy(t->row_buf + t->cols[idx - 1].offset, &id, sizeof id);
+    t->seen[idx - 1] = 1;
+  }
   for (guint i = 0; i < t->ncols; i++)
     if (!t->seen[i]) {
       g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
@@ -579,7 +638,8 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
     return FALSE;
   sigset_t held;
   res_hold_signals(&held);
-  gboolean ok = res_table_write_row(t, error);
+  gboolean ok = res_table_promote(t, error) && res_table_write_row(t, error) &&
+                res_table_note_run(t, error);
   res_release_signals(&held);
   return ok;
 }
@@ -699,5 +759,241 @@ gboolean res_table_set_note(ResTable *t, const char *name,
     return FALSE;
   if (H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0)
     return res_fail(error, RES_ERROR_IO, t->path, t->table, "flushing");
+  return TRUE;
+}
+
+/* ---- changing the columns ------------------------------------------------- */
+
+/* Copies one attribute of the old table (loc) to the new (data), except
+ * the ones res_dataset_new writes.  Read and written in its own file
+ * type, which for the variable-length strings of every attribute this
+ * module writes is a valid memory type too. */
+static herr_t copy_note(hid_t loc, const char *name, const H5A_info_t *info,
+                        void *data)
+{
+  (void)info;
+  if (strcmp(name, "columns") == 0 || strcmp(name, "units") == 0 ||
+      strcmp(name, "bool_columns") == 0)
+    return 0;
+  g_auto(H5uHid) a = H5Aopen(loc, name, H5P_DEFAULT);
+  g_auto(H5uHid) type = a >= 0 ? H5Aget_type(a) : H5I_INVALID_HID;
+  g_auto(H5uHid) space = a >= 0 ? H5Aget_space(a) : H5I_INVALID_HID;
+  if (type < 0 || space < 0)
+    return -1;
+  hssize_t n = H5Sget_simple_extent_npoints(space);
+  size_t size = H5Tget_size(type);
+  if (n < 0 || size == 0)
+    return -1;
+  g_autofree guchar *buf = g_malloc0(MAX((gsize)n * size, 1));
+  g_auto(H5uHid) b = H5Acreate2(*(hid_t *)data, name, type, space,
+                                H5P_DEFAULT, H5P_DEFAULT);
+  if (b < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  if (H5Aread(a, type, buf) < 0)
+    return -1;
+  herr_t rc = H5Awrite(b, type, buf);
+  res_reclaim(type, space, buf);
+  return rc < 0 ? -1 : 0;
+}
+
+/* Stores value v (of row r's column, or NULL when the row has no such
+ * column: 0, NaN, false, "") at dst as a column of type `type`. */
+static void put_converted(guchar *dst, ResType type, const ResValue *v)
+{
+  switch (type) {
+  case RES_INT: {
+    gint64 x = v != NULL ? v->i : 0;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RES_FLOAT: {
+    double x = v == NULL ? NAN : v->type == RES_INT ? (double)v->i : v->f;
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  case RES_BOOL:
+    *dst = v != NULL && v->i != 0;
+    break;
+  case RES_STRING: {
+    const char *x = v != NULL ? v->s : "";
+    memcpy(dst, &x, sizeof x);
+    break;
+  }
+  }
+}
+
+/* Rewrites t's table with columns cols[0..n) (taken over): every row
+ * kept, in order, a column of the old table converted to the new one's
+ * type (only int -> float), a new column given its default.  The notes
+ * (res_table_set_note, run attributes) are copied.  Crash-safe like
+ * res_table_filter: the new table is written and flushed under the
+ * rewrite's temporary name, then the old one unlinked and the new one
+ * moved to its name, and res_recover_rewrite finishes or undoes a rewrite
+ * that a kill interrupted.  t then describes the new table; t->row_buf is
+ * kept when the row keeps its size (a promotion). */
+static gboolean res_table_reshape(ResTable *t, ResCol *cols, guint n,
+                                  GError **error)
+{
+  size_t row_size = 0;
+  g_auto(H5uHid) mem_type = res_mem_type(cols, n, &row_size, t->path,
+                                         t->table, error);
+  g_autoptr(GPtrArray) rows =
+    mem_type >= 0 ? res_dset_rows(t->dset, t->path, t->table, error) : NULL;
+  if (rows == NULL) {
+    res_cols_free(cols, n);
+    return FALSE;
+  }
+  g_autofree guchar *buf = g_malloc0(MAX(rows->len, 1) * row_size);
+  for (guint r = 0; r < rows->len; r++) {
+    GPtrArray *row = g_ptr_array_index(rows, r);
+    for (guint c = 0; c < n; c++) {
+      const ResValue *v = NULL;
+      for (guint k = 0; k < row->len && v == NULL; k++)
+        if (strcmp(((ResValue *)g_ptr_array_index(row, k))->name,
+                   cols[c].name) == 0)
+          v = g_ptr_array_index(row, k);
+      put_converted(buf + r * row_size + cols[c].offset, cols[c].type, v);
+    }
+  }
+  g_autofree char *tmp = res_rewrite_path(t->table);
+  g_auto(H5uHid) dset = res_dataset_new(t, cols, n, mem_type, error);
+  hsize_t extent[1] = { rows->len };
+  hid_t old = t->dset;
+  if (dset < 0 ||
+      H5Aiterate2(old, H5_INDEX_NAME, H5_ITER_NATIVE, NULL, copy_note,
+                  &dset) < 0 ||
+      H5Dset_extent(dset, extent) < 0 ||
+      (rows->len > 0 && H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL,
+                                 H5P_DEFAULT, buf) < 0) ||
+      (H5Lexists(t->file, tmp, H5P_DEFAULT) > 0 &&
+       H5Ldelete(t->file, tmp, H5P_DEFAULT) < 0) ||
+      H5Olink(dset, t->file, tmp, H5P_DEFAULT, H5P_DEFAULT) < 0 ||
+      H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
+    if (error == NULL || *error == NULL)
+      res_fail(error, RES_ERROR_IO, t->path, t->table,
+               "rewriting the table with new columns");
+    if (dset >= 0)
+      H5Ldelete(t->file, tmp, H5P_DEFAULT);
+    res_cols_free(cols, n);
+    return FALSE;
+  }
+  if ((t->linked && H5Ldelete(t->file, t->dset_path, H5P_DEFAULT) < 0) ||
+      H5Lmove(t->file, tmp, t->file, t->dset_path, H5P_DEFAULT,
+              H5P_DEFAULT) < 0 ||
+      H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
+    res_cols_free(cols, n);
+    return res_fail(error, RES_ERROR_IO, t->path, t->table,
+                    "replacing the table by its rewrite");
+  }
+  /* t now describes the new table. */
+  g_autofree guchar *keep =
+    row_size == t->row_size ? g_steal_pointer(&t->row_buf) : NULL;
+  g_autofree guint8 *seen = row_size == t->row_size && t->ncols == n
+                              ? g_steal_pointer(&t->seen)
+                              : NULL;
+  H5Dclose(old);
+  t->dset = h5u_steal(&dset);
+  t->linked = TRUE;
+  t->rows = rows->len;
+  H5Tclose(t->mem_type);
+  t->mem_type = H5I_INVALID_HID;
+  g_clear_pointer(&t->by_name, g_hash_table_unref);
+  g_clear_pointer(&t->row_buf, g_free);
+  g_clear_pointer(&t->seen, g_free);
+  res_cols_free(t->cols, t->ncols);
+  t->cols = cols;
+  t->ncols = n;
+  if (!res_table_set_columns(t, error))
+    return FALSE;
+  if (keep != NULL)
+    memcpy(t->row_buf, keep, row_size);
+  if (seen != NULL)
+    memcpy(t->seen, seen, n);
+  return TRUE;
+}
+
+/* Promotes to float the int columns the row being appended gave a float
+ * (res_table_put marked them 2 in t->seen), rewriting the table. */
+static gboolean res_table_promote(ResTable *t, GError **error)
+{
+  guint promoted = 0;
+  for (guint i = 0; i < t->ncols; i++)
+    promoted += t->seen[i] == 2;
+  if (promoted == 0)
+    return TRUE;
+  ResCol *cols = g_new0(ResCol, t->ncols);
+  for (guint i = 0; i < t->ncols; i++) {
+    cols[i].name = g_strdup(t->cols[i].name);
+    cols[i].type = t->seen[i] == 2 ? RES_FLOAT : t->cols[i].type;
+  }
+  if (!res_table_reshape(t, cols, t->ncols, error)) {
+    g_prefix_error(error, "promoting %u int column%s to float: ", promoted,
+                   promoted == 1 ? "" : "s");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A table opened with a run id (ResMeta) that was written without one
+ * gets the column, empty in its old rows. */
+static gboolean res_table_add_run_column(ResTable *t, GError **error)
+{
+  if (t->run_id == NULL || t->ncols == 0)
+    return TRUE;
+  guint idx = GPOINTER_TO_UINT(g_hash_table_lookup(t->by_name,
+                                                   RES_RUN_COLUMN));
+  if (idx > 0 && t->cols[idx - 1].type == RES_STRING)
+    return TRUE;
+  if (idx > 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': column '%s' is a %s column; joulesim writes "
+                "the run's id there as a string (use another table)",
+                t->path, t->table, RES_RUN_COLUMN,
+                res_type_name(t->cols[idx - 1].type));
+    return FALSE;
+  }
+  if (t->ncols + 1 > RES_MAX_COLUMNS) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "%s: table '%s': no room for column '%s' (at most %d)",
+                t->path, t->table, RES_RUN_COLUMN, RES_MAX_COLUMNS);
+    return FALSE;
+  }
+  ResCol *cols = g_new0(ResCol, t->ncols + 1);
+  for (guint i = 0; i < t->ncols; i++) {
+    cols[i].name = g_strdup(t->cols[i].name);
+    cols[i].type = t->cols[i].type;
+  }
+  cols[t->ncols] = (ResCol){ g_strdup(RES_RUN_COLUMN), RES_STRING, 0 };
+  sigset_t held;
+  res_hold_signals(&held);
+  gboolean ok = res_table_reshape(t, cols, t->ncols + 1, error);
+  res_release_signals(&held);
+  if (!ok)
+    g_prefix_error(error, "adding column '%s': ", RES_RUN_COLUMN);
+  return ok;
+}
+
+/* After the run's first row: the attribute "run:<run_id>" (see ResMeta),
+ * flushed. */
+static gboolean res_table_note_run(ResTable *t, GError **error)
+{
+  if (t->run_id == NULL || t->run_noted)
+    return TRUE;
+  g_autofree char *name = g_strconcat("run:", t->run_id, NULL);
+  htri_t exists = H5Aexists(t->dset, name);
+  if (exists < 0 ||
+      (exists == 0 &&
+       !res_attr_strings(t->dset, name, (const char *const *)t->run_info,
+                         g_strv_length(t->run_info), t->path, t->table,
+                         error)) ||
+      H5Fflush(t->file, H5F_SCOPE_LOCAL) < 0) {
+    if (error == NULL || *error == NULL)
+      res_fail(error, RES_ERROR_IO, t->path, t->table,
+               "writing attribute '%s'", name);
+    return FALSE;
+  }
+  t->run_noted = TRUE;
   return TRUE;
 }

@@ -347,7 +347,10 @@ static int l_gpt(lua_State *L)
                                            model ? model : "gpt", cfg.tp,
                                            cfg.pp, cfg.dp, cfg.microbatches,
                                            cfg.fold ? " folded" : "");
+  gboolean defaulted = lua_getfield(L, 1, "gpu") == LUA_TNIL;
+  lua_pop(L, 1);
   jsl_push_workload(L, w, label);
+  ((LWorkload *)lua_touserdata(L, -1))->ref_defaulted = defaulted;
   return 1;
 }
 
@@ -390,6 +393,7 @@ static int l_gpu(lua_State *L)
   set_param(L, "comm_power_w", &g->comm_power_w);
   set_param(L, "switch_latency_ms", &g->switch_latency_ms);
   jsl_set_num(L, "peak_tflops", gpu_peak_tensor_flops(g, g->sm_max_mhz.v) * 1e-12);
+  jsl_set_num(L, "mfu_peak_tflops", gpu_mfu_peak_flops(g, NULL) * 1e-12);
   GString *d = g_string_new(NULL);
   gpu_spec_describe(g, d);
   lua_pushstring(L, d->str);
@@ -514,7 +518,7 @@ static int l_results(lua_State *L)
                fn, table);
   jsl_check_write(L, fn, path, JS_FILE_RESULTS);
   ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                  s->seed};
+                  s->seed, s->run_id, s->run_started};
   GError *err = NULL;
   ResTable *t = res_table_open(path, table, mode, &meta, &err);
   if (t == NULL)

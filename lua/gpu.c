@@ -13,7 +13,8 @@
  *                          -> { time_s, power_w, energy_j, sm_mhz, mem_mhz,
  *                               capped, util_compute, util_memory }
  *     one kernel priced by the GPU model (models/gpu.c): requested clocks
- *     (0 = auto), the per-kernel power cap unless cap = false.
+ *     (0 = auto; snapped to the part's steps, an error outside its range,
+ *     as in js.simulate), the per-kernel power cap unless cap = false.
  *
  * js.gpu is a table with a __call metamethod, so both forms work.  Defined
  * entries live in the session's catalogue (not on disk; `joulesim validate
@@ -180,6 +181,12 @@ static int l_price(lua_State *L)
   };
   lua_Integer sm = jsl_opt_int(L, 1, fn, "sm_mhz", 0, 0, 100000);
   lua_Integer mem = jsl_opt_int(L, 1, fn, "mem_mhz", 0, 0, 1000000);
+  /* Clocks outside the part's range are refused as js.simulate refuses
+   * them (gpu_kernel_cost would clamp them silently: 1980 MHz on an A100
+   * priced at 1410). */
+  if (!dvfs_check_sm(g, "sm_mhz", (guint)sm, &err) ||
+      !dvfs_check_mem(g, "mem_mhz", (guint)mem, &err))
+    return jsl_raise_gerror(L, fn, err);
   double limit = jsl_opt_num(L, 1, fn, "power_limit_w", g->power_limit_w.v,
                              1, 1e5);
   if (!jsl_opt_bool(L, 1, fn, "cap", TRUE))

@@ -50,11 +50,12 @@ static guint edit_distance(const char *a, const char *b)
   return row[m];
 }
 
-/* The closest of `names` to `s` within distance 3, or NULL. */
-const char *jsl_closest(const char *s, const char *const *names)
+/* The closest of `names` to `s` within distance max_d, or NULL. */
+static const char *closest_within(const char *s, const char *const *names,
+                                  guint max_d)
 {
   const char *best = NULL;
-  guint bd = 4;
+  guint bd = max_d + 1;
   for (int i = 0; names[i] != NULL; i++) {
     guint d = edit_distance(s, names[i]);
     if (d < bd) {
@@ -63,6 +64,20 @@ const char *jsl_closest(const char *s, const char *const *names)
     }
   }
   return best;
+}
+
+/* The closest of `names` to `s` within distance 3, or NULL. */
+const char *jsl_closest(const char *s, const char *const *names)
+{
+  return closest_within(s, names, 3);
+}
+
+/* The closest of `names` to a short value `s`: within a third of its
+ * length (at least 1), so that "kernal" gets "kernel" and "fp8" or "t5"
+ * get no guess ("fp16", "gpt" are other things, not typos). */
+const char *jsl_closest_value(const char *s, const char *const *names)
+{
+  return closest_within(s, names, MAX(1, (guint)strlen(s) / 3));
 }
 
 /* Checks that the table at idx has only string keys from `allowed`. */
@@ -187,6 +202,10 @@ int jsl_opt_choice(lua_State *L, int idx, const char *fn, const char *key,
   char *list = g_strjoinv("\", \"", (char **)names);
   lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
   g_free(list);
+  const char *near = jsl_closest_value(v, names);
+  if (near != NULL)
+    luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\"; did "
+                  "you mean \"%s\"?)", fn, key, lua_tostring(L, -1), v, near);
   luaL_error(L, "%s: argument '%s' must be one of \"%s\" (got \"%s\")", fn,
              key, lua_tostring(L, -1), v);
   return def;
@@ -216,6 +235,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->w = w;
   u->label = g_strdup(label);
+  u->ref_defaulted = FALSE;
   luaL_setmetatable(L, WORKLOAD_MT);
 }
 
@@ -244,4 +264,15 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
   default:
     return FALSE;
   }
+}
+
+/* A slowdown is a fraction of the time (0.01 = 1%); one of 1 or more is
+ * legal (up to 10) but far more often meant as a percentage
+ * (slowdown = 1 for 1%), so it is spelt out (issue 28). */
+void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown)
+{
+  if (slowdown >= 1)
+    jsl_warn(L, "%s: slowdown = %g is a fraction of the time: it allows "
+                "+%.0f%% (for %g%% write slowdown = %g)", fn, slowdown,
+             100 * slowdown, slowdown, slowdown / 100);
 }

@@ -27,6 +27,9 @@ typedef struct {
 typedef struct {
   SimWorkload *w;
   char *label;
+  gboolean ref_defaulted; /* js.gpt priced it on its default reference
+                             GPU (no 'gpu' given): js.simulate warns when
+                             the cluster has another */
 } LWorkload;
 typedef struct {
   ResTable *t;
@@ -38,8 +41,16 @@ typedef struct {
 JsSession *jsl_session(lua_State *L);
 /* Raises "FN: message" at the caller's line and frees err.  Never returns. */
 int jsl_raise_gerror(lua_State *L, const char *fn, GError *err);
+/* A warning on the diagnostics, once per distinct message, naming the
+ * script line (lua/sandbox.c). */
+G_GNUC_PRINTF(2, 3)
+void jsl_warn(lua_State *L, const char *fmt, ...);
+/* Warns when a policy's slowdown (a fraction) is >= 1. */
+void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown);
 /* The closest of a NULL-terminated list to s (edit distance <= 3) or NULL. */
 const char *jsl_closest(const char *s, const char *const *names);
+/* The same for a short value: within a third of its length (at least 1). */
+const char *jsl_closest_value(const char *s, const char *const *names);
 /* The table at idx may only have string keys from `allowed`. */
 void jsl_check_keys(lua_State *L, int idx, const char *fn,
                     const char *const *allowed);

@@ -452,6 +452,7 @@ static int l_pipeline_run(lua_State *L)
                                                        run_policies);
   perseus_policy_init(&pol, kind);
   pol.slowdown = jsl_opt_num(L, 1, fn, "slowdown", 0, 0, 10);
+  jsl_warn_slowdown(L, fn, pol.slowdown);
   pol.straggler_aware = jsl_opt_bool(L, 1, fn, "straggler_aware", FALSE);
   pol.lag = (guint)jsl_opt_int(L, 1, fn, "lag", 0, 0, 1000000);
   pol.eta = jsl_opt_num(L, 1, fn, "eta", pol.eta, 0, 1);

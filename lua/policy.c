@@ -363,6 +363,7 @@ static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
     return;
   jsl_check_keys(L, idx, fn, kl->keys);
   parse_args(L, idx, fn, kl->args, p);
+  jsl_warn_slowdown(L, fn, p->slowdown);
   const PolicyHooks *h = hooks_of(kl);
   if (h != NULL && h->parse != NULL)
     h->parse(L, idx, fn, p);
@@ -465,6 +466,28 @@ static void register_constructor(lua_State *L, const char *name, DvfsKind k)
   lua_setfield(L, -2, name);
 }
 
+/* js.policy's __index: a name that is no policy is an error naming the
+ * closest one, where plain Lua would return nil and the call fail with
+ * "attempt to call a nil value (field 'kernal')". */
+static int unknown_policy(lua_State *L)
+{
+  const char *name = lua_tostring(L, 2);
+  if (name == NULL)
+    return luaL_error(L, "js.policy: policies are named by strings (got a "
+                         "%s key)", luaL_typename(L, 2));
+  const char *const *names = kind_names();
+  const char *near = jsl_closest_value(name, names);
+  char *list = g_strjoinv(", ", (char **)names);
+  lua_pushstring(L, list); /* no C allocation may outlive the longjmp */
+  g_free(list);
+  if (near != NULL)
+    return luaL_error(L, "js.policy.%s: no such policy (did you mean "
+                         "js.policy.%s?); policies: %s", name, near,
+                      lua_tostring(L, -1));
+  return luaL_error(L, "js.policy.%s: no such policy; policies: %s", name,
+                    lua_tostring(L, -1));
+}
+
 /* One constructor per registered class, and js.policy.auto (max's). */
 void jsl_register_policy(lua_State *L)
 {
@@ -476,6 +499,10 @@ void jsl_register_policy(lua_State *L)
     if (k == DVFS_MAX)
       register_constructor(L, "auto", DVFS_MAX);
   }
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, unknown_policy);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
   lua_setfield(L, -2, "policy");
 }
 

@@ -109,6 +109,39 @@ static void emit(JsSession *s, JsPrintStream to, const char *text, gsize len)
     s->print(to, text, len, s->print_data);
 }
 
+/* Writes "joulesim: warning: WHERE: message" to the diagnostics (stderr
+ * in the CLI), WHERE being the script line that called the C function
+ * running now.  A message is written once per script run however often
+ * the same line (or another) raises it: a sweep of 100 points over one
+ * suspicious policy gets one warning.  Never raises except on memory. */
+void jsl_warn(lua_State *L, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  /* Seen messages: a table in the registry, message -> true. */
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "joulesim.warned") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "joulesim.warned");
+  }
+  if (lua_getfield(L, -1, msg) != LUA_TNIL) {
+    lua_pop(L, 2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, msg);
+  lua_pop(L, 1);
+  luaL_where(L, 1);
+  g_autofree char *line = g_strdup_printf("joulesim: warning: %s%s\n",
+                                          lua_tostring(L, -1), msg);
+  lua_pop(L, 1);
+  emit(jsl_session(L), JS_PRINT_ERR, line, strlen(line));
+}
+
 static int panic(lua_State *L)
 {
   const char *msg = lua_tostring(L, -1);

@@ -32,7 +32,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
 {
   double t = (double)r->time_ns * 1e-9;
   lua_createtable(L, 0, 24);
-  g_autofree char *label = dvfs_policy_label(p);
+  g_autofree char *label = dvfs_policy_label(p, c->gpu);
   lua_pushstring(L, label);
   lua_setfield(L, -2, "policy");
   lua_pushstring(L, c->gpu->name);
@@ -52,6 +52,11 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   jsl_set_num(L, "flops", r->flops);
   jsl_set_num(L, "tflops_per_gpu",
           t > 0 ? r->flops / t / r->n_gpus * 1e-12 : 0);
+  /* MFU against the datasheet dense BF16 peak (989 TFLOP/s on an H100,
+   * not the 1071 its top SM clock would give): the figure papers quote. */
+  jsl_set_num(L, "mfu", t > 0 ? r->flops / t / r->n_gpus /
+                                  gpu_mfu_peak_flops(c->gpu, NULL)
+                              : 0);
   jsl_set_num(L, "tokens_per_s",
           t > 0 ? w->tokens_per_iteration * r->n_iterations / t : 0);
   jsl_set_num(L, "iteration_time_s", t / r->n_iterations);
@@ -379,6 +384,16 @@ static int l_simulate(lua_State *L)
   Cluster *c = jsl_check_cluster(L, -1, fn);
   lua_getfield(L, 1, "workload");
   LWorkload *lw = jsl_check_workload(L, -1, fn);
+  /* js.gpt's reference GPU left at its default on another cluster GPU:
+   * the ops are rescaled from the A100 by the roofline model, which moves
+   * H100 results by 2-3% against pricing them on the H100 (issue 28). */
+  if (lw->ref_defaulted && lw->w->ref_gpu != NULL &&
+      strcmp(lw->w->ref_gpu, c->gpu->name) != 0)
+    jsl_warn(L, "%s: the workload was priced on %s, js.gpt's default "
+                "reference GPU, and the cluster has %s: its ops are "
+                "rescaled between them; give js.gpt{ gpu = \"%s\" } to "
+                "price them on the cluster's GPU", fn, lw->w->ref_gpu,
+             c->gpu->name, c->gpu->name);
   lua_getfield(L, 1, "policy");
   DvfsPolicy pol;
   jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);

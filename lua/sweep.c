@@ -170,6 +170,29 @@ static void check_scalar(lua_State *L, const char *where)
                 "object in run)", SWEEP_FN, where, luaL_typename(L, -1));
 }
 
+/* One more value of a key (at the top of the stack, named `where`;
+ * `first` names the key's first value): checks it (check_scalar) and that
+ * it has the kind of the key's earlier values (*kind, LUA_TNONE before
+ * the first; integers and floats are one kind, numbers), and sets
+ * *as_float when it is a float: a key whose values mix integers and
+ * floats is float throughout, so its column has one type (the table
+ * promotes an int column later given a float the same way,
+ * io/results.h). */
+static void note_kind(lua_State *L, const char *where, const char *first,
+                      int *kind, gboolean *as_float)
+{
+  check_scalar(L, where);
+  int vk = lua_type(L, -1);
+  if (*kind == LUA_TNONE)
+    *kind = vk;
+  else if (vk != *kind)
+    luaL_error(L, "%s: %s is a %s but %s is a %s (one type per key)",
+               SWEEP_FN, where, lua_typename(L, vk), first,
+               lua_typename(L, *kind));
+  if (vk == LUA_TNUMBER && !lua_isinteger(L, -1))
+    *as_float = TRUE;
+}
+
 /* Copies the Lua value at the top of the stack (checked by check_scalar)
  * into v (strings borrowed from Lua); as_float turns integers into
  * floats. */
@@ -260,18 +283,10 @@ static void sweep_points_from_grid(lua_State *L, LSweep *u, int grid)
     gboolean has_float = FALSE;
     for (lua_Integer j = 1; j <= m; j++) {
       lua_rawgeti(L, -1, j);
-      char where[200];
+      char where[200], first[200];
       g_snprintf(where, sizeof where, "grid.%s[%d]", key, (int)j);
-      check_scalar(L, where);
-      int kind = lua_type(L, -1); /* ints and floats are one kind */
-      if (kind0 == LUA_TNONE)
-        kind0 = kind;
-      else if (kind != kind0)
-        luaL_error(L, "%s: %s is a %s but grid.%s[1] is a %s (one type per "
-                      "key)", SWEEP_FN, where, lua_typename(L, kind), key,
-                   lua_typename(L, kind0));
-      if (kind == LUA_TNUMBER && !lua_isinteger(L, -1))
-        has_float = TRUE;
+      g_snprintf(first, sizeof first, "grid.%s[1]", key);
+      note_kind(L, where, first, &kind0, &has_float);
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -377,18 +392,10 @@ static void sweep_points_from_list(lua_State *L, LSweep *u, int list)
     }
     for (guint k = 0; k < n; k++) {
       lua_getfield(L, pt, sweep_points_key(pts, k));
-      char where[200];
+      char where[200], first[200];
       g_snprintf(where, sizeof where, "points[%d].%s", (int)j, sweep_points_key(pts, k));
-      check_scalar(L, where);
-      int vk = lua_type(L, -1);
-      if (kind[k] == LUA_TNONE)
-        kind[k] = vk;
-      else if (vk != kind[k])
-        luaL_error(L, "%s: %s is a %s but points[1].%s is a %s (one type per "
-                      "key)", SWEEP_FN, where, lua_typename(L, vk),
-                   sweep_points_key(pts, k), lua_typename(L, kind[k]));
-      if (vk == LUA_TNUMBER && !lua_isinteger(L, -1))
-        as_float[k] = TRUE;
+      g_snprintf(first, sizeof first, "points[1].%s", sweep_points_key(pts, k));
+      note_kind(L, where, first, &kind[k], &as_float[k]);
       lua_pop(L, 1);
     }
     lua_pop(L, 1);

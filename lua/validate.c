@@ -570,7 +570,7 @@ static int l_validate_interval(lua_State *L)
 
   GError *err = NULL;
   const GpuSpec *g = gpu_catalogue_lookup(s->catalogue, gpu, &err);
-  if (g == NULL)
+  if (g == NULL || !profile_check_power(p, g, limit, &err))
     return jsl_raise_gerror(L, fn, err);
   /* The fitted entries replace gpu_name; the base must survive that. */
   if (strcmp(gpu_name, gpu) == 0)

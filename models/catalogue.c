@@ -149,6 +149,9 @@
   .n_sm = P(108, SRC_README ": A100 108 SMs"),                              \
   .tensor_flop_per_clk_sm =                                                 \
       P(2048, SRC_README ": 312 TFLOP/s dense BF16 = 2048 FLOP/clk/SM"),    \
+  .dense_bf16_tflops =                                                      \
+      P(312, "NVIDIA A100 datasheet: 312 TFLOP/s dense BF16 (624 with "    \
+             "sparsity), SXM4 and PCIe"),                                   \
   .vector_flop_per_clk_sm =                                                 \
       P(128, "NVIDIA A100 datasheet: 19.5 TFLOP/s FP32 = 64 FMA/clk/SM"),   \
   .tf32_flop_per_clk_sm =                                                   \
@@ -279,6 +282,8 @@
   .tensor_flop_per_clk_sm =                                                 \
       P(1024, SRC_V100_DS ": 125 TFLOP/s FP16 tensor at 1530 MHz = 1024 "   \
               "FLOP/clk/SM (no BF16 on Volta: 16-bit means FP16)"),         \
+  .dense_bf16_tflops =                                                      \
+      P(125, SRC_V100_DS ": 125 TFLOP/s FP16 tensor (no BF16 on Volta)"),  \
   .vector_flop_per_clk_sm =                                                 \
       P(128, SRC_V100_DS ": 15.7 TFLOP/s FP32 = 64 FMA/clk/SM"),            \
   .tf32_flop_per_clk_sm =                                                   \
@@ -393,6 +398,9 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(4096, SRC_README ": 989 TFLOP/s dense BF16 at 1830 MHz = 4096 "
                 "FLOP/clk/SM"),
+    .dense_bf16_tflops =
+        P(989, "NVIDIA H100 datasheet: SXM5 989 TFLOP/s dense BF16 (1979 "
+               "with sparsity), at the 1830 MHz boost clock"),
     .vector_flop_per_clk_sm =
         P(256, "NVIDIA H100 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
     .tf32_flop_per_clk_sm =
@@ -444,6 +452,9 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(4096, "NVIDIA H100 datasheet: PCIe 756 TFLOP/s dense BF16 = 4096 "
                 "FLOP/clk/SM x 114 SMs x 1620 MHz"),
+    .dense_bf16_tflops =
+        P(756, "NVIDIA H100 datasheet: PCIe 756 TFLOP/s dense BF16 (1513 "
+               "with sparsity)"),
     .vector_flop_per_clk_sm = P(256, "GH100: 128 FP32 FMA/clk/SM"),
     .tf32_flop_per_clk_sm =
         P(2048, "NVIDIA H100 datasheet: PCIe 378 TFLOP/s dense TF32 (756 "
@@ -496,6 +507,9 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(1024, SRC_README ": ~150 TFLOP/s BF16 = 1024 FLOP/clk/SM x 84 x "
                 "1740 MHz"),
+    .dense_bf16_tflops =
+        P(149.7, "NVIDIA A40 datasheet: 149.7 TFLOP/s dense BF16 (299.4 "
+                 "with sparsity)"),
     .vector_flop_per_clk_sm = P(256, "NVIDIA A40 datasheet: 37.4 TFLOP/s "
                                      "FP32 = 128 FMA/clk/SM"),
     .tf32_flop_per_clk_sm =
@@ -554,6 +568,10 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(512, SRC_README ": ~68 TFLOP/s BF16 with FP32 accumulation (half "
                "rate) = 512 FLOP/clk/SM x 80 x 1665 MHz boost"),
+    .dense_bf16_tflops =
+        P(68.2, SRC_README ": 68.2 TFLOP/s dense BF16 with FP32 "
+                "accumulation at the 1665 MHz boost (GeForce half rate; "
+                "NVIDIA's 273 TFLOP/s is FP16 accumulation with sparsity)"),
     .vector_flop_per_clk_sm = P(256, "GA102: 128 FP32 FMA/clk/SM (34.1 "
                                      "TFLOP/s at 1665 MHz)"),
     .tf32_flop_per_clk_sm =
@@ -621,6 +639,9 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(4096, "NVIDIA H200 datasheet: 989 TFLOP/s dense BF16 (1979 with "
                 "sparsity), as H100 SXM5 = 4096 FLOP/clk/SM"),
+    .dense_bf16_tflops =
+        P(989, "NVIDIA H200 datasheet: 989 TFLOP/s dense BF16 (1979 with "
+               "sparsity)"),
     .vector_flop_per_clk_sm =
         P(256, "NVIDIA H200 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
     .tf32_flop_per_clk_sm =
@@ -672,6 +693,9 @@ static const GpuSpec builtins[] = {
     .tensor_flop_per_clk_sm =
         P(1024, SRC_L40S_DS ": 362 TFLOP/s dense BF16 (733 with sparsity) "
                 "~ 1024 FLOP/clk/SM x 142 x 2520 MHz (366)"),
+    .dense_bf16_tflops =
+        P(362.05, SRC_L40S_DS ": 362.05 TFLOP/s dense BF16 (733 with "
+                  "sparsity)"),
     .vector_flop_per_clk_sm =
         P(256, SRC_L40S_DS ": 91.6 TFLOP/s FP32 = 128 FMA/clk/SM"),
     .tf32_flop_per_clk_sm =

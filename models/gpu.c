@@ -196,6 +196,7 @@ static const ParamField scalar_fields[] = {
   FIELD(boost_window_ms, "ms"),
   FIELD(boost_period_ms, "ms"),
   FIELD(boost_step_mhz, "MHz"),
+  FIELD(dense_bf16_tflops, "TFLOP/s"),
   FIELD(switch_latency_ms, "ms"),
 };
 #undef FIELD
@@ -549,32 +550,39 @@ static gboolean contains_ci(const char *hay, const char *needle)
   return strstr(h, n) != NULL;
 }
 
-/* Suggestions for an unknown name: a case-insensitive match; else the
- * names containing it (3+ characters, case-insensitive: "a100" lists every
- * A100); else the names closest by case-insensitive edit distance, if
- * within 3.  Returns "'A', 'B'" or NULL. */
-static char *suggest(const GpuCatalogue *c, const char *name)
+/* Suggestions for an unknown name among names[0..n): a case-insensitive
+ * match; else the names containing it (3+ characters, case-insensitive:
+ * "a100" lists every A100); else the names closest by case-insensitive
+ * edit distance, if within 3.  Returns "'A', 'B'" or NULL. */
+char *gpu_suggest_name(const char *name, const char *const *names, guint n)
 {
+  g_return_val_if_fail(name != NULL, NULL);
   g_autoptr(GString) out = g_string_new(NULL);
   /* 0: distance 0, 1: substring, 2: nearest within 3 edits. */
   for (int pass = 0; pass < 3 && out->len == 0; pass++) {
     guint best = 4;
     if (pass == 2)
-      for (guint i = 0; i < c->specs->len; i++) {
-        const GpuSpec *s = g_ptr_array_index(c->specs, i);
-        best = MIN(best, edit_distance(name, s->name, 3));
-      }
-    for (guint i = 0; i < c->specs->len; i++) {
-      const GpuSpec *s = g_ptr_array_index(c->specs, i);
-      gboolean hit = pass == 0   ? g_ascii_strcasecmp(name, s->name) == 0
-                     : pass == 1 ? strlen(name) >= 3 && contains_ci(s->name, name)
-                                 : best <= 3 && edit_distance(name, s->name, 3) == best;
+      for (guint i = 0; i < n; i++)
+        best = MIN(best, edit_distance(name, names[i], 3));
+    for (guint i = 0; i < n; i++) {
+      gboolean hit = pass == 0   ? g_ascii_strcasecmp(name, names[i]) == 0
+                     : pass == 1 ? strlen(name) >= 3 && contains_ci(names[i], name)
+                                 : best <= 3 && edit_distance(name, names[i], 3) == best;
       if (hit)
         g_string_append_printf(out, "%s'%s'", out->len > 0 ? ", " : "",
-                               s->name);
+                               names[i]);
     }
   }
   return out->len > 0 ? g_string_free(g_steal_pointer(&out), FALSE) : NULL;
+}
+
+/* gpu_suggest_name over the catalogue's names. */
+static char *suggest(const GpuCatalogue *c, const char *name)
+{
+  g_autofree const char **names = g_new(const char *, MAX(c->specs->len, 1));
+  for (guint i = 0; i < c->specs->len; i++)
+    names[i] = ((const GpuSpec *)g_ptr_array_index(c->specs, i))->name;
+  return gpu_suggest_name(name, names, c->specs->len);
 }
 
 const GpuSpec *gpu_catalogue_lookup(const GpuCatalogue *c, const char *name,
@@ -706,6 +714,16 @@ double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz)
 {
   g_return_val_if_fail(g != NULL, 0);
   return g->n_sm.v * g->tensor_flop_per_clk_sm.v * sm_mhz * 1e6;
+}
+
+double gpu_mfu_peak_flops(const GpuSpec *g, gboolean *datasheet)
+{
+  g_return_val_if_fail(g != NULL, 0);
+  gboolean known = g->dense_bf16_tflops.v > 0;
+  if (datasheet != NULL)
+    *datasheet = known;
+  return known ? g->dense_bf16_tflops.v * 1e12
+               : gpu_peak_tensor_flops(g, g->sm_max_mhz.v);
 }
 
 double gpu_memory_knee_mhz(const GpuSpec *g, guint mem_mhz)
@@ -888,9 +906,15 @@ void gpu_spec_describe(const GpuSpec *g, GString *out)
     }
   /* Derived figures, for orientation. */
   double fmax = g->sm_max_mhz.v;
+  gboolean datasheet = FALSE;
+  double mfu_peak = gpu_mfu_peak_flops(g, &datasheet) / 1e12;
   g_string_append_printf(
-      out, "  derived: peak tensor %.1f TFLOP/s at %.0f MHz; memory knee %.0f "
-           "MHz; V(f) %.3f V up to %.0f MHz, %.3f V at %.0f MHz\n",
-      gpu_peak_tensor_flops(g, fmax) / 1e12, fmax, gpu_memory_knee_mhz(g, 0),
-      g->v_min.v, g->f_knee_mhz.v, g->v_max.v, fmax);
+      out, "  derived: peak tensor %.1f TFLOP/s at %.0f MHz; MFU against %s, "
+           "%.4g TFLOP/s; memory knee %.0f MHz; V(f) %.3f V up to %.0f MHz, "
+           "%.3f V at %.0f MHz\n",
+      gpu_peak_tensor_flops(g, fmax) / 1e12, fmax,
+      datasheet ? "the datasheet dense BF16 peak"
+                : "the derived tensor peak (no datasheet figure)",
+      mfu_peak, gpu_memory_knee_mhz(g, 0), g->v_min.v, g->f_knee_mhz.v,
+      g->v_max.v, fmax);
 }

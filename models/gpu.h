@@ -77,6 +77,12 @@ typedef struct {
    * decides once per period and moves the SM clock by one step.
    * 0: the defaults below. */
   GpuParam boost_window_ms, boost_period_ms, boost_step_mhz;
+  /* The datasheet's dense BF16 tensor peak (FP16 on parts without BF16),
+   * TFLOP/s: the peak papers divide by for MFU (model FLOPs
+   * utilisation).  It is quoted at the boost clock, which on the H100 is
+   * 1830 MHz, not the 1980 MHz the SM clock reaches (989, not 1071
+   * TFLOP/s).  0: not known; gpu_mfu_peak_flops then derives it. */
+  GpuParam dense_bf16_tflops;
 } GpuSpec;
 
 /* Controller defaults for a spec that leaves them 0. */
@@ -118,6 +124,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GpuCatalogue, gpu_catalogue_free)
 /* Borrowed pointer, or NULL with an error listing the known names. */
 const GpuSpec *gpu_catalogue_lookup(const GpuCatalogue *c, const char *name,
                                     GError **error);
+/* "Did you mean" for an unknown name among names[0..n) (a GPU's, a
+ * model's): "'A', 'B'" (owned by the caller), or NULL when none is near. */
+char *gpu_suggest_name(const char *name, const char *const *names, guint n);
 /* Names in catalogue order (borrowed strings; free the array only). */
 GPtrArray *gpu_catalogue_names(const GpuCatalogue *c);
 /* Adds (copying) or replaces an entry. */
@@ -203,6 +212,10 @@ double gpu_memory_knee_mhz(const GpuSpec *g, guint mem_mhz);
 
 /* Peak dense tensor throughput at SM clock f (FLOP/s). */
 double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz);
+/* The denominator of MFU, FLOP/s: the datasheet's dense BF16 peak
+ * (dense_bf16_tflops), or when unknown gpu_peak_tensor_flops at
+ * sm_max_mhz.  *datasheet (optional): which one it is. */
+double gpu_mfu_peak_flops(const GpuSpec *g, gboolean *datasheet);
 /* FLOP per clock per SM on math unit `math` (SimMath): the vector, BF16
  * tensor or TF32 tensor rate (tf32_flop_per_clk_sm, else half the BF16
  * rate). */

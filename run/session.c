@@ -3,6 +3,23 @@
 #include "run/memory.h"
 
 #include <string.h>
+#include <unistd.h>
+
+/* The run's id: its start, UTC to the microsecond, and the process id,
+ * "20261206T153201.123456Z-4242".  Unique among the runs that write one
+ * results file (two runs would have to start in the same microsecond in
+ * processes of the same id); no '/' or ':', so that it also names an HDF5
+ * attribute and a file.  Not deterministic, by design: it tells runs
+ * apart (issue 28: reruns appended rows nothing distinguished). */
+static void new_run_id(JsSession *s)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *stamp = g_date_time_format(now, "%Y%m%dT%H%M%S");
+  g_autofree char *iso = g_date_time_format(now, "%Y-%m-%dT%H:%M:%S");
+  int us = g_date_time_get_microsecond(now);
+  s->run_id = g_strdup_printf("%s.%06dZ-%ld", stamp, us, (long)getpid());
+  s->run_started = g_strdup_printf("%s.%06dZ", iso, us);
+}
 
 JsSession *js_session_new(guint64 seed)
 {
@@ -12,6 +29,7 @@ JsSession *js_session_new(guint64 seed)
   s->jobs = 1;
   s->threads = 1;
   s->trust_weakest = -1;
+  new_run_id(s);
   return s;
 }
 
@@ -24,6 +42,8 @@ void js_session_free(JsSession *s)
   g_free(s->limits.hit);
   g_free(s->scenario_path);
   g_free(s->scenario_source);
+  g_free(s->run_id);
+  g_free(s->run_started);
   g_free(s);
 }
 

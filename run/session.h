@@ -58,6 +58,11 @@ typedef struct {
   guint64 seed;             /* --seed */
   char *scenario_path;      /* owned, may be NULL */
   char *scenario_source;    /* owned, may be NULL */
+  char *run_id;             /* owned: this run's id, written with every
+                               results row (column run_id) and as the
+                               table attribute run:<id> (docs/sweeps.md,
+                               "Telling runs apart") */
+  char *run_started;        /* owned: when, ISO 8601 UTC */
   gboolean quiet;
   guint jobs;
   guint threads;            /* --threads: js.simulate's replay threads

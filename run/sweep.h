@@ -30,7 +30,8 @@ GQuark js_sweep_error_quark(void);
 typedef enum {
   JS_SWEEP_ERROR_PROTOCOL, /* a malformed message */
   JS_SWEEP_ERROR_WORKER,   /* a worker could not be started or talked to */
-  JS_SWEEP_ERROR_POINTS    /* the points are not a valid sweep */
+  JS_SWEEP_ERROR_POINTS,   /* the points are not a valid sweep */
+  JS_SWEEP_ERROR_INTERRUPTED /* SIGINT, SIGTERM or SIGHUP stopped it */
 } JsSweepError;
 
 /* Largest number of points a sweep may have. */

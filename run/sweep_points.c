@@ -415,7 +415,7 @@ static gboolean sweep_open_table(Sweep *sw, GError **error)
 {
   JsSession *s = sw->session;
   ResMeta meta = { JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                   s->seed };
+                   s->seed, s->run_id, s->run_started };
   sw->t = res_table_open(sw->out, sw->table, sw->mode, &meta, error);
   if (sw->t == NULL)
     return FALSE;
@@ -500,10 +500,13 @@ static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
 {
   const SweepPoint *p = sweep_point(sw, i);
   g_autofree char *msg = g_utf8_make_valid(message, -1);
-  guint nc = res_table_n_columns(sw->t);
+  guint nc = res_table_n_columns(sw->t), n_vals = 0;
   g_autofree ResValue *row = g_new0(ResValue, MAX(nc, 1));
   for (guint c = 0; c < nc; c++) {
-    ResValue *v = &row[c];
+    /* The run's id is the table's to write (io/results.h, ResMeta). */
+    if (strcmp(res_table_column_name(sw->t, c), RES_RUN_COLUMN) == 0)
+      continue;
+    ResValue *v = &row[n_vals++];
     v->name = res_table_column_name(sw->t, c);
     v->type = res_table_column_type(sw->t, c);
     const ResValue *pv = NULL;
@@ -521,7 +524,7 @@ static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
       v->s = "";
     }
   }
-  return res_table_append(sw->t, row, nc, error);
+  return res_table_append(sw->t, row, n_vals, error);
 }
 
 /* Writes the first rows of a table that only ever saw errors: the point's

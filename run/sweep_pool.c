@@ -28,6 +28,15 @@
  *
  * Every row is flushed when written (io/results.c: a kill -9 keeps every
  * written row), so an interrupted sweep loses only the points in flight.
+ *
+ * Interrupts.  While the parent of a sweep on one machine runs its
+ * points, SIGINT (Ctrl-C), SIGTERM and SIGHUP only set a flag; the main
+ * loop sees it before it handles anything else (a worker killed by the
+ * same Ctrl-C is not recorded as a failed point), stops the workers,
+ * closes the table and fails with JS_SWEEP_ERROR_INTERRUPTED saying how
+ * many rows the table holds, all on disk, and that running the script
+ * again resumes.  Before, Ctrl-C ended the process silently (nothing was
+ * lost, but nobody was told).  Workers get the default actions back.
  */
 #include "run/sweep-private.h"
 
@@ -43,6 +52,58 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+
+/* ---- interrupts -------------------------------------------------------------- */
+
+/* The signal that asked the running sweep to stop (0: none).  Process-wide
+ * by necessity: a signal handler can reach nothing else. */
+static volatile sig_atomic_t stop_signal;
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void note_stop(int signo)
+{
+  stop_signal = signo;
+}
+
+/* Installs note_stop for stop_signals (old actions to old), or puts the
+ * old actions back. */
+static void catch_stops(struct sigaction *old)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = note_stop; /* no SA_RESTART: poll() returns EINTR */
+  sigemptyset(&sa.sa_mask);
+  stop_signal = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+    sigaction(stop_signals[i], &sa, &old[i]);
+}
+
+static void release_stops(const struct sigaction *old)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+    sigaction(stop_signals[i], &old[i], NULL);
+}
+
+/* In a new worker: the default actions, so that Ctrl-C ends it. */
+static void worker_default_stops(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (gsize i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+    sigaction(stop_signals[i], &sa, NULL);
+}
+
+/* TRUE (with error) when a stop signal came. */
+static gboolean sweep_stopped(GError **error)
+{
+  if (stop_signal == 0)
+    return FALSE;
+  g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_INTERRUPTED,
+              "interrupted by %s", g_strsignal(stop_signal));
+  return TRUE;
+}
 
 /* ---- the sweep's state ------------------------------------------------------ */
 
@@ -141,6 +202,7 @@ static G_GNUC_NORETURN void worker_main(Sweep *sw, int fd)
 #ifdef __linux__
   prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
+  worker_default_stops();
   if (getppid() != sw->parent)
     _exit(0);
   res_release_files_in_child(); /* the parent's HDF5 files, and locks */
@@ -395,7 +457,7 @@ static gboolean sweep_loop(Sweep *sw, GError **error)
   g_autofree struct pollfd *pfd = NULL;
   g_autofree guint *slot = NULL;
   for (;;) {
-    if (!sweep_dispatch(sw, error))
+    if (sweep_stopped(error) || !sweep_dispatch(sw, error))
       return FALSE;
     if (sweep_distributed(sw)) {
       gboolean finished = FALSE, again = FALSE;
@@ -436,7 +498,7 @@ static gboolean sweep_loop(Sweep *sw, GError **error)
     for (nfds_t k = 0; k < np; k++) {
       if (pfd[k].revents == 0)
         continue;
-      if (!sweep_receive(sw, slot[k], error))
+      if (sweep_stopped(error) || !sweep_receive(sw, slot[k], error))
         return FALSE;
       /* The row is written: only now may this worker get a new point. */
       if (!sweep_dispatch(sw, error))
@@ -514,6 +576,31 @@ static gboolean sweep_run_remote(Sweep *sw, GError **error)
   return TRUE;
 }
 
+/* After a stop signal: the workers are killed (their points have no row,
+ * so a rerun runs them), the table is closed, and *error (replaced) says
+ * how many rows it holds and how to resume.  Always FALSE. */
+static gboolean sweep_interrupted(Sweep *sw, guint64 *rows, GError **error)
+{
+  g_clear_error(error);
+  sweep_kill_workers(sw);
+  sweep_progress(sw, TRUE);
+  sw->session->sweep_failed += sw->failed;
+  ResTable *t = g_steal_pointer(&sw->t);
+  *rows = res_table_rows(t);
+  GError *close_err = NULL;
+  gboolean closed = res_table_close(t, &close_err);
+  g_set_error(error, JS_SWEEP_ERROR, JS_SWEEP_ERROR_INTERRUPTED,
+              "interrupted by %s: %u of %u points have their row; table '%s' "
+              "in %s holds %" G_GUINT64_FORMAT " rows, %s; run the same "
+              "script again to resume (the points with a row are skipped)",
+              g_strsignal(stop_signal),
+              sw->done + sw->failed + sw->skipped, sweep_n_points(sw),
+              sw->table, sw->out, *rows,
+              closed ? "all on disk" : close_err->message);
+  g_clear_error(&close_err);
+  return FALSE;
+}
+
 /* Runs every point of sw->todo into the table sweep_plan opened, and
  * closes it. */
 static gboolean sweep_run_points(Sweep *sw, guint64 *rows, GError **error)
@@ -525,7 +612,18 @@ static gboolean sweep_run_points(Sweep *sw, guint64 *rows, GError **error)
     return FALSE;
   }
   sweep_progress(sw, FALSE);
-  if (!sweep_loop(sw, error) || !sweep_flush_pending(sw, error)) {
+  /* On one machine, Ctrl-C stops the sweep cleanly (see Interrupts). */
+  gboolean catching = !sweep_distributed(sw);
+  struct sigaction old[G_N_ELEMENTS(stop_signals)];
+  if (catching)
+    catch_stops(old);
+  gboolean ok = sweep_loop(sw, error) && sweep_flush_pending(sw, error);
+  if (catching)
+    release_stops(old);
+  if (!ok && g_error_matches(*error, JS_SWEEP_ERROR,
+                             JS_SWEEP_ERROR_INTERRUPTED))
+    return sweep_interrupted(sw, rows, error);
+  if (!ok) {
     sweep_kill_workers(sw);
     sweep_mpi_abort(sw, (*error)->message);
     return FALSE;

@@ -407,7 +407,7 @@ static gboolean write_tables(const Profile *p, const GpuSpec *g,
                              const JsValidateCfg *cfg, const FitReport *r,
                              GError **error)
 {
-  ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed};
+  ResMeta meta = {JOULESIM_VERSION, p->path, NULL, cfg->seed, NULL, NULL};
   const char *mode = fit_mode_name(r->mode);
   return write_points(p, g, cfg, r, &meta, mode, error) &&
          write_summary(p, g, cfg, r, &meta, mode, error) &&
@@ -482,7 +482,7 @@ FitReport *js_validate_run(const GpuCatalogue *cat, const Profile *p,
                            GError **error)
 {
   const GpuSpec *g = gpu_catalogue_lookup(cat, cfg->gpu, error);
-  if (g == NULL)
+  if (g == NULL || !profile_check_power(p, g, cfg->power_limit_w, error))
     return NULL;
   JsFitInput in = {0};
   js_fit_input_from_profile(p, &in);

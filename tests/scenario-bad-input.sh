@@ -111,7 +111,7 @@ printf '%s\nk1,14\00010,1593,0.001,0.2\n' "$K" >"$FX/nul.csv"
 printf '%s\n"k1,1410,1593,0.001,0.2\n' "$K" >"$FX/quote.csv"
 mkdir "$FX/dir.csv"
 for f in 1410 1200 1000 800 600; do
-  printf 'k1,%s,1593,1e300,1e300\n' "$f"
+  printf 'k1,%s,1593,1e300,3e302\n' "$f"
 done | { printf '%s\n' "$K"; cat; } >"$FX/degenerate.csv"
 printf 'rank,time_s,energy_j\n0,-1.5,300\n' >"$FX/negrun.csv"
 # Scripts and results files.

@@ -55,9 +55,12 @@ def load(p):
 a, keys = load('$T/j1.h5')
 b, _ = load('$T/j2.h5')
 assert keys == ['gpu', 'model', 'policy', 'pp', 'tp'], keys
-ra = {r['point_id']: r.tolist() for r in a}
-rb = {r['point_id']: r.tolist() for r in b}
+# Each run has its own run_id (docs/sweeps.md): the rest must match.
+same = [n for n in a.dtype.names if n != 'run_id']
+ra = {r['point_id']: r[same].tolist() for r in a}
+rb = {r['point_id']: r[same].tolist() for r in b}
 assert len(ra) == len(a) == 32 and ra == rb
+assert len(set(a['run_id'])) == 1 and set(a['run_id']) != set(b['run_id'])
 assert all(e == b'' for e in a['error'])
 classes = ['gemm', 'attention', 'elementwise', 'norm', 'softmax', 'reduction',
            'embedding', 'optimizer', 'memcpy', 'comm', 'other', 'blocked', 'idle']

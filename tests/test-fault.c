@@ -485,7 +485,7 @@ static void test_hdf5_driver(void)
 
 static gboolean results_append_two(const char *path, GError **error)
 {
-  ResMeta meta = { "test", "test-fault.c", "", 1 };
+  ResMeta meta = { "test", "test-fault.c", "", 1, NULL, NULL };
   g_autoptr(ResTable) t = res_table_open(path, "runs", RES_MODE_APPEND,
                                          &meta, error);
   if (t == NULL)
@@ -513,7 +513,7 @@ static void test_results_append(void)
   GError *error = NULL;
   /* The previous version: three rows. */
   {
-    ResMeta meta = { "test", "test-fault.c", "", 1 };
+    ResMeta meta = { "test", "test-fault.c", "", 1, NULL, NULL };
     g_autoptr(ResTable) t = res_table_open(path, "runs", RES_MODE_APPEND,
                                            &meta, &error);
     g_assert_no_error(error);

@@ -124,7 +124,7 @@ static void fixture_teardown(Fixture *fx, gconstpointer data)
 static ResTable *open_ok(const char *path, const char *table, ResMode mode)
 {
   g_autoptr(GError) error = NULL;
-  ResMeta meta = { "9.9.9", "scenarios/test.lua", "-- source\n", 42u };
+  ResMeta meta = { "9.9.9", "scenarios/test.lua", "-- source\n", 42u, NULL, NULL };
   ResTable *t = res_table_open(path, table, mode, &meta, &error);
   g_assert_no_error(error);
   g_assert_nonnull(t);
@@ -347,9 +347,9 @@ static const SchemaCase schema_cases[] = {
   { "string-into-int",
     { S("id", "seven"), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
     { "'id'", "expects int64", "got string" }, FALSE },
-  { "float-into-int",
-    { F("id", 1.0), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
-    { "'id'", "expects int64", "got float64" }, FALSE },
+  { "float-into-int-missing-column", /* no promotion for a bad row */
+    { F("id", 1.5), F("energy_j", 2.5), B("ok", 1) }, 3,
+    { "missing column", "'gpu'", NULL }, FALSE },
   { "bool-into-int",
     { B("id", 1), F("energy_j", 2.5), B("ok", 1), S("gpu", "x") }, 4,
     { "'id'", "expects int64", "got bool" }, FALSE },
@@ -1460,7 +1460,7 @@ static void test_timeline_roundtrip(Fixture *fx, gconstpointer data)
     { 0, 2, tl_t1, tl_p1, NULL },
     { 7, 0, NULL, NULL, NULL },
   };
-  ResMeta meta = { "9.9.9", "scenarios/t.lua", "-- t\n", 5u };
+  ResMeta meta = { "9.9.9", "scenarios/t.lua", "-- t\n", 5u, NULL, NULL };
   g_autoptr(GError) error = NULL;
   g_assert_true(res_timeline_write(fx->path, "run-1", gpus, 3, FALSE, &meta,
                                    &error));
@@ -1851,6 +1851,125 @@ static void test_plot(Fixture *fx, gconstpointer data)
     g_rmdir(figs);
 }
 
+/* ---- promotion and run ids (issue 28) ------------------------------------ */
+
+/* Column `name` of row r of rows. */
+static const ResValue *cell(GPtrArray *rows, guint r, const char *name)
+{
+  GPtrArray *row = g_ptr_array_index(rows, r);
+  for (guint i = 0; i < row->len; i++) {
+    const ResValue *v = g_ptr_array_index(row, i);
+    if (strcmp(v->name, name) == 0)
+      return v;
+  }
+  return NULL;
+}
+
+/* A first row { budget = 0 } typed the column int64 and { budget = 0.01 }
+ * was an error that ended the run.  Now the column becomes float64, the
+ * rows before keep their values (0 -> 0.0, 7 -> 7.0), the row goes in, a
+ * later int goes in as a float, a note survives, and reopening reads a
+ * float column.  A second float column is promoted the same way. */
+static void test_promote(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  append_ok(t, (ResValue[]){ I("budget", 0), I("n", 1), S("p", "a") }, 3);
+  append_ok(t, (ResValue[]){ I("budget", 7), I("n", 2), S("p", "b") }, 3);
+  const char *keys[] = { "budget" };
+  g_autoptr(GError) error = NULL;
+  g_assert_true(res_table_set_note(t, "sweep_keys", keys, 1, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(res_table_column_type(t, 0), ==, RES_INT);
+  append_ok(t, (ResValue[]){ F("budget", 0.01), I("n", 3), S("p", "c") }, 3);
+  g_assert_cmpint(res_table_column_type(t, 0), ==, RES_FLOAT);
+  g_assert_cmpint(res_table_column_type(t, 1), ==, RES_INT);
+  g_assert_cmpuint(res_table_rows(t), ==, 3);
+  append_ok(t, (ResValue[]){ I("budget", 2), I("n", 4), S("p", "d") }, 3);
+  close_ok(t);
+
+  t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  g_assert_cmpint(res_table_column_type(t, 0), ==, RES_FLOAT);
+  append_ok(t, (ResValue[]){ F("budget", 3.5), F("n", 0.5), S("p", "e") }, 3);
+  g_assert_cmpint(res_table_column_type(t, 1), ==, RES_FLOAT);
+  close_ok(t);
+
+  g_autoptr(GPtrArray) rows = res_table_read(fx->path, "runs", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 5);
+  const double budget[] = { 0, 7, 0.01, 2, 3.5 };
+  const double n[] = { 1, 2, 3, 4, 0.5 };
+  const char *p[] = { "a", "b", "c", "d", "e" };
+  for (guint r = 0; r < 5; r++) {
+    g_assert_cmpint(cell(rows, r, "budget")->type, ==, RES_FLOAT);
+    assert_same_double(cell(rows, r, "budget")->f, budget[r]);
+    assert_same_double(cell(rows, r, "n")->f, n[r]);
+    g_assert_cmpstr(cell(rows, r, "p")->s, ==, p[r]);
+  }
+  /* The note went with the rewrite. */
+  hid_t f = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_assert_cmpint(f, >=, 0);
+  g_assert_cmpint(H5Aexists_by_name(f, "/results/runs", "sweep_keys",
+                                    H5P_DEFAULT), >, 0);
+  g_assert_cmpint(H5Lexists(f, "/results/.runs.rewrite", H5P_DEFAULT), ==, 0);
+  H5Fclose(f);
+}
+
+static ResTable *open_run(const char *path, const char *run_id)
+{
+  g_autoptr(GError) error = NULL;
+  ResMeta meta = { "9.9.9", "s.lua", "", 3u, run_id, "2026-12-06T15:00:00Z" };
+  ResTable *t = res_table_open(path, "runs", RES_MODE_APPEND, &meta, &error);
+  g_assert_no_error(error);
+  return t;
+}
+
+/* Reruns appended rows nothing told apart.  A table written without run
+ * ids gets the column (empty in its old rows) when a run with an id
+ * opens it; each run's rows carry its id and the table an attribute
+ * run:<id> saying when, which joulesim and which scenario; a row may not
+ * set the column itself. */
+static void test_run_ids(Fixture *fx, gconstpointer data)
+{
+  ResTable *t = open_ok(fx->path, "runs", RES_MODE_APPEND);
+  append_ok(t, (ResValue[]){ I("x", 1) }, 1);
+  close_ok(t);
+  for (guint run = 0; run < 2; run++) {
+    t = open_run(fx->path, run == 0 ? "RUN-A" : "RUN-B");
+    append_ok(t, (ResValue[]){ I("x", 2 + run) }, 1);
+    append_ok(t, (ResValue[]){ I("x", 4 + run) }, 1);
+    g_autoptr(GError) error = NULL;
+    g_assert_false(res_table_append(
+      t, (ResValue[]){ I("x", 9), S(RES_RUN_COLUMN, "mine") }, 2, &error));
+    g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+    g_assert_nonnull(strstr(error->message, "run's id"));
+    close_ok(t);
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) rows = res_table_read(fx->path, "runs", &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 5);
+  const char *ids[] = { "", "RUN-A", "RUN-A", "RUN-B", "RUN-B" };
+  const gint64 xs[] = { 1, 2, 4, 3, 5 };
+  for (guint r = 0; r < 5; r++) {
+    g_assert_cmpstr(cell(rows, r, RES_RUN_COLUMN)->s, ==, ids[r]);
+    g_assert_cmpint(cell(rows, r, "x")->i, ==, xs[r]);
+  }
+  hid_t f = H5Fopen(fx->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  g_assert_cmpint(H5Aexists_by_name(f, "/results/runs", "run:RUN-A",
+                                    H5P_DEFAULT), >, 0);
+  g_assert_cmpint(H5Aexists_by_name(f, "/results/runs", "run:RUN-B",
+                                    H5P_DEFAULT), >, 0);
+  H5Fclose(f);
+
+  /* A new table with a run id has the column from its first row. */
+  g_autofree char *other = g_build_filename(fx->dir, "new.h5", NULL);
+  t = open_run(other, "RUN-C");
+  append_ok(t, (ResValue[]){ F("y", 1.5) }, 1);
+  g_assert_cmpuint(res_table_n_columns(t), ==, 2);
+  g_assert_cmpstr(res_table_column_name(t, 1), ==, RES_RUN_COLUMN);
+  close_ok(t);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -1888,6 +2007,8 @@ int main(int argc, char **argv)
   ADD("timeline/from-engine", test_timeline_from_engine);
   ADD("timeline/h5py", test_timeline_h5py);
   ADD("plot", test_plot);
+  ADD("promote", test_promote);
+  ADD("run-ids", test_run_ids);
 #undef ADD
   for (guint i = 0; i < G_N_ELEMENTS(timeline_bad); i++) {
     g_autofree char *name =

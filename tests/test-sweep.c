@@ -100,6 +100,9 @@ static char *row_text(GPtrArray *row)
   GString *s = g_string_new(NULL);
   for (guint i = 0; i < row->len; i++) {
     const ResValue *v = g_ptr_array_index(row, i);
+    /* Each run has its own id, by design (io/results.h, ResMeta). */
+    if (strcmp(v->name, RES_RUN_COLUMN) == 0)
+      continue;
     g_string_append_printf(s, "%s:%d=", v->name, v->type);
     switch (v->type) {
     case RES_INT:
@@ -336,12 +339,12 @@ static void test_jobs_identical(Fixture *fx, gconstpointer data)
   g_hash_table_iter_init(&it, h1);
   while (g_hash_table_iter_next(&it, &k, &v))
     g_assert_cmpstr(v, ==, g_hash_table_lookup(h4, k));
-  /* Column order: point keys, run's keys, trust, point_id, error. */
+  /* Column order: point keys, run's keys, trust, point_id, error, run_id. */
   GPtrArray *row = g_ptr_array_index(r1, 0);
   static const char *const order[] = { "gpu", "pp", "sm", "tp", "big",
                                        "draw", "energy_j", "label", "ok",
                                        "time_s", "trust", "point_id",
-                                       "error" };
+                                       "error", RES_RUN_COLUMN };
   g_assert_cmpuint(row->len, ==, G_N_ELEMENTS(order));
   for (guint i = 0; i < row->len; i++)
     g_assert_cmpstr(((ResValue *)g_ptr_array_index(row, i))->name, ==,
@@ -479,7 +482,7 @@ static void test_all_fail_then_fix(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(failed, ==, 4);
   g_autoptr(GPtrArray) rows = read_rows(fx->out, "sweep");
   g_assert_cmpuint(rows->len, ==, 4);
-  g_assert_cmpuint(((GPtrArray *)g_ptr_array_index(rows, 0))->len, ==, 4);
+  g_assert_cmpuint(((GPtrArray *)g_ptr_array_index(rows, 0))->len, ==, 5); /* a, b, point_id, error, run_id */
 
   g_autofree char *good = g_strdup_printf(
     "local js = require 'joulesim'\n"
@@ -494,7 +497,7 @@ static void test_all_fail_then_fix(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(rows2->len, ==, 4);
   for (guint r = 0; r < rows2->len; r++) {
     GPtrArray *row = g_ptr_array_index(rows2, r);
-    g_assert_cmpuint(row->len, ==, 5);
+    g_assert_cmpuint(row->len, ==, 6); /* a, b, r, point_id, error, run_id */
     g_assert_cmpint(cell(row, "r")->i, ==, cell(row, "a")->i * 10);
   }
 }

@@ -291,9 +291,15 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
     return TRUE;
   }
   g_autofree char *known = g_strjoinv(", ", (char **)gpt_model_name_list);
+  g_autofree char *hint =
+    name != NULL ? gpu_suggest_name(name, gpt_model_name_list,
+                                    G_N_ELEMENTS(gpt_model_name_list) - 1)
+                 : NULL;
   g_set_error(error, GPT_ERROR, GPT_ERROR_UNKNOWN_MODEL,
-              "model = \"%s\": unknown (known: %s)",
-              name != NULL ? name : "(null)", known);
+              "model = \"%s\": unknown%s%s%s (known: %s)",
+              name != NULL ? name : "(null)",
+              hint != NULL ? " (did you mean " : "", hint != NULL ? hint : "",
+              hint != NULL ? "?)" : "", known);
   return FALSE;
 }
 

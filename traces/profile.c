@@ -329,6 +329,63 @@ void profile_free(Profile *p)
   g_free(p);
 }
 
+/* What unit mistake would bring power_w into [lo, hi]: the columns are
+ * seconds and joules, so times in ms (or us) read as s divide the power
+ * by 1e3 (1e6), and energies in mJ (or kJ) read as J multiply (divide)
+ * it by 1e3.  NULL when no such factor does. */
+static const char *unit_hint(double power_w, double lo, double hi)
+{
+  static const struct {
+    double factor; /* the true power over the one read */
+    const char *hint;
+  } fixes[] = {
+    { 1e3, "are the times in milliseconds? (the time column is seconds)" },
+    { 1e6, "are the times in microseconds? (the time column is seconds)" },
+    { 1e-3, "are the energies in millijoules? (the energy column is "
+            "joules)" },
+    { 1e-6, "are the energies in microjoules? (the energy column is "
+            "joules)" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(fixes); i++) {
+    double w = power_w * fixes[i].factor;
+    if (w >= lo && w <= hi)
+      return fixes[i].hint;
+  }
+  return NULL;
+}
+
+gboolean profile_check_power(const Profile *p, const GpuSpec *g,
+                             double limit_w, GError **error)
+{
+  g_return_val_if_fail(p != NULL && g != NULL, FALSE);
+  /* A third of idle: no GPU that runs a kernel draws less than its idle
+   * power, and the margin takes measurement noise and a low-idle part.
+   * 1.5 x the limit: boards overshoot their limit for tens of ms (the A100
+   * profiles here reach 482 W at a 400 W catalogue limit: the 500 W SXM
+   * variant), never by half. */
+  double lo = g->idle_power_w.v / 3;
+  double hi = 1.5 * MAX(g->power_limit_w.v, limit_w);
+  for (guint i = 0; i < p->ops->len; i++) {
+    const ProfileOp *op = g_ptr_array_index(p->ops, i);
+    for (guint j = 0; j < op->points->len; j++) {
+      const ProfilePoint *pt = &g_array_index(op->points, ProfilePoint, j);
+      double w = pt->energy_j / pt->time_s;
+      if (w >= lo && w <= hi)
+        continue;
+      const char *hint = unit_hint(w, lo, hi);
+      g_set_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT,
+                  "%s: '%s' at %u MHz implies %.3g W (energy %.4g J / time "
+                  "%.4g s), outside %.0f-%.0f W plausible on %s (a third of "
+                  "its idle power to 1.5 x its limit)%s%s",
+                  p->path, op->name, pt->sm_mhz, w, pt->energy_j, pt->time_s,
+                  lo, hi, g->name, hint != NULL ? ": " : "",
+                  hint != NULL ? hint : "");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gint point_cmp(gconstpointer a, gconstpointer b)
 {
   const ProfilePoint *x = a, *y = b;

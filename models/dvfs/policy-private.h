@@ -11,12 +11,6 @@
 
 G_BEGIN_DECLS
 
-/* A clock (0 = auto) within the GPU's SM clock range / memory clocks;
- * errors name `what`. */
-gboolean dvfs_check_sm(const GpuSpec *g, const char *what, guint v,
-                       GError **error);
-gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
-                        GError **error);
 /* slowdown in [0, 10]. */
 gboolean dvfs_check_slowdown(const DvfsPolicy *p, GError **error);
 /* switch_latency_ms and min_segment_ms finite and <= 1e6. */

@@ -88,12 +88,20 @@ gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p)
   return (flags_of(p) & DVFS_CLASS_PIPELINE) != 0;
 }
 
-char *dvfs_policy_label(const DvfsPolicy *p)
+char *dvfs_policy_label(const DvfsPolicy *p, const GpuSpec *g)
 {
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
   if (kl == NULL)
     return g_strdup("?");
-  return kl->label != NULL ? kl->label(p) : g_strdup(kl->name);
+  if (kl->label == NULL)
+    return g_strdup(kl->name);
+  /* The label names the clocks that run, not the ones asked for. */
+  DvfsPolicy shown = *p;
+  if (g != NULL && shown.sm_mhz != 0)
+    shown.sm_mhz = gpu_snap_sm(g, shown.sm_mhz);
+  if (g != NULL && shown.mem_mhz != 0)
+    shown.mem_mhz = gpu_snap_mem(g, shown.mem_mhz);
+  return kl->label(&shown);
 }
 
 /* ---- checks ---------------------------------------------------------------- */

@@ -218,8 +218,18 @@ gboolean dvfs_policy_is_planned(const DvfsPolicy *p);
 gboolean dvfs_policy_is_pipeline(const DvfsPolicy *p);
 
 /* A short readable label: "max", "fixed(sm=1200)", "kernel(name,s=0.01)".
- * Caller frees. */
-char *dvfs_policy_label(const DvfsPolicy *p);
+ * With g (may be NULL) the clocks it shows are the ones that run on g,
+ * snapped to its steps: fixed{ sm = 1207 } on an A100 is
+ * "fixed(sm=1200)".  Caller frees. */
+char *dvfs_policy_label(const DvfsPolicy *p, const GpuSpec *g);
+
+/* A clock (0 = auto) within the GPU's SM clock range / memory clocks;
+ * DVFS_ERROR_INVALID naming `what` otherwise (js.simulate's policies,
+ * js.gpu.price). */
+gboolean dvfs_check_sm(const GpuSpec *g, const char *what, guint v,
+                       GError **error);
+gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
+                        GError **error);
 
 /* Checks the policy's parameters against the cluster's GPU (clocks within
  * range, power limit within the GPU's range, budget >= 0); errors name the
