@@ -160,10 +160,6 @@ void gpt_build_fp8_protos(Gen *g, guint layers);
  * class's compute efficiency set to FlashAttention's on g->ref (forward
  * and backward; traces/gpt_kernels.c cites each figure). */
 void gpt_flash_specs(Gen *g);
-/* The FlashAttention efficiencies (fraction of the 16-bit tensor peak)
- * the generator uses on GPU `name`, forward and backward, and their
- * source. */
-void gpt_flash_eff(const char *name, double *fwd, double *bwd,
-                   const char **source);
+
 
 #endif

@@ -191,6 +191,12 @@ const char *gpt_attention_name(GptAttention a);
 gboolean gpt_attention_from_name(const char *name, GptAttention *out,
                                  GError **error);
 
+/* The FlashAttention efficiencies (fraction of the dense 16-bit tensor
+ * peak) attention = "flash" is priced with on GPU `name`, forward and
+ * backward, and their source (static; traces/gpt_kernels.c cites each). */
+void gpt_flash_eff(const char *name, double *fwd, double *bwd,
+                   const char **source);
+
 /* Parses a schedule name (schedule_from_name); FALSE with GPT_ERROR_INVALID
  * naming the allowed values when unknown. */
 gboolean gpt_schedule_from_name(const char *name, PipelineSchedule *out,
