@@ -262,12 +262,31 @@
  * within 1.5% of what malloc hands out for it (tests/test-gpt.c,
  * /gpt/estimate, which requires 10%).
  *
+ * Megatron-core's recipe (issue 29; docs/gpt-generator.md has the tables)
+ * -----------------------------------------------------------------------
+ * precision fp8 (Transformer Engine): the linear GEMMs read FP8 inputs (1
+ * byte) at the FP8 rate and write BF16; a cast-transpose of the proj
+ * input forward and of the FC2, proj and QKV output gradients backward
+ * (E read, 1 + 1 written per element; the norms and GeLU cast in their
+ * own kernels); each chunk pass ends with the amax all-reduces (TP, DP)
+ * and the scale update; weights cast once per chunk (microbatch 0).
+ * attention flash: one kernel each way, causal FLOPs 2*b*s^2*ht forward,
+ * 2.5x that backward, O(s) bytes, priced at FlashAttention-2/3's
+ * published efficiency (gpt_flash_eff).  sequence_parallel (t > 1): each
+ * TP all-reduce a reduce-scatter, all-gathers before the column-parallel
+ * GEMMs (and again backward for their wgrads, and of the row-parallel
+ * GEMMs' output gradients), norms and dropouts on s/t tokens, p2p of
+ * s/t tokens, one TP all-reduce of the norms' and row-parallel biases'
+ * gradients.  zero 1: buckets reduce-scattered, Adam on 1/dp, BF16
+ * parameters all-gathered per bucket (at the iteration's start, each
+ * layer's first microbatch waiting for its bucket, with dp_overlap;
+ * after the step without).
+ *
  * Known limits
  * ------------
- * - No sequence parallelism, flash attention, distributed optimizer
- *   (reduce-scatter + all-gather) or scatter/gather p2p; no gradient
- *   clipping / inf-check passes, no grad-buffer zeroing, no data loading or
- *   CPU gaps.
+ * - No scatter/gather p2p without sequence parallelism, no FP8 attention;
+ *   no gradient clipping / inf-check passes, no grad-buffer zeroing, no
+ *   data loading or CPU gaps.
  * - P2P is modelled op by op: Megatron batches a pass's send and the next
  *   recvs into one synchronous call (sends block the sender until the
  *   receiver is there); here a send runs on its own stream and never stalls
@@ -275,9 +294,9 @@
  *   overlapped-p2p variant of the interleaved schedule and Megatron-core's
  *   microbatch_group_size_per_vp_stage != P are not generated.
  * - Bytes assume every operand crosses DRAM once (no L2 reuse across
- *   kernels); attention bytes are those of unfused (non-flash) attention.
- * - The causal mask halves nothing: attention FLOPs are dense, as in
- *   Megatron's FLOP count.
+ *   kernels).
+ * - With attention unfused (the default) the causal mask halves nothing:
+ *   attention FLOPs are dense, as in Megatron's FLOP count.
  * - One microbatch size and sequence length for the whole iteration.
  * - Layer indices are 8-bit in SimOp (<= 255 layers), microbatch indices
  *   16-bit (<= 65535 microbatches).
