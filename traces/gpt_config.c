@@ -667,13 +667,17 @@ static guint stage_streams(const GptConfig *cfg, guint p)
 
 /* Shapes of the iteration: the kernel and communication prototypes of
  * gpt_build_protos() (at most; equal ones are merged) plus one per distinct
- * DP bucket size, bounded by the number of buckets. */
+ * DP bucket size, bounded by the number of buckets (twice under zero = 1:
+ * the reduce-scatter and the all-gather), and fp8's per-stage amax and
+ * scale prototypes (their bytes follow the stage's layers). */
 static guint64 max_shapes(const GptConfig *cfg)
 {
   guint64 n = 64;
   if (cfg->dp > 1)
     for (guint p = 0; p < cfg->pp; p++)
-      n += stage_buckets(cfg, p);
+      n += stage_buckets(cfg, p) * (1 + (cfg->zero == 1));
+  if (cfg->precision == GPT_PRECISION_FP8)
+    n += 6 * (guint64)cfg->pp;
   return n;
 }
 

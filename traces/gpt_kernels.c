@@ -804,7 +804,7 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
   double probs = b * nh * s * s;
   double att_fl = 2 * probs * d;
   double att_by = B * (probs + 2 * T * hp);
-  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, math, bwd ? 4 : 2);
+  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, math16(cfg), bwd ? 4 : 2);
   /* Vector kernels: DRAM traffic (read + write) per launch. */
   double rw = bwd ? 3 : 2; /* backward reads the saved input too */
   ADD(SIM_CLASS_SOFTMAX, 5 * probs, rw * B * probs, SIM_MATH_VECTOR, 1);
