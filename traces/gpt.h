@@ -72,7 +72,8 @@ typedef struct {
   guint layers, hidden, heads, vocab;  /* vocab before Megatron padding */
   guint seq_len;
   guint microbatch_size;
-  guint microbatches;      /* per iteration, per pipeline */
+  guint microbatches;      /* per iteration, per pipeline (or from
+                              global_batch_size: gpt_config_resolve_batch) */
   guint tp, pp, dp;
   PipelineSchedule schedule; /* models/schedule.h */
   guint chunks;            /* model chunks per stage (Megatron's
