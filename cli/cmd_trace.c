@@ -126,8 +126,18 @@ static const char usage_gen[] =
   "  --mbs N             microbatch size (1)\n"
   "  --schedule S        1f1b (default) or gpipe\n"
   "  --recompute         full activation recomputation\n"
-  "  --precision P       bf16 (default), fp16, tf32 (tensor cores) or fp32\n"
-  "                      (CUDA cores): GEMM and attention rates, element bytes\n"
+  "  --precision P       bf16 (default), fp16, tf32 (tensor cores), fp32\n"
+  "                      (CUDA cores): GEMM and attention rates, element bytes;\n"
+  "                      or fp8 (Transformer Engine: FP8 GEMM inputs, BF16\n"
+  "                      elsewhere; needs an FP8 GPU such as H100-SXM5-80GB)\n"
+  "  --attention A       unfused (default: Megatron's softmax kernels) or\n"
+  "                      flash (one fused kernel each way, causal)\n"
+  "  --sequence-parallel Megatron's sequence parallelism (with --tp > 1)\n"
+  "  --zero N            0 (default: DDP all-reduce) or 1 (Megatron's\n"
+  "                      distributed optimizer)\n"
+  "  --global-batch-size N\n"
+  "                      sequences per iteration: sets --microbatches to\n"
+  "                      N / (--mbs x --dp), which must divide\n"
   "  --impl I            megatron (default: fused kernels) or hf (Hugging\n"
   "                      Face in eager PyTorch, as Merak runs it; tp 1)\n"
   "  --stage-layers N,N,...\n"
@@ -142,8 +152,8 @@ static const char usage_gen[] =
 enum {
   GEN_TP, GEN_PP, GEN_DP, GEN_MICROBATCHES, GEN_SEQ_LEN, GEN_MBS, GEN_N_COUNTS,
   GEN_HELP = GEN_N_COUNTS, GEN_MODEL, GEN_SCHEDULE, GEN_GPU, GEN_OUTPUT,
-  GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_RECOMPUTE,
-  GEN_FORCE
+  GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_ATTENTION,
+  GEN_ZERO, GEN_GBS, GEN_RECOMPUTE, GEN_SP, GEN_FORCE
 };
 
 static const CliOption gen_options[] = {
@@ -164,7 +174,11 @@ static const CliOption gen_options[] = {
   {"--precision", GEN_PRECISION, TRUE},
   {"--arch", GEN_ARCH, TRUE},
   {"--impl", GEN_IMPL, TRUE},
+  {"--attention", GEN_ATTENTION, TRUE},
+  {"--zero", GEN_ZERO, TRUE},
+  {"--global-batch-size", GEN_GBS, TRUE},
   {"--recompute", GEN_RECOMPUTE, FALSE},
+  {"--sequence-parallel", GEN_SP, FALSE},
   {"--force", GEN_FORCE, FALSE},
   {NULL, 0, FALSE}};
 
@@ -205,6 +219,8 @@ static int parse_gen(int argc, char **argv, GenCfg *g)
       *count_field[id] = (guint)v;
     } else if (id == GEN_RECOMPUTE) {
       g->cfg.recompute = TRUE;
+    } else if (id == GEN_SP) {
+      g->cfg.sequence_parallel = TRUE;
     } else if (id == GEN_FORCE) {
       g->force = TRUE;
     } else if (id >= 0) {
@@ -245,6 +261,25 @@ static int gen_apply(GenCfg *g, guint **layers_of)
   if (g->str[GEN_IMPL] != NULL &&
       !gpt_impl_from_name(g->str[GEN_IMPL], &cfg->impl, &err))
     return fail_option(cmd, "--impl", err);
+  if (g->str[GEN_ATTENTION] != NULL &&
+      !gpt_attention_from_name(g->str[GEN_ATTENTION], &cfg->attention, &err))
+    return fail_option(cmd, "--attention", err);
+  guint64 num = 0;
+  if (g->str[GEN_ZERO] != NULL) {
+    if (!parse_count(g->str[GEN_ZERO], 0, 1, &num))
+      return fail_usage(cmd, usage_gen, "--zero needs 0 or 1 (got '%s')",
+                        g->str[GEN_ZERO]);
+    cfg->zero = (guint)num;
+  }
+  if (g->str[GEN_GBS] != NULL) {
+    if (!parse_count(g->str[GEN_GBS], 1, 1u << 30, &num))
+      return fail_usage(cmd, usage_gen, "--global-batch-size needs an "
+                        "integer from 1 to %u (got '%s')", 1u << 30,
+                        g->str[GEN_GBS]);
+    cfg->global_batch_size = (guint)num;
+    if (!gpt_config_resolve_batch(cfg, &err))
+      return fail_option(cmd, "--global-batch-size", err);
+  }
   if (g->str[GEN_STAGE_LAYERS] != NULL) {
     g_auto(GStrv) parts = g_strsplit(g->str[GEN_STAGE_LAYERS], ",", -1);
     guint n = g_strv_length(parts);

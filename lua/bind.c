@@ -223,11 +223,14 @@ static const char *const gpt_keys[] = {
   "model", "layers", "hidden", "heads", "vocab", "seq_len",
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
-  "stage_layers", "precision", "arch", "impl", "efficiency", NULL};
+  "stage_layers", "precision", "arch", "impl", "efficiency", "attention",
+  "sequence_parallel", "zero", "global_batch_size", NULL};
 static const char *const archs[] = {"gpt", "bloom", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
-static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", NULL};
+static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", "fp8",
+                                         NULL};
+static const char *const attentions[] = {"unfused", "flash", NULL};
 
 /* js.gpt's stage_layers = { n1, ..., npp }: pp integers in 1..255, in a
  * userdata left on the stack (collected with it); NULL when absent. */
@@ -303,6 +306,25 @@ static int l_gpt(lua_State *L)
   cfg.arch = (GptArch)jsl_opt_choice(L, 1, fn, "arch", cfg.arch, archs);
   cfg.impl = (GptImpl)jsl_opt_choice(L, 1, fn, "impl", GPT_IMPL_MEGATRON,
                                      impls);
+  cfg.attention = (GptAttention)jsl_opt_choice(L, 1, fn, "attention",
+                                               GPT_ATTENTION_UNFUSED,
+                                               attentions);
+  cfg.sequence_parallel = jsl_opt_bool(L, 1, fn, "sequence_parallel", FALSE);
+  cfg.zero = (guint)jsl_opt_int(L, 1, fn, "zero", 0, 0, 1);
+  /* global_batch_size sets microbatches (Megatron's rule); giving both
+   * is fine when they agree. */
+  guint m_given = cfg.microbatches;
+  gboolean m_set = lua_getfield(L, 1, "microbatches") != LUA_TNIL;
+  lua_pop(L, 1);
+  cfg.global_batch_size = (guint)jsl_opt_int(L, 1, fn, "global_batch_size",
+                                             0, 1, 1 << 30);
+  if (!gpt_config_resolve_batch(&cfg, &err))
+    return jsl_raise_gerror(L, fn, err);
+  if (m_set && cfg.microbatches != m_given)
+    luaL_error(L, "%s: microbatches = %d but global_batch_size = %d / "
+                  "(microbatch_size %d * dp %d) = %d: give one of them", fn,
+               (int)m_given, (int)cfg.global_batch_size,
+               (int)cfg.microbatch_size, (int)cfg.dp, (int)cfg.microbatches);
   /* efficiency = { gemm =, attention =, memory = }: the factors on the
    * catalogue's roofline efficiencies, for fitting (scenarios/
    * fit_impl.lua); absent ones keep the implementation's fitted value. */

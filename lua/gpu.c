@@ -169,9 +169,11 @@ static int l_price(lua_State *L)
     luaL_error(L, "%s: unknown class '%s' (gemm, attention, elementwise, "
                   "norm, softmax, reduction, embedding, optimizer, memcpy, "
                   "comm, other)", fn, cls);
-  static const char *const maths[] = {"bf16", "fp16", "tf32", "fp32", NULL};
+  static const char *const maths[] = {"bf16", "fp16", "tf32", "fp32", "fp8",
+                                      NULL};
   static const guint math_unit[] = {SIM_MATH_TENSOR, SIM_MATH_TENSOR,
-                                    SIM_MATH_TF32, SIM_MATH_VECTOR};
+                                    SIM_MATH_TF32, SIM_MATH_VECTOR,
+                                    SIM_MATH_FP8};
   int m = jsl_opt_choice(L, 1, fn, "math", 0, maths);
   GpuKernel k = {
     .klass = (SimOpClass)c,

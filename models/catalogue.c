@@ -157,6 +157,8 @@
   .tf32_flop_per_clk_sm =                                                   \
       P(1024, "NVIDIA A100 datasheet: 156 TFLOP/s dense TF32 = 1024 "       \
               "FLOP/clk/SM"),                                               \
+  .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (FP8 arrives "  \
+                              "with Ada and Hopper, sm_89/sm_90)"),          \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE),                           \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
   .switch_latency_ms =                                                      \
@@ -289,6 +291,7 @@
   .tf32_flop_per_clk_sm =                                                   \
       P(128, "no TF32 on Volta: a TF32 request (allow_tf32) runs FP32 on "  \
              "the CUDA cores, so the FP32 rate"),                           \
+  .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Volta"),              \
   .mem_bw_gbps = P(900, SRC_V100_DS ": 900 GB/s HBM2"),                     \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),                        \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
@@ -406,6 +409,9 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(2048, "NVIDIA H100 datasheet: SXM5 494.7 TFLOP/s dense TF32 (989 "
                 "with sparsity) = 2048 FLOP/clk/SM, half the BF16 rate"),
+    .fp8_flop_per_clk_sm =
+        P(8192, "NVIDIA H100 datasheet: SXM5 1979 TFLOP/s dense FP8 (3958 "
+                "with sparsity) = 8192 FLOP/clk/SM, twice the BF16 rate"),
     .mem_bw_gbps = P(3350, SRC_README ": H100 SXM5 3350 GB/s"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -459,6 +465,9 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(2048, "NVIDIA H100 datasheet: PCIe 378 TFLOP/s dense TF32 (756 "
                 "with sparsity), half the BF16 rate"),
+    .fp8_flop_per_clk_sm =
+        P(8192, "NVIDIA H100 datasheet: PCIe 1513 TFLOP/s dense FP8 (3026 "
+                "with sparsity) = 8192 FLOP/clk/SM x 114 SMs x 1620 MHz"),
     .mem_bw_gbps = P(2039, "NVIDIA H100 datasheet: PCIe 2 TB/s (HBM2e, "
                            "5120-bit at 1593 MHz)"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
@@ -515,6 +524,7 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(512, "NVIDIA A40 datasheet: 74.8 TFLOP/s dense TF32 (149.6 with "
                "sparsity), half the BF16 rate"),
+    .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (GA102)"),
     .mem_bw_gbps = P(696, SRC_README ": A40 696 GB/s"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -577,6 +587,7 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(256, "NVIDIA Ampere GA102 whitepaper: GeForce dense TF32 = 256 "
                "FLOP/clk/SM (RTX 3080: 29.8 TFLOP/s, 68 SMs at 1710 MHz)"),
+    .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (GA102)"),
     .mem_bw_gbps = P(912, SRC_README ": RTX 3080 Ti 912 GB/s at 9501 MHz"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -647,6 +658,9 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(2048, "NVIDIA H200 datasheet: 494.7 TFLOP/s dense TF32 (989 with "
                 "sparsity), half the BF16 rate"),
+    .fp8_flop_per_clk_sm =
+        P(8192, "NVIDIA H200 datasheet: 1979 TFLOP/s dense FP8 (3958 with "
+                "sparsity), as H100 SXM5 = 8192 FLOP/clk/SM"),
     .mem_bw_gbps = P(4800, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -701,6 +715,9 @@ static const GpuSpec builtins[] = {
     .tf32_flop_per_clk_sm =
         P(512, SRC_L40S_DS ": 183 TFLOP/s dense TF32 (366 with sparsity), "
                "half the BF16 rate"),
+    .fp8_flop_per_clk_sm =
+        P(2048, SRC_L40S_DS ": 733 TFLOP/s dense FP8 (1466 with sparsity) "
+                "~ 2048 FLOP/clk/SM x 142 x 2520 MHz (733)"),
     .mem_bw_gbps = P(864, SRC_L40S_DS ": 864 GB/s GDDR6"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),

@@ -174,6 +174,7 @@ static const ParamField scalar_fields[] = {
   FIELD(tensor_flop_per_clk_sm, "FLOP/clk/SM"),
   FIELD(vector_flop_per_clk_sm, "FLOP/clk/SM"),
   FIELD(tf32_flop_per_clk_sm, "FLOP/clk/SM"),
+  FIELD(fp8_flop_per_clk_sm, "FLOP/clk/SM"),
   FIELD(mem_bw_gbps, "GB/s"),
   FIELD(mem_issue_bytes_per_clk_sm, "B/clk/SM"),
   FIELD(kernel_overhead_us, "us"),
@@ -408,6 +409,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "vector_flop_per_clk_sm", s->vector_flop_per_clk_sm.v,
                    0, 1e7, TRUE, error) ||
       !check_range(s, "tf32_flop_per_clk_sm", s->tf32_flop_per_clk_sm.v, 0,
+                   1e7, FALSE, error) ||
+      !check_range(s, "fp8_flop_per_clk_sm", s->fp8_flop_per_clk_sm.v, 0,
                    1e7, FALSE, error) ||
       !check_range(s, "mem_bw_gbps", s->mem_bw_gbps.v, 0, 1e6, TRUE, error) ||
       !check_range(s, "mem_issue_bytes_per_clk_sm",
@@ -704,6 +707,9 @@ double gpu_flop_per_clk_sm(const GpuSpec *g, guint math)
   case SIM_MATH_TF32:
     return g->tf32_flop_per_clk_sm.v > 0 ? g->tf32_flop_per_clk_sm.v
                                          : 0.5 * g->tensor_flop_per_clk_sm.v;
+  case SIM_MATH_FP8:
+    return g->fp8_flop_per_clk_sm.v > 0 ? g->fp8_flop_per_clk_sm.v
+                                        : g->tensor_flop_per_clk_sm.v;
   case SIM_MATH_TENSOR:
   default:
     return g->tensor_flop_per_clk_sm.v;

@@ -59,6 +59,9 @@ typedef struct {
   GpuParam tf32_flop_per_clk_sm;       /* dense TF32 tensor FLOP/clock/SM;
                                           0: half the BF16 rate (as on
                                           every part since Ampere) */
+  GpuParam fp8_flop_per_clk_sm;        /* dense FP8 tensor FLOP/clock/SM;
+                                          0: no FP8 tensor cores (before
+                                          Ada and Hopper) */
   GpuParam p_mem_static_w;             /* memory interface power at the
                                           top memory clock whatever the
                                           traffic (PHY, DLL, termination);
@@ -217,8 +220,10 @@ double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz);
  * sm_max_mhz.  *datasheet (optional): which one it is. */
 double gpu_mfu_peak_flops(const GpuSpec *g, gboolean *datasheet);
 /* FLOP per clock per SM on math unit `math` (SimMath): the vector, BF16
- * tensor or TF32 tensor rate (tf32_flop_per_clk_sm, else half the BF16
- * rate). */
+ * tensor, TF32 tensor rate (tf32_flop_per_clk_sm, else half the BF16
+ * rate) or FP8 tensor rate (fp8_flop_per_clk_sm; on a part without FP8,
+ * where only a replay of a foreign trace asks for it, the 16-bit rate:
+ * what the GEMM would run at there). */
 double gpu_flop_per_clk_sm(const GpuSpec *g, guint math);
 /* Voltage at SM clock f: v_min up to the knee, then rising as x^exp to
  * v_max at f_max (linear when v_curve_exp is 0 or 1). */

@@ -144,6 +144,7 @@ static gboolean load_one(const char *name, gpointer data, GError **error)
     /* Parameters added after files were written, whose 0 means "derive
      * it" (models/gpu.h), may be missing from a file without a base. */
     static const char *const optional[] = {"tf32_flop_per_clk_sm",
+                                           "fp8_flop_per_clk_sm",
                                            "v_curve_exp", "stall_activity",
                                            "boost_window_ms",
                                            "boost_period_ms",

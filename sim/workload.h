@@ -137,6 +137,7 @@ typedef enum {
   SIM_MATH_VECTOR = 0, /* CUDA cores, FP32 */
   SIM_MATH_TENSOR = 1, /* tensor cores at the 16-bit rate (BF16, FP16) */
   SIM_MATH_TF32 = 2,   /* tensor cores at the TF32 rate */
+  SIM_MATH_FP8 = 3,    /* tensor cores at the FP8 rate (E4M3/E5M2 inputs) */
   SIM_MATH_COUNT
 } SimMath;
 

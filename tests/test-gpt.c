@@ -42,7 +42,12 @@ typedef struct {
   gboolean overlap;
   const guint *stage_layers; /* NULL: uniform stages */
   GptImpl impl;              /* 0: Megatron's kernels */
+  guint recipe;              /* RECIPE_* bits (issue 29); 0: none */
 } Layout;
+
+/* Megatron-core's recipe (issue 29): fp8 (on an H100), flash attention,
+ * sequence parallelism, the distributed optimizer. */
+enum { RECIPE_FP8 = 1, RECIPE_FLASH = 2, RECIPE_SP = 4, RECIPE_ZERO = 8 };
 
 /* Uneven partitions (Merak's custom:... style; issue 15). */
 static const guint sl_6675[] = {6, 6, 7, 5};
@@ -52,60 +57,79 @@ static const guint sl_9885[] = {9, 8, 8, 5}; /* Merak custom:0,10,18,26,32 */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
-   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
-   PIPELINE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
-   PIPELINE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON, 0},
   {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
-   PIPELINE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
-   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   /* Interleaved: two stages (each other's previous and next), m = pp (the
    * first stage only warms up), three and four chunks, one layer per
    * chunk, one bucket per chunk, tiny buckets. */
   {"350m-t1p2d2-v2-m4-il", "gpt3-350m", 0, 0, 0, 0, 1, 2, 2, 1, 4, 1024,
-   PIPELINE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"125m-t2p4d2-v3-m8-il", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
-   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"760m-t1p4d2-v2-m4-il-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 4, 2, 1, 4,
-   1024, PIPELINE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON},
+   1024, PIPELINE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"custom-t2p3d3-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 3, 2,
-   6, 256, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON},
+   6, 256, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"2.7b-t2p8d1-v4-m16-il", "gpt3-2.7b", 0, 0, 0, 0, 2, 8, 1, 1, 16, 1024,
-   PIPELINE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"125m-t1p2d2-v6-m2-il-nooverlap", "gpt3-125m", 0, 0, 0, 0, 1, 2, 2, 1, 2,
-   512, PIPELINE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON},
+   512, PIPELINE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON, 0},
   /* Uneven stages: transformer layers per stage given explicitly. */
   {"1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8, 1024,
-   PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON, 0},
   {"2.7b-t2p3d1-m4-gpipe-stages-12-11-9", "gpt3-2.7b", 0, 0, 0, 0, 2, 3, 1, 1,
-   4, 512, PIPELINE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON},
+   4, 512, PIPELINE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON, 0},
   {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
-   2, 3, 256, PIPELINE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON},
+   2, 3, 256, PIPELINE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON, 0},
   /* BLOOM: ALiBi, an embedding LayerNorm, the 250,880-token vocabulary. */
   {"bloom-3b-t2p3d2-m3", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1, 3, 256,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
   {"bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4, 256,
-   PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON, 0},
   /* Hugging Face kernels (impl hf, tp 1): GPT-2 and BLOOM, uneven stages,
    * DP buckets, GPipe. */
   {"hf-1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8,
-   1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF},
+   1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF, 0},
   {"hf-bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4,
-   256, PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF},
+   256, PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF, 0},
   {"hf-custom-t1p3d3-m5-gpipe-tinybuckets", NULL, 6, 512, 8, 1000, 1, 3, 3, 2,
-   5, 256, PIPELINE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF},
+   5, 256, PIPELINE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF, 0},
+  /* Megatron-core's recipe (issue 29): all four on 1F1B, sequence
+   * parallelism and the distributed optimizer interleaved, FP8 and the
+   * distributed optimizer without overlap and with tiny buckets, flash
+   * attention and ZeRO-1 on uneven stages, BLOOM with all four. */
+  {"350m-t2p2d2-fp8-flash-sp-zero", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4,
+   1024, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+  {"125m-t2p4d2-v3-m8-il-sp-zero", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
+   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_SP | RECIPE_ZERO},
+  {"custom-t2p3d3-fp8-zero-nooverlap-tinybuckets", NULL, 6, 512, 8, 1000, 2,
+   3, 3, 2, 7, 256, PIPELINE_1F1B, 0, 1e-6, FALSE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_ZERO},
+  {"1.3b-t1p4d2-m8-stages-6675-flash-zero", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2,
+   1, 8, 1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON,
+   RECIPE_FLASH | RECIPE_ZERO},
+  {"bloom-3b-t2p3d2-m3-fp8-flash-sp-zero", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1,
+   3, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -134,6 +158,19 @@ static void layout_config(const Layout *l, GptConfig *cfg)
   cfg->dp_overlap = l->overlap;
   cfg->stage_layers = l->stage_layers;
   cfg->impl = l->impl;
+  if (l->recipe & RECIPE_FP8)
+    cfg->precision = GPT_PRECISION_FP8;
+  if (l->recipe & RECIPE_FLASH)
+    cfg->attention = GPT_ATTENTION_FLASH;
+  cfg->sequence_parallel = (l->recipe & RECIPE_SP) != 0;
+  cfg->zero = (l->recipe & RECIPE_ZERO) != 0;
+}
+
+/* The reference GPU cfg generates on: an H100 for fp8 (the A100 has no
+ * FP8 tensor cores), else REF_GPU. */
+static const char *ref_gpu_of(const GptConfig *cfg)
+{
+  return cfg->precision == GPT_PRECISION_FP8 ? "H100-SXM5-80GB" : REF_GPU;
 }
 
 /* Generates cfg on the reference GPU; asserts success and validity. */
@@ -141,7 +178,7 @@ static SimWorkload *generate(const GptConfig *cfg)
 {
   GError *error = NULL;
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
-  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, ref_gpu_of(cfg), &error);
   g_assert_no_error(error);
   g_assert_nonnull(ref);
   SimWorkload *w = gpt_generate(cfg, ref, &error);
@@ -494,12 +531,30 @@ static void test_bad_gpu(void)
 /* ---------------------------------------------------------------------- */
 /* Per-layout checks                                                      */
 
+/* The FLOPs flash attention does not do, per iteration.  Per layer and
+ * microbatch (all TP ranks together), unfused attention runs QK^T and AV
+ * densely: 2 * 2*b*s^2*h forward and twice that backward, 12*b*s^2*h in
+ * all (Megatron's count).  The causal FlashAttention kernel computes only
+ * the lower triangle of the s x s scores: forward 4*b*s^2*h / 2 =
+ * 2*b*s^2*h; its backward recomputes the scores (QK^T) besides dV, dP, dQ
+ * and dK, five matmuls to the forward's two: 2.5 * 2*b*s^2*h =
+ * 5*b*s^2*h.  7*b*s^2*h in all, 5*b*s^2*h fewer per layer, microbatch
+ * and replica. */
+static double flash_saving(const GptConfig *cfg)
+{
+  if (cfg->attention != GPT_ATTENTION_FLASH)
+    return 0;
+  double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
+  return 5 * b * s * s * h * cfg->layers * cfg->microbatches * cfg->dp;
+}
+
 static void test_flops(gconstpointer data)
 {
   GptConfig cfg;
   layout_config(data, &cfg);
   g_autoptr(SimWorkload) w = generate(&cfg);
-  double got = kernel_flops(w), want = gpt_megatron_flops(&cfg);
+  double got = kernel_flops(w), want = gpt_megatron_flops(&cfg) -
+                                       flash_saving(&cfg);
   if (!test_close(got, want, 0.01))
     g_error("generated %.6g FLOPs, Megatron %.6g", got, want);
   /* In fact exact: only matmuls carry FLOPs, as in Megatron's count. */
@@ -514,9 +569,11 @@ static void test_recompute(gconstpointer data)
   cfg.recompute = TRUE;
   g_autoptr(SimWorkload) rec = generate(&cfg);
   double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
-  /* One extra forward of every layer, every microbatch, every replica. */
+  /* One extra forward of every layer, every microbatch, every replica
+   * (flash attention's causal forward: half the dense 4*b*s^2*h). */
+  double att = cfg.attention == GPT_ATTENTION_FLASH ? 2 : 4;
   double extra = (double)cfg.microbatches * cfg.dp * cfg.layers *
-                 (24 * b * s * h * h + 4 * b * s * s * h);
+                 (24 * b * s * h * h + att * b * s * s * h);
   double diff = kernel_flops(rec) - kernel_flops(plain);
   g_assert_true(test_close(diff, extra, 1e-9));
   /* The recomputed kernels are forward kernels billed to the backward. */
@@ -528,12 +585,16 @@ static void test_recompute(gconstpointer data)
         g_str_has_prefix(name_of(rec, op), "fwd."))
       n_rec++;
   }
-  /* Megatron: 12 kernels per layer; Hugging Face: 17 (BLOOM 16, its
+  /* Megatron: 12 kernels per layer (10 with flash attention, which
+   * replaces scores, softmax and context; one more under fp8, the
+   * cast-transpose of the proj input); Hugging Face: 17 (BLOOM 16, its
    * scale is inside baddbmm) besides its unfused GeLU (8 kernels for
    * GPT-2's gelu_new, 9 for BLOOM's). */
   gboolean bloom = cfg.arch == GPT_ARCH_BLOOM;
+  guint64 mg = 12 - 2 * (cfg.attention == GPT_ATTENTION_FLASH) +
+               (cfg.precision == GPT_PRECISION_FP8);
   guint64 per_layer = cfg.impl == GPT_IMPL_HF ? (bloom ? 16 + 9 : 17 + 8)
-                                              : 12;
+                                              : mg;
   g_assert_cmpuint(n_rec, ==,
                    (guint64)cfg.microbatches * gpt_stage_layers(&cfg, 0) *
                        per_layer);
@@ -572,7 +633,29 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
   guint64 v = gpt_config_chunks(cfg);
   guint64 P2P = 4 * v - 2 * first - 2 * last;
   guint64 tie = cfg->pp > 1 && (first || last);
-  return cfg->microbatches * (F + B + P2P) + tie + 1;
+  /* Megatron-core's recipe.  Flash attention: one kernel each way for
+   * scores, softmax and context.  Sequence parallelism (tp > 1): each of
+   * the layer's two all-reduces becomes an all-gather (before the
+   * column-parallel GEMM) and a reduce-scatter (after the row-parallel
+   * one): +2 forward; backward the all-gather's backward is a
+   * reduce-scatter, the reduce-scatter's an all-gather, and the
+   * column-parallel GEMMs gather their input again: +4; the embedding's
+   * backward gathers its gradient, the head gathers the final norm's
+   * output forward and again for the logits' wgrad: +1 each; one TP
+   * all-reduce of the norms' gradients per iteration.  FP8: a
+   * cast-transpose forward (proj input) and three backward (the fc2,
+   * proj and qkv output gradients) per layer; each chunk pass ends with
+   * the scale update and the amax all-reduces (TP, DP); the weights are
+   * cast once per chunk. */
+  guint64 fl = cfg->attention == GPT_ATTENTION_FLASH;
+  guint64 S = cfg->sequence_parallel && c;
+  guint64 f8 = cfg->precision == GPT_PRECISION_FP8;
+  F += L * (2 * S + f8 - 2 * fl) + last * S;
+  B += L * (4 * S + 3 * f8 - 2 * fl) + R * L * (2 * S + f8 - 2 * fl) +
+       first * S + last * S;
+  guint64 pass = f8 * (1 + c + (cfg->dp > 1));
+  return cfg->microbatches * (F + B + P2P + 2 * v * pass) + f8 * v + S +
+         tie + 1;
 }
 
 static guint32 stream_len(const SimRank *rk, guint s)
@@ -592,9 +675,13 @@ static void check_counts(const GptConfig *cfg)
     guint L = layers_of_stage(cfg, p);
     gboolean first = p == 0, last = p == cfg->pp - 1;
     g_assert_cmpuint(rk->stage, ==, p);
-    guint32 nb = stream_len(rk, 1);
+    guint32 nd = stream_len(rk, 1);
     g_assert_cmpuint(rk->n_ops, ==,
-                     expected_ops_without_buckets(cfg, p) + nb);
+                     expected_ops_without_buckets(cfg, p) + nd);
+    /* The distributed optimizer all-gathers what it reduce-scatters,
+     * bucket for bucket. */
+    guint32 nb = cfg->zero == 1 ? nd / 2 : nd;
+    g_assert_cmpuint(nd, ==, nb * (1 + (cfg->zero == 1)));
     g_assert_cmpuint(rk->n_ops, ==, gpt_rank_ops(cfg, p));
     total += rk->n_ops;
 
@@ -618,22 +705,34 @@ static void check_counts(const GptConfig *cfg)
                               : (double)cfg->seq_len * h);  /* positions */
     if (last)
       params += 2 * h + (cfg->pp > 1 ? vt * h : 0);
-    double adam = -1, grads = 0;
+    double adam = -1, grads = 0, gathered = 0;
+    const char *reduce = cfg->zero == 1 ? "dp.reduce_scatter"
+                                        : "dp.all_reduce";
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
       if (strcmp(name_of(w, op), "optimizer.adam") == 0) {
         g_assert_cmpfloat(adam, <, 0);
         adam = shape_of(w, op)->bytes;
       }
-      if (strcmp(name_of(w, op), "dp.all_reduce") == 0)
+      if (strcmp(name_of(w, op), reduce) == 0)
         grads += shape_of(w, op)->bytes;
+      if (strcmp(name_of(w, op), "dp.all_gather") == 0)
+        gathered += shape_of(w, op)->bytes;
     }
     /* Fused Adam: 30 bytes per parameter; PyTorch's multi-tensor AdamW
-     * (impl hf): 80. */
+     * (impl hf): 80.  The distributed optimizer steps on 1/dp of them. */
     double per_param = cfg->impl == GPT_IMPL_HF ? 80 : 30;
-    g_assert_true(test_close(adam, per_param * params, 1e-12));
+    double shard = cfg->zero == 1 ? cfg->dp : 1;
+    g_assert_true(test_close(adam, per_param * params / shard, 1e-12));
+    /* FP32 gradients reduced (all-reduced, or reduce-scattered: the same
+     * message bytes, each rank keeping 1/dp); the BF16 parameters
+     * all-gathered back, 2 bytes each. */
     if (cfg->dp > 1)
       g_assert_true(test_close(grads, 4 * params, 1e-12));
+    if (cfg->dp > 1 && cfg->zero == 1)
+      g_assert_true(test_close(gathered, 2 * params, 1e-12));
+    else
+      g_assert_cmpfloat(gathered, ==, 0);
   }
   g_assert_cmpuint(total, ==, sim_workload_n_ops(w));
   g_assert_cmpuint(total, ==, gpt_n_ops(cfg));
@@ -769,7 +868,7 @@ static void test_precision(void)
   GptPrecision out;
   g_assert_true(gpt_precision_from_name("tf32", &out, &error));
   g_assert_cmpint(out, ==, GPT_PRECISION_TF32);
-  g_assert_false(gpt_precision_from_name("fp8", &out, &error));
+  g_assert_false(gpt_precision_from_name("int8", &out, &error));
   g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
   g_clear_error(&error);
   cfg.precision = (GptPrecision)7;
@@ -1091,6 +1190,9 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
   guint v = gpt_config_chunks(cfg), lpc = cfg->layers / (pp * v);
   gboolean merged = v > 1 && pp == 2;
   double act = 2.0 * cfg->microbatch_size * cfg->seq_len * cfg->hidden;
+  /* Sequence parallelism ships each TP rank's s/t tokens only. */
+  if (cfg->sequence_parallel)
+    act /= cfg->tp;
   g_autofree GArray **recs = g_new0(GArray *, w->n_ranks);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
@@ -1159,6 +1261,10 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
         g_assert_cmpuint(consumer[i], !=, SIM_NO_WAIT);
         src = &rk->ops[consumer[i]];
       }
+      /* Under fp8 a pass ends with its amax reductions and scale update:
+       * the pass's layer is the one before them. */
+      while (src->layer == NO_LAYER && strstr(name_of(w, src), "fp8") != NULL)
+        src--;
       g_assert_cmpuint(src->layer, !=, NO_LAYER);
       P2pRec rec = {sim_op_peer(rk, op), send, fwd, op->microbatch,
                     cfg->stage_layers != NULL ? layer_stage(cfg, src->layer)
@@ -1264,15 +1370,30 @@ static void test_groups(gconstpointer data)
       guint n;
       const guint32 *m = sim_workload_group(w, sim_op_peer(rk, op), &n);
       const char *name = name_of(w, op);
-      if (strcmp(name, "tp.all_reduce") == 0) {
+      /* FP8's amax all-reduces go to the TP group, then the DP group, on
+       * the compute stream. */
+      gboolean amax = strcmp(name, "fp8.amax_all_reduce") == 0;
+      /* (A TP group's members are consecutive, a DP group's tp apart.) */
+      gboolean amax_tp = amax && cfg.tp > 1 && n >= 2 && m[1] == m[0] + 1;
+      if (strcmp(name, "tp.all_reduce") == 0 ||
+          strcmp(name, "tp.all_gather") == 0 ||
+          strcmp(name, "tp.reduce_scatter") == 0 ||
+          strcmp(name, "tp.sequence_parallel_grads") == 0 || amax_tp) {
         /* tp consecutive ranks starting at a multiple of tp. */
         g_assert_cmpuint(op->stream, ==, 0);
         g_assert_cmpuint(n, ==, cfg.tp);
         for (guint k = 0; k < n; k++)
           g_assert_cmpuint(m[k], ==, r - tp_i + k);
-      } else if (strcmp(name, "dp.all_reduce") == 0) {
-        /* Same stage and TP index, stride tp. */
-        g_assert_cmpuint(op->stream, ==, 1);
+        g_assert_true(cfg.sequence_parallel || amax ||
+                      strcmp(name, "tp.all_reduce") == 0);
+      } else if (strcmp(name, "dp.all_reduce") == 0 ||
+                 strcmp(name, "dp.reduce_scatter") == 0 ||
+                 strcmp(name, "dp.all_gather") == 0 || amax) {
+        /* Same stage and TP index, stride tp; the gradient buckets and
+         * parameter gathers on the DP stream. */
+        g_assert_cmpuint(op->stream, ==, amax ? 0 : 1);
+        g_assert_true(amax || (cfg.zero == 1) ==
+                                  (strcmp(name, "dp.all_reduce") != 0));
         g_assert_cmpuint(n, ==, cfg.dp);
         for (guint k = 0; k < n; k++)
           g_assert_cmpuint(m[k], ==, tp_i + cfg.tp * (k + cfg.dp * p));
@@ -1314,9 +1435,31 @@ static void test_optimizer_wait(gconstpointer data)
       g_assert_cmpuint(stream_len(rk, 1), ==, 0);
       continue;
     }
+    /* The distributed optimizer reduce-scatters the buckets and gathers
+     * the parameters: with overlap first on the DP stream (forward of the
+     * next iteration, here before this one's), without after the step. */
+    const char *reduce = cfg.zero == 1 ? "dp.reduce_scatter"
+                                       : "dp.all_reduce";
     guint32 last_dp = rk->stream_off[2] - 1;
+    guint32 n_gather = 0;
+    for (guint32 i = rk->stream_off[1]; i < rk->stream_off[2]; i++)
+      if (strcmp(name_of(w, &rk->ops[i]), "dp.all_gather") == 0) {
+        const SimOp *ag = &rk->ops[i];
+        if (cfg.dp_overlap) {
+          g_assert_cmpuint(i - rk->stream_off[1], ==, n_gather);
+          g_assert_cmpint(ag->phase, ==, SIM_PHASE_FORWARD);
+          g_assert_cmpuint(ag->wait, ==, SIM_NO_WAIT);
+        } else {
+          g_assert_cmpuint(ag->wait, ==, n_gather == 0 ? last : SIM_NO_WAIT);
+        }
+        n_gather++;
+      }
+    g_assert_cmpuint(n_gather * 2, ==,
+                     cfg.zero == 1 ? stream_len(rk, 1) : 0);
+    if (cfg.zero == 1 && !cfg.dp_overlap)
+      last_dp -= n_gather;
     g_assert_cmpuint(opt->wait, ==, last_dp);
-    g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==, "dp.all_reduce");
+    g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==, reduce);
     /* The tie all-reduce, when there, also waits for it. */
     const SimOp *before = &rk->ops[last - 1];
     if (before->kind == SIM_OP_COLLECTIVE)
@@ -1328,9 +1471,16 @@ static void test_optimizer_wait(gconstpointer data)
     while (rk->ops[last_bwd].phase != SIM_PHASE_BACKWARD ||
            rk->ops[last_bwd].microbatch == NO_MB)
       last_bwd--;
+    /* (Under fp8 the pass ends with its scale update: the last op that
+     * produces a gradient is before it.) */
+    guint32 last_grad = last_bwd;
+    while (strstr(name_of(w, &rk->ops[last_grad]), "fp8") != NULL)
+      last_grad--;
     guint32 prev_wait = 0;
     for (guint32 i = rk->stream_off[1]; i < rk->stream_off[2]; i++) {
       const SimOp *b = &rk->ops[i];
+      if (strcmp(name_of(w, b), "dp.all_gather") == 0)
+        continue;
       g_assert_cmpint(b->phase, ==, SIM_PHASE_BACKWARD);
       g_assert_cmpuint(b->microbatch, ==, NO_MB);
       g_assert_cmpuint(b->wait, !=, SIM_NO_WAIT);
@@ -1356,7 +1506,7 @@ static void test_optimizer_wait(gconstpointer data)
       prev_wait = b->wait;
     }
     if (cfg.dp_overlap)
-      g_assert_cmpuint(rk->ops[last_dp].wait, ==, last_bwd);
+      g_assert_cmpuint(rk->ops[last_dp].wait, ==, last_grad);
   }
 }
 
@@ -1371,7 +1521,7 @@ static void test_fields(gconstpointer data)
   g_assert_cmpuint(w->dp, ==, cfg.dp);
   g_assert_cmpuint(w->microbatches, ==, cfg.microbatches);
   g_assert_cmpstr(w->schedule, ==, schedule_name(cfg.schedule));
-  g_assert_cmpstr(w->ref_gpu, ==, REF_GPU);
+  g_assert_cmpstr(w->ref_gpu, ==, ref_gpu_of(&cfg));
   g_assert_cmpfloat(w->tokens_per_iteration, ==,
                     (double)cfg.microbatch_size * cfg.seq_len *
                         cfg.microbatches * cfg.dp);
@@ -1384,8 +1534,17 @@ static void test_fields(gconstpointer data)
    * model says at auto clocks without a cap. */
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
   GpuSpec priced;
-  gpt_priced_spec(&cfg, gpu_catalogue_lookup(cat, REF_GPU, NULL), &priced);
+  const GpuSpec *gpu = gpu_catalogue_lookup(cat, ref_gpu_of(&cfg), NULL);
+  gpt_priced_spec(&cfg, gpu, &priced);
   const GpuSpec *ref = &priced;
+  /* Flash attention is priced at FlashAttention's published efficiency
+   * (times the implementation's attention factor). */
+  GpuSpec flash[2] = {priced, priced};
+  double fe[2];
+  gpt_flash_eff(gpu->name, &fe[0], &fe[1], NULL);
+  for (guint i = 0; i < 2; i++)
+    flash[i].eff_compute[SIM_CLASS_ATTENTION].v =
+        MIN(1.0, fe[i] * gpt_config_eff(&cfg).attention);
   g_assert_cmpuint(w->shapes->len, <, 100);
   g_autofree gint64 *shape_ns = g_new0(gint64, w->shapes->len);
   for (guint i = 0; i < w->shapes->len; i++) {
@@ -1395,15 +1554,26 @@ static void test_fields(gconstpointer data)
       g_assert_false(a->name == b->name && a->flops == b->flops &&
                      a->bytes == b->bytes && a->klass == b->klass);
     }
+    /* Matmuls on tensor cores: FP8 for fp8's linear layers (not the
+     * logits, megatron-core's output layer is BF16), else 16-bit. */
+    const char *an = sim_workload_name(w, a->name);
+    gboolean mm = a->klass == SIM_CLASS_GEMM ||
+                  a->klass == SIM_CLASS_ATTENTION;
+    gboolean fp8 = cfg.precision == GPT_PRECISION_FP8 &&
+                   a->klass == SIM_CLASS_GEMM && strstr(an, "logits") == NULL;
     g_assert_cmpint(a->tensor, ==,
-                    a->klass == SIM_CLASS_GEMM ||
-                        a->klass == SIM_CLASS_ATTENTION);
+                    fp8 ? SIM_MATH_FP8 : mm ? SIM_MATH_TENSOR
+                                            : SIM_MATH_VECTOR);
     g_assert_cmpfloat(a->bytes, >, 0);
     if (a->klass != SIM_CLASS_COMM) {
       GpuKernel k = {.klass = a->klass, .flops = a->flops,
                      .bytes = a->bytes, .tensor = a->tensor};
       GpuCost c;
-      gpu_kernel_cost(ref, &k, 0, 0, G_MAXDOUBLE, &c);
+      const GpuSpec *on = strcmp(an, "fwd.flash_attention") == 0 ? &flash[0]
+                          : strcmp(an, "bwd.flash_attention") == 0
+                              ? &flash[1]
+                              : ref;
+      gpu_kernel_cost(on, &k, 0, 0, G_MAXDOUBLE, &c);
       shape_ns[i] = MAX((gint64)llround(c.time_s * 1e9), 1);
     }
   }
@@ -1426,7 +1596,12 @@ static void test_fields(gconstpointer data)
         g_assert_cmpfloat(sh->flops, ==, 0);
       }
       if (op->kind == SIM_OP_COLLECTIVE)
-        g_assert_cmpint(sh->coll, ==, SIM_COLL_ALL_REDUCE);
+        g_assert_cmpint(sh->coll, ==,
+                        g_str_has_suffix(name, "reduce_scatter")
+                            ? SIM_COLL_REDUCE_SCATTER
+                        : g_str_has_suffix(name, "all_gather")
+                            ? SIM_COLL_ALL_GATHER
+                            : SIM_COLL_ALL_REDUCE);
       if (op->kind == SIM_OP_SEND || op->kind == SIM_OP_RECV)
         g_assert_cmpint(sh->coll, ==, SIM_COLL_SEND_RECV);
       if (sh->flops > 0)
@@ -1803,7 +1978,7 @@ static SimWorkload *generate_fold(const GptConfig *cfg, gboolean fold)
     return generate(&c);
   GError *error = NULL;
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
-  const GpuSpec *ref = gpu_catalogue_lookup(cat, REF_GPU, &error);
+  const GpuSpec *ref = gpu_catalogue_lookup(cat, ref_gpu_of(cfg), &error);
   g_assert_no_error(error);
   SimWorkload *w = gpt_generate(&c, ref, &error);
   g_assert_no_error(error);
@@ -2491,6 +2666,380 @@ static void test_impl_efficiency(void)
   g_assert_cmpint(impl, ==, GPT_IMPL_HF);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Megatron-core's recipe (issue 29)                                      */
+
+/* One layer of h = 1024, 8 heads, s = 2048, b = 1 on tp = 2 ranks: the
+ * figures below are worked out by hand from these sizes. */
+static void recipe_config(GptConfig *cfg)
+{
+  gpt_config_init(cfg);
+  cfg->model[0] = '\0';
+  cfg->layers = 1;
+  cfg->hidden = 1024;
+  cfg->heads = 8;
+  cfg->vocab = 1000;
+  cfg->seq_len = 2048;
+  cfg->microbatch_size = 1;
+  cfg->microbatches = 1;
+  cfg->tp = 2;
+}
+
+/* The shape of the first op of rank 0 named `name` (NULL when none). */
+static const SimShape *first_shape(const SimWorkload *w, const char *name)
+{
+  const SimRank *rk = &w->ranks[0];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (strcmp(name_of(w, &rk->ops[i]), name) == 0)
+      return shape_of(w, &rk->ops[i]);
+  return NULL;
+}
+
+/* The bytes of rank 0's ops named `name`, summed. */
+static double sum_bytes(const SimWorkload *w, const char *name)
+{
+  const SimRank *rk = &w->ranks[0];
+  double sum = 0;
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (strcmp(name_of(w, &rk->ops[i]), name) == 0)
+      sum += shape_of(w, &rk->ops[i])->bytes;
+  return sum;
+}
+
+/* FLOPs and bytes per precision and attention kind, against figures
+ * worked out by hand for recipe_config (per TP rank: ht = 512, 4 heads,
+ * X = b*s*h = 2,097,152 elements).
+ *  Attention, unfused: QK^T and AV each 2*b*s^2*ht = 4,294,967,296 FLOPs
+ *  (the whole layer: 4*b*s^2*h = 17,179,869,184 forward, over 2 ranks);
+ *  the scores' b*4*s^2 = 16,777,216 elements go through DRAM:
+ *  fwd.attn_scores moves 2*(2*b*s*ht + 16,777,216) = 37,748,736 bytes.
+ *  Flash, causal: forward 4*b*s^2*h / 2 over 2 ranks = 4,294,967,296
+ *  FLOPs (half the unfused two), backward 2.5x = 10,737,418,240 (five
+ *  matmuls, the scores recomputed); bytes O(s): Q, K, V read and O
+ *  written, 2*4*b*s*ht = 8,388,608, plus the log-sum-exp, 4 bytes for
+ *  each of b*4*s rows = 32,768: 8,421,376.
+ *  QKV GEMM: 2*X*3ht = 6,442,450,944 FLOPs whatever the precision; bf16
+ *  bytes 2*(X + 3h*ht + 3bs*ht) = 2*(2,097,152 + 1,572,864 + 3,145,728) =
+ *  13,631,488; fp8 reads X and the weights in one byte each and writes
+ *  BF16: 3,670,016 + 6,291,456 = 9,961,472. */
+static void test_recipe_flops(void)
+{
+  GptConfig cfg;
+  recipe_config(&cfg);
+  g_autoptr(SimWorkload) plain = generate(&cfg);
+  g_assert_cmpfloat(first_shape(plain, "fwd.attn_scores")->flops, ==,
+                    4294967296.0);
+  g_assert_cmpfloat(first_shape(plain, "fwd.attn_context")->flops, ==,
+                    4294967296.0);
+  g_assert_cmpfloat(first_shape(plain, "fwd.attn_scores")->bytes, ==,
+                    37748736.0);
+  g_assert_cmpfloat(first_shape(plain, "fwd.qkv_gemm")->flops, ==,
+                    6442450944.0);
+  g_assert_cmpfloat(first_shape(plain, "fwd.qkv_gemm")->bytes, ==,
+                    13631488.0);
+  g_assert_null(first_shape(plain, "fwd.flash_attention"));
+
+  cfg.attention = GPT_ATTENTION_FLASH;
+  g_autoptr(SimWorkload) flash = generate(&cfg);
+  const SimShape *ff = first_shape(flash, "fwd.flash_attention");
+  const SimShape *fb = first_shape(flash, "bwd.flash_attention");
+  g_assert_cmpfloat(ff->flops, ==, 4294967296.0);
+  g_assert_cmpfloat(fb->flops, ==, 10737418240.0);
+  g_assert_cmpfloat(ff->bytes, ==, 8421376.0);
+  g_assert_cmpint(ff->tensor, ==, SIM_MATH_TENSOR);
+  g_assert_null(first_shape(flash, "fwd.softmax"));
+  g_assert_null(first_shape(flash, "bwd.attn_scores"));
+  /* No s x s activation anywhere: every kernel moves fewer bytes than
+   * the scores alone would take in BF16. */
+  for (guint i = 0; i < flash->shapes->len; i++) {
+    const SimShape *sh = &g_array_index(flash->shapes, SimShape, i);
+    if (sh->klass == SIM_CLASS_ATTENTION || sh->klass == SIM_CLASS_SOFTMAX)
+      g_assert_cmpfloat(sh->bytes, <, 2 * 16777216.0);
+  }
+  /* Faster than the unfused three kernels on the A100 (FlashAttention-2
+   * at 60% of the peak against the scores' DRAM round trips). */
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  double t_un = 0, t_fl = 0;
+  const char *un[] = {"fwd.attn_scores", "fwd.softmax", "fwd.attn_context"};
+  for (guint i = 0; i < G_N_ELEMENTS(un); i++) {
+    const SimRank *rk = &plain->ranks[0];
+    for (guint32 k = 0; k < rk->n_ops; k++)
+      if (strcmp(name_of(plain, &rk->ops[k]), un[i]) == 0) {
+        t_un += rk->ops[k].ref_ns;
+        break;
+      }
+  }
+  for (guint32 k = 0; k < flash->ranks[0].n_ops; k++)
+    if (strcmp(name_of(flash, &flash->ranks[0].ops[k]),
+               "fwd.flash_attention") == 0)
+      t_fl = flash->ranks[0].ops[k].ref_ns;
+  g_assert_cmpfloat(t_fl, >, 0);
+  g_assert_cmpfloat(t_fl, <, t_un);
+  /* ... and at the published efficiency: 4.29 GFLOP at 0.60 x 312 TFLOP/s
+   * is 22.9 us, plus the launch overhead. */
+  double fwd, bwd;
+  const char *src = NULL;
+  gpt_flash_eff(REF_GPU, &fwd, &bwd, &src);
+  g_assert_cmpfloat(fwd, ==, 0.60);
+  g_assert_nonnull(strstr(src, "FlashAttention-2"));
+  gpt_flash_eff("H100-SXM5-80GB", &fwd, &bwd, &src);
+  g_assert_nonnull(strstr(src, "FlashAttention-3"));
+
+  /* FP8 on an H100: the same FLOPs, FP8 inputs. */
+  recipe_config(&cfg);
+  cfg.precision = GPT_PRECISION_FP8;
+  g_autoptr(SimWorkload) f8 = generate(&cfg);
+  const SimShape *q8 = first_shape(f8, "fwd.qkv_gemm");
+  g_assert_cmpfloat(q8->flops, ==, 6442450944.0);
+  g_assert_cmpfloat(q8->bytes, ==, 9961472.0);
+  g_assert_cmpint(q8->tensor, ==, SIM_MATH_FP8);
+  g_assert_cmpint(first_shape(f8, "fwd.attn_scores")->tensor, ==,
+                  SIM_MATH_TENSOR);
+  g_assert_cmpint(first_shape(f8, "fwd.logits_gemm")->tensor, ==,
+                  SIM_MATH_TENSOR);
+  /* The cast-transpose of the context (b*s*ht = 1,048,576 elements): 2
+   * bytes read, 1 + 1 written. */
+  g_assert_cmpfloat(first_shape(f8, "fwd.fp8_cast_transpose")->bytes, ==,
+                    4 * 1048576.0);
+  /* The weight cast, once: 12*h*ht = 6,291,456 weights, 4 bytes each. */
+  g_assert_cmpfloat(sum_bytes(f8, "fwd.fp8_weight_cast"), ==,
+                    4 * 6291456.0);
+  /* FLOPs per iteration are Megatron's, as in bf16. */
+  g_assert_true(test_close(kernel_flops(f8), gpt_megatron_flops(&cfg),
+                           1e-12));
+}
+
+/* An FP8 GEMM runs at the H100's FP8 rate: twice the BF16 rate, so a
+ * compute-bound GEMM takes about half as long; on an A100, which has no
+ * FP8 tensor cores, fp8 is refused. */
+static void test_recipe_fp8_rates(void)
+{
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *h100 = gpu_catalogue_lookup(cat, "H100-SXM5-80GB", NULL);
+  const GpuSpec *a100 = gpu_catalogue_lookup(cat, REF_GPU, NULL);
+  g_assert_cmpfloat(gpu_flop_per_clk_sm(h100, SIM_MATH_FP8), ==, 8192);
+  g_assert_cmpfloat(h100->fp8_flop_per_clk_sm.v, ==,
+                    2 * h100->tensor_flop_per_clk_sm.v);
+  g_assert_nonnull(strstr(h100->fp8_flop_per_clk_sm.source, "1979"));
+  g_assert_cmpfloat(a100->fp8_flop_per_clk_sm.v, ==, 0);
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-13b", NULL));
+  cfg.microbatches = 1;
+  cfg.microbatch_size = 4;
+  SimWorkload *w[2];
+  for (guint i = 0; i < 2; i++) {
+    cfg.precision = i == 0 ? GPT_PRECISION_BF16 : GPT_PRECISION_FP8;
+    GError *error = NULL;
+    w[i] = gpt_generate(&cfg, h100, &error);
+    g_assert_no_error(error);
+  }
+  const SimShape *s16 = first_shape(w[0], "fwd.fc1_gemm");
+  const SimShape *s8 = first_shape(w[1], "fwd.fc1_gemm");
+  gint64 t16 = 0, t8 = 0;
+  for (guint32 k = 0; k < w[0]->ranks[0].n_ops; k++)
+    if (shape_of(w[0], &w[0]->ranks[0].ops[k]) == s16)
+      t16 = w[0]->ranks[0].ops[k].ref_ns;
+  for (guint32 k = 0; k < w[1]->ranks[0].n_ops; k++)
+    if (shape_of(w[1], &w[1]->ranks[0].ops[k]) == s8)
+      t8 = w[1]->ranks[0].ops[k].ref_ns;
+  double ratio = (double)t8 / (double)t16;
+  if (ratio < 0.5 || ratio > 0.6)
+    g_error("fc1 GEMM fp8 / bf16 time %.3f, want 0.5-0.6", ratio);
+  sim_workload_free(w[0]);
+  sim_workload_free(w[1]);
+
+  GError *error = NULL;
+  g_assert_null(gpt_generate(&cfg, a100, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "fp8"));
+  g_assert_nonnull(strstr(error->message, REF_GPU));
+  g_clear_error(&error);
+  cfg.impl = GPT_IMPL_HF;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "impl = \"megatron\""));
+  g_clear_error(&error);
+}
+
+/* Sequence parallelism's collectives against hand-computed bytes
+ * (recipe_config with 2 layers, tp = 4, one microbatch; E = 2, X = b*s*h
+ * = 2,097,152 elements, E*X = 4,194,304 bytes).  Without it rank 0
+ * all-reduces E*X twice per layer forward and twice backward, once after
+ * the embedding and once in the head's backward: 2 x 4 + 2 = 10 E*X,
+ * plus the cross-entropy's three 4*b*s all-reduces.  With it each of
+ * those ten is a reduce-scatter of the same bytes, and the all-gathers
+ * are: 2 per layer forward
+ * (before QKV and FC1), 4 backward (the output gradients of proj and
+ * FC2, the inputs of QKV and FC1 again for their wgrads), the
+ * embedding's gradient, the final norm's output forward and again for
+ * the logits' wgrad: 15 E*X.  The ring moves (t-1)/t of a reduce-scatter
+ * or all-gather and twice that of an all-reduce, so the forward of a
+ * layer moves the same: 2 x 2 = 4 x 1.  The norms run on s/t tokens
+ * (fwd.layernorm: 2*E*X/4 + 2*E*h = 2,101,248 bytes), the gradients of
+ * the norms and row-parallel biases are all-reduced once, 4*(2 * 6h +
+ * 2h) = 57,344 bytes. */
+static void test_recipe_sequence_parallel(void)
+{
+  GptConfig cfg;
+  recipe_config(&cfg);
+  cfg.layers = 2;
+  cfg.tp = 4;
+  const double EX = 4194304.0, bs4 = 4 * 2048.0;
+  g_autoptr(SimWorkload) ar = generate(&cfg);
+  g_assert_cmpfloat(sum_bytes(ar, "tp.all_reduce"), ==, 10 * EX + 3 * bs4);
+  g_assert_cmpfloat(sum_bytes(ar, "tp.reduce_scatter"), ==, 0);
+  cfg.sequence_parallel = TRUE;
+  g_autoptr(SimWorkload) sp = generate(&cfg);
+  g_assert_cmpfloat(sum_bytes(sp, "tp.all_reduce"), ==, 3 * bs4);
+  g_assert_cmpfloat(sum_bytes(sp, "tp.reduce_scatter"), ==, 10 * EX);
+  g_assert_cmpfloat(sum_bytes(sp, "tp.all_gather"), ==, 15 * EX);
+  g_assert_cmpfloat(sum_bytes(sp, "tp.sequence_parallel_grads"), ==,
+                    57344.0);
+  g_assert_cmpfloat(first_shape(sp, "fwd.layernorm")->bytes, ==, 2101248.0);
+  g_assert_cmpfloat(first_shape(ar, "fwd.layernorm")->bytes, ==,
+                    2 * EX + 4096);
+  /* The network moves the same bytes for the forward of a layer: one
+   * all-reduce of E*X against an all-gather and a reduce-scatter of it
+   * (the time per extra byte; the fixed latencies differ). */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  NetGroupShape gs = {.n_ranks = 4, .n_nodes = 1, .max_per_node = 4};
+  double slope[3];
+  const SimCollType kinds[3] = {SIM_COLL_ALL_REDUCE, SIM_COLL_ALL_GATHER,
+                                SIM_COLL_REDUCE_SCATTER};
+  for (guint i = 0; i < 3; i++)
+    slope[i] = net_collective_time_s(net, kinds[i], 2 * EX, &gs,
+                                     NET_ALGO_RING, 1) -
+               net_collective_time_s(net, kinds[i], EX, &gs, NET_ALGO_RING,
+                                     1);
+  g_assert_true(test_close(slope[1] + slope[2], slope[0], 1e-9));
+  /* With tp = 1 there is nothing to split: the same workload, as
+   * Megatron switches it off. */
+  cfg.tp = 1;
+  g_autoptr(SimWorkload) one = generate(&cfg);
+  cfg.sequence_parallel = FALSE;
+  g_autoptr(SimWorkload) off = generate(&cfg);
+  g_assert_cmpuint(sim_workload_n_ops(one), ==, sim_workload_n_ops(off));
+  for (guint i = 0; i < one->shapes->len; i++)
+    g_assert_cmpfloat(g_array_index(one->shapes, SimShape, i).bytes, ==,
+                      g_array_index(off->shapes, SimShape, i).bytes);
+}
+
+/* The distributed optimizer on gpt3-125m, tp = pp = 1, dp = 4, one
+ * bucket: 125,262,336 parameters (12 layers of 12h^2 + 13h =
+ * 7,087,872, the 50,304 x 768 word and 2,048 x 768 position embeddings,
+ * the final norm's 2h).  The gradients are reduce-scattered in FP32,
+ * 4 x 125,262,336 = 501,049,344 bytes (what DDP all-reduces); Adam steps
+ * on a quarter, 30 x 125,262,336 / 4 = 939,467,520 bytes; the BF16
+ * parameters are all-gathered, 2 x 125,262,336 = 250,524,672 bytes, at
+ * the start of the iteration, the first forward waiting for them. */
+static void test_recipe_zero(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-125m", NULL));
+  cfg.dp = 4;
+  cfg.microbatches = 2;
+  cfg.dp_bucket_mb = 0;
+  g_assert_cmpfloat(gpt_n_params(&cfg), ==, 125262336.0);
+  g_autoptr(SimWorkload) ddp = generate(&cfg);
+  g_assert_cmpfloat(sum_bytes(ddp, "dp.all_reduce"), ==, 501049344.0);
+  g_assert_cmpfloat(sum_bytes(ddp, "optimizer.adam"), ==, 3757870080.0);
+  cfg.zero = 1;
+  g_autoptr(SimWorkload) z = generate(&cfg);
+  g_assert_cmpfloat(sum_bytes(z, "dp.all_reduce"), ==, 0);
+  g_assert_cmpfloat(sum_bytes(z, "dp.reduce_scatter"), ==, 501049344.0);
+  g_assert_cmpfloat(sum_bytes(z, "optimizer.adam"), ==, 939467520.0);
+  g_assert_cmpfloat(sum_bytes(z, "dp.all_gather"), ==, 250524672.0);
+  /* Overlapped: the gather is the DP stream's first op, and the first
+   * forward's embedding waits for it. */
+  const SimRank *rk = &z->ranks[0];
+  guint32 ag = rk->stream_off[1];
+  g_assert_cmpstr(name_of(z, &rk->ops[ag]), ==, "dp.all_gather");
+  g_assert_cmpstr(name_of(z, &rk->ops[0]), ==, "fwd.embedding");
+  g_assert_cmpuint(rk->ops[0].wait, ==, ag);
+  /* Without overlap it follows the step. */
+  cfg.dp_overlap = FALSE;
+  g_autoptr(SimWorkload) n = generate(&cfg);
+  rk = &n->ranks[0];
+  g_assert_cmpstr(name_of(n, &rk->ops[rk->stream_off[2] - 1]), ==,
+                  "dp.all_gather");
+  g_assert_cmpuint(rk->ops[rk->stream_off[2] - 1].wait, ==,
+                   rk->stream_off[1] - 1);
+  g_assert_cmpuint(rk->ops[0].wait, ==, SIM_NO_WAIT);
+}
+
+/* global_batch_size: microbatches = it / (microbatch_size * dp), or an
+ * error naming the three numbers. */
+static void test_recipe_global_batch(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  cfg.microbatch_size = 2;
+  cfg.dp = 4;
+  cfg.global_batch_size = 64;
+  GError *error = NULL;
+  g_assert_true(gpt_config_resolve_batch(&cfg, &error));
+  g_assert_cmpuint(cfg.microbatches, ==, 8);
+  g_assert_true(gpt_config_validate(&cfg, &error));
+  g_assert_cmpfloat(gpt_megatron_flops(&cfg), >, 0);
+  cfg.global_batch_size = 60;
+  g_assert_false(gpt_config_resolve_batch(&cfg, &error));
+  g_assert_error(error, GPT_ERROR, GPT_ERROR_INVALID);
+  g_assert_cmpstr(error->message, ==,
+                  "global_batch_size = 60 is not a positive multiple of "
+                  "microbatch_size * dp = 2 * 4 = 8");
+  g_clear_error(&error);
+  g_assert_cmpuint(cfg.microbatches, ==, 8); /* unchanged */
+  /* Set by hand and inconsistent: refused by validation. */
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "global_batch_size = 60"));
+  g_clear_error(&error);
+  GptAttention a;
+  g_assert_false(gpt_attention_from_name("sparse", &a, &error));
+  g_assert_cmpstr(error->message, ==,
+                  "unknown attention 'sparse' (known: unfused, flash)");
+  g_clear_error(&error);
+  cfg.global_batch_size = 0;
+  cfg.attention = (GptAttention)2;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_clear_error(&error);
+  cfg.attention = GPT_ATTENTION_UNFUSED;
+  cfg.zero = 2;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "zero = 2"));
+  g_clear_error(&error);
+}
+
+/* The recipe's fields at their defaults generate the workload as before:
+ * every op, shape and provenance entry of a default run with them set
+ * explicitly (global_batch_size equal to the microbatches' product) is
+ * the default's.  (Against main before the change: the native files of
+ * four configurations hash the same, see the branch's report.) */
+static void test_recipe_defaults(void)
+{
+  GptConfig cfg;
+  layout_config(&layouts[1], &cfg);
+  g_autoptr(SimWorkload) a = generate(&cfg);
+  cfg.attention = GPT_ATTENTION_UNFUSED;
+  cfg.sequence_parallel = FALSE;
+  cfg.zero = 0;
+  cfg.precision = GPT_PRECISION_BF16;
+  g_assert_true(gpt_config_resolve_batch(&cfg, NULL));
+  g_autoptr(SimWorkload) b = generate(&cfg);
+  g_assert_cmpuint(g_hash_table_size(a->provenance), ==,
+                   g_hash_table_size(b->provenance));
+  g_assert_cmpuint(a->shapes->len, ==, b->shapes->len);
+  g_assert_cmpint(memcmp(a->shapes->data, b->shapes->data,
+                         a->shapes->len * sizeof(SimShape)), ==, 0);
+  for (guint r = 0; r < a->n_ranks; r++) {
+    g_assert_cmpuint(a->ranks[r].n_ops, ==, b->ranks[r].n_ops);
+    g_assert_cmpint(memcmp(a->ranks[r].ops, b->ranks[r].ops,
+                           a->ranks[r].n_ops * sizeof(SimOp)), ==, 0);
+  }
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -2543,5 +3092,12 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/fold/lua", test_fold_lua);
   g_test_add_func("/gpt/impl/kernels", test_impl_kernels);
   g_test_add_func("/gpt/impl/efficiency", test_impl_efficiency);
+  g_test_add_func("/gpt/recipe/flops-and-bytes", test_recipe_flops);
+  g_test_add_func("/gpt/recipe/fp8-rates", test_recipe_fp8_rates);
+  g_test_add_func("/gpt/recipe/sequence-parallel",
+                  test_recipe_sequence_parallel);
+  g_test_add_func("/gpt/recipe/zero", test_recipe_zero);
+  g_test_add_func("/gpt/recipe/global-batch", test_recipe_global_batch);
+  g_test_add_func("/gpt/recipe/defaults-unchanged", test_recipe_defaults);
   return g_test_run();
 }

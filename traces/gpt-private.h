@@ -12,6 +12,13 @@
  * cfg's precision. */
 double gpt_elem_bytes(const GptConfig *cfg);
 SimMath gpt_math(const GptConfig *cfg);
+/* Whether cfg runs flash attention; whether sequence parallelism is in
+ * force (asked for, and tp > 1); the ops that end every chunk pass under
+ * FP8 (the scale update, the amax all-reduces over TP and DP: 0 unless
+ * fp8). */
+gboolean gpt_attention_fused(const GptConfig *cfg);
+gboolean gpt_seq_parallel(const GptConfig *cfg);
+guint gpt_fp8_pass_ops(const GptConfig *cfg);
 
 /* A parameter tensor (weight with its bias, a LayerNorm, the embeddings)
  * whose gradient one backward op completes; the DP buckets are built from
@@ -88,6 +95,10 @@ typedef struct {
   const GpuSpec *ref;
   GpuSpec priced;      /* ref with the implementation's efficiencies: what
                           kernels are priced on (a shallow copy) */
+  GpuSpec flash_fwd, flash_bwd; /* priced with FlashAttention's published
+                          efficiency in the attention class */
+  const GpuSpec *price_on; /* the spec gpt_get_shape prices on: priced,
+                          or a flash spec while a flash kernel is added */
   SimWorkload *w;
   GHashTable *shapes;  /* ShapeKey (owned) -> shape index + 1 */
   GArray *shape_ns;    /* gint64 ref_ns per shape */
@@ -100,6 +111,11 @@ typedef struct {
 
   Seq emb_fwd, layer_fwd, head_fwd, head_bwd, layer_bwd, emb_bwd;
   Proto send_fwd, recv_fwd, send_bwd, recv_bwd, tie;
+  /* FP8, per stage (their bytes follow the chunk's layers): the amax
+   * all-reduces over TP and DP and the scale update ending a forward and a
+   * backward chunk pass, and the weights' cast once per chunk. */
+  Seq fp8_fwd_end, fp8_bwd_end;
+  Proto fp8_weight_cast;
 
   /* Group-id blocks (see "Ranks and groups"). */
   guint32 dp_base, tie_base;
@@ -116,6 +132,9 @@ typedef struct {
   GArray *unit_ops;     /* guint32 handles, backward order */
   GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in
                            the order they were recorded */
+  GArray *param_ag;     /* guint32: what the first forward of each chunk
+                           waits for under zero = 1 with overlap (lpc + 2
+                           per chunk, gather_params); empty otherwise */
 } Gen;
 
 /* ShapeKey hashing for Gen.shapes (gpt_kernels.c). */
@@ -134,5 +153,13 @@ Proto gpt_make_proto(Gen *g, const char *name, SimOpKind kind,
 /* Every op prototype of the iteration: the implementation's kernel
  * sequences, then the point-to-point and tie prototypes. */
 void gpt_build_protos(Gen *g);
+/* The FP8 prototypes of a stage whose chunks hold `layers` layers
+ * (g->fp8_*; nothing unless precision fp8). */
+void gpt_build_fp8_protos(Gen *g, guint layers);
+/* What the flash kernels are priced on: g->priced with the attention
+ * class's compute efficiency set to FlashAttention's on g->ref (forward
+ * and backward; traces/gpt_kernels.c cites each figure). */
+void gpt_flash_specs(Gen *g);
+
 
 #endif

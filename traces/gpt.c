@@ -262,12 +262,31 @@
  * within 1.5% of what malloc hands out for it (tests/test-gpt.c,
  * /gpt/estimate, which requires 10%).
  *
+ * Megatron-core's recipe (issue 29; docs/gpt-generator.md has the tables)
+ * -----------------------------------------------------------------------
+ * precision fp8 (Transformer Engine): the linear GEMMs read FP8 inputs (1
+ * byte) at the FP8 rate and write BF16; a cast-transpose of the proj
+ * input forward and of the FC2, proj and QKV output gradients backward
+ * (E read, 1 + 1 written per element; the norms and GeLU cast in their
+ * own kernels); each chunk pass ends with the amax all-reduces (TP, DP)
+ * and the scale update; weights cast once per chunk (microbatch 0).
+ * attention flash: one kernel each way, causal FLOPs 2*b*s^2*ht forward,
+ * 2.5x that backward, O(s) bytes, priced at FlashAttention-2/3's
+ * published efficiency (gpt_flash_eff).  sequence_parallel (t > 1): each
+ * TP all-reduce a reduce-scatter, all-gathers before the column-parallel
+ * GEMMs (and again backward for their wgrads, and of the row-parallel
+ * GEMMs' output gradients), norms and dropouts on s/t tokens, p2p of
+ * s/t tokens, one TP all-reduce of the norms' and row-parallel biases'
+ * gradients.  zero 1: buckets reduce-scattered, Adam on 1/dp, BF16
+ * parameters all-gathered per bucket (at the iteration's start, each
+ * layer's first microbatch waiting for its bucket, with dp_overlap;
+ * after the step without).
+ *
  * Known limits
  * ------------
- * - No sequence parallelism, flash attention, distributed optimizer
- *   (reduce-scatter + all-gather) or scatter/gather p2p; no gradient
- *   clipping / inf-check passes, no grad-buffer zeroing, no data loading or
- *   CPU gaps.
+ * - No scatter/gather p2p without sequence parallelism, no FP8 attention;
+ *   no gradient clipping / inf-check passes, no grad-buffer zeroing, no
+ *   data loading or CPU gaps.
  * - P2P is modelled op by op: Megatron batches a pass's send and the next
  *   recvs into one synchronous call (sends block the sender until the
  *   receiver is there); here a send runs on its own stream and never stalls
@@ -275,9 +294,9 @@
  *   overlapped-p2p variant of the interleaved schedule and Megatron-core's
  *   microbatch_group_size_per_vp_stage != P are not generated.
  * - Bytes assume every operand crosses DRAM once (no L2 reuse across
- *   kernels); attention bytes are those of unfused (non-flash) attention.
- * - The causal mask halves nothing: attention FLOPs are dense, as in
- *   Megatron's FLOP count.
+ *   kernels).
+ * - With attention unfused (the default) the causal mask halves nothing:
+ *   attention FLOPs are dense, as in Megatron's FLOP count.
  * - One microbatch size and sequence length for the whole iteration.
  * - Layer indices are 8-bit in SimOp (<= 255 layers), microbatch indices
  *   16-bit (<= 65535 microbatches).
@@ -301,6 +320,23 @@ static double adam_bytes(const GptConfig *cfg)
   if (cfg->impl == GPT_IMPL_HF)
     return 80; /* PyTorch's multi-tensor AdamW, pass by pass (below) */
   return gpt_elem_bytes(cfg) < 4 ? 30 : 28;
+}
+
+/* Sequence parallelism leaves the gradients of the parameters every TP
+ * rank holds whole -- the LayerNorms and the row-parallel biases -- partial
+ * on each rank (each saw s/t tokens): Megatron all-reduces them (FP32)
+ * over TP after the DP reduction (_allreduce_layernorm_grads).  Per layer
+ * two LayerNorms (2h each) and the proj and fc2 biases (h each); the
+ * final LayerNorm on the last stage, BLOOM's embedding LayerNorm on the
+ * first. */
+static double sp_grad_bytes(const GptConfig *cfg, guint p)
+{
+  double h = cfg->hidden, n = gpt_stage_layers(cfg, p) * 6 * h;
+  if (p == cfg->pp - 1)
+    n += 2 * h;
+  if (p == 0 && cfg->arch == GPT_ARCH_BLOOM)
+    n += 2 * h;
+  return 4 * n;
 }
 
 /* Appends one op to the rank being built; returns its handle. */
@@ -330,6 +366,8 @@ static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
   guint32 peer = 0;
   if (p->group == GROUP_TP)
     peer = g->tp_group;
+  else if (p->group == GROUP_DP)
+    peer = g->dp_group;
   else if (p->group == GROUP_TIE)
     peer = g->tie_group;
   guint32 h = put(g, p, STREAM_COMPUTE, phase, layer, mb, peer,
@@ -394,15 +432,41 @@ static void emit_forward(Gen *g, guint p, guint c, guint mb)
 {
   guint lpc = chunk_layers(g, p);
   guint first_layer = chunk_first_layer(g, p, c);
-  if (!chunk_is_first(p, c))
+  /* The first microbatch's pass waits for the parameters the distributed
+   * optimizer gathers (see gather_params): -1 = nothing to wait for. */
+  const guint32 *ag = mb == 0 && g->param_ag->len > 0
+                          ? &g_array_index(g->param_ag, guint32,
+                                           c * (lpc + 2))
+                          : NULL;
+  if (mb == 0 && g->cfg->precision == GPT_PRECISION_FP8)
+    put_compute(g, &g->fp8_weight_cast, SIM_PHASE_FORWARD, NO_LAYER, mb);
+  if (!chunk_is_first(p, c)) {
     post_recv(g, &g->recv_fwd, g->recv_act, SIM_PHASE_FORWARD, g->prev, mb);
-  else
+  } else {
+    if (ag != NULL)
+      g->pending_wait = ag[0];
     put_seq(g, &g->emb_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
-  for (guint j = 0; j < lpc; j++)
-    put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, first_layer + j, mb);
-  if (chunk_is_last(g, p, c))
+  }
+  for (guint j = 0; j < lpc; j++) {
+    guint layer = first_layer + j;
+    if (ag == NULL) {
+      put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, layer, mb);
+      continue;
+    }
+    /* The layer's norm may consume a recv; its next op waits for the
+     * bucket holding the layer's weights. */
+    put_compute(g, &g->layer_fwd.p[0], SIM_PHASE_FORWARD, layer, mb);
+    g->pending_wait = ag[1 + j];
+    for (guint i = 1; i < g->layer_fwd.n; i++)
+      put_compute(g, &g->layer_fwd.p[i], SIM_PHASE_FORWARD, layer, mb);
+  }
+  if (chunk_is_last(g, p, c)) {
+    if (ag != NULL)
+      g->pending_wait = ag[1 + lpc];
     put_seq(g, &g->head_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
-  else
+  }
+  put_seq(g, &g->fp8_fwd_end, SIM_PHASE_FORWARD, NO_LAYER, mb);
+  if (!chunk_is_last(g, p, c))
     put(g, &g->send_fwd, g->send_act, SIM_PHASE_FORWARD, NO_LAYER, mb,
         g->next, g->last_compute);
 }
@@ -433,10 +497,80 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
   }
   if (chunk_is_first(p, c))
     put_seq(g, &g->emb_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
-  else
+  put_seq(g, &g->fp8_bwd_end, SIM_PHASE_BACKWARD, NO_LAYER, mb);
+  if (!chunk_is_first(p, c))
     put(g, &g->send_bwd, g->send_grad, SIM_PHASE_BACKWARD, NO_LAYER, mb,
         g->prev, g->last_compute);
   g->record_units = FALSE;
+}
+
+/* The bucket (gpt_make_buckets' end[]) holding tensor i. */
+static guint bucket_of(const guint *end, guint i)
+{
+  guint k = 0;
+  while (end[k] < i)
+    k++;
+  return k;
+}
+
+/* The distributed optimizer's all-gather of chunk c's updated parameters
+ * (16-bit, or 4 bytes in tf32 and fp32), one per gradient bucket, on the
+ * DP stream in forward order (the last bucket first), the first waiting
+ * for `wait`.  When waits is not NULL it receives what the first
+ * microbatch's forward of the chunk waits for (lpc + 2 entries): the
+ * embedding, each layer (the bucket holding its fc2, gathered last of
+ * its units) and the head (SIM_NO_WAIT where the chunk has none). */
+static void gather_chunk(Gen *g, guint p, guint c, guint32 wait,
+                         guint32 *waits)
+{
+  const GptConfig *cfg = g->cfg;
+  g_autoptr(GArray) bytes = gpt_chunk_grad_bytes(cfg, p, c);
+  guint n = bytes->len;
+  g_autofree guint *end = g_new(guint, n);
+  g_autofree double *size = g_new(double, n);
+  g_autofree guint32 *handle = g_new(guint32, n);
+  guint nb = gpt_make_buckets((const double *)(void *)bytes->data, n,
+                              gpt_bucket_cap_bytes(cfg), end, size);
+  guint32 name = sim_workload_intern(g->w, "dp.all_gather");
+  for (guint k = nb; k-- > 0;) {
+    Proto pr;
+    memset(&pr, 0, sizeof pr);
+    pr.name = name;
+    pr.shape = gpt_get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_GATHER,
+                             SIM_MATH_VECTOR, 0,
+                             size[k] / 4 * gpt_elem_bytes(cfg));
+    pr.kind = SIM_OP_COLLECTIVE;
+    pr.klass = SIM_CLASS_COMM;
+    handle[k] = put(g, &pr, STREAM_DP, SIM_PHASE_FORWARD, NO_LAYER, NO_MB,
+                    g->dp_group, k == nb - 1 ? wait : SIM_NO_WAIT);
+  }
+  if (waits == NULL)
+    return;
+  guint lpc = chunk_layers(g, p);
+  guint head = chunk_is_last(g, p, c) ? (cfg->pp > 1 ? 2 : 1) : 0;
+  waits[0] = chunk_is_first(p, c) ? handle[bucket_of(end, n - 1)]
+                                  : SIM_NO_WAIT;
+  for (guint j = 0; j < lpc; j++)
+    waits[1 + j] = handle[bucket_of(end, head + 6 * (lpc - 1 - j))];
+  waits[1 + lpc] = head > 0 ? handle[bucket_of(end, 0)] : SIM_NO_WAIT;
+}
+
+/* Megatron's overlap_param_gather: the all-gathers of the last step's
+ * parameters run at the start of the iteration, overlapping the forward,
+ * whose first microbatch waits layer by layer for its bucket (the steady
+ * state of a run: the previous iteration's gather, issued when the step
+ * ends). */
+static void gather_params(Gen *g, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  g_array_set_size(g->param_ag, 0);
+  if (cfg->zero != 1 || cfg->dp == 1 || !cfg->dp_overlap)
+    return;
+  guint stride = chunk_layers(g, p) + 2;
+  g_array_set_size(g->param_ag, g->v * stride);
+  for (guint c = 0; c < g->v; c++)
+    gather_chunk(g, p, c, SIM_NO_WAIT,
+                 &g_array_index(g->param_ag, guint32, c * stride));
 }
 
 /* DP all-reduce buckets (after the last microbatch's backward has been
@@ -450,7 +584,11 @@ static void emit_tail(Gen *g, guint p)
   if (cfg->dp > 1) {
     /* Chunk by chunk, in the order their last backwards ran (v-1 down to
      * 0 under interleaving), each chunk's gradients in their own buckets. */
-    guint32 name = sim_workload_intern(g->w, "dp.all_reduce");
+    /* The distributed optimizer reduce-scatters the same buckets. */
+    gboolean zero = cfg->zero == 1;
+    guint32 name = sim_workload_intern(g->w, zero ? "dp.reduce_scatter"
+                                                  : "dp.all_reduce");
+    SimCollType coll = zero ? SIM_COLL_REDUCE_SCATTER : SIM_COLL_ALL_REDUCE;
     guint off = 0;
     g_assert(g->unit_chunks->len == g->v);
     for (guint k = 0; k < g->unit_chunks->len; k++) {
@@ -466,7 +604,7 @@ static void emit_tail(Gen *g, guint p)
         Proto pr;
         memset(&pr, 0, sizeof pr);
         pr.name = name;
-        pr.shape = gpt_get_shape(g, name, SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+        pr.shape = gpt_get_shape(g, name, SIM_CLASS_COMM, coll,
                                  SIM_MATH_VECTOR, 0, size[i]);
         pr.kind = SIM_OP_COLLECTIVE;
         pr.klass = SIM_CLASS_COMM;
@@ -481,16 +619,34 @@ static void emit_tail(Gen *g, guint p)
     }
     g_assert(off == g->unit_ops->len);
   }
+  if (gpt_seq_parallel(cfg)) {
+    Proto sp = gpt_make_proto(g, "tp.sequence_parallel_grads",
+                              SIM_OP_COLLECTIVE, SIM_CLASS_COMM,
+                              SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
+                              sp_grad_bytes(cfg, p));
+    sp.group = GROUP_TP;
+    g->pending_wait = last_dp;
+    put_compute(g, &sp, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
+  }
   if (cfg->pp > 1 && (p == 0 || p == cfg->pp - 1)) {
     g->pending_wait = last_dp;
     put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
+  /* The distributed optimizer steps on this rank's 1/dp of the state. */
+  double params = gpt_stage_params(cfg, p);
+  if (cfg->zero == 1)
+    params /= cfg->dp;
   Proto adam = gpt_make_proto(g, "optimizer.adam", SIM_OP_KERNEL,
                               SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE,
-                              SIM_MATH_VECTOR, 0,
-                              adam_bytes(cfg) * gpt_stage_params(cfg, p));
+                              SIM_MATH_VECTOR, 0, adam_bytes(cfg) * params);
   g->pending_wait = last_dp;
-  put_compute(g, &adam, SIM_PHASE_OPTIMIZER, NO_LAYER, NO_MB);
+  guint32 step = put_compute(g, &adam, SIM_PHASE_OPTIMIZER, NO_LAYER, NO_MB);
+  /* Without overlap the updated parameters are gathered right after the
+   * step (with it, gather_params put them before this iteration's
+   * forwards). */
+  if (cfg->zero == 1 && cfg->dp > 1 && !cfg->dp_overlap)
+    for (guint c = 0; c < g->v; c++)
+      gather_chunk(g, p, c, step, NULL);
 }
 
 /* Megatron rank order: TP innermost, then DP, then PP. */
@@ -532,6 +688,8 @@ static void emit_stage(Gen *g, guint p)
   g->record_units = FALSE;
   g_array_set_size(g->unit_ops, 0);
   g_array_set_size(g->unit_chunks, 0);
+  gpt_build_fp8_protos(g, chunk_layers(g, p));
+  gather_params(g, p);
 
   /* The stage's program (models/schedule.h). */
   guint n = 2 * m * g->v;
@@ -653,6 +811,16 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
    * native files their bytes). */
   if (cfg->fold)
     PV("fold", "true");
+  if (cfg->precision == GPT_PRECISION_FP8)
+    PV("precision", "fp8");
+  if (cfg->attention != GPT_ATTENTION_UNFUSED)
+    PV("attention", "%s", gpt_attention_name(cfg->attention));
+  if (cfg->sequence_parallel)
+    PV("sequence_parallel", "true");
+  if (cfg->zero != 0)
+    PV("zero", "%u", cfg->zero);
+  if (cfg->global_batch_size != 0)
+    PV("global_batch_size", "%u", cfg->global_batch_size);
 #undef PV
 }
 
@@ -666,6 +834,13 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   c.model[sizeof c.model - 1] = '\0';
   if (!gpt_config_validate(&c, error))
     return NULL;
+  if (c.precision == GPT_PRECISION_FP8 && !(ref->fp8_flop_per_clk_sm.v > 0)) {
+    g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+                "precision = \"fp8\" needs FP8 tensor cores: %s has none "
+                "(fp8_flop_per_clk_sm = 0; H100, H200 and L40S have them)",
+                ref->name != NULL ? ref->name : "the GPU");
+    return NULL;
+  }
 
   guint n_ranks = c.tp * c.pp * c.dp;
   g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
@@ -692,6 +867,10 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.shape_ns = g_array_new(FALSE, FALSE, sizeof(gint64));
   g.unit_ops = g_array_new(FALSE, FALSE, sizeof(guint32));
   g.unit_chunks = g_array_new(FALSE, FALSE, sizeof(guint));
+  g.param_ag = g_array_new(FALSE, FALSE, sizeof(guint32));
+  g.price_on = &g.priced;
+  if (c.attention == GPT_ATTENTION_FLASH)
+    gpt_flash_specs(&g);
   g.rb = sim_rank_builder_new();
   g.b = c.microbatch_size;
   g.s = c.seq_len;
@@ -734,6 +913,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   sim_rank_builder_free(g.rb);
   g_array_unref(g.unit_ops);
   g_array_unref(g.unit_chunks);
+  g_array_unref(g.param_ag);
   g_array_unref(g.shape_ns);
   g_hash_table_unref(g.shapes);
   if (g.error != NULL) {

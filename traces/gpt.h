@@ -49,14 +49,31 @@ typedef enum {
   GPT_PRECISION_FP16,     /* tensor cores at the same rate, 2 bytes */
   GPT_PRECISION_TF32,     /* tensor cores at the TF32 rate, 4 bytes */
   GPT_PRECISION_FP32,     /* CUDA cores, 4 bytes */
+  GPT_PRECISION_FP8,      /* Transformer Engine's recipe: the linear
+                             layers' GEMMs take FP8 inputs (E4M3 forward,
+                             E5M2 gradients) at the FP8 tensor rate with
+                             BF16 outputs; everything else BF16 (2 bytes).
+                             Needs a reference GPU with FP8 tensor cores
+                             (GpuSpec.fp8_flop_per_clk_sm > 0). */
 } GptPrecision;
+
+/* How attention runs: Megatron's unfused kernels (QK^T, the fused
+ * scale+mask+softmax, AV, with the b*a*s^2 scores in DRAM; the default,
+ * what the A100 calibration was fitted with) or one fused FlashAttention
+ * kernel each way (causal FLOPs, O(s) bytes, the backward recomputing the
+ * scores). */
+typedef enum {
+  GPT_ATTENTION_UNFUSED = 0,
+  GPT_ATTENTION_FLASH,
+} GptAttention;
 
 typedef struct {
   char model[32];          /* "gpt3-175b" or "" for explicit sizes */
   guint layers, hidden, heads, vocab;  /* vocab before Megatron padding */
   guint seq_len;
   guint microbatch_size;
-  guint microbatches;      /* per iteration, per pipeline */
+  guint microbatches;      /* per iteration, per pipeline (or from
+                              global_batch_size: gpt_config_resolve_batch) */
   guint tp, pp, dp;
   PipelineSchedule schedule; /* models/schedule.h */
   guint chunks;            /* model chunks per stage (Megatron's
@@ -78,6 +95,19 @@ typedef struct {
   GptImpl impl;            /* the kernels of a layer (default Megatron) */
   GptImplEff eff;          /* per factor: 0 = the implementation's own
                               (fitted) value; > 0 overrides it (fitting) */
+  GptAttention attention;  /* unfused (default) or flash */
+  gboolean sequence_parallel; /* Megatron's sequence parallelism: TP
+                              all-reduces become all-gathers and
+                              reduce-scatters, norms and dropouts run on
+                              s/t tokens (no effect when tp = 1, as in
+                              Megatron) */
+  guint zero;              /* 0: DDP all-reduce; 1: Megatron's distributed
+                              optimizer (gradients reduce-scattered, the
+                              step on 1/dp of the parameters, parameters
+                              all-gathered) */
+  guint global_batch_size; /* sequences per iteration; 0 = unset.  When
+                              set, microbatches must equal it / (microbatch_
+                              size * dp): gpt_config_resolve_batch sets it */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -111,6 +141,12 @@ guint gpt_stage_first_layer(const GptConfig *cfg, guint p);
  * layers % (pp * chunks) == 0 and microbatches % pp == 0) with an error
  * naming the field. */
 gboolean gpt_config_validate(const GptConfig *cfg, GError **error);
+
+/* Sets cfg->microbatches from cfg->global_batch_size (when not 0) as
+ * Megatron does: global_batch_size / (microbatch_size * dp).  FALSE with
+ * an error naming the three numbers when it does not divide (or a size is
+ * 0); cfg is then unchanged. */
+gboolean gpt_config_resolve_batch(GptConfig *cfg, GError **error);
 
 /* Megatron's FLOPs per iteration (model FLOPs, no recompute):
  * 72 * B * s * l * h^2 * (1 + s/(6h) + V/(12 l h)), B = global batch. */
@@ -146,10 +182,21 @@ GptImplEff gpt_config_eff(const GptConfig *cfg);
  * kernel's ref_ns is its time on *out at auto clocks, no power cap. */
 void gpt_priced_spec(const GptConfig *cfg, const GpuSpec *ref, GpuSpec *out);
 
-/* "bf16", "fp16", "tf32", "fp32" ("?" when out of range). */
+/* "bf16", "fp16", "tf32", "fp32", "fp8" ("?" when out of range). */
 const char *gpt_precision_name(GptPrecision p);
 gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
                                  GError **error);
+
+/* "unfused", "flash" ("?" when out of range). */
+const char *gpt_attention_name(GptAttention a);
+gboolean gpt_attention_from_name(const char *name, GptAttention *out,
+                                 GError **error);
+
+/* The FlashAttention efficiencies (fraction of the dense 16-bit tensor
+ * peak) attention = "flash" is priced with on GPU `name`, forward and
+ * backward, and their source (static; traces/gpt_kernels.c cites each). */
+void gpt_flash_eff(const char *name, double *fwd, double *bwd,
+                   const char **source);
 
 /* Parses a schedule name (schedule_from_name); FALSE with GPT_ERROR_INVALID
  * naming the allowed values when unknown. */

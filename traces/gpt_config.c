@@ -80,7 +80,9 @@ static const char *const arch_names[] = {"gpt", "bloom"};
 #define MAX_MBS (1u << 16)
 #define MAX_TOTAL_OPS ((guint64)1 << 32) /* 128 GiB of op records */
 
-static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32"};
+static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32",
+                                              "fp8"};
+static const char *const attention_names[] = {"unfused", "flash"};
 static const char *const impl_names[] = {"megatron", "hf"};
 
 /* Fitted efficiency factors per implementation (see "The implementation"
@@ -109,6 +111,8 @@ static const struct {
   [GPT_PRECISION_FP16] = {2, SIM_MATH_TENSOR},
   [GPT_PRECISION_TF32] = {4, SIM_MATH_TF32},
   [GPT_PRECISION_FP32] = {4, SIM_MATH_VECTOR},
+  /* Transformer Engine: FP8 GEMM inputs, every tensor kept in BF16. */
+  [GPT_PRECISION_FP8] = {2, SIM_MATH_FP8},
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(precisions) == G_N_ELEMENTS(precision_names));
 
@@ -184,7 +188,26 @@ gboolean gpt_precision_from_name(const char *name, GptPrecision *out,
     return TRUE;
   }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
-              "unknown precision '%s' (known: bf16, fp16, tf32, fp32)",
+              "unknown precision '%s' (known: bf16, fp16, tf32, fp32, fp8)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
+
+const char *gpt_attention_name(GptAttention a)
+{
+  return (guint)a < G_N_ELEMENTS(attention_names) ? attention_names[a] : "?";
+}
+
+gboolean gpt_attention_from_name(const char *name, GptAttention *out,
+                                 GError **error)
+{
+  guint i;
+  if (name_index(attention_names, G_N_ELEMENTS(attention_names), name, &i)) {
+    *out = (GptAttention)i;
+    return TRUE;
+  }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "unknown attention '%s' (known: unfused, flash)",
               name != NULL ? name : "(null)");
   return FALSE;
 }
@@ -326,6 +349,33 @@ double gpt_n_params(const GptConfig *cfg)
   if (cfg->arch == GPT_ARCH_BLOOM)
     return l * (12 * h * h + 13 * h) + v * h + 4 * h;
   return l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h;
+}
+
+gboolean gpt_config_resolve_batch(GptConfig *cfg, GError **error)
+{
+  g_return_val_if_fail(cfg != NULL, FALSE);
+  if (cfg->global_batch_size == 0)
+    return TRUE;
+  guint64 per = (guint64)cfg->microbatch_size * cfg->dp;
+  if (per == 0 || cfg->global_batch_size % per != 0 ||
+      cfg->global_batch_size / per == 0) {
+    g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+                "global_batch_size = %u is not a positive multiple of "
+                "microbatch_size * dp = %u * %u = %" G_GUINT64_FORMAT,
+                cfg->global_batch_size, cfg->microbatch_size, cfg->dp, per);
+    return FALSE;
+  }
+  guint64 m = cfg->global_batch_size / per;
+  if (m > MAX_MICROBATCHES) {
+    g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+                "global_batch_size = %u gives %" G_GUINT64_FORMAT
+                " microbatches (/ microbatch_size %u / dp %u): must be <= %u",
+                cfg->global_batch_size, m, cfg->microbatch_size, cfg->dp,
+                MAX_MICROBATCHES);
+    return FALSE;
+  }
+  cfg->microbatches = (guint)m;
+  return TRUE;
 }
 
 double gpt_megatron_flops(const GptConfig *cfg)
@@ -521,12 +571,38 @@ static void seq_lens(const GptConfig *cfg, SeqLens *n)
     n->head_bwd = 8;
     return;
   }
-  n->layer_fwd = 12 + 2 * c;
-  n->layer_bwd = 16 + 2 * c;
+  /* Flash attention: one kernel each way for three; sequence parallelism:
+   * two more collectives forward (all-gather + reduce-scatter for each
+   * all-reduce) and four backward (the inputs gathered again for the
+   * wgrads, the gradients gathered for the row-parallel GEMMs); FP8: the
+   * cast-transpose of the proj input forward, of the fc2, proj and qkv
+   * output gradients backward (the norms and GeLU cast in their own
+   * kernels). */
+  guint64 F = gpt_attention_fused(cfg), S = gpt_seq_parallel(cfg);
+  guint64 f8 = cfg->precision == GPT_PRECISION_FP8;
+  n->layer_fwd = 12 - 2 * F + 2 * c + 2 * S + f8;
+  n->layer_bwd = 16 - 2 * F + 2 * c + 4 * S + 3 * f8;
   n->emb_fwd = 2 + c;
-  n->emb_bwd = 1 + bloom;
-  n->head_fwd = 5 + 3 * c;
-  n->head_bwd = 4 + c;
+  n->emb_bwd = 1 + bloom + S;
+  n->head_fwd = 5 + 3 * c + S;
+  n->head_bwd = 4 + c + S;
+}
+
+gboolean gpt_attention_fused(const GptConfig *cfg)
+{
+  return cfg->attention == GPT_ATTENTION_FLASH;
+}
+
+gboolean gpt_seq_parallel(const GptConfig *cfg)
+{
+  return cfg->sequence_parallel && cfg->tp > 1;
+}
+
+guint gpt_fp8_pass_ops(const GptConfig *cfg)
+{
+  if (cfg->precision != GPT_PRECISION_FP8)
+    return 0;
+  return 1 + (cfg->tp > 1) + (cfg->dp > 1);
 }
 
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
@@ -544,11 +620,18 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
    * first stage's chunk 0 (embedding) and the last stage's last chunk
    * (loss): 2 fewer p2p ops each way per microbatch. */
   guint64 p2p = 4 * v - 2 * first - 2 * last;
-  guint64 n = cfg->microbatches * (f + b + p2p) + 1;
+  /* FP8: every chunk pass ends with its amax reductions and scale
+   * update, and each chunk casts its weights once (first microbatch). */
+  guint64 f8 = gpt_fp8_pass_ops(cfg);
+  guint64 n = cfg->microbatches * (f + b + p2p + 2 * v * f8) + 1;
+  if (f8 > 0)
+    n += v;
   if (cfg->pp > 1 && (first || last))
     n++;
   if (cfg->dp > 1)
-    n += stage_buckets(cfg, stage);
+    n += stage_buckets(cfg, stage) * (1 + (cfg->zero == 1));
+  if (gpt_seq_parallel(cfg))
+    n++; /* the sequence-parallel LayerNorm/bias gradients' TP all-reduce */
   return n;
 }
 
@@ -590,13 +673,17 @@ static guint stage_streams(const GptConfig *cfg, guint p)
 
 /* Shapes of the iteration: the kernel and communication prototypes of
  * gpt_build_protos() (at most; equal ones are merged) plus one per distinct
- * DP bucket size, bounded by the number of buckets. */
+ * DP bucket size, bounded by the number of buckets (twice under zero = 1:
+ * the reduce-scatter and the all-gather), and fp8's per-stage amax and
+ * scale prototypes (their bytes follow the stage's layers). */
 static guint64 max_shapes(const GptConfig *cfg)
 {
   guint64 n = 64;
   if (cfg->dp > 1)
     for (guint p = 0; p < cfg->pp; p++)
-      n += stage_buckets(cfg, p);
+      n += stage_buckets(cfg, p) * (1 + (cfg->zero == 1));
+  if (cfg->precision == GPT_PRECISION_FP8)
+    n += 6 * (guint64)cfg->pp;
   return n;
 }
 
@@ -713,7 +800,42 @@ static gboolean check_kinds(const GptConfig *cfg, GError **error)
                      effs[i].v);
   if ((guint)cfg->precision >= G_N_ELEMENTS(precision_names))
     return invalid(error, "precision = %d is not one of bf16, fp16, tf32, "
-                   "fp32", (int)cfg->precision);
+                   "fp32, fp8", (int)cfg->precision);
+  return TRUE;
+}
+
+/* Megatron-core's recipe: FP8, flash attention, sequence parallelism, the
+ * distributed optimizer and the global batch. */
+static gboolean check_recipe(const GptConfig *cfg, GError **error)
+{
+  if ((guint)cfg->attention >= G_N_ELEMENTS(attention_names))
+    return invalid(error, "attention = %d is not unfused or flash",
+                   (int)cfg->attention);
+  if (cfg->zero > 1)
+    return invalid(error, "zero = %u: must be 0 (all-reduce) or 1 "
+                   "(Megatron's distributed optimizer)", cfg->zero);
+  if (cfg->impl == GPT_IMPL_HF) {
+    /* Merak's eager Hugging Face path has none of these. */
+    const char *what = cfg->precision == GPT_PRECISION_FP8 ? "precision = "
+                                                             "\"fp8\""
+                       : cfg->attention == GPT_ATTENTION_FLASH
+                           ? "attention = \"flash\""
+                       : cfg->zero == 1 ? "zero = 1"
+                                        : NULL;
+    if (what != NULL)
+      return invalid(error, "%s needs impl = \"megatron\" (Transformer "
+                     "Engine and megatron-core), not \"hf\"", what);
+  }
+  if (cfg->sequence_parallel && cfg->tp > 1 && cfg->seq_len % cfg->tp != 0)
+    return invalid(error, "seq_len = %u is not a multiple of tp = %u "
+                   "(sequence_parallel splits the sequence over the TP "
+                   "ranks)", cfg->seq_len, cfg->tp);
+  if (cfg->global_batch_size != 0 &&
+      (guint64)cfg->microbatch_size * cfg->dp * cfg->microbatches !=
+          cfg->global_batch_size)
+    return invalid(error, "global_batch_size = %u is not microbatch_size * "
+                   "dp * microbatches = %u * %u * %u", cfg->global_batch_size,
+                   cfg->microbatch_size, cfg->dp, cfg->microbatches);
   return TRUE;
 }
 
@@ -813,6 +935,7 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
 {
   g_return_val_if_fail(cfg != NULL, FALSE);
   return check_sizes(cfg, error) && check_kinds(cfg, error) &&
-         check_stages(cfg, error) && check_counts(cfg, error);
+         check_recipe(cfg, error) && check_stages(cfg, error) &&
+         check_counts(cfg, error);
 }
 

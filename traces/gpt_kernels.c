@@ -55,7 +55,7 @@ guint32 gpt_get_shape(Gen *g, guint32 name, SimOpClass klass,
     GpuCost cost;
     memset(&cost, 0, sizeof cost);
     /* Auto clocks, no power cap: the reference duration. */
-    gpu_kernel_cost(&g->priced, &k, 0, 0, G_MAXDOUBLE, &cost);
+    gpu_kernel_cost(g->price_on, &k, 0, 0, G_MAXDOUBLE, &cost);
     if (!isfinite(cost.time_s) || cost.time_s < 0 || cost.time_s > 1e6) {
       if (g->error == NULL)
         g_set_error(&g->error, GPT_ERROR, GPT_ERROR_INVALID,
@@ -93,14 +93,12 @@ Proto gpt_make_proto(Gen *g, const char *name, SimOpKind kind,
   return p;
 }
 
-/* Appends a kernel to a sequence. */
-static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
-                 double flops, double bytes, int unit)
+/* Appends a kernel on math unit `math` (attention and GEMMs: tensor
+ * cores; the rest: SIM_MATH_VECTOR) to a sequence. */
+static void kern_on(Gen *g, Seq *q, const char *name, SimOpClass klass,
+                    SimMath math, double flops, double bytes, int unit)
 {
   g_assert(q->n < SEQ_MAX);
-  SimMath math = klass == SIM_CLASS_GEMM || klass == SIM_CLASS_ATTENTION
-                    ? gpt_math(g->cfg)
-                    : SIM_MATH_VECTOR;
   /* coll is meaningless for kernels; 0 keeps every shape field in range. */
   Proto p = gpt_make_proto(g, name, SIM_OP_KERNEL, klass, SIM_COLL_ALL_REDUCE,
                            math, flops, bytes);
@@ -108,117 +106,244 @@ static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
   q->p[q->n++] = p;
 }
 
-/* Appends a TP all-reduce of `bytes` (only when t > 1). */
-static void tp_allreduce(Gen *g, Seq *q, double bytes)
+/* The 16-bit (or TF32, FP32) math unit of cfg's precision: what attention
+ * and the BF16 GEMMs of an FP8 run use. */
+static SimMath math16(const GptConfig *cfg)
+{
+  return cfg->precision == GPT_PRECISION_FP8 ? SIM_MATH_TENSOR
+                                             : gpt_math(cfg);
+}
+
+/* Appends a kernel to a sequence: GEMMs on the precision's math unit
+ * (FP8 under fp8), attention on its 16-bit unit, the rest on CUDA cores. */
+static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
+                 double flops, double bytes, int unit)
+{
+  SimMath math = klass == SIM_CLASS_GEMM        ? gpt_math(g->cfg)
+                 : klass == SIM_CLASS_ATTENTION ? math16(g->cfg)
+                                                : SIM_MATH_VECTOR;
+  kern_on(g, q, name, klass, math, flops, bytes, unit);
+}
+
+/* Appends a TP collective of `bytes` (only when t > 1). */
+static void tp_coll(Gen *g, Seq *q, const char *name, SimCollType coll,
+                    double bytes)
 {
   if (g->cfg->tp == 1)
     return;
   g_assert(q->n < SEQ_MAX);
-  Proto p = gpt_make_proto(g, "tp.all_reduce", SIM_OP_COLLECTIVE,
-                           SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+  Proto p = gpt_make_proto(g, name, SIM_OP_COLLECTIVE, SIM_CLASS_COMM, coll,
                            SIM_MATH_VECTOR, 0, bytes);
   p.group = GROUP_TP;
   q->p[q->n++] = p;
 }
 
-/* Builds the kernel sequences of Megatron-LM (see the opening comment for
- * the formulas; the code follows the table line by line). */
-static void build_megatron_protos(Gen *g)
+/* Appends a TP all-reduce of `bytes` (only when t > 1). */
+static void tp_allreduce(Gen *g, Seq *q, double bytes)
 {
-  const double E = gpt_elem_bytes(g->cfg);
-  const double b = g->b, s = g->s, h = g->h, ht = g->ht;
-  const gboolean bloom = g->cfg->arch == GPT_ARCH_BLOOM;
-  /* BLOOM adds its ALiBi biases (one per head and key position, broadcast
-   * over queries) to the scores inside the QK^T GEMM (baddbmm). */
-  const double alibi = bloom ? E * b * (g->cfg->heads / g->cfg->tp) * s : 0;
-  const double N = g->n_att, X = g->x, vt = g->vt, bs = b * s;
-  const double gemm_qkv = 2 * X * 3 * ht, gemm_proj = 2 * X * ht;
-  const double gemm_fc = 2 * X * 4 * ht, att = 2 * b * s * s * ht;
-  const double logits = 2 * X * vt;
+  tp_coll(g, q, "tp.all_reduce", SIM_COLL_ALL_REDUCE, bytes);
+}
 
-  /* Layer forward. */
-  Seq *q = &g->layer_fwd;
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
-       E * (X + 3 * h * ht + 3 * bs * ht), -1);
-  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
+/* Where Megatron all-reduces a row-parallel output (or, backward, a
+ * column-parallel input gradient): with sequence parallelism a
+ * reduce-scatter of the same bytes instead. */
+static void tp_reduce(Gen *g, Seq *q, double bytes)
+{
+  if (gpt_seq_parallel(g->cfg))
+    tp_coll(g, q, "tp.reduce_scatter", SIM_COLL_REDUCE_SCATTER, bytes);
+  else
+    tp_allreduce(g, q, bytes);
+}
+
+/* Sequence parallelism only: the all-gather of a sequence-sharded tensor
+ * of `bytes` (gathered size) before a GEMM that needs all tokens. */
+static void sp_gather(Gen *g, Seq *q, double bytes)
+{
+  if (gpt_seq_parallel(g->cfg))
+    tp_coll(g, q, "tp.all_gather", SIM_COLL_ALL_GATHER, bytes);
+}
+
+/* FP8 only: Transformer Engine's cast_transpose of `elems` BF16 elements
+ * (read 2 bytes, write the FP8 copy and its FP8 transpose, one byte
+ * each), the input of an FP8 GEMM and, transposed, of its wgrad. */
+static void fp8_cast(Gen *g, Seq *q, const char *name, double elems)
+{
+  if (g->cfg->precision == GPT_PRECISION_FP8)
+    kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0,
+         (gpt_elem_bytes(g->cfg) + 2) * elems, -1);
+}
+
+/* The sizes the Megatron sequences are written in (see the opening
+ * comment of traces/gpt.c). */
+typedef struct {
+  double E;     /* element bytes of activations and weights */
+  double A;     /* bytes of a GEMM input element: 1 under fp8, else E */
+  double St;    /* share of the tokens norms and dropouts run on: 1/t
+                   with sequence parallelism, else 1 */
+  double b, s, h, ht, at, N, X, vt, bs;
+  double gemm_qkv, gemm_proj, gemm_fc, att, logits;
+  gboolean bloom, fp8;
+} MgSizes;
+
+/* Attention forward: unfused (QK^T, fused softmax, AV; the b*at*s^2
+ * scores in DRAM) or one FlashAttention kernel: causal, so half the two
+ * matmuls' FLOPs; reads Q, K, V, writes O and the softmax log-sum-exp
+ * (4 bytes per row). */
+static void attention_fwd(Gen *g, Seq *q, const MgSizes *z, double alibi)
+{
+  const double E = z->E, N = z->N, bs = z->bs, ht = z->ht;
+  if (gpt_attention_fused(g->cfg)) {
+    g->price_on = &g->flash_fwd;
+    kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
+         E * 4 * bs * ht + 4 * z->b * z->at * z->s + alibi, -1);
+    g->price_on = &g->priced;
+    return;
+  }
+  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
        E * (2 * bs * ht + N) + alibi, -1);
   kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * N, -1);
-  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
+  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
        E * (N + 2 * bs * ht), -1);
-  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, gemm_proj,
-       E * (bs * ht + ht * h + X), -1);
-  tp_allreduce(g, q, E * X);
-  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       3 * E * X + X, -1);
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * h * ht + 4 * bs * ht), -1);
-  kern(g, q, "fwd.gelu", SIM_CLASS_ELEMENTWISE, 0, 2 * E * 4 * bs * ht, -1);
-  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * ht + 4 * ht * h + X), -1);
-  tp_allreduce(g, q, E * X);
-  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       3 * E * X + X, -1);
+}
 
-  /* Layer backward, reverse order. */
-  q = &g->layer_bwd;
-  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
-       -1);
-  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * ht * h + 4 * bs * ht), -1);
-  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * ht + X) + 8 * 4 * ht * h, UNIT_FC2);
-  kern(g, q, "bwd.gelu", SIM_CLASS_ELEMENTWISE, 0, 3 * E * 4 * bs * ht, -1);
-  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * ht + 4 * h * ht + X), -1);
-  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * bs * ht) + 8 * 4 * h * ht, UNIT_FC1);
-  tp_allreduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
-       UNIT_LN2);
-  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
-       -1);
-  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, gemm_proj,
-       E * (X + ht * h + bs * ht), -1);
-  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, gemm_proj,
-       E * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
-  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * att,
+/* Attention backward: unfused (four batched GEMMs and the softmax
+ * backward) or FlashAttention's backward: it recomputes the scores, so
+ * five matmuls where the forward has two (2.5 x the forward's causal
+ * FLOPs); reads Q, K, V, O, dO and the log-sum-exp, writes dQ, dK, dV,
+ * accumulates dQ in FP32 (written and read once more) and the row sums
+ * of dO * O (4 bytes per row). */
+static void attention_bwd(Gen *g, Seq *q, const MgSizes *z, double alibi)
+{
+  const double E = z->E, N = z->N, bs = z->bs, ht = z->ht;
+  if (gpt_attention_fused(g->cfg)) {
+    g->price_on = &g->flash_bwd;
+    kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
+         E * 8 * bs * ht + 8 * bs * ht + 8 * z->b * z->at * z->s + alibi,
+         -1);
+    g->price_on = &g->priced;
+    return;
+  }
+  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
        E * (3 * bs * ht + 2 * N), -1);
   kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * N, -1);
-  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * att,
+  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
        E * (N + 4 * bs * ht), -1);
-  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, gemm_qkv,
-       E * (3 * bs * ht + 3 * ht * h + X), -1);
-  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, gemm_qkv,
-       E * (X + 3 * bs * ht) + 8 * 3 * ht * h, UNIT_QKV);
-  tp_allreduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
-       UNIT_LN1);
+}
 
-  /* First stage: embeddings. */
-  q = &g->emb_fwd;
+/* One layer's forward (Megatron; TE's kernels under fp8). */
+static void megatron_layer_fwd(Gen *g, const MgSizes *z, double alibi)
+{
+  const double E = z->E, A = z->A, h = z->h, ht = z->ht, X = z->X;
+  const double bs = z->bs, Xn = z->St * X;
+  Seq *q = &g->layer_fwd;
+  /* Under fp8 the norm writes its output in FP8 with its transpose (TE's
+   * fused LayerNorm + cast): 2 bytes per element either way. */
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, z->gemm_qkv,
+       A * (X + 3 * h * ht) + E * 3 * bs * ht, -1);
+  attention_fwd(g, q, z, alibi);
+  fp8_cast(g, q, "fwd.fp8_cast_transpose", bs * ht);
+  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, z->gemm_proj,
+       A * (bs * ht + ht * h) + E * X, -1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       3 * E * Xn + Xn, -1);
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (X + 4 * h * ht) + E * 4 * bs * ht, -1);
+  /* Under fp8 bias + GeLU also writes the FP8 copy and its transpose. */
+  kern(g, q, "fwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
+       (z->fp8 ? E + 2 : 2 * E) * 4 * bs * ht, -1);
+  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (4 * bs * ht + 4 * ht * h) + E * X, -1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       3 * E * Xn + Xn, -1);
+}
+
+/* One layer's backward, reverse order.  With sequence parallelism the
+ * row-parallel GEMMs first gather their output gradient, and the
+ * column-parallel ones gather their input again for the wgrad (Megatron
+ * keeps only the shard). */
+static void megatron_layer_bwd(Gen *g, const MgSizes *z, double alibi)
+{
+  const double E = z->E, A = z->A, h = z->h, ht = z->ht, X = z->X;
+  const double bs = z->bs, Xn = z->St * X;
+  Seq *q = &g->layer_bwd;
+  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * Xn + Xn, -1);
+  sp_gather(g, q, E * X);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
+  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (X + 4 * ht * h) + E * 4 * bs * ht, -1);
+  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (4 * bs * ht + X) + 8 * 4 * ht * h, UNIT_FC2);
+  /* Under fp8 dGeLU writes the FP8 gradient and its transpose. */
+  kern(g, q, "bwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
+       (z->fp8 ? 2 * E + 2 : 3 * E) * 4 * bs * ht, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (4 * bs * ht + 4 * h * ht) + E * X, -1);
+  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
+       A * (X + 4 * bs * ht) + 8 * 4 * h * ht, UNIT_FC1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
+       UNIT_LN2);
+  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * Xn + Xn, -1);
+  sp_gather(g, q, E * X);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
+  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, z->gemm_proj,
+       A * (X + ht * h) + E * bs * ht, -1);
+  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, z->gemm_proj,
+       A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
+  attention_bwd(g, q, z, alibi);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", 3 * bs * ht);
+  sp_gather(g, q, A * X);
+  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, z->gemm_qkv,
+       A * (3 * bs * ht + 3 * ht * h) + E * X, -1);
+  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, z->gemm_qkv,
+       A * (X + 3 * bs * ht) + 8 * 3 * ht * h, UNIT_QKV);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
+       UNIT_LN1);
+}
+
+/* The first stage's embeddings and the last stage's head (BF16 under
+ * fp8: megatron-core's output layer is not a TE module). */
+static void megatron_ends(Gen *g, const MgSizes *z)
+{
+  const double E = z->E, h = z->h, X = z->X, vt = z->vt, bs = z->bs;
+  const double s = z->s, Xn = z->St * X;
+  const SimMath m16 = math16(g->cfg);
+  const gboolean bloom = z->bloom;
+
+  Seq *q = &g->emb_fwd;
   kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
-  tp_allreduce(g, q, E * X);
+  tp_reduce(g, q, E * X);
   if (bloom) {
     kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         2 * E * X + 2 * E * h, -1);
+         2 * E * Xn + 2 * E * h, -1);
   } else {
-    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X + X,
-         -1);
+    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0,
+         3 * E * Xn + Xn, -1);
   }
   q = &g->emb_bwd;
   if (bloom)
     kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         4 * E * X + 16 * h, -1);
+         4 * E * Xn + 16 * h, -1);
+  sp_gather(g, q, E * X);
   kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
        5 * X + 8 * bs + 12 * (vt + (bloom ? 0 : s)) * h, UNIT_EMB);
 
   /* Last stage: final LayerNorm, logits, vocab-parallel cross entropy. */
   q = &g->head_fwd;
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, logits,
-       E * (X + vt * h + bs * vt), -1);
+  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, z->logits,
+          E * (X + vt * h + bs * vt), -1);
   kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
        -1);
   tp_allreduce(g, q, 4 * bs);
@@ -231,13 +356,40 @@ static void build_megatron_protos(Gen *g)
   q = &g->head_bwd;
   kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
        -1);
-  kern(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, logits,
-       E * (bs * vt + vt * h + X), -1);
-  kern(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, logits,
-       E * (X + bs * vt) + 8 * vt * h, g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
-  tp_allreduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * X + 16 * h,
+  kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, z->logits,
+          E * (bs * vt + vt * h + X), -1);
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, m16, z->logits,
+          E * (X + bs * vt) + 8 * vt * h,
+          g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
        UNIT_HEAD_LN);
+}
+
+/* Builds the kernel sequences of Megatron-LM (see the opening comment for
+ * the formulas; the code follows the table line by line). */
+static void build_megatron_protos(Gen *g)
+{
+  const GptConfig *cfg = g->cfg;
+  const double E = gpt_elem_bytes(cfg);
+  const double b = g->b, s = g->s, h = g->h, ht = g->ht, X = g->x;
+  const gboolean bloom = cfg->arch == GPT_ARCH_BLOOM;
+  const gboolean fp8 = cfg->precision == GPT_PRECISION_FP8;
+  /* BLOOM adds its ALiBi biases (one per head and key position, broadcast
+   * over queries) to the scores inside the QK^T GEMM (baddbmm). */
+  const double at = cfg->heads / cfg->tp;
+  const double alibi = bloom ? E * b * at * s : 0;
+  const MgSizes z = {
+    .E = E, .A = fp8 ? 1 : E, .St = gpt_seq_parallel(cfg) ? 1 / g->t : 1,
+    .b = b, .s = s, .h = h, .ht = ht, .at = at, .N = g->n_att, .X = X,
+    .vt = g->vt, .bs = b * s, .gemm_qkv = 2 * X * 3 * ht,
+    .gemm_proj = 2 * X * ht, .gemm_fc = 2 * X * 4 * ht,
+    .att = 2 * b * s * s * ht, .logits = 2 * X * g->vt, .bloom = bloom,
+    .fp8 = fp8};
+  megatron_layer_fwd(g, &z, alibi);
+  megatron_layer_bwd(g, &z, alibi);
+  megatron_ends(g, &z);
 }
 
 /* Appends the kernels of an unfused GeLU over `elems` elements: one per
@@ -488,7 +640,10 @@ static void build_hf_protos(Gen *g)
 void gpt_build_protos(Gen *g)
 {
   const double E = gpt_elem_bytes(g->cfg);
-  const double X = g->x, vt = g->vt, h = g->h;
+  const double vt = g->vt, h = g->h;
+  /* With sequence parallelism a stage ships its s/t-token shard
+   * (Megatron's p2p tensor shape is (s/t, b, h) then). */
+  const double X = gpt_seq_parallel(g->cfg) ? g->x / g->t : g->x;
   if (g->cfg->impl == GPT_IMPL_HF)
     build_hf_protos(g);
   else
@@ -507,6 +662,107 @@ void gpt_build_protos(Gen *g)
                           SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
                           SIM_MATH_VECTOR, 0, 4 * vt * h);
   g->tie.group = GROUP_TIE;
+}
+
+/* Transformer Engine's delayed scaling (Megatron's default recipe: amax
+ * history 1, most recent) keeps an amax, a scale and its inverse (4 bytes
+ * each) per FP8 tensor: a GEMM's input and weight forward, its output
+ * gradient backward.  Each forward and backward chunk pass ends with the
+ * amaxes all-reduced over the amax group (megatron-core: tensor and data
+ * parallel) and one fused update of the scales (read and write the 12
+ * bytes); the weights are cast to FP8 with their transposes once per
+ * chunk per iteration (is_first_microbatch: read BF16, write both FP8
+ * copies). */
+#define FP8_STATE_BYTES 12.0
+#define FP8_GEMMS_PER_LAYER 4.0
+
+void gpt_build_fp8_protos(Gen *g, guint layers)
+{
+  g->fp8_fwd_end.n = 0;
+  g->fp8_bwd_end.n = 0;
+  if (g->cfg->precision != GPT_PRECISION_FP8)
+    return;
+  const double E = gpt_elem_bytes(g->cfg), l = layers;
+  const double fwd_tensors = 2 * FP8_GEMMS_PER_LAYER * l;
+  const double bwd_tensors = FP8_GEMMS_PER_LAYER * l;
+  const struct {
+    Seq *q;
+    double tensors;
+    const char *scale;
+  } ends[] = {{&g->fp8_fwd_end, fwd_tensors, "fwd.fp8_scale_update"},
+              {&g->fp8_bwd_end, bwd_tensors, "bwd.fp8_scale_update"}};
+  for (guint i = 0; i < G_N_ELEMENTS(ends); i++) {
+    Seq *q = ends[i].q;
+    double amax = 4 * ends[i].tensors;
+    tp_coll(g, q, "fp8.amax_all_reduce", SIM_COLL_ALL_REDUCE, amax);
+    if (g->cfg->dp > 1) {
+      Proto p = gpt_make_proto(g, "fp8.amax_all_reduce", SIM_OP_COLLECTIVE,
+                               SIM_CLASS_COMM, SIM_COLL_ALL_REDUCE,
+                               SIM_MATH_VECTOR, 0, amax);
+      p.group = GROUP_DP;
+      q->p[q->n++] = p;
+    }
+    kern(g, q, ends[i].scale, SIM_CLASS_ELEMENTWISE, 0,
+         2 * FP8_STATE_BYTES * ends[i].tensors, -1);
+  }
+  double weights = l * 12 * g->h * g->ht;
+  g->fp8_weight_cast = gpt_make_proto(g, "fwd.fp8_weight_cast", SIM_OP_KERNEL,
+                                      SIM_CLASS_ELEMENTWISE,
+                                      SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
+                                      (E + 2) * weights);
+}
+
+/* FlashAttention's efficiency (achieved / dense 16-bit tensor peak), by
+ * GPU family, forward and backward, causal, head dimension 128, s = 2048.
+ *  Hopper (H100, H200): FlashAttention-3 (Shah et al., NeurIPS 2024,
+ *    arXiv:2407.08608): BF16 forward up to 740 TFLOP/s, 75% of the H100
+ *    SXM5 peak, on long non-causal sequences; backward 1.5-1.75x
+ *    FlashAttention-2's.  What Transformer Engine runs on Hopper (cuDNN's
+ *    fused attention) is of that class.  Causal s = 2048 is below the
+ *    maxima: 0.60 forward, 0.45 backward (estimate).
+ *  Ampere and the rest: FlashAttention-2 (Dao, ICLR 2024,
+ *    arXiv:2307.08691): forward 50-73% of the A100 peak, backward up to
+ *    63%; 0.60 and 0.50 at causal s = 2048 (estimate).  FlashAttention-2
+ *    on an H100 reaches only 35% (FlashAttention-3's abstract), which is
+ *    why Hopper gets its own row. */
+static const struct {
+  const char *prefix;
+  double fwd, bwd;
+  const char *source;
+} flash_effs[] = {
+  {"H100", 0.60, 0.45, "estimate: FlashAttention-3 (arXiv:2407.08608), "
+                       "up to 75% of the H100 peak forward, causal s 2048 "
+                       "below it"},
+  {"H200", 0.60, 0.45, "estimate: FlashAttention-3 (arXiv:2407.08608), "
+                       "as H100 (same GH100 die)"},
+  {NULL, 0.60, 0.50, "estimate: FlashAttention-2 (arXiv:2307.08691), "
+                     "50-73% of the A100 peak forward, up to 63% backward"},
+};
+
+void gpt_flash_eff(const char *name, double *fwd, double *bwd,
+                   const char **source)
+{
+  guint i = 0;
+  while (flash_effs[i].prefix != NULL &&
+         (name == NULL || !g_str_has_prefix(name, flash_effs[i].prefix)))
+    i++;
+  *fwd = flash_effs[i].fwd;
+  *bwd = flash_effs[i].bwd;
+  if (source != NULL)
+    *source = flash_effs[i].source;
+}
+
+void gpt_flash_specs(Gen *g)
+{
+  double fwd, bwd;
+  gpt_flash_eff(g->ref->name, &fwd, &bwd, NULL);
+  /* The implementation's attention factor scales it as it scales the
+   * catalogue's figure (1 for megatron). */
+  double f = gpt_config_eff(g->cfg).attention;
+  g->flash_fwd = g->priced;
+  g->flash_bwd = g->priced;
+  g->flash_fwd.eff_compute[SIM_CLASS_ATTENTION].v = MIN(1.0, fwd * f);
+  g->flash_bwd.eff_compute[SIM_CLASS_ATTENTION].v = MIN(1.0, bwd * f);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -548,7 +804,7 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
   double probs = b * nh * s * s;
   double att_fl = 2 * probs * d;
   double att_by = B * (probs + 2 * T * hp);
-  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, math, bwd ? 4 : 2);
+  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, math16(cfg), bwd ? 4 : 2);
   /* Vector kernels: DRAM traffic (read + write) per launch. */
   double rw = bwd ? 3 : 2; /* backward reads the saved input too */
   ADD(SIM_CLASS_SOFTMAX, 5 * probs, rw * B * probs, SIM_MATH_VECTOR, 1);
