@@ -197,6 +197,7 @@ static const ParamField scalar_fields[] = {
   FIELD(boost_period_ms, "ms"),
   FIELD(boost_step_mhz, "MHz"),
   FIELD(switch_latency_ms, "ms"),
+  FIELD(memory_gb, "GB"),
 };
 #undef FIELD
 
@@ -460,7 +461,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "boost_step_mhz", s->boost_step_mhz.v, 0,
                    fmax - fmin, FALSE, error) ||
       !check_range(s, "switch_latency_ms", s->switch_latency_ms.v, 0, 1e6,
-                   FALSE, error))
+                   FALSE, error) ||
+      !check_range(s, "memory_gb", s->memory_gb.v, 0, 1e6, FALSE, error))
     return FALSE;
   return TRUE;
 }

@@ -77,6 +77,9 @@ typedef struct {
    * decides once per period and moves the SM clock by one step.
    * 0: the defaults below. */
   GpuParam boost_window_ms, boost_period_ms, boost_step_mhz;
+  /* GPU memory (GB = 1e9 bytes) a job's tensors must fit in
+   * (traces/gpt_memory.h); 0: unknown, nothing is checked. */
+  GpuParam memory_gb;
 } GpuSpec;
 
 /* Controller defaults for a spec that leaves them 0. */
