@@ -16,6 +16,7 @@
 #include "run/memory.h"
 #include "models/net.h"
 #include "traces/gpt.h"
+#include "traces/gpt_memory.h"
 #include "traces/import.h"
 #include "traces/info.h"
 #include "traces/native.h"
@@ -82,6 +83,24 @@ static int save_native(const char *cmd, const SimWorkload *w, const char *out)
   printf("wrote %s: %u ranks, %" G_GUINT64_FORMAT " ops\n", out, w->n_ranks,
          sim_workload_n_ops(w));
   return 0;
+}
+
+/* Prints the GPU memory the job of cfg needs per rank (traces/
+ * gpt_memory.h) and whether it fits gpu's, when the catalogue knows it. */
+static void print_gpu_memory(const GptConfig *cfg, const GpuSpec *gpu)
+{
+  GptMemoryRecipe recipe = gpt_memory_recipe_from_config(cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(cfg, &recipe);
+  g_autoptr(GString) text = g_string_new(NULL);
+  gpt_memory_describe(m, text);
+  guint p = gpt_memory_peak_stage(m);
+  double gb = gpt_memory_stage(m, p)->total_bytes / 1e9;
+  if (gpu->memory_gb.v > 0)
+    g_string_append_printf(text, "  peak: stage %u, %.1f GB of the %s's "
+                           "%.0f GB: %s\n", p, gb, gpu->name,
+                           gpu->memory_gb.v,
+                           gb <= gpu->memory_gb.v ? "fits" : "does not fit");
+  fputs(text->str, stdout);
 }
 
 /* Prints the importer's warnings on stderr. */
@@ -305,7 +324,10 @@ static int cmd_gen(int argc, char **argv)
   g_autoptr(SimWorkload) w = gpt_generate(cfg, gpu, &err);
   if (w == NULL)
     return fail_user(cmd, err);
-  return save_native(cmd, w, out);
+  rc = save_native(cmd, w, out);
+  if (rc == 0)
+    print_gpu_memory(cfg, gpu);
+  return rc;
 }
 
 /* ---- trace import and trace info ---------------------------------------------- */

@@ -216,6 +216,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->w = w;
   u->label = g_strdup(label);
+  u->gpu_memory = NULL;
   luaL_setmetatable(L, WORKLOAD_MT);
 }
 

@@ -13,6 +13,7 @@
 #include "io/results.h"
 #include "models/fit.h"
 #include "traces/profile.h"
+#include "traces/gpt_memory.h"
 
 G_BEGIN_DECLS
 
@@ -27,6 +28,8 @@ typedef struct {
 typedef struct {
   SimWorkload *w;
   char *label;
+  GptMemory *gpu_memory; /* owned: js.gpt's GPU memory estimate; NULL for
+                            other workloads */
 } LWorkload;
 typedef struct {
   ResTable *t;

@@ -12,6 +12,7 @@ JsSession *js_session_new(guint64 seed)
   s->jobs = 1;
   s->threads = 1;
   s->trust_weakest = -1;
+  s->gpu_memory_gb = -1;
   return s;
 }
 
