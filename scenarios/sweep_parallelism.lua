@@ -89,11 +89,11 @@ local function run(p)
 end
 
 local s = js.sweep { grid = grid, run = run, out = out, table = "parallelism" }
-print(string.format("sweep_parallelism: %d points: %d run (%d do not fit "
-                    .. "the GPU's memory: fits = false), %d already in %s, "
-                    .. "%d failed; %d rows in /results/parallelism",
-                    s.total, s.done, s.unfit, s.skipped, out, s.failed,
-                    s.rows))
+print(string.format("sweep_parallelism: %d points: %d run, %d already in %s, "
+                    .. "%d failed; %d rows in /results/parallelism; %d "
+                    .. "run layouts do not fit the GPUs' memory (fits = "
+                    .. "false)", s.total, s.done, s.skipped, out, s.failed,
+                    s.rows, s.unfit))
 for _, f in ipairs(s.failures) do
   print("  failed: " .. f.point_id .. ": " .. f.error)
 end
