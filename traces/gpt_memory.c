@@ -323,7 +323,7 @@ gboolean gpt_memory_check(const GptMemory *m, double capacity_bytes,
               "the layout does not fit in GPU memory: stage %u of tp%u pp%u "
               "dp%u needs %.1f GB per GPU, the %s has %.1f GB (%.3g "
               "parameters: weights %.1f GB, gradients %.1f GB, optimizer "
-              "%.1f GB; activations %.1f GB for %.3g microbatches in "
+              "%.1f GB; activations %.1f GB for %.3g microbatch(es) in "
               "flight; allowance %.1f GB).  Would need: %s.  "
               "check_memory = false runs it anyway",
               p, m->cfg.tp, m->cfg.pp, m->cfg.dp, s->total_bytes / GB,
@@ -348,7 +348,7 @@ void gpt_memory_describe(const GptMemory *m, GString *out)
     const GptStageMemory *s = &m->stages[p];
     g_string_append_printf(
         out, "  stage %u: %.1f total = weights %.1f + gradients %.1f + "
-             "optimizer %.1f + activations %.1f (%.3g microbatches) + "
+             "optimizer %.1f + activations %.1f (%.3g in flight) + "
              "allowance %.1f; %.4g parameters\n",
         p, s->total_bytes / GB, s->weights_bytes / GB, s->grads_bytes / GB,
         s->optimizer_bytes / GB, s->activations_bytes / GB, s->in_flight,
