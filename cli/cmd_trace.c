@@ -16,6 +16,7 @@
 #include "run/memory.h"
 #include "models/net.h"
 #include "traces/gpt.h"
+#include "traces/gpt_memory.h"
 #include "traces/import.h"
 #include "traces/info.h"
 #include "traces/native.h"
@@ -84,6 +85,24 @@ static int save_native(const char *cmd, const SimWorkload *w, const char *out)
   return 0;
 }
 
+/* Prints the GPU memory the job of cfg needs per rank (traces/
+ * gpt_memory.h) and whether it fits gpu's, when the catalogue knows it. */
+static void print_gpu_memory(const GptConfig *cfg, const GpuSpec *gpu)
+{
+  GptMemoryRecipe recipe = gpt_memory_recipe_from_config(cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(cfg, &recipe);
+  g_autoptr(GString) text = g_string_new(NULL);
+  gpt_memory_describe(m, text);
+  guint p = gpt_memory_peak_stage(m);
+  double gb = gpt_memory_stage(m, p)->total_bytes / 1e9;
+  if (gpu->memory_gb.v > 0)
+    g_string_append_printf(text, "  peak: stage %u, %.1f GB of the %s's "
+                           "%.0f GB: %s\n", p, gb, gpu->name,
+                           gpu->memory_gb.v,
+                           gb <= gpu->memory_gb.v ? "fits" : "does not fit");
+  fputs(text->str, stdout);
+}
+
 /* Prints the importer's warnings on stderr. */
 static void print_warnings(const char *cmd, GPtrArray *warnings)
 {
@@ -116,7 +135,9 @@ static const char usage_gen[] =
   "usage: joulesim trace gen [OPTIONS] -o TRACE.h5\n"
   "\n"
   "Generates one training iteration of a GPT-3 model as Megatron-LM runs it\n"
-  "(traces/gpt.h) and writes it as a native trace file.\n"
+  "(traces/gpt.h) and writes it as a native trace file, then prints the GPU\n"
+  "memory each pipeline stage's ranks would need and whether it fits the\n"
+  "--gpu's memory (docs/gpt-generator.md, \"Memory\").\n"
   "  --model M           a preset (below; default gpt3-1.3b)\n"
   "  --arch A            gpt (learned positions) or bloom (ALiBi, embedding\n"
   "                      LayerNorm); the preset's by default\n"
@@ -340,7 +361,10 @@ static int cmd_gen(int argc, char **argv)
   g_autoptr(SimWorkload) w = gpt_generate(cfg, gpu, &err);
   if (w == NULL)
     return fail_user(cmd, err);
-  return save_native(cmd, w, out);
+  rc = save_native(cmd, w, out);
+  if (rc == 0)
+    print_gpu_memory(cfg, gpu);
+  return rc;
 }
 
 /* ---- trace import and trace info ---------------------------------------------- */

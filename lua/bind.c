@@ -83,8 +83,10 @@ static int workload_gc(lua_State *L)
   LWorkload *u = luaL_checkudata(L, 1, WORKLOAD_MT);
   sim_workload_free(u->w);
   g_free(u->label);
+  gpt_memory_free(u->gpu_memory);
   u->w = NULL;
   u->label = NULL;
+  u->gpu_memory = NULL;
   return 0;
 }
 
@@ -98,6 +100,35 @@ static guint64 represented_ops(const SimWorkload *w)
   for (guint r = 0; r < w->n_ranks; r++)
     n += w->ranks[w->fold_rep[r]].n_ops;
   return n;
+}
+
+/* { stage, params, weights_gb, grads_gb, optimizer_gb, activations_gb,
+ * allowance_gb, total_gb, in_flight }: stage p's GPU memory (GB = 1e9
+ * bytes; stage counted from 0). */
+static void push_stage_memory(lua_State *L, const GptStageMemory *m,
+                              guint p)
+{
+  lua_createtable(L, 0, 9);
+  jsl_set_int(L, "stage", p);
+  jsl_set_num(L, "params", m->params);
+  jsl_set_num(L, "weights_gb", m->weights_bytes / 1e9);
+  jsl_set_num(L, "grads_gb", m->grads_bytes / 1e9);
+  jsl_set_num(L, "optimizer_gb", m->optimizer_bytes / 1e9);
+  jsl_set_num(L, "activations_gb", m->activations_bytes / 1e9);
+  jsl_set_num(L, "allowance_gb", m->allowance_bytes / 1e9);
+  jsl_set_num(L, "total_gb", m->total_bytes / 1e9);
+  jsl_set_num(L, "in_flight", m->in_flight);
+}
+
+/* w.memory_by_stage: a list, stage 0 first. */
+static void push_memory_by_stage(lua_State *L, const GptMemory *m)
+{
+  guint n = gpt_memory_n_stages(m);
+  lua_createtable(L, (int)n, 0);
+  for (guint p = 0; p < n; p++) {
+    push_stage_memory(L, gpt_memory_stage(m, p), p);
+    lua_rawseti(L, -2, p + 1);
+  }
 }
 
 static int workload_index(lua_State *L)
@@ -125,7 +156,12 @@ static int workload_index(lua_State *L)
     lua_pushstring(L, u->label);
   else if (strcmp(k, "tokens") == 0)
     lua_pushnumber(L, w->tokens_per_iteration);
-  else
+  else if (strcmp(k, "memory_by_stage") == 0 && u->gpu_memory != NULL)
+    push_memory_by_stage(L, u->gpu_memory);
+  else if (strcmp(k, "memory") == 0 && u->gpu_memory != NULL) {
+    guint p = gpt_memory_peak_stage(u->gpu_memory);
+    push_stage_memory(L, gpt_memory_stage(u->gpu_memory, p), p);
+  } else
     lua_pushnil(L);
   return 1;
 }
@@ -373,6 +409,9 @@ static int l_gpt(lua_State *L)
   lua_pop(L, 1);
   jsl_push_workload(L, w, label);
   ((LWorkload *)lua_touserdata(L, -1))->ref_defaulted = defaulted;
+  GptMemoryRecipe recipe = gpt_memory_recipe_from_config(&cfg);
+  ((LWorkload *)lua_touserdata(L, -1))->gpu_memory =
+    gpt_memory_new(&cfg, &recipe);
   return 1;
 }
 

@@ -236,6 +236,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   u->w = w;
   u->label = g_strdup(label);
   u->ref_defaulted = FALSE;
+  u->gpu_memory = NULL;
   luaL_setmetatable(L, WORKLOAD_MT);
 }
 

@@ -13,6 +13,7 @@
 #include "io/results.h"
 #include "models/fit.h"
 #include "traces/profile.h"
+#include "traces/gpt_memory.h"
 
 G_BEGIN_DECLS
 
@@ -30,6 +31,8 @@ typedef struct {
   gboolean ref_defaulted; /* js.gpt priced it on its default reference
                              GPU (no 'gpu' given): js.simulate warns when
                              the cluster has another */
+  GptMemory *gpu_memory; /* owned: js.gpt's GPU memory estimate; NULL for
+                            other workloads */
 } LWorkload;
 typedef struct {
   ResTable *t;

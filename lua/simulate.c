@@ -143,7 +143,7 @@ static void push_trust(lua_State *L, const JsTrust *t)
 static const char *const simulate_keys[] = {
   "cluster", "workload", "policy", "iterations", "seed", "stragglers",
   "variability", "switch_latency_ms", "timeline", "uncertainty", "threads",
-  NULL};
+  "check_memory", NULL};
 static const char *const uncertainty_keys[] = {
   "profile", "samples", "level", "fit", "seed", "power_limit_w", NULL};
 static const char *const fit_modes[] = {"none", "time", "power", "all", NULL};
@@ -375,6 +375,29 @@ static LSimBox *push_simbox(lua_State *L)
   return box;
 }
 
+/* Holds a js.gpt workload's GPU memory estimate against the cluster's
+ * GPU (when its memory is known): the session keeps the largest estimate
+ * and whether one did not fit (the sweep's memory_gb and fits columns);
+ * a layout that does not fit is refused unless `check` is false. */
+static void check_gpu_memory(lua_State *L, const char *fn, JsSession *s,
+                             const Cluster *c, const LWorkload *lw,
+                             gboolean check)
+{
+  const GptMemory *m = lw->gpu_memory;
+  if (m == NULL)
+    return;
+  double peak = gpt_memory_stage(m, gpt_memory_peak_stage(m))->total_bytes;
+  s->gpu_memory_gb = MAX(s->gpu_memory_gb, peak / 1e9);
+  double cap = c->gpu->memory_gb.v * 1e9;
+  GError *err = NULL;
+  if (cap <= 0 || gpt_memory_check(m, cap, c->gpu->name, &err))
+    return;
+  s->gpu_memory_unfit = TRUE;
+  if (check)
+    jsl_raise_gerror(L, fn, err);
+  g_error_free(err);
+}
+
 static int l_simulate(lua_State *L)
 {
   const char *fn = "js.simulate";
@@ -425,6 +448,8 @@ static int l_simulate(lua_State *L)
       !trace_timeline_parse_window(t.window, &topt.t0_ns, &topt.t1_ns, &err))
     return jsl_raise_gerror(L, fn, err);
   parse_variability(L, &opt);
+  check_gpu_memory(L, fn, s, c, lw,
+                   jsl_opt_bool(L, 1, fn, "check_memory", TRUE));
   LSimBox *box = push_simbox(L);
   /* The timeline opens last. */
   TraceTimeline *tl = NULL;

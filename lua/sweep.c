@@ -230,8 +230,8 @@ static SweepPoints *points_with_keys(lua_State *L, LSweep *u, int idx,
       lua_pushfstring(L, "%s: %s key '%s' is not allowed (%s)", SWEEP_FN,
                       what, k,
                       sweep_key_reserved(k)
-                        ? "js.sweep writes its own 'point_id', 'error' "
-                          "and 'trust' columns"
+                        ? "js.sweep writes its own 'point_id', 'error', "
+                          "'trust', 'fits' and 'memory_gb' columns"
                         : "empty, not UTF-8 or with a NUL byte");
       g_ptr_array_unref(keys);
       lua_error(L);
@@ -516,6 +516,8 @@ static void push_summary(lua_State *L, const SweepResult *r,
   lua_setfield(L, -2, "skipped");
   lua_pushinteger(L, r->failed);
   lua_setfield(L, -2, "failed");
+  lua_pushinteger(L, r->unfit);
+  lua_setfield(L, -2, "unfit");
   lua_pushinteger(L, (lua_Integer)r->rows);
   lua_setfield(L, -2, "rows");
   lua_pushstring(L, out);

@@ -337,6 +337,7 @@
 static const GpuSpec builtins[] = {
   {
     .name = "A100-SXM4-40GB",
+    .memory_gb = P(40, "NVIDIA A100 datasheet: 40GB HBM2"),
     .description = "NVIDIA A100 SXM4 40GB (HBM2, 400 W)",
     A100_SXM_COMMON,
     .n_mem_clocks = 1,
@@ -352,6 +353,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "A100-SXM4-80GB",
+    .memory_gb = P(80, "NVIDIA A100 datasheet: 80GB HBM2e"),
     .description = "NVIDIA A100 SXM4 80GB (HBM2e, 400 W; 500 W variants)",
     A100_SXM_COMMON,
     .n_mem_clocks = 1,
@@ -368,6 +370,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "A100-PCIE-80GB",
+    .memory_gb = P(80, "NVIDIA A100 datasheet: PCIe 80GB HBM2e"),
     .description = "NVIDIA A100 PCIe 80GB (HBM2e, 300 W)",
     A100_CLOCKS,
     A100_POWER("estimate: same GA100 die as the SXM4 fit", A100_PCIE_FLOOR,
@@ -390,6 +393,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "H100-SXM5-80GB",
+    .memory_gb = P(80, "NVIDIA H100 datasheet: SXM5 80GB HBM3"),
     .description = "NVIDIA H100 SXM5 80GB (HBM3, 700 W)",
     .sm_min_mhz = P(345, SRC_README ": H100 SM clock 345-1980 MHz"),
     .sm_max_mhz = P(1980, SRC_README ": H100 SM clock 345-1980 MHz"),
@@ -446,6 +450,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "H100-PCIE-80GB",
+    .memory_gb = P(80, "NVIDIA H100 datasheet: PCIe 80GB HBM2e"),
     .description = "NVIDIA H100 PCIe 80GB (HBM2e, 350 W)",
     .sm_min_mhz = P(345, "estimate: as H100 SXM5 (" SRC_README ")"),
     .sm_max_mhz = P(1755, "NVIDIA H100 PCIe: max boost 1755 MHz"),
@@ -503,6 +508,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "A40",
+    .memory_gb = P(48, "NVIDIA A40 datasheet: 48 GB GDDR6 with ECC"),
     .description = "NVIDIA A40 48GB (GA102, GDDR6, 300 W)",
     .sm_min_mhz = P(210, SRC_README ": A40 SM clock 210-1740 MHz"),
     .sm_max_mhz = P(1740, SRC_README ": A40 SM clock 210-1740 MHz"),
@@ -560,6 +566,8 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "RTX-3080-Ti",
+    .memory_gb = P(12, "NVIDIA GeForce RTX 3080 Ti specifications: 12 GB "
+                       "GDDR6X"),
     .description = "NVIDIA GeForce RTX 3080 Ti (GA102, GDDR6X, 350 W; "
                    "memory-clock DVFS)",
     .sm_min_mhz = P(210, SRC_README ": RTX 3080 Ti SM clock 210-2100 MHz"),
@@ -626,16 +634,19 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "V100-SXM2-16GB",
+    .memory_gb = P(16, "NVIDIA V100 datasheet: 16 GB HBM2"),
     .description = "NVIDIA Tesla V100 SXM2 16GB (GV100, HBM2, 300 W)",
     V100_SXM2_COMMON,
   },
   {
     .name = "V100-SXM2-32GB",
+    .memory_gb = P(32, "NVIDIA V100 datasheet: 32 GB HBM2"),
     .description = "NVIDIA Tesla V100 SXM2 32GB (GV100, HBM2, 300 W)",
     V100_SXM2_COMMON,
   },
   {
     .name = "H200-SXM-141GB",
+    .memory_gb = P(141, "NVIDIA H200 datasheet: 141GB HBM3e"),
     .description = "NVIDIA H200 SXM 141GB (GH100, HBM3e, 700 W)",
     .sm_min_mhz = P(345, "as H100 SXM5 (same GH100 die; " SRC_README ")"),
     .sm_max_mhz = P(1980, "NVIDIA H200 datasheet: boost 1980 MHz, as H100 "
@@ -694,6 +705,7 @@ static const GpuSpec builtins[] = {
   },
   {
     .name = "L40S",
+    .memory_gb = P(48, SRC_L40S_DS ": 48GB GDDR6 with ECC"),
     .description = "NVIDIA L40S 48GB (AD102, GDDR6, 350 W)",
     .sm_min_mhz = P(210, "estimate: as GA102 parts (" SRC_README
                          ": A40 210 MHz)"),

@@ -199,6 +199,7 @@ static const ParamField scalar_fields[] = {
   FIELD(boost_step_mhz, "MHz"),
   FIELD(dense_bf16_tflops, "TFLOP/s"),
   FIELD(switch_latency_ms, "ms"),
+  FIELD(memory_gb, "GB"),
 };
 #undef FIELD
 
@@ -464,7 +465,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "boost_step_mhz", s->boost_step_mhz.v, 0,
                    fmax - fmin, FALSE, error) ||
       !check_range(s, "switch_latency_ms", s->switch_latency_ms.v, 0, 1e6,
-                   FALSE, error))
+                   FALSE, error) ||
+      !check_range(s, "memory_gb", s->memory_gb.v, 0, 1e6, FALSE, error))
     return FALSE;
   return TRUE;
 }

@@ -86,6 +86,9 @@ typedef struct {
    * 1830 MHz, not the 1980 MHz the SM clock reaches (989, not 1071
    * TFLOP/s).  0: not known; gpu_mfu_peak_flops then derives it. */
   GpuParam dense_bf16_tflops;
+  /* GPU memory (GB = 1e9 bytes) a job's tensors must fit in
+   * (traces/gpt_memory.h); 0: unknown, nothing is checked. */
+  GpuParam memory_gb;
 } GpuSpec;
 
 /* Controller defaults for a spec that leaves them 0. */

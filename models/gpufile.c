@@ -148,7 +148,8 @@ static gboolean load_one(const char *name, gpointer data, GError **error)
                                            "v_curve_exp", "stall_activity",
                                            "boost_window_ms",
                                            "boost_period_ms",
-                                           "boost_step_mhz", NULL};
+                                           "boost_step_mhz", "memory_gb",
+                                           NULL};
     if (x->have_base || g_strv_contains(optional, name))
       return TRUE;
     g_set_error(error, GPU_ERROR, GPU_ERROR_INVALID,

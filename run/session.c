@@ -30,6 +30,7 @@ JsSession *js_session_new(guint64 seed)
   s->threads = 1;
   s->trust_weakest = -1;
   new_run_id(s);
+  s->gpu_memory_gb = -1;
   return s;
 }
 

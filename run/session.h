@@ -84,6 +84,12 @@ typedef struct {
   int trust_weakest;        /* the weakest JsTrustLevel of the runs since
                                js.sweep's worker began its point; -1:
                                none ran (run/sweep_pool.c) */
+  /* The GPU memory of the js.simulate runs since js.sweep's worker began
+   * its point (the sweep's memory_gb and fits columns): the largest
+   * per-rank estimate in GB, < 0 when no run had one (a js.gpt workload
+   * has), and whether one of them did not fit its GPU. */
+  double gpu_memory_gb;
+  gboolean gpu_memory_unfit;
 } JsSession;
 
 JsSession *js_session_new(guint64 seed);

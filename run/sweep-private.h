@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
   guint index;
   char *message;
+  double memory_gb; /* an unfit point's (message ""); else < 0 */
 } SweepPending;
 
 typedef struct SweepMpi SweepMpi; /* run/sweep_mpi.c */
@@ -65,7 +66,7 @@ typedef struct {
   GQueue todo;        /* point index + 1 */
   GArray *pending;    /* SweepPending: errors before the first good row */
   GPtrArray *failures; /* alternating point_id, message (owned) */
-  guint done, skipped, failed, ran;
+  guint done, skipped, failed, ran, unfit;
   guint64 existing_rows; /* rows of the table before this call */
   gint64 started_us, last_progress_us;
   pid_t parent;
@@ -92,6 +93,10 @@ gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error);
 gboolean sweep_failed_point(Sweep *sw, guint i, const char *message,
                             GError **error);
 gboolean sweep_good_row(Sweep *sw, guint i, GArray *vals, GError **error);
+/* The outcome of point i from a worker: a row, an unfit layout or a
+ * failure. */
+gboolean sweep_take_result(Sweep *sw, guint i, const JsSweepMsg *msg,
+                           GError **error);
 gboolean sweep_flush_pending(Sweep *sw, GError **error);
 
 /* run/sweep_wire.c: frames over a socket */

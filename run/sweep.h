@@ -50,7 +50,8 @@ typedef enum {
 char *js_sweep_point_id(const ResValue *values, guint n);
 
 /* Whether k is a column the sweep writes itself ("point_id", "error",
- * "trust"): no point key or row column may have that name. */
+ * "trust", "fits", "memory_gb"): no point key or row column may have that
+ * name. */
 gboolean sweep_key_reserved(const char *k);
 
 /* The seed of math.random for the point with this id in a sweep run with
@@ -150,6 +151,8 @@ typedef struct {
 /* The outcome of a sweep (js.sweep's return value). */
 typedef struct {
   guint total, done, skipped, failed;
+  guint unfit;           /* of done: rows of layouts js.simulate refused
+                            for GPU memory (fits = false) */
   guint64 rows;          /* rows of the table afterwards */
   GPtrArray *failures;   /* owned: alternating point_id, message */
 } SweepResult;
@@ -159,7 +162,10 @@ void sweep_result_clear(SweepResult *r);
 /* Runs the sweep: resumes (mode append), runs the points left on
  * spec->jobs forked workers through hooks->run_point, and writes each
  * outcome as a row of spec->table in spec->out (the row's columns: the
- * point's keys, the run's columns, point_id, error).  A point that fails
+ * point's keys, the run's columns, trust, fits, memory_gb, point_id,
+ * error).  A point whose layout js.simulate refused for GPU memory gets a
+ * row with fits = false, its memory_gb and defaults in the run's columns,
+ * and counts as done (and unfit), not failed.  A point that fails
  * (the hook says so, its row does not fit the table, its worker dies
  * twice) gets an error row and is counted, and the sweep goes on.  FALSE
  * with error when the sweep itself cannot go on (the results file, the
@@ -181,7 +187,9 @@ guint js_sweep_take_failed(JsSession *s);
 typedef enum {
   JS_SWEEP_MSG_POINT = 'P',
   JS_SWEEP_MSG_ROW = 'R',
-  JS_SWEEP_MSG_ERROR = 'E'
+  JS_SWEEP_MSG_ERROR = 'E',
+  JS_SWEEP_MSG_UNFIT = 'U' /* js.simulate refused the point's layout: its
+                              GPU memory (fits, memory_gb) as values */
 } JsSweepMsgKind;
 
 typedef struct {

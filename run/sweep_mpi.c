@@ -309,9 +309,7 @@ static gboolean sweep_mpi_serve(Sweep *sw, gboolean block, GError **error)
       sw->mpi->holder[idx] = -1;
       sw->mpi->remote_flight--;
       sw->ran++;
-      gboolean ok = msg.kind == JS_SWEEP_MSG_ROW
-                      ? sweep_good_row(sw, idx, msg.values, error)
-                      : sweep_failed_point(sw, idx, msg.text, error);
+      gboolean ok = sweep_take_result(sw, idx, &msg, error);
       js_sweep_msg_clear(&msg);
       if (!ok)
         return FALSE;

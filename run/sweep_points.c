@@ -11,8 +11,12 @@
  *
  * Rows.  A row holds the point's keys (sorted), then run's row columns
  * (sorted), then trust (string, when the point ran js.simulate: the
- * weakest level of its runs, run/trust.h), point_id (string) and error
- * (string, "" on success).  A
+ * weakest level of its runs, run/trust.h), fits (bool) and memory_gb
+ * (float, when it simulated a js.gpt workload: the largest GPU memory per
+ * rank its runs needed, and whether all fitted their GPU), point_id
+ * (string) and error (string, "" on success).  A point whose layout
+ * js.simulate refused for GPU memory is not a failure: its row has
+ * fits = false, its memory_gb and defaults in the run's columns.  A
  * row may repeat a point's key only with the same value.  The first
  * successful row fixes the table's columns and types (io/results.h); a
  * later row that does not fit is recorded as a failure of its point.  A
@@ -152,7 +156,7 @@ static gboolean values_equal(const ResValue *a, const ResValue *b)
 gboolean sweep_key_reserved(const char *k)
 {
   static const char *const reserved[] = { "point_id", "error", "trust",
-                                          NULL };
+                                          "fits", "memory_gb", NULL };
   return g_strv_contains(reserved, k);
 }
 
@@ -494,9 +498,11 @@ static void sweep_note_failure(Sweep *sw, guint i, const char *message)
 }
 
 /* Writes the error row of point i with the table's columns (which must be
- * fixed): the point's values, point_id, error, defaults elsewhere. */
-static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
-                                      GError **error)
+ * fixed): the point's values, point_id, error, the n_extra values of
+ * extra (borrowed) in their columns, defaults elsewhere. */
+static gboolean sweep_write_row_with(Sweep *sw, guint i, const char *message,
+                                     const ResValue *extra, guint n_extra,
+                                     GError **error)
 {
   const SweepPoint *p = sweep_point(sw, i);
   g_autofree char *msg = g_utf8_make_valid(message, -1);
@@ -513,6 +519,9 @@ static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
     for (guint k = 0; k < p->n && pv == NULL; k++)
       if (strcmp(p->vals[k].name, v->name) == 0)
         pv = &p->vals[k];
+    for (guint k = 0; k < n_extra && pv == NULL; k++)
+      if (strcmp(extra[k].name, v->name) == 0)
+        pv = &extra[k];
     if (pv != NULL) {
       *v = *pv;
     } else if (strcmp(v->name, "point_id") == 0) {
@@ -527,18 +536,37 @@ static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
   return res_table_append(sw->t, row, n_vals, error);
 }
 
-/* Writes the first rows of a table that only ever saw errors: the point's
- * keys, point_id and error. */
-static gboolean sweep_define_error_table(Sweep *sw, guint i,
-                                         const char *message, GError **error)
+static gboolean sweep_write_error_row(Sweep *sw, guint i, const char *message,
+                                      GError **error)
 {
-  const SweepPoint *p = sweep_point(sw, i);
-  g_autofree char *msg = g_utf8_make_valid(message, -1);
-  g_autofree ResValue *row = g_new0(ResValue, p->n + 2);
+  return sweep_write_row_with(sw, i, message, NULL, 0, error);
+}
+
+/* The sweep's own columns of an unfit point: fits = false, memory_gb. */
+static void unfit_values(double memory_gb, ResValue *out)
+{
+  out[0] = (ResValue){.name = "fits", .type = RES_BOOL, .i = 0};
+  out[1] = (ResValue){.name = "memory_gb", .type = RES_FLOAT, .f = memory_gb};
+}
+
+/* Writes the first rows of a table that only ever saw errors and unfit
+ * points: the point's keys, fits and memory_gb (when pe is unfit),
+ * point_id and error. */
+static gboolean sweep_define_error_table(Sweep *sw, const SweepPending *pe,
+                                         GError **error)
+{
+  const SweepPoint *p = sweep_point(sw, pe->index);
+  g_autofree char *msg = g_utf8_make_valid(pe->message, -1);
+  g_autofree ResValue *row = g_new0(ResValue, p->n + 4);
   memcpy(row, p->vals, sizeof(ResValue) * p->n);
-  row[p->n] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
-  row[p->n + 1] = (ResValue){ .name = "error", .type = RES_STRING, .s = msg };
-  return res_table_append(sw->t, row, p->n + 2, error);
+  guint n = p->n;
+  if (pe->memory_gb >= 0) {
+    unfit_values(pe->memory_gb, row + n);
+    n += 2;
+  }
+  row[n++] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
+  row[n++] = (ResValue){ .name = "error", .type = RES_STRING, .s = msg };
+  return res_table_append(sw->t, row, n, error);
 }
 
 static gboolean sweep_write_note(Sweep *sw, GError **error)
@@ -554,23 +582,78 @@ gboolean sweep_failed_point(Sweep *sw, guint i, const char *message,
 {
   sweep_note_failure(sw, i, message);
   if (res_table_n_columns(sw->t) == 0) {
-    SweepPending pe = { i, g_strdup(message) };
+    SweepPending pe = { i, g_strdup(message), -1 };
     g_array_append_val(sw->pending, pe);
     return TRUE;
   }
   return sweep_write_error_row(sw, i, message, error);
 }
 
-/* Writes the held error rows once the table has columns. */
+/* Point i's layout did not fit its GPUs (vals: fits, memory_gb from the
+ * worker): a row with defaults in the run's columns, written now when the
+ * table has columns, else held like an error row.  FALSE only on an I/O
+ * error. */
+static gboolean sweep_unfit_point(Sweep *sw, guint i, const GArray *vals,
+                                  GError **error)
+{
+  double gb = NAN;
+  for (guint k = 0; k < vals->len; k++) {
+    const ResValue *v = &g_array_index(vals, ResValue, k);
+    if (strcmp(v->name, "memory_gb") == 0 && v->type == RES_FLOAT)
+      gb = v->f;
+  }
+  if (!(gb >= 0))
+    return sweep_failed_point(sw, i, "the worker's unfit reply has no "
+                              "memory_gb", error);
+  sw->done++;
+  sw->unfit++;
+  if (res_table_n_columns(sw->t) == 0) {
+    SweepPending pe = { i, g_strdup(""), gb };
+    g_array_append_val(sw->pending, pe);
+    return TRUE;
+  }
+  ResValue extra[2];
+  unfit_values(gb, extra);
+  return sweep_write_row_with(sw, i, "", extra, 2, error);
+}
+
+gboolean sweep_take_result(Sweep *sw, guint i, const JsSweepMsg *msg,
+                           GError **error)
+{
+  switch (msg->kind) {
+  case JS_SWEEP_MSG_ROW:
+    return sweep_good_row(sw, i, msg->values, error);
+  case JS_SWEEP_MSG_UNFIT:
+    return sweep_unfit_point(sw, i, msg->values, error);
+  default:
+    return sweep_failed_point(sw, i, msg->text, error);
+  }
+}
+
+/* Writes the held rows once the table has columns (or, at the end of a
+ * sweep where no point succeeded, defines it from the first unfit point,
+ * else the first error, so that fits and memory_gb have their columns). */
 gboolean sweep_flush_pending(Sweep *sw, GError **error)
 {
+  for (guint k = 1; k < sw->pending->len &&
+                    res_table_n_columns(sw->t) == 0; k++)
+    if (g_array_index(sw->pending, SweepPending, k).memory_gb >= 0 &&
+        g_array_index(sw->pending, SweepPending, 0).memory_gb < 0) {
+      SweepPending first = g_array_index(sw->pending, SweepPending, 0);
+      g_array_index(sw->pending, SweepPending, 0) =
+        g_array_index(sw->pending, SweepPending, k);
+      g_array_index(sw->pending, SweepPending, k) = first;
+    }
   for (guint k = 0; k < sw->pending->len; k++) {
     SweepPending *pe = &g_array_index(sw->pending, SweepPending, k);
+    ResValue extra[2];
+    unfit_values(pe->memory_gb, extra);
     gboolean ok = res_table_n_columns(sw->t) == 0
-                    ? sweep_define_error_table(sw, pe->index, pe->message,
-                                               error) &&
+                    ? sweep_define_error_table(sw, pe, error) &&
                         sweep_write_note(sw, error)
-                    : sweep_write_error_row(sw, pe->index, pe->message, error);
+                    : sweep_write_row_with(sw, pe->index, pe->message, extra,
+                                           pe->memory_gb >= 0 ? 2 : 0,
+                                           error);
     if (!ok)
       return FALSE;
     g_clear_pointer(&pe->message, g_free);
@@ -579,29 +662,46 @@ gboolean sweep_flush_pending(Sweep *sw, GError **error)
   return TRUE;
 }
 
-/* The sweep's own `trust` column (the weakest trust of the runs a point
- * made; a worker adds it when the point ran js.simulate) follows the
- * table: a table that was made without it (before the column existed, or
- * by points that ran no simulation) keeps its columns, and a point that
- * ran none writes "" into a table that has it.  row has room for n + 1;
+/* A column the sweep writes itself and only for some points (trust: the
+ * weakest trust of the runs a point made, when it ran js.simulate; fits
+ * and memory_gb, when it simulated a js.gpt workload) follows the table:
+ * a table that was made without it (before the column existed, or by
+ * points that made no such run) keeps its columns, and a point that made
+ * none writes `def` into a table that has it.  row has room for n + 1;
  * returns the new n. */
-static guint fit_trust(Sweep *sw, ResValue *row, guint n)
+static guint fit_own_column(Sweep *sw, ResValue *row, guint n,
+                            const ResValue *def)
 {
   guint nc = res_table_n_columns(sw->t);
   if (nc == 0)
     return n; /* this row fixes the columns */
   gboolean has_col = FALSE;
   for (guint c = 0; c < nc && !has_col; c++)
-    has_col = strcmp(res_table_column_name(sw->t, c), "trust") == 0;
+    has_col = strcmp(res_table_column_name(sw->t, c), def->name) == 0;
   for (guint k = 0; k < n; k++)
-    if (strcmp(row[k].name, "trust") == 0) {
+    if (strcmp(row[k].name, def->name) == 0) {
       if (has_col)
         return n;
       memmove(&row[k], &row[k + 1], sizeof(ResValue) * (n - k - 1));
       return n - 1;
     }
   if (has_col)
-    row[n++] = (ResValue){.name = "trust", .type = RES_STRING, .s = ""};
+    row[n++] = *def;
+  return n;
+}
+
+/* The sweep's own optional columns, with what a point that made no such
+ * run writes: no trust, and a run that was not refused (fits) of unknown
+ * size. */
+static guint fit_own_columns(Sweep *sw, ResValue *row, guint n)
+{
+  static const ResValue defaults[] = {
+    {.name = "trust", .type = RES_STRING, .s = ""},
+    {.name = "fits", .type = RES_BOOL, .i = 1},
+    {.name = "memory_gb", .type = RES_FLOAT, .f = NAN},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(defaults); k++)
+    n = fit_own_column(sw, row, n, &defaults[k]);
   return n;
 }
 
@@ -613,13 +713,13 @@ gboolean sweep_good_row(Sweep *sw, guint i, GArray *vals,
 {
   const SweepPoint *p = sweep_point(sw, i);
   guint n = p->n + vals->len + 2;
-  g_autofree ResValue *row = g_new0(ResValue, n + 1);
+  g_autofree ResValue *row = g_new0(ResValue, n + 3);
   memcpy(row, p->vals, sizeof(ResValue) * p->n);
   if (vals->len > 0)
     memcpy(row + p->n, vals->data, sizeof(ResValue) * vals->len);
   row[n - 2] = (ResValue){ .name = "point_id", .type = RES_STRING, .s = p->id };
   row[n - 1] = (ResValue){ .name = "error", .type = RES_STRING, .s = "" };
-  n = fit_trust(sw, row, n);
+  n = fit_own_columns(sw, row, n);
   gboolean first = res_table_n_columns(sw->t) == 0;
   GError *err = NULL;
   if (!res_table_append(sw->t, row, n, &err)) {

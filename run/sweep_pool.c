@@ -177,8 +177,19 @@ static GByteArray *worker_run_point(Sweep *sw, const JsSweepMsg *msg)
   g_autoptr(GArray) row = g_array_new(FALSE, TRUE, sizeof(ResValue));
   g_autofree char *problem = NULL;
   sw->session->trust_weakest = -1;
-  if (sw->hooks->run_point(sw->hooks->data, pv, np, msg->text, seed, row,
-                           &problem))
+  sw->session->gpu_memory_gb = -1;
+  sw->session->gpu_memory_unfit = FALSE;
+  gboolean ran = sw->hooks->run_point(sw->hooks->data, pv, np, msg->text,
+                                      seed, row, &problem);
+  ResValue mem[2] = {
+    {.name = "fits", .type = RES_BOOL, .i = !sw->session->gpu_memory_unfit},
+    {.name = "memory_gb", .type = RES_FLOAT, .f = sw->session->gpu_memory_gb},
+  };
+  if (!ran && sw->session->gpu_memory_unfit)
+    /* js.simulate refused the layout: a result of the sweep, not a
+     * failure of the point. */
+    return js_sweep_encode(JS_SWEEP_MSG_UNFIT, msg->index, problem, mem, 2);
+  if (ran)
     problem = sweep_row_strip(pv, np, row);
   else if (problem == NULL)
     problem = g_strdup("");
@@ -189,6 +200,8 @@ static GByteArray *worker_run_point(Sweep *sw, const JsSweepMsg *msg)
                        (JsTrustLevel)sw->session->trust_weakest)};
     g_array_append_val(row, tv);
   }
+  if (problem == NULL && sw->session->gpu_memory_gb >= 0)
+    g_array_append_vals(row, mem, 2); /* the GPU memory of a js.gpt run */
   if (problem != NULL)
     return js_sweep_encode(JS_SWEEP_MSG_ERROR, msg->index, problem, NULL, 0);
   return js_sweep_encode(JS_SWEEP_MSG_ROW, msg->index, NULL,
@@ -414,14 +427,12 @@ static gboolean sweep_receive(Sweep *sw, guint wi, GError **error)
   w->cur = -1;
   if (sweep_remote(sw)) {
     sweep_mpi_send_result(sw, frame->data, frame->len,
-                          msg.kind == JS_SWEEP_MSG_ROW);
+                          msg.kind != JS_SWEEP_MSG_ERROR);
     js_sweep_msg_clear(&msg);
     return TRUE;
   }
   sw->ran++;
-  gboolean ok = msg.kind == JS_SWEEP_MSG_ROW
-                  ? sweep_good_row(sw, idx, msg.values, error)
-                  : sweep_failed_point(sw, idx, msg.text, error);
+  gboolean ok = sweep_take_result(sw, idx, &msg, error);
   js_sweep_msg_clear(&msg);
   return ok;
 }
@@ -681,6 +692,7 @@ gboolean sweep_run(const SweepSpec *spec, const SweepHooks *hooks,
   result->done = sw->done;
   result->skipped = sw->skipped;
   result->failed = sw->failed;
+  result->unfit = sw->unfit;
   result->rows = rows != G_MAXUINT64 ? rows : sw->existing_rows;
   result->failures = g_steal_pointer(&sw->failures);
   sweep_free(sw);

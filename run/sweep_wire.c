@@ -138,7 +138,7 @@ gboolean js_sweep_decode(const guint8 *buf, gsize len, JsSweepMsg *msg,
   if (!rd_bytes(&r, &kind, 1, "no message kind"))
     return FALSE;
   if (kind != JS_SWEEP_MSG_POINT && kind != JS_SWEEP_MSG_ROW &&
-      kind != JS_SWEEP_MSG_ERROR) {
+      kind != JS_SWEEP_MSG_ERROR && kind != JS_SWEEP_MSG_UNFIT) {
     r.pos--;
     return rd_fail(&r, "unknown message kind");
   }

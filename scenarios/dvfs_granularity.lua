@@ -40,6 +40,10 @@ end
 local function pct(x) return string.format("%7.2f%%", 100 * x) end
 
 if study then
+  -- The study measured one layer and counted its kernels 24 times: the
+  -- whole 24-layer model (1.3e9 parameters, Adam state and batch-40
+  -- activations, about 200 GB by w.memory) never ran on the 12 GB card,
+  -- so the memory check is off for this replay of its kernels.
   local res = js.results(out_path, "study")
   local w = js.gpt { model = "gpt3-xl", seq_len = 1024, microbatch_size = 40,
                      microbatches = 1, gpu = "RTX-3080-Ti" }
@@ -51,11 +55,12 @@ if study then
   for _, boost in ipairs { "per-kernel", "controller" } do
     local c = js.cluster { gpu = "RTX-3080-Ti", gpus = 1, boost = boost }
     local base = js.simulate { cluster = c, workload = w,
-                               policy = js.policy.max() }
+                               policy = js.policy.max(),
+                               check_memory = false }
     for _, g in ipairs { "kernel", "pass", "iteration" } do
       local pol = js.policy[g] { slowdown = 0 }
       local r = js.simulate { cluster = c, workload = w, policy = pol,
-                              switch_latency_ms = 0 }
+                              switch_latency_ms = 0, check_memory = false }
       local cmp = js.compare(base, r)
       local pub = published[g]
       print(string.format("%-12s %-12s %s %s %10d %9s", boost, g,
@@ -74,8 +79,12 @@ end
 local configs = {
   a = { label = "(a) gpt3-1.3b, 1 GPU", model = "gpt3-1.3b", tp = 1, pp = 1,
         dp = 1, mbs = 1, microbatches = 8, seq_len = 2048 },
+  -- (b) keeps every activation (no recompute), as docs/dvfs.md measured
+  -- it: stage 0 would need 119 GB of an 80 GB A100 (w.memory), so a real
+  -- job recomputes; the memory check is off to keep the recorded what-if.
   b = { label = "(b) gpt3-175b, TP8 PP8 DP2", model = "gpt3-175b", tp = 8,
-        pp = 8, dp = 2, mbs = 1, microbatches = 16, seq_len = 2048 },
+        pp = 8, dp = 2, mbs = 1, microbatches = 16, seq_len = 2048,
+        check_memory = false },
 }
 if small then
   configs.a = { label = "(a) gpt3-125m, 1 GPU", model = "gpt3-125m", tp = 1,
@@ -85,6 +94,8 @@ if small then
                 seq_len = 128 }
 end
 
+local unchecked = setmetatable({}, { __mode = "k" }) -- workloads run
+                                                      -- past the check
 local function build(cfg)
   local gpus = cfg.tp * cfg.pp * cfg.dp
   local cluster = js.cluster { gpu = "A100-SXM4-80GB", gpus = gpus,
@@ -93,12 +104,14 @@ local function build(cfg)
                             dp = cfg.dp, microbatch_size = cfg.mbs,
                             microbatches = cfg.microbatches,
                             seq_len = cfg.seq_len, schedule = "1f1b" }
+  if cfg.check_memory == false then unchecked[workload] = true end
   return cluster, workload
 end
 
 local function run(cluster, workload, policy, latency_ms)
   return js.simulate { cluster = cluster, workload = workload, policy = policy,
-                       switch_latency_ms = latency_ms }
+                       switch_latency_ms = latency_ms,
+                       check_memory = not unchecked[workload] }
 end
 
 local out = {

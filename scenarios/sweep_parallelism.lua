@@ -8,7 +8,9 @@
 -- tp, pp, policy), the derived layout (dp, microbatches), iteration time,
 -- energy, average power, TFLOP/s per GPU, tokens/s, blocked + idle "waste",
 -- and the energy of each op class per iteration (gemm_j, attention_j, ...,
--- comm_j, blocked_j, idle_j).
+-- comm_j, blocked_j, idle_j), with fits and memory_gb (js.sweep's: the GPU
+-- memory per rank the layout needs; a layout that does not fit its GPUs,
+-- such as GPT-3 13B at TP1, gets a row with fits = false and NaN figures).
 --
 -- Policies: "max" is the GPUs' own clocks (the baseline); "fixed-90",
 -- "fixed-75" and "fixed-60" lock the SM clock at 90%, 75% and 60% of the
@@ -88,8 +90,10 @@ end
 
 local s = js.sweep { grid = grid, run = run, out = out, table = "parallelism" }
 print(string.format("sweep_parallelism: %d points: %d run, %d already in %s, "
-                    .. "%d failed; %d rows in /results/parallelism",
-                    s.total, s.done, s.skipped, out, s.failed, s.rows))
+                    .. "%d failed; %d rows in /results/parallelism; %d "
+                    .. "run layouts do not fit the GPUs' memory (fits = "
+                    .. "false)", s.total, s.done, s.skipped, out, s.failed,
+                    s.rows, s.unfit))
 for _, f in ipairs(s.failures) do
   print("  failed: " .. f.point_id .. ": " .. f.error)
 end

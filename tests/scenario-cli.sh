@@ -82,6 +82,10 @@ check run-opt-missing-seed 2 "--seed needs a non-negative integer" -- "$J" run -
 check run-flag-value 2 "unknown option '--quiet=1'" -- "$J" run --quiet=1 "$T/args.lua"
 check gen-opt-eq 0 "wrote $T/eq.h5: 2 ranks" -- "$J" trace gen --model=gpt3-125m --tp=2 --microbatches=2 --output="$T/eq.h5"
 check gen-short-o 0 "wrote $T/eq2.h5: 1 ranks" -- "$J" trace gen --model gpt3-125m --microbatches 2 -o "$T/eq2.h5"
+# trace gen prints the GPU memory per rank: GPT-3 13B at TP1 needs 18 x
+# 12.85e9 = 231 GB of parameters and Adam state alone.
+check gen-gpu-memory 0 "peak: stage 0, 309.6 GB of the H100-SXM5-80GB's 80 GB: does not fit" -- "$J" trace gen --model gpt3-13b --microbatches 1 --gpu H100-SXM5-80GB -o "$T/g13.h5"
+check gen-gpu-memory-fits 0 "optimizer 1.5 + activations" -- "$J" trace gen --model gpt3-125m --microbatches 2 -o "$T/g125.h5"
 check gen-opt-missing 2 "--tp needs an integer from 1 to 1024 (got 'nothing')" -- "$J" trace gen --tp
 check gen-o-missing 2 "-o needs a value" -- "$J" trace gen -o
 check import-opt-eq 0 "wrote $T/imp.h5" -- "$J" trace import $TR/two_rank_rank0.json $TR/two_rank_rank1.json --output="$T/imp.h5" --step=first

@@ -23,6 +23,7 @@
 #include "sim/workload.h"
 #include "tests/testutil.h"
 #include "traces/gpt.h"
+#include "traces/gpt_memory.h"
 #include "traces/info.h"
 #include "traces/native.h"
 #include "traces/pipeline.h"
@@ -3040,6 +3041,209 @@ static void test_recipe_defaults(void)
   }
 }
 
+/* ---- GPU memory (traces/gpt_memory.h) ---------------------------------- */
+
+/* cfg = model on tp x pp x dp with m microbatches (1f1b, bf16). */
+static void memory_cfg(GptConfig *cfg, const char *model, guint tp, guint pp,
+                       guint dp, guint m)
+{
+  gpt_config_init(cfg);
+  g_assert_true(gpt_config_set_model(cfg, model, NULL));
+  cfg->tp = tp;
+  cfg->pp = pp;
+  cfg->dp = dp;
+  cfg->microbatches = m;
+  g_assert_true(gpt_config_validate(cfg, NULL));
+}
+
+static double static_bytes(const GptStageMemory *s)
+{
+  return s->weights_bytes + s->grads_bytes + s->optimizer_bytes;
+}
+
+/* Megatron-LM's distributed-optimizer table: bf16 parameters with fp32
+ * gradients take 18 bytes a parameter, 6 + 12/d with the distributed
+ * optimizer; fp32 parameters 16 and 8 + 8/d.  Within 5%, on every stage.
+ * The parameters the stages hold add up to the model's, plus the last
+ * stage's tied copy of the word embedding (V h = 51200 x 12288 = 0.63e9
+ * at tp 8), within 1% (TP ranks replicate LayerNorms and some biases). */
+static void test_memory_static_bytes(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-175b", 8, 8, 16, 64);
+  const struct {
+    GptPrecision precision;
+    guint zero;
+    double per_param;
+  } cases[] = {
+    {GPT_PRECISION_BF16, 0, 18}, {GPT_PRECISION_BF16, 1, 6 + 12.0 / 16},
+    {GPT_PRECISION_FP16, 0, 18}, {GPT_PRECISION_FP32, 0, 16},
+    {GPT_PRECISION_FP32, 1, 8 + 8.0 / 16},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    cfg.precision = cases[k].precision;
+    GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+    r.zero = cases[k].zero;
+    g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+    double held = 0;
+    for (guint p = 0; p < cfg.pp; p++) {
+      const GptStageMemory *s = gpt_memory_stage(m, p);
+      g_assert_cmpfloat(fabs(static_bytes(s) / s->params /
+                             cases[k].per_param - 1), <, 0.05);
+      held += s->params * cfg.tp;
+    }
+    double want = gpt_n_params(&cfg) + 51200.0 * 12288;
+    g_assert_cmpfloat(fabs(held / want - 1), <, 0.01);
+  }
+}
+
+/* Korthikanti et al. 2022: a layer stores 34sbh + 5as^2b bytes (16-bit,
+ * no recompute), all of it divided by t with sequence parallelism, and
+ * under 1F1B the first stage holds pp microbatches.  GPT-3 175B, TP8
+ * PP8, s = 2048, b = 1, h = 12288, a = 96, unfused attention:
+ *   sbh = 2048 x 12288 = 25,165,824;  34 sbh = 855,638,016;
+ *   5 a s^2 b = 5 x 96 x 4,194,304 = 2,013,265,920;
+ *   per layer (855,638,016 + 2,013,265,920) / 8 = 358,612,992 bytes;
+ *   stage 0: 12 layers x 8 microbatches -> 34.43e9 bytes.
+ * Without sequence parallelism sbh (10 + 24/8) + 5as^2b/8 =
+ * 578,813,952 bytes a layer, 55.57e9 for the stage.  Within 15%. */
+static void test_memory_korthikanti(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-175b", 8, 8, 16, 64);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_assert_false(r.sequence_parallel || r.flash_attention || r.zero);
+  r.sequence_parallel = TRUE;
+  g_autoptr(GptMemory) sp = gpt_memory_new(&cfg, &r);
+  const GptStageMemory *s0 = gpt_memory_stage(sp, 0);
+  g_assert_cmpfloat(s0->in_flight, ==, 8);
+  g_assert_cmpfloat(fabs(s0->activations_bytes / 34.43e9 - 1), <, 0.15);
+  r.sequence_parallel = FALSE;
+  g_autoptr(GptMemory) nosp = gpt_memory_new(&cfg, &r);
+  g_assert_cmpfloat(fabs(gpt_memory_stage(nosp, 0)->activations_bytes /
+                         55.57e9 - 1), <, 0.15);
+}
+
+/* Microbatches in flight: 1F1B stage i keeps min(pp - i, m), GPipe all m;
+ * interleaved stage 0 keeps 2(P-1) + (v-1)P + 1 passes of l/(Pv) layers,
+ * Megatron's memory penalty 1 + (P-1)/(Pv) times its l/P layers; the last
+ * stage (v-1)P + 1 passes. */
+static void test_memory_in_flight(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-175b", 8, 8, 1, 16);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  const guint ms[] = {16, 4};
+  for (guint k = 0; k < G_N_ELEMENTS(ms); k++) {
+    cfg.microbatches = ms[k];
+    g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+    for (guint p = 0; p < cfg.pp; p++)
+      g_assert_cmpfloat(gpt_memory_stage(m, p)->in_flight, ==,
+                        MIN(cfg.pp - p, ms[k]));
+    g_assert_cmpuint(gpt_memory_peak_stage(m), ==, 0);
+  }
+  cfg.microbatches = 16;
+  cfg.schedule = PIPELINE_GPIPE;
+  g_autoptr(GptMemory) gp = gpt_memory_new(&cfg, &r);
+  for (guint p = 0; p < cfg.pp; p++)
+    g_assert_cmpfloat(gpt_memory_stage(gp, p)->in_flight, ==, 16);
+  cfg.schedule = PIPELINE_INTERLEAVED;
+  cfg.chunks = 2;
+  g_assert_true(gpt_config_validate(&cfg, NULL));
+  g_autoptr(GptMemory) il = gpt_memory_new(&cfg, &r);
+  double P = 8, v = 2, L = 96 / P;
+  g_assert_cmpfloat(gpt_memory_stage(il, 0)->in_flight, ==,
+                    (2 * (P - 1) + (v - 1) * P + 1) / v);
+  g_assert_cmpfloat(gpt_memory_stage(il, 0)->in_flight * L, ==,
+                    96 * (1 + (P - 1) / (P * v)));
+  g_assert_cmpfloat(gpt_memory_stage(il, 7)->in_flight, ==,
+                    ((v - 1) * P + 1) / v);
+}
+
+/* Each part of the recipe lowers what it should, and only that. */
+static void test_memory_recipes(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-175b", 8, 8, 16, 64);
+  GptMemoryRecipe base = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m0 = gpt_memory_new(&cfg, &base);
+  const GptStageMemory *b = gpt_memory_stage(m0, 0);
+  GptMemoryRecipe flash = base, sp = base, zero = base;
+  flash.flash_attention = TRUE;
+  sp.sequence_parallel = TRUE;
+  zero.zero = 1;
+  g_autoptr(GptMemory) mf = gpt_memory_new(&cfg, &flash);
+  g_autoptr(GptMemory) ms = gpt_memory_new(&cfg, &sp);
+  g_autoptr(GptMemory) mz = gpt_memory_new(&cfg, &zero);
+  /* Flash keeps no s x s scores: 5as^2b/t of the 578.8 MB a layer. */
+  g_assert_cmpfloat(gpt_memory_stage(mf, 0)->activations_bytes, <,
+                    0.6 * b->activations_bytes);
+  g_assert_cmpfloat(gpt_memory_stage(ms, 0)->activations_bytes, <,
+                    b->activations_bytes);
+  g_assert_cmpfloat(static_bytes(gpt_memory_stage(mf, 0)), ==,
+                    static_bytes(b));
+  g_assert_cmpfloat(gpt_memory_stage(mz, 0)->optimizer_bytes * 16, ==,
+                    b->optimizer_bytes);
+  g_assert_cmpfloat(gpt_memory_stage(mz, 0)->activations_bytes, ==,
+                    b->activations_bytes);
+  /* Full recompute keeps each layer's input (2sbh = 50.3 MB of its
+   * 578.8 MB, 9%) and one recomputed layer. */
+  cfg.recompute = TRUE;
+  g_autoptr(GptMemory) mr = gpt_memory_new(&cfg, &base);
+  g_assert_cmpfloat(gpt_memory_stage(mr, 0)->activations_bytes, <,
+                    0.12 * b->activations_bytes);
+}
+
+/* GPT-3 13B at TP1 on 80 GB GPUs: 18 bytes x 12.85e9 parameters = 231 GB
+ * of parameters and Adam state alone.  Refused, naming the stage, the
+ * breakdown and what would fit. */
+static void test_memory_13b_refused(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-13b", 1, 1, 64, 1);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+  g_assert_cmpfloat(static_bytes(gpt_memory_stage(m, 0)), >, 231e9);
+  GError *err = NULL;
+  g_assert_false(gpt_memory_check(m, 80e9, "H100-SXM5-80GB", &err));
+  g_assert_error(err, GPT_ERROR, GPT_ERROR_MEMORY);
+  const char *want[] = {"stage 0", "H100-SXM5-80GB", "80.0 GB", "weights",
+                        "gradients", "optimizer", "activations", "allowance",
+                        "recompute = true", "zero = 1", "tp = 2", "pp = 2",
+                        "check_memory = false"};
+  for (guint k = 0; k < G_N_ELEMENTS(want); k++)
+    if (strstr(err->message, want[k]) == NULL)
+      g_error("'%s' not in: %s", want[k], err->message);
+  g_error_free(err);
+}
+
+/* GPT-3 175B on 1,024 A100 80GB (TP8 PP8 DP16) fits with full recompute,
+ * sequence parallelism and the distributed optimizer; without any of
+ * them stage 0 does not (55.6 GB of activations on 50.8 GB of state). */
+static void test_memory_175b_fits(void)
+{
+  GptConfig cfg;
+  memory_cfg(&cfg, "gpt3-175b", 8, 8, 16, 64);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) plain = gpt_memory_new(&cfg, &r);
+  g_assert_false(gpt_memory_check(plain, 80e9, "A100-SXM4-80GB", NULL));
+  /* Through js.gpt's fields, as a script sets them: the recipe is read
+   * from the config. */
+  cfg.recompute = TRUE;
+  cfg.sequence_parallel = TRUE;
+  cfg.zero = 1;
+  r = gpt_memory_recipe_from_config(&cfg);
+  g_assert_true(r.sequence_parallel);
+  g_assert_cmpuint(r.zero, ==, 1);
+  g_assert_false(r.flash_attention);
+  g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+  GError *err = NULL;
+  g_assert_true(gpt_memory_check(m, 80e9, "A100-SXM4-80GB", &err));
+  g_assert_no_error(err);
+  g_assert_cmpfloat(
+      gpt_memory_stage(m, gpt_memory_peak_stage(m))->total_bytes, <, 40e9);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -3099,5 +3303,11 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/recipe/zero", test_recipe_zero);
   g_test_add_func("/gpt/recipe/global-batch", test_recipe_global_batch);
   g_test_add_func("/gpt/recipe/defaults-unchanged", test_recipe_defaults);
+  g_test_add_func("/gpt/memory/static-bytes", test_memory_static_bytes);
+  g_test_add_func("/gpt/memory/korthikanti", test_memory_korthikanti);
+  g_test_add_func("/gpt/memory/in-flight", test_memory_in_flight);
+  g_test_add_func("/gpt/memory/recipes", test_memory_recipes);
+  g_test_add_func("/gpt/memory/13b-refused", test_memory_13b_refused);
+  g_test_add_func("/gpt/memory/175b-fits", test_memory_175b_fits);
   return g_test_run();
 }

@@ -278,6 +278,57 @@ static void test_boost_controller(void)
     "assert(p.energy_j > 0)\n");
 }
 
+/* GPU memory: w.memory_by_stage has one entry per stage (embeddings on
+ * the first, the tied copy and the head on the last), w.memory is the
+ * largest; js.simulate refuses GPT-3 13B at TP1 on 80 GB H100s (18 bytes
+ * x 12.85e9 parameters = 231 GB of state) naming the stage, the breakdown
+ * and the remedies, and runs it with check_memory = false; a workload
+ * without an estimate (js.pipeline) has no w.memory. */
+static void test_gpu_memory(void)
+{
+  test_lua_expect_ok(
+    "local js = require 'joulesim'\n"
+    "local w = js.gpt{ model = 'gpt3-1.3b', tp = 2, pp = 4, dp = 1,\n"
+    "                  microbatches = 8, seq_len = 512 }\n"
+    "local st = w.memory_by_stage\n"
+    "assert(#st == 4)\n"
+    "for i, s in ipairs(st) do\n"
+    "  assert(s.stage == i - 1 and s.in_flight == 4 - (i - 1))\n"
+    "  local sum = s.weights_gb + s.grads_gb + s.optimizer_gb\n"
+    "              + s.activations_gb + s.allowance_gb\n"
+    "  assert(math.abs(sum - s.total_gb) < 1e-9 * s.total_gb)\n"
+    "  assert(math.abs((s.weights_gb + s.grads_gb + s.optimizer_gb) * 1e9\n"
+    "                  / s.params - 18) < 1e-9)\n"
+    "end\n"
+    "assert(st[1].params > st[2].params and st[4].params > st[2].params)\n"
+    "assert(w.memory.total_gb == st[1].total_gb and w.memory.stage == 0)\n"
+    "local big = js.gpt{ model = 'gpt3-13b', tp = 1, dp = 8,\n"
+    "                    microbatches = 1, seq_len = 512, fold = true }\n"
+    "local c = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = 8 }\n"
+    "local ok, err = pcall(js.simulate, { cluster = c, workload = big })\n"
+    "assert(not ok, 'refused')\n"
+    "for _, want in ipairs{ 'js.simulate: ', 'does not fit in GPU memory',\n"
+    "    'stage 0 of tp1 pp1 dp8', 'H100-SXM5-80GB has 80.0 GB',\n"
+    "    'weights', 'optimizer', 'activations', 'recompute = true',\n"
+    "    'zero = 1', 'tp = 2', 'check_memory = false' } do\n"
+    "  assert(err:find(want, 1, true), want .. ' not in ' .. err)\n"
+    "end\n"
+    "assert(big.memory.total_gb > 231)\n"
+    "local r = js.simulate{ cluster = c, workload = big,\n"
+    "                       check_memory = false }\n"
+    "assert(r.time_s > 0)\n"
+    "local p = js.pipeline{ profile = 'tests/data/profiles/"
+    "gpt3-175b+a100_sxm_bf16.csv', microbatches = 4 }\n"
+    "assert(p.memory == nil and p.memory_by_stage == nil)\n");
+  test_lua_expect_error(
+    "local js = require 'joulesim'\n"
+    "js.simulate{ cluster = js.cluster{ gpus = 1 },\n"
+    "             workload = js.gpt{ model = 'gpt3-125m' },\n"
+    "             check_memory = 'no' }\n",
+    "js.simulate: argument 'check_memory' must be a boolean (got string)",
+    NULL);
+}
+
 /* r.trust (run/trust.h): the level is the weakest part's, and the
  * reasons name the part and the evidence. */
 static void test_trust(void)
@@ -340,6 +391,7 @@ int main(int argc, char **argv)
   g_test_add_func("/lua/gpu-price", test_gpu_price);
   g_test_add_func("/lua/simulate", test_simulate);
   g_test_add_func("/lua/trust", test_trust);
+  g_test_add_func("/lua/gpu-memory", test_gpu_memory);
   g_test_add_func("/lua/determinism", test_determinism);
   g_test_add_func("/lua/threads", test_threads);
   g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);

@@ -339,12 +339,14 @@ static void test_jobs_identical(Fixture *fx, gconstpointer data)
   g_hash_table_iter_init(&it, h1);
   while (g_hash_table_iter_next(&it, &k, &v))
     g_assert_cmpstr(v, ==, g_hash_table_lookup(h4, k));
-  /* Column order: point keys, run's keys, trust, point_id, error, run_id. */
+  /* Column order: point keys, run's keys, trust, fits, memory_gb,
+   * point_id, error, run_id. */
   GPtrArray *row = g_ptr_array_index(r1, 0);
   static const char *const order[] = { "gpu", "pp", "sm", "tp", "big",
                                        "draw", "energy_j", "label", "ok",
-                                       "time_s", "trust", "point_id",
-                                       "error", RES_RUN_COLUMN };
+                                       "time_s", "trust", "fits",
+                                       "memory_gb", "point_id", "error",
+                                       RES_RUN_COLUMN };
   g_assert_cmpuint(row->len, ==, G_N_ELEMENTS(order));
   for (guint i = 0; i < row->len; i++)
     g_assert_cmpstr(((ResValue *)g_ptr_array_index(row, i))->name, ==,
@@ -761,6 +763,59 @@ static void test_trust_column(Fixture *fx, gconstpointer data)
   }
 }
 
+/* GPU memory: a point whose layout does not fit (GPT-3 13B at TP1 on
+ * 80 GB H100s: its parameters and Adam state alone are 18 x 12.85e9 =
+ * 231 GB) writes a row with fits = false and its memory_gb, counted done
+ * and unfit, not failed; a fitting one (TP8: 29 GB of static state) has
+ * fits = true.  It may come first (held until a good row fixes the
+ * columns), and a sweep where no point fits still has the columns. */
+static void test_memory_columns(Fixture *fx, gconstpointer data)
+{
+  g_autofree char *src = g_strdup_printf(
+    "local js = require 'joulesim'\n"
+    "local function run(p)\n"
+    "  local c = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = 8 }\n"
+    "  local w = js.gpt{ model = 'gpt3-13b', tp = p.tp, dp = 8 // p.tp,\n"
+    "                    microbatches = 1, seq_len = 512, fold = true }\n"
+    "  return { t = js.simulate{ cluster = c, workload = w }.time_s }\n"
+    "end\n"
+    "local a = js.sweep{ grid = { tp = {1, 8} }, out = '%s', table = 'a',\n"
+    "                    jobs = 1, run = run }\n"
+    "assert(a.done == 2 and a.failed == 0 and a.unfit == 1 and\n"
+    "       a.rows == 2, 'a')\n"
+    "local b = js.sweep{ grid = { tp = {1, 2} }, out = '%s', table = 'b',\n"
+    "                    jobs = 2, run = run }\n"
+    "assert(b.done == 2 and b.failed == 0 and b.unfit == 2, 'b')\n",
+    fx->out, fx->out);
+  guint failed = 99;
+  run_ok(src, 1, &failed);
+  g_assert_cmpuint(failed, ==, 0);
+  g_autoptr(GPtrArray) a = read_rows(fx->out, "a");
+  g_assert_cmpuint(a->len, ==, 2);
+  for (guint r = 0; r < a->len; r++) {
+    GPtrArray *row = g_ptr_array_index(a, r);
+    gboolean big = cell(row, "tp")->i == 1;
+    g_assert_cmpint(cell(row, "fits")->i, ==, !big);
+    g_assert_cmpstr(cell(row, "error")->s, ==, "");
+    double gb = cell(row, "memory_gb")->f;
+    if (big) {
+      g_assert_cmpfloat(gb, >, 231);
+      g_assert_true(isnan(cell(row, "t")->f));
+    } else {
+      g_assert_cmpfloat(gb, >, 29);
+      g_assert_cmpfloat(gb, <, 80);
+      g_assert_cmpfloat(cell(row, "t")->f, >, 0);
+    }
+  }
+  g_autoptr(GPtrArray) b = read_rows(fx->out, "b");
+  g_assert_cmpuint(b->len, ==, 2);
+  for (guint r = 0; r < b->len; r++) {
+    GPtrArray *row = g_ptr_array_index(b, r);
+    g_assert_cmpint(cell(row, "fits")->i, ==, 0);
+    g_assert_cmpfloat(cell(row, "memory_gb")->f, >, 80);
+  }
+}
+
 /* A table that js.sweep did not write is refused; replace takes it over. */
 static void test_foreign_table(Fixture *fx, gconstpointer data)
 {
@@ -813,7 +868,8 @@ static const BadCase bad_cases[] = {
     { "key 'error' is not allowed", NULL } },
   { "grid-reserved-trust", "{ grid = { trust = {1} }, out = 'x.h5', "
                            "run = f }",
-    { "key 'trust' is not allowed", "'point_id', 'error' and 'trust'" } },
+    { "key 'trust' is not allowed",
+        "'point_id', 'error', 'trust', 'fits' and 'memory_gb'" } },
   { "points-nested", "{ points = { {a = 1, b = {2}} }, out = 'x.h5', "
                      "run = f }",
     { "points[1].b is a table", NULL } },
@@ -1007,6 +1063,7 @@ int main(int argc, char **argv)
   ADD("points-list", test_points_list);
   ADD("foreign-table", test_foreign_table);
   ADD("trust-column", test_trust_column);
+  ADD("memory-columns", test_memory_columns);
   ADD("c-api", test_c_api);
 #undef ADD
   g_test_add_func("/sweep/c-api-duplicates", test_c_duplicates);

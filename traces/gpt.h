@@ -257,7 +257,11 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
 
 #define GPT_ERROR (gpt_error_quark())
 GQuark gpt_error_quark(void);
-typedef enum { GPT_ERROR_INVALID, GPT_ERROR_UNKNOWN_MODEL } GptError;
+typedef enum {
+  GPT_ERROR_INVALID,
+  GPT_ERROR_UNKNOWN_MODEL,
+  GPT_ERROR_MEMORY /* a layout that does not fit (traces/gpt_memory.h) */
+} GptError;
 
 G_END_DECLS
 

@@ -1,0 +1,79 @@
+/* traces/gpt_memory.h -- the GPU memory a GPT training job needs per rank:
+ * weights, gradients, optimizer state, stored activations and an
+ * allowance for what the framework itself holds.
+ *
+ * "GPU memory" throughout: the accelerator's HBM a real job would fill,
+ * which decides whether a layout can run at all.  Not the simulator's own
+ * host memory (run/memory.h, --max-memory).  The model, its sources and
+ * its errors against the published rules are in traces/gpt_memory.c and
+ * docs/gpt-generator.md, "Memory".
+ */
+#ifndef TRACES_GPT_MEMORY_H
+#define TRACES_GPT_MEMORY_H
+
+#include <glib.h>
+#include "traces/gpt.h"
+
+G_BEGIN_DECLS
+
+/* The parts of the training recipe that move memory but not (yet) the
+ * kernels js.gpt generates. */
+typedef struct {
+  gboolean flash_attention;   /* fused attention keeps no s x s matrices */
+  gboolean sequence_parallel; /* LayerNorm/dropout activations split by tp */
+  guint zero;                 /* 1: Adam state sharded over dp (Megatron's
+                                 distributed optimizer); 0: replicated */
+} GptMemoryRecipe;
+
+/* The recipe cfg describes (its attention, sequence_parallel and zero
+ * fields, traces/gpt.h).  FP8 changes nothing here: Transformer Engine
+ * keeps BF16 weights, FP32 gradients and Adam state, and the activations
+ * are counted in 16 bits (an upper bound where TE saves FP8 copies). */
+GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg);
+
+/* One pipeline stage's most loaded rank (every rank of a stage holds the
+ * same: TP shards are equal, DP replicas identical).  Bytes. */
+typedef struct {
+  double params;            /* parameters on the rank */
+  double weights_bytes;     /* the model copy the kernels read */
+  double grads_bytes;       /* fp32 main gradients */
+  double optimizer_bytes;   /* fp32 master weights and Adam moments */
+  double activations_bytes; /* stored for backward at the stage's peak */
+  double allowance_bytes;   /* CUDA context, NCCL buffers, fragmentation */
+  double total_bytes;       /* the sum */
+  double in_flight;         /* microbatches whose activations the stage
+                               holds at its peak (interleaved: passes of
+                               one model chunk / chunks) */
+} GptStageMemory;
+
+/* What one layout needs: a copy of its configuration (stage_layers
+ * included) and recipe, and the estimate of each stage. */
+typedef struct GptMemory GptMemory;
+
+/* Estimates every stage of cfg (which must pass gpt_config_validate)
+ * under recipe r.  Both copied.  Caller owns the result. */
+GptMemory *gpt_memory_new(const GptConfig *cfg, const GptMemoryRecipe *r);
+void gpt_memory_free(GptMemory *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GptMemory, gpt_memory_free)
+
+guint gpt_memory_n_stages(const GptMemory *m);
+/* Stage i (< n_stages), borrowed. */
+const GptStageMemory *gpt_memory_stage(const GptMemory *m, guint i);
+/* The stage with the largest total (the first of equals). */
+guint gpt_memory_peak_stage(const GptMemory *m);
+
+/* TRUE when every stage fits in capacity_bytes (> 0) of GPU memory.
+ * Otherwise FALSE with GPT_ERROR_MEMORY: the GPU (gpu_name, borrowed), the
+ * stage that does not fit and its breakdown, and what would make it fit
+ * (recompute, zero = 1, twice the tp or pp), each with the total it would
+ * need. */
+gboolean gpt_memory_check(const GptMemory *m, double capacity_bytes,
+                          const char *gpu_name, GError **error);
+
+/* Appends the estimate to out: one line per stage ("stage 0: ...") after
+ * a heading, in GB (1e9 bytes). */
+void gpt_memory_describe(const GptMemory *m, GString *out);
+
+G_END_DECLS
+
+#endif
