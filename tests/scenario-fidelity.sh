@@ -24,6 +24,9 @@ check() { # check NAME EXPECTED_STATUS PATTERN -- command...
 
 check short-vs-record 0 "^check: [0-9]+ cases, none worse than docs/fidelity.md" -- \
   "$J" fidelity --short --data tests/data --check docs/fidelity.md
+# The H100 fit reproduces from its data (docs/gpu-model.md "The H100 fit").
+check h100-refit 0 "p_dyn_w 786 W .*the load's activity 0\.622" -- \
+  "$J" fidelity --data tests/data --only h100-powercap --refit
 check help 0 "usage: joulesim fidelity" -- "$J" fidelity --help
 check out 0 "wrote $T/f.h5" -- \
   "$J" fidelity --data tests/data --only kerneltuner --out "$T/f.h5"
