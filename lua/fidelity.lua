@@ -21,6 +21,9 @@
 --                                    clocks, through js.validate{ fit = "none" }
 --   measured/kernel-dvfs-study/*.csv the study's kernels at (auto, auto) and
 --                                    at their optimal clock pair, the same way
+--   measured/h100-powercap/*.csv     a TF32 load on an H100 SXM 94GB under
+--                                    power caps: the clock each cap settles
+--                                    it at, through js.gpu.price
 --   published/megatron-weak-scaling Narayanan et al. SC'21 Table 1 (in the
 --                                    code: a published table, no file)
 --   profiles/**/*.csv                stage profiles: js.validate (fitted on
@@ -61,7 +64,8 @@ predicted against measured with the error per point and per case.
                  default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
                  files (the RTX-3080-Ti's memory and boost terms, from the
-                 study's GEMM rows) and print them
+                 study's GEMM rows; the Hopper power model, from the H100
+                 cap curve) and print them
   --sched DIR    the Perseus artifact's sosp24_data/perseus folder (ml-energy/
                  zeus, branch kronos): replay every measured plan's
                  N.sched.json with js.policy.plan instead of comparing the
