@@ -22,6 +22,9 @@
 --                                    clocks, through js.validate{ fit = "none" }
 --   measured/kernel-dvfs-study/*.csv the study's kernels at (auto, auto) and
 --                                    at their optimal clock pair, the same way
+--   measured/h100-powercap/*.csv     a TF32 load on an H100 SXM 94GB under
+--                                    power caps: the clock each cap settles
+--                                    it at, through js.gpu.price
 --   published/megatron-weak-scaling Narayanan et al. SC'21 Table 1 (in the
 --                                    code: a published table, no file)
 --   profiles/**/*.csv                stage profiles: js.validate (fitted on
@@ -67,7 +70,8 @@ predicted against measured with the error per point and per case.
                  default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
                  files (the RTX-3080-Ti's memory and boost terms, from the
-                 study's GEMM rows) and print them
+                 study's GEMM rows; the Hopper power model, from the H100
+                 cap curve) and print them
   --sched DIR    the Perseus artifact's sosp24_data/perseus folder (ml-energy/
                  zeus, branch kronos): replay every measured plan's
                  N.sched.json with js.policy.plan instead of comparing the
@@ -1290,6 +1294,221 @@ local function real_trace(name, path)
          "predicted")
 end
 
+-- ---- the H100 cap curve (h100-powercap) ------------------------------------------
+
+-- The measured load, ViT-L/16 inference at batch 256 in TF32 (50432
+-- tokens, hidden 1024, MLP 4096), stands as its FC1 GEMM: a TF32 tensor
+-- GEMM of 50432 x 1024 x 4096 with 4-byte operands, compute-bound at every
+-- clock (DRAM busy 17-53% of its time on the 94 GB card).  Its activity
+-- relative to the unit of p_dyn_w (a dense BF16 GEMM on random data) is
+-- what --refit fits: the mean of a mix that also runs layernorms,
+-- softmaxes and GELUs, in TF32.
+local VIT = { class = "gemm", math = "tf32", flops = 2 * 50432 * 1024 * 4096,
+              bytes = 4 * (50432 * 1024 + 1024 * 4096 + 50432 * 4096) }
+local VIT_ACTIVITY = 0.622  -- joulesim fidelity --only h100-powercap --refit
+-- The caps the catalogue's fit saw; the others are held out.
+local H100_FIT_CAPS = { [200] = true, [400] = true, [600] = true, [700] = true }
+-- The README's other H100 facts (tests/data/measured/README.md): a bare
+-- idle H100 SXM 80 GB at 345 MHz (74.7 W), the same plus a CUDA context
+-- (71.8 W + 26-50 W: the model's floor at the top clock), and the 8192^3
+-- BF16 GEMM's 798 TFLOP/s at 700 W on random data.
+local H100_IDLE_W, H100_CONTEXT_W, H100_GEMM_TFLOPS = 74.7, 110, 798
+
+-- Power and memory utilisation of kernel k on gpu at clock f (MHz, off
+-- the 15 MHz grid: interpolated between the two grid clocks), uncapped.
+local function power_at(gpu, k, f)
+  local g = js.gpu(gpu)
+  local lo = g.sm_min_mhz + g.sm_step_mhz
+             * math.floor((f - g.sm_min_mhz) / g.sm_step_mhz)
+  local hi = math.min(lo + g.sm_step_mhz, g.sm_max_mhz)
+  local function q(c)
+    return js.gpu.price{ gpu = gpu, class = k.class, flops = k.flops,
+                         bytes = k.bytes, math = k.math, sm_mhz = c,
+                         cap = false }
+  end
+  local a, b = q(lo), q(hi)
+  local t = hi > lo and (f - lo) / (hi - lo) or 0
+  return a.power_w + t * (b.power_w - a.power_w),
+         a.util_memory + t * (b.util_memory - a.util_memory)
+end
+
+-- --refit: the H100 fit (docs/gpu-model.md "The H100 fit").  On the fitted
+-- caps: (1) the memory rail, S + P_mem u_m, by least squares on the
+-- measured rail; (2) P_const, P_leak, the load's dynamic power D, v_min,
+-- the knee and the exponent by Nelder-Mead on the board power at the
+-- measured clocks (+-3%, the figures' reading) and the two floor facts
+-- (+-10%); (3) p_dyn_w from the BF16 GEMM (P is affine in it), and the
+-- load's activity D / p_dyn_w.  Prints the fit and what it carries to the
+-- PCIe part; the catalogue carries it rounded.
+local function refit_h100(rows, path)
+  local base = "H100-SXM5-94GB"
+  local g = js.gpu(base)
+  local fit = {}
+  for _, r in ipairs(rows) do
+    if H100_FIT_CAPS[num(r, "power_cap_w", path, 0)] then fit[#fit + 1] = r end
+  end
+  -- (1) The memory rail: u_m depends on the time model only.
+  local s1, su, suu, sy, suy = 0, 0, 0, 0, 0
+  for _, r in ipairs(fit) do
+    local _, u = power_at(base, VIT, num(r, "mean_sm_mhz", path, 0))
+    local y = num(r, "memory_power_w", path, 0)
+    s1, su, suu, sy, suy = s1 + 1, su + u, suu + u * u, sy + y, suy + u * y
+  end
+  local pm = (s1 * suy - su * sy) / (s1 * suu - su * su)
+  local S = (sy - pm * su) / s1
+  -- (2) The SM side, with the load's activity 1 (D is its dynamic power).
+  local function define(x, dyn)
+    return pcall(js.gpu.define, {
+      name = "FIDELITY-H100", base = base, source = "joulesim fidelity --refit",
+      p_mem_static_w = S, p_mem_w = pm, p_const_w = x[1], p_leak_w = x[2],
+      p_dyn_w = dyn or x[3], v_min = x[4], f_knee_mhz = x[5],
+      v_curve_exp = x[6], ["activity.gemm"] = 1 })
+  end
+  local function objective(x)
+    if x[1] < 0 or x[2] < 0 or x[3] <= 0 or x[4] < 0.5 or x[4] >= 1
+       or x[5] < 500 or x[5] > 1900 or x[6] < 0.5 or x[6] > 4
+       or not define(x) then
+      return math.huge
+    end
+    local v = 0
+    for _, r in ipairs(fit) do
+      local p = power_at("FIDELITY-H100", VIT, num(r, "mean_sm_mhz", path, 0))
+      v = v + ((p / num(r, "total_power_w", path, 0) - 1) / 0.03) ^ 2
+    end
+    local top = x[1] + S + x[2]
+    local idle = x[1] + S + x[2] * x[4] ^ 3
+    return v + ((top / H100_CONTEXT_W - 1) / 0.1) ^ 2
+             + ((idle / H100_IDLE_W - 1) / 0.1) ^ 2
+  end
+  local best, bv
+  for _, knee in ipairs{ 900, 1100, 1300 } do
+    for _, e in ipairs{ 1, 2 } do
+      local x, v = nelder_mead(function(y)
+        return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
+                          y[5] * 100, y[6] } end,
+        { 1, 5, 5, 7.5, knee / 100, e }, 0.5, 1500)
+      if not bv or v < bv then best, bv = x, v end
+    end
+  end
+  local x = { best[1] * 10, best[2] * 10, best[3] * 100, best[4] / 10,
+              best[5] * 100, best[6] }
+  -- (3) p_dyn_w from the BF16 GEMM on the 80 GB card at 700 W.
+  local gemm = { class = "gemm", math = "bf16", flops = 2 * 8192 ^ 3,
+                 bytes = 2 * 3 * 8192 ^ 2 }
+  local g80 = js.gpu("H100-SXM5-80GB")
+  local top = js.gpu.price{ gpu = g80.name, class = "gemm", math = "bf16",
+                            flops = gemm.flops, bytes = gemm.bytes, cap = false }
+  local f_gemm = g80.sm_max_mhz * H100_GEMM_TFLOPS
+                 / (gemm.flops / top.time_s / 1e12)
+  local function p80(dyn)
+    js.gpu.define{ name = "FIDELITY-H100-80", base = "H100-SXM5-80GB",
+                   source = "joulesim fidelity --refit",
+                   p_mem_static_w = S, p_mem_w = pm * g80.mem_bw_gbps / g.mem_bw_gbps,
+                   p_const_w = x[1], p_leak_w = x[2], p_dyn_w = dyn,
+                   v_min = x[4], f_knee_mhz = x[5], v_curve_exp = x[6] }
+    return (power_at("FIDELITY-H100-80", gemm, f_gemm))
+  end
+  local a0, a1 = p80(500), p80(1000)
+  local dyn = 500 + 500 * (700 - a0) / (a1 - a0)
+  -- The PCIe part: the same curve read relative to V(1755).
+  local vt = x[4] + (1 - x[4]) * ((1755 - x[5]) / (1980 - x[5])) ^ x[6]
+  print(("  refit on %d caps: memory rail %.1f W + %.1f W x u_m "
+         .. "(%.2f pJ/bit at %d GB/s)"):format(#fit, S, pm,
+         pm / (8e-3 * g.mem_bw_gbps), g.mem_bw_gbps))
+  print(("  p_const_w %.1f W, p_leak_w %.1f W, v_min %.3f, f_knee_mhz %.0f, "
+         .. "v_curve_exp %.2f, the load's dynamic power %.0f W (objective "
+         .. "%.3f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
+  print(("  p_dyn_w %.0f W (the BF16 GEMM at %.0f MHz on H100-SXM5-80GB "
+         .. "draws 700 W); the load's activity %.3f"):format(dyn, f_gemm,
+         x[3] / dyn))
+  print(("  floor at 1980 MHz %.1f W (context %.0f), at 345 MHz %.1f W (idle "
+         .. "%.1f)"):format(x[1] + S + x[2], H100_CONTEXT_W,
+         x[1] + S + x[2] * x[4] ^ 3, H100_IDLE_W))
+  print(("  H100-PCIE-80GB: V(1755) %.4f, v_min %.3f, p_dyn_w %.1f W, "
+         .. "p_leak_w %.1f W"):format(vt, x[4] / vt,
+         dyn * 114 / 132 * 1755 / 1980 * vt ^ 2, x[2] * 114 / 132 * vt ^ 3))
+end
+
+-- The cap curve: each cap through js.gpu.price on H100-SXM5-94GB (the
+-- load's activity from the fit), the clock the cap settles the kernel at
+-- and the board power there against the measured means; the memory rail
+-- is the model's p_mem_static_w + p_mem_w u_m.  Then the BF16 GEMM facts:
+-- the 80 GB card's (fitted: p_dyn_w) and the H200's (predicted).
+local function h100_powercap(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "power_cap_w", "total_power_w",
+                                "memory_power_w", "mean_sm_mhz" })
+  heading(ds.file, "ViT-L/16 in TF32 under power caps (H100-SXM5-94GB; "
+          .. "the load as its FC1 GEMM, TF32)")
+  js.gpu.define{ name = "FIDELITY-VIT", base = "H100-SXM5-94GB",
+                 source = "joulesim fidelity: the ViT load's fitted activity",
+                 ["activity.gemm"] = VIT_ACTIVITY }
+  -- The memory rail: the board less the same GPU without memory power.
+  js.gpu.define{ name = "FIDELITY-VIT-SM", base = "FIDELITY-VIT",
+                 source = "joulesim fidelity: the SM side only",
+                 p_mem_static_w = 0, p_mem_w = 0 }
+  print(("  %5s %-9s | %7s %7s %6s | %6s %6s %6s | %5s %5s %6s"):format(
+    "cap W", "role", "f meas", "f pred", "err %", "P meas", "P pred", "err %",
+    "mem m", "mem p", "err %"))
+  local err = { fitted = { f = {}, p = {}, m = {} },
+                predicted = { f = {}, p = {}, m = {} } }
+  for _, r in ipairs(rows) do
+    local cap = num(r, "power_cap_w", path, 0)
+    local role = H100_FIT_CAPS[cap] and "fitted" or "predicted"
+    local q = js.gpu.price{ gpu = "FIDELITY-VIT", class = VIT.class,
+                            flops = VIT.flops, bytes = VIT.bytes,
+                            math = VIT.math, power_limit_w = cap }
+    local fm, pm = num(r, "mean_sm_mhz", path, 0), num(r, "total_power_w", path, 0)
+    local mm = num(r, "memory_power_w", path, 0)
+    local mp = q.power_w - js.gpu.price{ gpu = "FIDELITY-VIT-SM",
+      class = VIT.class, flops = VIT.flops, bytes = VIT.bytes, math = VIT.math,
+      sm_mhz = q.sm_mhz, cap = false }.power_w
+    local e = err[role]
+    local a, b, c = pct(q.sm_mhz, fm), pct(q.power_w, pm), pct(mp, mm)
+    e.f[#e.f + 1], e.p[#e.p + 1], e.m[#e.m + 1] = a, b, c
+    print(("  %5d %-9s | %7d %7d %+6.1f | %6.0f %6.0f %+6.1f | %5.0f %5.0f %+6.1f")
+          :format(cap, role, fm, q.sm_mhz, a, pm, q.power_w, b, mm, mp, c))
+    row_out(ds.file, { case = ("%d W"):format(cap), power_cap_w = cap,
+                       meas_sm_mhz = fm, pred_sm_mhz = q.sm_mhz,
+                       meas_power_w = pm, pred_power_w = q.power_w,
+                       meas_memory_w = mm, pred_memory_w = mp,
+                       clock_err_pct = a, power_err_pct = b,
+                       memory_err_pct = c, role = role })
+  end
+  -- The BF16 GEMM facts (tests/data/measured/README.md): 798 TFLOP/s on
+  -- the 80 GB card at 700 W (fitted), 769-798 on the H200 with 1500 MHz
+  -- sustainable and a locked 1830 MHz not held (predicted).
+  local gemm = { flops = 2 * 8192 ^ 3, bytes = 2 * 3 * 8192 ^ 2 }
+  local function tflops(gpu)
+    local q = js.gpu.price{ gpu = gpu, class = "gemm", math = "bf16",
+                            flops = gemm.flops, bytes = gemm.bytes }
+    return gemm.flops / q.time_s / 1e12, q
+  end
+  local t80, q80 = tflops("H100-SXM5-80GB")
+  local t200, q200 = tflops("H200-SXM-141GB")
+  local e80 = pct(t80, H100_GEMM_TFLOPS)
+  local e200 = t200 < 769 and pct(t200, 769) or t200 > 798 and pct(t200, 798) or 0
+  print(("  8192^3 BF16 GEMM at 700 W: H100-SXM5-80GB %.0f TFLOP/s at %d MHz "
+         .. "(measured 798, %+.1f%%); H200-SXM-141GB %.0f at %d MHz (769-798, "
+         .. "1500-1830 MHz: %+.1f%%)"):format(t80, q80.sm_mhz, e80, t200,
+         q200.sm_mhz, e200))
+  if opt.refit then refit_h100(rows, path) end
+  local fr = "fitted (the catalogue's H100 fit on these caps)"
+  local pr = "predicted (held out of the H100 fit)"
+  local function rec(role, case, e, r)
+    record(ds.file, case, "settled SM clock, max abs err", maxabs(e.f), "%", r)
+    record(ds.file, case, "board power, max abs err", maxabs(e.p), "%", r)
+    record(ds.file, case, "memory rail, max abs err", maxabs(e.m), "%", r)
+  end
+  rec("fitted", "caps 200, 400, 600, 700 W", err.fitted, fr)
+  rec("predicted", "caps 300, 500 W", err.predicted, pr)
+  record(ds.file, "BF16 GEMM, H100-SXM5-80GB", "TFLOP/s at 700 W, abs err",
+         math.abs(e80), "%", "fitted (p_dyn_w)")
+  record(ds.file, "BF16 GEMM, H200-SXM-141GB",
+         "TFLOP/s at 700 W, abs err outside 769-798", math.abs(e200), "%",
+         "predicted")
+end
+
 -- ---- run -------------------------------------------------------------------------------
 
 if opt.fit then
@@ -1323,6 +1542,8 @@ if selected(KT.file) then kerneltuner(KT); ran = ran + 1 end
 local ST = { file = "kernel-dvfs-study/forward_kernels.csv",
              role = function(r) return r.class == "gemm" and "fitted" or "predicted" end }
 if selected(ST.file) then study(ST); ran = ran + 1 end
+local HP = { file = "h100-powercap/h100_94gb_vitl16_tf32_caps.csv" }
+if selected(HP.file) then h100_powercap(HP); ran = ran + 1 end
 for _, name in ipairs(TRACES) do
   local path = trace_path(name)
   if path and selected("traces/" .. name) then

@@ -134,9 +134,6 @@
 #define SRC_ACT_VEC_A100 "fit (one value for the vector classes), see " \
                          "docs/gpu-model.md"
 
-#define SRC_SHAPE_A100                                                      \
-  "estimate: same voltage shape as GA100 (v_min ratio, f_knee at 0.67 "    \
-  "f_max, exponent 1.74) and the A100 stall activity"
 #define SRC_ISSUE_DC                                                        \
   "estimate: as A100 (32 B/clk/SM of DRAM traffic from the SMs; streaming "  \
   "kernels slow below bw / (n_sm x this))"
@@ -202,24 +199,98 @@
                          "a few SMs and NVLink busy")
 
 /* ---------------------------------------------------------------------- */
-/* GH100 (H100): published facts; power scaled from the A100 fit           */
+/* GH100 (H100, H200): published facts; power fitted on the H100 cap curve */
 
-/* SXM5: P_dyn and P_leak scale with the TDP ratio 700/400 (so the big GEMM
- * caps at a similar fraction of f_max as on A100), P_const with the idle
- * ratio 82.5/60; voltage shape as A100.  All estimates.  P_const + P_leak =
- * 130 W, the blocking-power estimate, as the fit makes it on A100/A40. */
-#define H100_P_CONST 60.4
-#define H100_P_DYN 824.0
-#define H100_P_LEAK 69.5
-#define SRC_H100_SCALE                                                      \
-  "estimate: A100 fit scaled by TDP 700/400 W (not measured on H100)"
-#define SRC_H100_CONST                                                      \
-  "estimate: A100 fit 43.9 W scaled by idle 82.5/60 W (" SRC_README         \
-  ": H100 idle ~65-100 W)"
+/* Fitted on the one published H100 power-versus-clock curve, an H100 SXM
+ * 94 GB (HBM2e) under caps of 200-700 W (tests/data/measured/h100-powercap,
+ * `joulesim fidelity --only h100-powercap --refit`; docs/gpu-model.md "The
+ * H100 fit"): the memory rail's static and traffic power, the V(f) curve,
+ * P_const and P_leak (with the idle and context power of an H100 SXM 80 GB
+ * as two more facts), and P_dyn from the 8192^3 BF16 GEMM's 798 TFLOP/s at
+ * 700 W on an H100 SXM5 80GB.  The SM-side terms carry to every GH100 part
+ * (same die and clocks); the PCIe part's to its 114 SMs and 1755 MHz; the
+ * memory terms to the other memories by their bandwidth (estimates). */
+#define H100_P_CONST 0.0
+#define H100_P_LEAK 59.4
+#define H100_P_DYN 786.0
+#define H100_V_MIN 0.795
+#define H100_F_KNEE 1135.0
+#define H100_V_EXP 1.91
+#define H100_MEM_STATIC 47.9
+#define H100_MEM_PJ_BIT 6.68
+/* The H100 PCIe: the SXM curve read relative to V(1755) = 0.9083. */
+#define H100_PCIE_P_DYN 496.5
+#define H100_PCIE_P_LEAK 38.5
+#define H100_PCIE_V_MIN 0.875
+#define SRC_FIT_H100                                                        \
+  "fit to tests/data/measured/h100-powercap (H100 SXM 94GB, caps 200, "     \
+  "400, 600, 700 W), H100 idle and context power and the 8192^3 BF16 "      \
+  "GEMM at 700 W, see docs/gpu-model.md \"The H100 fit\""
+#define SRC_FIT_H100_DIE SRC_FIT_H100 " (same GH100 die and clocks)"
 #define SRC_H100_GEMM_EFF                                                   \
-  "estimate: large BF16 GEMMs reach a smaller share of peak on H100 than "  \
-  "A100's 0.945"
+  "derived: 8192^3 BF16 GEMM 894 TFLOP/s on zeros at 1980 MHz (H200, "     \
+  "tests/data/measured/README.md) / 1070 peak"
+#define SRC_H100_STALL                                                      \
+  "estimate: as the A100 fit (a compute-bound GEMM cannot show it)"
 #define H100_ACT_VEC_SRC "estimate: as the A100 fit"
+#define SRC_H100_IDLE                                                       \
+  "tests/data/measured/README.md: bare idle of an H100 SXM 80 GB 71.8 W"
+#define SRC_H100_BLOCKED                                                    \
+  "tests/data/measured/README.md: H100 idle 71.8 W plus 26-50 W for a "     \
+  "CUDA context without kernels (midpoint)"
+/* The memory rail's traffic power at full bandwidth of another HBM part:
+ * the fit's energy per bit times its bandwidth (estimate: HBM3/3e move a
+ * bit for somewhat less than HBM2e). */
+#define H100_P_MEM(gbps) (H100_MEM_PJ_BIT * 8e-3 * (gbps))
+#define SRC_H100_PMEM                                                       \
+  "estimate: the H100 94GB fit's 6.68 pJ/bit x this bandwidth"
+#define SRC_H100_MEM_STATIC                                                 \
+  "estimate: the H100 94GB fit's memory rail at no traffic (another "       \
+  "HBM generation or stack count)"
+
+/* The SM side of the fit, on a GH100 part at 1980 MHz. */
+#define H100_SM_POWER(src)                                                  \
+  .p_const_w = P(H100_P_CONST, src), .p_dyn_w = P(H100_P_DYN, src),         \
+  .p_leak_w = P(H100_P_LEAK, src), .v_min = P(H100_V_MIN, src),             \
+  .v_max = P(1.0, SRC_VNOM), .f_knee_mhz = P(H100_F_KNEE, src),             \
+  .v_curve_exp = P(H100_V_EXP, src),                                        \
+  .stall_activity = P(A100_STALL, SRC_H100_STALL), BOOST_PARAMS,            \
+  .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC)
+
+/* An H100 SXM5's facts, shared by the 80 GB and 94 GB boards. */
+#define H100_SXM5_COMMON                                                    \
+  .sm_min_mhz = P(345, SRC_README ": H100 SM clock 345-1980 MHz"),          \
+  .sm_max_mhz = P(1980, SRC_README ": H100 SM clock 345-1980 MHz"),         \
+  .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),                        \
+  .sm_default_mhz = P(1980, "max boost (" SRC_README ")"),                  \
+  .n_sm = P(132, SRC_README ": H100 SXM5 132 SMs"),                         \
+  .tensor_flop_per_clk_sm =                                                 \
+      P(4096, SRC_README ": 989 TFLOP/s dense BF16 at 1830 MHz = 4096 "     \
+              "FLOP/clk/SM"),                                               \
+  .vector_flop_per_clk_sm =                                                 \
+      P(256, "NVIDIA H100 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),    \
+  .tf32_flop_per_clk_sm =                                                   \
+      P(2048, "NVIDIA H100 datasheet: SXM5 494.7 TFLOP/s dense TF32 (989 "  \
+              "with sparsity) = 2048 FLOP/clk/SM, half the BF16 rate"),     \
+  .dense_bf16_tflops =                                                      \
+      P(989, "NVIDIA H100 datasheet: SXM5 989 TFLOP/s dense BF16 (1979 "    \
+             "with sparsity), at the 1830 MHz boost clock"),                \
+  .fp8_flop_per_clk_sm =                                                    \
+      P(8192, "NVIDIA H100 datasheet: SXM5 1979 TFLOP/s dense FP8 (3958 "   \
+              "with sparsity) = 8192 FLOP/clk/SM, twice the BF16 rate"),    \
+  .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),                        \
+  .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
+  .eff_compute = EFF_COMPUTE(0.835, SRC_H100_GEMM_EFF),                     \
+  .eff_memory = EFF_MEMORY,                                                 \
+  .power_limit_w = P(700, SRC_README ": H100 default power limit 700 W"),   \
+  .power_min_w = P(200, SRC_README ": H100 power limit min 200 W"),         \
+  .power_max_w = P(700, SRC_README ": H100 SXM5 700 W"),                    \
+  .idle_power_w = P(71.8, SRC_H100_IDLE),                                   \
+  .blocked_power_w = P(110, SRC_H100_BLOCKED),                              \
+  .comm_power_w = P(150, "estimate (not published): blocked 110 W plus "    \
+                         "NCCL SMs and NVLink4 busy"),                      \
+  .switch_latency_ms =                                                      \
+      P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)")
 
 /* ---------------------------------------------------------------------- */
 /* GA102 (A40, RTX 3080 Ti)                                                */
@@ -395,58 +466,31 @@ static const GpuSpec builtins[] = {
     .name = "H100-SXM5-80GB",
     .memory_gb = P(80, "NVIDIA H100 datasheet: SXM5 80GB HBM3"),
     .description = "NVIDIA H100 SXM5 80GB (HBM3, 700 W)",
-    .sm_min_mhz = P(345, SRC_README ": H100 SM clock 345-1980 MHz"),
-    .sm_max_mhz = P(1980, SRC_README ": H100 SM clock 345-1980 MHz"),
-    .sm_step_mhz = P(15, SRC_README ": 15 MHz steps"),
-    .sm_default_mhz = P(1980, "max boost (" SRC_README ")"),
+    H100_SXM5_COMMON,
     .n_mem_clocks = 1,
     .mem_mhz = {P(2619, SRC_README ": H100 memory clock 2619 MHz, fixed")},
-    .n_sm = P(132, SRC_README ": H100 SXM5 132 SMs"),
-    .tensor_flop_per_clk_sm =
-        P(4096, SRC_README ": 989 TFLOP/s dense BF16 at 1830 MHz = 4096 "
-                "FLOP/clk/SM"),
-    .dense_bf16_tflops =
-        P(989, "NVIDIA H100 datasheet: SXM5 989 TFLOP/s dense BF16 (1979 "
-               "with sparsity), at the 1830 MHz boost clock"),
-    .vector_flop_per_clk_sm =
-        P(256, "NVIDIA H100 datasheet: 67 TFLOP/s FP32 = 128 FMA/clk/SM"),
-    .tf32_flop_per_clk_sm =
-        P(2048, "NVIDIA H100 datasheet: SXM5 494.7 TFLOP/s dense TF32 (989 "
-                "with sparsity) = 2048 FLOP/clk/SM, half the BF16 rate"),
-    .fp8_flop_per_clk_sm =
-        P(8192, "NVIDIA H100 datasheet: SXM5 1979 TFLOP/s dense FP8 (3958 "
-                "with sparsity) = 8192 FLOP/clk/SM, twice the BF16 rate"),
     .mem_bw_gbps = P(3350, SRC_README ": H100 SXM5 3350 GB/s"),
-    .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
-    .kernel_overhead_us = P(3, SRC_OVERHEAD),
-    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
-    .eff_memory = EFF_MEMORY,
-    .power_limit_w = P(700, SRC_README ": H100 default power limit 700 W"),
-    .power_min_w = P(200, SRC_README ": H100 power limit min 200 W"),
-    .power_max_w = P(700, SRC_README ": H100 SXM5 700 W"),
-    .idle_power_w = P(82.5, SRC_README ": H100 idle ~65-100 W (midpoint)"),
-    .blocked_power_w =
-        P(130, "estimate (not published): a blocked rank holds a context "
-               "and memory: " SRC_README " H100 idle 115-145 W with memory "
-               "allocated"),
-    .comm_power_w = P(170, "estimate (not published): blocked 130 W plus "
-                           "NCCL SMs and NVLink4 busy"),
-    .p_const_w = P(H100_P_CONST, SRC_H100_CONST),
-    .p_mem_w = P(104.5, "estimate: ~3.9 pJ/bit HBM access energy x "
-                        "3350 GB/s"),
-    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
-                           "power is part of p_const_w"),
-    .p_dyn_w = P(H100_P_DYN, SRC_H100_SCALE),
-    .p_leak_w = P(H100_P_LEAK, SRC_H100_SCALE),
-    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
-    .v_max = P(1.0, SRC_VNOM),
-    .f_knee_mhz = P(1326, SRC_SHAPE_A100),
-    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
-    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
-    BOOST_PARAMS,
-    .switch_latency_ms =
-        P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
-    .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
+    .p_mem_w = P(H100_P_MEM(3350), SRC_H100_PMEM),
+    .p_mem_static_w = P(H100_MEM_STATIC, SRC_H100_MEM_STATIC),
+    H100_SM_POWER(SRC_FIT_H100_DIE),
+  },
+  {
+    .name = "H100-SXM5-94GB",
+    .memory_gb = P(94, "tests/data/measured/README.md: H100 SXM 94 GB "
+                       "HBM2e"),
+    .description = "NVIDIA H100 SXM 94GB (HBM2e, 700 W; the card of the "
+                   "measured cap curve)",
+    H100_SXM5_COMMON,
+    .n_mem_clocks = 1,
+    .mem_mhz = {P(1569, "derived: 2.41 TB/s on six 1024-bit HBM2e stacks = "
+                        "3.14 Gbps/pin = 2 x 1569 MHz; fixed")},
+    .mem_bw_gbps = P(2410, "tests/data/measured/README.md: H100 SXM 94 GB "
+                           "HBM2e, 2.41 TB/s"),
+    .p_mem_w = P(H100_P_MEM(2410), SRC_FIT_H100 ": the memory rail's "
+                 "traffic power at full bandwidth"),
+    .p_mem_static_w = P(H100_MEM_STATIC, SRC_FIT_H100 ": the memory rail "
+                        "at no traffic"),
+    H100_SM_POWER(SRC_FIT_H100),
   },
   {
     .name = "H100-PCIE-80GB",
@@ -477,30 +521,31 @@ static const GpuSpec builtins[] = {
                            "5120-bit at 1593 MHz)"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
-    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
+    .eff_compute = EFF_COMPUTE(0.835, SRC_H100_GEMM_EFF),
     .eff_memory = EFF_MEMORY,
     .power_limit_w = P(350, "NVIDIA H100 datasheet: PCIe max TDP 350 W"),
     .power_min_w = P(200, "estimate: as H100 SXM5 (" SRC_README ")"),
     .power_max_w = P(350, "NVIDIA H100 datasheet: PCIe max TDP 350 W"),
     .idle_power_w = P(70, "estimate: low end of " SRC_README
                           " H100 idle ~65-100 W"),
-    .blocked_power_w = P(110, "estimate (not published): between idle "
-                              "and SXM5's 130 W"),
+    .blocked_power_w = P(110, "estimate: as the H100 SXM (" SRC_H100_BLOCKED
+                              ")"),
     .comm_power_w = P(140, "estimate (not published): blocked plus NCCL "
                            "SMs and PCIe/NVLink bridge busy"),
-    .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5"),
-    .p_mem_w = P(63.6, "estimate: ~3.9 pJ/bit HBM2e access energy x "
-                       "2039 GB/s"),
-    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
-                           "power is part of p_const_w"),
-    .p_dyn_w = P(631, "estimate: same GH100 die as SXM5: 824 W x 114/132 "
-                      "SMs x 1755/1980 MHz"),
-    .p_leak_w = P(60, "estimate: SXM5 69.5 W x 114/132 SMs"),
-    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
+    .p_const_w = P(H100_P_CONST, "estimate: as the H100 SXM fit (a PCIe "
+                                 "board of its own)"),
+    .p_mem_w = P(H100_P_MEM(2039), SRC_H100_PMEM),
+    .p_mem_static_w = P(H100_MEM_STATIC * 5.0 / 6.0, SRC_H100_MEM_STATIC
+                        ": five stacks of the 94GB's six"),
+    .p_dyn_w = P(H100_PCIE_P_DYN, SRC_FIT_H100 ": x 114/132 SMs x "
+                 "1755/1980 MHz x V(1755)^2"),
+    .p_leak_w = P(H100_PCIE_P_LEAK, SRC_FIT_H100 ": x 114/132 SMs x "
+                  "V(1755)^3"),
+    .v_min = P(H100_PCIE_V_MIN, SRC_FIT_H100 ": v_min / V(1755)"),
     .v_max = P(1.0, SRC_VNOM),
-    .f_knee_mhz = P(1175, SRC_SHAPE_A100),
-    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
-    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
+    .f_knee_mhz = P(H100_F_KNEE, SRC_FIT_H100_DIE),
+    .v_curve_exp = P(H100_V_EXP, SRC_FIT_H100_DIE),
+    .stall_activity = P(A100_STALL, SRC_H100_STALL),
     BOOST_PARAMS,
     .switch_latency_ms =
         P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
@@ -675,33 +720,22 @@ static const GpuSpec builtins[] = {
     .mem_bw_gbps = P(4800, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
-    .eff_compute = EFF_COMPUTE(0.80, SRC_H100_GEMM_EFF),
+    .eff_compute = EFF_COMPUTE(0.835, SRC_H100_GEMM_EFF),
     .eff_memory = EFF_MEMORY,
     .power_limit_w = P(700, "NVIDIA H200 datasheet: SXM up to 700 W "
                             "(configurable)"),
     .power_min_w = P(200, "estimate: as H100 SXM5 (" SRC_README ")"),
     .power_max_w = P(700, "NVIDIA H200 datasheet: SXM up to 700 W"),
-    .idle_power_w = P(82.5, "estimate: as H100 SXM5 (" SRC_README
-                            ": H100 idle ~65-100 W)"),
-    .blocked_power_w = P(135, "estimate (not published): H100 SXM5's 130 W "
-                              "plus the larger HBM3e stack's refresh"),
-    .comm_power_w = P(175, "estimate (not published): blocked plus NCCL "
+    .idle_power_w = P(71.8, "estimate: as the H100 SXM 80 GB (" SRC_H100_IDLE
+                            ")"),
+    .blocked_power_w = P(115, "estimate (not published): the H100 SXM's "
+                              "110 W plus the larger HBM3e stacks' refresh"),
+    .comm_power_w = P(155, "estimate (not published): blocked plus NCCL "
                            "SMs and NVLink4 busy, as H100 SXM5"),
-    .p_const_w = P(H100_P_CONST, "estimate: as H100 SXM5 (same die)"),
-    .p_mem_w = P(149.8, "estimate: ~3.9 pJ/bit HBM access energy x "
-                        "4800 GB/s"),
-    .p_mem_static_w = P(0, "not modelled: one fixed memory clock, its static "
-                           "power is part of p_const_w"),
-    .p_dyn_w = P(H100_P_DYN, "estimate: as H100 SXM5 (same die and TDP)"),
-    .p_leak_w = P(H100_P_LEAK, "estimate: as H100 SXM5 (same die)"),
-    .v_min = P(A100_V_MIN, SRC_SHAPE_A100),
-    .v_max = P(1.0, SRC_VNOM),
-    .f_knee_mhz = P(1326, SRC_SHAPE_A100),
-    .v_curve_exp = P(A100_V_EXP, SRC_SHAPE_A100),
-    .stall_activity = P(A100_STALL, SRC_SHAPE_A100),
-    BOOST_PARAMS,
+    .p_mem_w = P(H100_P_MEM(4800), SRC_H100_PMEM),
+    .p_mem_static_w = P(H100_MEM_STATIC, SRC_H100_MEM_STATIC),
+    H100_SM_POWER(SRC_FIT_H100_DIE),
     .switch_latency_ms = P(6, SRC_README ": ~6 ms reported on H200"),
-    .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
   },
   {
     .name = "L40S",

@@ -33,7 +33,13 @@ check gpus-unknown 1 "A100-SXM4-80GB" -- "$J" gpus Z100
 # What each power term rests on: the H100's are scaled from the A100 fit,
 # the A100 SXM4 80GB's fitted on its stage profile and held out on Bloom's.
 check gpus-trust-h100 0 "^power model: estimated" -- "$J" gpus H100-SXM5-80GB
-check gpus-trust-h100-term 0 "^  p_dyn_w  *estimated  estimate: A100 fit scaled by TDP 700/400 W" -- "$J" gpus H100-SXM5-80GB
+check gpus-trust-h100-term 0 "^  p_dyn_w  *fitted  *fit to tests/data/measured/h100-powercap" -- "$J" gpus H100-SXM5-80GB
+check gpus-trust-h100-mem 0 "^  p_mem_static_w  *estimated  estimate: the H100 94GB fit's memory rail" -- "$J" gpus H100-SXM5-80GB
+# The measured card of the H100 cap curve: HBM2e at 2.41 TB/s, 700 W.
+check gpus-h100-94gb 0 "^H100-SXM5-94GB: NVIDIA H100 SXM 94GB .HBM2e, 700 W" -- "$J" gpus H100-SXM5-94GB
+check gpus-h100-94gb-bw 0 "^  mem_bw_gbps  *2410 GB/s" -- "$J" gpus H100-SXM5-94GB
+check gpus-h100-94gb-limit 0 "^  power_limit_w  *700 W" -- "$J" gpus H100-SXM5-94GB
+check gpus-h100-94gb-trust 0 "estimates: stall_activity .as the A100 fit" -- "$J" gpus H100-SXM5-94GB
 check gpus-trust-a100 0 "^power model: validated" -- "$J" gpus A100-SXM4-80GB
 check gpus-trust-a100-term 0 "^  p_dyn_w  *fitted  *fit to tests/data/profiles/gpt3-175b+a100_sxm_bf16.csv" -- "$J" gpus A100-SXM4-80GB
 check gpus-trust-pcie-limits 0 "^power limits checked on this GPU: 225-300 W" -- "$J" gpus A100-PCIE-80GB

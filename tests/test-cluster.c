@@ -65,7 +65,7 @@ static SimWorkload *workload(guint n, guint tp, const char *ref_gpu)
   SimShape sh[N_SHAPES];
   memset(sh, 0, sizeof(sh));
   /* A 1024^3 BF16 GEMM: compute-bound, small enough for no power cap to
-   * bind on an H100 at auto clocks (about 540 W of 700 in the model). */
+   * bind on an H100 at auto clocks (about 600 W of 700 in the model). */
   sh[SHAPE_GEMM].flops = 2.0 * 1024 * 1024 * 1024;
   sh[SHAPE_GEMM].bytes = 3.0 * 1024 * 1024 * 2;
   sh[SHAPE_GEMM].klass = SIM_CLASS_GEMM;

@@ -1376,9 +1376,8 @@ static void test_catalogue_provenance(void)
    * parts are scaled from the A100 or A40 fit (none fitted on the part;
    * p_mem_static_w is 0, not modelled, and the GA102-shaped curve's form
    * is linear by choice), and none has a held-out check. */
-  static const char *const scaled[] = {
-    "H100-SXM5-80GB", "H100-PCIE-80GB", "H200-SXM-141GB", "L40S",
-    "V100-SXM2-16GB", "V100-SXM2-32GB"};
+  static const char *const scaled[] = {"L40S", "V100-SXM2-16GB",
+                                       "V100-SXM2-32GB"};
   for (gsize i = 0; i < G_N_ELEMENTS(scaled); i++) {
     const GpuSpec *g = gpu_catalogue_lookup(cat, scaled[i], NULL);
     g_assert_nonnull(g);
@@ -1393,6 +1392,41 @@ static void test_catalogue_provenance(void)
       if (b == GPU_BASIS_FITTED || (!form && b != GPU_BASIS_ESTIMATED))
         g_error("%s %s: %s", scaled[i], n, p->source);
     }
+  }
+  /* docs/gpu-model.md, "The H100 fit": every GH100 part's V(f), P_dyn and
+   * P_leak rest on the H100 cap curve; the stall activity stays an
+   * estimate (a compute-bound GEMM cannot show it), and so do the memory
+   * rail off the measured 94 GB card and the PCIe board's P_const. */
+  static const struct {
+    const char *gpu;
+    const char *fitted, *estimated;
+  } hopper[] = {
+    {"H100-SXM5-94GB", "p_dyn_w p_const_w p_leak_w p_mem_static_w v_min "
+                       "f_knee_mhz v_curve_exp", "stall_activity"},
+    {"H100-SXM5-80GB", "p_dyn_w p_const_w p_leak_w v_min f_knee_mhz "
+                       "v_curve_exp", "p_mem_static_w stall_activity"},
+    {"H200-SXM-141GB", "p_dyn_w p_const_w p_leak_w v_min f_knee_mhz "
+                       "v_curve_exp", "p_mem_static_w stall_activity"},
+    {"H100-PCIE-80GB", "p_dyn_w p_leak_w v_min f_knee_mhz v_curve_exp",
+     "p_const_w p_mem_static_w stall_activity"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(hopper); i++) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, hopper[i].gpu, NULL);
+    g_assert_nonnull(g);
+    g_assert_null(gpu_heldout_check(g));
+    g_autoptr(GString) fitted = g_string_new(NULL);
+    g_autoptr(GString) estimated = g_string_new(NULL);
+    const char *n;
+    for (guint k = 0; (n = gpu_power_term_name(k)) != NULL; k++) {
+      GpuBasis b = gpu_param_basis(gpu_spec_param((GpuSpec *)g, n));
+      GString *into = b == GPU_BASIS_FITTED      ? fitted
+                      : b == GPU_BASIS_ESTIMATED ? estimated
+                                                 : NULL;
+      g_assert_nonnull(into);
+      g_string_append_printf(into, "%s%s", into->len > 0 ? " " : "", n);
+    }
+    g_assert_cmpstr(fitted->str, ==, hopper[i].fitted);
+    g_assert_cmpstr(estimated->str, ==, hopper[i].estimated);
   }
   /* The SXM4 fit's own card and the two Zeus sweeps' boards are held out;
    * the sweeps hold from 300 down to 225 W, so 75% of the default. */
@@ -1415,6 +1449,77 @@ static void test_catalogue_provenance(void)
   g_free(renamed->name);
   renamed->name = g_strdup("A100-PCIE-80GB-mine");
   g_assert_null(gpu_heldout_check(renamed));
+}
+
+/* ---- The H100 fit: the cap curve ---------------------------------------- */
+
+/* measured/h100-powercap: ViT-L/16 in TF32 on an H100 SXM 94GB under caps
+ * of 200-700 W, the mean SM clock and board power at each.  The load is
+ * priced as its FC1 GEMM (TF32, 50432 x 1024 x 4096, 4-byte operands) at
+ * the activity the fit gave it (0.622 of a BF16 GEMM on random data;
+ * `joulesim fidelity --only h100-powercap --refit`).  A fitted check on
+ * 200, 400, 600 and 700 W, a prediction on 300 and 500 W: the clock the
+ * cap settles it at and the board power there within 12% (the issue-29
+ * target; the A100-scaled model was 11-35% too slow) -- and, tighter, within
+ * 2% of the clock and power, which is what the fit reaches. */
+static void test_calibration_h100_powercap(void)
+{
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  g_autoptr(GpuSpec) g =
+      gpu_spec_copy(gpu_catalogue_lookup(cat, "H100-SXM5-94GB", NULL));
+  g->activity[SIM_CLASS_GEMM].v = 0.622;
+  GpuKernel k = {.klass = SIM_CLASS_GEMM, .tensor = SIM_MATH_TF32,
+                 .flops = 2.0 * 50432 * 1024 * 4096,
+                 .bytes = 4.0 * (50432.0 * 1024 + 1024 * 4096 + 50432.0 * 4096)};
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(
+      TEST_DATA("measured/h100-powercap/h100_94gb_vitl16_tf32_caps.csv"),
+      &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  g_assert_cmpstr(lines[0], ==, "power_cap_w,total_power_w,memory_power_w,"
+                                "gpu_power_w,mean_sm_mhz");
+  guint n = 0;
+  for (guint i = 1; lines[i] != NULL && lines[i][0] != '\0'; i++) {
+    double cap, total, mem, sm_side, mhz;
+    g_assert_cmpint(sscanf(lines[i], "%lf,%lf,%lf,%lf,%lf", &cap, &total,
+                           &mem, &sm_side, &mhz), ==, 5);
+    GpuCost c;
+    gpu_kernel_cost(g, &k, 0, 0, cap, &c);
+    double ef = 100 * (c.sm_mhz / mhz - 1), ep = 100 * (c.power_w / total - 1);
+    gboolean fitted = cap == 200 || cap == 400 || cap == 600 || cap == 700;
+    g_test_message("%3.0f W (%s): %u MHz (measured %.0f, %+.1f%%), %.0f W "
+                   "(%.0f, %+.1f%%)", cap, fitted ? "fitted" : "predicted",
+                   c.sm_mhz, mhz, ef, c.power_w, total, ep);
+    g_assert_cmpfloat(fabs(ef), <, 2);
+    g_assert_cmpfloat(fabs(ep), <, 2);
+    g_assert_true(c.power_w <= cap);
+    n++;
+  }
+  g_assert_cmpuint(n, ==, 6);
+}
+
+/* The H100 fit leaves the A100 record alone: the GA100 entries keep the
+ * parameters of docs/gpu-model.md "The fit". */
+static void test_calibration_a100_unchanged(void)
+{
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  static const char *const sxm[] = {"A100-SXM4-40GB", "A100-SXM4-80GB"};
+  for (gsize i = 0; i < G_N_ELEMENTS(sxm); i++) {
+    const GpuSpec *g = gpu_catalogue_lookup(cat, sxm[i], NULL);
+    g_assert_cmpfloat(g->p_const_w.v, ==, 54.5);
+    g_assert_cmpfloat(g->p_dyn_w.v, ==, 467.5);
+    g_assert_cmpfloat(g->p_leak_w.v, ==, 29.1);
+    g_assert_cmpfloat(g->v_min.v, ==, 0.772);
+    g_assert_cmpfloat(g->f_knee_mhz.v, ==, 1088);
+    g_assert_cmpfloat(g->stall_activity.v, ==, 0.20);
+    g_assert_cmpfloat(g->eff_compute[SIM_CLASS_GEMM].v, ==, 0.945);
+  }
+  const GpuSpec *p = gpu_catalogue_lookup(cat, "A100-PCIE-80GB", NULL);
+  g_assert_cmpfloat(p->p_const_w.v, ==, 26.6);
+  g_assert_cmpfloat(p->v_min.v, ==, 0.744);
+  g_assert_cmpfloat(p->f_knee_mhz.v, ==, 944);
+  g_assert_cmpfloat(p->v_curve_exp.v, ==, 1.74);
+  g_assert_cmpfloat(p->p_dyn_w.v, ==, 467.5);
 }
 
 int main(int argc, char **argv)
@@ -1469,6 +1574,10 @@ int main(int argc, char **argv)
   }
   g_test_add_func("/gpu/calibration/report", test_calibration_report);
   g_test_add_func("/gpu/calibration/vcurve/A100", test_calibration_vcurve);
+  g_test_add_func("/gpu/calibration/h100-powercap",
+                  test_calibration_h100_powercap);
+  g_test_add_func("/gpu/calibration/a100-unchanged",
+                  test_calibration_a100_unchanged);
   int rc = g_test_run();
   stage_free_all();
   return rc;
