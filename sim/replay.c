@@ -848,8 +848,8 @@ steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
       break;
     const CostSlot *slot = price_in(e, cache, r, op->shape, c);
     gint64 dur = slot_ns(slot, op);
-    if (G_UNLIKELY(dur < 0 || dur >= LOG_ESC))
-      break;
+    if (G_UNLIKELY(dur < 0 || dur >= LOG_ESC || dur > TIME_MAX - ready))
+      break; /* the slow path clamps it at TIME_MAX */
     now = ready + dur;
   }
   *t = now;
@@ -972,7 +972,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
          * have applied it) lands before the kernel ends. */
         split = st->clk_land_ns;
         end = split_kernel(e, r, st, i, ready, dur, slot, &inc);
-      } else if (G_LIKELY(dur >= 0 && dur < LOG_ESC)) {
+      } else if (G_LIKELY(dur >= 0 && dur < LOG_ESC && end <= TIME_MAX)) {
         if (klog) {
           log[i].dur = (guint32)dur;
           log[i].aux = float_bits(inc);
