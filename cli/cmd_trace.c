@@ -20,6 +20,7 @@
 #include "traces/info.h"
 #include "traces/native.h"
 #include "traces/timeline.h"
+#include "cli/policy_spec.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -494,7 +495,12 @@ static const char usage_export[] =
   "                        reference GPU, else A100-SXM4-80GB)\n"
   "  --network NAME        dgx-a100, dgx-h100 or pcie (default from the GPU)\n"
   "  --gpus-per-node N     GPUs per node (8)\n"
-  "  --policy P            max (default), fixed:SM or fixed:SM:MEM (MHz)\n"
+  "  --policy P            NAME[:KEY=VALUE,...]: any js.policy but custom,\n"
+  "                        with its Lua arguments: max (default), fixed:SM\n"
+  "                        or fixed:SM:MEM (MHz), powercap:watts=300,\n"
+  "                        kernel:slowdown=0.01,granularity=op,\n"
+  "                        perseus:slowdown=0.05, envpipe, zeus:eta=0.5,\n"
+  "                        plan:N.sched.json (docs/lua-api.md)\n"
   "  --iterations N        iterations to replay (1)\n"
   "  --seed N              seed of the run (1)\n"
   "  --gpus LIST           GPUs to export, e.g. 0,3,8-15 (default all)\n"
@@ -502,28 +508,6 @@ static const char usage_export[] =
   "                        10ms:25ms (units ns, us, ms, s; default s)\n"
   "  --gpu NAME            GPU to assume for imported devices not in the\n"
   "                        catalogue\n";
-
-/* Parses "max", "auto", "fixed:SM" or "fixed:SM:MEM". */
-static gboolean parse_policy(const char *s, DvfsPolicy *p)
-{
-  memset(p, 0, sizeof *p);
-  if (strcmp(s, "max") == 0 || strcmp(s, "auto") == 0) {
-    p->kind = DVFS_MAX;
-    return TRUE;
-  }
-  if (!g_str_has_prefix(s, "fixed:"))
-    return FALSE;
-  g_auto(GStrv) parts = g_strsplit(s + 6, ":", -1);
-  guint n = g_strv_length(parts);
-  guint64 sm = 0, mem = 0;
-  if (n < 1 || n > 2 || !parse_count(parts[0], 1, 65535, &sm) ||
-      (n == 2 && !parse_count(parts[1], 1, 65535, &mem)))
-    return FALSE;
-  p->kind = DVFS_FIXED;
-  p->sm_mhz = (guint)sm;
-  p->mem_mhz = (guint)mem;
-  return TRUE;
-}
 
 /* The network preset that goes with a GPU (as js.cluster chooses it). */
 static const char *default_network(const char *gpu)
@@ -563,6 +547,7 @@ typedef struct {
   guint64 iterations, seed, per_node;
   gboolean force;
   DvfsPolicy pol;
+  SchedPlan *plan;           /* plan:FILE: pol's clocks (owned) */
   GPtrArray *files;
 } ExportCfg;
 
@@ -584,12 +569,21 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
         return fail_usage(cmd, usage_export,
                           "--gpus-per-node needs an integer from 1 to 64");
       continue;
-    case EXP_POLICY:
-      if (a.value == NULL || !parse_policy(a.value, &c->pol))
-        return fail_usage(cmd, usage_export,
-                          "--policy must be max, fixed:SM or fixed:SM:MEM "
-                          "(got '%s')", a.value ? a.value : "nothing");
+    case EXP_POLICY: {
+      if (a.value == NULL)
+        return fail_usage(cmd, usage_export, "--policy needs a value");
+      GError *err = NULL;
+      g_clear_pointer(&c->plan, sched_plan_free);
+      if (!cli_policy_parse(a.value, &c->pol, &c->plan, &err)) {
+        /* A plan file that cannot be read is bad input, not usage. */
+        if (err->domain != CLI_POLICY_ERROR)
+          return fail_option(cmd, "--policy", err);
+        int rc = fail_usage(cmd, usage_export, "--policy: %s", err->message);
+        g_error_free(err);
+        return rc;
+      }
       continue;
+    }
     case EXP_ITERATIONS:
       if (!parse_count(a.value, 1, 100000, &c->iterations))
         return fail_usage(cmd, usage_export,
@@ -700,8 +694,9 @@ static int cmd_export(int argc, char **argv)
   const char *cmd = "export";
   g_autoptr(GPtrArray) files = g_ptr_array_new();
   ExportCfg x = {.iterations = 1, .seed = 1, .per_node = 8, .files = files};
-  parse_policy("max", &x.pol);
+  dvfs_policy_init(&x.pol, DVFS_MAX);
   int rc = parse_export(argc, argv, &x);
+  g_autoptr(SchedPlan) plan = x.plan; /* freed on every return */
   if (rc >= 0)
     return rc;
   if (x.out == NULL)
