@@ -482,15 +482,21 @@ static int cmd_info(int argc, char **argv)
 
 static const char usage_export[] =
   "usage: joulesim trace export --chrome OUT.json [OPTIONS] TRACE.h5|FILES...\n"
+  "       joulesim trace export --h5 OUT.h5 --run NAME [OPTIONS] TRACE...\n"
   "\n"
   "Simulates the trace on a cluster and writes the replay's timeline as\n"
   "Chrome trace-event JSON (open it in ui.perfetto.dev or chrome://tracing):\n"
   "one process per GPU, one thread per stream, kernels and communication as\n"
   "complete events (class, clocks, power and energy in args), blocked time,\n"
-  "and counter tracks for SM clock and power.\n"
-  "  --chrome FILE         the JSON file to write (required)\n"
-  "  --force               replace FILE even when it is not a joulesim\n"
-  "                        timeline (refused otherwise)\n"
+  "and counter tracks for SM clock and power; or, with --h5, each GPU's\n"
+  "power and SM clock over time as /timelines/NAME of a results file\n"
+  "(docs/sweeps.md, \"Timelines\").\n"
+  "  --chrome FILE         the JSON file to write\n"
+  "  --h5 FILE             the HDF5 results file to write the power timeline\n"
+  "                        to (created when missing); with --run NAME\n"
+  "  --force               replace the --chrome FILE even when it is not a\n"
+  "                        joulesim timeline (refused otherwise); with --h5,\n"
+  "                        replace the timeline NAME when it exists\n"
   "  --cluster-gpu NAME    GPU model of the cluster (default: the trace's\n"
   "                        reference GPU, else A100-SXM4-80GB)\n"
   "  --network NAME        dgx-a100, dgx-h100 or pcie (default from the GPU)\n"
@@ -522,7 +528,7 @@ static const char *default_network(const char *gpu)
 enum {
   EXP_HELP, EXP_CHROME, EXP_CLUSTER_GPU, EXP_NETWORK, EXP_GPUS_PER_NODE,
   EXP_GPUS, EXP_WINDOW, EXP_GPU, EXP_POLICY, EXP_ITERATIONS, EXP_SEED,
-  EXP_FORCE
+  EXP_FORCE, EXP_H5, EXP_RUN
 };
 
 static const CliOption export_options[] = {
@@ -539,11 +545,14 @@ static const CliOption export_options[] = {
   {"--iterations", EXP_ITERATIONS, TRUE},
   {"--seed", EXP_SEED, TRUE},
   {"--force", EXP_FORCE, FALSE},
+  {"--h5", EXP_H5, TRUE},
+  {"--run", EXP_RUN, TRUE},
   {NULL, 0, FALSE}};
 
 /* What trace export's options ask for (strings borrowed from argv). */
 typedef struct {
   const char *out, *cluster_gpu, *network, *gpus_spec, *window, *gpu;
+  const char *h5, *run;      /* --h5 FILE --run NAME: an HDF5 timeline */
   guint64 iterations, seed, per_node;
   gboolean force;
   DvfsPolicy pol;
@@ -598,6 +607,8 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
       c->force = TRUE;
       continue;
     case EXP_CHROME: str = &c->out; break;
+    case EXP_H5: str = &c->h5; break;
+    case EXP_RUN: str = &c->run; break;
     case EXP_CLUSTER_GPU: str = &c->cluster_gpu; break;
     case EXP_NETWORK: str = &c->network; break;
     case EXP_GPUS: str = &c->gpus_spec; break;
@@ -617,16 +628,20 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
 }
 
 /* Prints what the export wrote and simulated. */
-static void export_report(const char *out, const TraceTimelineCounts *n,
+static void export_report(const ExportCfg *x, const TraceTimelineCounts *n,
                           const char *label, const SimResult *r)
 {
   double t = (double)r->time_ns * 1e-9;
-  printf("wrote %s: %" G_GUINT64_FORMAT " op events, %" G_GUINT64_FORMAT
-         " blocked, %" G_GUINT64_FORMAT " markers, %" G_GUINT64_FORMAT
-         " counter samples\n"
-         "simulated %s: %u GPUs, %u iteration%s, %.6f s, %.3f J, "
-         "%.1f W per GPU\n",
-         out, n->complete, n->blocked, n->instant, n->counter, label,
+  if (x->h5 != NULL)
+    printf("wrote %s: /timelines/%s, %" G_GUINT64_FORMAT " samples\n",
+           x->h5, x->run, n->counter);
+  else
+    printf("wrote %s: %" G_GUINT64_FORMAT " op events, %" G_GUINT64_FORMAT
+           " blocked, %" G_GUINT64_FORMAT " markers, %" G_GUINT64_FORMAT
+           " counter samples\n", x->out, n->complete, n->blocked,
+           n->instant, n->counter);
+  printf("simulated %s: %u GPUs, %u iteration%s, %.6f s, %.3f J, "
+         "%.1f W per GPU\n", label,
          r->n_gpus, r->n_iterations, r->n_iterations == 1 ? "" : "s", t,
          r->energy_j, t > 0 ? r->energy_j / t / r->n_gpus : 0.0);
 }
@@ -668,7 +683,11 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
                                            tlabel, w->n_ranks, spec->name,
                                            net->name, plabel);
   topt.label = label;
-  g_autoptr(TraceTimeline) tl = trace_timeline_open(x->out, w, &topt, &err);
+  ResMeta meta = {JOULESIM_VERSION, tlabel, NULL, x->seed};
+  g_autoptr(TraceTimeline) tl =
+    x->h5 != NULL ? trace_timeline_open_h5(x->h5, x->run, x->force, &meta, w,
+                                           &topt, &err)
+                  : trace_timeline_open(x->out, w, &topt, &err);
   if (tl == NULL)
     return fail_user(cmd, err);
 
@@ -683,9 +702,12 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
   if (r == NULL)
     return fail_user(cmd, err); /* tl is aborted: no file left */
   TraceTimelineCounts n;
-  if (!trace_timeline_close(g_steal_pointer(&tl), &n, &err))
+  if (!trace_timeline_close(g_steal_pointer(&tl), &n, &err)) {
+    if (g_error_matches(err, RES_ERROR, RES_ERROR_EXISTS))
+      g_prefix_error(&err, "--force replaces it: ");
     return fail_user(cmd, err);
-  export_report(x->out, &n, label, r);
+  }
+  export_report(x, &n, label, r);
   return 0;
 }
 
@@ -699,12 +721,21 @@ static int cmd_export(int argc, char **argv)
   g_autoptr(SchedPlan) plan = x.plan; /* freed on every return */
   if (rc >= 0)
     return rc;
-  if (x.out == NULL)
-    return fail_usage(cmd, usage_export, "missing --chrome OUT.json");
+  if ((x.out == NULL) == (x.h5 == NULL))
+    return fail_usage(cmd, usage_export, "give --chrome OUT.json or --h5 "
+                      "OUT.h5 (one of them)");
+  if ((x.h5 == NULL) != (x.run == NULL))
+    return fail_usage(cmd, usage_export, "--h5 OUT.h5 and --run NAME go "
+                      "together");
   if (files->len == 0)
     return fail_usage(cmd, usage_export, "missing TRACE.h5 or FILES");
   GError *err = NULL;
-  if (!x.force && !js_output_check(x.out, JS_FILE_TIMELINE, FORCE_HINT, &err))
+  /* A results file is written into, never replaced: --force replaces
+   * only the timeline. */
+  if (x.h5 != NULL && !js_output_check(x.h5, JS_FILE_RESULTS, NULL, &err))
+    return fail_option(cmd, "--h5", err);
+  if (x.out != NULL && !x.force &&
+      !js_output_check(x.out, JS_FILE_TIMELINE, FORCE_HINT, &err))
     return fail_option(cmd, "--chrome", err);
   gint64 t0 = 0, t1 = -1;
   if (x.window != NULL &&

@@ -119,6 +119,29 @@ if "$J" trace gen --model gpt3-125m --tp 2 --pp 2 --dp 2 --microbatches 4 \
       fail "export --policy $p exited with $?"
     fi
   done
+  # --h5: the same power series from the command line.
+  if "$J" trace export --h5 "$T/e.h5" --run zeus --iterations 3 \
+       --policy zeus "$T/g.h5" >"$T/out" 2>&1; then
+    got=$(sed -n 's/.* iterations, \([0-9.]*\) s, \([0-9.]*\) J,.*/\1 \2/p' "$T/out")
+    if /usr/bin/python3 -c "import h5py, pandas" 2>/dev/null; then
+      /usr/bin/python3 - "$T/e.h5" $got >"$T/py" 2>&1 <<'PY' ||
+import sys, h5py, numpy as np, pandas as pd
+d = pd.DataFrame(h5py.File(sys.argv[1], "r")["/timelines/zeus"][:])
+end, want = float(sys.argv[2]), float(sys.argv[3])
+total = sum((np.diff(np.append(s.time_s.values, end)) * s.power_w.values).sum()
+            for _, s in d.groupby("gpu"))
+assert d.gpu.nunique() == 8 and abs(total - want) < 1e-3 * want, (total, want)
+PY
+        { cat "$T/py"; fail "export --h5: integral of power"; }
+    fi
+    "$J" trace export --h5 "$T/e.h5" --run zeus --policy zeus "$T/g.h5" \
+      >"$T/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q "timeline 'zeus' exists" "$T/out" ||
+      fail "export --h5 over an existing run: exit $rc"
+  else
+    fail "export --h5 exited with $?"
+  fi
   for p in custom perseus:slow=1 zeus:eta=2 powercap; do
     "$J" trace export --chrome "$T/x.json" --policy "$p" "$T/g.h5" \
       >"$T/out" 2>&1
