@@ -721,9 +721,11 @@ static int cmd_export(int argc, char **argv)
   g_autoptr(SchedPlan) plan = x.plan; /* freed on every return */
   if (rc >= 0)
     return rc;
-  if ((x.out == NULL) == (x.h5 == NULL))
-    return fail_usage(cmd, usage_export, "give --chrome OUT.json or --h5 "
-                      "OUT.h5 (one of them)");
+  if (x.out == NULL && x.h5 == NULL)
+    return fail_usage(cmd, usage_export, "missing --chrome OUT.json (or "
+                      "--h5 OUT.h5 --run NAME)");
+  if (x.out != NULL && x.h5 != NULL)
+    return fail_usage(cmd, usage_export, "give --chrome or --h5, not both");
   if ((x.h5 == NULL) != (x.run == NULL))
     return fail_usage(cmd, usage_export, "--h5 OUT.h5 and --run NAME go "
                       "together");
