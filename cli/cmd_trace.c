@@ -21,6 +21,7 @@
 #include "traces/info.h"
 #include "traces/native.h"
 #include "traces/timeline.h"
+#include "cli/policy_spec.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -540,20 +541,31 @@ static int cmd_info(int argc, char **argv)
 
 static const char usage_export[] =
   "usage: joulesim trace export --chrome OUT.json [OPTIONS] TRACE.h5|FILES...\n"
+  "       joulesim trace export --h5 OUT.h5 --run NAME [OPTIONS] TRACE...\n"
   "\n"
   "Simulates the trace on a cluster and writes the replay's timeline as\n"
   "Chrome trace-event JSON (open it in ui.perfetto.dev or chrome://tracing):\n"
   "one process per GPU, one thread per stream, kernels and communication as\n"
   "complete events (class, clocks, power and energy in args), blocked time,\n"
-  "and counter tracks for SM clock and power.\n"
-  "  --chrome FILE         the JSON file to write (required)\n"
-  "  --force               replace FILE even when it is not a joulesim\n"
-  "                        timeline (refused otherwise)\n"
+  "and counter tracks for SM clock and power; or, with --h5, each GPU's\n"
+  "power and SM clock over time as /timelines/NAME of a results file\n"
+  "(docs/sweeps.md, \"Timelines\").\n"
+  "  --chrome FILE         the JSON file to write\n"
+  "  --h5 FILE             the HDF5 results file to write the power timeline\n"
+  "                        to (created when missing); with --run NAME\n"
+  "  --force               replace the --chrome FILE even when it is not a\n"
+  "                        joulesim timeline (refused otherwise); with --h5,\n"
+  "                        replace the timeline NAME when it exists\n"
   "  --cluster-gpu NAME    GPU model of the cluster (default: the trace's\n"
   "                        reference GPU, else A100-SXM4-80GB)\n"
   "  --network NAME        dgx-a100, dgx-h100 or pcie (default from the GPU)\n"
   "  --gpus-per-node N     GPUs per node (8)\n"
-  "  --policy P            max (default), fixed:SM or fixed:SM:MEM (MHz)\n"
+  "  --policy P            NAME[:KEY=VALUE,...]: any js.policy but custom,\n"
+  "                        with its Lua arguments: max (default), fixed:SM\n"
+  "                        or fixed:SM:MEM (MHz), powercap:watts=300,\n"
+  "                        kernel:slowdown=0.01,granularity=op,\n"
+  "                        perseus:slowdown=0.05, envpipe, zeus:eta=0.5,\n"
+  "                        plan:N.sched.json (docs/lua-api.md)\n"
   "  --iterations N        iterations to replay (1)\n"
   "  --seed N              seed of the run (1)\n"
   "  --gpus LIST           GPUs to export, e.g. 0,3,8-15 (default all)\n"
@@ -561,28 +573,6 @@ static const char usage_export[] =
   "                        10ms:25ms (units ns, us, ms, s; default s)\n"
   "  --gpu NAME            GPU to assume for imported devices not in the\n"
   "                        catalogue\n";
-
-/* Parses "max", "auto", "fixed:SM" or "fixed:SM:MEM". */
-static gboolean parse_policy(const char *s, DvfsPolicy *p)
-{
-  memset(p, 0, sizeof *p);
-  if (strcmp(s, "max") == 0 || strcmp(s, "auto") == 0) {
-    p->kind = DVFS_MAX;
-    return TRUE;
-  }
-  if (!g_str_has_prefix(s, "fixed:"))
-    return FALSE;
-  g_auto(GStrv) parts = g_strsplit(s + 6, ":", -1);
-  guint n = g_strv_length(parts);
-  guint64 sm = 0, mem = 0;
-  if (n < 1 || n > 2 || !parse_count(parts[0], 1, 65535, &sm) ||
-      (n == 2 && !parse_count(parts[1], 1, 65535, &mem)))
-    return FALSE;
-  p->kind = DVFS_FIXED;
-  p->sm_mhz = (guint)sm;
-  p->mem_mhz = (guint)mem;
-  return TRUE;
-}
 
 /* The network preset that goes with a GPU (as js.cluster chooses it). */
 static const char *default_network(const char *gpu)
@@ -597,7 +587,7 @@ static const char *default_network(const char *gpu)
 enum {
   EXP_HELP, EXP_CHROME, EXP_CLUSTER_GPU, EXP_NETWORK, EXP_GPUS_PER_NODE,
   EXP_GPUS, EXP_WINDOW, EXP_GPU, EXP_POLICY, EXP_ITERATIONS, EXP_SEED,
-  EXP_FORCE
+  EXP_FORCE, EXP_H5, EXP_RUN
 };
 
 static const CliOption export_options[] = {
@@ -614,14 +604,18 @@ static const CliOption export_options[] = {
   {"--iterations", EXP_ITERATIONS, TRUE},
   {"--seed", EXP_SEED, TRUE},
   {"--force", EXP_FORCE, FALSE},
+  {"--h5", EXP_H5, TRUE},
+  {"--run", EXP_RUN, TRUE},
   {NULL, 0, FALSE}};
 
 /* What trace export's options ask for (strings borrowed from argv). */
 typedef struct {
   const char *out, *cluster_gpu, *network, *gpus_spec, *window, *gpu;
+  const char *h5, *run;      /* --h5 FILE --run NAME: an HDF5 timeline */
   guint64 iterations, seed, per_node;
   gboolean force;
   DvfsPolicy pol;
+  SchedPlan *plan;           /* plan:FILE: pol's clocks (owned) */
   GPtrArray *files;
 } ExportCfg;
 
@@ -643,12 +637,21 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
         return fail_usage(cmd, usage_export,
                           "--gpus-per-node needs an integer from 1 to 64");
       continue;
-    case EXP_POLICY:
-      if (a.value == NULL || !parse_policy(a.value, &c->pol))
-        return fail_usage(cmd, usage_export,
-                          "--policy must be max, fixed:SM or fixed:SM:MEM "
-                          "(got '%s')", a.value ? a.value : "nothing");
+    case EXP_POLICY: {
+      if (a.value == NULL)
+        return fail_usage(cmd, usage_export, "--policy needs a value");
+      GError *err = NULL;
+      g_clear_pointer(&c->plan, sched_plan_free);
+      if (!cli_policy_parse(a.value, &c->pol, &c->plan, &err)) {
+        /* A plan file that cannot be read is bad input, not usage. */
+        if (err->domain != CLI_POLICY_ERROR)
+          return fail_option(cmd, "--policy", err);
+        int rc = fail_usage(cmd, usage_export, "--policy: %s", err->message);
+        g_error_free(err);
+        return rc;
+      }
       continue;
+    }
     case EXP_ITERATIONS:
       if (!parse_count(a.value, 1, 100000, &c->iterations))
         return fail_usage(cmd, usage_export,
@@ -663,6 +666,8 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
       c->force = TRUE;
       continue;
     case EXP_CHROME: str = &c->out; break;
+    case EXP_H5: str = &c->h5; break;
+    case EXP_RUN: str = &c->run; break;
     case EXP_CLUSTER_GPU: str = &c->cluster_gpu; break;
     case EXP_NETWORK: str = &c->network; break;
     case EXP_GPUS: str = &c->gpus_spec; break;
@@ -682,16 +687,20 @@ static int parse_export(int argc, char **argv, ExportCfg *c)
 }
 
 /* Prints what the export wrote and simulated. */
-static void export_report(const char *out, const TraceTimelineCounts *n,
+static void export_report(const ExportCfg *x, const TraceTimelineCounts *n,
                           const char *label, const SimResult *r)
 {
   double t = (double)r->time_ns * 1e-9;
-  printf("wrote %s: %" G_GUINT64_FORMAT " op events, %" G_GUINT64_FORMAT
-         " blocked, %" G_GUINT64_FORMAT " markers, %" G_GUINT64_FORMAT
-         " counter samples\n"
-         "simulated %s: %u GPUs, %u iteration%s, %.6f s, %.3f J, "
-         "%.1f W per GPU\n",
-         out, n->complete, n->blocked, n->instant, n->counter, label,
+  if (x->h5 != NULL)
+    printf("wrote %s: /timelines/%s, %" G_GUINT64_FORMAT " samples\n",
+           x->h5, x->run, n->counter);
+  else
+    printf("wrote %s: %" G_GUINT64_FORMAT " op events, %" G_GUINT64_FORMAT
+           " blocked, %" G_GUINT64_FORMAT " markers, %" G_GUINT64_FORMAT
+           " counter samples\n", x->out, n->complete, n->blocked,
+           n->instant, n->counter);
+  printf("simulated %s: %u GPUs, %u iteration%s, %.6f s, %.3f J, "
+         "%.1f W per GPU\n", label,
          r->n_gpus, r->n_iterations, r->n_iterations == 1 ? "" : "s", t,
          r->energy_j, t > 0 ? r->energy_j / t / r->n_gpus : 0.0);
 }
@@ -733,7 +742,11 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
                                            tlabel, w->n_ranks, spec->name,
                                            net->name, plabel);
   topt.label = label;
-  g_autoptr(TraceTimeline) tl = trace_timeline_open(x->out, w, &topt, &err);
+  ResMeta meta = {JOULESIM_VERSION, tlabel, NULL, x->seed};
+  g_autoptr(TraceTimeline) tl =
+    x->h5 != NULL ? trace_timeline_open_h5(x->h5, x->run, x->force, &meta, w,
+                                           &topt, &err)
+                  : trace_timeline_open(x->out, w, &topt, &err);
   if (tl == NULL)
     return fail_user(cmd, err);
 
@@ -748,9 +761,12 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
   if (r == NULL)
     return fail_user(cmd, err); /* tl is aborted: no file left */
   TraceTimelineCounts n;
-  if (!trace_timeline_close(g_steal_pointer(&tl), &n, &err))
+  if (!trace_timeline_close(g_steal_pointer(&tl), &n, &err)) {
+    if (g_error_matches(err, RES_ERROR, RES_ERROR_EXISTS))
+      g_prefix_error(&err, "--force replaces it: ");
     return fail_user(cmd, err);
-  export_report(x->out, &n, label, r);
+  }
+  export_report(x, &n, label, r);
   return 0;
 }
 
@@ -759,16 +775,28 @@ static int cmd_export(int argc, char **argv)
   const char *cmd = "export";
   g_autoptr(GPtrArray) files = g_ptr_array_new();
   ExportCfg x = {.iterations = 1, .seed = 1, .per_node = 8, .files = files};
-  parse_policy("max", &x.pol);
+  dvfs_policy_init(&x.pol, DVFS_MAX);
   int rc = parse_export(argc, argv, &x);
+  g_autoptr(SchedPlan) plan = x.plan; /* freed on every return */
   if (rc >= 0)
     return rc;
-  if (x.out == NULL)
-    return fail_usage(cmd, usage_export, "missing --chrome OUT.json");
+  if (x.out == NULL && x.h5 == NULL)
+    return fail_usage(cmd, usage_export, "missing --chrome OUT.json (or "
+                      "--h5 OUT.h5 --run NAME)");
+  if (x.out != NULL && x.h5 != NULL)
+    return fail_usage(cmd, usage_export, "give --chrome or --h5, not both");
+  if ((x.h5 == NULL) != (x.run == NULL))
+    return fail_usage(cmd, usage_export, "--h5 OUT.h5 and --run NAME go "
+                      "together");
   if (files->len == 0)
     return fail_usage(cmd, usage_export, "missing TRACE.h5 or FILES");
   GError *err = NULL;
-  if (!x.force && !js_output_check(x.out, JS_FILE_TIMELINE, FORCE_HINT, &err))
+  /* A results file is written into, never replaced: --force replaces
+   * only the timeline. */
+  if (x.h5 != NULL && !js_output_check(x.h5, JS_FILE_RESULTS, NULL, &err))
+    return fail_option(cmd, "--h5", err);
+  if (x.out != NULL && !x.force &&
+      !js_output_check(x.out, JS_FILE_TIMELINE, FORCE_HINT, &err))
     return fail_option(cmd, "--chrome", err);
   gint64 t0 = 0, t1 = -1;
   if (x.window != NULL &&

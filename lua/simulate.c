@@ -281,31 +281,50 @@ static void parse_uncertainty(lua_State *L, const char *fn, guint64 seed,
 }
 
 /* js.simulate{timeline = "out.json" | true ("timeline.json") |
- * { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" }}.  The value
- * stays on the stack: the strings are borrowed from it. */
+ * { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" } |
+ * { out = "file.h5", run = "name", replace = false, gpus =, window = }}:
+ * Chrome JSON at `path`, or power and clock per GPU at /timelines/<run>
+ * of the results file `out` (traces/timeline.h).  The value stays on the
+ * stack: the strings are borrowed from it. */
 typedef struct {
   const char *path, *gpus, *window;
+  const char *run;   /* HDF5: the timeline's name; NULL: JSON */
+  gboolean replace;
 } SimTimeline;
 
 static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
 {
-  *t = (SimTimeline){NULL, NULL, NULL};
+  *t = (SimTimeline){NULL, NULL, NULL, NULL, FALSE};
   int tl_type = lua_getfield(L, 1, "timeline");
   if (tl_type == LUA_TSTRING) {
     t->path = lua_tostring(L, -1);
   } else if (tl_type == LUA_TBOOLEAN) {
     t->path = lua_toboolean(L, -1) ? "timeline.json" : NULL;
   } else if (tl_type == LUA_TTABLE) {
-    static const char *const tkeys[] = {"path", "gpus", "window", NULL};
+    static const char *const tkeys[] = {"path", "out", "run", "replace",
+                                        "gpus", "window", NULL};
     const char *tfn = "js.simulate{timeline}";
     int ti = lua_gettop(L);
     jsl_check_keys(L, ti, tfn, tkeys);
-    t->path = jsl_opt_str(L, ti, tfn, "path", "timeline.json");
+    const char *out = jsl_opt_str(L, ti, tfn, "out", NULL);
+    t->run = jsl_opt_str(L, ti, tfn, "run", NULL);
+    t->replace = jsl_opt_bool(L, ti, tfn, "replace", FALSE);
+    if (out != NULL && lua_getfield(L, ti, "path") != LUA_TNIL)
+      luaL_error(L, "%s: give 'path' (Chrome JSON) or 'out' (HDF5), not "
+                    "both", tfn);
+    if ((out != NULL) != (t->run != NULL))
+      luaL_error(L, "%s: 'out' (an HDF5 results file) and 'run' (the "
+                    "timeline's name under /timelines) go together", tfn);
+    if (out == NULL && t->replace)
+      luaL_error(L, "%s: 'replace' is for an HDF5 timeline ('out', 'run')",
+                 tfn);
+    t->path = out != NULL ? out
+                          : jsl_opt_str(L, ti, tfn, "path", "timeline.json");
     t->gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
     t->window = jsl_opt_str(L, ti, tfn, "window", NULL);
   } else if (tl_type != LUA_TNIL) {
     luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
-                  "table {path, gpus, window} (got %s)", fn,
+                  "table {path | out, run, gpus, window} (got %s)", fn,
                luaL_typename(L, -1));
   }
 }
@@ -351,7 +370,13 @@ static TraceTimeline *open_timeline(lua_State *L, const char *fn,
   topt->blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
                                                   : c->gpu->blocked_power_w.v;
   topt->label = lw->label;
-  TraceTimeline *tl = trace_timeline_open(t->path, lw->w, topt, &tl_err);
+  JsSession *s = jsl_session(L);
+  ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
+                  s->seed};
+  TraceTimeline *tl =
+    t->run != NULL ? trace_timeline_open_h5(t->path, t->run, t->replace,
+                                            &meta, lw->w, topt, &tl_err)
+                   : trace_timeline_open(t->path, lw->w, topt, &tl_err);
   if (sel != NULL)
     g_array_unref(sel);
   if (tl == NULL) {
@@ -435,12 +460,9 @@ static int l_simulate(lua_State *L)
   parse_uncertainty(L, fn, opt.seed, &u);
   SimTimeline t;
   parse_timeline(L, fn, &t);
-  if (t.path != NULL && dvfs_policy_is_pipeline(&pol))
-    luaL_error(L, "%s: argument 'timeline' is not available with policy "
-                  "'%s' (it runs its own engine)", fn,
-               dvfs_kind_name(pol.kind));
   if (t.path != NULL)
-    jsl_check_write(L, fn, t.path, JS_FILE_TIMELINE);
+    jsl_check_write(L, fn, t.path,
+                    t.run != NULL ? JS_FILE_RESULTS : JS_FILE_TIMELINE);
   TraceTimelineOptions topt;
   trace_timeline_options_init(&topt);
   GError *err = NULL;

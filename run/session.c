@@ -320,7 +320,8 @@ static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
                              JsRunReport *rep, GError **error)
 {
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
-                   MAX(opt->iterations, 1)};
+                   MAX(opt->iterations, 1), opt->observer,
+                   opt->observer_data};
   rep->pipeline = kl->run(p, &x, error);
   if (rep->pipeline == NULL)
     return NULL;
@@ -378,12 +379,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   if (w->fold_rep != NULL && !check_folded(run, opt, w, error))
     return NULL;
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
-  if (kl != NULL && kl->run != NULL && opt->observer != NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "policy '%s' runs its own engine: no observer (timeline) "
-                "can be attached", dvfs_kind_name(p->kind));
-    return NULL;
-  }
   if (!dvfs_policy_check(p, run, error))
     return NULL;
   if (kl->run != NULL)
@@ -391,7 +386,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   /* Plan, then run the plan (with the power limit a powercap policy
    * chose); a planned policy's figures are the run's report. */
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
-                   MAX(opt->iterations, 1)};
+                   MAX(opt->iterations, 1), NULL, NULL};
   g_autoptr(DvfsPlanResult) pr = kl->plan(p, &x, error);
   if (pr == NULL)
     return NULL;

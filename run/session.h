@@ -130,7 +130,9 @@ typedef struct {
   guint64 seed;
   double switch_latency_ms;  /* < 0: the policy's (when it names one),
                                 else the cluster's */
-  SimObserver observer;      /* optional */
+  SimObserver observer;      /* optional: sees every op of the run (a
+                                pipeline policy's: of the replay it
+                                returns; perseus_run) */
   gpointer observer_data;
   const StragglerSet *stragglers; /* optional, borrowed: slow GPUs */
   gboolean variability;      /* TRUE: perf_spread and power_spread replace

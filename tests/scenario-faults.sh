@@ -267,6 +267,14 @@ check_export() {
 faults export prep_export check_export -- \
   "$J" trace export --chrome "$T/n/e.json" "$T/n/g.h5"
 
+# ... and `trace export --h5` of it into the results file of step 1: the
+# power timeline appears whole or not at all, and the file's rows stay.
+PREV=$T/r0.h5
+prep_export_h5() { rm -f "$T/x.h5"; cp "$T/r0.h5" "$T/x.h5"; }
+check_export_h5() { no_temp "$T" && keep timeline "$T/x.h5" "$1" "$2"; }
+faults export-h5 prep_export_h5 check_export_h5 -- \
+  "$J" trace export --h5 "$T/x.h5" --run zeus --policy zeus "$T/n/g.h5"
+
 # 6. Profile validation writing its three tables into an existing file.
 VAL="$T/stage0.csv --gpu A100-SXM4-80GB --fit none"
 "$J" validate $VAL --out "$T/v0.h5" >/dev/null || bad "validate: the previous file"
@@ -297,7 +305,17 @@ for name in sorted(os.listdir(d)):
     try:
         with h5py.File(os.path.join(d, name), "r") as f:
             res = f["results"]
-            if kind == "results":
+            if kind == "timeline":
+                rows = res["runs"][:]
+                assert len(rows) == 3, len(rows)
+                tl = f["timelines"]["zeus"][:] if "timelines" in f and \
+                    "zeus" in f["timelines"] else None
+                # A failure after the timeline was linked (the last
+                # flush) may leave it: then whole, like a success's.
+                assert tl is not None or rc == "1", rc
+                assert tl is None or (len(set(tl["gpu"])) == 4 and
+                                      (tl["power_w"] > 0).all()), tl
+            elif kind == "results":
                 rows = res["runs"][:]
                 assert 3 <= len(rows) <= 5 and (rc == "1" or len(rows) == 5), len(rows)
                 for k, r in enumerate(rows):
@@ -330,6 +348,7 @@ else
   for f in "$T"/keep/*.h5; do
     [ -f "$f" ] || continue
     case $(basename "$f") in
+      timeline-*) tables=runs; lo=3 ;;
       results-*-0.h5) tables=runs; lo=5 ;;
       results-*) tables=runs; lo=3 ;;
       validate-*) tables="validate_points validate_summary validate_model"; lo=0 ;;

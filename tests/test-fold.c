@@ -396,12 +396,12 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
 
   if (kl->run != NULL) {
     /* Pipeline policies: the run's own plan. */
-    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2};
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL};
     g_autoptr(PerseusRun) ru = kl->run(&pol, &xu, &error);
     g_assert_no_error(error);
     g_assert_nonnull(ru->plan);
     for (guint k = 0; k < n_folded; k++) {
-      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2};
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL};
       g_autoptr(PerseusRun) rf = kl->run(&pol, &xf, &error);
       g_assert_no_error(error);
       /* The same DAG and plan... */
@@ -424,7 +424,7 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
     }
   } else {
     pol.choose_data = &ch[0];
-    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2};
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL};
     g_autoptr(DvfsPlanResult) pu = kl->plan(&pol, &xu, &error);
     g_assert_no_error(error);
     g_autoptr(Cluster) limited = cluster_copy(run, &error);
@@ -434,7 +434,7 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
     g_autoptr(SimResult) ru = run_plan(&env, limited, u, pu->plan);
     for (guint k = 0; k < n_folded; k++) {
       pol.choose_data = &ch[1 + k];
-      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2};
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL};
       g_autoptr(DvfsPlanResult) pf = kl->plan(&pol, &xf, &error);
       g_assert_no_error(error);
       /* The same classes, model and choice... */

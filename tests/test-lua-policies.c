@@ -150,9 +150,10 @@ static const BadCase bad_cases[] = {
    "'step_w'"},
   {"zeus-hand-table", BAD_SETUP "sim{ policy = { name = 'zeus', eta = 'x' } }\n",
    "js.policy.zeus", "'eta'"},
-  {"perseus-timeline",
-   BAD_SETUP "sim{ policy = js.policy.perseus{}, timeline = 'x.json' }\n",
-   "js.simulate", "'timeline'"},
+  {"perseus-timeline-no-run",
+   BAD_SETUP "sim{ policy = js.policy.perseus{}, timeline = { out = 'x.h5' } "
+   "}\n",
+   "js.simulate{timeline}", "'run'"},
   {"stragglers-type", BAD_SETUP "sim{ stragglers = 3 }\n", "js.simulate",
    "'stragglers'"},
   {"straggler-gpu-range",

@@ -7,6 +7,7 @@
 #include "models/net.h"
 #include "traces/gpt.h"
 #include "traces/timeline.h"
+#include "testresults.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -352,6 +353,103 @@ static void test_full_export(void)
   test_rmdir(dir);
 }
 
+/* The HDF5 power timeline (trace_timeline_open_h5) of one policy of each
+ * family -- the baseline, locked clocks, a planned one, the pipeline
+ * policies (whose runs are replayed once more for the observer) --
+ * integrates, GPU by GPU, to the run's energy: each row holds until the
+ * GPU's next, the last until the run's end. */
+static void test_h5_policies(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "t.h5", NULL);
+  g_autoptr(SimWorkload) w = gen_gpt(2, 2, 1, 4);
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
+                                            &error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, w->n_ranks,
+                                     &error);
+  g_assert_no_error(error);
+  static const struct {
+    const char *run;
+    DvfsKind kind;
+  } cases[] = {
+    {"max", DVFS_MAX},         {"fixed", DVFS_FIXED},
+    {"iteration", DVFS_ITERATION}, {"perseus", DVFS_PERSEUS},
+    {"envpipe", DVFS_ENVPIPE}, {"zeus", DVFS_ZEUS},
+  };
+  for (gsize k = 0; k < G_N_ELEMENTS(cases); k++) {
+    DvfsPolicy pol;
+    dvfs_policy_init(&pol, cases[k].kind);
+    pol.sm_mhz = cases[k].kind == DVFS_FIXED ? 1200 : 0;
+    pol.slowdown = 0.05;
+    TraceTimelineOptions opt;
+    trace_timeline_options_init(&opt);
+    opt.idle_power_w = gpu->idle_power_w.v;
+    opt.blocked_power_w = gpu->blocked_power_w.v;
+    ResMeta meta = {"test", NULL, NULL, 1};
+    TraceTimeline *tl = trace_timeline_open_h5(path, cases[k].run, FALSE,
+                                               &meta, w, &opt, &error);
+    g_assert_no_error(error);
+    JsRunOptions ro;
+    memset(&ro, 0, sizeof ro);
+    ro.iterations = 2;
+    ro.seed = 1;
+    ro.switch_latency_ms = -1;
+    ro.observer = trace_timeline_observe;
+    ro.observer_data = tl;
+    g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &ro, &error);
+    g_assert_no_error(error);
+    TraceTimelineCounts n;
+    g_assert_true(trace_timeline_close(tl, &n, &error));
+    g_assert_no_error(error);
+
+    g_autoptr(GPtrArray) rows = res_timeline_read(path, cases[k].run, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(rows->len, ==, n.counter);
+    double end_s = (double)r->time_ns * 1e-9;
+    guint i = 0;
+    for (guint g = 0; g < w->n_ranks; g++) {
+      double energy = 0, t = -1, p = 0;
+      for (; i < rows->len; i++) {
+        GPtrArray *row = g_ptr_array_index(rows, i);
+        if (test_cell(row, "gpu")->i != g)
+          break;
+        double ti = test_cell(row, "time_s")->f;
+        g_assert_cmpfloat(ti, >=, t);
+        if (t >= 0)
+          energy += p * (ti - t);
+        t = ti;
+        p = test_cell(row, "power_w")->f;
+      }
+      g_assert_cmpfloat(t, >=, 0); /* the GPU has rows */
+      energy += p * (end_s - t);
+      if (!test_close(energy, r->per_gpu[g].energy_j, 1e-9))
+        g_error("%s, GPU %u: power integrates to %.9g J, engine %.9g J",
+                cases[k].run, g, energy, r->per_gpu[g].energy_j);
+    }
+    g_assert_cmpuint(i, ==, rows->len);
+  }
+  /* An existing run is refused unless replaced; nothing else changes. */
+  TraceTimelineOptions opt;
+  trace_timeline_options_init(&opt);
+  opt.idle_power_w = gpu->idle_power_w.v;
+  TraceTimeline *tl = trace_timeline_open_h5(path, "max", FALSE, NULL, w,
+                                             &opt, &error);
+  g_assert_no_error(error);
+  g_assert_false(trace_timeline_close(tl, NULL, &error));
+  g_assert_error(error, RES_ERROR, RES_ERROR_EXISTS);
+  g_clear_error(&error);
+  /* No idle power: no power series. */
+  opt.idle_power_w = 0;
+  g_assert_null(trace_timeline_open_h5(path, "x", FALSE, NULL, w, &opt,
+                                       &error));
+  g_assert_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_INVALID);
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
 /* A GPU subset and a time window. */
 static void test_filters(void)
 {
@@ -663,6 +761,7 @@ int main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/timeline/full-export", test_full_export);
   g_test_add_func("/timeline/filters", test_filters);
+  g_test_add_func("/timeline/h5-policies", test_h5_policies);
   g_test_add_func("/timeline/escaping", test_escaping);
   g_test_add_func("/timeline/open-errors", test_open_errors);
   g_test_add_func("/timeline/write-failure", test_write_failure);

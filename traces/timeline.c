@@ -47,6 +47,12 @@
  *
  * Durability: the file is written to a temporary file next to the target
  * and renamed on close; on error it is removed (io/atomic.h).
+ *
+ * HDF5 (trace_timeline_open_h5): no events; the counter samples of the
+ * same sweep are kept per GPU, one row whenever power or clock changes,
+ * and stored by the close as /timelines/<run> of a results file
+ * (io/results.h), which res_timeline_write makes appear whole or not at
+ * all.
  */
 #include "traces/timeline.h"
 #include "io/atomic.h"
@@ -87,6 +93,7 @@ typedef struct {
   gboolean have_power;
   guint16 last_sm;
   gboolean have_sm;
+  GArray *time_s, *power_w, *sm_mhz; /* HDF5: the samples (double) */
 } TlGpu;
 
 struct TraceTimeline {
@@ -108,6 +115,11 @@ struct TraceTimeline {
   gboolean failed;
   int err;                /* errno of the first write failure */
   TraceTimelineCounts counts;
+  /* HDF5 (trace_timeline_open_h5; run NULL: JSON): the timeline's name,
+   * whether it may replace one, the new file's attributes (owned). */
+  char *run;
+  gboolean replace;
+  ResMeta meta;
 };
 
 void trace_timeline_options_init(TraceTimelineOptions *opt)
@@ -224,6 +236,8 @@ static TlGpu *tl_gpu(TraceTimeline *tl, guint g, guint stream)
     s = tl->gpu[g] = g_new0(TlGpu, 1);
     s->points = g_array_new(FALSE, FALSE, sizeof(TlPoint));
   }
+  if (tl->run != NULL)
+    return s; /* HDF5: no events */
   if (!s->named) {
     char name[48];
     g_snprintf(name, sizeof name, "GPU %u", g);
@@ -281,11 +295,39 @@ static void tl_counter(TraceTimeline *tl, guint g, gint64 t, const char *name,
   tl->counts.counter++;
 }
 
+/* HDF5: one row of the state at t when power or clock changed. */
+static void tl_row(TraceTimeline *tl, TlGpu *s, gint64 t, double power, gboolean have_clock,
+                   guint16 sm)
+{
+  gboolean new_sm = have_clock && (!s->have_sm || s->last_sm != sm);
+  gboolean new_power = !s->have_power || fabs(s->last_power - power) > 1e-9;
+  if (!new_sm && !new_power)
+    return;
+  if (s->time_s == NULL) {
+    s->time_s = g_array_new(FALSE, FALSE, sizeof(double));
+    s->power_w = g_array_new(FALSE, FALSE, sizeof(double));
+    s->sm_mhz = g_array_new(FALSE, FALSE, sizeof(double));
+  }
+  double ts = (double)t * 1e-9, f = have_clock ? (double)sm : NAN;
+  g_array_append_val(s->time_s, ts);
+  g_array_append_val(s->power_w, power);
+  g_array_append_val(s->sm_mhz, f);
+  tl->counts.counter++;
+  s->last_power = power;
+  s->have_power = TRUE;
+  s->last_sm = sm;
+  s->have_sm = have_clock;
+}
+
 /* Emits the counter samples of the state (power, clock) at time t when it
  * differs from the last sample written. */
 static void tl_sample(TraceTimeline *tl, guint g, TlGpu *s, gint64 t,
                       double power, gboolean have_clock, guint16 sm)
 {
+  if (tl->run != NULL) {
+    tl_row(tl, s, t, power, have_clock, sm);
+    return;
+  }
   if (have_clock && (!s->have_sm || s->last_sm != sm)) {
     tl_counter(tl, g, t, "sm_mhz", sm, "%.0f");
     s->last_sm = sm;
@@ -427,7 +469,10 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
   TlGpu *s = tl_gpu(tl, g, op->stream);
   GString *e = tl->ev;
 
+  gboolean json = tl->run == NULL;
   if (op->kind == SIM_OP_MARKER) {
+    if (!json)
+      return;
     g_string_truncate(e, 0);
     g_string_append_printf(e, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,"
                            "\"tid\":%u,\"ts\":", g, op->stream);
@@ -443,7 +488,7 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
     return;
   }
 
-  if (in_blocked) {
+  if (in_blocked && json) {
     g_string_truncate(e, 0);
     g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,"
                            "\"ts\":", g, op->stream);
@@ -465,6 +510,8 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
     g_string_append(e, "}}");
     tl_emit(tl);
     tl->counts.blocked++;
+  }
+  if (in_blocked) {
     if (tl->power && tl->blocked_w > 0) {
       double d = tl->blocked_w - tl->idle_w;
       tl_point(tl, g, s, (TlPoint){ rec->arrive_ns, d, 1, op->stream, 0 });
@@ -474,21 +521,23 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
 
   if (!in_op)
     return;
-  g_string_truncate(e, 0);
-  g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
-                         g, op->stream);
-  append_us(e, rec->start_ns);
-  g_string_append(e, ",\"dur\":");
-  append_us(e, rec->end_ns - rec->start_ns);
-  g_string_append(e, ",\"name\":");
-  g_string_append(e, tl_name(tl, op->name));
-  g_string_append_printf(e, ",\"cat\":\"%s\"",
-                         op->kind == SIM_OP_HOST
-                             ? "host"
-                             : sim_class_name((SimOpClass)op->klass));
-  tl_op_args(tl, op, rec);
-  tl_emit(tl);
-  tl->counts.complete++;
+  if (json) {
+    g_string_truncate(e, 0);
+    g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,"
+                           "\"ts\":", g, op->stream);
+    append_us(e, rec->start_ns);
+    g_string_append(e, ",\"dur\":");
+    append_us(e, rec->end_ns - rec->start_ns);
+    g_string_append(e, ",\"name\":");
+    g_string_append(e, tl_name(tl, op->name));
+    g_string_append_printf(e, ",\"cat\":\"%s\"",
+                           op->kind == SIM_OP_HOST
+                               ? "host"
+                               : sim_class_name((SimOpClass)op->klass));
+    tl_op_args(tl, op, rec);
+    tl_emit(tl);
+    tl->counts.complete++;
+  }
   if (op->kind == SIM_OP_KERNEL)
     tl_point(tl, g, s, (TlPoint){ rec->start_ns, 0, 0, op->stream,
                                   rec->clocks.sm_mhz });
@@ -518,8 +567,14 @@ static void tl_free(TraceTimeline *tl, gboolean remove_tmp)
   if (tl->gpu != NULL)
     for (guint g = 0; g < tl->w->n_ranks; g++)
       if (tl->gpu[g] != NULL) {
-        g_array_unref(tl->gpu[g]->points);
-        g_free(tl->gpu[g]);
+        TlGpu *s = tl->gpu[g];
+        g_array_unref(s->points);
+        if (s->time_s != NULL) {
+          g_array_unref(s->time_s);
+          g_array_unref(s->power_w);
+          g_array_unref(s->sm_mhz);
+        }
+        g_free(s);
       }
   if (tl->esc != NULL)
     for (guint i = 0; i < tl->w->names->len; i++)
@@ -533,6 +588,10 @@ static void tl_free(TraceTimeline *tl, gboolean remove_tmp)
   if (tl->dirty != NULL)
     g_array_unref(tl->dirty);
   g_free(tl->path);
+  g_free(tl->run);
+  g_free((char *)tl->meta.version);
+  g_free((char *)tl->meta.scenario_path);
+  g_free((char *)tl->meta.scenario_source);
   g_free(tl);
 }
 
@@ -541,17 +600,11 @@ void trace_timeline_abort(TraceTimeline *tl)
   tl_free(tl, TRUE);
 }
 
-TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
-                                   const TraceTimelineOptions *opt,
-                                   GError **error)
+/* A new exporter of w to path after checking opt (both formats), with no
+ * file yet; NULL with error set. */
+static TraceTimeline *tl_new(const char *path, const SimWorkload *w,
+                             const TraceTimelineOptions *opt, GError **error)
 {
-  g_return_val_if_fail(path != NULL && w != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  TraceTimelineOptions defaults;
-  if (opt == NULL) {
-    trace_timeline_options_init(&defaults);
-    opt = &defaults;
-  }
   if (path[0] == '\0') {
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
                 "cannot write a timeline: the file name is empty");
@@ -600,7 +653,23 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
   tl->esc = g_new0(char *, MAX(w->names->len, 1));
   tl->ev = g_string_sized_new(512);
   tl->dirty = g_array_new(FALSE, FALSE, sizeof(guint32));
+  return tl;
+}
 
+TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
+                                   const TraceTimelineOptions *opt,
+                                   GError **error)
+{
+  g_return_val_if_fail(path != NULL && w != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  TraceTimelineOptions defaults;
+  if (opt == NULL) {
+    trace_timeline_options_init(&defaults);
+    opt = &defaults;
+  }
+  TraceTimeline *tl = tl_new(path, w, opt, error);
+  if (tl == NULL)
+    return NULL;
   int e = io_atomic_open(&tl->out, path, "timeline");
   if (e != 0) {
     g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_IO,
@@ -637,6 +706,58 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
   return tl;
 }
 
+TraceTimeline *trace_timeline_open_h5(const char *path, const char *run,
+                                      gboolean replace, const ResMeta *meta,
+                                      const SimWorkload *w,
+                                      const TraceTimelineOptions *opt,
+                                      GError **error)
+{
+  g_return_val_if_fail(path != NULL && run != NULL && w != NULL, NULL);
+  g_return_val_if_fail(opt != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (opt->idle_power_w <= 0) {
+    g_set_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_INVALID,
+                "%s: a power timeline needs the GPUs' idle power", path);
+    return NULL;
+  }
+  TraceTimeline *tl = tl_new(path, w, opt, error);
+  if (tl == NULL)
+    return NULL;
+  tl->run = g_strdup(run);
+  tl->replace = replace;
+  if (meta != NULL) {
+    tl->meta.version = g_strdup(meta->version);
+    tl->meta.scenario_path = g_strdup(meta->scenario_path);
+    tl->meta.scenario_source = g_strdup(meta->scenario_source);
+    tl->meta.seed = meta->seed;
+  }
+  return tl;
+}
+
+/* Stores an HDF5 timeline: every selected GPU (every GPU when none was
+ * selected), in GPU order, with its samples (none when it ran nothing). */
+static gboolean tl_store_h5(TraceTimeline *tl, GError **error)
+{
+  guint n = tl->w->n_ranks;
+  g_autofree ResTimelineGpu *gpus = g_new0(ResTimelineGpu, MAX(n, 1));
+  guint k = 0;
+  for (guint g = 0; g < n; g++) {
+    if (tl->sel != NULL && !tl->sel[g])
+      continue;
+    const TlGpu *s = tl->gpu[g];
+    ResTimelineGpu *tg = &gpus[k++];
+    tg->gpu = g;
+    if (s == NULL || s->time_s == NULL)
+      continue;
+    tg->n = s->time_s->len;
+    tg->time_s = (const double *)(void *)s->time_s->data;
+    tg->power_w = (const double *)(void *)s->power_w->data;
+    tg->sm_mhz = (const double *)(void *)s->sm_mhz->data;
+  }
+  return res_timeline_write(tl->path, tl->run, gpus, k, tl->replace,
+                            &tl->meta, error);
+}
+
 gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
                               GError **error)
 {
@@ -645,6 +766,11 @@ gboolean trace_timeline_close(TraceTimeline *tl, TraceTimelineCounts *counts,
   tl_flush_iteration(tl);
   if (counts != NULL)
     *counts = tl->counts;
+  if (tl->run != NULL) {
+    gboolean ok = tl_store_h5(tl, error);
+    tl_free(tl, FALSE);
+    return ok;
+  }
   if (!tl->failed && fputs("\n]}\n", tl->f) == EOF) {
     tl->failed = TRUE;
     tl->err = errno != 0 ? errno : EIO;

@@ -12,6 +12,7 @@
 #define TRACES_TIMELINE_H
 
 #include <glib.h>
+#include "io/results.h"
 #include "sim/engine.h"
 
 G_BEGIN_DECLS
@@ -47,6 +48,22 @@ TraceTimeline *trace_timeline_open(const char *path, const SimWorkload *w,
                                    const TraceTimelineOptions *opt,
                                    GError **error);
 
+/* Starts a timeline of board power and SM clock over time, per GPU, to be
+ * stored by trace_timeline_close() as /timelines/<run> of the results file
+ * `path` (io/results.h: one row (gpu, time_s, power_w, sm_mhz) per change,
+ * GPUs in order, each GPU's rows in time order; sm_mhz NaN before the
+ * GPU's first kernel), created with meta (copied) when missing.  The
+ * samples are those of the JSON power and clock counters, kept in memory
+ * until the close (24 bytes each).  opt's idle power must be given (> 0):
+ * TRACE_TIMELINE_ERROR_INVALID otherwise, or when the options do not fit
+ * w.  Nothing is written before the close; an existing timeline `run` is
+ * replaced only with `replace` (io/results.h, res_timeline_write). */
+TraceTimeline *trace_timeline_open_h5(const char *path, const char *run,
+                                      gboolean replace, const ResMeta *meta,
+                                      const SimWorkload *w,
+                                      const TraceTimelineOptions *opt,
+                                      GError **error);
+
 /* The observer: pass it with the exporter as data to
  * sim_engine_set_observer() or JsRunOptions.observer.  Write errors are
  * remembered and reported by trace_timeline_close(). */
@@ -63,7 +80,8 @@ typedef struct {
 void trace_timeline_counts(const TraceTimeline *tl, TraceTimelineCounts *out);
 
 /* Finishes the file (pending counter samples, closing brackets), flushes it
- * to disk and renames it over `path`; stores the final event counts in
+ * to disk and renames it over `path` (an HDF5 timeline: writes it with
+ * res_timeline_write, whose errors it returns); stores the final event counts in
  * *counts when given.  Frees tl in every case; on failure (a write error
  * now or earlier) the temporary file is removed and nothing is left at
  * `path`. */

@@ -150,6 +150,11 @@ typedef struct {
    * a tie); PerseusRun.plan_snapped counts those that were not one. */
   const guint16 *plan_mhz;
   guint plan_stages, plan_microbatches;
+  /* The replay whose result perseus_run returns is replayed once more
+   * with this observer (a timeline; NULL: none), borrowed.  The engine is
+   * deterministic, so the observed run is that run. */
+  SimObserver observer;
+  gpointer observer_data;
 } PerseusPolicy;
 
 /* Defaults: slowdown 0, not straggler-aware, lag 0, eta 0.5, 5 W steps,

@@ -553,6 +553,46 @@ static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
   return TRUE;
 }
 
+/* Replays what r ran once more, with pol's observer: r's plan (already
+ * rewritten for the latency by run_plan) on mach, or, for a
+ * straggler-aware run (r->plan NULL), a fresh reactor's plans, as the
+ * first replay made them.  The engine is deterministic: the observed run
+ * is r's, to the bit (asserted on its time and energy).  FALSE with error
+ * set when the replay fails. */
+static gboolean observe_kept(PerseusRun *r, const PerseusPolicy *pol,
+                             const PerseusModel *pm, const SimWorkload *w,
+                             const SimMachine *sim, const SimMachine *mach,
+                             const StragglerSet *stragglers, guint iterations,
+                             GError **error)
+{
+  g_autoptr(PerseusReactor) reactor = NULL;
+  g_autoptr(StragglerMachine) smach = NULL;
+  g_autoptr(SimPlan) fresh = NULL;
+  SimPlan *plan = r->plan;
+  if (plan == NULL) {
+    reactor = perseus_reactor_new(pm, r->frontier, r->point, stragglers,
+                                  pol->lag);
+    fresh = perseus_reactor_initial_plan(reactor);
+    perseus_reactor_set_lookahead(reactor, w, sim);
+    if (!sim_plan_lookahead(fresh, w, sim, sim->switch_latency_ns, error))
+      return FALSE;
+    smach = straggler_machine_new(sim, stragglers, perseus_reactor_hook,
+                                  reactor);
+    mach = straggler_machine_sim(smach);
+    plan = fresh;
+  }
+  g_autoptr(SimEngine) e = sim_engine_new(w, mach, error);
+  if (e == NULL)
+    return FALSE;
+  sim_engine_set_observer(e, pol->observer, pol->observer_data);
+  g_autoptr(SimResult) res = sim_engine_run(e, plan, iterations, error);
+  if (res == NULL)
+    return FALSE;
+  g_assert(res->time_ns == r->result->time_ns &&
+           res->energy_j == r->result->energy_j);
+  return TRUE;
+}
+
 PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
                         const SimWorkload *w, const GpuCatalogue *catalogue,
                         const StragglerSet *stragglers, guint iterations,
@@ -661,6 +701,9 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   }
   if (!latency_budget(r, pol, pm, w, sim, mach, cm, stragglers, run_choice,
                       iterations, error))
+    return NULL;
+  if (pol->observer != NULL &&
+      !observe_kept(r, pol, pm, w, sim, mach, stragglers, iterations, error))
     return NULL;
   return g_steal_pointer(&r);
 }

@@ -940,6 +940,6 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
                 dvfs_kind_name(p->kind));
     return NULL;
   }
-  DvfsContext x = {run, w, catalogue, NULL, 1};
+  DvfsContext x = {run, w, catalogue, NULL, 1, NULL, NULL};
   return dvfs_policy_class(p->kind)->plan(p, &x, error);
 }

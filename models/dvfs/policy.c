@@ -245,7 +245,7 @@ SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
                 dvfs_kind_name(p->kind));
     return NULL;
   }
-  DvfsContext x = {c, w, NULL, NULL, 1};
+  DvfsContext x = {c, w, NULL, NULL, 1, NULL, NULL};
   g_autoptr(DvfsPlanResult) r = dvfs_policy_plan(p, &x, error);
   return r != NULL ? g_steal_pointer(&r->plan) : NULL;
 }

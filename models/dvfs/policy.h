@@ -165,6 +165,9 @@ typedef struct {
   const GpuCatalogue *catalogue;
   const StragglerSet *stragglers; /* run: may be NULL */
   guint iterations;               /* run: >= 1 */
+  SimObserver observer;           /* run: sees the replay whose result is
+                                     returned (a timeline); may be NULL */
+  gpointer observer_data;
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
@@ -175,8 +178,8 @@ enum {
                                    workload's representatives): its plan
                                    result is the run's report, its
                                    switch_latency_ms the run's latency */
-  DVFS_CLASS_PIPELINE = 1 << 1  /* drives its own engine (`run`): no
-                                   observer, a pipelined workload */
+  DVFS_CLASS_PIPELINE = 1 << 1  /* drives its own engine (`run`), on a
+                                   pipelined workload */
 };
 
 typedef struct {

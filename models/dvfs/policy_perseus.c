@@ -41,6 +41,8 @@ PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
   pol.plan_mhz = p->plan_mhz;
   pol.plan_stages = p->plan_stages;
   pol.plan_microbatches = p->plan_microbatches;
+  pol.observer = x->observer;
+  pol.observer_data = x->observer_data;
   return perseus_run(&pol, x->run, x->w, x->catalogue, x->stragglers,
                      MAX(x->iterations, 1), error);
 }
