@@ -220,48 +220,48 @@ static inline AttrState reader_state(const Reader *rd, const SimOp *ops)
 typedef struct MeterPt {
   gint64 t;
   double e; /* W ns since t0 */
+  double p; /* power of the step ending at t */
 } MeterPt;
 
 typedef struct {
-  double limit; /* board power limit; G_MAXDOUBLE: none */
-  gint64 win;   /* 0: instantaneous */
-  double peak;
-  MeterPt *pt;  /* the lane's scratch (Lane.meter), cap entries */
+  double limit;  /* board power limit; G_MAXDOUBLE: none */
+  gint64 win;    /* 0: instantaneous */
+  double peak;   /* W (instantaneous), or W ns (the window's integral) */
+  MeterPt *pt;   /* the lane's scratch (Lane.meter), cap entries */
   guint32 head, n, cap;
 } Meter;
 
-/* Adds segment [tau, next) at power p to a windowed meter. */
+/* Adds segment [tau, next) at power p to a windowed meter, which keeps
+ * the highest integral (the average times win: no division per step). */
 static __attribute__((noinline)) void meter_window(Meter *mt, gint64 tau,
                                                    gint64 next, double p)
 {
-  const double win = (double)mt->win;
+  const gint64 win = mt->win;
   const double e_tau = mt->pt[mt->n - 1].e;
   const double e_next = e_tau + p * (double)(next - tau);
+  double peak = mt->peak;
   /* The window's start on a step b: its end b + win inside this segment
    * (ends on earlier segments were met there). */
-  for (guint32 i = mt->head; i < mt->n && mt->pt[i].t + mt->win < next; i++) {
-    gint64 s = mt->pt[i].t + mt->win;
+  for (guint32 i = mt->head; i < mt->n && mt->pt[i].t + win < next; i++) {
+    gint64 s = mt->pt[i].t + win;
     if (s > tau)
-      mt->peak = MAX(mt->peak,
-                     (e_tau + p * (double)(s - tau) - mt->pt[i].e) / win);
+      peak = MAX(peak, e_tau + p * (double)(s - tau) - mt->pt[i].e);
   }
   /* The window's end at next, once a whole window fits (pt[0] is t0
    * until the first point is dropped). */
-  gint64 s0 = next - mt->win;
+  gint64 s0 = next - win;
   if (mt->head > 0 || s0 >= mt->pt[0].t) {
     while (mt->head + 1 < mt->n && mt->pt[mt->head + 1].t <= s0)
       mt->head++;
-    const MeterPt *a = &mt->pt[mt->head];
-    double e_s0;
-    if (mt->head + 1 == mt->n) {
-      e_s0 = e_tau + p * (double)(s0 - tau); /* inside this segment */
-    } else {
-      const MeterPt *b = a + 1; /* one step: power constant between */
-      e_s0 = a->e +
-             (b->e - a->e) * (double)(s0 - a->t) / (double)(b->t - a->t);
-    }
-    mt->peak = MAX(mt->peak, (e_next - e_s0) / win);
+    /* s0 lies in the step ending at the next point, or in this one. */
+    double e_s0 = mt->head + 1 == mt->n
+                    ? e_tau - p * (double)(tau - s0)
+                    : mt->pt[mt->head + 1].e -
+                        mt->pt[mt->head + 1].p *
+                          (double)(mt->pt[mt->head + 1].t - s0);
+    peak = MAX(peak, e_next - e_s0);
   }
+  mt->peak = peak;
   if (mt->n == mt->cap) {
     if (mt->head > 0) {
       memmove(mt->pt, mt->pt + mt->head,
@@ -273,7 +273,7 @@ static __attribute__((noinline)) void meter_window(Meter *mt, gint64 tau,
       mt->pt = g_renew(MeterPt, mt->pt, mt->cap);
     }
   }
-  mt->pt[mt->n++] = (MeterPt){next, e_next};
+  mt->pt[mt->n++] = (MeterPt){next, e_next, p};
 }
 
 /* Adds segment [tau, next) of board power p to the meter. */
@@ -702,7 +702,8 @@ SWEEP_INLINE double account_rank(SimEngine *e, guint r, gint64 t0,
       sw.mt.cap = 64;
       sw.mt.pt = g_new(MeterPt, sw.mt.cap);
     }
-    sw.mt.pt[sw.mt.n++] = (MeterPt){t0, 0.0};
+    sw.mt.pt[sw.mt.n++] = (MeterPt){t0, 0.0, 0.0};
+    sw.mt.peak = 0.0; /* an integral until the end */
   }
 
   double energy = sw.idle_w * (double)(t1 - t0) * 1e-9;
@@ -732,6 +733,8 @@ SWEEP_INLINE double account_rank(SimEngine *e, guint r, gint64 t0,
   energy -= lt.held_j; /* the limit's cut, off the additive sum */
   lg.energy_j += energy;
   lg.switches += rs->switches;
+  if (sw.mt.win > 0)
+    sw.mt.peak = MAX(sw.mt.peak / (double)sw.mt.win, sw.idle_w);
   lg.peak_power_w = MAX(lg.peak_power_w, sw.mt.peak);
   *tot_out = lt;
   *g_out = lg;
