@@ -556,11 +556,14 @@ static void build_gpus(ClusterMachine *m, const Cluster *c)
 
 /* The board limit the engine holds concurrent streams to, per GPU: the
  * limit the per-kernel cap prices against, scaled like every other power
- * of that GPU (a kernel at the cap draws limit x pf).  Under the boost
- * controller there is none: its average holds the limit, late. */
+ * of that GPU (a kernel at the cap draws limit x pf).  None under the
+ * boost controller (its average holds the limit, late), nor for measured
+ * prices without an explicit limit: like the table's own cap
+ * (models/table.c), the measurement holds its GPU's behaviour, measured
+ * under a limit of its own. */
 static void build_held_limit(ClusterMachine *m, const Cluster *c)
 {
-  if (m->boost != NULL)
+  if (m->boost != NULL || (m->table != NULL && !(c->power_limit_w > 0.0)))
     return;
   double limit = c->power_limit_w > 0.0 ? c->power_limit_w
                                         : c->gpu->power_limit_w.v;
@@ -640,13 +643,13 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   if (!build_groups(m, w, error) || !build_shapes(m, w, ref, error))
     return NULL;
   build_gpus(m, c);
-  build_held_limit(m, c);
   GError *terr = NULL;
   m->table = price_table_from_workload(w, &terr);
   if (terr != NULL) {
     g_propagate_error(error, terr);
     return NULL;
   }
+  build_held_limit(m, c);
 
   double switch_ms = c->switch_latency_ms >= 0.0
                        ? c->switch_latency_ms
