@@ -331,7 +331,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  * ascend (generated workloads), an upper bound otherwise.  Not included:
  * the overflow list, 40 B per op that lasts or is blocked 2^32 ns (4.3 s)
  * or more (none in generated workloads) or that a clock switch splits (at
- * most one per switch).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
+ * most one per switch); and the power meter's scratch, per thread, 24 B
+ * per step of board power within one sensor window (GPT-3 13B, TP8:
+ * about a thousand steps in 25 ms, some 24 KB).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
  * the engine created and run once: 8.27 MB estimated, malloc grew by
  * 8.11 MB; with a per-op plan 59.2 MB and 59.3 MB (tests/test-gpt.c). */
 guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,
