@@ -742,7 +742,7 @@ static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
                                            tlabel, w->n_ranks, spec->name,
                                            net->name, plabel);
   topt.label = label;
-  ResMeta meta = {JOULESIM_VERSION, tlabel, NULL, x->seed};
+  ResMeta meta = {JOULESIM_VERSION, tlabel, NULL, x->seed, NULL, NULL};
   g_autoptr(TraceTimeline) tl =
     x->h5 != NULL ? trace_timeline_open_h5(x->h5, x->run, x->force, &meta, w,
                                            &topt, &err)

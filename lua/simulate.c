@@ -43,6 +43,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   jsl_set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
   jsl_set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
   jsl_set_num(L, "peak_power_w", r->peak_power_w);
+  jsl_set_num(L, "held_j", r->held_j);
   jsl_set_num(L, "waste_j", r->waste_j);
   jsl_set_num(L, "blocked_j", r->blocked.energy_j);
   jsl_set_num(L, "idle_j", r->idle.energy_j);
@@ -372,7 +373,7 @@ static TraceTimeline *open_timeline(lua_State *L, const char *fn,
   topt->label = lw->label;
   JsSession *s = jsl_session(L);
   ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                  s->seed};
+                  s->seed, s->run_id, s->run_started};
   TraceTimeline *tl =
     t->run != NULL ? trace_timeline_open_h5(t->path, t->run, t->replace,
                                             &meta, lw->w, topt, &tl_err)

@@ -297,6 +297,8 @@ struct ClusterMachine {
   double power_limit_w;    /* passed to the GPU model (<= 0: default) */
 
   double *idle_power_w, *blocked_power_w, *comm_power_w; /* n_gpus each */
+  double *held_limit_w;    /* n_gpus: the limit the board holds the sum of
+                              its streams to (per-kernel cap), or NULL */
   double *perf, *power_factor;                           /* n_gpus each */
   SimBoost *boost;         /* n_gpus controllers, or NULL (per-kernel cap) */
 
@@ -552,6 +554,24 @@ static void build_gpus(ClusterMachine *m, const Cluster *c)
   }
 }
 
+/* The board limit the engine holds concurrent streams to, per GPU: the
+ * limit the per-kernel cap prices against, scaled like every other power
+ * of that GPU (a kernel at the cap draws limit x pf).  None under the
+ * boost controller (its average holds the limit, late), nor for measured
+ * prices without an explicit limit: like the table's own cap
+ * (models/table.c), the measurement holds its GPU's behaviour, measured
+ * under a limit of its own. */
+static void build_held_limit(ClusterMachine *m, const Cluster *c)
+{
+  if (m->boost != NULL || (m->table != NULL && !(c->power_limit_w > 0.0)))
+    return;
+  double limit = c->power_limit_w > 0.0 ? c->power_limit_w
+                                        : c->gpu->power_limit_w.v;
+  m->held_limit_w = g_new(double, m->n_gpus);
+  for (guint g = 0; g < m->n_gpus; g++)
+    m->held_limit_w[g] = limit * m->power_factor[g];
+}
+
 /* The boost controllers (sim/engine.h SimBoost), one per GPU, from the
  * spec's boost_* parameters (0: GPU_BOOST_* defaults, one clock step) and
  * the limit in force; a 1% hysteresis below the limit (an estimate). */
@@ -629,6 +649,7 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
     g_propagate_error(error, terr);
     return NULL;
   }
+  build_held_limit(m, c);
 
   double switch_ms = c->switch_latency_ms >= 0.0
                        ? c->switch_latency_ms
@@ -649,6 +670,11 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
   /* Every GPU priced alike: the engine may share one price cache. */
   s->uniform_pricing = c->perf_spread == 0.0 && c->power_spread == 0.0;
   s->boost = m->boost;
+  s->power_limit_w = m->held_limit_w;
+  /* The sensor's window (docs/sources.md; the controller's average). */
+  double win_ms = c->gpu->boost_window_ms.v > 0 ? c->gpu->boost_window_ms.v
+                                                : GPU_BOOST_WINDOW_MS;
+  s->sensor_window_ns = (gint64)llround(win_ms * 1e6);
   /* kernel_cost locks its cache; the network model keeps no state. */
   s->thread_safe = TRUE;
   return g_steal_pointer(&m);
@@ -669,6 +695,7 @@ void cluster_machine_free(ClusterMachine *m)
   g_free(m->idle_power_w);
   g_free(m->blocked_power_w);
   g_free(m->comm_power_w);
+  g_free(m->held_limit_w);
   g_free(m->boost);
   g_free(m);
 }

@@ -13,6 +13,12 @@
  * accumulated in exactly the order of the straightforward merge, so results
  * are bit-identical to it.  A rank whose inputs equal those of an earlier
  * rank of its program is copied from it ("Ranks with the same inputs").
+ *
+ * Board power: each segment's power is idle plus the increments of every
+ * stream.  While a kernel runs, the board's limit (SimMachine.power_limit_w)
+ * holds that sum: the part above it is taken off the kernel's class and
+ * phase (held_j).  The meter (below) reads the held power as the board's
+ * sensor does, averaged over its window, for peak_power_w.
  */
 #include "sim/engine-private.h"
 
@@ -199,13 +205,111 @@ static inline AttrState reader_state(const Reader *rd, const SimOp *ops)
   return ATTR_IDLE;
 }
 
+/* ---- the meter ------------------------------------------------------------- */
+
+/* The board's power sensor: the highest average of board power over any
+ * window of `win` ns inside the iteration [t0, t1) (win = MIN(the
+ * machine's window, t1 - t0)), or with win = 0 the highest instantaneous
+ * power.  Segments arrive in time order, back to back.  Board power is a
+ * step function, so the window's integral is piecewise linear in the
+ * window's end, with kinks where either edge crosses a step: the meter
+ * evaluates it at every segment end (the window's end on a step) and at
+ * every step + win (its start on one).  It keeps the steps of the last win
+ * ns as (time, energy since t0) points, pt[head..n), the last one the end
+ * of the last segment; each point is added and dropped once. */
+typedef struct MeterPt {
+  gint64 t;
+  double e; /* W ns since t0 */
+  double p; /* power of the step ending at t */
+} MeterPt;
+
+typedef struct {
+  double limit;  /* board power limit; G_MAXDOUBLE: none */
+  gint64 win;    /* 0: instantaneous */
+  double peak;   /* W (instantaneous), or W ns (the window's integral) */
+  MeterPt *pt;   /* the lane's scratch (Lane.meter), cap entries */
+  guint32 head, n, cap;
+} Meter;
+
+/* Adds segment [tau, next) at power p to a windowed meter, which keeps
+ * the highest integral (the average times win: no division per step). */
+static __attribute__((noinline)) void meter_window(Meter *mt, gint64 tau,
+                                                   gint64 next, double p)
+{
+  const gint64 win = mt->win;
+  const double e_tau = mt->pt[mt->n - 1].e;
+  const double e_next = e_tau + p * (double)(next - tau);
+  double peak = mt->peak;
+  /* The window's start on a step b: its end b + win inside this segment
+   * (ends on earlier segments were met there). */
+  for (guint32 i = mt->head; i < mt->n && mt->pt[i].t + win < next; i++) {
+    gint64 s = mt->pt[i].t + win;
+    if (s > tau)
+      peak = MAX(peak, e_tau + p * (double)(s - tau) - mt->pt[i].e);
+  }
+  /* The window's end at next, once a whole window fits (pt[0] is t0
+   * until the first point is dropped). */
+  gint64 s0 = next - win;
+  if (mt->head > 0 || s0 >= mt->pt[0].t) {
+    while (mt->head + 1 < mt->n && mt->pt[mt->head + 1].t <= s0)
+      mt->head++;
+    /* s0 lies in the step ending at the next point, or in this one. */
+    double e_s0 = mt->head + 1 == mt->n
+                    ? e_tau - p * (double)(tau - s0)
+                    : mt->pt[mt->head + 1].e -
+                        mt->pt[mt->head + 1].p *
+                          (double)(mt->pt[mt->head + 1].t - s0);
+    peak = MAX(peak, e_next - e_s0);
+  }
+  mt->peak = peak;
+  if (mt->n == mt->cap) {
+    if (mt->head > 0) {
+      memmove(mt->pt, mt->pt + mt->head,
+              sizeof(MeterPt) * (mt->n - mt->head));
+      mt->n -= mt->head;
+      mt->head = 0;
+    } else {
+      mt->cap *= 2;
+      mt->pt = g_renew(MeterPt, mt->pt, mt->cap);
+    }
+  }
+  mt->pt[mt->n++] = (MeterPt){next, e_next, p};
+}
+
+/* Adds segment [tau, next) of board power p to the meter. */
+static inline void meter_add(Meter *mt, gint64 tau, gint64 next, double p)
+{
+  if (G_LIKELY(mt->win == 0))
+    mt->peak = MAX(mt->peak, p);
+  else
+    meter_window(mt, tau, next, p);
+}
+
+/* Board power p over [tau, next) while kernel o runs, held at the limit:
+ * the part above it is taken off o's class and phase and counted as
+ * held.  Returns the power the board draws. */
+static inline double hold(const Meter *mt, Totals *tot, SimGpuResult *g,
+                          const SimOp *o, double p, gint64 tau, gint64 next)
+{
+  if (G_LIKELY(p <= mt->limit))
+    return p;
+  double held = (p - mt->limit) * (double)(next - tau) * 1e-9;
+  tot->by_class[o->klass].energy_j -= held;
+  tot->by_phase[o->phase].energy_j -= held;
+  tot->held_j += held;
+  g->held_j += held;
+  return mt->limit;
+}
+
 /* Adds segment [tau, next) attributed to `state` (to op `op` for
- * ATTR_COMM and ATTR_KERNEL). */
+ * ATTR_COMM and ATTR_KERNEL), its board power held by the limit while a
+ * kernel runs. */
 static inline void emit(Totals *tot, SimGpuResult *g, const SimOp *ops,
                         double idle_w, gint64 tau, gint64 next,
                         AttrState state, guint32 op, double inc_sum,
-                        double *peak)
+                        Meter *mt)
 {
+  double p = idle_w + inc_sum;
   double len = (double)(next - tau);
   double base_j = idle_w * len * 1e-9;
   switch (state) {
@@ -214,10 +318,12 @@ static inline void emit(Totals *tot, SimGpuResult *g, const SimOp *ops,
     const SimOp *o = &ops[op];
     tot->by_class[o->klass].energy_j += base_j;
     tot->by_phase[o->phase].energy_j += base_j;
-    if (state == ATTR_KERNEL)
+    if (state == ATTR_KERNEL) {
       g->kernel_ns += len;
-    else
+      p = hold(mt, tot, g, o, p, tau, next);
+    } else {
       g->comm_ns += len;
+    }
     break;
   }
   case ATTR_BLOCKED:
@@ -233,7 +339,7 @@ static inline void emit(Totals *tot, SimGpuResult *g, const SimOp *ops,
     g->idle_ns += len;
     break;
   }
-  *peak = MAX(*peak, idle_w + inc_sum);
+  meter_add(mt, tau, next, p);
 }
 
 /* ---- the sweep -------------------------------------------------------------- */
@@ -255,7 +361,7 @@ typedef struct {
   guint ns;          /* streams */
   gint64 tau;        /* the sweep has accounted [t0, tau) */
   gint64 t1;
-  double peak;
+  Meter mt;
   Reader rd[SIM_MAX_STREAMS];
   gint64 edge[SIM_MAX_STREAMS];       /* each live reader's next edge */
   AttrState state[SIM_MAX_STREAMS];   /* each live reader's state */
@@ -368,7 +474,7 @@ SWEEP_INLINE void merge_step(Sweep *sw)
   }
   if (next > tau)
     emit(sw->tot, sw->g, ops, sw->idle_w, tau, next, best, best_op, inc_sum,
-         &sw->peak);
+         &sw->mt);
   sw->tau = next;
 }
 
@@ -438,7 +544,7 @@ SWEEP_INLINE void others_of(const Sweep *sw, guint solo, Others *o)
  * reader and the GPU's kernel time kept in locals.  Not from the first
  * part of a split kernel (it does not end at tau). */
 SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
-                               const Others *ot, gint64 *tau, double *peak)
+                               const Others *ot, gint64 *tau, Meter *mt)
 {
   const SimOp *ops = sw->ops;
   const RankState *rs = sw->rs;
@@ -449,7 +555,7 @@ SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
   guint32 n = sr->cur + 1, last = sr->cur;
   gint64 t = *tau, last_start = sr->iv.start;
   float last_inc = sr->iv.inc;
-  double kns = g->kernel_ns, pk = *peak;
+  double kns = g->kernel_ns;
   for (; n < sr->end; n++) {
     const SimOp *o = &ops[n];
     if (o->kind != SIM_OP_KERNEL || o->wait != SIM_NO_WAIT)
@@ -474,12 +580,11 @@ SWEEP_INLINE void back_to_back(const Sweep *sw, Reader *sr, gint64 limit,
       double sum = ot->inc_before + (double)last_inc;
       for (guint a = 0; a < ot->n_after; a++)
         sum += ot->inc_after[a];
-      pk = MAX(pk, idle_w + sum);
+      meter_add(mt, t, end, hold(mt, tot, g, o, idle_w + sum, t, end));
       t = end;
     }
   }
   g->kernel_ns = kns;
-  *peak = pk;
   if (last != sr->cur) {
     sr->prev_end = last_start;
     sr->cur = last;
@@ -514,7 +619,7 @@ SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
   const guint kmode = sw->kmode;
   const double idle_w = sw->idle_w;
   gint64 tau = sw->tau;
-  double peak = sw->peak;
+  Meter mt = sw->mt;
   Reader *sr = &sw->rd[solo];
   for (;;) {
     if (!reader_skip(sr, rs, ops, kmode, tau))
@@ -533,14 +638,14 @@ SWEEP_INLINE void solo_run(Sweep *sw, guint solo, gint64 limit)
     }
     gboolean mine = k > o.state || (k == o.state && solo < o.stream);
     emit(tot, g, ops, idle_w, tau, ed, mine ? k : o.state,
-         mine ? sr->cur : o.op, sum, &peak);
+         mine ? sr->cur : o.op, sum, &mt);
     tau = ed;
     if (k != ATTR_KERNEL || !kernel_wins || sr->iv.rest_end != 0)
       continue;
-    back_to_back(sw, sr, limit, &o, &tau, &peak);
+    back_to_back(sw, sr, limit, &o, &tau, &mt);
   }
   sw->tau = tau;
-  sw->peak = peak;
+  sw->mt = mt;
 }
 
 /* The additions happen in the order of a plain per-op pass (step 1)
@@ -563,8 +668,8 @@ SWEEP_INLINE double account_rank(SimEngine *e, guint r, gint64 t0,
    * 7.44 G instructions per replay, 0.511 -> 0.483 s). */
   OpLog *memo = NULL;
   RankState view;
+  Lane *L = &e->lanes[lane_of(e, r)];
   if (!klog) {
-    Lane *L = &e->lanes[lane_of(e, r)];
     if (L->memo_cap < rk->n_ops) {
       g_free(L->memo);
       L->memo = g_new(OpLog, rk->n_ops);
@@ -585,7 +690,21 @@ SWEEP_INLINE double account_rank(SimEngine *e, guint r, gint64 t0,
   sw.ns = rs->n_streams;
   sw.tau = t0;
   sw.t1 = t1;
-  sw.peak = sw.idle_w;
+  sw.mt.limit = e->m->power_limit_w != NULL ? e->m->power_limit_w[r]
+                                            : G_MAXDOUBLE;
+  sw.mt.win = MIN(e->m->sensor_window_ns, t1 - t0);
+  sw.mt.peak = sw.idle_w;
+  sw.mt.pt = L->meter;
+  sw.mt.cap = L->meter_cap;
+  sw.mt.head = sw.mt.n = 0;
+  if (sw.mt.win > 0) {
+    if (sw.mt.cap == 0) {
+      sw.mt.cap = 64;
+      sw.mt.pt = g_new(MeterPt, sw.mt.cap);
+    }
+    sw.mt.pt[sw.mt.n++] = (MeterPt){t0, 0.0, 0.0};
+    sw.mt.peak = 0.0; /* an integral until the end */
+  }
 
   double energy = sw.idle_w * (double)(t1 - t0) * 1e-9;
   energy = add_increments(e, rk, rs, sw.block_inc, &lt, &lg, energy, klog,
@@ -609,9 +728,14 @@ SWEEP_INLINE double account_rank(SimEngine *e, guint r, gint64 t0,
     if (solo != G_MAXUINT)
       solo_run(&sw, solo, limit);
   }
+  L->meter = sw.mt.pt;
+  L->meter_cap = sw.mt.cap;
+  energy -= lt.held_j; /* the limit's cut, off the additive sum */
   lg.energy_j += energy;
   lg.switches += rs->switches;
-  lg.peak_power_w = MAX(lg.peak_power_w, sw.peak);
+  if (sw.mt.win > 0)
+    sw.mt.peak = MAX(sw.mt.peak / (double)sw.mt.win, sw.idle_w);
+  lg.peak_power_w = MAX(lg.peak_power_w, sw.mt.peak);
   *tot_out = lt;
   *g_out = lg;
   return energy;
@@ -648,6 +772,9 @@ static gboolean same_inputs(const SimEngine *e, const AcctMemo *m,
       memcmp(&a->idle_w, &b->idle_w, sizeof a->idle_w) != 0 ||
       memcmp(&a->comm_inc, &b->comm_inc, sizeof a->comm_inc) != 0 ||
       memcmp(&blocked_w[r], &blocked_w[m->rank], sizeof *blocked_w) != 0 ||
+      (e->m->power_limit_w != NULL &&
+       memcmp(&e->m->power_limit_w[r], &e->m->power_limit_w[m->rank],
+              sizeof(double)) != 0) ||
       memcmp(g, &m->before, sizeof *g) != 0)
     return FALSE;
   /* The program fixes the streams, the wait targets and the comm ops. */

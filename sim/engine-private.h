@@ -277,6 +277,9 @@ typedef struct {
   OpLog *memo;               /* the accounting's kernel memo, memo_cap
                                 entries (sim/account.c, account_rank) */
   guint32 memo_cap;
+  struct MeterPt *meter;     /* the accounting's power meter, meter_cap
+                                points (sim/account.c, "the meter") */
+  guint32 meter_cap;
   gboolean running;          /* threaded: in a round's first phase (its
                                 streams run; a transfer matched here whose
                                 members are all its own starts at once) */
@@ -432,6 +435,7 @@ typedef struct {
   SimTE by_class[SIM_CLASS_COUNT];
   SimTE by_phase[SIM_PHASE_COUNT];
   SimTE blocked, idle;
+  double held_j;  /* taken off by the board limit (SimResult.held_j) */
 } Totals;
 
 /* replay.c: replays one iteration from t0; on success *t1 is its end.

@@ -272,6 +272,7 @@ static void lanes_free(SimEngine *e)
     g_free(L->mseq);
     g_free(L->mstream);
     g_free(L->memo);
+    g_free(L->meter);
     g_free(L->amemo);
     if (k > 0)
       g_free(L->cache);
@@ -335,6 +336,9 @@ static gboolean check_fold_machine(const SimWorkload *w, const SimMachine *m,
       what = "blocked";
     else if (m->comm_power_w[r] != m->comm_power_w[q])
       what = "communication";
+    else if (m->power_limit_w != NULL &&
+             m->power_limit_w[r] != m->power_limit_w[q])
+      what = "limit";
     if (what != NULL) {
       g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
                   "folded workload: GPU %u folds to GPU %u but their %s "
@@ -343,9 +347,11 @@ static gboolean check_fold_machine(const SimWorkload *w, const SimMachine *m,
                   what,
                   what[0] == 'i'   ? m->idle_power_w[r]
                   : what[0] == 'b' ? m->blocked_power_w[r]
+                  : what[0] == 'l' ? m->power_limit_w[r]
                                    : m->comm_power_w[r],
                   what[0] == 'i'   ? m->idle_power_w[q]
                   : what[0] == 'b' ? m->blocked_power_w[q]
+                  : what[0] == 'l' ? m->power_limit_w[q]
                                    : m->comm_power_w[q]);
       return FALSE;
     }
@@ -377,6 +383,18 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
                 "negative clock switching latency");
     return NULL;
   }
+  if (m->sensor_window_ns < 0) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "negative power sensor window");
+    return NULL;
+  }
+  for (guint r = 0; m->power_limit_w != NULL && r < m->n_gpus; r++)
+    if (!(m->power_limit_w[r] > 0)) {
+      g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                  "GPU %u: board power limit %g W is not positive", r,
+                  m->power_limit_w[r]);
+      return NULL;
+    }
   for (guint r = 0; m->boost != NULL && r < m->n_gpus; r++) {
     const SimBoost *b = &m->boost[r];
     if (!(b->window_ns > 0 && b->period_ns > 0 && b->step_mhz > 0 &&
@@ -656,6 +674,7 @@ static void add_weighted(SimResult *res, const Totals *s, double w)
   res->blocked.energy_j += w * s->blocked.energy_j;
   res->idle.time_ns += w * s->idle.time_ns;
   res->idle.energy_j += w * s->idle.energy_j;
+  res->held_j += w * s->held_j;
 }
 
 /* Plan p's early requests fit the workload: on kernel ops of each rank,
@@ -854,9 +873,11 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
     }
     if (!sim_replay_threaded(e))
       e->threads_used = 1;
+    double held_before = res->held_j;
     double iter_energy = account_iteration(e, res, t0, t1);
     res->iterations[it].time_ns = t1 - t0;
     res->iterations[it].energy_j = iter_energy;
+    res->iterations[it].held_j = res->held_j - held_before;
     t0 = t1;
   }
   sim_plan_free(owned);

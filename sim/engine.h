@@ -49,6 +49,17 @@
  *   active at t (a kernel adds P_kernel - P_idle, a running communication
  *   P_comm - P_idle, a blocked communication P_block - P_idle).  Energy is the
  *   exact integral of that function.
+ * - The board limit (SimMachine.power_limit_w) holds that sum: while a
+ *   kernel runs and the sum exceeds the limit (a transfer on another
+ *   stream overlapping a kernel the cap already holds at the limit), the
+ *   board draws the limit, as the driver does by lowering the clock both
+ *   streams share.  The energy above the limit is taken off the kernel's
+ *   class and phase and reported as held_j.  Durations are not changed
+ *   (see docs/gpu-model.md, "Power cap", for what that leaves out).
+ * - peak_power_w is the highest average of board power over the power
+ *   sensor's window (SimMachine.sensor_window_ns, or the iteration when it
+ *   is shorter; windows lie inside one iteration); with no window, the
+ *   highest instantaneous power.
  * - Time and baseline (idle) energy are attributed by state with priority
  *   kernel > communication > blocked > idle; increments go to their own op.
  *   So sum(by_class) + blocked + idle = total energy, exactly.
@@ -202,6 +213,13 @@ struct SimMachine {
    * it, kernel_cost must price without a power cap of its own: the
    * controller caps the clocks instead. */
   const SimBoost *boost;
+  /* Optional: the board power limit of each GPU (n_gpus entries), or NULL
+   * (none held).  While a kernel runs, board power above it is cut to it
+   * (the semantics above).  Without it, as before: power is the sum. */
+  const double *power_limit_w;
+  /* The power sensor's averaging window for peak_power_w (0: the
+   * instantaneous peak). */
+  gint64 sensor_window_ns;
   /* Optional promise (FALSE when unsure): kernel_cost may be called from
    * several threads at once, and the network callbacks' answers do not
    * depend on the order they are called in (no shared-bandwidth state).
@@ -219,7 +237,9 @@ typedef struct {
   double energy_j;
   double kernel_ns, comm_ns, blocked_ns, idle_ns; /* partition of time */
   double blocked_j, idle_j;                       /* waste */
-  double peak_power_w;
+  double peak_power_w;  /* highest window average (see above) */
+  double held_j;        /* energy the board limit took off overlaps
+                           (already out of energy_j) */
   double flops;
   guint64 switches;
 } SimGpuResult;
@@ -227,6 +247,7 @@ typedef struct {
 typedef struct {
   gint64 time_ns;
   double energy_j;
+  double held_j;        /* of which taken off by the board limit */
 } SimIterResult;
 
 typedef struct {
@@ -234,6 +255,10 @@ typedef struct {
   double energy_j;
   double waste_j;              /* blocked + idle energy, all GPUs */
   double peak_power_w;         /* max over GPUs */
+  double held_j;               /* energy the board limit took off
+                                  overlaps, all GPUs (energy_j + held_j
+                                  is the additive sum, which the plan
+                                  models reproduce) */
   guint64 switches;
   guint64 ops;                 /* ops replayed (all iterations) */
   guint64 ops_represented;     /* ops of every rank (all iterations): equal
@@ -306,7 +331,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
  * ascend (generated workloads), an upper bound otherwise.  Not included:
  * the overflow list, 40 B per op that lasts or is blocked 2^32 ns (4.3 s)
  * or more (none in generated workloads) or that a clock switch splits (at
- * most one per switch).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
+ * most one per switch); and the power meter's scratch, per thread, 24 B
+ * per step of board power within one sensor window (GPT-3 13B, TP8:
+ * about a thousand steps in 25 ms, some 24 KB).  GPT-3 175B TP8 PP8 DP4 (256 GPUs, 6.4 M ops),
  * the engine created and run once: 8.27 MB estimated, malloc grew by
  * 8.11 MB; with a per-op plan 59.2 MB and 59.3 MB (tests/test-gpt.c). */
 guint64 sim_engine_estimate_bytes(const SimWorkload *w, const SimMachine *m,

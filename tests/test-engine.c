@@ -1,6 +1,7 @@
 /* tests/test-engine.c -- the replay engine against a fake machine whose
  * prices are simple closed forms, so every expected time is exact. */
 #include "sim/engine.h"
+#include "sim/pcg.h"
 #include "testutil.h"
 #include "testwork.h"
 
@@ -219,6 +220,140 @@ static void test_cross_stream(void)
   g_assert_true(test_close(r->energy_j, ej, 1e-12));
   g_assert_cmpfloat(r->peak_power_w, ==, 550.0);
   check_partition(r);
+}
+
+/* The board limit holds the sum of what runs at once.  Two GPUs, each a
+ * 4000 ns kernel (300 W) on stream 0 and, on stream 1, a collective of
+ * 1000 bytes (2000 ns, 120 W: +70 W over idle) starting with it.  Summed,
+ * the board would draw 370 W for 2000 ns, then 300 W; under a 340 W
+ * limit it draws 340 W, then 300 W: 30 W x 2000 ns = 60 uJ per GPU
+ * held, taken off the kernel's class.  The sensor reads the held power:
+ * 340 W instantaneous, and over a 3000 ns window at most
+ * (340 x 2000 + 300 x 1000) / 3000 = 326.67 W (the window at the start). */
+static void test_limit_overlap(void)
+{
+  g_autoptr(SimWorkload) w = sim_workload_new(2);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  guint32 ar = tw_shape(w, SIM_CLASS_COMM, 1000, SIM_COLL_ALL_REDUCE);
+  guint32 members[2] = {0, 1};
+  guint32 g = sim_workload_add_group(w, members, 2);
+  for (guint r = 0; r < 2; r++) {
+    tw_add(b, w, SIM_OP_KERNEL, 0, 4000, k, 0, SIM_NO_WAIT);
+    tw_add(b, w, SIM_OP_COLLECTIVE, 1, 0, ar, g, SIM_NO_WAIT);
+    sim_rank_builder_finish(b, w, r);
+  }
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(2, (SimClocks){0, 0});
+  Fake f;
+  fake_init(&f, 2, 0);
+  g_autoptr(SimResult) sum = run(w, &f, plan, 1);
+  double limit[2] = {340.0, 340.0};
+  f.m.power_limit_w = limit;
+  g_autoptr(SimResult) inst = run(w, &f, plan, 1);
+  f.m.sensor_window_ns = 3000;
+  g_autoptr(SimResult) win = run(w, &f, plan, 1);
+
+  g_assert_cmpint(inst->time_ns, ==, 4000);
+  g_assert_cmpint(inst->time_ns, ==, sum->time_ns); /* durations held */
+  g_assert_cmpfloat(sum->peak_power_w, ==, 370.0);
+  g_assert_cmpfloat(sum->held_j, ==, 0.0);
+  double e_gpu = (340.0 * 2000 + 300.0 * 2000) * 1e-9;
+  g_assert_true(test_close(inst->per_gpu[0].energy_j, e_gpu, 1e-12));
+  g_assert_true(test_close(inst->energy_j, 2 * e_gpu, 1e-12));
+  g_assert_true(test_close(inst->held_j, 2 * 30.0 * 2000e-9, 1e-12));
+  g_assert_true(test_close(inst->iterations[0].held_j, inst->held_j, 1e-15));
+  g_assert_true(test_close(inst->energy_j + inst->held_j, sum->energy_j,
+                           1e-12));
+  g_assert_true(test_close(inst->by_class[SIM_CLASS_GEMM].energy_j,
+                           2 * (300.0 * 4000 - 30.0 * 2000) * 1e-9, 1e-12));
+  g_assert_true(test_close(inst->by_class[SIM_CLASS_COMM].energy_j,
+                           sum->by_class[SIM_CLASS_COMM].energy_j, 1e-12));
+  g_assert_cmpfloat(inst->peak_power_w, ==, 340.0);
+  check_partition(inst);
+  /* The window: the same energy, its highest average. */
+  g_assert_true(test_close(win->energy_j, inst->energy_j, 1e-15));
+  g_assert_true(test_close(win->peak_power_w, (340.0 * 2000 + 300.0 * 1000) /
+                                                3000, 1e-12));
+  /* A window longer than the iteration reads the iteration's average. */
+  f.m.sensor_window_ns = 25000000;
+  g_autoptr(SimResult) whole = run(w, &f, plan, 1);
+  g_assert_true(test_close(whole->peak_power_w, e_gpu / 4000e-9, 1e-12));
+  /* A limit above the sum changes nothing. */
+  limit[0] = limit[1] = 400.0;
+  f.m.sensor_window_ns = 0;
+  g_autoptr(SimResult) above = run(w, &f, plan, 1);
+  g_assert_cmpfloat(above->energy_j, ==, sum->energy_j);
+  g_assert_cmpfloat(above->peak_power_w, ==, 370.0);
+}
+
+/* The meter's window against a brute-force reading: kernels of random
+ * lengths and clocks on two streams, and the highest average over every
+ * window of the observer's step function, its edges on the 1 ns grid
+ * (where its kinks are). */
+typedef struct {
+  gint64 t[4096];
+  double p[4096];
+  guint n;
+} Steps;
+
+static void steps_add(gpointer data, const SimOpRecord *rec)
+{
+  Steps *st = data;
+  g_assert_cmpuint(st->n + 2, <=, G_N_ELEMENTS(st->t));
+  st->t[st->n] = rec->start_ns;
+  st->p[st->n++] = rec->power_w;
+  st->t[st->n] = rec->end_ns;
+  st->p[st->n++] = -rec->power_w;
+}
+
+/* No limit: board power is idle plus every op's increment. */
+static void test_limit_window(void)
+{
+  SimPcg rng;
+  sim_pcg_seed(&rng, 28, 1);
+  g_autoptr(SimWorkload) w = sim_workload_new(1);
+  g_autoptr(SimRankBuilder) b = sim_rank_builder_new();
+  guint32 k = tw_shape(w, SIM_CLASS_GEMM, 0, 0);
+  for (guint i = 0; i < 40; i++)
+    tw_add(b, w, SIM_OP_KERNEL, sim_pcg_bounded(&rng, 2),
+           100 + sim_pcg_bounded(&rng, 900), k, 0, SIM_NO_WAIT);
+  sim_rank_builder_finish(b, w, 0);
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(1, (SimClocks){0, 0});
+  guint16 *idx = sim_plan_rank_index(plan, 0, w->ranks[0].n_ops);
+  for (guint32 i = 0; i < w->ranks[0].n_ops; i++)
+    idx[i] = sim_plan_add_pair(plan, (SimClocks){
+                                 (guint16)(500 + 100 * sim_pcg_bounded(&rng, 6)),
+                                 0});
+  Fake f;
+  fake_init(&f, 1, 0);
+  Steps st = {0};
+  for (guint pass = 0; pass < 2; pass++) {
+    f.m.sensor_window_ns = pass == 0 ? 0 : 1500;
+    GError *error = NULL;
+    g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+    g_assert_no_error(error);
+    st.n = 0;
+    sim_engine_set_observer(e, steps_add, &st);
+    g_autoptr(SimResult) r = sim_engine_run(e, plan, 1, &error);
+    g_assert_no_error(error);
+    if (pass == 0)
+      continue;
+    /* Board power at every ns, then every window's average. */
+    gint64 T = r->time_ns;
+    g_autofree double *pw = g_new0(double, T);
+    for (guint i = 0; i < st.n; i += 2)
+      for (gint64 t = st.t[i]; t < st.t[i + 1]; t++)
+        pw[t] += st.p[i] - IDLE_W;
+    double acc = 0, best = 0;
+    for (gint64 t = 0; t < T; t++) {
+      acc += IDLE_W + pw[t];
+      if (t >= 1500)
+        acc -= IDLE_W + pw[t - 1500];
+      if (t >= 1499)
+        best = MAX(best, acc / 1500);
+    }
+    g_assert_true(test_close(r->peak_power_w, best, 1e-9));
+  }
 }
 
 /* Two ranks issue collectives on two groups in opposite orders. */
@@ -1584,6 +1719,8 @@ int main(int argc, char **argv)
   g_test_add_func("/engine/collective-blocking", test_collective_blocking);
   g_test_add_func("/engine/p2p", test_p2p);
   g_test_add_func("/engine/cross-stream", test_cross_stream);
+  g_test_add_func("/engine/limit-overlap", test_limit_overlap);
+  g_test_add_func("/engine/limit-window", test_limit_window);
   g_test_add_func("/engine/deadlock", test_deadlock);
   g_test_add_func("/engine/invalid", test_invalid);
   g_test_add_func("/engine/switch-latency", test_switch_latency);

@@ -388,7 +388,7 @@ static void test_h5_policies(void)
     trace_timeline_options_init(&opt);
     opt.idle_power_w = gpu->idle_power_w.v;
     opt.blocked_power_w = gpu->blocked_power_w.v;
-    ResMeta meta = {"test", NULL, NULL, 1};
+    ResMeta meta = {"test", NULL, NULL, 1, NULL, NULL};
     TraceTimeline *tl = trace_timeline_open_h5(path, cases[k].run, FALSE,
                                                &meta, w, &opt, &error);
     g_assert_no_error(error);

@@ -62,7 +62,10 @@
  * class and iteration: P_idle * T + sum over kernels (float)(P - P_idle)
  * * d (per part of a split kernel) + sum over transfers (float)(P_comm -
  * P_idle) * d + (P_block - P_idle) * (start - arrive), the engine's
- * integral term for term (sim/engine.h).  Plans with early requests
+ * integral term for term (sim/engine.h), before the board limit's cut of
+ * overlaps (SimResult.held_j): the per-kernel steady state the planners
+ * plan against, which the engine's energy_j + held_j reproduces.  Plans
+ * with early requests
  * (SimPlan.ahead) are not modelled: the planners here do not make them.
  *
  * Slack
@@ -924,7 +927,9 @@ static DvfsModel *model_try(const SimWorkload *w, ClusterMachine *cm,
   }
   build_program(m);
   m->base_time_ns = base->time_ns;
-  m->base_energy_j = base->energy_j;
+  /* The plan model prices the per-kernel steady state: power adds, and
+   * the board limit's cut of overlaps (held_j) is the engine's alone. */
+  m->base_energy_j = base->energy_j + base->held_j;
 
   /* The evaluator must reproduce the engine. */
   g_autoptr(DvfsPrices) p = dvfs_prices_new(m, NULL, NULL, 0);
@@ -936,13 +941,14 @@ static DvfsModel *model_try(const SimWorkload *w, ClusterMachine *cm,
     same_times = m->ev_start[s] == m->base_start[s] &&
                  m->ev_end[s] == m->base_end[s];
   if (!same_times ||
-      fabs(ev.energy_j[0] - base->energy_j) > 1e-9 * MAX(base->energy_j, 1.0)) {
+      fabs(ev.energy_j[0] - m->base_energy_j) >
+        1e-9 * MAX(m->base_energy_j, 1.0)) {
     *retry = fold;
     g_set_error(error, DVFS_ERROR, DVFS_ERROR_INTERNAL,
                 "the plan model disagrees with the engine on the baseline "
                 "(%" G_GINT64_FORMAT " vs %" G_GINT64_FORMAT " ns, %.9g vs "
                 "%.9g J)%s", ev.time_ns[0], base->time_ns, ev.energy_j[0],
-                base->energy_j, fold ? "" : " even unfolded");
+                m->base_energy_j, fold ? "" : " even unfolded");
     return NULL;
   }
   build_slack(m);
