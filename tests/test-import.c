@@ -1693,38 +1693,98 @@ static void test_chakra_ring_allreduce(void)
   g_assert_cmpint(r->time_ns, ==, 220318);
 }
 
-/* Writes a Chakra file of n COMP nodes with ids 1..n, node k depending on
- * dep[k - 1] (0: none). */
-static void write_chakra_chain(const char *path, const guint64 *dep, guint n)
+/* A node of a synthetic Chakra file: ids 1..n in file order, at most one
+ * data dependency (0: none), a peer for sends and receives. */
+typedef struct {
+  ChakraProtoMsg__NodeType type;
+  guint64 dep;
+  gint64 peer;
+} TNode;
+
+/* Appends message m to out with its varint length prefix. */
+static void append_delimited(GByteArray *out, const ProtobufCMessage *m)
+{
+  gsize len = protobuf_c_message_get_packed_size(m);
+  guint8 pre[10];
+  guint np = 0;
+  for (guint64 v = len; np == 0 || v > 0; v >>= 7)
+    pre[np++] = (guint8)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+  g_byte_array_append(out, pre, np);
+  guint off = out->len;
+  g_byte_array_set_size(out, off + (guint)len);
+  protobuf_c_message_pack(m, out->data + off);
+}
+
+/* Writes nodes[0..n) as a Chakra file: COMP nodes of 5 us named comp<id>,
+ * sends and receives of 131,072 B named send<id> / recv<id>. */
+static void write_chakra(const char *path, const TNode *nodes, guint n)
 {
   g_autoptr(GByteArray) out = g_byte_array_new();
   ChakraProtoMsg__GlobalMetadata gm = CHAKRA_PROTO_MSG__GLOBAL_METADATA__INIT;
   gm.version = (char *)"0.0.4";
-  for (guint k = 0; k <= n; k++) {
+  append_delimited(out, &gm.base);
+  for (guint k = 0; k < n; k++) {
+    const TNode *t = &nodes[k];
+    gboolean send = t->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE;
+    gboolean recv = t->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
+    g_autofree char *name = g_strdup_printf(
+        "%s%u", send ? "send" : recv ? "recv" : "comp", k + 1);
+    guint64 dep = t->dep;
+    ChakraProtoMsg__AttributeProto a[2] = {
+        CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__INIT,
+        CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__INIT};
+    ChakraProtoMsg__AttributeProto *ap[2] = {&a[0], &a[1]};
+    a[0].name = (char *)"comm_size";
+    a[0].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+    a[0].int64_val = 131072;
+    a[1].name = (char *)(send ? "comm_dst" : "comm_src");
+    a[1].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+    a[1].int64_val = t->peer;
     ChakraProtoMsg__Node nd = CHAKRA_PROTO_MSG__NODE__INIT;
-    g_autofree char *name = g_strdup_printf("comp%u", k);
-    guint64 d = k > 0 ? dep[k - 1] : 0;
-    ProtobufCMessage *m = &gm.base;
-    if (k > 0) {
-      nd.id = k;
-      nd.name = name;
-      nd.type = CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE;
-      nd.duration_micros = 5;
-      nd.n_data_deps = d != 0;
-      nd.data_deps = &d;
-      m = &nd.base;
-    }
-    gsize len = protobuf_c_message_get_packed_size(m);
-    guint8 pre[10], *buf = g_malloc(len);
-    guint np = 0;
-    for (guint64 v = len; np == 0 || v > 0; v >>= 7)
-      pre[np++] = (guint8)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
-    protobuf_c_message_pack(m, buf);
-    g_byte_array_append(out, pre, np);
-    g_byte_array_append(out, buf, (guint)len);
-    g_free(buf);
+    nd.id = k + 1;
+    nd.name = name;
+    nd.type = t->type;
+    nd.duration_micros = send || recv ? 0 : 5;
+    nd.n_data_deps = dep != 0;
+    nd.data_deps = &dep;
+    nd.n_attr = send || recv ? 2 : 0;
+    nd.attr = ap;
+    append_delimited(out, &nd.base);
   }
   write_file(path, out->data, out->len);
+}
+
+#define T_COMP CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE
+#define T_SEND CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE
+#define T_RECV CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE
+
+/* Sends to different peers that the graph leaves unordered replay
+ * independently.  Rank 0 sends A to 1 and B to 2; rank 1 receives from 2,
+ * then from 0; rank 2 receives from 0, then sends to 1.  With one send
+ * stream, A (file order first) waited for rank 1's second receive, which
+ * needs B: a deadlock.  Hand-computed: B, rank 2's send, then A, one after
+ * the other: 3 x 12.237 us = 36.711 us. */
+static void test_chakra_peers(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  const TNode r0[] = {{T_SEND, 0, 1}, {T_SEND, 0, 2}};
+  const TNode r1[] = {{T_RECV, 0, 2}, {T_RECV, 1, 0}};
+  const TNode r2[] = {{T_RECV, 0, 0}, {T_SEND, 1, 1}};
+  const TNode *const rk[] = {r0, r1, r2};
+  g_autofree char *p0 = g_build_filename(dir, "x.0.et", NULL);
+  g_autofree char *p1 = g_build_filename(dir, "x.1.et", NULL);
+  g_autofree char *p2 = g_build_filename(dir, "x.2.et", NULL);
+  const char *p[] = {p0, p1, p2};
+  for (guint r = 0; r < 3; r++)
+    write_chakra(p[r], rk[r], 2);
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = import_n(p, 3, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(w->ranks[0].n_streams, ==, 2);
+  g_autoptr(SimResult) res = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(res->time_ns, ==, 3 * 12237);
+  test_rmdir(dir);
 }
 
 /* A cycle of GPU nodes is refused, naming a node on it; one hanging off
@@ -1735,8 +1795,9 @@ static void test_chakra_cycle(void)
   g_autofree char *path = g_build_filename(dir, "cyc.0.et", NULL);
   /* 2 <- 5, 3 <- 2, 4 <- 3, 5 <- 4: a cycle; 1 <- 5 hangs off it and
    * comes first in the file. */
-  const guint64 dep[] = {5, 5, 2, 3, 4};
-  write_chakra_chain(path, dep, 5);
+  const TNode cyc[] = {{T_COMP, 5, 0}, {T_COMP, 5, 0}, {T_COMP, 2, 0},
+                       {T_COMP, 3, 0}, {T_COMP, 4, 0}};
+  write_chakra(path, cyc, 5);
   GError *error = NULL;
   const char *p[] = {path};
   g_autoptr(SimWorkload) w = import_n(p, 1, 0, NULL, &error);
@@ -1747,8 +1808,9 @@ static void test_chakra_cycle(void)
   g_assert_null(strstr(error->message, "(comp1)"));
   g_clear_error(&error);
   /* The same chain without the back edge imports: 5 ops in order. */
-  const guint64 chain[] = {0, 1, 2, 3, 4};
-  write_chakra_chain(path, chain, 5);
+  const TNode chain[] = {{T_COMP, 0, 0}, {T_COMP, 1, 0}, {T_COMP, 2, 0},
+                         {T_COMP, 3, 0}, {T_COMP, 4, 0}};
+  write_chakra(path, chain, 5);
   g_autoptr(SimWorkload) ok = import_n(p, 1, 0, NULL, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(ok->ranks[0].n_ops, ==, 5);
@@ -2590,6 +2652,7 @@ int main(int argc, char **argv)
                   test_chakra_astra_examples);
   g_test_add_func("/import/chakra/ring-allreduce", test_chakra_ring_allreduce);
   g_test_add_func("/import/chakra/cycle", test_chakra_cycle);
+  g_test_add_func("/import/chakra/peers", test_chakra_peers);
   for (gsize i = 0; i < G_N_ELEMENTS(fidelity_cases); i++) {
     g_autofree char *n = g_strdup_printf("/import/fidelity/%zu", i);
     g_test_add_data_func(n, &fidelity_cases[i], test_fidelity);

@@ -25,8 +25,10 @@
  *     of GPU nodes alone is no converter artefact: the file is refused,
  *     naming a node on the cycle.
  *  3. Streams: GPU node -> (its tid attribute, else 0 for compute, 1 for
- *     collectives, 2 for sends, 3 for receives), dense indices in
- *     ascending tid order; ops of a stream in topological order.
+ *     collectives, one for sends and one for receives per peer -- or one
+ *     for all sends and one for all receives when those would pass 64),
+ *     dense indices in ascending tid order; ops of a stream in
+ *     topological order.
  *  4. Dependencies: every node exports "the latest op on each stream that
  *     must have finished": a GPU node exports itself, a CPU node the
  *     per-stream maximum over its dependencies; so does a send (eager, as
@@ -574,37 +576,41 @@ static gboolean refuse_gpu_cycle(const CFile *cf, const SimWorkload *names,
 }
 
 /* Step 3: the stream of a GPU node without a tid: compute 0, collectives
- * 1, sends 2, receives 3.  Sends and receives apart, so that a rank's
- * receive is posted while its own send waits for the peer (a ring's first
- * step sends on every rank, then receives). */
-static gint64 default_stream(const CNode *c)
+ * 1, sends 2 + 2 (dst + 1), receives 3 + 2 (src + 1) (per_peer), else
+ * sends 2, receives 3.  Sends and receives apart, so that a rank's receive
+ * is posted while its own send waits for the peer (a ring's first step
+ * sends on every rank, then receives); one stream per peer, so that a
+ * send to one peer never waits behind a send to another that the graph
+ * does not order before it (the engine matches p2p in order per pair). */
+static gint64 default_stream(const CNode *c, gboolean per_peer)
 {
+  gint64 peer = c->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE
+                    ? c->comm_dst : c->comm_src;
+  gint64 slot = per_peer && peer >= 0 && peer < G_MAXINT32
+                    ? 2 * (peer + 1) : 0;
   switch (c->type) {
   case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE: return 1;
-  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE: return 2;
-  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE: return 3;
+  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE: return 2 + slot;
+  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE: return 3 + slot;
   default: return 0;
   }
 }
 
 /* Step 3: the stream of every GPU node (tid_of; -1 for CPU nodes) and the
- * sorted distinct streams (tids); the stream count, 0 with an error. */
-static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
-                         GError **error)
+ * sorted distinct streams (tids); the stream count. */
+static guint distinct_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
+                              gboolean per_peer)
 {
   guint n = cf->nodes->len;
   const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
+  g_array_set_size(tids, 0);
   for (guint i = 0; i < n; i++) {
     tid_of[i] = -1;
     if (!is_gpu(&nodes[i]))
       continue;
-    tid_of[i] = nodes[i].tid >= 0 ? nodes[i].tid : default_stream(&nodes[i]);
+    tid_of[i] = nodes[i].tid >= 0 ? nodes[i].tid
+                                  : default_stream(&nodes[i], per_peer);
     g_array_append_val(tids, tid_of[i]);
-  }
-  if (tids->len == 0) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
-                "%s: no GPU nodes (every node is a CPU op)", cf->path);
-    return 0;
   }
   g_array_sort(tids, cmp_i64p);
   guint ns = 0;
@@ -612,6 +618,23 @@ static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
     if (ns == 0 || g_array_index(tids, gint64, k) !=
                        g_array_index(tids, gint64, ns - 1))
       g_array_index(tids, gint64, ns++) = g_array_index(tids, gint64, k);
+  return ns;
+}
+
+/* Step 3: the streams (distinct_streams), one per p2p peer while they fit
+ * in SIM_MAX_STREAMS, else one for all sends and one for all receives;
+ * the stream count, 0 with an error. */
+static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
+                         GError **error)
+{
+  guint ns = distinct_streams(cf, tids, tid_of, TRUE);
+  if (ns > SIM_MAX_STREAMS)
+    ns = distinct_streams(cf, tids, tid_of, FALSE);
+  if (ns == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no GPU nodes (every node is a CPU op)", cf->path);
+    return 0;
+  }
   if (ns > SIM_MAX_STREAMS) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED,
                 "%s: %u GPU streams; at most %d per rank are supported",
