@@ -87,10 +87,12 @@ head -c 5000 "$FX/gen.h5" >"$FX/truncated.h5"
 cp "$FX/gen.h5" "$FX/flipped.h5"
 printf 'X' | dd of="$FX/flipped.h5" bs=1 seek=3000 conv=notrunc 2>/dev/null
 head -c 4000 "$F/native-ok.h5" >"$FX/truncated-plain.h5"
-# Chakra: garbage, truncated, a length prefix of 2^63.
+# Chakra: garbage, truncated, a length prefix of 2^63, a cycle.
 printf 'garbage' >"$FX/garbage.et"
 head -c 1000 "$DATA/traces/pytorch_rank0.0.et" >"$FX/truncated.et"
 printf '\377\377\377\377\377\377\377\377\377\017' >"$FX/hugelen.et"
+# Two COMP nodes, each depending on the other.
+printf '\003\012\0011\012\010\001\022\002k1\030\004\050\002\012\010\002\022\002k2\030\004\050\001' >"$FX/cycle.et"
 # Measured profiles (CSV).
 P='stage,instruction,frequency,time,energy'
 K='kernel,sm_mhz,mem_mhz,time_s,energy_j'

@@ -21,6 +21,7 @@
 #include "traces/classify.h"
 #include "traces/import.h"
 #include "traces/native.h"
+#include "chakra.pb-c.h"
 
 #define KINETO_A100 TEST_DATA("traces/a100_2rank_nccl_rank0.json.gz")
 #define KINETO_W0 TEST_DATA("traces/sampled_world128_rank0.json.gz")
@@ -1622,6 +1623,200 @@ static void test_chakra_two_ranks(void)
   test_rmdir(dir);
 }
 
+/* The 13 Chakra workloads of ASTRA-sim's examples/ (tests/data/chakra/
+ * astra-sim-examples/README.md): every one imports with a rank per file
+ * and replays. */
+#define ASTRA_EXAMPLES TEST_DATA("chakra/astra-sim-examples")
+
+static SimWorkload *import_astra(const char *dir, const char *stem, guint n)
+{
+  g_autoptr(GPtrArray) p = g_ptr_array_new_with_free_func(g_free);
+  for (guint r = 0; r < n; r++)
+    g_ptr_array_add(p, g_strdup_printf("%s/%s/%s.%u.et", ASTRA_EXAMPLES, dir,
+                                       stem, r));
+  GError *error = NULL;
+  SimWorkload *w = import_n((const char *const *)p->pdata, n, 0, NULL,
+                            &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(w->n_ranks, ==, n);
+  return w;
+}
+
+static void test_chakra_astra_examples(void)
+{
+  static const char *const coll[] = {"all_gather", "all_reduce",
+                                     "all_to_all", "reduce_scatter"};
+  for (guint c = 0; c < G_N_ELEMENTS(coll); c++)
+    for (guint n = 4; n <= 16; n *= 2) {
+      g_autofree char *dir = g_strdup_printf("%s/%unpus_1MB", coll[c], n);
+      g_autoptr(SimWorkload) w = import_astra(dir, coll[c], n);
+      /* One 1 MiB collective per rank on the group of all ranks, priced
+       * by the network model. */
+      const SimOp *op = find_op(w, n - 1, SIM_OP_COLLECTIVE, 0);
+      g_assert_nonnull(op);
+      g_assert_cmpint(op->ref_ns, ==, 0);
+      guint members;
+      sim_workload_group(w, op->peer, &members);
+      g_assert_cmpuint(members, ==, n);
+      GError *error = NULL;
+      g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+      g_assert_no_error(error);
+      g_assert_cmpint(r->time_ns, >, 0);
+    }
+}
+
+/* The MSCCL ring all-reduce: every rank a chain send, then (receive,
+ * reduce, send) x 7, then (receive, send) x 6 and a receive, each send
+ * eager (ASTRA-sim's reading).  It deadlocked with sends and receives on
+ * one stream (every rank's first send waited for a receive queued behind
+ * it).  Hand-computed: the critical path is 14 transfers of 1 MiB / 8 =
+ * 131,072 B over NVLink (dgx-a100: 8.4 us p2p base + 3.4 us NVLink latency
+ * + 131,072 B / 300 GB/s = 12.237 us, in whole ns) and 7 reductions of
+ * 7 us: 14 x 12.237 + 49 = 220.318 us. */
+static void test_chakra_ring_allreduce(void)
+{
+  g_autoptr(SimWorkload) w = import_astra("custom_ring_allreduce_8npus_1MB",
+                                          "custom_allreduce", 8);
+  for (guint r = 0; r < 8; r++) {
+    const SimRank *rk = &w->ranks[r];
+    guint kind[SIM_OP_KIND_COUNT] = {0};
+    for (guint32 i = 0; i < rk->n_ops; i++)
+      kind[rk->ops[i].kind]++;
+    g_assert_cmpuint(rk->n_ops, ==, 35);
+    g_assert_cmpuint(kind[SIM_OP_KERNEL], ==, 7);
+    g_assert_cmpuint(kind[SIM_OP_SEND], ==, 14);
+    g_assert_cmpuint(kind[SIM_OP_RECV], ==, 14);
+  }
+  GError *error = NULL;
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r->time_ns, ==, 220318);
+}
+
+/* A node of a synthetic Chakra file: ids 1..n in file order, at most one
+ * data dependency (0: none), a peer for sends and receives. */
+typedef struct {
+  ChakraProtoMsg__NodeType type;
+  guint64 dep;
+  gint64 peer;
+} TNode;
+
+/* Appends message m to out with its varint length prefix. */
+static void append_delimited(GByteArray *out, const ProtobufCMessage *m)
+{
+  gsize len = protobuf_c_message_get_packed_size(m);
+  guint8 pre[10];
+  guint np = 0;
+  for (guint64 v = len; np == 0 || v > 0; v >>= 7)
+    pre[np++] = (guint8)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
+  g_byte_array_append(out, pre, np);
+  guint off = out->len;
+  g_byte_array_set_size(out, off + (guint)len);
+  protobuf_c_message_pack(m, out->data + off);
+}
+
+/* Writes nodes[0..n) as a Chakra file: COMP nodes of 5 us named comp<id>,
+ * sends and receives of 131,072 B named send<id> / recv<id>. */
+static void write_chakra(const char *path, const TNode *nodes, guint n)
+{
+  g_autoptr(GByteArray) out = g_byte_array_new();
+  ChakraProtoMsg__GlobalMetadata gm = CHAKRA_PROTO_MSG__GLOBAL_METADATA__INIT;
+  gm.version = (char *)"0.0.4";
+  append_delimited(out, &gm.base);
+  for (guint k = 0; k < n; k++) {
+    const TNode *t = &nodes[k];
+    gboolean send = t->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE;
+    gboolean recv = t->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE;
+    g_autofree char *name = g_strdup_printf(
+        "%s%u", send ? "send" : recv ? "recv" : "comp", k + 1);
+    guint64 dep = t->dep;
+    ChakraProtoMsg__AttributeProto a[2] = {
+        CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__INIT,
+        CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__INIT};
+    ChakraProtoMsg__AttributeProto *ap[2] = {&a[0], &a[1]};
+    a[0].name = (char *)"comm_size";
+    a[0].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+    a[0].int64_val = 131072;
+    a[1].name = (char *)(send ? "comm_dst" : "comm_src");
+    a[1].value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL;
+    a[1].int64_val = t->peer;
+    ChakraProtoMsg__Node nd = CHAKRA_PROTO_MSG__NODE__INIT;
+    nd.id = k + 1;
+    nd.name = name;
+    nd.type = t->type;
+    nd.duration_micros = send || recv ? 0 : 5;
+    nd.n_data_deps = dep != 0;
+    nd.data_deps = &dep;
+    nd.n_attr = send || recv ? 2 : 0;
+    nd.attr = ap;
+    append_delimited(out, &nd.base);
+  }
+  write_file(path, out->data, out->len);
+}
+
+#define T_COMP CHAKRA_PROTO_MSG__NODE_TYPE__COMP_NODE
+#define T_SEND CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE
+#define T_RECV CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE
+
+/* Sends to different peers that the graph leaves unordered replay
+ * independently.  Rank 0 sends A to 1 and B to 2; rank 1 receives from 2,
+ * then from 0; rank 2 receives from 0, then sends to 1.  With one send
+ * stream, A (file order first) waited for rank 1's second receive, which
+ * needs B: a deadlock.  Hand-computed: B, rank 2's send, then A, one after
+ * the other: 3 x 12.237 us = 36.711 us. */
+static void test_chakra_peers(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  const TNode r0[] = {{T_SEND, 0, 1}, {T_SEND, 0, 2}};
+  const TNode r1[] = {{T_RECV, 0, 2}, {T_RECV, 1, 0}};
+  const TNode r2[] = {{T_RECV, 0, 0}, {T_SEND, 1, 1}};
+  const TNode *const rk[] = {r0, r1, r2};
+  g_autofree char *p0 = g_build_filename(dir, "x.0.et", NULL);
+  g_autofree char *p1 = g_build_filename(dir, "x.1.et", NULL);
+  g_autofree char *p2 = g_build_filename(dir, "x.2.et", NULL);
+  const char *p[] = {p0, p1, p2};
+  for (guint r = 0; r < 3; r++)
+    write_chakra(p[r], rk[r], 2);
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = import_n(p, 3, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(w->ranks[0].n_streams, ==, 2);
+  g_autoptr(SimResult) res = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(res->time_ns, ==, 3 * 12237);
+  test_rmdir(dir);
+}
+
+/* A cycle of GPU nodes is refused, naming a node on it; one hanging off
+ * the cycle is not named. */
+static void test_chakra_cycle(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = g_build_filename(dir, "cyc.0.et", NULL);
+  /* 2 <- 5, 3 <- 2, 4 <- 3, 5 <- 4: a cycle; 1 <- 5 hangs off it and
+   * comes first in the file. */
+  const TNode cyc[] = {{T_COMP, 5, 0}, {T_COMP, 5, 0}, {T_COMP, 2, 0},
+                       {T_COMP, 3, 0}, {T_COMP, 4, 0}};
+  write_chakra(path, cyc, 5);
+  GError *error = NULL;
+  const char *p[] = {path};
+  g_autoptr(SimWorkload) w = import_n(p, 1, 0, NULL, &error);
+  g_assert_null(w);
+  g_assert_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "cycle of GPU nodes"));
+  g_assert_nonnull(strstr(error->message, "cyc.0.et: node "));
+  g_assert_null(strstr(error->message, "(comp1)"));
+  g_clear_error(&error);
+  /* The same chain without the back edge imports: 5 ops in order. */
+  const TNode chain[] = {{T_COMP, 0, 0}, {T_COMP, 1, 0}, {T_COMP, 2, 0},
+                         {T_COMP, 3, 0}, {T_COMP, 4, 0}};
+  write_chakra(path, chain, 5);
+  g_autoptr(SimWorkload) ok = import_n(p, 1, 0, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(ok->ranks[0].n_ops, ==, 5);
+  test_rmdir(dir);
+}
+
 /* ---- alike ranks share their ops (sim_workload_share_alike) ------------- */
 
 /* Rank r of a synthetic 4-rank job of two pairs (r sends to r + 1 when
@@ -2453,6 +2648,11 @@ int main(int argc, char **argv)
   g_test_add_func("/import/nsys/hostile", test_nsys_hostile);
   g_test_add_func("/import/chakra/real", test_chakra);
   g_test_add_func("/import/chakra/two-ranks", test_chakra_two_ranks);
+  g_test_add_func("/import/chakra/astra-sim-examples",
+                  test_chakra_astra_examples);
+  g_test_add_func("/import/chakra/ring-allreduce", test_chakra_ring_allreduce);
+  g_test_add_func("/import/chakra/cycle", test_chakra_cycle);
+  g_test_add_func("/import/chakra/peers", test_chakra_peers);
   for (gsize i = 0; i < G_N_ELEMENTS(fidelity_cases); i++) {
     g_autofree char *n = g_strdup_printf("/import/fidelity/%zu", i);
     g_test_add_data_func(n, &fidelity_cases[i], test_fidelity);

@@ -21,13 +21,18 @@
  *     traces also hold a few cycles (pytorch_rank0.0.et: a CPU op whose
  *     control dependency is its own kernel), so when no node is ready the
  *     earliest waiting node in file order is released and its unmet
- *     dependencies are dropped.  Both are counted in warnings.
- *  3. Streams: GPU node -> (its tid attribute, else 0 for compute and 1 for
- *     communication), dense indices in ascending tid order; ops of a stream
- *     in topological order.
+ *     dependencies are dropped.  Both are counted in warnings.  A cycle
+ *     of GPU nodes alone is no converter artefact: the file is refused,
+ *     naming a node on the cycle.
+ *  3. Streams: GPU node -> (its tid attribute, else 0 for compute, 1 for
+ *     collectives, one for sends and one for receives per peer -- or one
+ *     for all sends and one for all receives when those would pass 64),
+ *     dense indices in ascending tid order; ops of a stream in
+ *     topological order.
  *  4. Dependencies: every node exports "the latest op on each stream that
  *     must have finished": a GPU node exports itself, a CPU node the
- *     per-stream maximum over its dependencies.  A GPU node needs the same
+ *     per-stream maximum over its dependencies; so does a send (eager, as
+ *     ASTRA-sim replays it: its dependents do not wait for its receive).  A GPU node needs the same
  *     maximum over its dependencies; entries on its own stream are implied
  *     by stream order, and for k other streams it gets k - 1 zero-duration
  *     marker ops before it on its stream (each waiting for one producer)
@@ -527,24 +532,85 @@ static void order_nodes(const CFile *cf, GHashTable *index, guint32 *dep_idx,
   *n_dropped += dag_order_lowest(g, order);
 }
 
-/* Step 3: the stream of every GPU node (tid_of; -1 for CPU nodes) and the
- * sorted distinct streams (tids); the stream count, 0 with an error. */
-static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
-                         GError **error)
+/* Step 2: FALSE, with the error naming a node on the cycle, when GPU
+ * nodes depend on each other in a cycle.  Cycles through CPU nodes are the
+ * converter's artefacts and are broken (order_nodes); a cycle of replayed
+ * ops is a graph no replay can honour (an ASTRA-sim workload is a DAG). */
+static gboolean refuse_gpu_cycle(const CFile *cf, const SimWorkload *names,
+                                 const guint32 *dep_idx, GError **error)
 {
   guint n = cf->nodes->len;
   const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
+  g_autoptr(GArray) edges = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (guint32 i = 0; i < n; i++)
+    for (guint32 k = 0; k < nodes[i].n_deps && is_gpu(&nodes[i]); k++) {
+      guint32 j = dep_idx[nodes[i].dep_off + k];
+      if (j != G_MAXUINT32 && is_gpu(&nodes[j])) {
+        guint32 e[2] = {j, i};
+        g_array_append_vals(edges, e, 2);
+      }
+    }
+  g_autoptr(Dag) g = dag_new(n, (const guint32 *)(void *)edges->data,
+                             edges->len / 2, NULL);
+  if (dag_acyclic(g))
+    return TRUE;
+  /* Every unordered node has an unordered predecessor: walking back from
+   * one as many steps as there are such nodes ends on the cycle. */
+  g_autofree gboolean *done = g_new0(gboolean, n);
+  for (guint32 k = 0; k < g->n_ordered; k++)
+    done[g->topo[k]] = TRUE;
+  guint32 u = 0;
+  while (done[u])
+    u++;
+  for (guint32 steps = 0; steps < n - g->n_ordered; steps++)
+    for (guint32 k = g->pred_off[u]; k < g->pred_off[u + 1]; k++)
+      if (!done[g->pred[k]]) {
+        u = g->pred[k];
+        break;
+      }
+  g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+              "%s: node %" G_GUINT64_FORMAT " (%s) depends on itself through "
+              "a cycle of GPU nodes; a Chakra graph must be acyclic",
+              cf->path, nodes[u].id, sim_workload_name(names, nodes[u].name));
+  return FALSE;
+}
+
+/* Step 3: the stream of a GPU node without a tid: compute 0, collectives
+ * 1, sends 2 + 2 (dst + 1), receives 3 + 2 (src + 1) (per_peer), else
+ * sends 2, receives 3.  Sends and receives apart, so that a rank's receive
+ * is posted while its own send waits for the peer (a ring's first step
+ * sends on every rank, then receives); one stream per peer, so that a
+ * send to one peer never waits behind a send to another that the graph
+ * does not order before it (the engine matches p2p in order per pair). */
+static gint64 default_stream(const CNode *c, gboolean per_peer)
+{
+  gint64 peer = c->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE
+                    ? c->comm_dst : c->comm_src;
+  gint64 slot = per_peer && peer >= 0 && peer < G_MAXINT32
+                    ? 2 * (peer + 1) : 0;
+  switch (c->type) {
+  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_COLL_NODE: return 1;
+  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE: return 2 + slot;
+  case CHAKRA_PROTO_MSG__NODE_TYPE__COMM_RECV_NODE: return 3 + slot;
+  default: return 0;
+  }
+}
+
+/* Step 3: the stream of every GPU node (tid_of; -1 for CPU nodes) and the
+ * sorted distinct streams (tids); the stream count. */
+static guint distinct_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
+                              gboolean per_peer)
+{
+  guint n = cf->nodes->len;
+  const CNode *nodes = (const CNode *)(void *)cf->nodes->data;
+  g_array_set_size(tids, 0);
   for (guint i = 0; i < n; i++) {
     tid_of[i] = -1;
     if (!is_gpu(&nodes[i]))
       continue;
-    tid_of[i] = nodes[i].tid >= 0 ? nodes[i].tid : is_comm(&nodes[i]) ? 1 : 0;
+    tid_of[i] = nodes[i].tid >= 0 ? nodes[i].tid
+                                  : default_stream(&nodes[i], per_peer);
     g_array_append_val(tids, tid_of[i]);
-  }
-  if (tids->len == 0) {
-    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
-                "%s: no GPU nodes (every node is a CPU op)", cf->path);
-    return 0;
   }
   g_array_sort(tids, cmp_i64p);
   guint ns = 0;
@@ -552,6 +618,23 @@ static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
     if (ns == 0 || g_array_index(tids, gint64, k) !=
                        g_array_index(tids, gint64, ns - 1))
       g_array_index(tids, gint64, ns++) = g_array_index(tids, gint64, k);
+  return ns;
+}
+
+/* Step 3: the streams (distinct_streams), one per p2p peer while they fit
+ * in SIM_MAX_STREAMS, else one for all sends and one for all receives;
+ * the stream count, 0 with an error. */
+static guint gpu_streams(const CFile *cf, GArray *tids, gint64 *tid_of,
+                         GError **error)
+{
+  guint ns = distinct_streams(cf, tids, tid_of, TRUE);
+  if (ns > SIM_MAX_STREAMS)
+    ns = distinct_streams(cf, tids, tid_of, FALSE);
+  if (ns == 0) {
+    g_set_error(error, TRACE_ERROR, TRACE_ERROR_FORMAT,
+                "%s: no GPU nodes (every node is a CPU op)", cf->path);
+    return 0;
+  }
   if (ns > SIM_MAX_STREAMS) {
     g_set_error(error, TRACE_ERROR, TRACE_ERROR_UNSUPPORTED,
                 "%s: %u GPU streams; at most %d per rank are supported",
@@ -636,6 +719,15 @@ static void lay_gpu_op(Lay *l, guint32 i, guint s, const GArray *acc)
   g_array_append_val(out->node[s], ni);
 }
 
+/* The dense stream index of GPU node i. */
+static guint stream_index(const Lay *l, guint32 i)
+{
+  guint s = 0;
+  while (g_array_index(l->tids, gint64, s) != l->tid_of[i])
+    s++;
+  return s;
+}
+
 /* Step 4: every node in topological order.  A node exports the ops its
  * dependents must wait for ("needs"): a GPU op itself, a CPU op what its
  * own dependencies export, merged. */
@@ -657,15 +749,20 @@ static void lay_ops(Lay *l, const guint32 *order)
         continue;
       need_merge(acc, &g_array_index(exp, Need, exp_off[j]), exp_len[j]);
     }
-    if (!is_gpu(c)) {
+    /* A CPU node passes its needs on; so does a send, which is eager in
+     * Chakra (ASTRA-sim completes it without the receive posted) but a
+     * rendezvous in the engine: waiting on it would deadlock a ring. */
+    gboolean send = is_gpu(c) &&
+                    c->type == CHAKRA_PROTO_MSG__NODE_TYPE__COMM_SEND_NODE;
+    if (!is_gpu(c) || send) {
+      if (send)
+        lay_gpu_op(l, i, stream_index(l, i), acc);
       exp_off[i] = exp->len;
       exp_len[i] = acc->len;
       g_array_append_vals(exp, acc->data, acc->len);
       continue;
     }
-    guint s = 0;
-    while (g_array_index(l->tids, gint64, s) != l->tid_of[i])
-      s++;
+    guint s = stream_index(l, i);
     lay_gpu_op(l, i, s, acc);
     Need me = {s, l->out->ops[s]->len - 1};
     exp_off[i] = exp->len;
@@ -712,6 +809,8 @@ static gboolean analyse(const CFile *cf, SimWorkload *names,
   g_autofree guint32 *dep_idx = g_new(guint32, MAX(cf->deps->len, 1));
   g_autofree guint32 *order = g_new(guint32, n);
   order_nodes(cf, index, dep_idx, order, n_missing_deps, n_dropped);
+  if (!refuse_gpu_cycle(cf, names, dep_idx, error))
+    return FALSE;
 
   g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(gint64));
   g_autofree gint64 *tid_of = g_new(gint64, n);
