@@ -156,6 +156,10 @@ static int workload_index(lua_State *L)
     lua_pushstring(L, u->label);
   else if (strcmp(k, "tokens") == 0)
     lua_pushnumber(L, w->tokens_per_iteration);
+  else if (strcmp(k, "params") == 0 && u->params > 0)
+    lua_pushnumber(L, u->params);
+  else if (strcmp(k, "model_flops") == 0 && u->model_flops > 0)
+    lua_pushnumber(L, u->model_flops);
   else if (strcmp(k, "memory_by_stage") == 0 && u->gpu_memory != NULL)
     push_memory_by_stage(L, u->gpu_memory);
   else if (strcmp(k, "memory") == 0 && u->gpu_memory != NULL) {
@@ -417,6 +421,8 @@ static int l_gpt(lua_State *L)
   GptMemoryRecipe recipe = gpt_memory_recipe_from_config(&cfg);
   ((LWorkload *)lua_touserdata(L, -1))->gpu_memory =
     gpt_memory_new(&cfg, &recipe);
+  ((LWorkload *)lua_touserdata(L, -1))->params = gpt_n_params(&cfg);
+  ((LWorkload *)lua_touserdata(L, -1))->model_flops = gpt_megatron_flops(&cfg);
   return 1;
 }
 

@@ -778,7 +778,9 @@ static guint stage_streams(const GptConfig *cfg, guint p)
  * scale prototypes (their bytes follow the stage's layers). */
 static guint64 max_shapes(const GptConfig *cfg)
 {
-  guint64 n = 64;
+  /* Llama under impl hf names each kernel of its chains: up to ~110. */
+  guint64 n = cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA ? 128
+                                                                      : 64;
   if (cfg->dp > 1)
     for (guint p = 0; p < cfg->pp; p++)
       n += stage_buckets(cfg, p) * (1 + (cfg->zero == 1));

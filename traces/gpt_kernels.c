@@ -1186,8 +1186,15 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
     out[n].count = (cnt);                                                  \
     n++;                                                                   \
   } while (0)
-  /* GEMMs (M x K) x (K x N): 2MKN FLOPs, inputs and output once. */
-  const double gemm[4][2] = {{H, 3 * hp}, {hp, H}, {H, 4 * hp}, {4 * hp, H}};
+  /* GEMMs (M x K) x (K x N): 2MKN FLOPs, inputs and output once.  Llama:
+   * GQA's narrower K and V, SwiGLU's gate+up and down at its own width. */
+  double gemm[4][2] = {{H, 3 * hp}, {hp, H}, {H, 4 * hp}, {4 * hp, H}};
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    double Fp = gpt_ffn_hidden(cfg) / tp;
+    gemm[0][1] = hp * (1 + 2.0 * gpt_kv_heads(cfg) / heads);
+    gemm[2][1] = 2 * Fp;
+    gemm[3][0] = Fp;
+  }
   for (int i = 0; i < 4; i++) {
     double K = gemm[i][0], N = gemm[i][1];
     double fl = 2 * T * K * N;
