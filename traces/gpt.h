@@ -267,7 +267,9 @@ typedef struct {
  * and (vector kernels too) nominal FLOPs.  Coarser than the sequences
  * gpt_generate emits (no TP all-reduces, no ALiBi, Megatron's fusions
  * only): what the model fit prices a measured pipeline stage with
- * (models/fit.h, FitOp.kernels).  Writes at most GPT_LAYER_KERNELS_MAX
+ * (models/fit.h, FitOp.kernels); for a Llama the four GEMMs take its
+ * shapes (GQA's QKV, SwiGLU's gate+up and down), the vector kernels stay
+ * GPT's.  Writes at most GPT_LAYER_KERNELS_MAX
  * entries to out; returns how many. */
 guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
                         GptLayerKernel *out);
