@@ -140,8 +140,11 @@ static const char usage_gen[] =
   "memory each pipeline stage's ranks would need and whether it fits the\n"
   "--gpu's memory (docs/gpt-generator.md, \"Memory\").\n"
   "  --model M           a preset (below; default gpt3-1.3b)\n"
-  "  --arch A            gpt (learned positions) or bloom (ALiBi, embedding\n"
-  "                      LayerNorm); the preset's by default\n"
+  "  --arch A            gpt (learned positions), bloom (ALiBi, embedding\n"
+  "                      LayerNorm) or llama (RMSNorm, SwiGLU, rotary, GQA,\n"
+  "                      untied head); the preset's by default\n"
+  "  --kv-heads N        key/value heads (llama; default: heads)\n"
+  "  --ffn-hidden N      FFN width (llama; default 4 x hidden)\n"
   "  --tp N --pp N --dp N  tensor, pipeline and data parallel sizes (1)\n"
   "  --microbatches N    microbatches per iteration per pipeline (8)\n"
   "  --seq-len N         sequence length (2048)\n"
@@ -175,7 +178,7 @@ enum {
   GEN_TP, GEN_PP, GEN_DP, GEN_MICROBATCHES, GEN_SEQ_LEN, GEN_MBS, GEN_N_COUNTS,
   GEN_HELP = GEN_N_COUNTS, GEN_MODEL, GEN_SCHEDULE, GEN_GPU, GEN_OUTPUT,
   GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_ATTENTION,
-  GEN_ZERO, GEN_GBS, GEN_RECOMPUTE, GEN_SP, GEN_FORCE
+  GEN_ZERO, GEN_GBS, GEN_KV_HEADS, GEN_FFN, GEN_RECOMPUTE, GEN_SP, GEN_FORCE
 };
 
 static const CliOption gen_options[] = {
@@ -199,6 +202,8 @@ static const CliOption gen_options[] = {
   {"--attention", GEN_ATTENTION, TRUE},
   {"--zero", GEN_ZERO, TRUE},
   {"--global-batch-size", GEN_GBS, TRUE},
+  {"--kv-heads", GEN_KV_HEADS, TRUE},
+  {"--ffn-hidden", GEN_FFN, TRUE},
   {"--recompute", GEN_RECOMPUTE, FALSE},
   {"--sequence-parallel", GEN_SP, FALSE},
   {"--force", GEN_FORCE, FALSE},
@@ -267,7 +272,8 @@ static int gen_apply(GenCfg *g, guint **layers_of)
   const char *cmd = "gen";
   GptConfig *cfg = &g->cfg;
   GError *err = NULL;
-  /* The model sets only layers, hidden, heads and vocab. */
+  /* The model sets only layers, hidden, heads, vocab, arch and (Llama)
+   * kv_heads and ffn_hidden. */
   if (g->str[GEN_MODEL] != NULL &&
       !gpt_config_set_model(cfg, g->str[GEN_MODEL], &err))
     return fail_user(cmd, err);
@@ -292,6 +298,18 @@ static int gen_apply(GenCfg *g, guint **layers_of)
       return fail_usage(cmd, usage_gen, "--zero needs 0 or 1 (got '%s')",
                         g->str[GEN_ZERO]);
     cfg->zero = (guint)num;
+  }
+  if (g->str[GEN_KV_HEADS] != NULL) {
+    if (!parse_count(g->str[GEN_KV_HEADS], 1, 65536, &num))
+      return fail_usage(cmd, usage_gen, "--kv-heads needs an integer from 1 "
+                        "to 65536 (got '%s')", g->str[GEN_KV_HEADS]);
+    cfg->kv_heads = (guint)num;
+  }
+  if (g->str[GEN_FFN] != NULL) {
+    if (!parse_count(g->str[GEN_FFN], 1, 1u << 20, &num))
+      return fail_usage(cmd, usage_gen, "--ffn-hidden needs an integer from "
+                        "1 to %u (got '%s')", 1u << 20, g->str[GEN_FFN]);
+    cfg->ffn_hidden = (guint)num;
   }
   if (g->str[GEN_GBS] != NULL) {
     if (!parse_count(g->str[GEN_GBS], 1, 1u << 30, &num))

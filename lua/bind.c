@@ -156,6 +156,10 @@ static int workload_index(lua_State *L)
     lua_pushstring(L, u->label);
   else if (strcmp(k, "tokens") == 0)
     lua_pushnumber(L, w->tokens_per_iteration);
+  else if (strcmp(k, "params") == 0 && u->params > 0)
+    lua_pushnumber(L, u->params);
+  else if (strcmp(k, "model_flops") == 0 && u->model_flops > 0)
+    lua_pushnumber(L, u->model_flops);
   else if (strcmp(k, "memory_by_stage") == 0 && u->gpu_memory != NULL)
     push_memory_by_stage(L, u->gpu_memory);
   else if (strcmp(k, "memory") == 0 && u->gpu_memory != NULL) {
@@ -260,8 +264,9 @@ static const char *const gpt_keys[] = {
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
   "stage_layers", "precision", "arch", "impl", "efficiency", "attention",
-  "sequence_parallel", "zero", "global_batch_size", NULL};
-static const char *const archs[] = {"gpt", "bloom", NULL};
+  "sequence_parallel", "zero", "global_batch_size", "kv_heads", "ffn_hidden",
+  NULL};
+static const char *const archs[] = {"gpt", "bloom", "llama", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", "fp8",
@@ -340,6 +345,10 @@ static int l_gpt(lua_State *L)
   cfg.precision = (GptPrecision)jsl_opt_choice(L, 1, fn, "precision",
                                                GPT_PRECISION_BF16, precisions);
   cfg.arch = (GptArch)jsl_opt_choice(L, 1, fn, "arch", cfg.arch, archs);
+  cfg.kv_heads = (guint)jsl_opt_int(L, 1, fn, "kv_heads", cfg.kv_heads, 1,
+                                    65536);
+  cfg.ffn_hidden = (guint)jsl_opt_int(L, 1, fn, "ffn_hidden", cfg.ffn_hidden,
+                                      1, big);
   cfg.impl = (GptImpl)jsl_opt_choice(L, 1, fn, "impl", GPT_IMPL_MEGATRON,
                                      impls);
   cfg.attention = (GptAttention)jsl_opt_choice(L, 1, fn, "attention",
@@ -412,6 +421,8 @@ static int l_gpt(lua_State *L)
   GptMemoryRecipe recipe = gpt_memory_recipe_from_config(&cfg);
   ((LWorkload *)lua_touserdata(L, -1))->gpu_memory =
     gpt_memory_new(&cfg, &recipe);
+  ((LWorkload *)lua_touserdata(L, -1))->params = gpt_n_params(&cfg);
+  ((LWorkload *)lua_touserdata(L, -1))->model_flops = gpt_megatron_flops(&cfg);
   return 1;
 }
 

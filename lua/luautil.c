@@ -237,6 +237,7 @@ void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
   u->label = g_strdup(label);
   u->ref_defaulted = FALSE;
   u->gpu_memory = NULL;
+  u->params = u->model_flops = 0;
   luaL_setmetatable(L, WORKLOAD_MT);
 }
 

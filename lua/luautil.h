@@ -33,6 +33,8 @@ typedef struct {
                              the cluster has another */
   GptMemory *gpu_memory; /* owned: js.gpt's GPU memory estimate; NULL for
                             other workloads */
+  double params, model_flops; /* js.gpt: gpt_n_params and
+                            gpt_megatron_flops of its config; 0 otherwise */
 } LWorkload;
 typedef struct {
   ResTable *t;

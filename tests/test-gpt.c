@@ -55,6 +55,7 @@ static const guint sl_6675[] = {6, 6, 7, 5};
 static const guint sl_12_11_9[] = {12, 11, 9};
 static const guint sl_1_5[] = {1, 5};
 static const guint sl_9885[] = {9, 8, 8, 5}; /* Merak custom:0,10,18,26,32 */
+static const guint sl_9887[] = {9, 8, 8, 7}; /* llama3-8b's 32 layers */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
@@ -131,6 +132,18 @@ static const Layout layouts[] = {
   {"bloom-3b-t2p3d2-m3-fp8-flash-sp-zero", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1,
    3, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
    RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+  /* Llama (issue 31): GQA (8 kv heads) split over TP with the unfused
+   * attention's K/V repeat, MHA interleaved, the whole recipe, and the
+   * eager Hugging Face kernels with SDPA. */
+  {"llama3-8b-t2p2d2-m4", "llama3-8b", 0, 0, 0, 0, 2, 2, 2, 1, 4, 256,
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+  {"llama2-7b-t1p4d2-v2-m4-il", "llama2-7b", 0, 0, 0, 0, 1, 4, 2, 1, 4, 256,
+   PIPELINE_INTERLEAVED, 2, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+  {"llama3-8b-t4p2d2-m4-fp8-flash-sp-zero", "llama3-8b", 0, 0, 0, 0, 4, 2, 2,
+   1, 4, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+  {"hf-llama3-8b-t1p4d2-m4-stages-9887", "llama3-8b", 0, 0, 0, 0, 1, 4, 2, 1,
+   4, 256, PIPELINE_1F1B, 0, 25, TRUE, sl_9887, GPT_IMPL_HF, 0},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -292,6 +305,10 @@ static void test_models(void)
     {"gpt3-6.7b", 32, 4096, 32, 50257},  {"gpt3-13b", 40, 5120, 40, 50257},
     {"gpt3-175b", 96, 12288, 96, 50257}, {"bloom-3b", 30, 2560, 32, 250880},
     {"bloom-176b", 70, 14336, 112, 250880},
+    {"llama2-7b", 32, 4096, 32, 32000},  {"llama2-13b", 40, 5120, 40, 32000},
+    {"llama2-70b", 80, 8192, 64, 32000}, {"llama3-8b", 32, 4096, 32, 128256},
+    {"llama3-70b", 80, 8192, 64, 128256},
+    {"llama3-405b", 126, 16384, 128, 128256},
   };
   const char *const *names = gpt_model_names();
   g_assert_cmpuint(g_strv_length((char **)names), ==, G_N_ELEMENTS(want));
@@ -543,7 +560,9 @@ static void test_bad_gpu(void)
  * and replica. */
 static double flash_saving(const GptConfig *cfg)
 {
-  if (cfg->attention != GPT_ATTENTION_FLASH)
+  /* A Llama under impl hf runs SDPA's flash kernel either way. */
+  gboolean sdpa = cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA;
+  if (cfg->attention != GPT_ATTENTION_FLASH && !sdpa)
     return 0;
   double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
   return 5 * b * s * s * h * cfg->layers * cfg->microbatches * cfg->dp;
@@ -572,9 +591,15 @@ static void test_recompute(gconstpointer data)
   double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
   /* One extra forward of every layer, every microbatch, every replica
    * (flash attention's causal forward: half the dense 4*b*s^2*h). */
-  double att = cfg.attention == GPT_ATTENTION_FLASH ? 2 : 4;
+  double att = flash_saving(&cfg) > 0 ? 2 : 4;
+  /* A layer's matmul weights: 12 h^2, or Llama's q, o, GQA's k, v and
+   * SwiGLU's three. */
+  double W = 12 * h * h;
+  if (cfg.arch == GPT_ARCH_LLAMA)
+    W = 2 * h * h + 2 * h * h * gpt_kv_heads(&cfg) / cfg.heads +
+        3 * h * gpt_ffn_hidden(&cfg);
   double extra = (double)cfg.microbatches * cfg.dp * cfg.layers *
-                 (24 * b * s * h * h + att * b * s * s * h);
+                 (2 * b * s * W + att * b * s * s * h);
   double diff = kernel_flops(rec) - kernel_flops(plain);
   g_assert_true(test_close(diff, extra, 1e-9));
   /* The recomputed kernels are forward kernels billed to the backward. */
@@ -596,6 +621,17 @@ static void test_recompute(gconstpointer data)
                (cfg.precision == GPT_PRECISION_FP8);
   guint64 per_layer = cfg.impl == GPT_IMPL_HF ? (bloom ? 16 + 9 : 17 + 8)
                                               : mg;
+  /* Llama, Megatron: rotary added, bias-dropout-adds become residual
+   * adds, one K/V repeat with unfused GQA: 13 (+1); Hugging Face: two
+   * RMSNorm chains of 6, two rotary chains of 5, 13 GEMMs and
+   * elementwise ops, 2 repeat_kv copies under GQA. */
+  guint64 gqa = gpt_kv_heads(&cfg) < cfg.heads;
+  guint64 flash = cfg.attention == GPT_ATTENTION_FLASH;
+  if (cfg.arch == GPT_ARCH_LLAMA)
+    per_layer = cfg.impl == GPT_IMPL_HF
+                  ? 2 * 6 + 2 * 5 + 13 + 2 * gqa
+                  : 13 + (!flash && gqa) - 2 * flash +
+                        (cfg.precision == GPT_PRECISION_FP8);
   g_assert_cmpuint(n_rec, ==,
                    (guint64)cfg.microbatches * gpt_stage_layers(&cfg, 0) *
                        per_layer);
@@ -629,11 +665,34 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
     F = L * lf + first * (bloom ? 2 : 4) + last * 5;
     B = L * lb + R * L * lf + first * 4 + last * 8;
   }
+  guint64 llama = cfg->arch == GPT_ARCH_LLAMA;
+  guint64 gqa = gpt_kv_heads(cfg) < cfg->heads;
+  guint64 fl = cfg->attention == GPT_ATTENTION_FLASH;
+  if (llama && cfg->impl == GPT_IMPL_HF) {
+    /* Forward: RMSNorm chains 2 x 6, rotary chains 2 x 5, q k v o gate
+     * up down, SDPA, merge, SiLU, product, two residual adds (13), K/V
+     * repeats (2 under GQA); backward: RMSNorm chains 2 x 11, rotary
+     * 2 x 5, seven dgrads and wgrads, the SiLU product's two and SiLU's,
+     * SDPA, merge, three input-gradient adds, two residual-gradient
+     * adds, the .grad accumulation (25), the repeats' sums.  Embedding 1
+     * and 2; head 6 + 5 and 11 + 7. */
+    guint64 lf = 35 + 2 * gqa, lb = 57 + 2 * gqa;
+    F = L * lf + first + last * 11;
+    B = L * lb + R * L * lf + first * 2 + last * 18;
+    fl = 0;
+  } else if (llama) {
+    /* Megatron: the GPT list with rotary added each way and, unfused
+     * under GQA, the K/V repeat; the embedding is the gather alone. */
+    guint64 G = gqa && !fl;
+    F = L * (13 + G + 2 * c) + first * (1 + c) + last * (5 + 3 * c);
+    B = L * (17 + G + 2 * c) + R * L * (13 + G + 2 * c) + first +
+        last * (4 + c);
+  }
   /* Each chunk pass receives its input and sends its output, but the
    * embedding chunk has no input and the head chunk no output. */
   guint64 v = gpt_config_chunks(cfg);
   guint64 P2P = 4 * v - 2 * first - 2 * last;
-  guint64 tie = cfg->pp > 1 && (first || last);
+  guint64 tie = cfg->pp > 1 && (first || last) && !llama; /* untied */
   /* Megatron-core's recipe.  Flash attention: one kernel each way for
    * scores, softmax and context.  Sequence parallelism (tp > 1): each of
    * the layer's two all-reduces becomes an all-gather (before the
@@ -648,7 +707,6 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
    * proj and qkv output gradients) per layer; each chunk pass ends with
    * the scale update and the amax all-reduces (TP, DP); the weights are
    * cast once per chunk. */
-  guint64 fl = cfg->attention == GPT_ATTENTION_FLASH;
   guint64 S = cfg->sequence_parallel && c;
   guint64 f8 = cfg->precision == GPT_PRECISION_FP8;
   F += L * (2 * S + f8 - 2 * fl) + last * S;
@@ -670,6 +728,7 @@ static void check_counts(const GptConfig *cfg)
   guint64 total = 0;
   double h = cfg->hidden, ht = h / cfg->tp;
   double vt = (double)gpt_padded_vocab(cfg) / cfg->tp;
+  gboolean llama = cfg->arch == GPT_ARCH_LLAMA;
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     guint p = rank_stage(cfg, r);
@@ -688,7 +747,7 @@ static void check_counts(const GptConfig *cfg)
 
     /* Buckets: none without DP; one with cap 0; one per parameter tensor
      * with a tiny cap. */
-    guint n_units = 6 * L + first + (last ? 1 + (cfg->pp > 1) : 0);
+    guint n_units = 6 * L + first + (last ? 1 + (cfg->pp > 1 || llama) : 0);
     if (cfg->dp == 1)
       g_assert_cmpuint(nb, ==, 0);
     else if (cfg->dp_bucket_mb == 0) /* one per chunk */
@@ -706,6 +765,14 @@ static void check_counts(const GptConfig *cfg)
                               : (double)cfg->seq_len * h);  /* positions */
     if (last)
       params += 2 * h + (cfg->pp > 1 ? vt * h : 0);
+    if (llama) {
+      /* q, o; GQA's k, v; SwiGLU; two RMSNorm weights; the word
+       * embedding; the final RMSNorm and the untied output layer. */
+      double kt = ht * gpt_kv_heads(cfg) / cfg->heads;
+      double Ft = (double)gpt_ffn_hidden(cfg) / cfg->tp;
+      params = L * (h * (2 * ht + 2 * kt + 3 * Ft) + 2 * h) +
+               first * vt * h + last * (h + vt * h);
+    }
     double adam = -1, grads = 0, gathered = 0;
     const char *reduce = cfg->zero == 1 ? "dp.reduce_scatter"
                                         : "dp.all_reduce";
@@ -1411,8 +1478,12 @@ static void test_groups(gconstpointer data)
         g_error("unexpected collective %s", name);
       }
     }
+    /* Llama's output layer is untied: no tie all-reduce. */
     g_assert_cmpuint(n_tie, ==,
-                     cfg.pp > 1 && (p == 0 || p == cfg.pp - 1) ? 1 : 0);
+                     cfg.pp > 1 && (p == 0 || p == cfg.pp - 1) &&
+                             cfg.arch != GPT_ARCH_LLAMA
+                         ? 1
+                         : 0);
   }
 }
 
@@ -1498,6 +1569,10 @@ static void test_optimizer_wait(gconstpointer data)
        * embedding's and the tied head copy's from their accumulation. */
       g_assert_true(g_str_has_suffix(tn, "_wgrad") ||
                     strcmp(tn, "bwd.layernorm") == 0 ||
+                    /* Llama: the RMSNorm backward (impl hf: its weight
+                     * reduction, the chain's third kernel) */
+                    strcmp(tn, "bwd.rmsnorm") == 0 ||
+                    strcmp(tn, "bwd.rmsnorm_3") == 0 ||
                     strcmp(tn, "bwd.embedding") == 0 ||
                     (cfg.impl == GPT_IMPL_HF &&
                      (strcmp(tn, "bwd.layernorm_params") == 0 ||
@@ -1543,10 +1618,15 @@ static void test_fields(gconstpointer data)
   GpuSpec flash[2] = {priced, priced};
   double fe[2];
   gpt_flash_eff(gpu->name, &fe[0], &fe[1], NULL);
+  /* impl hf's attention factor was fitted on eager attention, not its
+   * SDPA (Llama): FlashAttention's figure unscaled there. */
+  double fa = cfg.impl == GPT_IMPL_HF ? 1 : gpt_config_eff(&cfg).attention;
   for (guint i = 0; i < 2; i++)
-    flash[i].eff_compute[SIM_CLASS_ATTENTION].v =
-        MIN(1.0, fe[i] * gpt_config_eff(&cfg).attention);
-  g_assert_cmpuint(w->shapes->len, <, 100);
+    flash[i].eff_compute[SIM_CLASS_ATTENTION].v = MIN(1.0, fe[i] * fa);
+  /* Llama under impl hf names each kernel of its RMSNorm and rotary
+   * chains. */
+  gboolean hf_llama = cfg.impl == GPT_IMPL_HF && cfg.arch == GPT_ARCH_LLAMA;
+  g_assert_cmpuint(w->shapes->len, <, hf_llama ? 128 : 100);
   g_autofree gint64 *shape_ns = g_new0(gint64, w->shapes->len);
   for (guint i = 0; i < w->shapes->len; i++) {
     const SimShape *a = &g_array_index(w->shapes, SimShape, i);
@@ -1570,8 +1650,11 @@ static void test_fields(gconstpointer data)
       GpuKernel k = {.klass = a->klass, .flops = a->flops,
                      .bytes = a->bytes, .tensor = a->tensor};
       GpuCost c;
-      const GpuSpec *on = strcmp(an, "fwd.flash_attention") == 0 ? &flash[0]
-                          : strcmp(an, "bwd.flash_attention") == 0
+      const GpuSpec *on = strcmp(an, "fwd.flash_attention") == 0 ||
+                                  strcmp(an, "fwd.sdpa_flash") == 0
+                              ? &flash[0]
+                          : strcmp(an, "bwd.flash_attention") == 0 ||
+                                  strcmp(an, "bwd.sdpa_flash") == 0
                               ? &flash[1]
                               : ref;
       gpu_kernel_cost(on, &k, 0, 0, G_MAXDOUBLE, &c);
@@ -1621,7 +1704,9 @@ static void test_fields(gconstpointer data)
       }
       if (strcmp(name, "fwd.qkv_gemm") == 0) {
         double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
-        g_assert_true(test_close(sh->flops, 6 * b * s * h * h / cfg.tp,
+        /* q, k, v: 3h columns, or with GQA h (1 + 2 kv / a). */
+        double cols = h * (1 + 2.0 * gpt_kv_heads(&cfg) / cfg.heads);
+        g_assert_true(test_close(sh->flops, 2 * b * s * h * cols / cfg.tp,
                                  1e-12));
         g_assert_cmpuint(op->layer, !=, NO_LAYER);
       }
@@ -3244,6 +3329,244 @@ static void test_memory_175b_fits(void)
       gpt_memory_stage(m, gpt_memory_peak_stage(m))->total_bytes, <, 40e9);
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* Llama (issue 31)                                                       */
+
+/* Every preset's parameter count against the published one.  Llama: the
+ * models' safetensors totals (Hugging Face model pages of meta-llama/
+ * Llama-2-{7,13,70}b-hf, Meta-Llama-3-{8,70}B, Llama-3.1-405B), which
+ * the sizes give exactly.  By hand for llama2-7b (h 4096, 32 layers, 32
+ * heads = 32 kv heads, F 11008, V 32000):
+ *   attention  q, o: 2 h^2 = 33,554,432; k, v: 2 h (kv/a) h = 33,554,432
+ *   SwiGLU     gate, up, down: 3 h F = 135,266,304
+ *   RMSNorms   2 h = 8,192
+ *   per layer  202,383,360; x 32 = 6,476,267,520
+ *   embeddings untied: 2 V h = 262,144,000; final norm h = 4,096
+ *   total      6,738,415,616.
+ * GPT-3 (paper table 2.1) and BLOOM (model cards): the GPT-3 names are
+ * rounded -- its own table's sizes give 356M for "350M" and 2.65B for
+ * "2.7B" -- so within 2%; BLOOM exactly. */
+static void test_llama_params(void)
+{
+  static const struct {
+    const char *name;
+    double published, tol;
+  } want[] = {
+    {"llama2-7b", 6738415616.0, 0},      {"llama2-13b", 13015864320.0, 0},
+    {"llama2-70b", 68976648192.0, 0},    {"llama3-8b", 8030261248.0, 0},
+    {"llama3-70b", 70553706496.0, 0},    {"llama3-405b", 405853388800.0, 0},
+    {"bloom-3b", 3002557440.0, 0},       {"bloom-176b", 176247271424.0, 0},
+    {"gpt3-125m", 125e6, 0.02},          {"gpt3-350m", 350e6, 0.02},
+    {"gpt3-760m", 760e6, 0.02},          {"gpt3-1.3b", 1.3e9, 0.02},
+    {"gpt3-2.7b", 2.7e9, 0.02},          {"gpt3-6.7b", 6.7e9, 0.02},
+    {"gpt3-13b", 13e9, 0.02},            {"gpt3-175b", 175e9, 0.02},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    g_assert_true(gpt_config_set_model(&cfg, want[i].name, NULL));
+    double n = gpt_n_params(&cfg);
+    if (fabs(n / want[i].published - 1) > want[i].tol)
+      g_error("%s: %.0f parameters, published %.0f", want[i].name, n,
+              want[i].published);
+  }
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "llama2-7b", NULL));
+  g_assert_cmpint(cfg.arch, ==, GPT_ARCH_LLAMA);
+  g_assert_cmpfloat(gpt_n_params(&cfg), ==,
+                    32 * (33554432.0 + 33554432 + 135266304 + 8192) +
+                        262144000 + 4096);
+  /* The stages hold them all: untied, so no copy on the last stage. */
+  cfg.pp = 4;
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+  double sum = 0;
+  for (guint p = 0; p < 4; p++)
+    sum += gpt_memory_stage(m, p)->params;
+  g_assert_cmpfloat(sum, ==, 6738415616.0);
+}
+
+/* A small GQA SwiGLU config: hidden 256, 4 heads of 64, 2 kv heads, FFN
+ * 512, s 128, b 1, two layers, V 1024, tp 1.  Forward FLOPs of a layer
+ * by hand:
+ *   qkv   2 x 128 x 256 x (256 + 2 x 128) = 33,554,432
+ *   attn  QK^T and AV, 2 x 2 x 128^2 x 256 = 16,777,216
+ *   proj  2 x 128 x 256 x 256 = 16,777,216
+ *   fc1   gate + up, 2 x 128 x 256 x 1024 = 67,108,864
+ *   fc2   2 x 128 x 512 x 256 = 33,554,432
+ *   sum   167,772,160 (the MHA GELU layer of the same width: 201,326,592)
+ * and the backward twice that. */
+static void llama_small(GptConfig *cfg)
+{
+  gpt_config_init(cfg);
+  cfg->arch = GPT_ARCH_LLAMA;
+  cfg->layers = 2;
+  cfg->hidden = 256;
+  cfg->heads = 4;
+  cfg->kv_heads = 2;
+  cfg->ffn_hidden = 512;
+  cfg->vocab = 1024;
+  cfg->seq_len = 128;
+  cfg->microbatches = 1;
+}
+
+static double phase_layer_flops(const SimWorkload *w, SimPhase phase)
+{
+  double sum = 0;
+  const SimRank *rk = &w->ranks[0];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (rk->ops[i].layer == 0 && rk->ops[i].phase == phase)
+      sum += shape_of(w, &rk->ops[i])->flops;
+  return sum;
+}
+
+static void test_llama_flops(void)
+{
+  GptConfig cfg;
+  llama_small(&cfg);
+  g_assert_true(gpt_config_validate(&cfg, NULL));
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  g_assert_cmpfloat(named_shape(w, "fwd.qkv_gemm")->flops, ==, 33554432.0);
+  g_assert_cmpfloat(named_shape(w, "fwd.fc1_gemm")->flops, ==, 67108864.0);
+  g_assert_cmpfloat(named_shape(w, "fwd.fc2_gemm")->flops, ==, 33554432.0);
+  g_assert_cmpfloat(phase_layer_flops(w, SIM_PHASE_FORWARD), ==,
+                    167772160.0);
+  g_assert_cmpfloat(phase_layer_flops(w, SIM_PHASE_BACKWARD), ==,
+                    2 * 167772160.0);
+  /* The whole iteration: two layers, the head's logits 2 x 128 x 256 x
+   * 1024 = 67,108,864 three times: 1,207,959,552, the documented count. */
+  g_assert_cmpfloat(kernel_flops(w), ==, 1207959552.0);
+  g_assert_cmpfloat(gpt_megatron_flops(&cfg), ==, 1207959552.0);
+  /* QKV bytes: input 128 x 256, weight 256 x 512, output 128 x 512, 2
+   * bytes each. */
+  g_assert_cmpfloat(named_shape(w, "fwd.qkv_gemm")->bytes, ==,
+                    2 * (32768.0 + 131072 + 65536));
+  /* No biases, no dropout, no positions: none of their kernels; RMSNorm
+   * and rotary instead; K/V repeated for the unfused attention only. */
+  g_assert_cmpuint(count_name(w, "fwd.bias_dropout_add"), ==, 0);
+  g_assert_cmpuint(count_name(w, "fwd.layernorm"), ==, 0);
+  g_assert_cmpuint(count_name(w, "fwd.embedding_add"), ==, 0);
+  g_assert_cmpuint(count_name(w, "fwd.rmsnorm"), ==, 2 * 2 + 1);
+  g_assert_cmpuint(count_name(w, "fwd.rotary"), ==, 2);
+  g_assert_cmpuint(count_name(w, "fwd.kv_repeat"), ==, 2);
+  /* Rotary on q (128 x 256) and k (128 x 128), read and written, plus
+   * the fp32 cos/sin table (4 x 128 x 64). */
+  g_assert_cmpfloat(named_shape(w, "fwd.rotary")->bytes, ==,
+                    2 * 2 * 128 * (256 + 128.0) + 4 * 128 * 64);
+  cfg.attention = GPT_ATTENTION_FLASH;
+  g_autoptr(SimWorkload) f = generate(&cfg);
+  g_assert_cmpuint(count_name(f, "fwd.kv_repeat"), ==, 0);
+  /* Flash reads Q, K, V and writes O: K and V at half width. */
+  g_assert_cmpfloat(named_shape(f, "fwd.flash_attention")->bytes, ==,
+                    2 * (2 * 32768.0 + 2 * 16384) + 4 * 4 * 128);
+}
+
+/* Llama's activations per layer (docs/gpt-generator.md, "Memory"): the
+ * small config by hand, flash attention, tp 1, b 1: replicated 4E sbh =
+ * 262,144; Q, K, V, proj input 2 x (2 + 2 x 0.5) sbh = 196,608; SwiGLU 3
+ * x 2 x 128 x 512 = 393,216; log-sum-exp 4 x 4 x 128 = 2,048. */
+static void test_llama_memory(void)
+{
+  GptConfig cfg;
+  llama_small(&cfg);
+  cfg.layers = 1;
+  cfg.attention = GPT_ATTENTION_FLASH;
+  cfg.pp = 1;
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+  const GptStageMemory *st = gpt_memory_stage(m, 0);
+  /* One layer, one microbatch, plus the ids (8 sb) and the head's norm
+   * and GEMM inputs (2 x 2 sbh) and fp32 logits (4 sbV). */
+  double layer = 262144.0 + 196608 + 393216 + 2048;
+  double ends = 8 * 128 + 2 * 2 * 32768.0 + 4 * 128 * 1024;
+  g_assert_cmpfloat(fabs(st->activations_bytes - (layer + ends)), <, 1e-6);
+}
+
+static void llama_bad_kv(GptConfig *cfg)
+{
+  g_assert_true(gpt_config_set_model(cfg, "llama2-7b", NULL));
+  cfg->kv_heads = 5;
+}
+
+static void llama_bad_tp(GptConfig *cfg)
+{
+  g_assert_true(gpt_config_set_model(cfg, "llama3-8b", NULL));
+  cfg->tp = 16;
+}
+
+static void llama_bad_arch(GptConfig *cfg)
+{
+  cfg->kv_heads = 4;
+}
+
+static void llama_bad_ffn(GptConfig *cfg)
+{
+  g_assert_true(gpt_config_set_model(cfg, "llama2-7b", NULL));
+  cfg->tp = 2;
+  cfg->ffn_hidden = 11009;
+}
+
+static const BadConfig llama_bad[] = {
+  {"llama-kv-heads", llama_bad_kv, "kv_heads = 5 does not divide heads = 32"},
+  {"llama-kv-tp", llama_bad_tp, "kv_heads = 8 is not a multiple of tp = 16"},
+  {"llama-kv-gpt", llama_bad_arch, "kv_heads = 4 needs arch = \"llama\""},
+  {"llama-ffn-tp", llama_bad_ffn,
+   "ffn_hidden = 11009 is not a multiple of tp = 2"},
+};
+
+/* Llama 3 8B on 8 H100s (TP 2, PP 2, DP 2, s 8192, flash attention,
+ * sequence parallelism, zero 1, folded) from Lua: the workload's params
+ * and model FLOPs, no embedding tie all-reduce (untied), the memory model
+ * fits, and the throughput a Megatron run gets on H100s (Meta's Llama 3
+ * pre-training: 38-43% MFU, arXiv:2407.21783 table 4; here 25-60%). */
+static void test_llama_lua(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  const char *src =
+    "local js = require 'joulesim'\n"
+    "local w = js.gpt{ model = 'llama3-8b', gpu = 'H100-SXM5-80GB',\n"
+    "  tp = 2, pp = 2, dp = 2, seq_len = 8192, global_batch_size = 32,\n"
+    "  attention = 'flash', sequence_parallel = true, zero = 1,\n"
+    "  fold = true }\n"
+    "-- tp 2 pads the vocabulary to 128256 (a multiple of 256)\n"
+    "assert(w.params == 8030261248, w.params)\n"
+    "assert(w.memory.total_gb < 80, w.memory.total_gb)\n"
+    "local c = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = 8 }\n"
+    "local r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.mfu > 0.25 and r.mfu < 0.60, r.mfu)\n"
+    "assert(r.flops < w.model_flops, r.flops)\n"
+    "local ok, e = pcall(js.gpt, { model = 'llama3-8b', kv_heads = 3 })\n"
+    "assert(not ok and e:find('kv_heads = 3 does not divide heads = 32'),\n"
+    "       e)\n"
+    "ok, e = pcall(js.gpt, { model = 'llama3-8b', tp = 16 })\n"
+    "assert(not ok and e:find('kv_heads = 8 is not a multiple of tp'), e)\n";
+  GError *error = NULL;
+  gboolean ok = js_run_string(s, "=llama", src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+/* The untied head: no tie all-reduce, and the last stage's output weight
+ * is a gradient unit of its own even at pp = 1. */
+static void test_llama_untied(void)
+{
+  GptConfig cfg;
+  llama_small(&cfg);
+  cfg.pp = 2;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  for (guint r = 0; r < w->n_ranks; r++)
+    for (guint32 i = 0; i < w->ranks[r].n_ops; i++)
+      g_assert_cmpstr(name_of(w, &w->ranks[r].ops[i]), !=,
+                      "pp.embedding_all_reduce");
+  GptConfig g = cfg;
+  g.arch = GPT_ARCH_GPT;
+  g.kv_heads = g.ffn_hidden = 0;
+  g_autoptr(SimWorkload) gw = generate(&g);
+  g_assert_cmpuint(count_name(gw, "fwd.rmsnorm"), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -3280,6 +3603,16 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/stage-layers/bad", test_stage_layers_bad);
   g_test_add_func("/gpt/precision/rates-and-bytes", test_precision);
   g_test_add_func("/gpt/arch/bloom", test_bloom);
+  g_test_add_func("/gpt/arch/llama-params", test_llama_params);
+  g_test_add_func("/gpt/arch/llama-flops", test_llama_flops);
+  g_test_add_func("/gpt/arch/llama-memory", test_llama_memory);
+  g_test_add_func("/gpt/arch/llama-untied", test_llama_untied);
+  g_test_add_func("/gpt/arch/llama-lua", test_llama_lua);
+  for (guint i = 0; i < G_N_ELEMENTS(llama_bad); i++) {
+    g_autofree char *path =
+        g_strdup_printf("/gpt/config/bad/%s", llama_bad[i].label);
+    g_test_add_data_func(path, &llama_bad[i], test_bad_config);
+  }
   g_test_add_func("/gpt/dataflow/detects-deadlock",
                   test_dataflow_detects_deadlock);
   g_test_add_func("/gpt/interleaved/literal", test_interleaved_literal);

@@ -30,7 +30,8 @@ typedef enum {
   UNIT_PROJ,
   UNIT_QKV,
   UNIT_LN1,
-  UNIT_HEAD_EMB, /* last stage's tied copy of the word embedding (p > 1) */
+  UNIT_HEAD_EMB, /* last stage's output weight: the tied copy of the word
+                    embedding (p > 1) or Llama's own */
   UNIT_HEAD_LN,  /* final LayerNorm */
   UNIT_EMB,      /* word (vocab shard) + position embeddings */
   UNIT_COUNT
@@ -43,6 +44,16 @@ typedef struct {
 
 /* The unfused GeLU chain of impl hf for cfg's arch (gpt_config.c). */
 GeluChain gpt_hf_gelu(const GptConfig *cfg, gboolean backward);
+
+/* Whether the output layer shares the word embedding (GPT, BLOOM; the
+ * tie all-reduce when pp > 1); whether the last stage holds an output
+ * weight of its own (untied, or a tied copy when pp > 1). */
+gboolean gpt_tied(const GptConfig *cfg);
+gboolean gpt_head_weight(const GptConfig *cfg);
+
+/* Kernels in impl hf's Llama chains: 0 the RMSNorm forward, 1 its
+ * backward, 2 the rotary embedding of one tensor (gpt_kernels.c). */
+guint gpt_hf_llama_chain(int which);
 
 /* Parameters of one rank of stage p (all its chunks). */
 double gpt_stage_params(const GptConfig *cfg, guint p);

@@ -328,12 +328,14 @@ static double adam_bytes(const GptConfig *cfg)
  * over TP after the DP reduction (_allreduce_layernorm_grads).  Per layer
  * two LayerNorms (2h each) and the proj and fc2 biases (h each); the
  * final LayerNorm on the last stage, BLOOM's embedding LayerNorm on the
- * first. */
+ * first; Llama's two RMSNorms (h each) and its final one. */
 static double sp_grad_bytes(const GptConfig *cfg, guint p)
 {
   double h = cfg->hidden, n = gpt_stage_layers(cfg, p) * 6 * h;
+  if (cfg->arch == GPT_ARCH_LLAMA) /* two RMSNorm weights, no biases */
+    n = gpt_stage_layers(cfg, p) * 2 * h;
   if (p == cfg->pp - 1)
-    n += 2 * h;
+    n += cfg->arch == GPT_ARCH_LLAMA ? h : 2 * h;
   if (p == 0 && cfg->arch == GPT_ARCH_BLOOM)
     n += 2 * h;
   return 4 * n;
@@ -547,7 +549,7 @@ static void gather_chunk(Gen *g, guint p, guint c, guint32 wait,
   if (waits == NULL)
     return;
   guint lpc = chunk_layers(g, p);
-  guint head = chunk_is_last(g, p, c) ? (cfg->pp > 1 ? 2 : 1) : 0;
+  guint head = chunk_is_last(g, p, c) ? (gpt_head_weight(cfg) ? 2 : 1) : 0;
   waits[0] = chunk_is_first(p, c) ? handle[bucket_of(end, n - 1)]
                                   : SIM_NO_WAIT;
   for (guint j = 0; j < lpc; j++)
@@ -628,7 +630,7 @@ static void emit_tail(Gen *g, guint p)
     g->pending_wait = last_dp;
     put_compute(g, &sp, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
-  if (cfg->pp > 1 && (p == 0 || p == cfg->pp - 1)) {
+  if (cfg->pp > 1 && gpt_tied(cfg) && (p == 0 || p == cfg->pp - 1)) {
     g->pending_wait = last_dp;
     put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
@@ -869,7 +871,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
   g.unit_chunks = g_array_new(FALSE, FALSE, sizeof(guint));
   g.param_ag = g_array_new(FALSE, FALSE, sizeof(guint32));
   g.price_on = &g.priced;
-  if (c.attention == GPT_ATTENTION_FLASH)
+  if (gpt_attention_fused(&c))
     gpt_flash_specs(&g);
   g.rb = sim_rank_builder_new();
   g.b = c.microbatch_size;

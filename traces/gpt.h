@@ -15,10 +15,13 @@ G_BEGIN_DECLS
 
 /* The architecture: GPT-2/3 (learned positions) or BLOOM (ALiBi biases on
  * the attention scores instead of position embeddings, a LayerNorm after
- * the word embedding). */
+ * the word embedding), or Llama (RMSNorm, SwiGLU with its own FFN width,
+ * rotary position embeddings, grouped-query attention, untied input and
+ * output embeddings, no biases, no dropout). */
 typedef enum {
   GPT_ARCH_GPT = 0,
   GPT_ARCH_BLOOM,
+  GPT_ARCH_LLAMA,
 } GptArch;
 
 /* The implementation the job ran (issue 15 item 4): which kernels one
@@ -108,6 +111,11 @@ typedef struct {
   guint global_batch_size; /* sequences per iteration; 0 = unset.  When
                               set, microbatches must equal it / (microbatch_
                               size * dp): gpt_config_resolve_batch sets it */
+  guint kv_heads;          /* key/value heads (grouped-query attention);
+                              0 = heads.  Llama only. */
+  guint ffn_hidden;        /* FFN width; 0 = the arch's: 4 * hidden (GPT,
+                              BLOOM).  Llama needs it (its presets set
+                              it). */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -126,7 +134,7 @@ const char *const *gpt_model_names(void); /* NULL-terminated */
  * params") to out: what each name stands for (trace gen --help). */
 void gpt_describe_models(GString *out);
 
-/* "gpt", "bloom" ("?" when out of range). */
+/* "gpt", "bloom", "llama" ("?" when out of range). */
 const char *gpt_arch_name(GptArch a);
 gboolean gpt_arch_from_name(const char *name, GptArch *out, GError **error);
 
@@ -148,8 +156,12 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error);
  * 0); cfg is then unchanged. */
 gboolean gpt_config_resolve_batch(GptConfig *cfg, GError **error);
 
-/* Megatron's FLOPs per iteration (model FLOPs, no recompute):
- * 72 * B * s * l * h^2 * (1 + s/(6h) + V/(12 l h)), B = global batch. */
+/* Megatron's FLOPs per iteration (model FLOPs, no recompute), B = global
+ * batch: GPT and BLOOM 72 * B * s * l * h^2 * (1 + s/(6h) + V/(12 l h));
+ * Llama 6 * B * s * (l * (2h^2 + 2h*kv*h/a + 3h*F + 2sh) + V*h), the
+ * same count (3 x the forward's 2 FLOPs per weight and token, plus the
+ * attention matmuls) over GQA's smaller K/V projections, SwiGLU's three
+ * matrices and the untied head. */
 double gpt_megatron_flops(const GptConfig *cfg);
 
 /* Generates one iteration for tp*pp*dp ranks (rank = tp_i + tp*(dp_i +
@@ -211,10 +223,15 @@ guint gpt_config_chunks(const GptConfig *cfg);
 /* The vocabulary padded Megatron-style to a multiple of 128 * tp. */
 guint gpt_padded_vocab(const GptConfig *cfg);
 
-/* Parameters of the whole model (padded vocabulary, tied embeddings):
- * GPT l*(12h^2 + 13h) + V*h + s*h + 2h (positions = seq_len); BLOOM
- * l*(12h^2 + 13h) + V*h + 4h (no positions, an embedding LayerNorm). */
+/* Parameters of the whole model (padded vocabulary): GPT l*(12h^2 + 13h)
+ * + V*h + s*h + 2h (tied embeddings, positions = seq_len); BLOOM
+ * l*(12h^2 + 13h) + V*h + 4h (no positions, an embedding LayerNorm);
+ * Llama l*(2h^2 + 2h*kv*h/a + 3h*F + 2h) + 2V*h + h (untied, no biases,
+ * RMSNorm weights only). */
 double gpt_n_params(const GptConfig *cfg);
+/* Key/value heads and FFN width cfg runs with (0 fields: heads, 4h). */
+guint gpt_kv_heads(const GptConfig *cfg);
+guint gpt_ffn_hidden(const GptConfig *cfg);
 
 /* Ops per rank of pipeline stage `stage` (< pp) and over all ranks, as
  * gpt_generate() would produce them (formula in traces/gpt.c).  cfg must
@@ -250,7 +267,9 @@ typedef struct {
  * and (vector kernels too) nominal FLOPs.  Coarser than the sequences
  * gpt_generate emits (no TP all-reduces, no ALiBi, Megatron's fusions
  * only): what the model fit prices a measured pipeline stage with
- * (models/fit.h, FitOp.kernels).  Writes at most GPT_LAYER_KERNELS_MAX
+ * (models/fit.h, FitOp.kernels); for a Llama the four GEMMs take its
+ * shapes (GQA's QKV, SwiGLU's gate+up and down), the vector kernels stay
+ * GPT's.  Writes at most GPT_LAYER_KERNELS_MAX
  * entries to out; returns how many. */
 guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
                         GptLayerKernel *out);

@@ -20,6 +20,7 @@ typedef struct {
   const char *name;
   guint layers, hidden, heads, vocab;
   GptArch arch;
+  guint kv_heads, ffn_hidden; /* 0: heads, 4 * hidden */
 } GptModel;
 
 /* GPT-3 paper table 2.1 sizes.  The 1.3B row says 24 heads of 128, which
@@ -29,30 +30,51 @@ typedef struct {
 /* BigScience BLOOM: 250,880 tokens (a multiple of 128 already). */
 #define BLOOM_VOCAB 250880
 
+/* Llama 2 (Touvron et al. 2023, arXiv:2307.09288, table 1: GQA for the
+ * 70B) and Llama 3 (Llama Team 2024, arXiv:2407.21783, table 3), sizes as
+ * the models' published config.json files give them (hidden_size,
+ * num_hidden_layers, num_attention_heads, num_key_value_heads,
+ * intermediate_size, vocab_size of meta-llama/Llama-2-{7,13,70}b-hf,
+ * Meta-Llama-3-{8,70}B and Llama-3.1-405B).  gpt_n_params gives the
+ * parameter counts of their safetensors exactly: 6,738,415,616,
+ * 13,015,864,320, 68,976,648,192, 8,030,261,248, 70,553,706,496 and
+ * 405,853,388,800 (tests/test-gpt.c). */
+#define LLAMA2_VOCAB 32000
+#define LLAMA3_VOCAB 128256
+#define LLAMA_MODELS                                                       \
+  {"llama2-7b", 32, 4096, 32, LLAMA2_VOCAB, GPT_ARCH_LLAMA, 32, 11008},    \
+  {"llama2-13b", 40, 5120, 40, LLAMA2_VOCAB, GPT_ARCH_LLAMA, 40, 13824},   \
+  {"llama2-70b", 80, 8192, 64, LLAMA2_VOCAB, GPT_ARCH_LLAMA, 8, 28672},    \
+  {"llama3-8b", 32, 4096, 32, LLAMA3_VOCAB, GPT_ARCH_LLAMA, 8, 14336},     \
+  {"llama3-70b", 80, 8192, 64, LLAMA3_VOCAB, GPT_ARCH_LLAMA, 8, 28672},    \
+  {"llama3-405b", 126, 16384, 128, LLAMA3_VOCAB, GPT_ARCH_LLAMA, 8, 53248},
+
 /* gpt3-xl is Merak's (and Hugging Face's) name for the 1.3B size.  BLOOM
  * sizes from the BigScience model cards: 3B = 30 layers, hidden 2560, 32
  * heads; 176B = 70 layers, hidden 14336, 112 heads (3,002,557,440 and
  * 176,247,271,424 parameters, which gpt_n_params reproduces exactly). */
 static const GptModel gpt_models[] = {
-  {"gpt3-125m", 12, 768, 12, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-350m", 24, 1024, 16, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-760m", 24, 1536, 16, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-1.3b", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-xl", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-2.7b", 32, 2560, 32, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-6.7b", 32, 4096, 32, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-13b", 40, 5120, 40, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"gpt3-175b", 96, 12288, 96, GPT3_VOCAB, GPT_ARCH_GPT},
-  {"bloom-3b", 30, 2560, 32, BLOOM_VOCAB, GPT_ARCH_BLOOM},
-  {"bloom-176b", 70, 14336, 112, BLOOM_VOCAB, GPT_ARCH_BLOOM},
+  {"gpt3-125m", 12, 768, 12, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-350m", 24, 1024, 16, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-760m", 24, 1536, 16, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-1.3b", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-xl", 24, 2048, 16, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-2.7b", 32, 2560, 32, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-6.7b", 32, 4096, 32, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-13b", 40, 5120, 40, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"gpt3-175b", 96, 12288, 96, GPT3_VOCAB, GPT_ARCH_GPT, 0, 0},
+  {"bloom-3b", 30, 2560, 32, BLOOM_VOCAB, GPT_ARCH_BLOOM, 0, 0},
+  {"bloom-176b", 70, 14336, 112, BLOOM_VOCAB, GPT_ARCH_BLOOM, 0, 0},
+  LLAMA_MODELS
 };
 static const char *const gpt_model_name_list[] = {
   "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-xl",
   "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",  "gpt3-175b", "bloom-3b",
-  "bloom-176b", NULL};
+  "bloom-176b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b",
+  "llama3-70b", "llama3-405b", NULL};
 G_STATIC_ASSERT(G_N_ELEMENTS(gpt_models) + 1 ==
                 G_N_ELEMENTS(gpt_model_name_list));
-static const char *const arch_names[] = {"gpt", "bloom"};
+static const char *const arch_names[] = {"gpt", "bloom", "llama"};
 #define GPT3_SEQ 2048
 
 /* The fitted factors: `joulesim fidelity --fit megatron` and `--fit hf`
@@ -151,7 +173,7 @@ gboolean gpt_arch_from_name(const char *name, GptArch *out, GError **error)
     return TRUE;
   }
   g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
-              "unknown arch '%s' (known: gpt, bloom)",
+              "unknown arch '%s' (known: gpt, bloom, llama)",
               name != NULL ? name : "(null)");
   return FALSE;
 }
@@ -167,10 +189,16 @@ void gpt_describe_models(GString *out)
     cfg.heads = m->heads;
     cfg.vocab = m->vocab;
     cfg.arch = m->arch;
+    cfg.kv_heads = m->kv_heads;
+    cfg.ffn_hidden = m->ffn_hidden;
     g_string_append_printf(out, "  %-11s %3u layers, hidden %5u, %3u heads, "
-                           "vocab %6u, %-5s %.3gB parameters\n", m->name,
+                           "vocab %6u, %-5s %.3gB parameters", m->name,
                            m->layers, m->hidden, m->heads, m->vocab,
                            arch_names[m->arch], gpt_n_params(&cfg) * 1e-9);
+    if (m->arch == GPT_ARCH_LLAMA)
+      g_string_append_printf(out, " (%u kv heads, ffn %u)", m->kv_heads,
+                             m->ffn_hidden);
+    g_string_append_c(out, '\n');
   }
 }
 
@@ -311,6 +339,8 @@ gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
     cfg->heads = m->heads;
     cfg->vocab = m->vocab;
     cfg->arch = m->arch;
+    cfg->kv_heads = m->kv_heads;
+    cfg->ffn_hidden = m->ffn_hidden;
     return TRUE;
   }
   g_autofree char *known = g_strjoinv(", ", (char **)gpt_model_name_list);
@@ -346,9 +376,33 @@ double gpt_n_params(const GptConfig *cfg)
   g_return_val_if_fail(cfg != NULL, 0);
   double l = cfg->layers, h = cfg->hidden;
   double v = gpt_padded_vocab(cfg), s = cfg->seq_len;
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    double kvh = h * gpt_kv_heads(cfg) / cfg->heads, F = gpt_ffn_hidden(cfg);
+    return l * (2 * h * h + 2 * h * kvh + 3 * h * F + 2 * h) + 2 * v * h + h;
+  }
   if (cfg->arch == GPT_ARCH_BLOOM)
     return l * (12 * h * h + 13 * h) + v * h + 4 * h;
   return l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h;
+}
+
+guint gpt_kv_heads(const GptConfig *cfg)
+{
+  return cfg->kv_heads != 0 ? cfg->kv_heads : cfg->heads;
+}
+
+guint gpt_ffn_hidden(const GptConfig *cfg)
+{
+  return cfg->ffn_hidden != 0 ? cfg->ffn_hidden : 4 * cfg->hidden;
+}
+
+gboolean gpt_tied(const GptConfig *cfg)
+{
+  return cfg->arch != GPT_ARCH_LLAMA;
+}
+
+gboolean gpt_head_weight(const GptConfig *cfg)
+{
+  return cfg->pp > 1 || !gpt_tied(cfg);
 }
 
 gboolean gpt_config_resolve_batch(GptConfig *cfg, GError **error)
@@ -384,6 +438,11 @@ double gpt_megatron_flops(const GptConfig *cfg)
   double B = (double)cfg->microbatch_size * cfg->microbatches * cfg->dp;
   double s = cfg->seq_len, l = cfg->layers, h = cfg->hidden;
   double v = gpt_padded_vocab(cfg);
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    double kvh = h * gpt_kv_heads(cfg) / cfg->heads, F = gpt_ffn_hidden(cfg);
+    return 6 * B * s *
+           (l * (2 * h * h + 2 * h * kvh + 3 * h * F + 2 * s * h) + v * h);
+  }
   return 72 * B * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
 }
 
@@ -407,6 +466,19 @@ static void unit_params(const GptConfig *cfg, double *out)
   out[UNIT_EMB] = vt * h + (cfg->arch == GPT_ARCH_BLOOM
                                 ? 2 * h /* the embedding LayerNorm */
                                 : (double)cfg->seq_len * h); /* positions */
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    /* No biases, RMSNorm weights only, SwiGLU's gate and up in FC1,
+     * the untied output layer on the last stage, no positions. */
+    double Ft = (double)gpt_ffn_hidden(cfg) / cfg->tp;
+    double kvt = ht * gpt_kv_heads(cfg) / cfg->heads;
+    out[UNIT_FC2] = Ft * h;
+    out[UNIT_FC1] = 2 * Ft * h;
+    out[UNIT_LN2] = out[UNIT_LN1] = out[UNIT_HEAD_LN] = h;
+    out[UNIT_PROJ] = ht * h;
+    out[UNIT_QKV] = (ht + 2 * kvt) * h;
+    out[UNIT_HEAD_EMB] = vt * h;
+    out[UNIT_EMB] = vt * h;
+  }
 }
 
 static const Unit layer_units[] = {UNIT_FC2, UNIT_FC1, UNIT_LN2,
@@ -420,7 +492,7 @@ static void chunk_units(const GptConfig *cfg, guint p, guint c, GArray *out)
   guint v = gpt_config_chunks(cfg);
   guint lpc = gpt_stage_layers(cfg, p) / v;
   if (p == cfg->pp - 1 && c == v - 1) {
-    if (cfg->pp > 1) {
+    if (gpt_head_weight(cfg)) {
       Unit u = UNIT_HEAD_EMB;
       g_array_append_val(out, u);
     }
@@ -560,6 +632,20 @@ typedef struct {
 static void seq_lens(const GptConfig *cfg, SeqLens *n)
 {
   guint64 c = cfg->tp > 1, bloom = cfg->arch == GPT_ARCH_BLOOM;
+  if (cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA) {
+    /* Separate q, k, v, o, gate, up, down GEMMs; two RMSNorm and two
+     * rotary chains; repeat_kv's two copies (R) under GQA. */
+    guint64 R = 2 * (gpt_kv_heads(cfg) < cfg->heads);
+    guint64 rf = gpt_hf_llama_chain(0), rb = gpt_hf_llama_chain(1);
+    guint64 ro = gpt_hf_llama_chain(2);
+    n->layer_fwd = 2 * rf + 2 * ro + R + 13;
+    n->layer_bwd = 2 * rb + 2 * ro + R + 25;
+    n->emb_fwd = 1;
+    n->emb_bwd = 2;
+    n->head_fwd = rf + 5;
+    n->head_bwd = rb + 7;
+    return;
+  }
   if (cfg->impl == GPT_IMPL_HF) {
     /* Hugging Face (tp = 1): GPT-2 scales the scores in a kernel of its
      * own, BLOOM inside baddbmm. */
@@ -580,6 +666,18 @@ static void seq_lens(const GptConfig *cfg, SeqLens *n)
    * kernels). */
   guint64 F = gpt_attention_fused(cfg), S = gpt_seq_parallel(cfg);
   guint64 f8 = cfg->precision == GPT_PRECISION_FP8;
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    /* The rotary kernel each way; the unfused attention's K/V repeat
+     * (G) under GQA; no embedding add. */
+    guint64 G = !F && gpt_kv_heads(cfg) < cfg->heads;
+    n->layer_fwd = 13 + G - 2 * F + 2 * c + 2 * S + f8;
+    n->layer_bwd = 17 + G - 2 * F + 2 * c + 4 * S + 3 * f8;
+    n->emb_fwd = 1 + c;
+    n->emb_bwd = 1 + S;
+    n->head_fwd = 5 + 3 * c + S;
+    n->head_bwd = 4 + c + S;
+    return;
+  }
   n->layer_fwd = 12 - 2 * F + 2 * c + 2 * S + f8;
   n->layer_bwd = 16 - 2 * F + 2 * c + 4 * S + 3 * f8;
   n->emb_fwd = 2 + c;
@@ -590,6 +688,8 @@ static void seq_lens(const GptConfig *cfg, SeqLens *n)
 
 gboolean gpt_attention_fused(const GptConfig *cfg)
 {
+  if (cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA)
+    return TRUE; /* SDPA's FlashAttention kernel */
   return cfg->attention == GPT_ATTENTION_FLASH;
 }
 
@@ -626,7 +726,7 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
   guint64 n = cfg->microbatches * (f + b + p2p + 2 * v * f8) + 1;
   if (f8 > 0)
     n += v;
-  if (cfg->pp > 1 && (first || last))
+  if (cfg->pp > 1 && gpt_tied(cfg) && (first || last))
     n++;
   if (cfg->dp > 1)
     n += stage_buckets(cfg, stage) * (1 + (cfg->zero == 1));
@@ -678,7 +778,9 @@ static guint stage_streams(const GptConfig *cfg, guint p)
  * scale prototypes (their bytes follow the stage's layers). */
 static guint64 max_shapes(const GptConfig *cfg)
 {
-  guint64 n = 64;
+  /* Llama under impl hf names each kernel of its chains: up to ~110. */
+  guint64 n = cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA ? 128
+                                                                      : 64;
   if (cfg->dp > 1)
     for (guint p = 0; p < cfg->pp; p++)
       n += stage_buckets(cfg, p) * (1 + (cfg->zero == 1));
@@ -776,11 +878,46 @@ static gboolean check_sizes(const GptConfig *cfg, GError **error)
   return TRUE;
 }
 
+/* Llama's sizes: grouped-query attention shares each key/value head
+ * among heads / kv_heads query heads, and megatron-core splits both the
+ * key/value heads and the FFN over the TP ranks (divide() in its
+ * SelfAttention and MLP asserts it).  GPT and BLOOM have neither. */
+static gboolean check_arch(const GptConfig *cfg, GError **error)
+{
+  if (cfg->arch != GPT_ARCH_LLAMA) {
+    if (cfg->kv_heads != 0)
+      return invalid(error, "kv_heads = %u needs arch = \"llama\" "
+                     "(arch \"%s\" has one key/value head per head)",
+                     cfg->kv_heads, gpt_arch_name(cfg->arch));
+    if (cfg->ffn_hidden != 0)
+      return invalid(error, "ffn_hidden = %u needs arch = \"llama\" "
+                     "(arch \"%s\" has 4 * hidden)", cfg->ffn_hidden,
+                     gpt_arch_name(cfg->arch));
+    return TRUE;
+  }
+  guint kv = gpt_kv_heads(cfg), F = gpt_ffn_hidden(cfg);
+  if (kv > cfg->heads || cfg->heads % kv != 0)
+    return invalid(error, "kv_heads = %u does not divide heads = %u "
+                   "(grouped-query attention shares each key/value head "
+                   "among a whole number of query heads)", kv, cfg->heads);
+  if (kv % cfg->tp != 0)
+    return invalid(error, "kv_heads = %u is not a multiple of tp = %u "
+                   "(megatron-core splits the key/value heads over the "
+                   "tensor-parallel ranks)", kv, cfg->tp);
+  if (F > MAX_HIDDEN)
+    return invalid(error, "ffn_hidden = %u: must be <= %u", F, MAX_HIDDEN);
+  if (F % cfg->tp != 0)
+    return invalid(error, "ffn_hidden = %u is not a multiple of tp = %u", F,
+                   cfg->tp);
+  return TRUE;
+}
+
 /* The enumerations and the efficiency overrides. */
 static gboolean check_kinds(const GptConfig *cfg, GError **error)
 {
   if ((guint)cfg->arch >= G_N_ELEMENTS(arch_names))
-    return invalid(error, "arch = %d is not gpt or bloom", (int)cfg->arch);
+    return invalid(error, "arch = %d is not gpt, bloom or llama",
+                   (int)cfg->arch);
   if ((guint)cfg->impl >= G_N_ELEMENTS(impl_names))
     return invalid(error, "impl = %d is not megatron or hf", (int)cfg->impl);
   if (cfg->impl == GPT_IMPL_HF && cfg->tp != 1)
@@ -815,10 +952,12 @@ static gboolean check_recipe(const GptConfig *cfg, GError **error)
     return invalid(error, "zero = %u: must be 0 (all-reduce) or 1 "
                    "(Megatron's distributed optimizer)", cfg->zero);
   if (cfg->impl == GPT_IMPL_HF) {
-    /* Merak's eager Hugging Face path has none of these. */
+    /* Merak's eager Hugging Face path has none of these (a Llama runs
+     * SDPA's flash kernel either way). */
     const char *what = cfg->precision == GPT_PRECISION_FP8 ? "precision = "
                                                              "\"fp8\""
-                       : cfg->attention == GPT_ATTENTION_FLASH
+                       : cfg->attention == GPT_ATTENTION_FLASH &&
+                               cfg->arch != GPT_ARCH_LLAMA
                            ? "attention = \"flash\""
                        : cfg->zero == 1 ? "zero = 1"
                                         : NULL;
@@ -935,6 +1074,7 @@ gboolean gpt_config_validate(const GptConfig *cfg, GError **error)
 {
   g_return_val_if_fail(cfg != NULL, FALSE);
   return check_sizes(cfg, error) && check_kinds(cfg, error) &&
+         check_arch(cfg, error) &&
          check_recipe(cfg, error) && check_stages(cfg, error) &&
          check_counts(cfg, error);
 }

@@ -367,6 +367,206 @@ static void megatron_ends(Gen *g, const MgSizes *z)
        UNIT_HEAD_LN);
 }
 
+/* ---- Llama under megatron-core ----------------------------------------
+ * Per TP rank: Q has ht = h/t columns, K and V kt = ht * kv/a each (GQA),
+ * the FFN Ft = F/t (SwiGLU: FC1 the fused gate and up projections, 2 Ft
+ * columns; FC2 Ft rows).  No biases, no dropout: the residual adds are
+ * plain adds (megatron-core's bias_dropout_add with no bias and p = 0),
+ * RMSNorm keeps one weight (h) where LayerNorm keeps two.  Rotary
+ * embeddings are one fused kernel on Q and K each way (read and write
+ * them, read the fp32 cos/sin table: 4 s d bytes).  The unfused attention
+ * repeats K and V to the rank's query heads first (megatron-core's
+ * DotProductAttention: repeat_interleave when a/kv > 1; backward sums the
+ * copies back); flash attention reads K and V as they are. */
+typedef struct {
+  double E, A, St, b, s, h, ht, kt, Ft, qc, at, d, N, X, bs;
+  double att;
+  gboolean fp8, expand; /* expand: unfused with a/kv > 1 */
+} LlSizes;
+
+static void llama_attention_fwd(Gen *g, Seq *q, const LlSizes *z)
+{
+  const double E = z->E, bs = z->bs;
+  if (gpt_attention_fused(g->cfg)) {
+    g->price_on = &g->flash_fwd;
+    kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
+         E * (2 * bs * z->ht + 2 * bs * z->kt) + 4 * z->b * z->at * z->s,
+         -1);
+    g->price_on = &g->priced;
+    return;
+  }
+  if (z->expand)
+    kern(g, q, "fwd.kv_repeat", SIM_CLASS_ELEMENTWISE, 0,
+         E * 2 * bs * (z->kt + z->ht), -1);
+  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
+       E * (2 * bs * z->ht + z->N), -1);
+  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * z->N, -1);
+  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
+       E * (z->N + 2 * bs * z->ht), -1);
+}
+
+static void llama_attention_bwd(Gen *g, Seq *q, const LlSizes *z)
+{
+  const double E = z->E, bs = z->bs, ht = z->ht, kt = z->kt;
+  if (gpt_attention_fused(g->cfg)) {
+    g->price_on = &g->flash_bwd;
+    kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
+         E * (4 * bs * ht + 4 * bs * kt) + 8 * bs * ht +
+             8 * z->b * z->at * z->s, -1);
+    g->price_on = &g->priced;
+    return;
+  }
+  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
+       E * (3 * bs * ht + 2 * z->N), -1);
+  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * z->N, -1);
+  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
+       E * (z->N + 4 * bs * ht), -1);
+  if (z->expand)
+    kern(g, q, "bwd.kv_repeat", SIM_CLASS_REDUCTION, 0,
+         E * 2 * bs * (ht + kt), -1);
+}
+
+static void llama_layer_fwd(Gen *g, const LlSizes *z)
+{
+  const double E = z->E, A = z->A, h = z->h, X = z->X, bs = z->bs;
+  const double Xn = z->St * X, Ft = z->Ft, qc = z->qc;
+  Seq *q = &g->layer_fwd;
+  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, 2 * X * qc,
+       A * (X + qc * h) + E * bs * qc, -1);
+  kern(g, q, "fwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * bs * (z->ht + z->kt) + 4 * z->s * z->d, -1);
+  llama_attention_fwd(g, q, z);
+  fp8_cast(g, q, "fwd.fp8_cast_transpose", bs * z->ht);
+  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, 2 * X * z->ht,
+       A * (bs * z->ht + z->ht * h) + E * X, -1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+       A * (X + 2 * Ft * h) + E * 2 * bs * Ft, -1);
+  /* silu(gate) * up: reads both halves, writes one (under fp8 the FP8
+   * copy and its transpose too). */
+  kern(g, q, "fwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
+       (z->fp8 ? 2 * E + 2 : 3 * E) * bs * Ft, -1);
+  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, 2 * X * Ft,
+       A * (bs * Ft + Ft * h) + E * X, -1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+}
+
+static void llama_layer_bwd(Gen *g, const LlSizes *z)
+{
+  const double E = z->E, A = z->A, h = z->h, X = z->X, bs = z->bs;
+  const double Xn = z->St * X, Ft = z->Ft, qc = z->qc, ht = z->ht;
+  Seq *q = &g->layer_bwd;
+  /* The residual gradient: the branch's input gradient added to the
+   * stream's. */
+  kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  sp_gather(g, q, E * X);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
+  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, 2 * X * Ft,
+       A * (X + Ft * h) + E * bs * Ft, -1);
+  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, 2 * X * Ft,
+       A * (bs * Ft + X) + 8 * Ft * h, UNIT_FC2);
+  /* Reads the saved gate and up and the output gradient, writes both
+   * halves' gradients (under fp8 in FP8 with the transpose). */
+  kern(g, q, "bwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
+       (z->fp8 ? 3 * E + 4 : 5 * E) * bs * Ft, -1);
+  sp_gather(g, q, A * X);
+  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+       A * (2 * bs * Ft + 2 * Ft * h) + E * X, -1);
+  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+       A * (X + 2 * bs * Ft) + 8 * 2 * Ft * h, UNIT_FC1);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
+       UNIT_LN2);
+  kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  sp_gather(g, q, E * X);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
+  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, 2 * X * ht,
+       A * (X + ht * h) + E * bs * ht, -1);
+  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, 2 * X * ht,
+       A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
+  llama_attention_bwd(g, q, z);
+  kern(g, q, "bwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * bs * (ht + z->kt) + 4 * z->s * z->d, -1);
+  fp8_cast(g, q, "bwd.fp8_cast_transpose", bs * qc);
+  sp_gather(g, q, A * X);
+  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, 2 * X * qc,
+       A * (bs * qc + qc * h) + E * X, -1);
+  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, 2 * X * qc,
+       A * (X + bs * qc) + 8 * qc * h, UNIT_QKV);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
+       UNIT_LN1);
+}
+
+/* Llama's ends: the word embedding alone (rotary positions live in the
+ * layers), and a head with RMSNorm and its own output weight, whose
+ * wgrad always completes UNIT_HEAD_EMB. */
+static void llama_ends(Gen *g, const LlSizes *z)
+{
+  const double E = z->E, h = z->h, X = z->X, bs = z->bs, vt = g->vt;
+  const double Xn = z->St * X, logits = 2 * X * vt;
+  const SimMath m16 = math16(g->cfg);
+
+  Seq *q = &g->emb_fwd;
+  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  tp_reduce(g, q, E * X);
+  q = &g->emb_bwd;
+  sp_gather(g, q, E * X);
+  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+       5 * X + 8 * bs + 12 * vt * h, UNIT_EMB);
+
+  q = &g->head_fwd;
+  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, logits,
+          E * (X + vt * h + bs * vt), -1);
+  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
+       -1);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
+       2 * E * bs * vt + 8 * bs, -1);
+  tp_allreduce(g, q, 4 * bs);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * bs * vt + 12 * bs, -1);
+  q = &g->head_bwd;
+  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
+       -1);
+  kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, logits,
+          E * (bs * vt + vt * h + X), -1);
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, m16, logits,
+          E * (X + bs * vt) + 8 * vt * h, UNIT_HEAD_EMB);
+  tp_reduce(g, q, E * X);
+  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
+       UNIT_HEAD_LN);
+}
+
+static void build_llama_megatron_protos(Gen *g)
+{
+  const GptConfig *cfg = g->cfg;
+  const double E = gpt_elem_bytes(cfg), a = cfg->heads;
+  const double at = a / cfg->tp, kv = gpt_kv_heads(cfg);
+  const gboolean fp8 = cfg->precision == GPT_PRECISION_FP8;
+  LlSizes z = {
+    .E = E, .A = fp8 ? 1 : E, .St = gpt_seq_parallel(cfg) ? 1 / g->t : 1,
+    .b = g->b, .s = g->s, .h = g->h, .ht = g->ht, .kt = g->ht * kv / a,
+    .Ft = (double)gpt_ffn_hidden(cfg) / cfg->tp, .at = at, .d = g->h / a,
+    .N = g->n_att, .X = g->x, .bs = g->b * g->s,
+    .att = 2 * g->b * g->s * g->s * g->ht, .fp8 = fp8,
+    .expand = !gpt_attention_fused(cfg) && kv < a};
+  z.qc = z.ht + 2 * z.kt;
+  llama_layer_fwd(g, &z);
+  llama_layer_bwd(g, &z);
+  llama_ends(g, &z);
+}
+
 /* Builds the kernel sequences of Megatron-LM (see the opening comment for
  * the formulas; the code follows the table line by line). */
 static void build_megatron_protos(Gen *g)
@@ -635,6 +835,189 @@ static void build_hf_protos(Gen *g)
   hf_ends(g, &z);
 }
 
+/* ---- Llama under Hugging Face transformers (or LitGPT) in eager PyTorch
+ * with SDPA attention (tp = 1).  Every op is its own kernel: q, k, v,
+ * o, gate, up and down are separate GEMMs; RMSNorm computes in fp32
+ * (cast up, square, mean, scale, cast down, times the weight); the rotary
+ * embedding is q * cos + rotate_half(q) * sin (neg, cat) on q and on k;
+ * repeat_kv copies K and V to all heads when a/kv > 1 (its backward sums
+ * them back); torch's scaled_dot_product_attention runs the causal
+ * FlashAttention kernel each way.  Chains give each kernel's element
+ * passes: E-byte passes (e) and fp32 passes (f). */
+typedef struct {
+  guint8 e, f;
+  SimOpClass klass;
+} Pass;
+
+/* LlamaRMSNorm forward (to(fp32), pow, mean, x * rsqrt, to(dtype),
+ * weight *; the per-row rsqrt is left out) and its autograd backward. */
+static const Pass rms_fwd[] = {
+  {1, 1, SIM_CLASS_ELEMENTWISE}, {0, 2, SIM_CLASS_ELEMENTWISE},
+  {0, 1, SIM_CLASS_REDUCTION},   {0, 2, SIM_CLASS_ELEMENTWISE},
+  {1, 1, SIM_CLASS_ELEMENTWISE}, {2, 0, SIM_CLASS_ELEMENTWISE}};
+#define RMS_BWD_WEIGHT 2 /* the reduction that completes the weight grad */
+static const Pass rms_bwd[] = {
+  {2, 0, SIM_CLASS_ELEMENTWISE}, {3, 0, SIM_CLASS_ELEMENTWISE},
+  {1, 0, SIM_CLASS_REDUCTION},   {1, 1, SIM_CLASS_ELEMENTWISE},
+  {0, 2, SIM_CLASS_ELEMENTWISE}, {0, 3, SIM_CLASS_ELEMENTWISE},
+  {0, 1, SIM_CLASS_REDUCTION},   {0, 1, SIM_CLASS_ELEMENTWISE},
+  {0, 3, SIM_CLASS_ELEMENTWISE}, {0, 3, SIM_CLASS_ELEMENTWISE},
+  {1, 1, SIM_CLASS_ELEMENTWISE}};
+/* apply_rotary_pos_emb on one tensor: * cos, neg, cat, * sin, add; the
+ * backward mirrors it (* sin, neg, the slices' scatter, * cos, add). */
+static const Pass rope_chain[] = {
+  {2, 0, SIM_CLASS_ELEMENTWISE}, {1, 0, SIM_CLASS_ELEMENTWISE},
+  {2, 0, SIM_CLASS_ELEMENTWISE}, {2, 0, SIM_CLASS_ELEMENTWISE},
+  {3, 0, SIM_CLASS_ELEMENTWISE}};
+
+guint gpt_hf_llama_chain(int which)
+{
+  return which == 0   ? G_N_ELEMENTS(rms_fwd)
+         : which == 1 ? G_N_ELEMENTS(rms_bwd)
+                      : G_N_ELEMENTS(rope_chain);
+}
+
+static void chain(Gen *g, Seq *q, const char *name, const Pass *c, guint n,
+                  double elems, guint unit_at, int unit)
+{
+  const double E = gpt_elem_bytes(g->cfg);
+  for (guint i = 0; i < n; i++) {
+    char nm[40];
+    g_snprintf(nm, sizeof nm, "%s_%u", name, i + 1);
+    kern(g, q, nm, c[i].klass, 0, (c[i].e * E + c[i].f * 4) * elems,
+         i == unit_at ? unit : -1);
+  }
+}
+
+/* A GEMM of M tokens x K -> N: forward, or backward's dgrad and wgrad
+ * (the wgrad writes a fresh FP32 gradient, 4 bytes per weight). */
+static void hf_gemm(Gen *g, Seq *q, const char *name, double M, double K,
+                    double N, gboolean bwd, int unit)
+{
+  const double E = gpt_elem_bytes(g->cfg);
+  char nm[40];
+  if (!bwd) {
+    g_snprintf(nm, sizeof nm, "fwd.%s", name);
+    kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N,
+         E * (M * K + K * N + M * N), -1);
+    return;
+  }
+  g_snprintf(nm, sizeof nm, "bwd.%s_dgrad", name);
+  kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N, E * (M * N + K * N + M * K),
+       -1);
+  g_snprintf(nm, sizeof nm, "bwd.%s_wgrad", name);
+  kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N, E * (M * K + M * N) + 4 * K * N,
+       unit);
+}
+
+static void build_llama_hf_protos(Gen *g)
+{
+  const GptConfig *cfg = g->cfg;
+  const double E = gpt_elem_bytes(cfg), h = g->h, bs = g->b * g->s;
+  const double X = g->x, vt = g->vt, a = cfg->heads;
+  const double kvh = h * gpt_kv_heads(cfg) / a, F = gpt_ffn_hidden(cfg);
+  const gboolean repeat = gpt_kv_heads(cfg) < cfg->heads;
+  const double att = 2 * g->b * g->s * g->s * h;
+  const double layer_params = 2 * h * h + 2 * h * kvh + 3 * h * F + 2 * h;
+  const guint nrf = G_N_ELEMENTS(rms_fwd), nrb = G_N_ELEMENTS(rms_bwd);
+  const guint nr = G_N_ELEMENTS(rope_chain);
+
+  Seq *q = &g->layer_fwd;
+  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
+  hf_gemm(g, q, "q_proj", bs, h, h, FALSE, -1);
+  hf_gemm(g, q, "k_proj", bs, h, kvh, FALSE, -1);
+  hf_gemm(g, q, "v_proj", bs, h, kvh, FALSE, -1);
+  chain(g, q, "fwd.rotary_q", rope_chain, nr, X, G_MAXUINT, -1);
+  chain(g, q, "fwd.rotary_k", rope_chain, nr, bs * kvh, G_MAXUINT, -1);
+  if (repeat) {
+    kern(g, q, "fwd.repeat_k", SIM_CLASS_ELEMENTWISE, 0, E * (bs * kvh + X),
+         -1);
+    kern(g, q, "fwd.repeat_v", SIM_CLASS_ELEMENTWISE, 0, E * (bs * kvh + X),
+         -1);
+  }
+  g->price_on = &g->flash_fwd;
+  kern(g, q, "fwd.sdpa_flash", SIM_CLASS_ATTENTION, att,
+       E * 4 * X + 4 * g->b * a * g->s, -1);
+  g->price_on = &g->priced;
+  kern(g, q, "fwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  hf_gemm(g, q, "o_proj", bs, h, h, FALSE, -1);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
+  hf_gemm(g, q, "gate_proj", bs, h, F, FALSE, -1);
+  hf_gemm(g, q, "up_proj", bs, h, F, FALSE, -1);
+  kern(g, q, "fwd.silu", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * F, -1);
+  kern(g, q, "fwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
+  hf_gemm(g, q, "down_proj", bs, F, h, FALSE, -1);
+  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+
+  q = &g->layer_bwd;
+  hf_gemm(g, q, "down_proj", bs, F, h, TRUE, UNIT_FC2);
+  kern(g, q, "bwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
+  kern(g, q, "bwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
+  kern(g, q, "bwd.silu", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
+  hf_gemm(g, q, "up_proj", bs, h, F, TRUE, -1);
+  hf_gemm(g, q, "gate_proj", bs, h, F, TRUE, UNIT_FC1);
+  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, RMS_BWD_WEIGHT, UNIT_LN2);
+  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+       -1);
+  hf_gemm(g, q, "o_proj", bs, h, h, TRUE, UNIT_PROJ);
+  kern(g, q, "bwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  g->price_on = &g->flash_bwd;
+  kern(g, q, "bwd.sdpa_flash", SIM_CLASS_ATTENTION, 2.5 * att,
+       E * 8 * X + 8 * X + 8 * g->b * a * g->s, -1);
+  g->price_on = &g->priced;
+  if (repeat) {
+    kern(g, q, "bwd.repeat_v", SIM_CLASS_REDUCTION, 0, E * (X + bs * kvh),
+         -1);
+    kern(g, q, "bwd.repeat_k", SIM_CLASS_REDUCTION, 0, E * (X + bs * kvh),
+         -1);
+  }
+  chain(g, q, "bwd.rotary_k", rope_chain, nr, bs * kvh, G_MAXUINT, -1);
+  chain(g, q, "bwd.rotary_q", rope_chain, nr, X, G_MAXUINT, -1);
+  hf_gemm(g, q, "v_proj", bs, h, kvh, TRUE, -1);
+  hf_gemm(g, q, "k_proj", bs, h, kvh, TRUE, -1);
+  hf_gemm(g, q, "q_proj", bs, h, h, TRUE, UNIT_QKV);
+  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, G_MAXUINT, -1);
+  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+       -1);
+  /* As for GPT under hf: the layer's .grad accumulation ends it. */
+  kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
+       UNIT_LN1);
+
+  /* The embedding: a gather; its backward the dense table gradient and
+   * its accumulation into .grad. */
+  q = &g->emb_fwd;
+  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  q = &g->emb_bwd;
+  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+       E * X + 8 * bs + 4 * vt * h, -1);
+  kern(g, q, "bwd.embedding_grad_accum", SIM_CLASS_ELEMENTWISE, 0,
+       12 * vt * h, UNIT_EMB);
+
+  /* The head: final RMSNorm, lm_head, logits.float() (LlamaForCausalLM),
+   * the shifted copy, log-softmax and NLL. */
+  const double L = bs * vt;
+  q = &g->head_fwd;
+  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
+  hf_gemm(g, q, "lm_head", bs, h, vt, FALSE, -1);
+  kern(g, q, "fwd.logits_float", SIM_CLASS_ELEMENTWISE, 0, (E + 4) * L, -1);
+  kern(g, q, "fwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 8 * L, -1);
+  kern(g, q, "fwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 8 * L, -1);
+  kern(g, q, "fwd.nll_loss", SIM_CLASS_REDUCTION, 0, 4 * bs + 8 * bs, -1);
+  q = &g->head_bwd;
+  kern(g, q, "bwd.nll_loss", SIM_CLASS_ELEMENTWISE, 0, 4 * L + 8 * bs, -1);
+  kern(g, q, "bwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 12 * L, -1);
+  kern(g, q, "bwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 12 * L, -1);
+  kern(g, q, "bwd.logits_float", SIM_CLASS_ELEMENTWISE, 0, (4 + E) * L, -1);
+  hf_gemm(g, q, "lm_head", bs, h, vt, TRUE, -1);
+  kern(g, q, "bwd.lm_head_grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * vt * h,
+       UNIT_HEAD_EMB);
+  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, RMS_BWD_WEIGHT, UNIT_HEAD_LN);
+}
+
 /* Builds every op prototype of the iteration: the implementation's kernel
  * sequences, then the point-to-point and tie prototypes. */
 void gpt_build_protos(Gen *g)
@@ -644,8 +1027,12 @@ void gpt_build_protos(Gen *g)
   /* With sequence parallelism a stage ships its s/t-token shard
    * (Megatron's p2p tensor shape is (s/t, b, h) then). */
   const double X = gpt_seq_parallel(g->cfg) ? g->x / g->t : g->x;
-  if (g->cfg->impl == GPT_IMPL_HF)
+  if (g->cfg->impl == GPT_IMPL_HF && g->cfg->arch == GPT_ARCH_LLAMA)
+    build_llama_hf_protos(g);
+  else if (g->cfg->impl == GPT_IMPL_HF)
     build_hf_protos(g);
+  else if (g->cfg->arch == GPT_ARCH_LLAMA)
+    build_llama_megatron_protos(g);
   else
     build_megatron_protos(g);
 
@@ -705,7 +1092,13 @@ void gpt_build_fp8_protos(Gen *g, guint layers)
     kern(g, q, ends[i].scale, SIM_CLASS_ELEMENTWISE, 0,
          2 * FP8_STATE_BYTES * ends[i].tensors, -1);
   }
+  /* A layer's weights per TP rank: 12 h ht for GPT and BLOOM. */
   double weights = l * 12 * g->h * g->ht;
+  if (g->cfg->arch == GPT_ARCH_LLAMA) {
+    double kt = g->ht * gpt_kv_heads(g->cfg) / g->cfg->heads;
+    double Ft = (double)gpt_ffn_hidden(g->cfg) / g->cfg->tp;
+    weights = l * g->h * (2 * g->ht + 2 * kt + 3 * Ft);
+  }
   g->fp8_weight_cast = gpt_make_proto(g, "fwd.fp8_weight_cast", SIM_OP_KERNEL,
                                       SIM_CLASS_ELEMENTWISE,
                                       SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
@@ -757,8 +1150,11 @@ void gpt_flash_specs(Gen *g)
   double fwd, bwd;
   gpt_flash_eff(g->ref->name, &fwd, &bwd, NULL);
   /* The implementation's attention factor scales it as it scales the
-   * catalogue's figure (1 for megatron). */
-  double f = gpt_config_eff(g->cfg).attention;
+   * catalogue's figure (1 for megatron); not impl hf's, fitted on the
+   * eager batched-GEMM attention: its SDPA (Llama) runs FlashAttention
+   * at the published figure. */
+  double f = g->cfg->impl == GPT_IMPL_HF ? 1
+                                         : gpt_config_eff(g->cfg).attention;
   g->flash_fwd = g->priced;
   g->flash_bwd = g->priced;
   g->flash_fwd.eff_compute[SIM_CLASS_ATTENTION].v = MIN(1.0, fwd * f);
@@ -790,8 +1186,15 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
     out[n].count = (cnt);                                                  \
     n++;                                                                   \
   } while (0)
-  /* GEMMs (M x K) x (K x N): 2MKN FLOPs, inputs and output once. */
-  const double gemm[4][2] = {{H, 3 * hp}, {hp, H}, {H, 4 * hp}, {4 * hp, H}};
+  /* GEMMs (M x K) x (K x N): 2MKN FLOPs, inputs and output once.  Llama:
+   * GQA's narrower K and V, SwiGLU's gate+up and down at its own width. */
+  double gemm[4][2] = {{H, 3 * hp}, {hp, H}, {H, 4 * hp}, {4 * hp, H}};
+  if (cfg->arch == GPT_ARCH_LLAMA) {
+    double Fp = gpt_ffn_hidden(cfg) / tp;
+    gemm[0][1] = hp * (1 + 2.0 * gpt_kv_heads(cfg) / heads);
+    gemm[2][1] = 2 * Fp;
+    gemm[3][0] = Fp;
+  }
   for (int i = 0; i < 4; i++) {
     double K = gemm[i][0], N = gemm[i][1];
     double fl = 2 * T * K * N;

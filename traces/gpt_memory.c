@@ -90,7 +90,7 @@ GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg)
   /* Sequence parallelism splits nothing on one TP rank (the generator
    * ignores it there too, as Megatron does). */
   return (GptMemoryRecipe){
-    .flash_attention = cfg->attention == GPT_ATTENTION_FLASH,
+    .flash_attention = gpt_attention_fused(cfg),
     .sequence_parallel = cfg->sequence_parallel && cfg->tp > 1,
     .zero = cfg->zero};
 }
@@ -102,9 +102,38 @@ static double act_elem_bytes(const GptConfig *cfg)
   return MAX(gpt_elem_bytes(cfg), 2.0);
 }
 
+/* Llama's layer, Korthikanti's accounting applied to its tensors (F =
+ * ffn_hidden, g = kv_heads / a; no dropout anywhere, so no masks):
+ *   replicated over TP: the two RMSNorm inputs and the QKV and FC1
+ *     inputs (the norms' outputs): 4E sbh;
+ *   split by TP: Q after the rotary embedding (E sbh), K and V
+ *     (2E g sbh with flash attention; unfused, the bmm keeps the copies
+ *     repeated to all a heads, 2E sbh), the projection input (E sbh),
+ *     SwiGLU's gate and up (2E sbF, what its backward reads) and its
+ *     output, FC2's input (E sbF): E sbh (2 + 2g) + 3E sbF;
+ *   attention scores, split by TP: the softmax output (E a s^2 b), or
+ *     with flash attention the fp32 log-sum-exp (4 a s b).
+ * With F = 4h, g = 1 and dropout this is the GPT count above. */
+static double llama_layer_bytes(const GptConfig *cfg,
+                                const GptMemoryRecipe *r)
+{
+  double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
+  double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
+  double F = gpt_ffn_hidden(cfg), sbh = s * b * h;
+  double g = r->flash_attention ? gpt_kv_heads(cfg) / a : 1;
+  double replicated = 4 * E * sbh;
+  double split = E * sbh * (2 + 2 * g) + 3 * E * s * b * F;
+  double scores = r->flash_attention ? 4 * a * s * b : E * a * s * s * b;
+  if (r->sequence_parallel)
+    replicated /= t;
+  return replicated + split / t + scores / t;
+}
+
 /* Activations one layer stores for one microbatch, without recompute. */
 static double layer_full_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
 {
+  if (cfg->arch == GPT_ARCH_LLAMA)
+    return llama_layer_bytes(cfg, r);
   double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
   double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
   double sbh = s * b * h;
@@ -128,10 +157,12 @@ static double layer_stored_bytes(const GptConfig *cfg,
 }
 
 /* The first stage's extra per microbatch: token ids and the embedding's
- * dropout mask. */
+ * dropout mask (Llama: the ids alone). */
 static double embedding_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
 {
   double sb = (double)cfg->seq_len * cfg->microbatch_size;
+  if (cfg->arch == GPT_ARCH_LLAMA) /* no embedding dropout */
+    return 8 * sb;
   return 8 * sb + sb * cfg->hidden / (r->sequence_parallel ? cfg->tp : 1);
 }
 
