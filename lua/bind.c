@@ -179,7 +179,55 @@ static int workload_tostring(lua_State *L)
 static const char *const cluster_keys[] = {
   "gpu", "nodes", "gpus_per_node", "gpus", "network", "power_limit_w",
   "idle_power_w", "blocking_power_w", "comm_power_w", "switch_latency_ms",
-  "variability", "boost", NULL};
+  "variability", "boost", "node", "pue", NULL};
+
+static const char *const node_keys[] = {
+  "preset", "cpu_idle_w", "cpu_active_w", "cpu_load", "dram_idle_w",
+  "dram_active_w", "nic_idle_w", "nic_active_w", "nvswitch_idle_w",
+  "nvswitch_active_w", "other_w", "psu_efficiency", NULL};
+
+/* js.cluster's node = "PRESET" or { preset = "PRESET", FIELD = value, ... }
+ * (fields over the preset, "none" when absent) into *n. */
+static void opt_node(lua_State *L, int idx, NodeSpec *n)
+{
+  const char *fn = "js.cluster{node}";
+  int t = lua_getfield(L, idx, "node");
+  int top = lua_gettop(L);
+  const char *name = "none";
+  if (t == LUA_TSTRING)
+    name = lua_tostring(L, top);
+  else if (t == LUA_TTABLE)
+    name = jsl_opt_str(L, top, fn, "preset", "none");
+  else if (t != LUA_TNIL)
+    luaL_error(L, "js.cluster: argument 'node' must be a preset name or a "
+                  "table (got %s)", luaL_typename(L, top));
+  GError *err = NULL;
+  if (!node_preset(name, n, &err)) {
+    g_prefix_error(&err, "argument 'node': ");
+    jsl_raise_gerror(L, "js.cluster", err);
+  }
+  if (t == LUA_TTABLE) {
+    jsl_check_keys(L, top, fn, node_keys);
+    struct { const char *key; double *v; double hi; } f[] = {
+      {"cpu_idle_w", &n->cpu_idle_w, 1e5},
+      {"cpu_active_w", &n->cpu_active_w, 1e5},
+      {"cpu_load", &n->cpu_load, 1},
+      {"dram_idle_w", &n->dram_idle_w, 1e5},
+      {"dram_active_w", &n->dram_active_w, 1e5},
+      {"nic_idle_w", &n->nic_idle_w, 1e5},
+      {"nic_active_w", &n->nic_active_w, 1e5},
+      {"nvswitch_idle_w", &n->nvswitch_idle_w, 1e5},
+      {"nvswitch_active_w", &n->nvswitch_active_w, 1e5},
+      {"other_w", &n->other_w, 1e5},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+      *f[i].v = jsl_opt_num(L, top, fn, f[i].key, *f[i].v, 0, f[i].hi);
+    n->psu_efficiency = jsl_opt_num(L, top, fn, "psu_efficiency",
+                                    n->psu_efficiency, 0.01, 1);
+    n->name = "custom";
+  }
+  lua_pop(L, 1);
+}
 
 static int l_cluster(lua_State *L)
 {
@@ -248,6 +296,8 @@ static int l_cluster(lua_State *L)
                               0, 0.5);
   }
   lua_pop(L, 1);
+  opt_node(L, 1, &c->node);
+  c->pue = jsl_opt_num(L, 1, fn, "pue", 1, 1, 10);
   if (!cluster_validate(c, &err))
     return jsl_raise_gerror(L, fn, err);
   return 1;
