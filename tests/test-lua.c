@@ -80,7 +80,11 @@ static void test_node_energy(void)
     "assert(js.node_power('none', 5600, 1, 1) == 5600)\n"
     "local a = js.simulate{ cluster = js.cluster{ gpus = 8, node = 'dgx-a100' },\n"
     "                       workload = w }\n"
-    "assert(a.node == 'dgx-a100' and a.node_energy_j > 1.2 * a.energy_j)\n");
+    "assert(a.node == 'dgx-a100' and a.node_energy_j > 1.2 * a.energy_j)\n"
+    "-- js.pipeline_run's result carries them too (the same run)\n"
+    "local p = js.pipeline_run{ cluster = js.cluster{ gpus = 8,\n"
+    "  node = 'dgx-a100' }, workload = w, policy = 'max' }\n"
+    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n");
 }
 
 static void test_determinism(void)
