@@ -62,6 +62,10 @@ static int cluster_index(lua_State *L)
     lua_pushstring(L, c->gpu->name);
   else if (strcmp(k, "network") == 0)
     lua_pushstring(L, c->net->name);
+  else if (strcmp(k, "node") == 0)
+    lua_pushstring(L, c->node.name);
+  else if (strcmp(k, "pue") == 0)
+    lua_pushnumber(L, c->pue);
   else if (strcmp(k, "power_limit_w") == 0)
     lua_pushnumber(L, c->power_limit_w > 0 ? c->power_limit_w
                                            : c->gpu->power_limit_w.v);
@@ -183,7 +187,77 @@ static int workload_tostring(lua_State *L)
 static const char *const cluster_keys[] = {
   "gpu", "nodes", "gpus_per_node", "gpus", "network", "power_limit_w",
   "idle_power_w", "blocking_power_w", "comm_power_w", "switch_latency_ms",
-  "variability", "boost", NULL};
+  "variability", "boost", "node", "pue", NULL};
+
+static const char *const node_keys[] = {
+  "preset", "cpu_idle_w", "cpu_active_w", "cpu_load", "dram_idle_w",
+  "dram_active_w", "nic_idle_w", "nic_active_w", "nvswitch_idle_w",
+  "nvswitch_active_w", "other_w", "psu_efficiency", NULL};
+
+/* A node: nil ("none"), "PRESET" or { preset = "PRESET", FIELD = value,
+ * ... } (fields over the preset, "none" when absent), the value at index
+ * v, into *n.  fn names the caller in errors. */
+static void check_node(lua_State *L, int v, const char *fn, NodeSpec *n)
+{
+  const char *tfn = lua_pushfstring(L, "%s{node}", fn); /* popped below */
+  int t = lua_type(L, v);
+  const char *name = "none";
+  if (t == LUA_TSTRING)
+    name = lua_tostring(L, v);
+  else if (t == LUA_TTABLE)
+    name = jsl_opt_str(L, v, tfn, "preset", "none");
+  else if (t != LUA_TNIL)
+    luaL_error(L, "%s: argument 'node' must be a preset name or a table "
+                  "(got %s)", fn, luaL_typename(L, v));
+  GError *err = NULL;
+  if (!node_preset(name, n, &err)) {
+    g_prefix_error(&err, "argument 'node': ");
+    jsl_raise_gerror(L, fn, err);
+  }
+  if (t == LUA_TTABLE) {
+    jsl_check_keys(L, v, tfn, node_keys);
+    struct { const char *key; double *v; double hi; } f[] = {
+      {"cpu_idle_w", &n->cpu_idle_w, 1e5},
+      {"cpu_active_w", &n->cpu_active_w, 1e5},
+      {"cpu_load", &n->cpu_load, 1},
+      {"dram_idle_w", &n->dram_idle_w, 1e5},
+      {"dram_active_w", &n->dram_active_w, 1e5},
+      {"nic_idle_w", &n->nic_idle_w, 1e5},
+      {"nic_active_w", &n->nic_active_w, 1e5},
+      {"nvswitch_idle_w", &n->nvswitch_idle_w, 1e5},
+      {"nvswitch_active_w", &n->nvswitch_active_w, 1e5},
+      {"other_w", &n->other_w, 1e5},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+      *f[i].v = jsl_opt_num(L, v, tfn, f[i].key, *f[i].v, 0, f[i].hi);
+    n->psu_efficiency = jsl_opt_num(L, v, tfn, "psu_efficiency",
+                                    n->psu_efficiency, 0.01, 1);
+    n->name = "custom";
+  }
+  if (!node_validate(n, &err))
+    jsl_raise_gerror(L, fn, err);
+  lua_pop(L, 1);
+}
+
+/* js.node_power(node, gpu_w [, nic [, nvswitch]]) -> the wall power of one
+ * node whose GPUs draw gpu_w in all, its NICs and NVSwitches busy the
+ * given fractions of the time (0 when absent). */
+static int l_node_power(lua_State *L)
+{
+  const char *fn = "js.node_power";
+  NodeSpec n;
+  check_node(L, 1, fn, &n);
+  double gpu_w = luaL_checknumber(L, 2);
+  double nic = luaL_optnumber(L, 3, 0), nvs = luaL_optnumber(L, 4, 0);
+  if (!(gpu_w >= 0 && gpu_w <= 1e6))
+    luaL_error(L, "%s: argument 'gpu_w' must be a power in [0, 1e6] W "
+                  "(got %f)", fn, gpu_w);
+  if (!(nic >= 0 && nic <= 1 && nvs >= 0 && nvs <= 1))
+    luaL_error(L, "%s: the NIC and NVSwitch utilisations must be in [0, 1] "
+                  "(got %f, %f)", fn, nic, nvs);
+  lua_pushnumber(L, node_energy_j(&n, 1, 1.0, gpu_w, nic, nvs));
+  return 1;
+}
 
 static int l_cluster(lua_State *L)
 {
@@ -252,6 +326,10 @@ static int l_cluster(lua_State *L)
                               0, 0.5);
   }
   lua_pop(L, 1);
+  lua_getfield(L, 1, "node");
+  check_node(L, lua_gettop(L), fn, &c->node);
+  lua_pop(L, 1);
+  c->pue = jsl_opt_num(L, 1, fn, "pue", 1, 1, 10);
   if (!cluster_validate(c, &err))
     return jsl_raise_gerror(L, fn, err);
   return 1;
@@ -684,7 +762,7 @@ static void install_random(lua_State *L, guint64 seed)
 
 static const luaL_Reg module_funcs[] = {
   {"cluster", l_cluster}, {"gpt", l_gpt},         {"gpu", l_gpu},
-  {"gpus", l_gpus},       {"results", l_results},
+  {"gpus", l_gpus},       {"results", l_results}, {"node_power", l_node_power},
   {NULL, NULL}};
 
 static void new_metatable(lua_State *L, const char *name, lua_CFunction gc,

@@ -278,3 +278,26 @@ void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown)
                 "+%.0f%% (for %g%% write slowdown = %g)", fn, slowdown,
              100 * slowdown, slowdown, slowdown / 100);
 }
+
+/* Node and facility energy (models/node.h) beside the GPUs': the NVSwitches
+ * are active for the mean fraction of the run the GPUs spend in
+ * communication not hidden under a kernel, the NICs likewise when the
+ * cluster spans more than one node (a single node's traffic stays on
+ * NVLink).  Sets the fields on the table on top of the stack. */
+void jsl_push_node_energy(lua_State *L, const SimResult *r,
+                          const Cluster *c)
+{
+  double t = (double)r->time_ns * 1e-9, comm_s = 0;
+  for (guint g = 0; g < r->n_gpus; g++)
+    comm_s += r->per_gpu[g].comm_ns * 1e-9;
+  double comm_u = t > 0 && r->n_gpus > 0 ? comm_s / r->n_gpus / t : 0;
+  guint nodes = cluster_n_nodes(c);
+  double node_j = node_energy_j(&c->node, nodes, t, r->energy_j,
+                                nodes > 1 ? comm_u : 0, comm_u);
+  lua_pushstring(L, c->node.name);
+  lua_setfield(L, -2, "node");
+  jsl_set_num(L, "pue", c->pue);
+  jsl_set_num(L, "gpu_energy_j", r->energy_j);
+  jsl_set_num(L, "node_energy_j", node_j);
+  jsl_set_num(L, "facility_energy_j", node_j * c->pue);
+}

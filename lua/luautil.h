@@ -92,6 +92,9 @@ static inline void jsl_set_int(lua_State *L, const char *k, lua_Integer v)
   lua_pushinteger(L, v);
   lua_setfield(L, -2, k);
 }
+/* r.node, r.pue, r.gpu_energy_j, r.node_energy_j, r.facility_energy_j of
+ * run r on cluster c (models/node.h), on the table on top of the stack. */
+void jsl_push_node_energy(lua_State *L, const SimResult *r, const Cluster *c);
 
 /* lua/sandbox.c: a new Lua state for session s, its allocator capped by
  * s->max_memory (else the memory available now), s in its extra space;

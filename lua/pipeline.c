@@ -490,7 +490,7 @@ static int l_pipeline_run(lua_State *L)
   const PerseusRun *r = u->r;
   const SimResult *res = r->result;
   double t = (double)res->time_ns * 1e-9;
-  lua_createtable(L, 0, 24);
+  lua_createtable(L, 0, 29);
   g_autofree char *label = NULL;
   if (kind == PERSEUS_RUN_PERSEUS)
     label = g_strdup_printf("perseus(s=%g%s)", pol.slowdown,
@@ -506,6 +506,7 @@ static int l_pipeline_run(lua_State *L)
   jsl_set_int(L, "n_gpus", res->n_gpus);
   jsl_set_num(L, "time_s", t);
   jsl_set_num(L, "energy_j", res->energy_j);
+  jsl_push_node_energy(L, res, u->c);
   jsl_set_num(L, "avg_power_w", t > 0 ? res->energy_j / t / res->n_gpus : 0);
   jsl_set_num(L, "waste_j", res->waste_j);
   jsl_set_num(L, "blocked_j", res->blocked.energy_j);

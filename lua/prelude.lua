@@ -82,11 +82,17 @@ function js.summary(r)
       r.iteration_time_s, iters, iters == 1 and "" or "s", r.time_s)
   add("  energy           %10s   per iteration, all GPUs",
       fmt_si(r.energy_per_iteration_j, "J"))
+  if r.node_energy_j then
+    add("    node           %10s   per iteration, all nodes (node %s)",
+        fmt_si(r.node_energy_j / iters, "J"), r.node)
+    add("    facility       %10s   per iteration (pue %.3g)",
+        fmt_si(r.facility_energy_j / iters, "J"), r.pue)
+  end
   add("  average power    %10.1f W   per GPU (peak %.1f W)", r.avg_power_w,
       r.peak_power_w)
   add("  throughput       %10.1f TFLOP/s per GPU, %s tokens/s",
       r.tflops_per_gpu, fmt_si(r.tokens_per_s, ""))
-  add("  waste            %10s   per iteration (%.1f%% of energy, blocked + idle)",
+  add("  waste            %10s   per iteration (%.1f%% of GPU energy, blocked + idle GPUs)",
       fmt_si(r.waste_j / iters, "J"), 100 * r.waste_j / r.energy_j)
   add("  clock switches   %10d", r.switches)
   if r.trust then

@@ -31,7 +31,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
                         const GArray *steps)
 {
   double t = (double)r->time_ns * 1e-9;
-  lua_createtable(L, 0, 24);
+  lua_createtable(L, 0, 29);
   g_autofree char *label = dvfs_policy_label(p, c->gpu);
   lua_pushstring(L, label);
   lua_setfield(L, -2, "policy");
@@ -40,6 +40,7 @@ static void push_result(lua_State *L, const SimResult *r, const Cluster *c,
   jsl_set_int(L, "n_gpus", r->n_gpus);
   jsl_set_num(L, "time_s", t);
   jsl_set_num(L, "energy_j", r->energy_j);
+  jsl_push_node_energy(L, r, c);
   jsl_set_num(L, "avg_power_w", t > 0 ? r->energy_j / t / r->n_gpus : 0);
   jsl_set_num(L, "cluster_power_w", t > 0 ? r->energy_j / t : 0);
   jsl_set_num(L, "peak_power_w", r->peak_power_w);

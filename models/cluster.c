@@ -121,6 +121,8 @@ Cluster *cluster_new(const GpuSpec *gpu, const NetSpec *net, guint n_gpus,
   c->perf_spread = 0.0;
   c->power_spread = 0.0;
   c->seed = 0;
+  node_preset("none", &c->node, NULL);
+  c->pue = 1.0;
   if (!cluster_validate(c, error))
     return NULL;
   return g_steal_pointer(&c);
@@ -251,7 +253,8 @@ gboolean cluster_validate(const Cluster *c, GError **error)
     return FALSE;
   }
   return check_spread("perf_spread", c->perf_spread, error) &&
-         check_spread("power_spread", c->power_spread, error);
+         check_spread("power_spread", c->power_spread, error) &&
+         node_validate(&c->node, error) && node_check_pue(c->pue, error);
 }
 
 guint cluster_n_nodes(const Cluster *c)

@@ -9,6 +9,7 @@
 #include "sim/engine.h"
 #include "models/gpu.h"
 #include "models/net.h"
+#include "models/node.h"
 #include "models/table.h"
 
 G_BEGIN_DECLS
@@ -43,6 +44,11 @@ typedef struct {
   double power_spread;       /* power factor in [1-spread, 1+spread] */
   guint64 seed;
   ClusterBoost boost;        /* how the power limit holds */
+  /* The rest of each node and the facility around it (models/node.h):
+   * preset "none" and pue 1 unless set, so that node and facility energy
+   * equal the GPUs'. */
+  NodeSpec node;
+  double pue;
 } Cluster;
 
 /* Limits checked by cluster_new / cluster_validate.  (Added by the

@@ -514,6 +514,48 @@ static void test_power_limit_range(Fixture *f, gconstpointer data)
   g_assert_no_error(error);
 }
 
+/* The node and facility (models/node.h): "none" and pue 1 by default,
+ * kept by cluster_copy, refused when out of range; a preset's wall power
+ * at a hand-computed point (hgx-h100 at 8 x 700 W with the NVSwitches
+ * active and the NICs idle: Latif et al.'s 8.4 kW, on which its other_w
+ * is fitted) and an unknown preset named. */
+static void test_node(Fixture *f, gconstpointer data)
+{
+  g_autoptr(Cluster) c = cluster(f, H100, 8, 8);
+  GError *error = NULL;
+  g_assert_cmpstr(c->node.name, ==, "none");
+  g_assert_cmpfloat(c->pue, ==, 1.0);
+  g_assert_cmpfloat(node_energy_j(&c->node, 1, 10.0, 123.0, 1, 1), ==, 123.0);
+  g_assert_true(node_preset("hgx-h100", &c->node, &error));
+  g_assert_cmpfloat_with_epsilon(node_energy_j(&c->node, 1, 1.0, 5600, 0, 1),
+                                 8400, 1e-9);
+  c->pue = 1.3;
+  g_autoptr(Cluster) d = cluster_copy(c, &error);
+  g_assert_nonnull(d);
+  g_assert_cmpstr(d->node.name, ==, "hgx-h100");
+  g_assert_cmpfloat(d->pue, ==, 1.3);
+  d->pue = 0.99;
+  g_assert_false(cluster_validate(d, &error));
+  g_assert_error(error, NODE_ERROR, NODE_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "pue"));
+  g_clear_error(&error);
+  d->pue = 1.0;
+  d->node.nvswitch_idle_w = -1;
+  g_assert_false(cluster_validate(d, &error));
+  g_assert_nonnull(strstr(error->message, "nvswitch"));
+  g_clear_error(&error);
+  d->node.nvswitch_idle_w = 0;
+  d->node.psu_efficiency = 1.5;
+  g_assert_false(cluster_validate(d, &error));
+  g_assert_nonnull(strstr(error->message, "psu_efficiency"));
+  g_clear_error(&error);
+  NodeSpec n;
+  g_assert_false(node_preset("dgx-b200", &n, &error));
+  g_assert_error(error, NODE_ERROR, NODE_ERROR_UNKNOWN);
+  g_assert_nonnull(strstr(error->message, "dgx-h100"));
+  g_clear_error(&error);
+}
+
 /* 16 GPUs on 2 nodes, TP8 inside a node, DP2 across nodes. */
 static void test_collectives(Fixture *f, gconstpointer data)
 {
@@ -666,6 +708,7 @@ int main(int argc, char **argv)
   ADD("power-cap", test_power_cap);
   ADD("overrides", test_overrides);
   ADD("power-limit-range", test_power_limit_range);
+  ADD("node", test_node);
   ADD("collectives", test_collectives);
   ADD("p2p", test_p2p);
   ADD("gpus-per-node", test_gpus_per_node);

@@ -38,6 +38,55 @@ static void test_simulate(void)
     "assert(js.summary(r):find('energy by class'))\n");
 }
 
+/* Node and facility energy (models/node.h).  The default node ("none",
+ * pue 1) leaves the GPU figure as it is; a node of constant components is
+ * the integral of its power: over one node and T seconds, with CPUs at
+ * 100 + (300 - 100) x 0.5 = 200 W and 40 W of the rest, (E_gpu + 240 T) /
+ * 0.8 at the wall; the NICs add their idle 10 W only (one node: no
+ * inter-node traffic), and NVSwitches at 0 W idle, 100 W active add 100 W
+ * over the time the GPUs spend in communication, per GPU on average. */
+static void test_node_energy(void)
+{
+  test_lua_expect_ok(
+    "local js = require 'joulesim'\n"
+    "local w = js.gpt{ model = 'gpt3-125m', tp = 2, pp = 2, dp = 2,\n"
+    "                  microbatches = 4, seq_len = 256 }\n"
+    "local r = js.simulate{ cluster = js.cluster{ gpus = 8 }, workload = w }\n"
+    "assert(r.node == 'none' and r.pue == 1)\n"
+    "assert(r.gpu_energy_j == r.energy_j and r.node_energy_j == r.energy_j\n"
+    "       and r.facility_energy_j == r.energy_j)\n"
+    "local node = { cpu_idle_w = 100, cpu_active_w = 300, cpu_load = 0.5,\n"
+    "               other_w = 40, psu_efficiency = 0.8 }\n"
+    "local c = js.cluster{ gpus = 8, node = node, pue = 1.25 }\n"
+    "local n = js.simulate{ cluster = c, workload = w }\n"
+    "assert(n.energy_j == r.energy_j and n.gpu_energy_j == r.energy_j)\n"
+    "local want = (r.energy_j + 240 * r.time_s) / 0.8\n"
+    "assert(math.abs(n.node_energy_j - want) < 1e-9 * want, n.node_energy_j)\n"
+    "assert(math.abs(n.facility_energy_j - 1.25 * want) < 1e-9 * want)\n"
+    "assert(n.node == 'custom' and n.pue == 1.25)\n"
+    "assert(c.node == 'custom' and c.pue == 1.25)\n"
+    "node.nic_idle_w, node.nic_active_w = 10, 1000\n"
+    "node.nvswitch_active_w = 100\n"
+    "local s = js.simulate{ cluster = js.cluster{ gpus = 8, node = node },\n"
+    "                       workload = w }\n"
+    "local comm = 0\n"
+    "for _, g in ipairs(s.per_gpu) do comm = comm + g.comm_s end\n"
+    "assert(comm > 0)\n"
+    "want = (r.energy_j + 250 * r.time_s + 100 * comm / 8) / 0.8\n"
+    "assert(math.abs(s.node_energy_j - want) < 1e-9 * want, s.node_energy_j)\n"
+    "assert(js.summary(s):find('facility'))\n"
+    "-- presets: the HGX H100 fit reproduces Latif et al.'s 8.4 kW peak\n"
+    "assert(math.abs(js.node_power('hgx-h100', 5600, 0, 1) - 8400) < 1e-9)\n"
+    "assert(js.node_power('none', 5600, 1, 1) == 5600)\n"
+    "local a = js.simulate{ cluster = js.cluster{ gpus = 8, node = 'dgx-a100' },\n"
+    "                       workload = w }\n"
+    "assert(a.node == 'dgx-a100' and a.node_energy_j > 1.2 * a.energy_j)\n"
+    "-- js.pipeline_run's result carries them too (the same run)\n"
+    "local p = js.pipeline_run{ cluster = js.cluster{ gpus = 8,\n"
+    "  node = 'dgx-a100' }, workload = w, policy = 'max' }\n"
+    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n");
+}
+
 static void test_determinism(void)
 {
   /* Same script, same seed: identical numbers (compared as strings with
@@ -181,6 +230,18 @@ static const BadCase bad_cases[] = {
   {"huge-cluster", W "js.cluster{ gpus = 1e12 }", "'gpus'", "1048576"},
   {"unknown-network", W "js.cluster{ gpus = 8, network = 'carrier-pigeon' }",
    "dgx-a100", "js.cluster"},
+  {"unknown-node", W "js.cluster{ gpus = 8, node = 'dgx-z900' }",
+   "unknown node 'dgx-z900'", "hgx-h100"},
+  {"negative-node-power",
+   W "js.cluster{ gpus = 8, node = { preset = 'dgx-h100', nic_idle_w = -5 } }",
+   "'nic_idle_w'", "got -5"},
+  {"node-active-below-idle",
+   W "js.cluster{ gpus = 8, node = { cpu_idle_w = 300, cpu_active_w = 100 } }",
+   "cpu active power 100 W is below its idle power 300 W", "test:2:"},
+  {"pue-below-one", W "js.cluster{ gpus = 8, pue = 0.9 }", "'pue'",
+   "got 0.9"},
+  {"node-power-unknown", W "js.node_power('dgx-b200', 5600)",
+   "js.node_power", "unknown node 'dgx-b200'"},
 };
 
 /* `want`, or "test:N+1:" when it is "test:N:". */
@@ -440,6 +501,7 @@ int main(int argc, char **argv)
   g_test_add_func("/lua/simulate", test_simulate);
   g_test_add_func("/lua/trust", test_trust);
   g_test_add_func("/lua/gpu-memory", test_gpu_memory);
+  g_test_add_func("/lua/node-energy", test_node_energy);
   g_test_add_func("/lua/determinism", test_determinism);
   g_test_add_func("/lua/threads", test_threads);
   g_test_add_func("/lua/results-roundtrip", test_results_roundtrip);
