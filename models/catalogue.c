@@ -17,7 +17,8 @@
  * - v_max is a nominal 1 V: the model only uses V(f) / v_max, so v_min is
  *   the fitted voltage ratio at and below f_knee.
  * - activity.gemm = 1 defines the unit of p_dyn_w (a dense BF16 GEMM on
- *   random data); other classes are relative to it.
+ *   random data); other classes are relative to it.  activity_tf32 scales
+ *   it for kernels on the TF32 tensor rate (fitted on GH100 only).
  * - DRAM power p_mem_w = access energy per bit x bit rate at full bandwidth.
  */
 #include "models/gpu.h"
