@@ -385,6 +385,7 @@ static void br_mem_order(GpuSpec *s)
 static void br_eff(GpuSpec *s) { s->eff_compute[SIM_CLASS_NORM].v = 1.5; }
 static void br_eff0(GpuSpec *s) { s->eff_memory[SIM_CLASS_GEMM].v = 0; }
 static void br_act(GpuSpec *s) { s->activity[SIM_CLASS_OTHER].v = -1; }
+static void br_tf32(GpuSpec *s) { s->activity_tf32.v = 2.5; }
 static void br_limit(GpuSpec *s) { s->power_limit_w.v = 50; }
 static void br_nan(GpuSpec *s) { s->p_leak_w.v = NAN; }
 static void br_volt(GpuSpec *s) { s->v_min.v = 1.2; }
@@ -404,6 +405,7 @@ static const InvalidCase invalid_cases[] = {
   {"eff-compute", br_eff, "eff_compute.norm"},
   {"eff-memory", br_eff0, "eff_memory.gemm"},
   {"activity", br_act, "activity.other"},
+  {"activity-tf32", br_tf32, "activity_tf32"},
   {"limit", br_limit, "power_limit_w"},
   {"nan", br_nan, "p_leak_w"},
   {"voltage", br_volt, "v_max"},
