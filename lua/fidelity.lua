@@ -1299,13 +1299,13 @@ end
 -- The measured load, ViT-L/16 inference at batch 256 in TF32 (50432
 -- tokens, hidden 1024, MLP 4096), stands as its FC1 GEMM: a TF32 tensor
 -- GEMM of 50432 x 1024 x 4096 with 4-byte operands, compute-bound at every
--- clock (DRAM busy 17-53% of its time on the 94 GB card).  Its activity
--- relative to the unit of p_dyn_w (a dense BF16 GEMM on random data) is
--- what --refit fits: the mean of a mix that also runs layernorms,
--- softmaxes and GELUs, in TF32.
+-- clock (DRAM busy 17-53% of its time on the 94 GB card).  The catalogue
+-- prices it as any TF32 GEMM: activity.gemm (1, the unit of p_dyn_w, a
+-- dense BF16 GEMM on random data) times activity_tf32, which --refit fits
+-- (the mean of a mix that also runs layernorms, softmaxes and GELUs, in
+-- TF32, stands in for the TF32 tensor unit).
 local VIT = { class = "gemm", math = "tf32", flops = 2 * 50432 * 1024 * 4096,
               bytes = 4 * (50432 * 1024 + 1024 * 4096 + 50432 * 4096) }
-local VIT_ACTIVITY = 0.622  -- joulesim fidelity --only h100-powercap --refit
 -- The caps the catalogue's fit saw; the others are held out.
 local H100_FIT_CAPS = { [200] = true, [400] = true, [600] = true, [700] = true }
 -- The README's other H100 facts (tests/data/measured/README.md): a bare
@@ -1337,9 +1337,10 @@ end
 -- measured rail; (2) P_const, P_leak, the load's dynamic power D, v_min,
 -- the knee and the exponent by Nelder-Mead on the board power at the
 -- measured clocks (+-3%, the figures' reading) and the two floor facts
--- (+-10%); (3) p_dyn_w from the BF16 GEMM (P is affine in it), and the
--- load's activity D / p_dyn_w.  Prints the fit and what it carries to the
--- PCIe part; the catalogue carries it rounded.
+-- (+-10%); (3) p_dyn_w from the BF16 GEMM (P is affine in it), and
+-- activity_tf32 = D / p_dyn_w (the load is a TF32 GEMM; activity.gemm is
+-- 1).  Prints the fit and what it carries to the PCIe part; the catalogue
+-- carries it rounded.
 local function refit_h100(rows, path)
   local base = "H100-SXM5-94GB"
   local g = js.gpu(base)
@@ -1362,7 +1363,7 @@ local function refit_h100(rows, path)
       name = "FIDELITY-H100", base = base, source = "joulesim fidelity --refit",
       p_mem_static_w = S, p_mem_w = pm, p_const_w = x[1], p_leak_w = x[2],
       p_dyn_w = dyn or x[3], v_min = x[4], f_knee_mhz = x[5],
-      v_curve_exp = x[6], ["activity.gemm"] = 1 })
+      v_curve_exp = x[6], ["activity.gemm"] = 1, activity_tf32 = 1 })
   end
   local function objective(x)
     if x[1] < 0 or x[2] < 0 or x[3] <= 0 or x[4] < 0.5 or x[4] >= 1
@@ -1419,8 +1420,7 @@ local function refit_h100(rows, path)
          .. "v_curve_exp %.2f, the load's dynamic power %.0f W (objective "
          .. "%.3f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
   print(("  p_dyn_w %.0f W (the BF16 GEMM at %.0f MHz on H100-SXM5-80GB "
-         .. "draws 700 W); the load's activity %.3f"):format(dyn, f_gemm,
-         x[3] / dyn))
+         .. "draws 700 W); activity_tf32 %.3f"):format(dyn, f_gemm, x[3] / dyn))
   print(("  floor at 1980 MHz %.1f W (context %.0f), at 345 MHz %.1f W (idle "
          .. "%.1f)"):format(x[1] + S + x[2], H100_CONTEXT_W,
          x[1] + S + x[2] * x[4] ^ 3, H100_IDLE_W))
@@ -1430,7 +1430,7 @@ local function refit_h100(rows, path)
 end
 
 -- The cap curve: each cap through js.gpu.price on H100-SXM5-94GB (the
--- load's activity from the fit), the clock the cap settles the kernel at
+-- catalogue's TF32 GEMM, activity_tf32 from the fit), the clock the cap settles the kernel at
 -- and the board power there against the measured means; the memory rail
 -- is the model's p_mem_static_w + p_mem_w u_m.  Then the BF16 GEMM facts:
 -- the 80 GB card's (fitted: p_dyn_w) and the H200's (predicted).
@@ -1440,11 +1440,8 @@ local function h100_powercap(ds)
                                 "memory_power_w", "mean_sm_mhz" })
   heading(ds.file, "ViT-L/16 in TF32 under power caps (H100-SXM5-94GB; "
           .. "the load as its FC1 GEMM, TF32)")
-  js.gpu.define{ name = "FIDELITY-VIT", base = "H100-SXM5-94GB",
-                 source = "joulesim fidelity: the ViT load's fitted activity",
-                 ["activity.gemm"] = VIT_ACTIVITY }
   -- The memory rail: the board less the same GPU without memory power.
-  js.gpu.define{ name = "FIDELITY-VIT-SM", base = "FIDELITY-VIT",
+  js.gpu.define{ name = "FIDELITY-VIT-SM", base = "H100-SXM5-94GB",
                  source = "joulesim fidelity: the SM side only",
                  p_mem_static_w = 0, p_mem_w = 0 }
   print(("  %5s %-9s | %7s %7s %6s | %6s %6s %6s | %5s %5s %6s"):format(
@@ -1455,7 +1452,7 @@ local function h100_powercap(ds)
   for _, r in ipairs(rows) do
     local cap = num(r, "power_cap_w", path, 0)
     local role = H100_FIT_CAPS[cap] and "fitted" or "predicted"
-    local q = js.gpu.price{ gpu = "FIDELITY-VIT", class = VIT.class,
+    local q = js.gpu.price{ gpu = "H100-SXM5-94GB", class = VIT.class,
                             flops = VIT.flops, bytes = VIT.bytes,
                             math = VIT.math, power_limit_w = cap }
     local fm, pm = num(r, "mean_sm_mhz", path, 0), num(r, "total_power_w", path, 0)

@@ -17,7 +17,8 @@
  * - v_max is a nominal 1 V: the model only uses V(f) / v_max, so v_min is
  *   the fitted voltage ratio at and below f_knee.
  * - activity.gemm = 1 defines the unit of p_dyn_w (a dense BF16 GEMM on
- *   random data); other classes are relative to it.
+ *   random data); other classes are relative to it.  activity_tf32 scales
+ *   it for kernels on the TF32 tensor rate (fitted on GH100 only).
  * - DRAM power p_mem_w = access energy per bit x bit rate at full bandwidth.
  */
 #include "models/gpu.h"
@@ -51,6 +52,10 @@
 #define SRC_EST_ACT                                                         \
   "estimate: SM switching activity relative to a tensor GEMM (=1)"
 #define SRC_ACT_GEMM "definition: unit of p_dyn_w (dense BF16 GEMM, random data)"
+/* activity_tf32 where no TF32 load was measured on the part. */
+#define SRC_EST_TF32(why)                                                   \
+  "estimate: 1, a TF32 tensor op priced as the 16-bit unit (" why ")"
+#define SRC_EST_TF32_NONE SRC_EST_TF32("no TF32 power measurement")
 #define SRC_OVERHEAD "estimate: launch + tail of a kernel, a few microseconds"
 #define SRC_ISSUE                                                           \
   "estimate: DRAM traffic the SMs (LSU + L2, SM clock domain) sustain per "  \
@@ -138,6 +143,12 @@
   "estimate: as A100 (32 B/clk/SM of DRAM traffic from the SMs; streaming "  \
   "kernels slow below bw / (n_sm x this))"
 
+/* Nothing measured on an A100 prices TF32: the KernelTuner sweep runs FP32
+ * on the CUDA cores (another unit) and the Perseus runs do not state
+ * their precision (TF32 or FP16, tests/data/measured/README.md). */
+#define SRC_EST_TF32_A100                                                   \
+  SRC_EST_TF32("the KernelTuner sweep is FP32 CUDA-core math; the Perseus " \
+               "runs' precision is not stated")
 #define A100_CLOCKS                                                         \
   .sm_min_mhz = P(210, SRC_README ": A100 SM clock 210-1410 MHz"),          \
   .sm_max_mhz = P(1410, SRC_README ": A100 SM clock 210-1410 MHz"),         \
@@ -168,7 +179,8 @@
   floor, .p_dyn_w = P(A100_P_DYN, src), .v_max = P(1.0, SRC_VNOM), vshape,  \
   .stall_activity = P(A100_STALL, src),                                     \
   BOOST_PARAMS,                                                             \
-  .activity = ACTIVITY(A100_ACT_VEC, SRC_ACT_VEC_A100)
+  .activity = ACTIVITY(A100_ACT_VEC, SRC_ACT_VEC_A100),                     \
+  .activity_tf32 = P(1, SRC_EST_TF32_A100)
 
 #define A100_SXM_FLOOR                                                      \
   .p_const_w = P(A100_P_CONST, SRC_FIT_A100),                               \
@@ -222,6 +234,13 @@
 #define H100_PCIE_P_DYN 496.5
 #define H100_PCIE_P_LEAK 38.5
 #define H100_PCIE_V_MIN 0.875
+/* The TF32 tensor unit's activity on GH100 (every GH100 part: the same
+ * SMs). */
+#define H100_ACT_TF32 0.622
+#define SRC_FIT_H100_TF32                                                   \
+  "fit to tests/data/measured/h100-powercap (ViT-L/16 in TF32, its FC1 "    \
+  "GEMM, on the H100 SXM 94GB at caps 200, 400, 600, 700 W) with p_dyn_w " \
+  "from the BF16 GEMM, see docs/gpu-model.md \"The H100 fit\""
 #define SRC_FIT_H100                                                        \
   "fit to tests/data/measured/h100-powercap (H100 SXM 94GB, caps 200, "     \
   "400, 600, 700 W), H100 idle and context power and the 8192^3 BF16 "      \
@@ -255,7 +274,8 @@
   .v_max = P(1.0, SRC_VNOM), .f_knee_mhz = P(H100_F_KNEE, src),             \
   .v_curve_exp = P(H100_V_EXP, src),                                        \
   .stall_activity = P(A100_STALL, SRC_H100_STALL), BOOST_PARAMS,            \
-  .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC)
+  .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),                     \
+  .activity_tf32 = P(H100_ACT_TF32, SRC_FIT_H100_TF32)
 
 /* An H100 SXM5's facts, shared by the 80 GB and 94 GB boards. */
 #define H100_SXM5_COMMON                                                    \
@@ -394,7 +414,9 @@
   .switch_latency_ms =                                                      \
       P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "   \
             "ms)"),                                                         \
-  .activity = ACTIVITY(A100_ACT_VEC, "estimate: as the A100 fit")
+  .activity = ACTIVITY(A100_ACT_VEC, "estimate: as the A100 fit"),        \
+  .activity_tf32 = P(1, SRC_EST_TF32("no TF32 tensor cores on Volta: "      \
+                                     "FP32 on the CUDA cores"))
 
 /* L40S (AD102, 350 W): power scaled from the A40 fit (GA102, 300 W) by
  * TDP 350/300 W; voltage shape as the A40 fit with the knee at the same
@@ -550,6 +572,7 @@ static const GpuSpec builtins[] = {
     .switch_latency_ms =
         P(6, SRC_README ": ~6 ms reported on H200 (same Hopper family)"),
     .activity = ACTIVITY(A100_ACT_VEC, H100_ACT_VEC_SRC),
+    .activity_tf32 = P(H100_ACT_TF32, SRC_FIT_H100_TF32),
   },
   {
     .name = "A40",
@@ -608,6 +631,8 @@ static const GpuSpec builtins[] = {
         P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "
               "ms)"),
     .activity = ACTIVITY(A40_ACT_VEC, SRC_FIT_A40),
+    .activity_tf32 = P(1, SRC_EST_TF32("the A40 stage profiles' precision "
+                                       "is not stated")),
   },
   {
     .name = "RTX-3080-Ti",
@@ -676,6 +701,7 @@ static const GpuSpec builtins[] = {
         P(100, SRC_README ": >100 ms through nvidia-smi on a consumer "
                "Ampere card"),
     .activity = ACTIVITY(A40_ACT_VEC, "estimate: as the A40 fit"),
+    .activity_tf32 = P(1, SRC_EST_TF32_NONE),
   },
   {
     .name = "V100-SXM2-16GB",
@@ -797,6 +823,7 @@ static const GpuSpec builtins[] = {
         P(10, "estimate within " SRC_README " range (~1 ms to hundreds of "
               "ms)"),
     .activity = ACTIVITY(A40_ACT_VEC, "estimate: as the A40 fit"),
+    .activity_tf32 = P(1, SRC_EST_TF32_NONE),
   },
 };
 

@@ -161,7 +161,7 @@ static double oob_raw_dyn(const GpuSpec *g, SimOpClass klass,
     GpuCost c;
     gpu_kernel_cost(g, &ks[i].kernel, (guint)lround(g->sm_max_mhz.v), 0,
                     GPU_POWER_UNCAPPED, &c);
-    d += ks[i].count * g->p_dyn_w.v * g->activity[ks[i].kernel.klass].v *
+    d += ks[i].count * g->p_dyn_w.v * gpu_kernel_activity(g, &ks[i].kernel) *
          c.util_compute * c.time_s;
   }
   return d;

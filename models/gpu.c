@@ -32,9 +32,15 @@
  *   P = P_const
  *     + P_mem  * u_m * (m / m_max)
  *     + P_mem_static * (m / m_max)
- *     + P_dyn  * activity[c] * (u_s + s (1 - u_s)) * (f / f_max)
+ *     + P_dyn  * activity[c] * a_u * (u_s + s (1 - u_s)) * (f / f_max)
  *              * (V(f) / V_max)^2
  *     + P_leak * (V(f) / V_max)^3
+ *
+ * a_u = activity_tf32 for a kernel on the TF32 tensor rate, else 1: a
+ * TF32 tensor op does half the FLOPs per clock of a 16-bit one and
+ * switches less per clock (fitted on the H100 cap curve, where the
+ * class activity alone would have to move the BF16 GEMM's 798 TFLOP/s
+ * at 700 W; docs/gpu-model.md "The H100 fit").
  *
  * u_s = max(tc, ti) / t (SMs busy computing or issuing memory traffic),
  * u_m = td / t (DRAM busy); for relative kernels u_s = a_c f_max/f / t and
@@ -194,6 +200,7 @@ static const ParamField scalar_fields[] = {
   FIELD(f_knee_mhz, "MHz"),
   FIELD(v_curve_exp, "x"),
   FIELD(stall_activity, "x"),
+  FIELD(activity_tf32, "x"),
   FIELD(boost_window_ms, "ms"),
   FIELD(boost_period_ms, "ms"),
   FIELD(boost_step_mhz, "MHz"),
@@ -458,6 +465,8 @@ gboolean gpu_spec_validate(const GpuSpec *s, GError **error)
       !check_range(s, "v_curve_exp", s->v_curve_exp.v, 0, 8, FALSE, error) ||
       !check_range(s, "stall_activity", s->stall_activity.v, 0, 1, FALSE,
                    error) ||
+      !check_range(s, "activity_tf32", s->activity_tf32.v, 0, 2, FALSE,
+                   error) ||
       !check_range(s, "boost_window_ms", s->boost_window_ms.v, 0, 1e5, FALSE,
                    error) ||
       !check_range(s, "boost_period_ms", s->boost_period_ms.v, 0, 1e5, FALSE,
@@ -718,6 +727,15 @@ double gpu_flop_per_clk_sm(const GpuSpec *g, guint math)
   }
 }
 
+double gpu_kernel_activity(const GpuSpec *g, const GpuKernel *k)
+{
+  g_return_val_if_fail(g != NULL && k != NULL, 0);
+  double a = g->activity[k->klass].v;
+  if (k->tensor == SIM_MATH_TF32 && g->activity_tf32.v > 0)
+    a *= g->activity_tf32.v;
+  return a;
+}
+
 double gpu_peak_tensor_flops(const GpuSpec *g, double sm_mhz)
 {
   g_return_val_if_fail(g != NULL, 0);
@@ -811,7 +829,7 @@ static double model_power(const GpuSpec *g, const GpuKernel *k, double f,
   double busy = tm->u_sm + s * (1.0 - tm->u_sm);
   return g->p_const_w.v + g->p_mem_static_w.v * (m / mtop) +
          g->p_mem_w.v * tm->u_mem * (m / mtop) +
-         g->p_dyn_w.v * g->activity[k->klass].v * busy *
+         g->p_dyn_w.v * gpu_kernel_activity(g, k) * busy *
              (f / g->sm_max_mhz.v) * vr * vr +
          g->p_leak_w.v * pow(vr, LEAK_EXP);
 }

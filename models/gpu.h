@@ -75,6 +75,12 @@ typedef struct {
                                           waiting on memory: clock tree,
                                           schedulers), as a fraction of the
                                           issuing power; 0: none */
+  GpuParam activity_tf32;              /* switching power per clock of a
+                                          TF32 tensor kernel relative to the
+                                          same class at the 16-bit rate
+                                          (half the FLOPs per clock, 4-byte
+                                          operands): scales activity[c] of
+                                          SIM_MATH_TF32 kernels; 0: 1 */
   /* The driver's boost controller (the cluster's boost = "controller";
    * sim/engine.c): it averages board power with this time constant,
    * decides once per period and moves the SM clock by one step.
@@ -228,6 +234,9 @@ double gpu_mfu_peak_flops(const GpuSpec *g, gboolean *datasheet);
  * where only a replay of a foreign trace asks for it, the 16-bit rate:
  * what the GEMM would run at there). */
 double gpu_flop_per_clk_sm(const GpuSpec *g, guint math);
+/* The SM activity that prices kernel k's dynamic power: its class's
+ * activity[], times activity_tf32 when it runs on the TF32 tensor rate. */
+double gpu_kernel_activity(const GpuSpec *g, const GpuKernel *k);
 /* Voltage at SM clock f: v_min up to the knee, then rising as x^exp to
  * v_max at f_max (linear when v_curve_exp is 0 or 1). */
 double gpu_voltage(const GpuSpec *g, double sm_mhz);

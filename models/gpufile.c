@@ -146,6 +146,7 @@ static gboolean load_one(const char *name, gpointer data, GError **error)
     static const char *const optional[] = {"tf32_flop_per_clk_sm",
                                            "fp8_flop_per_clk_sm",
                                            "v_curve_exp", "stall_activity",
+                                           "activity_tf32",
                                            "boost_window_ms",
                                            "boost_period_ms",
                                            "boost_step_mhz", "memory_gb",

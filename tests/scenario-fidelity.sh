@@ -79,9 +79,12 @@ same "a40 gpt3-2.7b sweep, top limit" \
 same "a40 gpt3-2.7b plan 0, iteration time" \
   "$(fig perseus-runs/gpt3-2.7b_a40_dp1_pp8_tp1_stage_times.csv gpt3-2.7b \
      "iteration time, abs err")" "$(re "plan-0 iteration time")"
-# The H100 fit reproduces from its data (docs/gpu-model.md "The H100 fit").
-check h100-refit 0 "p_dyn_w 786 W .*the load's activity 0\.622" -- \
+# The H100 fit reproduces from its data (docs/gpu-model.md "The H100 fit"),
+# activity_tf32 as the catalogue carries it.
+check h100-refit 0 "p_dyn_w 786 W .*activity_tf32 0\.622" -- \
   "$J" fidelity --data tests/data --only h100-powercap --refit
+check h100-tf32-catalogue 0 "activity_tf32 +0\.622 x +fit to " -- \
+  "$J" gpus H100-SXM5-94GB
 check help 0 "usage: joulesim fidelity" -- "$J" fidelity --help
 check out 0 "wrote $T/f.h5" -- \
   "$J" fidelity --data tests/data --only kerneltuner --out "$T/f.h5"

@@ -385,6 +385,7 @@ static void br_mem_order(GpuSpec *s)
 static void br_eff(GpuSpec *s) { s->eff_compute[SIM_CLASS_NORM].v = 1.5; }
 static void br_eff0(GpuSpec *s) { s->eff_memory[SIM_CLASS_GEMM].v = 0; }
 static void br_act(GpuSpec *s) { s->activity[SIM_CLASS_OTHER].v = -1; }
+static void br_tf32(GpuSpec *s) { s->activity_tf32.v = 2.5; }
 static void br_limit(GpuSpec *s) { s->power_limit_w.v = 50; }
 static void br_nan(GpuSpec *s) { s->p_leak_w.v = NAN; }
 static void br_volt(GpuSpec *s) { s->v_min.v = 1.2; }
@@ -404,6 +405,7 @@ static const InvalidCase invalid_cases[] = {
   {"eff-compute", br_eff, "eff_compute.norm"},
   {"eff-memory", br_eff0, "eff_memory.gemm"},
   {"activity", br_act, "activity.other"},
+  {"activity-tf32", br_tf32, "activity_tf32"},
   {"limit", br_limit, "power_limit_w"},
   {"nan", br_nan, "p_leak_w"},
   {"voltage", br_volt, "v_max"},
@@ -1455,9 +1457,9 @@ static void test_catalogue_provenance(void)
 
 /* measured/h100-powercap: ViT-L/16 in TF32 on an H100 SXM 94GB under caps
  * of 200-700 W, the mean SM clock and board power at each.  The load is
- * priced as its FC1 GEMM (TF32, 50432 x 1024 x 4096, 4-byte operands) at
- * the activity the fit gave it (0.622 of a BF16 GEMM on random data;
- * `joulesim fidelity --only h100-powercap --refit`).  A fitted check on
+ * priced from the catalogue as its FC1 GEMM (TF32, 50432 x 1024 x 4096,
+ * 4-byte operands): activity.gemm times the fitted activity_tf32 (`joulesim
+ * fidelity --only h100-powercap --refit`).  A fitted check on
  * 200, 400, 600 and 700 W, a prediction on 300 and 500 W: the clock the
  * cap settles it at and the board power there within 12% (the issue-29
  * target; the A100-scaled model was 11-35% too slow) -- and, tighter, within
@@ -1465,9 +1467,7 @@ static void test_catalogue_provenance(void)
 static void test_calibration_h100_powercap(void)
 {
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
-  g_autoptr(GpuSpec) g =
-      gpu_spec_copy(gpu_catalogue_lookup(cat, "H100-SXM5-94GB", NULL));
-  g->activity[SIM_CLASS_GEMM].v = 0.622;
+  const GpuSpec *g = gpu_catalogue_lookup(cat, "H100-SXM5-94GB", NULL);
   GpuKernel k = {.klass = SIM_CLASS_GEMM, .tensor = SIM_MATH_TF32,
                  .flops = 2.0 * 50432 * 1024 * 4096,
                  .bytes = 4.0 * (50432.0 * 1024 + 1024 * 4096 + 50432.0 * 4096)};
@@ -1496,6 +1496,52 @@ static void test_calibration_h100_powercap(void)
     n++;
   }
   g_assert_cmpuint(n, ==, 6);
+}
+
+/* activity_tf32 prices the TF32 tensor unit and nothing else: a BF16,
+ * FP8 or CUDA-core GEMM costs the same whatever it is; a TF32 GEMM under
+ * a cap settles at a higher clock with Hopper's fitted value than with 1
+ * (and 0, "not given", prices as 1).  Hopper's value is a fit on the cap
+ * curve, every other part's an estimate of 1. */
+static void test_model_activity_tf32(void)
+{
+  g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
+  const GpuSpec *h = gpu_catalogue_lookup(cat, "H100-SXM5-94GB", NULL);
+  g_assert_cmpfloat(h->activity_tf32.v, >, 0.5);
+  g_assert_cmpfloat(h->activity_tf32.v, <, 1);
+  g_autoptr(GpuSpec) one = gpu_spec_copy(h);
+  one->activity_tf32.v = 1;
+  g_autoptr(GpuSpec) unset = gpu_spec_copy(h);
+  unset->activity_tf32.v = 0;
+  g_assert_true(gpu_spec_validate(unset, NULL));
+  GpuKernel k = {.klass = SIM_CLASS_GEMM, .flops = 2.0 * 8192 * 8192 * 8192,
+                 .bytes = 2.0 * 3 * 8192 * 8192};
+  for (guint m = 0; m < SIM_MATH_COUNT; m++) {
+    k.tensor = m;
+    GpuCost a, b, z;
+    gpu_kernel_cost(h, &k, 0, 0, 400, &a);
+    gpu_kernel_cost(one, &k, 0, 0, 400, &b);
+    gpu_kernel_cost(unset, &k, 0, 0, 400, &z);
+    g_assert_cmpfloat(b.power_w, ==, z.power_w);
+    g_assert_cmpuint(b.sm_mhz, ==, z.sm_mhz);
+    if (m == SIM_MATH_TF32) {
+      g_assert_cmpuint(a.sm_mhz, >, b.sm_mhz);
+    } else {
+      g_assert_cmpfloat(a.power_w, ==, b.power_w);
+      g_assert_cmpuint(a.sm_mhz, ==, b.sm_mhz);
+    }
+  }
+  guint n;
+  const GpuSpec *all = gpu_builtin_specs(&n);
+  for (guint i = 0; i < n; i++) {
+    gboolean gh100 = g_str_has_prefix(all[i].name, "H100") ||
+                     g_str_has_prefix(all[i].name, "H200");
+    g_assert_nonnull(all[i].activity_tf32.source);
+    g_assert_cmpint(gpu_param_basis(&all[i].activity_tf32), ==,
+                    gh100 ? GPU_BASIS_FITTED : GPU_BASIS_ESTIMATED);
+    if (!gh100)
+      g_assert_cmpfloat(all[i].activity_tf32.v, ==, 1);
+  }
 }
 
 /* The H100 fit leaves the A100 record alone: the GA100 entries keep the
@@ -1574,6 +1620,7 @@ int main(int argc, char **argv)
   }
   g_test_add_func("/gpu/calibration/report", test_calibration_report);
   g_test_add_func("/gpu/calibration/vcurve/A100", test_calibration_vcurve);
+  g_test_add_func("/gpu/model/activity-tf32", test_model_activity_tf32);
   g_test_add_func("/gpu/calibration/h100-powercap",
                   test_calibration_h100_powercap);
   g_test_add_func("/gpu/calibration/a100-unchanged",
