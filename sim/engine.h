@@ -366,6 +366,9 @@ typedef struct {
   gint64 end_ns;
   double power_w;
   SimClocks clocks;  /* clocks actually run (kernels) */
+  double limit_w;    /* the limit the board holds the GPU's summed power to
+                        while a kernel runs (SimMachine.power_limit_w); 0:
+                        none */
 } SimOpRecord;
 typedef void (*SimObserver)(gpointer data, const SimOpRecord *rec);
 void sim_engine_set_observer(SimEngine *e, SimObserver fn, gpointer data);

@@ -330,6 +330,12 @@ static inline void push_work(Lane *L, guint r, guint s)
   APPEND(L->work, L->n_work, L->cap_work, (guint64)r << 32 | s);
 }
 
+/* The limit an observer's record carries for rank r (0: none held). */
+static inline double record_limit(const SimEngine *e, guint r)
+{
+  return e->m->power_limit_w != NULL ? e->m->power_limit_w[r] : 0.0;
+}
+
 /* Op i of rank r on stream st has been scheduled: stores its end when some
  * op waits for it, wakes the streams waiting for it, tells the observer. */
 static inline void op_done(SimEngine *e, Lane *L, guint r, Stream *st,
@@ -349,7 +355,8 @@ static inline void op_done(SimEngine *e, Lane *L, guint r, Stream *st,
   }
   if (G_UNLIKELY(e->observer != NULL)) {
     const SimOp *op = &e->w->ranks[r].ops[i];
-    SimOpRecord rec = {e->iter, r, i, arrive, start, end, 0.0, {0, 0}};
+    SimOpRecord rec = {e->iter, r, i, arrive, start, end, 0.0, {0, 0},
+                       record_limit(e, r)};
     rec.power_w = rs->idle_w + inc;
     if (op->kind == SIM_OP_KERNEL) {
       const SimCost *c = &rs->cache[op->shape].cost;
@@ -779,7 +786,8 @@ split_kernel(SimEngine *e, guint r, Stream *st, guint32 i, gint64 start,
   o->split = split;
   o->inc2 = now->inc;
   if (G_UNLIKELY(e->observer != NULL)) {
-    SimOpRecord rec = {e->iter, r, i, start, start, split, 0.0, c1};
+    SimOpRecord rec = {e->iter, r, i, start, start, split, 0.0, c1,
+                       record_limit(e, r)};
     rec.power_w = rs->idle_w + inc1;
     e->observer(e->observer_data, &rec);
   }

@@ -80,6 +80,7 @@ typedef struct {
   gint64 t;
   double dpower;    /* power increment added (edge +1) or removed (-1) */
   gint8 edge;       /* +1 an interval starts, -1 it ends, 0 a clock sample */
+  guint8 kernel;    /* the interval is a kernel's (the limit holds) */
   guint8 stream;
   guint16 sm_mhz;   /* edge 0 */
 } TlPoint;
@@ -94,6 +95,7 @@ typedef struct {
   guint16 last_sm;
   gboolean have_sm;
   GArray *time_s, *power_w, *sm_mhz; /* HDF5: the samples (double) */
+  double limit_w;         /* the board limit its records carry (0: none) */
 } TlGpu;
 
 struct TraceTimeline {
@@ -342,13 +344,21 @@ static void tl_sample(TraceTimeline *tl, guint g, TlGpu *s, gint64 t,
 
 /* Sweeps GPU g's change points of the finished iteration in time order and
  * writes its counter samples inside the window. */
+/* Board power as the engine holds it: while a kernel runs, the sum of
+ * what runs is cut to the limit (sim/engine.h). */
+static double held(const TlGpu *s, double power, gint64 kernels)
+{
+  return kernels > 0 && s->limit_w > 0 && power > s->limit_w ? s->limit_w
+                                                              : power;
+}
+
 static void tl_sweep(TraceTimeline *tl, guint g, TlGpu *s)
 {
   GArray *pts = s->points;
   g_array_sort(pts, cmp_point);
   const TlPoint *p = (const TlPoint *)(void *)pts->data;
   double inc = 0.0;
-  gint64 active = 0;
+  gint64 active = 0, kernels = 0;
   gboolean have_clock = s->have_sm;
   guint16 sm = s->last_sm;
   gboolean before = FALSE; /* swept points before t0 not yet sampled */
@@ -357,7 +367,8 @@ static void tl_sweep(TraceTimeline *tl, guint g, TlGpu *s)
     if (t > tl->t1)
       break;
     if (t > tl->t0 && before) {
-      tl_sample(tl, g, s, tl->t0, tl->idle_w + inc, have_clock, sm);
+      tl_sample(tl, g, s, tl->t0, held(s, tl->idle_w + inc, kernels),
+                have_clock, sm);
       before = FALSE;
     }
     for (; i < pts->len && p[i].t == t; i++) {
@@ -367,6 +378,8 @@ static void tl_sweep(TraceTimeline *tl, guint g, TlGpu *s)
       } else {
         inc += p[i].edge > 0 ? p[i].dpower : -p[i].dpower;
         active += p[i].edge;
+        if (p[i].kernel)
+          kernels += p[i].edge;
       }
     }
     /* Nothing active: exactly the baseline (no rounding residue). */
@@ -376,11 +389,13 @@ static void tl_sweep(TraceTimeline *tl, guint g, TlGpu *s)
       before = TRUE;
     } else {
       before = FALSE;
-      tl_sample(tl, g, s, t, tl->idle_w + inc, have_clock, sm);
+      tl_sample(tl, g, s, t, held(s, tl->idle_w + inc, kernels), have_clock,
+                sm);
     }
   }
   if (before)
-    tl_sample(tl, g, s, tl->t0, tl->idle_w + inc, have_clock, sm);
+    tl_sample(tl, g, s, tl->t0, held(s, tl->idle_w + inc, kernels),
+              have_clock, sm);
   g_array_set_size(pts, 0);
   s->listed = FALSE;
 }
@@ -514,8 +529,8 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
   if (in_blocked) {
     if (tl->power && tl->blocked_w > 0) {
       double d = tl->blocked_w - tl->idle_w;
-      tl_point(tl, g, s, (TlPoint){ rec->arrive_ns, d, 1, op->stream, 0 });
-      tl_point(tl, g, s, (TlPoint){ rec->start_ns, d, -1, op->stream, 0 });
+      tl_point(tl, g, s, (TlPoint){ rec->arrive_ns, d, 1, 0, op->stream, 0 });
+      tl_point(tl, g, s, (TlPoint){ rec->start_ns, d, -1, 0, op->stream, 0 });
     }
   }
 
@@ -539,12 +554,14 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
     tl->counts.complete++;
   }
   if (op->kind == SIM_OP_KERNEL)
-    tl_point(tl, g, s, (TlPoint){ rec->start_ns, 0, 0, op->stream,
+    tl_point(tl, g, s, (TlPoint){ rec->start_ns, 0, 0, 0, op->stream,
                                   rec->clocks.sm_mhz });
   if (tl->power && rec->end_ns > rec->start_ns) {
     double d = rec->power_w - tl->idle_w;
-    tl_point(tl, g, s, (TlPoint){ rec->start_ns, d, 1, op->stream, 0 });
-    tl_point(tl, g, s, (TlPoint){ rec->end_ns, d, -1, op->stream, 0 });
+    guint8 k = op->kind == SIM_OP_KERNEL;
+    s->limit_w = rec->limit_w;
+    tl_point(tl, g, s, (TlPoint){ rec->start_ns, d, 1, k, op->stream, 0 });
+    tl_point(tl, g, s, (TlPoint){ rec->end_ns, d, -1, k, op->stream, 0 });
   }
 }
 
