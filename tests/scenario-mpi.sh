@@ -69,13 +69,15 @@ print(string.format("summary total=%d done=%d skipped=%d failed=%d rows=%d",
 EOF
 
 # rows FILE: "N_ROWS N_UNIQUE_IDS N_ERROR_ROWS"; same A B: the rows are equal by point_id
-# (NaN equal to NaN).
+# (NaN equal to NaN), but for run_id, which names the run that wrote each
+# row (docs/sweeps.md, "Telling runs apart").
 cat >"$T/rows.py" <<'EOF'
 import sys, h5py
 def load(p):
     with h5py.File(p, "r") as f:
         d = f["/results/t"][:]
-    return len(d), {r["point_id"]: repr(r.tolist()) for r in d}
+    keep = [n for n in d.dtype.names if n != "run_id"]
+    return len(d), {r["point_id"]: repr(r[keep].tolist()) for r in d}
 if sys.argv[1] == "rows":
     n, rows = load(sys.argv[2])
     with h5py.File(sys.argv[2], "r") as f:
