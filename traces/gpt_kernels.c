@@ -181,7 +181,7 @@ typedef struct {
   double St;    /* share of the tokens norms and dropouts run on: 1/t
                    with sequence parallelism, else 1 */
   double b, s, h, ht, at, N, X, vt, bs;
-  double gemm_qkv, gemm_proj, gemm_fc, att, logits;
+  double gemm_qkv, gemm_proj, gemm_fc, att;
   gboolean bloom, fp8;
 } MgSizes;
 
@@ -311,13 +311,46 @@ static void megatron_layer_bwd(Gen *g, const MgSizes *z, double alibi)
        UNIT_LN1);
 }
 
+/* Megatron's last stage between its final norm and the norm's backward
+ * (GPT and Llama alike): the logits GEMM on the vocab-parallel output
+ * layer (BF16 under fp8: megatron-core's output layer is not a TE module),
+ * the vocab-parallel cross entropy with its three TP all-reduces, and the
+ * backward through it; the wgrad completes `wgrad_unit` (-1: none). */
+static void megatron_head(Gen *g, double E, double X, double bs, double vt,
+                          double h, int wgrad_unit)
+{
+  const SimMath m16 = math16(g->cfg);
+  const double logits = 2 * X * vt;
+  Seq *q = &g->head_fwd;
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, logits,
+          E * (X + vt * h + bs * vt), -1);
+  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
+       -1);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
+       2 * E * bs * vt + 8 * bs, -1);
+  tp_allreduce(g, q, 4 * bs);
+  tp_allreduce(g, q, 4 * bs);
+  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
+       2 * E * bs * vt + 12 * bs, -1);
+  q = &g->head_bwd;
+  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
+       -1);
+  kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, logits,
+          E * (bs * vt + vt * h + X), -1);
+  sp_gather(g, q, E * X);
+  kern_on(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, m16, logits,
+          E * (X + bs * vt) + 8 * vt * h, wgrad_unit);
+  tp_reduce(g, q, E * X);
+}
+
 /* The first stage's embeddings and the last stage's head (BF16 under
  * fp8: megatron-core's output layer is not a TE module). */
 static void megatron_ends(Gen *g, const MgSizes *z)
 {
   const double E = z->E, h = z->h, X = z->X, vt = z->vt, bs = z->bs;
   const double s = z->s, Xn = z->St * X;
-  const SimMath m16 = math16(g->cfg);
   const gboolean bloom = z->bloom;
 
   Seq *q = &g->emb_fwd;
@@ -341,30 +374,9 @@ static void megatron_ends(Gen *g, const MgSizes *z)
   /* Last stage: final LayerNorm, logits, vocab-parallel cross entropy. */
   q = &g->head_fwd;
   kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
-  sp_gather(g, q, E * X);
-  kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, z->logits,
-          E * (X + vt * h + bs * vt), -1);
-  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
-       -1);
-  tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
-       2 * E * bs * vt + 8 * bs, -1);
-  tp_allreduce(g, q, 4 * bs);
-  tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * bs * vt + 12 * bs, -1);
-  q = &g->head_bwd;
-  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
-       -1);
-  kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, z->logits,
-          E * (bs * vt + vt * h + X), -1);
-  sp_gather(g, q, E * X);
-  kern_on(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, m16, z->logits,
-          E * (X + bs * vt) + 8 * vt * h,
-          g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
-  tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
-       UNIT_HEAD_LN);
+  megatron_head(g, E, X, bs, vt, h, g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
+  kern(g, &g->head_bwd, "bwd.layernorm", SIM_CLASS_NORM, 0,
+       4 * E * Xn + 16 * h, UNIT_HEAD_LN);
 }
 
 /* ---- Llama under megatron-core ----------------------------------------
@@ -510,8 +522,7 @@ static void llama_layer_bwd(Gen *g, const LlSizes *z)
 static void llama_ends(Gen *g, const LlSizes *z)
 {
   const double E = z->E, h = z->h, X = z->X, bs = z->bs, vt = g->vt;
-  const double Xn = z->St * X, logits = 2 * X * vt;
-  const SimMath m16 = math16(g->cfg);
+  const double Xn = z->St * X;
 
   Seq *q = &g->emb_fwd;
   kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
@@ -523,29 +534,9 @@ static void llama_ends(Gen *g, const LlSizes *z)
 
   q = &g->head_fwd;
   kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
-  sp_gather(g, q, E * X);
-  kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, logits,
-          E * (X + vt * h + bs * vt), -1);
-  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
-       -1);
-  tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
-       2 * E * bs * vt + 8 * bs, -1);
-  tp_allreduce(g, q, 4 * bs);
-  tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * bs * vt + 12 * bs, -1);
-  q = &g->head_bwd;
-  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
-       -1);
-  kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, logits,
-          E * (bs * vt + vt * h + X), -1);
-  sp_gather(g, q, E * X);
-  kern_on(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, m16, logits,
-          E * (X + bs * vt) + 8 * vt * h, UNIT_HEAD_EMB);
-  tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
-       UNIT_HEAD_LN);
+  megatron_head(g, E, X, bs, vt, h, UNIT_HEAD_EMB);
+  kern(g, &g->head_bwd, "bwd.rmsnorm", SIM_CLASS_NORM, 0,
+       4 * E * Xn + 8 * h, UNIT_HEAD_LN);
 }
 
 static void build_llama_megatron_protos(Gen *g)
@@ -585,8 +576,7 @@ static void build_megatron_protos(Gen *g)
     .b = b, .s = s, .h = h, .ht = ht, .at = at, .N = g->n_att, .X = X,
     .vt = g->vt, .bs = b * s, .gemm_qkv = 2 * X * 3 * ht,
     .gemm_proj = 2 * X * ht, .gemm_fc = 2 * X * 4 * ht,
-    .att = 2 * b * s * s * ht, .logits = 2 * X * g->vt, .bloom = bloom,
-    .fp8 = fp8};
+    .att = 2 * b * s * s * ht, .bloom = bloom, .fp8 = fp8};
   megatron_layer_fwd(g, &z, alibi);
   megatron_layer_bwd(g, &z, alibi);
   megatron_ends(g, &z);
