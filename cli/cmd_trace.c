@@ -158,8 +158,14 @@ static const char usage_gen[] =
   "  --attention A       unfused (default: Megatron's softmax kernels) or\n"
   "                      flash (one fused kernel each way, causal)\n"
   "  --sequence-parallel Megatron's sequence parallelism (with --tp > 1)\n"
-  "  --zero N            0 (default: DDP all-reduce) or 1 (Megatron's\n"
-  "                      distributed optimizer)\n"
+  "  --zero N            0 (default: DDP all-reduce), 1 (Megatron's\n"
+  "                      distributed optimizer), 2 (ZeRO-2: gradients\n"
+  "                      sharded too; pp 1) or 3 (FSDP: parameters too;\n"
+  "                      --impl hf, pp 1)\n"
+  "  --zero-group G      all (default: shard over dp) or node (FSDP's\n"
+  "                      hybrid sharding: shard within a node, replicate\n"
+  "                      across nodes; --zero 2 or 3, --impl hf)\n"
+  "  --gpus-per-node N   the node --zero-group node shards within (8)\n"
   "  --global-batch-size N\n"
   "                      sequences per iteration: sets --microbatches to\n"
   "                      N / (--mbs x --dp), which must divide\n"
@@ -178,7 +184,8 @@ enum {
   GEN_TP, GEN_PP, GEN_DP, GEN_MICROBATCHES, GEN_SEQ_LEN, GEN_MBS, GEN_N_COUNTS,
   GEN_HELP = GEN_N_COUNTS, GEN_MODEL, GEN_SCHEDULE, GEN_GPU, GEN_OUTPUT,
   GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_ATTENTION,
-  GEN_ZERO, GEN_GBS, GEN_KV_HEADS, GEN_FFN, GEN_RECOMPUTE, GEN_SP, GEN_FORCE
+  GEN_ZERO, GEN_GBS, GEN_KV_HEADS, GEN_FFN, GEN_ZERO_GROUP, GEN_GPN,
+  GEN_RECOMPUTE, GEN_SP, GEN_FORCE
 };
 
 static const CliOption gen_options[] = {
@@ -204,6 +211,8 @@ static const CliOption gen_options[] = {
   {"--global-batch-size", GEN_GBS, TRUE},
   {"--kv-heads", GEN_KV_HEADS, TRUE},
   {"--ffn-hidden", GEN_FFN, TRUE},
+  {"--zero-group", GEN_ZERO_GROUP, TRUE},
+  {"--gpus-per-node", GEN_GPN, TRUE},
   {"--recompute", GEN_RECOMPUTE, FALSE},
   {"--sequence-parallel", GEN_SP, FALSE},
   {"--force", GEN_FORCE, FALSE},
@@ -294,10 +303,20 @@ static int gen_apply(GenCfg *g, guint **layers_of)
     return fail_option(cmd, "--attention", err);
   guint64 num = 0;
   if (g->str[GEN_ZERO] != NULL) {
-    if (!parse_count(g->str[GEN_ZERO], 0, 1, &num))
-      return fail_usage(cmd, usage_gen, "--zero needs 0 or 1 (got '%s')",
-                        g->str[GEN_ZERO]);
+    if (!parse_count(g->str[GEN_ZERO], 0, 3, &num))
+      return fail_usage(cmd, usage_gen, "--zero needs 0, 1, 2 or 3 (got "
+                        "'%s')", g->str[GEN_ZERO]);
     cfg->zero = (guint)num;
+  }
+  if (g->str[GEN_ZERO_GROUP] != NULL &&
+      !gpt_zero_group_from_name(g->str[GEN_ZERO_GROUP], &cfg->zero_group,
+                                &err))
+    return fail_option(cmd, "--zero-group", err);
+  if (g->str[GEN_GPN] != NULL) {
+    if (!parse_count(g->str[GEN_GPN], 1, 1u << 20, &num))
+      return fail_usage(cmd, usage_gen, "--gpus-per-node needs an integer "
+                        "from 1 to %u (got '%s')", 1u << 20, g->str[GEN_GPN]);
+    cfg->gpus_per_node = (guint)num;
   }
   if (g->str[GEN_KV_HEADS] != NULL) {
     if (!parse_count(g->str[GEN_KV_HEADS], 1, 65536, &num))

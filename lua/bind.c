@@ -343,13 +343,14 @@ static const char *const gpt_keys[] = {
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
   "stage_layers", "precision", "arch", "impl", "efficiency", "attention",
   "sequence_parallel", "zero", "global_batch_size", "kv_heads", "ffn_hidden",
-  NULL};
+  "zero_group", "gpus_per_node", NULL};
 static const char *const archs[] = {"gpt", "bloom", "llama", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
 static const char *const precisions[] = {"bf16", "fp16", "tf32", "fp32", "fp8",
                                          NULL};
 static const char *const attentions[] = {"unfused", "flash", NULL};
+static const char *const zero_groups[] = {"all", "node", NULL};
 
 /* js.gpt's stage_layers = { n1, ..., npp }: pp integers in 1..255, in a
  * userdata left on the stack (collected with it); NULL when absent. */
@@ -433,7 +434,12 @@ static int l_gpt(lua_State *L)
                                                GPT_ATTENTION_UNFUSED,
                                                attentions);
   cfg.sequence_parallel = jsl_opt_bool(L, 1, fn, "sequence_parallel", FALSE);
-  cfg.zero = (guint)jsl_opt_int(L, 1, fn, "zero", 0, 0, 1);
+  cfg.zero = (guint)jsl_opt_int(L, 1, fn, "zero", 0, 0, 3);
+  cfg.zero_group = (GptZeroGroup)jsl_opt_choice(L, 1, fn, "zero_group",
+                                                GPT_ZERO_GROUP_ALL,
+                                                zero_groups);
+  cfg.gpus_per_node = (guint)jsl_opt_int(L, 1, fn, "gpus_per_node",
+                                         cfg.gpus_per_node, 1, big);
   /* global_batch_size sets microbatches (Megatron's rule); giving both
    * is fine when they agree. */
   guint m_given = cfg.microbatches;

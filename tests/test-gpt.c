@@ -49,6 +49,9 @@ typedef struct {
 /* Megatron-core's recipe (issue 29): fp8 (on an H100), flash attention,
  * sequence parallelism, the distributed optimizer. */
 enum { RECIPE_FP8 = 1, RECIPE_FLASH = 2, RECIPE_SP = 4, RECIPE_ZERO = 8 };
+/* Sharded data parallelism (issue 31): ZeRO-2, ZeRO-3 (FSDP), and hybrid
+ * sharding over nodes of two GPUs. */
+enum { RECIPE_ZERO2 = 16, RECIPE_ZERO3 = 32, RECIPE_HYBRID = 64 };
 
 /* Uneven partitions (Merak's custom:... style; issue 15). */
 static const guint sl_6675[] = {6, 6, 7, 5};
@@ -144,6 +147,24 @@ static const Layout layouts[] = {
    RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
   {"hf-llama3-8b-t1p4d2-m4-stages-9887", "llama3-8b", 0, 0, 0, 0, 1, 4, 2, 1,
    4, 256, PIPELINE_1F1B, 0, 25, TRUE, sl_9887, GPT_IMPL_HF, 0},
+  /* Sharded data parallelism (issue 31): ZeRO-2 under Megatron's kernels
+   * with TP and several buckets, and eager without overlap and with tiny
+   * buckets; FSDP on GPT-2 and on a Llama, hybrid over three nodes;
+   * hybrid ZeRO-2 over four.  (Node groups and replica groups differ in
+   * size: trace_stats finds a folded rank's groups by label and size.) */
+  {"350m-t2p1d4-m3-zero2", "gpt3-350m", 0, 0, 0, 0, 2, 1, 4, 1, 3, 512,
+   PIPELINE_1F1B, 0, 10, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_ZERO2},
+  {"hf-custom-t1p1d3-m2-zero2-nooverlap-tinybuckets", NULL, 6, 512, 8, 1000,
+   1, 1, 3, 2, 2, 256, PIPELINE_1F1B, 0, 1e-6, FALSE, NULL, GPT_IMPL_HF,
+   RECIPE_ZERO2},
+  {"hf-125m-t1p1d4-m3-zero3", "gpt3-125m", 0, 0, 0, 0, 1, 1, 4, 1, 3, 512,
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_HF, RECIPE_ZERO3},
+  {"hf-llama3-8b-t1p1d6-m2-zero3-hybrid", "llama3-8b", 0, 0, 0, 0, 1, 1, 6, 1,
+   2, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_HF,
+   RECIPE_ZERO3 | RECIPE_HYBRID},
+  {"hf-custom-t1p1d8-m2-zero2-hybrid", NULL, 6, 512, 8, 1000, 1, 1, 8, 1, 2,
+   256, PIPELINE_1F1B, 0, 4, TRUE, NULL, GPT_IMPL_HF,
+   RECIPE_ZERO2 | RECIPE_HYBRID},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -177,7 +198,13 @@ static void layout_config(const Layout *l, GptConfig *cfg)
   if (l->recipe & RECIPE_FLASH)
     cfg->attention = GPT_ATTENTION_FLASH;
   cfg->sequence_parallel = (l->recipe & RECIPE_SP) != 0;
-  cfg->zero = (l->recipe & RECIPE_ZERO) != 0;
+  cfg->zero = (l->recipe & RECIPE_ZERO3)   ? 3
+              : (l->recipe & RECIPE_ZERO2) ? 2
+                                           : (l->recipe & RECIPE_ZERO) != 0;
+  if (l->recipe & RECIPE_HYBRID) {
+    cfg->zero_group = GPT_ZERO_GROUP_NODE;
+    cfg->gpus_per_node = 2;
+  }
 }
 
 /* The reference GPU cfg generates on: an H100 for fp8 (the A100 has no
@@ -739,9 +766,14 @@ static void check_counts(const GptConfig *cfg)
     g_assert_cmpuint(rk->n_ops, ==,
                      expected_ops_without_buckets(cfg, p) + nd);
     /* The distributed optimizer all-gathers what it reduce-scatters,
-     * bucket for bucket. */
-    guint32 nb = cfg->zero == 1 ? nd / 2 : nd;
-    g_assert_cmpuint(nd, ==, nb * (1 + (cfg->zero == 1)));
+     * bucket for bucket; ZeRO-2 reduce-scatters each microbatch (and
+     * all-reduces the shard across nodes under hybrid sharding). */
+    guint S = gpt_zero_shards(cfg), R = cfg->zero >= 2 ? cfg->dp / S : 1;
+    guint32 per_bucket = cfg->zero == 2 ? cfg->microbatches * (1 + (R > 1)) + 1
+                         : 1 + (cfg->zero == 1);
+    guint32 nb = nd / per_bucket;
+    if (cfg->zero < 3)
+      g_assert_cmpuint(nd, ==, nb * per_bucket);
     g_assert_cmpuint(rk->n_ops, ==, gpt_rank_ops(cfg, p));
     total += rk->n_ops;
 
@@ -750,6 +782,11 @@ static void check_counts(const GptConfig *cfg)
     guint n_units = 6 * L + first + (last ? 1 + (cfg->pp > 1 || llama) : 0);
     if (cfg->dp == 1)
       g_assert_cmpuint(nb, ==, 0);
+    else if (cfg->zero == 3) /* FSDP's units: per microbatch the root and
+                                every layer gathered forward, every layer
+                                backward, each reduced */
+      g_assert_cmpuint(nd, ==, cfg->microbatches * ((L + 1) + L +
+                                                    (L + 1) * (1 + (R > 1))));
     else if (cfg->dp_bucket_mb == 0) /* one per chunk */
       g_assert_cmpuint(nb, ==, gpt_config_chunks(cfg));
     else if (cfg->dp_bucket_mb < 1e-3)
@@ -773,8 +810,8 @@ static void check_counts(const GptConfig *cfg)
       params = L * (h * (2 * ht + 2 * kt + 3 * Ft) + 2 * h) +
                first * vt * h + last * (h + vt * h);
     }
-    double adam = -1, grads = 0, gathered = 0;
-    const char *reduce = cfg->zero == 1 ? "dp.reduce_scatter"
+    double adam = -1, grads = 0, gathered = 0, replica = 0;
+    const char *reduce = cfg->zero >= 1 ? "dp.reduce_scatter"
                                         : "dp.all_reduce";
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
@@ -786,18 +823,32 @@ static void check_counts(const GptConfig *cfg)
         grads += shape_of(w, op)->bytes;
       if (strcmp(name_of(w, op), "dp.all_gather") == 0)
         gathered += shape_of(w, op)->bytes;
+      if (strcmp(name_of(w, op), "dp.replica_all_reduce") == 0)
+        replica += shape_of(w, op)->bytes;
     }
     /* Fused Adam: 30 bytes per parameter; PyTorch's multi-tensor AdamW
      * (impl hf): 80.  The distributed optimizer steps on 1/dp of them. */
     double per_param = cfg->impl == GPT_IMPL_HF ? 80 : 30;
-    double shard = cfg->zero == 1 ? cfg->dp : 1;
-    g_assert_true(test_close(adam, per_param * params / shard, 1e-12));
+    g_assert_true(test_close(adam, per_param * params / S, 1e-12));
     /* FP32 gradients reduced (all-reduced, or reduce-scattered: the same
-     * message bytes, each rank keeping 1/dp); the BF16 parameters
-     * all-gathered back, 2 bytes each. */
+     * message bytes, each rank keeping 1/dp; ZeRO-2 and -3 every
+     * microbatch); the BF16 parameters all-gathered back, 2 bytes each
+     * (FSDP: every microbatch, and the layers' again for the backward;
+     * the root unit -- embedding, final norm, head -- stays gathered). */
+    double m = cfg->zero >= 2 ? cfg->microbatches : 1;
+    double layer = L > 0 ? (params - (first ? vt * h : 0) -
+                            (last ? 2 * h : 0)) / L : 0;
+    if (!llama && first && cfg->arch != GPT_ARCH_BLOOM)
+      layer = (params - vt * h - (double)cfg->seq_len * h - 2 * h) / L;
+    if (llama)
+      layer = (params - vt * h - (h + vt * h)) / L;
     if (cfg->dp > 1)
-      g_assert_true(test_close(grads, 4 * params, 1e-12));
-    if (cfg->dp > 1 && cfg->zero == 1)
+      g_assert_true(test_close(grads, m * 4 * params, 1e-12));
+    g_assert_true(test_close(replica, R > 1 ? grads / S : 0, 1e-12));
+    if (cfg->dp > 1 && cfg->zero == 3)
+      g_assert_true(test_close(gathered, m * 2 * (params + L * layer),
+                               1e-12));
+    else if (cfg->dp > 1 && cfg->zero >= 1)
       g_assert_true(test_close(gathered, 2 * params, 1e-12));
     else
       g_assert_cmpfloat(gathered, ==, 0);
@@ -1425,6 +1476,12 @@ static void test_groups(gconstpointer data)
   guint want = (cfg.tp > 1 ? cfg.dp * cfg.pp : 0) +
                (cfg.dp > 1 ? cfg.tp * cfg.pp : 0) +
                (cfg.pp > 1 ? cfg.tp * cfg.dp : 0);
+  /* Hybrid sharding: a group per node, and one per index in a node
+   * across the nodes (tp = pp = 1). */
+  guint S = gpt_zero_shards(&cfg), R = cfg.zero >= 2 ? cfg.dp / S : 1;
+  gboolean hybrid = cfg.zero_group == GPT_ZERO_GROUP_NODE;
+  if (hybrid)
+    want += R + (R > 1 ? S : 0);
   g_assert_cmpuint(n_groups, ==, want);
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
@@ -1460,11 +1517,24 @@ static void test_groups(gconstpointer data)
         /* Same stage and TP index, stride tp; the gradient buckets and
          * parameter gathers on the DP stream. */
         g_assert_cmpuint(op->stream, ==, amax ? 0 : 1);
-        g_assert_true(amax || (cfg.zero == 1) ==
+        g_assert_true(amax || (cfg.zero >= 1) ==
                                   (strcmp(name, "dp.all_reduce") != 0));
+        if (hybrid && !amax) { /* the rank's node */
+          g_assert_cmpuint(n, ==, S);
+          for (guint k = 0; k < n; k++)
+            g_assert_cmpuint(m[k], ==, dp_i / S * S + k);
+          continue;
+        }
         g_assert_cmpuint(n, ==, cfg.dp);
         for (guint k = 0; k < n; k++)
           g_assert_cmpuint(m[k], ==, tp_i + cfg.tp * (k + cfg.dp * p));
+      } else if (strcmp(name, "dp.replica_all_reduce") == 0) {
+        /* The ranks at the same index of every node. */
+        g_assert_true(hybrid && R > 1);
+        g_assert_cmpuint(op->stream, ==, 1);
+        g_assert_cmpuint(n, ==, R);
+        for (guint k = 0; k < n; k++)
+          g_assert_cmpuint(m[k], ==, k * S + dp_i % S);
       } else if (strcmp(name, "pp.embedding_all_reduce") == 0) {
         g_assert_cmpuint(op->stream, ==, 0);
         g_assert_cmpuint(n, ==, 2);
@@ -1510,9 +1580,16 @@ static void test_optimizer_wait(gconstpointer data)
     /* The distributed optimizer reduce-scatters the buckets and gathers
      * the parameters: with overlap first on the DP stream (forward of the
      * next iteration, here before this one's), without after the step. */
-    const char *reduce = cfg.zero == 1 ? "dp.reduce_scatter"
+    const char *reduce = cfg.zero >= 1 ? "dp.reduce_scatter"
                                        : "dp.all_reduce";
     guint32 last_dp = rk->stream_off[2] - 1;
+    guint R = cfg.zero >= 2 ? cfg.dp / gpt_zero_shards(&cfg) : 1;
+    if (cfg.zero == 3) { /* test_fsdp checks the order of FSDP's */
+      g_assert_cmpuint(opt->wait, ==, last_dp);
+      g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==,
+                      R > 1 ? "dp.replica_all_reduce" : reduce);
+      continue;
+    }
     guint32 n_gather = 0;
     for (guint32 i = rk->stream_off[1]; i < rk->stream_off[2]; i++)
       if (strcmp(name_of(w, &rk->ops[i]), "dp.all_gather") == 0) {
@@ -1526,11 +1603,21 @@ static void test_optimizer_wait(gconstpointer data)
         }
         n_gather++;
       }
-    g_assert_cmpuint(n_gather * 2, ==,
-                     cfg.zero == 1 ? stream_len(rk, 1) : 0);
-    if (cfg.zero == 1 && !cfg.dp_overlap)
+    /* ZeRO-2: a reduce-scatter per bucket and microbatch (each followed
+     * by its all-reduce across nodes under hybrid sharding). */
+    guint32 per_gather = cfg.zero == 2 ? cfg.microbatches * (1 + (R > 1)) + 1
+                         : cfg.zero == 1 ? 2
+                                         : 0;
+    g_assert_cmpuint(n_gather * per_gather, ==,
+                     cfg.zero >= 1 ? stream_len(rk, 1) : 0);
+    if (cfg.zero >= 1 && !cfg.dp_overlap)
       last_dp -= n_gather;
     g_assert_cmpuint(opt->wait, ==, last_dp);
+    if (R > 1) {
+      g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==,
+                      "dp.replica_all_reduce");
+      last_dp--;
+    }
     g_assert_cmpstr(name_of(w, &rk->ops[last_dp]), ==, reduce);
     /* The tie all-reduce, when there, also waits for it. */
     const SimOp *before = &rk->ops[last - 1];
@@ -1555,14 +1642,32 @@ static void test_optimizer_wait(gconstpointer data)
         continue;
       g_assert_cmpint(b->phase, ==, SIM_PHASE_BACKWARD);
       g_assert_cmpuint(b->microbatch, ==, NO_MB);
+      if (strcmp(name_of(w, b), "dp.replica_all_reduce") == 0) {
+        /* Follows its reduce-scatter on the stream. */
+        g_assert_cmpstr(name_of(w, b - 1), ==, reduce);
+        g_assert_cmpuint(b->wait, ==, SIM_NO_WAIT);
+        continue;
+      }
       g_assert_cmpuint(b->wait, !=, SIM_NO_WAIT);
       const SimOp *t = &rk->ops[b->wait];
+      /* ZeRO-2 reduces every microbatch's backward as it ends (without
+       * overlap) or as it goes. */
+      if (!cfg.dp_overlap && cfg.zero == 2) {
+        g_assert_cmpuint(t->stream, ==, 0);
+        g_assert_cmpint(t->phase, ==, SIM_PHASE_BACKWARD);
+        g_assert_true(rk->ops[b->wait + 1].microbatch != t->microbatch ||
+                      rk->ops[b->wait + 1].phase != SIM_PHASE_BACKWARD);
+        g_assert_cmpuint(b->wait, >=, prev_wait);
+        prev_wait = b->wait;
+        continue;
+      }
       if (!cfg.dp_overlap) {
         g_assert_cmpuint(b->wait, ==, last_bwd);
         continue;
       }
       g_assert_cmpuint(t->stream, ==, 0);
-      g_assert_cmpuint(t->microbatch, ==, cfg.microbatches - 1);
+      if (cfg.zero != 2)
+        g_assert_cmpuint(t->microbatch, ==, cfg.microbatches - 1);
       g_assert_cmpint(t->phase, ==, SIM_PHASE_BACKWARD);
       const char *tn = name_of(w, t);
       /* impl hf: LayerNorm gradients come from their own reduction, the
@@ -1844,7 +1949,9 @@ static void test_dataflow(gconstpointer data)
   layout_config(data, &cfg);
   for (int variant = 0; variant < 2; variant++) {
     cfg.recompute = variant == 1;
-    cfg.dp_overlap = variant == 0 ? cfg.dp_overlap : !cfg.dp_overlap;
+    /* (FSDP always overlaps: zero = 3 refuses dp_overlap = false.) */
+    if (cfg.zero < 3)
+      cfg.dp_overlap = variant == 0 ? cfg.dp_overlap : !cfg.dp_overlap;
     g_autoptr(SimWorkload) w = generate(&cfg);
     g_assert_cmpuint(dataflow_stuck(w), ==, 0);
   }
@@ -3056,6 +3163,207 @@ static void test_recipe_zero(void)
   g_assert_cmpuint(rk->ops[0].wait, ==, SIM_NO_WAIT);
 }
 
+/* Sharded data parallelism (issue 31): bytes per rank and iteration of
+ * each ZeRO stage against a table worked out by hand.  gpt3-125m, dp 4,
+ * 2 microbatches, one bucket: P = 125,262,336 parameters (the root unit
+ * -- word and position embeddings, final LayerNorm -- 2h + V h + s h =
+ * 40,207,872; a layer 12h^2 + 13h = 7,087,872), fp32 gradients (4P =
+ * 501,049,344), bf16 parameters (2P = 250,524,672).  The ZeRO paper
+ * (Rajbhandari et al. 2020, arXiv:1910.02054, section 7.2): DDP's
+ * all-reduce moves 2 x the gradient, ZeRO-1/2 a reduce-scatter and an
+ * all-gather of the same sizes, ZeRO-3 1.5 x that (a second all-gather
+ * for the backward).  Stage 2 and 3 reduce every microbatch; FSDP
+ * (Zhao et al. 2023, arXiv:2304.11277) also gathers every microbatch,
+ * the root unit once (it is not resharded after forward). */
+static void test_zero_volumes(void)
+{
+  const struct {
+    guint zero;
+    GptImpl impl;
+    double all_reduce, reduce_scatter, all_gather, adam;
+    guint dp_ops;
+  } rows[] = {
+    /* DDP: one all-reduce of 4P; fused Adam 30 bytes x P. */
+    {0, GPT_IMPL_MEGATRON, 501049344.0, 0, 0, 3757870080.0, 1},
+    /* Distributed optimizer: 4P scattered, 2P gathered, Adam on P/4. */
+    {1, GPT_IMPL_MEGATRON, 0, 501049344.0, 250524672.0, 939467520.0, 2},
+    /* ZeRO-2: 4P scattered per microbatch (x2), 2P gathered once. */
+    {2, GPT_IMPL_MEGATRON, 0, 1002098688.0, 250524672.0, 939467520.0, 3},
+    {2, GPT_IMPL_HF, 0, 1002098688.0, 250524672.0, 2505246720.0, 3},
+    /* FSDP: per microbatch 2P forward and 2 x 12 x 7,087,872 x 2 =
+     * 170,108,928 backward gathered, 4P scattered; AdamW's 80 bytes on
+     * P/4.  Ops per microbatch: 13 + 12 gathers, 13 reduce-scatters. */
+    {3, GPT_IMPL_HF, 0, 1002098688.0, 841267200.0, 2505246720.0, 76},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    g_assert_true(gpt_config_set_model(&cfg, "gpt3-125m", NULL));
+    cfg.dp = 4;
+    cfg.microbatches = 2;
+    cfg.dp_bucket_mb = 0;
+    cfg.zero = rows[k].zero;
+    cfg.impl = rows[k].impl;
+    g_autoptr(SimWorkload) w = generate(&cfg);
+    g_assert_cmpfloat(sum_bytes(w, "dp.all_reduce"), ==, rows[k].all_reduce);
+    g_assert_cmpfloat(sum_bytes(w, "dp.reduce_scatter"), ==,
+                      rows[k].reduce_scatter);
+    g_assert_cmpfloat(sum_bytes(w, "dp.all_gather"), ==, rows[k].all_gather);
+    g_assert_cmpfloat(sum_bytes(w, "optimizer.adam"), ==, rows[k].adam);
+    g_assert_cmpuint(stream_len(&w->ranks[0], 1), ==, rows[k].dp_ops);
+    static const char *const stage[] = {NULL, "1", "2", "3"};
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "zero"), ==,
+                    stage[rows[k].zero]);
+  }
+}
+
+/* Hybrid sharding (FSDP's HYBRID_SHARD): the same gradient bytes
+ * reduce-scattered inside a node of 8, then each rank's shard (4P / 8 =
+ * 62,631,168 per microbatch) all-reduced across the 2 nodes; gathers
+ * inside the node; AdamW on P / 8. */
+static void test_zero_hybrid(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-125m", NULL));
+  cfg.dp = 16;
+  cfg.microbatches = 2;
+  cfg.impl = GPT_IMPL_HF;
+  cfg.zero = 3;
+  cfg.zero_group = GPT_ZERO_GROUP_NODE;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  g_assert_cmpfloat(sum_bytes(w, "dp.reduce_scatter"), ==, 1002098688.0);
+  g_assert_cmpfloat(sum_bytes(w, "dp.replica_all_reduce"), ==,
+                    125262336.0);
+  g_assert_cmpfloat(sum_bytes(w, "dp.all_gather"), ==, 841267200.0);
+  g_assert_cmpfloat(sum_bytes(w, "optimizer.adam"), ==, 1252623360.0);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "zero_group"), ==,
+                  "node");
+  /* Rank 11 (node 1, index 3): its gathers among ranks 8-15, its
+   * all-reduces with rank 3. */
+  const SimRank *rk = &w->ranks[11];
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const SimOp *op = &rk->ops[i];
+    if (op->kind != SIM_OP_COLLECTIVE)
+      continue;
+    guint n;
+    const guint32 *m = sim_workload_group(w, sim_op_peer(rk, op), &n);
+    gboolean across = strcmp(name_of(w, op), "dp.replica_all_reduce") == 0;
+    g_assert_cmpuint(n, ==, across ? 2 : 8);
+    g_assert_cmpuint(m[0], ==, across ? 3 : 8);
+  }
+  /* One node: nothing to replicate across. */
+  cfg.dp = 8;
+  g_autoptr(SimWorkload) one = generate(&cfg);
+  g_assert_cmpuint(count_name(one, "dp.replica_all_reduce"), ==, 0);
+}
+
+/* FSDP's order: the forward gathers the root unit and the first layer
+ * first, and each later layer's gather is issued when the layer before
+ * it starts (waits for the op before it), while the layer itself waits
+ * for its own; backward, layer j's gather is issued as layer j + 1's
+ * backward starts, before j + 1's reduce-scatter, which waits for j + 1's
+ * last op.  So at most two gathered layers run ahead of the compute. */
+static void test_zero_fsdp_order(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "gpt3-125m", NULL));
+  cfg.dp = 2;
+  cfg.microbatches = 1;
+  cfg.seq_len = 256;
+  cfg.impl = GPT_IMPL_HF;
+  cfg.zero = 3;
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  const SimRank *rk = &w->ranks[0];
+  guint32 d0 = rk->stream_off[1], d1 = rk->stream_off[2];
+  guint L = cfg.layers;
+  /* Forward: root, layers 0..L-1; backward: layers L-1..0 each with the
+   * reduce-scatter of the layer above after it; the root's last. */
+  g_assert_cmpuint(d1 - d0, ==, (L + 1) + L + (L + 1));
+  guint32 first_of_layer[256];
+  memset(first_of_layer, 0xff, sizeof first_of_layer);
+  for (guint32 i = 0; i < d0; i++) {
+    const SimOp *op = &rk->ops[i];
+    if (op->phase != SIM_PHASE_FORWARD || op->layer == NO_LAYER)
+      continue;
+    if (first_of_layer[op->layer] == G_MAXUINT32)
+      first_of_layer[op->layer] = i;
+  }
+  g_assert_cmpuint(rk->ops[0].wait, ==, d0); /* the embedding: the root */
+  for (guint j = 0; j < L; j++) {
+    guint32 ag = d0 + 1 + j;
+    g_assert_cmpstr(name_of(w, &rk->ops[ag]), ==, "dp.all_gather");
+    g_assert_cmpuint(rk->ops[first_of_layer[j]].wait, ==, ag);
+    if (j >= 1)
+      g_assert_cmpuint(rk->ops[ag].wait, ==, first_of_layer[j - 1] - 1);
+  }
+  /* Backward. */
+  guint32 i = d0 + 1 + L;
+  for (guint j = L; j-- > 0;) {
+    const SimOp *ag = &rk->ops[i];
+    g_assert_cmpstr(name_of(w, ag), ==, "dp.all_gather");
+    g_assert_cmpint(ag->phase, ==, SIM_PHASE_BACKWARD);
+    i++;
+    if (j + 1 < L) {
+      const SimOp *rs = &rk->ops[i++];
+      g_assert_cmpstr(name_of(w, rs), ==, "dp.reduce_scatter");
+      g_assert_cmpuint(rk->ops[rs->wait].layer, ==, j + 1);
+      g_assert_cmpuint(rk->ops[rs->wait + 1].layer, ==, j);
+    }
+  }
+  g_assert_cmpstr(name_of(w, &rk->ops[i]), ==, "dp.reduce_scatter");
+  g_assert_cmpstr(name_of(w, &rk->ops[i + 1]), ==, "dp.reduce_scatter");
+  g_assert_cmpuint(i + 2, ==, d1);
+}
+
+/* Memory by ZeRO stage against the ZeRO paper's accounting (section 5,
+ * figure 1: 2 + 2 + K bytes per parameter, K = 12 for mixed-precision
+ * Adam; stage 1 divides K by the shards, stage 2 the gradients too,
+ * stage 3 everything), with the generator's fp32 gradients (4 bytes, not
+ * the paper's 2): per rank of gpt3-125m at dp 4, by hand:
+ *   zero 0: 2P + 4P + 12P = 2,254,722,048
+ *   zero 1: 2P + 4P + 3P = 1,127,361,024
+ *   zero 2: 2P + P + 3P, plus the 25 MiB bucket being reduced
+ *           (26,214,400): 777,788,416
+ *   zero 3: (2P + 4P + 12P) / 4 = 563,680,512, plus the gathered root
+ *           and two layers (2 x 54,383,616 = 108,767,232) and one layer's
+ *           gradient (4 x 7,087,872 = 28,351,488): 700,799,232
+ * Under hybrid sharding over nodes of 8 at dp 16 the shards are 8. */
+static void test_zero_memory(void)
+{
+  const struct {
+    guint zero;
+    GptZeroGroup group;
+    guint dp;
+    double weights, grads, optimizer;
+  } rows[] = {
+    {0, GPT_ZERO_GROUP_ALL, 4, 250524672.0, 501049344.0, 1503148032.0},
+    {1, GPT_ZERO_GROUP_ALL, 4, 250524672.0, 501049344.0, 375787008.0},
+    {2, GPT_ZERO_GROUP_ALL, 4, 250524672.0, 151476736.0, 375787008.0},
+    {3, GPT_ZERO_GROUP_ALL, 4, 171398400.0, 153613824.0, 375787008.0},
+    /* P/8 = 15,657,792: x 2 + 108,767,232; x 4 + 28,351,488; x 12. */
+    {3, GPT_ZERO_GROUP_NODE, 16, 140082816.0, 90982656.0, 187893504.0},
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    GptConfig cfg;
+    gpt_config_init(&cfg);
+    g_assert_true(gpt_config_set_model(&cfg, "gpt3-125m", NULL));
+    cfg.dp = rows[k].dp;
+    cfg.zero = rows[k].zero;
+    cfg.zero_group = rows[k].group;
+    cfg.impl = rows[k].zero == 3 ? GPT_IMPL_HF : GPT_IMPL_MEGATRON;
+    GError *error = NULL;
+    g_assert_true(gpt_config_validate(&cfg, &error));
+    GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+    g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+    const GptStageMemory *s = gpt_memory_stage(m, 0);
+    g_assert_true(test_close(s->weights_bytes, rows[k].weights, 1e-15));
+    g_assert_true(test_close(s->grads_bytes, rows[k].grads, 1e-15));
+    g_assert_true(test_close(s->optimizer_bytes, rows[k].optimizer, 1e-15));
+  }
+}
+
 /* global_batch_size: microbatches = it / (microbatch_size * dp), or an
  * error naming the three numbers. */
 static void test_recipe_global_batch(void)
@@ -3092,9 +3400,9 @@ static void test_recipe_global_batch(void)
   g_assert_false(gpt_config_validate(&cfg, &error));
   g_clear_error(&error);
   cfg.attention = GPT_ATTENTION_UNFUSED;
-  cfg.zero = 2;
+  cfg.zero = 4;
   g_assert_false(gpt_config_validate(&cfg, &error));
-  g_assert_nonnull(strstr(error->message, "zero = 2"));
+  g_assert_nonnull(strstr(error->message, "zero = 4"));
   g_clear_error(&error);
 }
 
@@ -3635,6 +3943,10 @@ int main(int argc, char **argv)
                   test_recipe_sequence_parallel);
   g_test_add_func("/gpt/recipe/zero", test_recipe_zero);
   g_test_add_func("/gpt/recipe/global-batch", test_recipe_global_batch);
+  g_test_add_func("/gpt/zero/volumes", test_zero_volumes);
+  g_test_add_func("/gpt/zero/hybrid", test_zero_hybrid);
+  g_test_add_func("/gpt/zero/fsdp-order", test_zero_fsdp_order);
+  g_test_add_func("/gpt/zero/memory", test_zero_memory);
   g_test_add_func("/gpt/recipe/defaults-unchanged", test_recipe_defaults);
   g_test_add_func("/gpt/memory/static-bytes", test_memory_static_bytes);
   g_test_add_func("/gpt/memory/korthikanti", test_memory_korthikanti);

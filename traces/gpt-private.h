@@ -55,8 +55,16 @@ gboolean gpt_head_weight(const GptConfig *cfg);
  * backward, 2 the rotary embedding of one tensor (gpt_kernels.c). */
 guint gpt_hf_llama_chain(int which);
 
+/* The replicas of each shard under zero >= 2: dp / gpt_zero_shards
+ * (the nodes, under zero_group "node"); 1 otherwise. */
+guint gpt_zero_replicas(const GptConfig *cfg);
+
 /* Parameters of one rank of stage p (all its chunks). */
 double gpt_stage_params(const GptConfig *cfg, guint p);
+/* FSDP's units of a one-stage layout (zero = 3): the parameters of one
+ * transformer layer and of the root unit (the embeddings, the final norm
+ * and the output layer), per rank before sharding. */
+void gpt_fsdp_units(const GptConfig *cfg, double *layer, double *root);
 /* The DP bucket cap in bytes. */
 double gpt_bucket_cap_bytes(const GptConfig *cfg);
 /* Gradient bytes (fp32) of the units of chunk c of stage p, in backward
@@ -144,8 +152,15 @@ typedef struct {
   GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in
                            the order they were recorded */
   GArray *param_ag;     /* guint32: what the first forward of each chunk
-                           waits for under zero = 1 with overlap (lpc + 2
-                           per chunk, gather_params); empty otherwise */
+                           waits for under zero = 1 or 2 with overlap
+                           (lpc + 2 per chunk, gather_params); empty
+                           otherwise */
+  guint32 last_dp;      /* the last DP-stream op emitted (zero >= 2: the
+                           step waits for it), or SIM_NO_WAIT */
+  /* Hybrid sharding's group-id blocks (zero_group "node"): the node
+   * groups (shard_base + node) and the replica groups across nodes
+   * (replica_base + the rank's index in its node). */
+  guint32 shard_base, replica_base;
 } Gen;
 
 /* ShapeKey hashing for Gen.shapes (gpt_kernels.c). */

@@ -430,8 +430,16 @@ static guint chunk_first_layer(const Gen *g, guint p, guint c)
  * activations come from the previous stage in the ring (stage p_count-1's
  * chunk c-1 for stage 0) and go to the next (stage 0's chunk c+1 for the
  * last stage). */
+static void fsdp_forward(Gen *g, guint mb);
+static void fsdp_backward(Gen *g, guint mb);
+static void reduce_buckets(Gen *g, guint p);
+
 static void emit_forward(Gen *g, guint p, guint c, guint mb)
 {
+  if (g->cfg->zero == 3 && g->cfg->dp > 1) {
+    fsdp_forward(g, mb);
+    return;
+  }
   guint lpc = chunk_layers(g, p);
   guint first_layer = chunk_first_layer(g, p, c);
   /* The first microbatch's pass waits for the parameters the distributed
@@ -481,9 +489,16 @@ static void emit_forward(Gen *g, guint p, guint c, guint mb)
 static void emit_backward(Gen *g, guint p, guint c, guint mb)
 {
   const GptConfig *cfg = g->cfg;
+  if (cfg->zero == 3 && cfg->dp > 1) {
+    fsdp_backward(g, mb);
+    return;
+  }
   guint lpc = chunk_layers(g, p);
   guint first_layer = chunk_first_layer(g, p, c);
-  g->record_units = cfg->dp > 1 && mb == cfg->microbatches - 1;
+  /* ZeRO-2 reduce-scatters every microbatch's gradients: a rank keeps
+   * only its shard between them. */
+  g->record_units = cfg->dp > 1 && (mb == cfg->microbatches - 1 ||
+                                    cfg->zero == 2);
   if (g->record_units)
     g_array_append_val(g->unit_chunks, c);
   if (!chunk_is_last(g, p, c))
@@ -504,6 +519,8 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
     put(g, &g->send_bwd, g->send_grad, SIM_PHASE_BACKWARD, NO_LAYER, mb,
         g->prev, g->last_compute);
   g->record_units = FALSE;
+  if (cfg->zero == 2 && cfg->dp > 1)
+    reduce_buckets(g, p);
 }
 
 /* The bucket (gpt_make_buckets' end[]) holding tensor i. */
@@ -513,6 +530,106 @@ static guint bucket_of(const guint *end, guint i)
   while (end[k] < i)
     k++;
   return k;
+}
+
+/* The group sharded state is split over: the DP group, or under hybrid
+ * sharding the rank's node (the template's, shard_base). */
+static guint32 shard_group(const Gen *g)
+{
+  return g->cfg->zero_group == GPT_ZERO_GROUP_NODE ? g->shard_base
+                                                   : g->dp_group;
+}
+
+/* A data-parallel collective of `bytes` on the DP stream over `group`,
+ * waiting for `wait`; returns its handle, also kept in g->last_dp. */
+static guint32 put_dp(Gen *g, const char *name, SimCollType coll,
+                      double bytes, guint32 group, SimPhase phase,
+                      guint32 wait)
+{
+  Proto pr;
+  memset(&pr, 0, sizeof pr);
+  pr.name = sim_workload_intern(g->w, name);
+  pr.shape = gpt_get_shape(g, pr.name, SIM_CLASS_COMM, coll,
+                           SIM_MATH_VECTOR, 0, bytes);
+  pr.kind = SIM_OP_COLLECTIVE;
+  pr.klass = SIM_CLASS_COMM;
+  g->last_dp = put(g, &pr, STREAM_DP, phase, NO_LAYER, NO_MB, group, wait);
+  return g->last_dp;
+}
+
+/* ZeRO-2 and -3 reduce `bytes` of gradients: a reduce-scatter over the
+ * shard group, and under hybrid sharding an all-reduce of the rank's
+ * shard (1/S of them) across the nodes, as FSDP's HYBRID_SHARD does. */
+static void reduce_shard(Gen *g, double bytes, guint32 wait)
+{
+  put_dp(g, "dp.reduce_scatter", SIM_COLL_REDUCE_SCATTER, bytes,
+         shard_group(g), SIM_PHASE_BACKWARD, wait);
+  if (gpt_zero_replicas(g->cfg) > 1)
+    put_dp(g, "dp.replica_all_reduce", SIM_COLL_ALL_REDUCE,
+           bytes / gpt_zero_shards(g->cfg), g->replica_base,
+           SIM_PHASE_BACKWARD, SIM_NO_WAIT);
+}
+
+/* A unit's parameters all-gathered (E bytes each) for `phase`. */
+static guint32 fsdp_gather(Gen *g, double params, SimPhase phase,
+                           guint32 wait)
+{
+  return put_dp(g, "dp.all_gather", SIM_COLL_ALL_GATHER,
+                params * gpt_elem_bytes(g->cfg), shard_group(g), phase,
+                wait);
+}
+
+/* ZeRO-3 as PyTorch FSDP runs it (FULL_SHARD or HYBRID_SHARD, one unit
+ * per layer; Zhao et al. 2023, arXiv:2304.11277, sections 3.3 and 4).
+ * Forward: the root unit is gathered, then each layer's all-gather is
+ * issued when the layer before it starts (the rate limiter lets two run
+ * ahead of the compute: the next unit's gather overlaps this unit), and
+ * the layer waits for its own.  One stream for all of them: one NCCL
+ * communicator runs its collectives in issue order. */
+static void fsdp_forward(Gen *g, guint mb)
+{
+  double layer, root;
+  gpt_fsdp_units(g->cfg, &layer, &root);
+  guint L = chunk_layers(g, 0);
+  guint32 rg = fsdp_gather(g, root, SIM_PHASE_FORWARD, g->last_compute);
+  guint32 next = fsdp_gather(g, layer, SIM_PHASE_FORWARD, g->last_compute);
+  g->pending_wait = rg;
+  put_seq(g, &g->emb_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
+  for (guint j = 0; j < L; j++) {
+    guint32 cur = next;
+    if (j + 1 < L)
+      next = fsdp_gather(g, layer, SIM_PHASE_FORWARD, g->last_compute);
+    g->pending_wait = cur;
+    put_seq(g, &g->layer_fwd, SIM_PHASE_FORWARD, j, mb);
+  }
+  put_seq(g, &g->head_fwd, SIM_PHASE_FORWARD, NO_LAYER, mb);
+}
+
+/* Backward: the root keeps its parameters (FSDP does not reshard the
+ * root after forward); each layer's parameters are gathered again,
+ * prefetched when the layer above starts its backward (BACKWARD_PRE),
+ * and its gradients reduce-scattered (fp32) once its backward is done;
+ * the root's after the embedding's.  Every microbatch: FSDP reduces
+ * the gradients of each backward unless no_sync() holds them unsharded. */
+static void fsdp_backward(Gen *g, guint mb)
+{
+  double layer, root;
+  gpt_fsdp_units(g->cfg, &layer, &root);
+  guint L = chunk_layers(g, 0);
+  guint32 next = fsdp_gather(g, layer, SIM_PHASE_BACKWARD, g->last_compute);
+  put_seq(g, &g->head_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
+  for (guint j = L; j-- > 0;) {
+    guint32 cur = next;
+    if (j > 0)
+      next = fsdp_gather(g, layer, SIM_PHASE_BACKWARD, g->last_compute);
+    g->pending_wait = cur;
+    if (g->cfg->recompute)
+      put_seq(g, &g->layer_fwd, SIM_PHASE_BACKWARD, j, mb);
+    put_seq(g, &g->layer_bwd, SIM_PHASE_BACKWARD, j, mb);
+    reduce_shard(g, 4 * layer, g->last_compute);
+  }
+  put_seq(g, &g->emb_bwd, SIM_PHASE_BACKWARD, NO_LAYER, mb);
+  reduce_shard(g, 4 * root, g->last_compute);
 }
 
 /* The distributed optimizer's all-gather of chunk c's updated parameters
@@ -544,7 +661,7 @@ static void gather_chunk(Gen *g, guint p, guint c, guint32 wait,
     pr.kind = SIM_OP_COLLECTIVE;
     pr.klass = SIM_CLASS_COMM;
     handle[k] = put(g, &pr, STREAM_DP, SIM_PHASE_FORWARD, NO_LAYER, NO_MB,
-                    g->dp_group, k == nb - 1 ? wait : SIM_NO_WAIT);
+                    shard_group(g), k == nb - 1 ? wait : SIM_NO_WAIT);
   }
   if (waits == NULL)
     return;
@@ -566,7 +683,8 @@ static void gather_params(Gen *g, guint p)
 {
   const GptConfig *cfg = g->cfg;
   g_array_set_size(g->param_ag, 0);
-  if (cfg->zero != 1 || cfg->dp == 1 || !cfg->dp_overlap)
+  if ((cfg->zero != 1 && cfg->zero != 2) || cfg->dp == 1 ||
+      !cfg->dp_overlap)
     return;
   guint stride = chunk_layers(g, p) + 2;
   g_array_set_size(g->param_ag, g->v * stride);
@@ -575,52 +693,58 @@ static void gather_params(Gen *g, guint p)
                  &g_array_index(g->param_ag, guint32, c * stride));
 }
 
-/* DP all-reduce buckets (after the last microbatch's backward has been
- * emitted, so the unit handles are known), the tie all-reduce and the
- * optimizer step.  The builder lays streams out itself, so emitting stream
- * 1 after stream 0's ops changes nothing but the handles. */
+/* The DP buckets of the chunks whose backward recorded their units (the
+ * builder lays streams out itself, so emitting stream 1 after stream 0's
+ * ops changes nothing but the handles): all-reduced (zero 0), or
+ * reduce-scattered (zero >= 1: the distributed optimizer's and ZeRO-2's
+ * buckets are DDP's).  Chunk by chunk, in the order their last backwards
+ * ran (v-1 down to 0 under interleaving), each chunk's gradients in
+ * their own buckets.  Consumes the recorded units. */
+static void reduce_buckets(Gen *g, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  gboolean zero = cfg->zero >= 1;
+  const char *name = zero ? "dp.reduce_scatter" : "dp.all_reduce";
+  SimCollType coll = zero ? SIM_COLL_REDUCE_SCATTER : SIM_COLL_ALL_REDUCE;
+  guint off = 0;
+  for (guint k = 0; k < g->unit_chunks->len; k++) {
+    guint c = g_array_index(g->unit_chunks, guint, k);
+    g_autoptr(GArray) bytes = gpt_chunk_grad_bytes(cfg, p, c);
+    g_assert(off + bytes->len <= g->unit_ops->len);
+    g_autofree guint *end = g_new(guint, bytes->len);
+    g_autofree double *size = g_new(double, bytes->len);
+    guint nb = gpt_make_buckets((const double *)(void *)bytes->data,
+                                bytes->len, gpt_bucket_cap_bytes(cfg), end,
+                                size);
+    for (guint i = 0; i < nb; i++) {
+      guint32 wait = cfg->dp_overlap
+                         ? g_array_index(g->unit_ops, guint32, off + end[i])
+                         : g->last_compute;
+      put_dp(g, name, coll, size[i], shard_group(g), SIM_PHASE_BACKWARD,
+             wait);
+      if (cfg->zero == 2 && gpt_zero_replicas(cfg) > 1)
+        put_dp(g, "dp.replica_all_reduce", SIM_COLL_ALL_REDUCE,
+               size[i] / gpt_zero_shards(cfg), g->replica_base,
+               SIM_PHASE_BACKWARD, SIM_NO_WAIT);
+    }
+    off += bytes->len;
+  }
+  g_assert(off == g->unit_ops->len);
+  g_array_set_size(g->unit_ops, 0);
+  g_array_set_size(g->unit_chunks, 0);
+}
+
+/* The DP buckets of zero 0 and 1 (after the last microbatch's backward
+ * has been emitted, so the unit handles are known), the tie all-reduce
+ * and the optimizer step. */
 static void emit_tail(Gen *g, guint p)
 {
   const GptConfig *cfg = g->cfg;
-  guint32 last_dp = SIM_NO_WAIT;
-  if (cfg->dp > 1) {
-    /* Chunk by chunk, in the order their last backwards ran (v-1 down to
-     * 0 under interleaving), each chunk's gradients in their own buckets. */
-    /* The distributed optimizer reduce-scatters the same buckets. */
-    gboolean zero = cfg->zero == 1;
-    guint32 name = sim_workload_intern(g->w, zero ? "dp.reduce_scatter"
-                                                  : "dp.all_reduce");
-    SimCollType coll = zero ? SIM_COLL_REDUCE_SCATTER : SIM_COLL_ALL_REDUCE;
-    guint off = 0;
+  if (cfg->dp > 1 && cfg->zero < 2) {
     g_assert(g->unit_chunks->len == g->v);
-    for (guint k = 0; k < g->unit_chunks->len; k++) {
-      guint c = g_array_index(g->unit_chunks, guint, k);
-      g_autoptr(GArray) bytes = gpt_chunk_grad_bytes(cfg, p, c);
-      g_assert(off + bytes->len <= g->unit_ops->len);
-      g_autofree guint *end = g_new(guint, bytes->len);
-      g_autofree double *size = g_new(double, bytes->len);
-      guint nb = gpt_make_buckets((const double *)(void *)bytes->data,
-                                  bytes->len, gpt_bucket_cap_bytes(cfg), end,
-                                  size);
-      for (guint i = 0; i < nb; i++) {
-        Proto pr;
-        memset(&pr, 0, sizeof pr);
-        pr.name = name;
-        pr.shape = gpt_get_shape(g, name, SIM_CLASS_COMM, coll,
-                                 SIM_MATH_VECTOR, 0, size[i]);
-        pr.kind = SIM_OP_COLLECTIVE;
-        pr.klass = SIM_CLASS_COMM;
-        guint32 wait =
-            cfg->dp_overlap
-                ? g_array_index(g->unit_ops, guint32, off + end[i])
-                : g->last_compute;
-        last_dp = put(g, &pr, STREAM_DP, SIM_PHASE_BACKWARD, NO_LAYER,
-                      NO_MB, g->dp_group, wait);
-      }
-      off += bytes->len;
-    }
-    g_assert(off == g->unit_ops->len);
+    reduce_buckets(g, p);
   }
+  guint32 last_dp = g->last_dp;
   if (gpt_seq_parallel(cfg)) {
     Proto sp = gpt_make_proto(g, "tp.sequence_parallel_grads",
                               SIM_OP_COLLECTIVE, SIM_CLASS_COMM,
@@ -634,10 +758,9 @@ static void emit_tail(Gen *g, guint p)
     g->pending_wait = last_dp;
     put_compute(g, &g->tie, SIM_PHASE_BACKWARD, NO_LAYER, NO_MB);
   }
-  /* The distributed optimizer steps on this rank's 1/dp of the state. */
-  double params = gpt_stage_params(cfg, p);
-  if (cfg->zero == 1)
-    params /= cfg->dp;
+  /* The distributed optimizer and ZeRO step on this rank's shard of the
+   * state. */
+  double params = gpt_stage_params(cfg, p) / gpt_zero_shards(cfg);
   Proto adam = gpt_make_proto(g, "optimizer.adam", SIM_OP_KERNEL,
                               SIM_CLASS_OPTIMIZER, SIM_COLL_ALL_REDUCE,
                               SIM_MATH_VECTOR, 0, adam_bytes(cfg) * params);
@@ -646,7 +769,7 @@ static void emit_tail(Gen *g, guint p)
   /* Without overlap the updated parameters are gathered right after the
    * step (with it, gather_params put them before this iteration's
    * forwards). */
-  if (cfg->zero == 1 && cfg->dp > 1 && !cfg->dp_overlap)
+  if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 && !cfg->dp_overlap)
     for (guint c = 0; c < g->v; c++)
       gather_chunk(g, p, c, step, NULL);
 }
@@ -690,6 +813,7 @@ static void emit_stage(Gen *g, guint p)
   g->record_units = FALSE;
   g_array_set_size(g->unit_ops, 0);
   g_array_set_size(g->unit_chunks, 0);
+  g->last_dp = SIM_NO_WAIT;
   gpt_build_fp8_protos(g, chunk_layers(g, p));
   gather_params(g, p);
 
@@ -716,12 +840,20 @@ static void emit_stage(Gen *g, guint p)
  * peers).  The other ranks of the stage then share the template's ops
  * (sim_workload_share_rank) with those three offsets as their deltas. */
 enum { PATCH_DP = 1, PATCH_TP = 2, PATCH_RANK = 3 };
+/* Hybrid sharding runs under impl hf and zero >= 2, so with tp = pp = 1:
+ * no TP, full-DP, tie or p2p ops.  Its node-group collectives take patch
+ * 1 (delta: the rank's node) and its replica-group ones patch 2 (delta:
+ * the rank's index in its node). */
+enum { PATCH_NODE = PATCH_DP, PATCH_REPLICA = PATCH_TP };
 
 static void mark_patches(const Gen *g, SimOp *ops, guint32 n)
 {
   for (guint32 i = 0; i < n; i++) {
     SimOp *op = &ops[i];
-    if (op->kind == SIM_OP_COLLECTIVE)
+    if (op->kind == SIM_OP_COLLECTIVE && op->peer >= g->shard_base &&
+        g->cfg->zero_group == GPT_ZERO_GROUP_NODE)
+      op->patch = op->peer < g->replica_base ? PATCH_NODE : PATCH_REPLICA;
+    else if (op->kind == SIM_OP_COLLECTIVE)
       op->patch = op->peer < g->dp_base    ? PATCH_DP
                   : op->peer < g->tie_base ? PATCH_TP
                                            : PATCH_RANK;
@@ -739,8 +871,37 @@ static void share_rank(Gen *g, guint r0, guint tp_i, guint dp_i, guint p)
   delta[PATCH_DP] = dp_i;
   delta[PATCH_TP] = tp_i;
   delta[PATCH_RANK] = r - r0;
+  if (g->cfg->zero_group == GPT_ZERO_GROUP_NODE) {
+    g_assert(g->cfg->tp == 1 && g->cfg->pp == 1);
+    delta[PATCH_NODE] = dp_i / gpt_zero_shards(g->cfg);
+    delta[PATCH_REPLICA] = dp_i % gpt_zero_shards(g->cfg);
+  }
   sim_workload_share_rank(g->w, r, r0, delta);
   g->w->ranks[r].stage = p;
+}
+
+/* Hybrid sharding's blocks (tp = pp = 1, so rank = dp_i): node n's group
+ * {nS, ..., nS + S - 1} at shard_base + n, and the group of the ranks
+ * at index k of every node at replica_base + k (when there are several
+ * nodes).  m has room for dp members. */
+static void add_hybrid_groups(Gen *g, guint32 *m)
+{
+  const GptConfig *cfg = g->cfg;
+  g->shard_base = g->replica_base = sim_workload_n_groups(g->w);
+  if (cfg->zero_group != GPT_ZERO_GROUP_NODE)
+    return;
+  guint S = gpt_zero_shards(cfg), R = gpt_zero_replicas(cfg);
+  for (guint n = 0; n < R; n++) {
+    for (guint k = 0; k < S; k++)
+      m[k] = n * S + k;
+    sim_workload_add_group(g->w, m, S);
+  }
+  g->replica_base = sim_workload_n_groups(g->w);
+  for (guint k = 0; k < S && R > 1; k++) {
+    for (guint n = 0; n < R; n++)
+      m[n] = n * S + k;
+    sim_workload_add_group(g->w, m, R);
+  }
 }
 
 /* Adds the TP, DP and tie groups in the id blocks of "Ranks and groups"
@@ -779,6 +940,7 @@ static void add_groups(Gen *g)
         g_assert(id == g->tie_base + t + cfg->tp * d);
       }
   }
+  add_hybrid_groups(g, m);
 }
 
 /* Records every generator parameter as a string in w->provenance. */
@@ -821,6 +983,10 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
     PV("sequence_parallel", "true");
   if (cfg->zero != 0)
     PV("zero", "%u", cfg->zero);
+  if (cfg->zero_group != GPT_ZERO_GROUP_ALL) {
+    PV("zero_group", "%s", gpt_zero_group_name(cfg->zero_group));
+    PV("gpus_per_node", "%u", cfg->gpus_per_node);
+  }
   if (cfg->global_batch_size != 0)
     PV("global_batch_size", "%u", cfg->global_batch_size);
 #undef PV

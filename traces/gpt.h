@@ -70,6 +70,14 @@ typedef enum {
   GPT_ATTENTION_FLASH,
 } GptAttention;
 
+/* Over what ZeRO-2 and ZeRO-3 shard: the whole DP group, or the DP ranks
+ * of one node, replicated across nodes (PyTorch FSDP's HYBRID_SHARD and
+ * _HYBRID_SHARD_ZERO2). */
+typedef enum {
+  GPT_ZERO_GROUP_ALL = 0,
+  GPT_ZERO_GROUP_NODE,
+} GptZeroGroup;
+
 typedef struct {
   char model[32];          /* "gpt3-175b" or "" for explicit sizes */
   guint layers, hidden, heads, vocab;  /* vocab before Megatron padding */
@@ -107,7 +115,10 @@ typedef struct {
   guint zero;              /* 0: DDP all-reduce; 1: Megatron's distributed
                               optimizer (gradients reduce-scattered, the
                               step on 1/dp of the parameters, parameters
-                              all-gathered) */
+                              all-gathered); 2: ZeRO-2 (gradients reduce-
+                              scattered every microbatch and kept 1/dp);
+                              3: ZeRO-3 / FSDP (parameters too, gathered
+                              per layer forward and backward) */
   guint global_batch_size; /* sequences per iteration; 0 = unset.  When
                               set, microbatches must equal it / (microbatch_
                               size * dp): gpt_config_resolve_batch sets it */
@@ -116,6 +127,10 @@ typedef struct {
   guint ffn_hidden;        /* FFN width; 0 = the arch's: 4 * hidden (GPT,
                               BLOOM).  Llama needs it (its presets set
                               it). */
+  GptZeroGroup zero_group; /* over what zero >= 2 shards: all of dp, or
+                              the ranks of one node (FSDP's HYBRID_SHARD) */
+  guint gpus_per_node;     /* the node zero_group "node" shards within
+                              (gpt_config_init: 8) */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -209,6 +224,14 @@ gboolean gpt_attention_from_name(const char *name, GptAttention *out,
  * backward, and their source (static; traces/gpt_kernels.c cites each). */
 void gpt_flash_eff(const char *name, double *fwd, double *bwd,
                    const char **source);
+
+/* "all", "node" ("?" when out of range). */
+const char *gpt_zero_group_name(GptZeroGroup z);
+gboolean gpt_zero_group_from_name(const char *name, GptZeroGroup *out,
+                                  GError **error);
+/* The ranks cfg's sharded state is split over: dp, or gpus_per_node
+ * under zero_group "node" (tp is 1 there); 1 when zero is 0. */
+guint gpt_zero_shards(const GptConfig *cfg);
 
 /* Parses a schedule name (schedule_from_name); FALSE with GPT_ERROR_INVALID
  * naming the allowed values when unknown. */

@@ -106,6 +106,7 @@ static const char *const precision_names[] = {"bf16", "fp16", "tf32", "fp32",
                                               "fp8"};
 static const char *const attention_names[] = {"unfused", "flash"};
 static const char *const impl_names[] = {"megatron", "hf"};
+static const char *const zero_group_names[] = {"all", "node"};
 
 /* Fitted efficiency factors per implementation (see "The implementation"
  * in the opening comment and docs/gpt-generator.md, "Calibration"; the
@@ -240,6 +241,40 @@ gboolean gpt_attention_from_name(const char *name, GptAttention *out,
   return FALSE;
 }
 
+const char *gpt_zero_group_name(GptZeroGroup z)
+{
+  return (guint)z < G_N_ELEMENTS(zero_group_names) ? zero_group_names[z]
+                                                   : "?";
+}
+
+gboolean gpt_zero_group_from_name(const char *name, GptZeroGroup *out,
+                                  GError **error)
+{
+  guint i;
+  if (name_index(zero_group_names, G_N_ELEMENTS(zero_group_names), name,
+                 &i)) {
+    *out = (GptZeroGroup)i;
+    return TRUE;
+  }
+  g_set_error(error, GPT_ERROR, GPT_ERROR_INVALID,
+              "unknown zero_group '%s' (known: all, node)",
+              name != NULL ? name : "(null)");
+  return FALSE;
+}
+
+guint gpt_zero_shards(const GptConfig *cfg)
+{
+  if (cfg->zero == 0)
+    return 1;
+  return cfg->zero_group == GPT_ZERO_GROUP_NODE ? cfg->gpus_per_node
+                                                : cfg->dp;
+}
+
+guint gpt_zero_replicas(const GptConfig *cfg)
+{
+  return cfg->zero >= 2 ? cfg->dp / gpt_zero_shards(cfg) : 1;
+}
+
 const char *gpt_impl_name(GptImpl i)
 {
   return (guint)i < G_N_ELEMENTS(impl_names) ? impl_names[i] : "?";
@@ -323,6 +358,7 @@ void gpt_config_init(GptConfig *cfg)
   cfg->recompute = FALSE;
   cfg->dp_bucket_mb = 25;
   cfg->dp_overlap = TRUE;
+  cfg->gpus_per_node = 8; /* a DGX/HGX node */
 }
 
 gboolean gpt_config_set_model(GptConfig *cfg, const char *name,
@@ -552,6 +588,19 @@ GArray *gpt_chunk_grad_bytes(const GptConfig *cfg, guint p, guint c)
   return bytes;
 }
 
+void gpt_fsdp_units(const GptConfig *cfg, double *layer, double *root)
+{
+  g_autoptr(GArray) bytes = gpt_chunk_grad_bytes(cfg, 0, 0);
+  const double *b = (const double *)(void *)bytes->data;
+  guint head = gpt_head_weight(cfg) ? 2 : 1;
+  *root = b[bytes->len - 1] / 4;
+  for (guint i = 0; i < head; i++)
+    *root += b[i] / 4;
+  *layer = 0;
+  for (guint i = head; i < head + G_N_ELEMENTS(layer_units); i++)
+    *layer += b[i] / 4;
+}
+
 /* Parameters of one rank of stage p (all its chunks). */
 double gpt_stage_params(const GptConfig *cfg, guint p)
 {
@@ -705,6 +754,45 @@ guint gpt_fp8_pass_ops(const GptConfig *cfg)
   return 1 + (cfg->tp > 1) + (cfg->dp > 1);
 }
 
+/* The data-parallel collectives of a rank of stage p: one all-reduce
+ * per bucket (zero 0); a reduce-scatter and an all-gather per bucket
+ * (zero 1); ZeRO-2's reduce-scatters every microbatch and one
+ * all-gather; FSDP's per microbatch all-gathers of the root unit
+ * (embedding, final norm, head) and every layer forward, of every layer
+ * again backward, and a reduce-scatter per unit.  Under hybrid sharding
+ * every reduce-scatter is followed by an all-reduce of the shard across
+ * the nodes. */
+static guint64 dp_ops(const GptConfig *cfg, guint p)
+{
+  if (cfg->dp == 1)
+    return 0;
+  guint64 nb = stage_buckets(cfg, p), m = cfg->microbatches;
+  guint64 ar = gpt_zero_replicas(cfg) > 1, L = gpt_stage_layers(cfg, p);
+  switch (cfg->zero) {
+  case 0:
+    return nb;
+  case 1:
+    return 2 * nb;
+  case 2:
+    return m * nb * (1 + ar) + nb;
+  default:
+    return m * ((L + 1) + L + (L + 1) * (1 + ar));
+  }
+}
+
+/* Distinct shapes of those collectives, at most: one per bucket and
+ * kind, or FSDP's six (a layer's and the root's all-gather,
+ * reduce-scatter and cross-node all-reduce). */
+static guint64 dp_shapes(const GptConfig *cfg, guint p)
+{
+  if (cfg->dp == 1)
+    return 0;
+  guint64 kinds[] = {1, 2, 3, 0};
+  if (cfg->zero >= 3)
+    return 6;
+  return stage_buckets(cfg, p) * kinds[cfg->zero];
+}
+
 guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
 {
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0 && stage < cfg->pp, 0);
@@ -728,8 +816,7 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
     n += v;
   if (cfg->pp > 1 && gpt_tied(cfg) && (first || last))
     n++;
-  if (cfg->dp > 1)
-    n += stage_buckets(cfg, stage) * (1 + (cfg->zero == 1));
+  n += dp_ops(cfg, stage);
   if (gpt_seq_parallel(cfg))
     n++; /* the sequence-parallel LayerNorm/bias gradients' TP all-reduce */
   return n;
@@ -774,16 +861,15 @@ static guint stage_streams(const GptConfig *cfg, guint p)
 /* Shapes of the iteration: the kernel and communication prototypes of
  * gpt_build_protos() (at most; equal ones are merged) plus one per distinct
  * DP bucket size, bounded by the number of buckets (twice under zero = 1:
- * the reduce-scatter and the all-gather), and fp8's per-stage amax and
+ * the reduce-scatter and the all-gather; dp_shapes), and fp8's per-stage amax and
  * scale prototypes (their bytes follow the stage's layers). */
 static guint64 max_shapes(const GptConfig *cfg)
 {
   /* Llama under impl hf names each kernel of its chains: up to ~110. */
   guint64 n = cfg->impl == GPT_IMPL_HF && cfg->arch == GPT_ARCH_LLAMA ? 128
                                                                       : 64;
-  if (cfg->dp > 1)
-    for (guint p = 0; p < cfg->pp; p++)
-      n += stage_buckets(cfg, p) * (1 + (cfg->zero == 1));
+  for (guint p = 0; p < cfg->pp; p++)
+    n += dp_shapes(cfg, p);
   if (cfg->precision == GPT_PRECISION_FP8)
     n += 6 * (guint64)cfg->pp;
   return n;
@@ -818,6 +904,12 @@ guint64 gpt_estimate_bytes(const GptConfig *cfg)
   if (cfg->pp > 1) {
     groups += (guint64)cfg->tp * cfg->dp;
     members += 2 * (guint64)cfg->tp * cfg->dp;
+  }
+  if (cfg->zero_group == GPT_ZERO_GROUP_NODE) {
+    /* Hybrid sharding's node groups and cross-node replica groups. */
+    guint64 S = gpt_zero_shards(cfg), R = gpt_zero_replicas(cfg);
+    groups += R + (R > 1 ? S : 0);
+    members += n_ranks + (R > 1 ? n_ranks : 0);
   }
   bytes += (members + groups + 1) * sizeof(guint32);
   /* Shapes, interned names and provenance (a few kB). */
@@ -941,6 +1033,57 @@ static gboolean check_kinds(const GptConfig *cfg, GError **error)
   return TRUE;
 }
 
+/* The ZeRO stages and which framework runs each (docs/gpt-generator.md,
+ * "Sharded data parallelism"): Megatron's distributed optimizer is stage
+ * 1, DeepSpeed's ZeRO-2 runs under either implementation, ZeRO-3 and
+ * hybrid sharding are PyTorch FSDP's, of eager models (impl hf). */
+static gboolean check_zero(const GptConfig *cfg, GError **error)
+{
+  if (cfg->zero > 3)
+    return invalid(error, "zero = %u: must be 0 (all-reduce), 1 (optimizer "
+                   "state sharded), 2 (gradients too) or 3 (parameters too)",
+                   cfg->zero);
+  if ((guint)cfg->zero_group >= G_N_ELEMENTS(zero_group_names))
+    return invalid(error, "zero_group = %d is not all or node",
+                   (int)cfg->zero_group);
+  if (cfg->zero >= 2 && cfg->pp > 1)
+    return invalid(error, "zero = %u with pp = %u: DeepSpeed's pipeline "
+                   "engine refuses ZeRO stages 2 and 3, PyTorch FSDP has no "
+                   "pipeline parallelism, and Megatron-LM's distributed "
+                   "optimizer stops at stage 1 (zero = 1)", cfg->zero,
+                   cfg->pp);
+  if (cfg->zero == 3 && cfg->impl != GPT_IMPL_HF)
+    return invalid(error, "zero = 3 needs impl = \"hf\": ZeRO-3 is modelled "
+                   "as PyTorch FSDP runs an eager model; Megatron-LM shards "
+                   "only the optimizer state (zero = 1)");
+  if (cfg->zero == 3 && !cfg->dp_overlap)
+    return invalid(error, "dp_overlap = false with zero = 3: FSDP always "
+                   "prefetches the next layer's all-gather and "
+                   "reduce-scatters during the backward");
+  if (cfg->zero_group != GPT_ZERO_GROUP_NODE)
+    return TRUE;
+  if (cfg->zero < 2)
+    return invalid(error, "zero_group = \"node\" needs zero = 2 or 3 "
+                   "(hybrid sharding of gradients or parameters), not "
+                   "zero = %u", cfg->zero);
+  if (cfg->impl != GPT_IMPL_HF)
+    return invalid(error, "zero_group = \"node\" needs impl = \"hf\": "
+                   "hybrid sharding is PyTorch FSDP's (HYBRID_SHARD); "
+                   "DeepSpeed's ZeRO-2 shards over the whole data-parallel "
+                   "group");
+  if (cfg->gpus_per_node < 2)
+    return invalid(error, "zero_group = \"node\" with gpus_per_node = %u: "
+                   "a shard group of one GPU shards nothing (zero = 0 "
+                   "replicates everything)",
+                   cfg->gpus_per_node);
+  if (cfg->gpus_per_node > MAX_RANKS || cfg->dp % cfg->gpus_per_node != 0)
+    return invalid(error, "zero_group = \"node\": gpus_per_node = %u does "
+                   "not divide dp = %u (hybrid sharding shards within a "
+                   "node and replicates across whole nodes)",
+                   cfg->gpus_per_node, cfg->dp);
+  return TRUE;
+}
+
 /* Megatron-core's recipe: FP8, flash attention, sequence parallelism, the
  * distributed optimizer and the global batch. */
 static gboolean check_recipe(const GptConfig *cfg, GError **error)
@@ -948,9 +1091,8 @@ static gboolean check_recipe(const GptConfig *cfg, GError **error)
   if ((guint)cfg->attention >= G_N_ELEMENTS(attention_names))
     return invalid(error, "attention = %d is not unfused or flash",
                    (int)cfg->attention);
-  if (cfg->zero > 1)
-    return invalid(error, "zero = %u: must be 0 (all-reduce) or 1 "
-                   "(Megatron's distributed optimizer)", cfg->zero);
+  if (!check_zero(cfg, error))
+    return FALSE;
   if (cfg->impl == GPT_IMPL_HF) {
     /* Merak's eager Hugging Face path has none of these (a Llama runs
      * SDPA's flash kernel either way). */

@@ -204,16 +204,44 @@ static double peak_passes(const GptConfig *cfg, guint p, double *first,
   return (double)peak;
 }
 
+/* Weights, gradients and optimizer state by ZeRO stage, over S shards
+ * (Rajbhandari et al. 2020, arXiv:1910.02054, section 5 and figure 1:
+ * stage 1 divides the optimizer state by S, stage 2 the gradients too,
+ * stage 3 the parameters too), plus what sharding holds unsharded for a
+ * while: ZeRO-2 the gradient bucket being reduce-scattered (the whole
+ * gradient with one bucket), FSDP the gathered root unit and two layers
+ * (the one computing and the one prefetched) and one layer's gradient
+ * before its reduce-scatter. */
+static void static_bytes(const GptConfig *cfg, const GptMemoryRecipe *r,
+                         double n, GptStageMemory *out)
+{
+  gboolean wide = gpt_elem_bytes(cfg) >= 4; /* tf32, fp32: no 16-bit copy */
+  double w = wide ? 4 : 2, S = 1;
+  if (r->zero > 0)
+    S = cfg->zero_group == GPT_ZERO_GROUP_NODE ? cfg->gpus_per_node
+                                               : cfg->dp;
+  out->weights_bytes = n * w / (r->zero >= 3 ? S : 1);
+  out->grads_bytes = n * 4 / (r->zero >= 2 ? S : 1);
+  out->optimizer_bytes = n * (wide ? 8.0 : 12.0) / S;
+  if (S == 1)
+    return;
+  if (r->zero == 2) {
+    double cap = gpt_bucket_cap_bytes(cfg);
+    out->grads_bytes += cap > 0 ? MIN(cap, 4 * n) : 4 * n;
+  } else if (r->zero >= 3) {
+    double layer, root;
+    gpt_fsdp_units(cfg, &layer, &root);
+    out->weights_bytes += w * (root + 2 * layer);
+    out->grads_bytes += 4 * layer;
+  }
+}
+
 static void estimate_stage(const GptConfig *cfg, const GptMemoryRecipe *r,
                            guint p, GptStageMemory *out)
 {
-  gboolean wide = gpt_elem_bytes(cfg) >= 4; /* tf32, fp32: no 16-bit copy */
   double n = gpt_stage_params(cfg, p);
-  double opt = (wide ? 8.0 : 12.0) / (r->zero ? cfg->dp : 1);
   *out = (GptStageMemory){.params = n};
-  out->weights_bytes = n * (wide ? 4 : 2);
-  out->grads_bytes = n * 4;
-  out->optimizer_bytes = n * opt;
+  static_bytes(cfg, r, n, out);
 
   guint v = gpt_config_chunks(cfg);
   double first, last;
@@ -328,7 +356,7 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
   double tp2 = peak_of(&c, &m->recipe);
   add_remedy(out, name, tp2, capacity);
   c = m->cfg;
-  if (c.stage_layers == NULL) {
+  if (c.stage_layers == NULL && m->recipe.zero < 2) { /* zero >= 2: pp 1 */
     c.pp *= 2;
     if (c.dp % 2 == 0)
       c.dp /= 2;
