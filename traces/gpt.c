@@ -23,7 +23,10 @@
  *   tie group (tp_i, dp_i):  id = n_tp + n_dp + tp_i + t * dp_i   (p > 1)
  * The tie group {first-stage rank, last-stage rank} all-reduces the gradient
  * of the word embedding, which the last stage holds a copy of for the
- * logits (Megatron's _allreduce_embedding_grads).
+ * logits (Megatron's _allreduce_embedding_grads).  Hybrid sharding
+ * (zero_group "node", tp = pp = 1, G = gpus_per_node) adds the node
+ * groups {nG, ..., nG + G - 1} and, with several nodes, the replica
+ * groups {k, G + k, 2G + k, ...} (add_hybrid_groups).
  *
  * Kernels of one layer, one TP rank, one microbatch
  * -------------------------------------------------
@@ -194,7 +197,8 @@
  *   P2P = 4v - 2*first - 2*last  (each chunk pass receives its input and
  *         sends its output, but the embedding and head passes)
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
- * (gpt_rank_ops computes it, n_buckets included).
+ * (gpt_rank_ops computes it, n_buckets included, and the DP ops of the
+ * ZeRO stages: gpt_config.c, dp_ops).
  *
  * The implementation (GptConfig.impl)
  * -----------------------------------
@@ -281,6 +285,18 @@
  * parameters all-gathered per bucket (at the iteration's start, each
  * layer's first microbatch waiting for its bucket, with dp_overlap;
  * after the step without).
+ *
+ * Sharded data parallelism (issue 31; docs/gpt-generator.md, "Sharded
+ * data parallelism")
+ * -------------------------------------------------------------------
+ * zero 2 (ZeRO-2, pp 1): the buckets reduce-scattered after every
+ * microbatch's backward, Adam on 1/S, parameters gathered as zero 1.
+ * zero 3 (FSDP, impl hf, pp 1): per microbatch the root unit and each
+ * layer all-gathered before the forward, one unit prefetched, each layer
+ * again before its backward, a reduce-scatter per unit after it
+ * (fsdp_forward, fsdp_backward).  zero_group "node": all of these inside
+ * the node, each reduce-scatter followed by an all-reduce of the shard
+ * across the nodes.
  *
  * Known limits
  * ------------

@@ -16,6 +16,9 @@
  * dist_optimizer.html, the "bf16 parameters, fp32 gradients" and "fp32
  * parameters, fp32 gradients" rows; the generator accumulates fp32 main
  * gradients in every precision, so fp16 follows the bf16 row).
+ * zero 2 divides the gradients by the shards S too, zero 3 the weights
+ * too (static_bytes: the ZeRO paper's stages), each plus what it holds
+ * unsharded for a while.
  *
  * Activations of one layer and one microbatch, stored for backward
  * (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large

@@ -22,7 +22,9 @@ typedef struct {
   gboolean flash_attention;   /* fused attention keeps no s x s matrices */
   gboolean sequence_parallel; /* LayerNorm/dropout activations split by tp */
   guint zero;                 /* 1: Adam state sharded over dp (Megatron's
-                                 distributed optimizer); 0: replicated */
+                                 distributed optimizer); 2: gradients
+                                 too; 3: weights too (over
+                                 gpt_zero_shards' ranks); 0: replicated */
 } GptMemoryRecipe;
 
 /* The recipe cfg describes (its attention, sequence_parallel and zero
