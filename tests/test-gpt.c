@@ -3362,6 +3362,23 @@ static void test_zero_memory(void)
     g_assert_true(test_close(s->grads_bytes, rows[k].grads, 1e-15));
     g_assert_true(test_close(s->optimizer_bytes, rows[k].optimizer, 1e-15));
   }
+  /* A layout that does not fit is told the sharding its implementation
+   * has: FSDP for an eager Llama 3 8B under DDP on 80 GB (its 18 bytes
+   * per parameter alone are 145 GB), not Megatron's zero = 1. */
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  g_assert_true(gpt_config_set_model(&cfg, "llama3-8b", NULL));
+  cfg.impl = GPT_IMPL_HF;
+  cfg.dp = 8;
+  cfg.microbatches = 1;
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m = gpt_memory_new(&cfg, &r);
+  GError *error = NULL;
+  g_assert_false(gpt_memory_check(m, 80e9, "H100-SXM5-80GB", &error));
+  g_assert_nonnull(strstr(error->message, "; zero = 3: "));
+  g_assert_nonnull(strstr(error->message, "recompute and zero = 3 together"));
+  g_assert_null(strstr(error->message, "zero = 1"));
+  g_clear_error(&error);
 }
 
 /* global_batch_size: microbatches = it / (microbatch_size * dp), or an

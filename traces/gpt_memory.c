@@ -343,10 +343,19 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
     c.recompute = all.recompute = TRUE;
     add_remedy(out, "recompute = true", peak_of(&c, &m->recipe), capacity);
   }
+  char zero[64] = "";
   if (m->recipe.zero == 0 && m->cfg.dp > 1) {
+    /* The sharding the implementation has: Megatron's distributed
+     * optimizer, or FSDP for an eager model (one stage only). */
+    GptConfig c = m->cfg;
     GptMemoryRecipe r = m->recipe;
-    r.zero = all_r.zero = 1;
-    add_remedy(out, "zero = 1", peak_of(&m->cfg, &r), capacity);
+    c.zero = r.zero = m->cfg.impl == GPT_IMPL_HF ? 3 : 1;
+    double bytes = peak_of(&c, &r);
+    if (bytes >= 0) {
+      all.zero = all_r.zero = c.zero;
+      g_snprintf(zero, sizeof zero, "zero = %u", c.zero);
+    }
+    add_remedy(out, zero, bytes, capacity);
   }
   /* Twice the tp (or pp) on the same GPUs takes half the dp when dp is
    * even, else twice the GPUs. */
@@ -359,16 +368,17 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
   double tp2 = peak_of(&c, &m->recipe);
   add_remedy(out, name, tp2, capacity);
   c = m->cfg;
-  if (c.stage_layers == NULL && m->recipe.zero < 2) { /* zero >= 2: pp 1 */
+  if (c.stage_layers == NULL) {
     c.pp *= 2;
     if (c.dp % 2 == 0)
       c.dp /= 2;
     g_snprintf(name, sizeof name, "pp = %u, dp = %u", c.pp, c.dp);
     add_remedy(out, name, peak_of(&c, &m->recipe), capacity);
   }
-  if (!m->cfg.recompute && m->recipe.zero == 0 && m->cfg.dp > 1)
-    add_remedy(out, "recompute and zero = 1 together",
-               peak_of(&all, &all_r), capacity);
+  if (!m->cfg.recompute && zero[0] != '\0') {
+    g_snprintf(name, sizeof name, "recompute and %s together", zero);
+    add_remedy(out, name, peak_of(&all, &all_r), capacity);
+  }
 }
 
 gboolean gpt_memory_check(const GptMemory *m, double capacity_bytes,

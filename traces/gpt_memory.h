@@ -67,8 +67,8 @@ guint gpt_memory_peak_stage(const GptMemory *m);
 /* TRUE when every stage fits in capacity_bytes (> 0) of GPU memory.
  * Otherwise FALSE with GPT_ERROR_MEMORY: the GPU (gpu_name, borrowed), the
  * stage that does not fit and its breakdown, and what would make it fit
- * (recompute, zero = 1, twice the tp or pp), each with the total it would
- * need. */
+ * (recompute, zero = 1 -- zero = 3 under impl hf --, twice the tp or
+ * pp), each with the total it would need. */
 gboolean gpt_memory_check(const GptMemory *m, double capacity_bytes,
                           const char *gpu_name, GError **error);
 
