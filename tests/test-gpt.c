@@ -150,7 +150,7 @@ static const Layout layouts[] = {
   /* Sharded data parallelism (issue 31): ZeRO-2 under Megatron's kernels
    * with TP and several buckets, and eager without overlap and with tiny
    * buckets; FSDP on GPT-2 and on a Llama, hybrid over three nodes;
-   * hybrid ZeRO-2 over four.  (Node groups and replica groups differ in
+   * hybrid ZeRO-2 over four; ZeRO-2 with Megatron-core's whole recipe.  (Node groups and replica groups differ in
    * size: trace_stats finds a folded rank's groups by label and size.) */
   {"350m-t2p1d4-m3-zero2", "gpt3-350m", 0, 0, 0, 0, 2, 1, 4, 1, 3, 512,
    PIPELINE_1F1B, 0, 10, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_ZERO2},
@@ -165,6 +165,9 @@ static const Layout layouts[] = {
   {"hf-custom-t1p1d8-m2-zero2-hybrid", NULL, 6, 512, 8, 1000, 1, 1, 8, 1, 2,
    256, PIPELINE_1F1B, 0, 4, TRUE, NULL, GPT_IMPL_HF,
    RECIPE_ZERO2 | RECIPE_HYBRID},
+  {"llama3-8b-t4p1d2-m2-fp8-flash-sp-zero2", "llama3-8b", 0, 0, 0, 0, 4, 1, 2,
+   1, 2, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO2},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)

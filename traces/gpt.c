@@ -119,7 +119,8 @@
  * Streams and dependencies
  * ------------------------
  *   0  compute: kernels and TP/tie collectives, in program order
- *   1  DP gradient all-reduces (d > 1)
+ *   1  DP gradient all-reduces (d > 1); the ZeRO stages' reduce-scatters,
+ *      all-gathers and hybrid sharding's all-reduces across nodes
  *   2  sends of activations to the next stage
  *   3  sends of gradients to the previous stage
  *   4  recvs of activations from the previous stage
