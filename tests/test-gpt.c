@@ -3320,6 +3320,58 @@ static void test_zero_fsdp_order(void)
   g_assert_cmpuint(i + 2, ==, d1);
 }
 
+/* One iteration of cfg on one dgx-a100 node at auto clocks: the time
+ * GPU 0 spends not running a kernel (exposed communication, blocked or
+ * idle), in seconds. */
+static double exposed_s(const GptConfig *cfg)
+{
+  GError *error = NULL;
+  g_autoptr(SimWorkload) w = generate(cfg);
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, cfg->dp, 8, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  return ((double)r->time_ns - r->per_gpu[0].kernel_ns) * 1e-9;
+}
+
+/* FSDP's prefetch, replayed: a layer's gathers (2 bytes per parameter
+ * forward and again backward) are half of its communication (the
+ * reduce-scatter moves 4), so without prefetch at least half of it would
+ * lie on the critical path.  With it, only the root's gather and the
+ * last reduce-scatters of each microbatch have no compute to hide
+ * behind.  The communication is measured as what a run exposes when
+ * there is almost no compute (sequence 16: the same bytes, 1/128 of the
+ * FLOPs); at sequence 2048 a layer computes longer than its gathers take
+ * on NVLink, and the run must expose less than half of that. */
+static void test_zero_fsdp_overlap(void)
+{
+  GptConfig cfg;
+  gpt_config_init(&cfg);
+  cfg.model[0] = '\0';
+  cfg.layers = 8;
+  cfg.hidden = 2048;
+  cfg.heads = 16;
+  cfg.vocab = 1000;
+  cfg.dp = 8;
+  cfg.microbatches = 2;
+  cfg.impl = GPT_IMPL_HF;
+  cfg.zero = 3;
+  cfg.seq_len = 16;
+  double comm = exposed_s(&cfg);
+  cfg.seq_len = 2048;
+  double exposed = exposed_s(&cfg);
+  g_test_message("FSDP: %.3f ms of communication, %.3f ms exposed",
+                 comm * 1e3, exposed * 1e3);
+  g_assert_cmpfloat(exposed, <, 0.5 * comm);
+}
+
 /* Memory by ZeRO stage against the ZeRO paper's accounting (section 5,
  * figure 1: 2 + 2 + K bytes per parameter, K = 12 for mixed-precision
  * Adam; stage 1 divides K by the shards, stage 2 the gradients too,
@@ -3966,6 +4018,7 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/zero/volumes", test_zero_volumes);
   g_test_add_func("/gpt/zero/hybrid", test_zero_hybrid);
   g_test_add_func("/gpt/zero/fsdp-order", test_zero_fsdp_order);
+  g_test_add_func("/gpt/zero/fsdp-overlap", test_zero_fsdp_overlap);
   g_test_add_func("/gpt/zero/memory", test_zero_memory);
   g_test_add_func("/gpt/recipe/defaults-unchanged", test_recipe_defaults);
   g_test_add_func("/gpt/memory/static-bytes", test_memory_static_bytes);
