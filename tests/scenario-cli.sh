@@ -92,6 +92,11 @@ check gen-short-o 0 "wrote $T/eq2.h5: 1 ranks" -- "$J" trace gen --model gpt3-12
 # 12.85e9 = 231 GB of parameters and Adam state alone.
 check gen-gpu-memory 0 "peak: stage 0, 309.6 GB of the H100-SXM5-80GB's 80 GB: does not fit" -- "$J" trace gen --model gpt3-13b --microbatches 1 --gpu H100-SXM5-80GB -o "$T/g13.h5"
 check gen-gpu-memory-fits 0 "optimizer 1.5 + activations" -- "$J" trace gen --model gpt3-125m --microbatches 2 -o "$T/g125.h5"
+# FSDP shards that state over the 16 ranks (18/16 bytes per parameter, plus
+# the gathered root and two layers and one layer's gradient): it fits;
+# sharded only within nodes of 8 (hybrid), it does not.
+check gen-zero3-fits 0 "peak: stage 0, 74.4 GB of the H100-SXM5-80GB's 80 GB: fits" -- "$J" trace gen --model gpt3-13b --impl hf --dp 16 --microbatches 1 --zero 3 --gpu H100-SXM5-80GB -o "$T/z13.h5"
+check gen-zero3-node 0 "peak: stage 0, 90.3 GB of the H100-SXM5-80GB's 80 GB: does not fit" -- "$J" trace gen --model gpt3-13b --impl hf --dp 16 --microbatches 1 --zero 3 --zero-group node --gpus-per-node 8 --gpu H100-SXM5-80GB -o "$T/z13n.h5"
 check gen-opt-missing 2 "--tp needs an integer from 1 to 1024 (got 'nothing')" -- "$J" trace gen --tp
 check gen-o-missing 2 "-o needs a value" -- "$J" trace gen -o
 check import-opt-eq 0 "wrote $T/imp.h5" -- "$J" trace import $TR/two_rank_rank0.json $TR/two_rank_rank1.json --output="$T/imp.h5" --step=first
