@@ -3379,6 +3379,33 @@ static void test_zero_fsdp_overlap(void)
   g_assert_cmpfloat(exposed, <, 0.5 * comm);
 }
 
+/* js.gpt's zero, zero_group and gpus_per_node reach the generator: the
+ * Adam state of gpt3-125m at sequence 512 (12 bytes x 124,082,688
+ * parameters: 512 learned positions, not 2048) over the 8 or 4 ranks of
+ * a node, and the job replays on nodes of 8. */
+static void test_zero_lua(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  const char *src =
+    "local js = require 'joulesim'\n"
+    "local function w(gpn)\n"
+    "  return js.gpt{ model = 'gpt3-125m', impl = 'hf', dp = 16,\n"
+    "    microbatches = 2, seq_len = 512, zero = 3, zero_group = 'node',\n"
+    "    gpus_per_node = gpn, fold = true }\n"
+    "end\n"
+    "local opt8 = w(8).memory.optimizer_gb\n"
+    "assert(math.abs(opt8 - 1488992256 / 8 / 1e9) < 1e-12, opt8)\n"
+    "local opt4 = w(4).memory.optimizer_gb\n"
+    "assert(math.abs(opt4 - 1488992256 / 4 / 1e9) < 1e-12, opt4)\n"
+    "local c = js.cluster{ gpus = 16, gpus_per_node = 8 }\n"
+    "local r = js.simulate{ cluster = c, workload = w(8) }\n"
+    "assert(r.time_s > 0)\n";
+  GError *error = NULL;
+  gboolean ok = js_run_string(s, "=zero", src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
 /* Memory by ZeRO stage against the ZeRO paper's accounting (section 5,
  * figure 1: 2 + 2 + K bytes per parameter, K = 12 for mixed-precision
  * Adam; stage 1 divides K by the shards, stage 2 the gradients too,
@@ -4027,6 +4054,7 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/zero/fsdp-order", test_zero_fsdp_order);
   g_test_add_func("/gpt/zero/fsdp-overlap", test_zero_fsdp_overlap);
   g_test_add_func("/gpt/zero/memory", test_zero_memory);
+  g_test_add_func("/gpt/zero/lua", test_zero_lua);
   g_test_add_func("/gpt/recipe/defaults-unchanged", test_recipe_defaults);
   g_test_add_func("/gpt/memory/static-bytes", test_memory_static_bytes);
   g_test_add_func("/gpt/memory/korthikanti", test_memory_korthikanti);
