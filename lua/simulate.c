@@ -444,6 +444,17 @@ static int l_simulate(lua_State *L)
                 "rescaled between them; give js.gpt{ gpu = \"%s\" } to "
                 "price them on the cluster's GPU", fn, lw->w->ref_gpu,
              c->gpu->name, c->gpu->name);
+  /* Hybrid sharding's node groups are the generator's nodes: on nodes of
+   * another size its intra-node collectives would cross nodes. */
+  const char *gpn = lw->w->provenance != NULL
+                        ? g_hash_table_lookup(lw->w->provenance,
+                                              "gpus_per_node")
+                        : NULL;
+  if (gpn != NULL && g_ascii_strtoull(gpn, NULL, 10) != c->gpus_per_node)
+    luaL_error(L, "%s: the workload shards within nodes of %s GPUs "
+                  "(js.gpt's zero_group = \"node\") and the cluster's "
+                  "nodes have %d: give js.gpt{ gpus_per_node = %d }", fn,
+               gpn, (int)c->gpus_per_node, (int)c->gpus_per_node);
   lua_getfield(L, 1, "policy");
   DvfsPolicy pol;
   jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);
