@@ -2307,8 +2307,8 @@ static void test_fold(gconstpointer data)
     guint p = rank_stage(&cfg, r);
     guint32 q = f->fold_rep[r];
     /* One representative per stage and context rank: (0, cp_i, 0, p). */
-    g_assert_cmpuint(q, ==,
-                     cfg.tp * grad_ranks(&cfg) * p + cfg.tp * rank_cp(&cfg, r));
+    g_assert_cmpuint(q, ==, cfg.tp * (grad_ranks(&cfg) * p +
+                                      rank_cp(&cfg, r)));
     g_assert_cmpuint(f->fold_rep[q], ==, q);
     g_assert_cmpuint(f->ranks[r].stage, ==, p);
     if (q == r) {
@@ -3760,6 +3760,32 @@ static void test_cp_ring(void)
   g_assert_cmpfloat(w->tokens_per_iteration, ==, w1->tokens_per_iteration);
 }
 
+/* Memory: every activation term counts a context rank's s/cp tokens, so
+ * cp 4 stores a quarter of cp 1's, plus the ring's receive buffers at the
+ * backward's peak: two blocks of K/V with dK/dV, 4 x 4,194,304 =
+ * 16,777,216 bytes; zero = 1 shards the optimizer over dp x cp. */
+static void test_cp_memory(void)
+{
+  GptConfig cfg;
+  cp_config(&cfg);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m4 = gpt_memory_new(&cfg, &r);
+  GptConfig one = cfg;
+  one.cp = 1;
+  g_autoptr(GptMemory) m1 = gpt_memory_new(&one, &r);
+  double a4 = gpt_memory_stage(m4, 0)->activations_bytes;
+  double a1 = gpt_memory_stage(m1, 0)->activations_bytes;
+  g_assert_true(test_close(4 * (a4 - 16777216.0), a1, 1e-12));
+  g_assert_cmpfloat(gpt_memory_stage(m4, 0)->weights_bytes, ==,
+                    gpt_memory_stage(m1, 0)->weights_bytes);
+  cfg.dp = 2;
+  cfg.zero = 1;
+  r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) z = gpt_memory_new(&cfg, &r);
+  const GptStageMemory *s = gpt_memory_stage(z, 0);
+  g_assert_true(test_close(s->optimizer_bytes, 12 * s->params / 8, 1e-12));
+}
+
 /* Replayed on H100s (one dgx-h100 node: NVLink between the context
  * ranks), the ring's messages hide behind the attention steps: at a fixed
  * global batch, doubling cp nearly halves the forward and backward
@@ -3884,5 +3910,6 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/memory/175b-fits", test_memory_175b_fits);
   g_test_add_func("/gpt/context-parallel/ring", test_cp_ring);
   g_test_add_func("/gpt/context-parallel/replay", test_cp_replay);
+  g_test_add_func("/gpt/context-parallel/memory", test_cp_memory);
   return g_test_run();
 }

@@ -14,13 +14,18 @@
  *
  * Ranks and groups
  * ----------------
- * rank = tp_i + t * (dp_i + d * pp_i) (Megatron order, TP innermost, so a TP
- * group is t consecutive ranks and a DP group strides by t).  Group ids are
- * allocated in three blocks so that ranks of one stage differ only by a
- * constant offset (see "Templates" below):
- *   TP group  (dp_i, pp_i):  id = dp_i + d * pp_i                 (t > 1)
- *   DP group  (tp_i, pp_i):  id = n_tp + tp_i + t * pp_i          (d > 1)
- *   tie group (tp_i, dp_i):  id = n_tp + n_dp + tp_i + t * dp_i   (p > 1)
+ * rank = tp_i + t * (cp_i + c * (dp_i + d * pp_i)) (megatron-core's order
+ * tp-cp-dp-pp, TP innermost, so a TP group is t consecutive ranks; c =
+ * context parallel size, 1 without it).  The DP group is megatron-core's
+ * data-parallel group with context parallelism: the c * d ranks of one
+ * (tp_i, pp_i), stride t, which reduce the same weights' gradients.  Group
+ * ids are allocated in three blocks so that the ranks of one class (a
+ * stage and context rank) differ only by a constant offset (see
+ * "Templates" below):
+ *   TP group  (cp_i, dp_i, pp_i): id = cp_i + c * (dp_i + d * pp_i) (t > 1)
+ *   DP group  (tp_i, pp_i):  id = n_tp + tp_i + t * pp_i       (c * d > 1)
+ *   tie group (tp_i, cp_i, dp_i): id = n_tp + n_dp + tp_i + t * (cp_i +
+ *                                      c * dp_i)                   (p > 1)
  * The tie group {first-stage rank, last-stage rank} all-reduces the gradient
  * of the word embedding, which the last stage holds a copy of for the
  * logits (Megatron's _allreduce_embedding_grads).
@@ -121,6 +126,9 @@
  *   3  sends of gradients to the previous stage
  *   4  recvs of activations from the previous stage
  *   5  recvs of gradients from the next stage
+ *   6-9  context parallelism's ring: K/V to the next context rank and from
+ *        the previous one (6, 7), backward to the previous and from the
+ *        next (8, 9); with c = 2 the one neighbour gets 6 and 7 only
  * "Next" and "previous" are taken around the ring of stages: the
  * interleaved schedule sends the last stage's activations to stage 0 and
  * stage 0's gradients to the last stage (stage 0 uses streams 3 and 4, the
@@ -281,6 +289,17 @@
  * parameters all-gathered per bucket (at the iteration's start, each
  * layer's first microbatch waiting for its bucket, with dp_overlap;
  * after the step without).
+ *
+ * Context parallelism (cfg->cp; gpt_kernels.c, "Context parallelism")
+ * ------------------------------------------------------------------
+ * Every kernel but attention sees a context rank's s/c tokens; each
+ * layer's flash kernel becomes Transformer Engine's ring (ring_forward,
+ * ring_backward): c half-block attention steps each way, the K/V blocks
+ * (2 b (s/c) kt E bytes) passed around on streams 6-9 while the step
+ * before computes.  Context ranks differ in their ring peers and in which
+ * half of a block each step covers, so each (stage, context rank) has its
+ * own template.  Gradients go to the c * d DP group; zero = 1 shards over
+ * it.
  *
  * Known limits
  * ------------
@@ -550,7 +569,8 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
   const GptConfig *cfg = g->cfg;
   guint lpc = chunk_layers(g, p);
   guint first_layer = chunk_first_layer(g, p, c);
-  g->record_units = gpt_grad_ranks(cfg) > 1 && mb == cfg->microbatches - 1;
+  g->record_units =
+      gpt_grad_ranks(cfg) > 1 && mb == cfg->microbatches - 1;
   if (g->record_units)
     g_array_append_val(g->unit_chunks, c);
   if (!chunk_is_last(g, p, c))
@@ -798,8 +818,9 @@ static void emit_stage(Gen *g, guint p, guint c)
  * (see "Ranks and groups"): 1 = cp*dp_i (TP-group collectives), 2 = tp_i
  * (DP-group collectives), 3 = r - r0 = tp_i + t*cp*dp_i (tie-group
  * collectives, whose ids count (tp_i, cp_i, dp_i) in rank order, and p2p
- * peers, the context ring's included).  The other ranks of the stage then share the template's ops
- * (sim_workload_share_rank) with those three offsets as their deltas. */
+ * peers, the context ring's included).  The other ranks of the class
+ * then share the template's ops (sim_workload_share_rank) with those
+ * three offsets as their deltas. */
 enum { PATCH_DP = 1, PATCH_TP = 2, PATCH_RANK = 3 };
 
 static void mark_patches(const Gen *g, SimOp *ops, guint32 n)
