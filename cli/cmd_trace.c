@@ -371,8 +371,9 @@ static int cmd_gen(int argc, char **argv)
     return rc;
   GptConfig *cfg = &g.cfg;
   if ((guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp > (1u << 20)) {
-    fprintf(stderr, "joulesim trace gen: tp*cp*pp*dp = %" G_GUINT64_FORMAT
+    fprintf(stderr, "joulesim trace gen: tp*%spp*dp = %" G_GUINT64_FORMAT
             " ranks is more than the 1,048,576 supported\n",
+            cfg->cp > 1 ? "cp*" : "",
             (guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp);
     return EXIT_USER;
   }

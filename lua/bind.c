@@ -467,8 +467,9 @@ static int l_gpt(lua_State *L)
   lua_pop(L, 1);
   guint64 n_ranks = (guint64)cfg.tp * cfg.cp * cfg.pp * cfg.dp;
   if (n_ranks > (1u << 20))
-    luaL_error(L, "%s: tp*cp*pp*dp = %I ranks is more than the 1,048,576 "
-                  "supported", fn, (lua_Integer)n_ranks);
+    luaL_error(L, "%s: tp*%spp*dp = %I ranks is more than the 1,048,576 "
+                  "supported", fn, cfg.cp > 1 ? "cp*" : "",
+               (lua_Integer)n_ranks);
   const char *ref_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *ref = gpu_catalogue_lookup(s->catalogue, ref_name, &err);
   if (ref == NULL) {
