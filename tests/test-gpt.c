@@ -3786,6 +3786,45 @@ static void test_cp_memory(void)
   g_assert_true(test_close(s->optimizer_bytes, 12 * s->params / 8, 1e-12));
 }
 
+/* js.gpt's context_parallel: the ranks multiply, each stores a context
+ * rank's share of the activations, and the replay does the same FLOPs. */
+static void test_cp_lua(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  const char *src =
+    "local js = require 'joulesim'\n"
+    "local function gen(cp)\n"
+    "  return js.gpt{ model = 'llama3-8b', gpu = 'H100-SXM5-80GB', tp = 2,\n"
+    "    pp = 2, seq_len = 16384, microbatches = 2, attention = 'flash',\n"
+    "    context_parallel = cp, fold = true }\n"
+    "end\n"
+    "local w1, w2 = gen(1), gen(2)\n"
+    "assert(w1.ranks == 4 and w2.ranks == 8, w2.ranks)\n"
+    "assert(w2.memory.activations_gb < w1.memory.activations_gb,\n"
+    "       w2.memory.activations_gb)\n"
+    "local function run(w)\n"
+    "  local c = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = w.ranks }\n"
+    "  return js.simulate{ cluster = c, workload = w }\n"
+    "end\n"
+    "-- 16k tokens do not fit one rank's 80 GB: two context ranks do\n"
+    "local ok, e = pcall(run, w1)\n"
+    "assert(not ok and e:find('context_parallel = 2: [%d.]+ GB %(fits%)'),\n"
+    "       e)\n"
+    "local r2 = run(w2)\n"
+    "w1 = gen(1)\n"
+    "local c1 = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = w1.ranks }\n"
+    "local r1 = js.simulate{ cluster = c1, workload = w1,\n"
+    "                        check_memory = false }\n"
+    "assert(math.abs(r2.flops / r1.flops - 1) < 1e-9, r2.flops / r1.flops)\n"
+    "assert(r2.time_s < 0.6 * r1.time_s, r2.time_s / r1.time_s)\n"
+    "ok, e = pcall(js.gpt, { model = 'llama3-8b', context_parallel = 2 })\n"
+    "assert(not ok and e:find('needs attention = \"flash\"'), e)\n";
+  GError *error = NULL;
+  gboolean ok = js_run_string(s, "=cp", src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
 /* Replayed on H100s (one dgx-h100 node: NVLink between the context
  * ranks), the ring's messages hide behind the attention steps: at a fixed
  * global batch, doubling cp nearly halves the forward and backward
@@ -3911,5 +3950,6 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/context-parallel/ring", test_cp_ring);
   g_test_add_func("/gpt/context-parallel/replay", test_cp_replay);
   g_test_add_func("/gpt/context-parallel/memory", test_cp_memory);
+  g_test_add_func("/gpt/context-parallel/lua", test_cp_lua);
   return g_test_run();
 }

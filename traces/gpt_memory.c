@@ -366,6 +366,12 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
     g_snprintf(name, sizeof name, "pp = %u, dp = %u", c.pp, c.dp);
     add_remedy(out, name, peak_of(&c, &m->recipe), capacity);
   }
+  /* Twice the context ranks split the activations (where the layout
+   * allows context parallelism: flash attention, megatron, not BLOOM). */
+  c = m->cfg;
+  c.cp *= 2;
+  g_snprintf(name, sizeof name, "context_parallel = %u", c.cp);
+  add_remedy(out, name, peak_of(&c, &m->recipe), capacity);
   if (!m->cfg.recompute && m->recipe.zero == 0 && gpt_grad_ranks(&m->cfg) > 1)
     add_remedy(out, "recompute and zero = 1 together",
                peak_of(&all, &all_r), capacity);

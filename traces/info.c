@@ -388,10 +388,15 @@ void trace_info(const SimWorkload *w, GString *out)
                          "groups        %u\n",
                          st.n_ranks, st.n_ops, st.n_shapes, st.n_names,
                          st.n_groups);
+  const char *cp = w->provenance != NULL
+                       ? g_hash_table_lookup(w->provenance, "context_parallel")
+                       : NULL;
   if (w->tp > 0 || w->pp > 0 || w->dp > 0)
-    g_string_append_printf(out, "layout        tp %u, pp %u, dp %u, %u "
-                           "microbatches, schedule %s\n", w->tp, w->pp,
-                           w->dp, w->microbatches,
+    g_string_append_printf(out, "layout        tp %u, %s%s%spp %u, dp %u, "
+                           "%u microbatches, schedule %s\n", w->tp,
+                           cp != NULL ? "cp " : "", cp != NULL ? cp : "",
+                           cp != NULL ? ", " : "", w->pp, w->dp,
+                           w->microbatches,
                            w->schedule ? w->schedule : "unknown");
   if (w->ref_gpu != NULL)
     g_string_append_printf(out, "reference GPU %s\n", w->ref_gpu);
