@@ -158,6 +158,11 @@ static const char usage_gen[] =
   "  --attention A       unfused (default: Megatron's softmax kernels) or\n"
   "                      flash (one fused kernel each way, causal)\n"
   "  --sequence-parallel Megatron's sequence parallelism (with --tp > 1)\n"
+  "  --context-parallel N\n"
+  "                      context parallel size (1): the sequence split over\n"
+  "                      N ranks, attention as megatron-core's ring passing\n"
+  "                      K/V blocks (needs --attention flash; ranks = tp x\n"
+  "                      cp x pp x dp; --seq-len a multiple of 2N)\n"
   "  --zero N            0 (default: DDP all-reduce), 1 (Megatron's\n"
   "                      distributed optimizer), 2 (ZeRO-2: gradients\n"
   "                      sharded too; pp 1) or 3 (FSDP: parameters too;\n"
@@ -168,7 +173,7 @@ static const char usage_gen[] =
   "  --gpus-per-node N   the node --zero-group node shards within (8)\n"
   "  --global-batch-size N\n"
   "                      sequences per iteration: sets --microbatches to\n"
-  "                      N / (--mbs x --dp), which must divide\n"
+  "                      N / (--mbs x --dp); --mbs x --dp must divide N\n"
   "  --impl I            megatron (default: fused kernels) or hf (Hugging\n"
   "                      Face in eager PyTorch, as Merak runs it; tp 1)\n"
   "  --stage-layers N,N,...\n"
@@ -181,7 +186,8 @@ static const char usage_gen[] =
 
 /* trace gen's options: the counts first (their ids index gen_counts). */
 enum {
-  GEN_TP, GEN_PP, GEN_DP, GEN_MICROBATCHES, GEN_SEQ_LEN, GEN_MBS, GEN_N_COUNTS,
+  GEN_TP, GEN_PP, GEN_DP, GEN_MICROBATCHES, GEN_SEQ_LEN, GEN_MBS, GEN_CP,
+  GEN_N_COUNTS,
   GEN_HELP = GEN_N_COUNTS, GEN_MODEL, GEN_SCHEDULE, GEN_GPU, GEN_OUTPUT,
   GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_ATTENTION,
   GEN_ZERO, GEN_GBS, GEN_KV_HEADS, GEN_FFN, GEN_ZERO_GROUP, GEN_GPN,
@@ -195,6 +201,7 @@ static const CliOption gen_options[] = {
   {"--microbatches", GEN_MICROBATCHES, TRUE},
   {"--seq-len", GEN_SEQ_LEN, TRUE},
   {"--mbs", GEN_MBS, TRUE},
+  {"--context-parallel", GEN_CP, TRUE},
   {"--help", GEN_HELP, FALSE},
   {"-h", GEN_HELP, FALSE},
   {"--model", GEN_MODEL, TRUE},
@@ -230,10 +237,10 @@ typedef struct {
 static int parse_gen(int argc, char **argv, GenCfg *g)
 {
   static const guint64 count_hi[GEN_N_COUNTS] = {
-    1024, 4096, 1u << 20, 100000, 1u << 20, 65536};
+    1024, 4096, 1u << 20, 100000, 1u << 20, 65536, 1024};
   guint *count_field[GEN_N_COUNTS] = {
     &g->cfg.tp, &g->cfg.pp, &g->cfg.dp, &g->cfg.microbatches,
-    &g->cfg.seq_len, &g->cfg.microbatch_size};
+    &g->cfg.seq_len, &g->cfg.microbatch_size, &g->cfg.cp};
   const char *cmd = "gen";
   CliArgs a;
   cli_args_init(&a, argc, argv, gen_options, 0);
@@ -382,10 +389,11 @@ static int cmd_gen(int argc, char **argv)
   if (rc >= 0)
     return rc;
   GptConfig *cfg = &g.cfg;
-  if ((guint64)cfg->tp * cfg->pp * cfg->dp > (1u << 20)) {
-    fprintf(stderr, "joulesim trace gen: tp*pp*dp = %" G_GUINT64_FORMAT
+  if ((guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp > (1u << 20)) {
+    fprintf(stderr, "joulesim trace gen: tp*%spp*dp = %" G_GUINT64_FORMAT
             " ranks is more than the 1,048,576 supported\n",
-            (guint64)cfg->tp * cfg->pp * cfg->dp);
+            cfg->cp > 1 ? "cp*" : "",
+            (guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp);
     return EXIT_USER;
   }
   g_autoptr(GpuCatalogue) cat = cli_catalogue_new();

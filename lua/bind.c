@@ -343,7 +343,7 @@ static const char *const gpt_keys[] = {
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
   "stage_layers", "precision", "arch", "impl", "efficiency", "attention",
   "sequence_parallel", "zero", "global_batch_size", "kv_heads", "ffn_hidden",
-  "zero_group", "gpus_per_node", NULL};
+  "zero_group", "gpus_per_node", "context_parallel", NULL};
 static const char *const archs[] = {"gpt", "bloom", "llama", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
 static const char *const eff_keys[] = {"gemm", "attention", "memory", NULL};
@@ -440,6 +440,7 @@ static int l_gpt(lua_State *L)
                                                 zero_groups);
   cfg.gpus_per_node = (guint)jsl_opt_int(L, 1, fn, "gpus_per_node",
                                          cfg.gpus_per_node, 1, big);
+  cfg.cp = (guint)jsl_opt_int(L, 1, fn, "context_parallel", 1, 1, 1024);
   /* global_batch_size sets microbatches (Megatron's rule); giving both
    * is fine when they agree. */
   guint m_given = cfg.microbatches;
@@ -470,10 +471,11 @@ static int l_gpt(lua_State *L)
     cfg.eff.memory = jsl_opt_num(L, et, efn, "memory", 0, 1e-3, 2);
   }
   lua_pop(L, 1);
-  if ((guint64)cfg.tp * cfg.pp * cfg.dp > (1u << 20))
-    luaL_error(L, "%s: tp*pp*dp = %I ranks is more than the 1,048,576 "
-                  "supported", fn,
-               (lua_Integer)((guint64)cfg.tp * cfg.pp * cfg.dp));
+  guint64 n_ranks = (guint64)cfg.tp * cfg.cp * cfg.pp * cfg.dp;
+  if (n_ranks > (1u << 20))
+    luaL_error(L, "%s: tp*%spp*dp = %I ranks is more than the 1,048,576 "
+                  "supported", fn, cfg.cp > 1 ? "cp*" : "",
+               (lua_Integer)n_ranks);
   const char *ref_name = jsl_opt_str(L, 1, fn, "gpu", "A100-SXM4-80GB");
   const GpuSpec *ref = gpu_catalogue_lookup(s->catalogue, ref_name, &err);
   if (ref == NULL) {
@@ -486,7 +488,7 @@ static int l_gpt(lua_State *L)
     char what[160];
     g_snprintf(what, sizeof what, "%s tp%u pp%u dp%u (%" G_GUINT64_FORMAT
                " GPUs, %" G_GUINT64_FORMAT " ops%s)", model ? model : "gpt",
-               cfg.tp, cfg.pp, cfg.dp, (guint64)cfg.tp * cfg.pp * cfg.dp,
+               cfg.tp, cfg.pp, cfg.dp, n_ranks,
                gpt_stored_ops(&cfg), cfg.fold ? " held, folded" : "");
     if (!js_memory_check(s->max_memory, gpt_estimate_bytes(&cfg), what, &err))
       return jsl_raise_gerror(L, fn, err);

@@ -44,6 +44,7 @@ typedef struct {
   const guint *stage_layers; /* NULL: uniform stages */
   GptImpl impl;              /* 0: Megatron's kernels */
   guint recipe;              /* RECIPE_* bits (issue 29); 0: none */
+  guint cp;                  /* context parallel size; 0: 1 */
 } Layout;
 
 /* Megatron-core's recipe (issue 29): fp8 (on an H100), flash attention,
@@ -62,112 +63,125 @@ static const guint sl_9887[] = {9, 8, 8, 7}; /* llama3-8b's 32 layers */
 
 static const Layout layouts[] = {
   {"125m-t1p1d1", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"350m-t2p2d2", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4, 1024,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"1.3b-t4p2d1", "gpt3-1.3b", 0, 0, 0, 0, 4, 2, 1, 1, 3, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"2.7b-t2p4d2-gpipe", "gpt3-2.7b", 0, 0, 0, 0, 2, 4, 2, 1, 6, 2048,
-   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"760m-t1p3d2-m2-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 3, 2, 1, 2, 2048,
-   PIPELINE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"6.7b-t8p4d1", "gpt3-6.7b", 0, 0, 0, 0, 8, 4, 1, 1, 8, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"13b-t8p8d2", "gpt3-13b", 0, 0, 0, 0, 8, 8, 2, 1, 16, 2048,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"125m-t4p4d4-nooverlap", "gpt3-125m", 0, 0, 0, 0, 4, 4, 4, 2, 5, 512,
-   PIPELINE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 10, FALSE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"custom-t2p3d3-tinybuckets", NULL, 6, 512, 8, 1000, 2, 3, 3, 2, 7, 256,
-   PIPELINE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"175b-t8p8d2-m4-gpipe", "gpt3-175b", 0, 0, 0, 0, 8, 8, 2, 1, 4, 2048,
-   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_GPIPE, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   /* Interleaved: two stages (each other's previous and next), m = pp (the
    * first stage only warms up), three and four chunks, one layer per
    * chunk, one bucket per chunk, tiny buckets. */
   {"350m-t1p2d2-v2-m4-il", "gpt3-350m", 0, 0, 0, 0, 1, 2, 2, 1, 4, 1024,
-   PIPELINE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_INTERLEAVED, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"125m-t2p4d2-v3-m8-il", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
-   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"760m-t1p4d2-v2-m4-il-onebucket", "gpt3-760m", 0, 0, 0, 0, 1, 4, 2, 1, 4,
-   1024, PIPELINE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   1024, PIPELINE_INTERLEAVED, 2, 0, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"custom-t2p3d3-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 3, 2,
-   6, 256, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   6, 256, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"2.7b-t2p8d1-v4-m16-il", "gpt3-2.7b", 0, 0, 0, 0, 2, 8, 1, 1, 16, 1024,
-   PIPELINE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_INTERLEAVED, 4, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"125m-t1p2d2-v6-m2-il-nooverlap", "gpt3-125m", 0, 0, 0, 0, 1, 2, 2, 1, 2,
-   512, PIPELINE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON, 0},
+   512, PIPELINE_INTERLEAVED, 6, 25, FALSE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   /* Uneven stages: transformer layers per stage given explicitly. */
   {"1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8, 1024,
-   PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON, 0, 0},
   {"2.7b-t2p3d1-m4-gpipe-stages-12-11-9", "gpt3-2.7b", 0, 0, 0, 0, 2, 3, 1, 1,
-   4, 512, PIPELINE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON, 0},
+   4, 512, PIPELINE_GPIPE, 0, 25, TRUE, sl_12_11_9, GPT_IMPL_MEGATRON, 0, 0},
   {"custom-t1p2d3-m3-stages-1-5-tinybuckets", NULL, 6, 512, 8, 1000, 1, 2, 3,
-   2, 3, 256, PIPELINE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON, 0},
+   2, 3, 256, PIPELINE_1F1B, 0, 1e-6, TRUE, sl_1_5, GPT_IMPL_MEGATRON, 0, 0},
   /* BLOOM: ALiBi, an embedding LayerNorm, the 250,880-token vocabulary. */
   {"bloom-3b-t2p3d2-m3", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1, 3, 256,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4, 256,
-   PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_MEGATRON, 0, 0},
   /* Hugging Face kernels (impl hf, tp 1): GPT-2 and BLOOM, uneven stages,
    * DP buckets, GPipe. */
   {"hf-1.3b-t1p4d2-m8-stages-6675", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2, 1, 8,
-   1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF, 0},
+   1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_HF, 0, 0},
   {"hf-bloom-3b-t1p4d1-m4-stages-9885", "bloom-3b", 0, 0, 0, 0, 1, 4, 1, 2, 4,
-   256, PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF, 0},
+   256, PIPELINE_1F1B, 0, 25, TRUE, sl_9885, GPT_IMPL_HF, 0, 0},
   {"hf-custom-t1p3d3-m5-gpipe-tinybuckets", NULL, 6, 512, 8, 1000, 1, 3, 3, 2,
-   5, 256, PIPELINE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF, 0},
+   5, 256, PIPELINE_GPIPE, 0, 1e-6, TRUE, NULL, GPT_IMPL_HF, 0, 0},
   /* Megatron-core's recipe (issue 29): all four on 1F1B, sequence
    * parallelism and the distributed optimizer interleaved, FP8 and the
    * distributed optimizer without overlap and with tiny buckets, flash
    * attention and ZeRO-1 on uneven stages, BLOOM with all four. */
   {"350m-t2p2d2-fp8-flash-sp-zero", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 2, 4,
    1024, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO, 0},
   {"125m-t2p4d2-v3-m8-il-sp-zero", "gpt3-125m", 0, 0, 0, 0, 2, 4, 2, 1, 8, 512,
    PIPELINE_INTERLEAVED, 3, 10, TRUE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_SP | RECIPE_ZERO},
+   RECIPE_SP | RECIPE_ZERO, 0},
   {"custom-t2p3d3-fp8-zero-nooverlap-tinybuckets", NULL, 6, 512, 8, 1000, 2,
    3, 3, 2, 7, 256, PIPELINE_1F1B, 0, 1e-6, FALSE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_FP8 | RECIPE_ZERO},
+   RECIPE_FP8 | RECIPE_ZERO, 0},
   {"1.3b-t1p4d2-m8-stages-6675-flash-zero", "gpt3-1.3b", 0, 0, 0, 0, 1, 4, 2,
    1, 8, 1024, PIPELINE_1F1B, 0, 25, TRUE, sl_6675, GPT_IMPL_MEGATRON,
-   RECIPE_FLASH | RECIPE_ZERO},
+   RECIPE_FLASH | RECIPE_ZERO, 0},
   {"bloom-3b-t2p3d2-m3-fp8-flash-sp-zero", "bloom-3b", 0, 0, 0, 0, 2, 3, 2, 1,
    3, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO, 0},
   /* Llama (issue 31): GQA (8 kv heads) split over TP with the unfused
    * attention's K/V repeat, MHA interleaved, the whole recipe, and the
    * eager Hugging Face kernels with SDPA. */
   {"llama3-8b-t2p2d2-m4", "llama3-8b", 0, 0, 0, 0, 2, 2, 2, 1, 4, 256,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"llama2-7b-t1p4d2-v2-m4-il", "llama2-7b", 0, 0, 0, 0, 1, 4, 2, 1, 4, 256,
-   PIPELINE_INTERLEAVED, 2, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0},
+   PIPELINE_INTERLEAVED, 2, 25, TRUE, NULL, GPT_IMPL_MEGATRON, 0, 0},
   {"llama3-8b-t4p2d2-m4-fp8-flash-sp-zero", "llama3-8b", 0, 0, 0, 0, 4, 2, 2,
    1, 4, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO},
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO, 0},
   {"hf-llama3-8b-t1p4d2-m4-stages-9887", "llama3-8b", 0, 0, 0, 0, 1, 4, 2, 1,
-   4, 256, PIPELINE_1F1B, 0, 25, TRUE, sl_9887, GPT_IMPL_HF, 0},
+   4, 256, PIPELINE_1F1B, 0, 25, TRUE, sl_9887, GPT_IMPL_HF, 0, 0},
   /* Sharded data parallelism (issue 31): ZeRO-2 under Megatron's kernels
    * with TP and several buckets, and eager without overlap and with tiny
    * buckets; FSDP on GPT-2 and on a Llama, hybrid over three nodes;
    * hybrid ZeRO-2 over four; ZeRO-2 with Megatron-core's whole recipe.  (Node groups and replica groups differ in
    * size: trace_stats finds a folded rank's groups by label and size.) */
   {"350m-t2p1d4-m3-zero2", "gpt3-350m", 0, 0, 0, 0, 2, 1, 4, 1, 3, 512,
-   PIPELINE_1F1B, 0, 10, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_ZERO2},
+   PIPELINE_1F1B, 0, 10, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_ZERO2, 0},
   {"hf-custom-t1p1d3-m2-zero2-nooverlap-tinybuckets", NULL, 6, 512, 8, 1000,
    1, 1, 3, 2, 2, 256, PIPELINE_1F1B, 0, 1e-6, FALSE, NULL, GPT_IMPL_HF,
-   RECIPE_ZERO2},
+   RECIPE_ZERO2, 0},
   {"hf-125m-t1p1d4-m3-zero3", "gpt3-125m", 0, 0, 0, 0, 1, 1, 4, 1, 3, 512,
-   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_HF, RECIPE_ZERO3},
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_HF, RECIPE_ZERO3, 0},
   {"hf-llama3-8b-t1p1d6-m2-zero3-hybrid", "llama3-8b", 0, 0, 0, 0, 1, 1, 6, 1,
    2, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_HF,
-   RECIPE_ZERO3 | RECIPE_HYBRID},
+   RECIPE_ZERO3 | RECIPE_HYBRID, 0},
   {"hf-custom-t1p1d8-m2-zero2-hybrid", NULL, 6, 512, 8, 1000, 1, 1, 8, 1, 2,
    256, PIPELINE_1F1B, 0, 4, TRUE, NULL, GPT_IMPL_HF,
-   RECIPE_ZERO2 | RECIPE_HYBRID},
+   RECIPE_ZERO2 | RECIPE_HYBRID, 0},
   {"llama3-8b-t4p1d2-m2-fp8-flash-sp-zero2", "llama3-8b", 0, 0, 0, 0, 4, 1, 2,
    1, 2, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
-   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO2},
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO2, 0},
+  /* Context parallelism (issue 31): two context ranks (one neighbour both
+   * ways) with PP and DP; four with the whole recipe and GQA; three
+   * interleaved with recompute-free tiny buckets; the ring alone. */
+  {"cp2-350m-t2p2d2-m4-flash", "gpt3-350m", 0, 0, 0, 0, 2, 2, 2, 1, 4, 1024,
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_FLASH, 2},
+  {"cp4-llama3-8b-t2p2d2-m4-fp8-flash-sp-zero", "llama3-8b", 0, 0, 0, 0, 2, 2,
+   2, 1, 4, 256, PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FP8 | RECIPE_FLASH | RECIPE_SP | RECIPE_ZERO, 4},
+  {"cp3-custom-t2p3d1-v2-m6-il-tinybuckets", NULL, 12, 512, 8, 1000, 2, 3, 1,
+   2, 6, 384, PIPELINE_INTERLEAVED, 2, 1e-6, TRUE, NULL, GPT_IMPL_MEGATRON,
+   RECIPE_FLASH, 3},
+  {"cp8-125m-t1p1d1-m2", "gpt3-125m", 0, 0, 0, 0, 1, 1, 1, 1, 2, 2048,
+   PIPELINE_1F1B, 0, 25, TRUE, NULL, GPT_IMPL_MEGATRON, RECIPE_FLASH, 8},
 };
 
 static void layout_config(const Layout *l, GptConfig *cfg)
@@ -208,6 +222,7 @@ static void layout_config(const Layout *l, GptConfig *cfg)
     cfg->zero_group = GPT_ZERO_GROUP_NODE;
     cfg->gpus_per_node = 2;
   }
+  cfg->cp = l->cp > 0 ? l->cp : 1;
 }
 
 /* The reference GPU cfg generates on: an H100 for fp8 (the A100 has no
@@ -257,7 +272,19 @@ static double kernel_flops(const SimWorkload *w)
 
 static guint rank_stage(const GptConfig *cfg, guint r)
 {
-  return r / (cfg->tp * cfg->dp);
+  return r / (cfg->tp * cfg->cp * cfg->dp);
+}
+
+/* The context rank of rank r (Megatron order: TP, then CP). */
+static guint rank_cp(const GptConfig *cfg, guint r)
+{
+  return r / cfg->tp % cfg->cp;
+}
+
+/* Ranks that reduce one gradient together: data and context parallel. */
+static guint grad_ranks(const GptConfig *cfg)
+{
+  return cfg->dp * cfg->cp;
 }
 
 /* The model chunk (0..v-1) of a layer index: chunk c of stage p holds
@@ -662,6 +689,10 @@ static void test_recompute(gconstpointer data)
                   ? 2 * 6 + 2 * 5 + 13 + 2 * gqa
                   : 13 + (!flash && gqa) - 2 * flash +
                         (cfg.precision == GPT_PRECISION_FP8);
+  /* Context parallelism: the flash kernel becomes cp attention steps,
+   * cp - 1 log-sum-exp and cp output corrections and the output's cast. */
+  if (cfg.cp > 1)
+    per_layer += 3 * cfg.cp - 1;
   g_assert_cmpuint(n_rec, ==,
                    (guint64)cfg.microbatches * gpt_stage_layers(&cfg, 0) *
                        per_layer);
@@ -742,7 +773,18 @@ static guint64 expected_ops_without_buckets(const GptConfig *cfg, guint p)
   F += L * (2 * S + f8 - 2 * fl) + last * S;
   B += L * (4 * S + 3 * f8 - 2 * fl) + R * L * (2 * S + f8 - 2 * fl) +
        first * S + last * S;
-  guint64 pass = f8 * (1 + c + (cfg->dp > 1));
+  /* Context parallelism: per layer the flash kernel becomes, forward, cp
+   * attention steps with a K/V send and receive before each but the last,
+   * a log-sum-exp correction after each but the first, then cp output
+   * corrections and the cast (5cp - 2); backward cp steps, each with a
+   * send, a receive and a dK/dV accumulation, and a dQ accumulation after
+   * each but the first (5cp - 1). */
+  if (cfg->cp > 1) {
+    guint64 k = cfg->cp;
+    F += L * (5 * k - 3);
+    B += L * (5 * k - 2) + R * L * (5 * k - 3);
+  }
+  guint64 pass = f8 * (1 + c + (grad_ranks(cfg) > 1));
   return cfg->microbatches * (F + B + P2P + 2 * v * pass) + f8 * v + S +
          tie + 1;
 }
@@ -783,7 +825,7 @@ static void check_counts(const GptConfig *cfg)
     /* Buckets: none without DP; one with cap 0; one per parameter tensor
      * with a tiny cap. */
     guint n_units = 6 * L + first + (last ? 1 + (cfg->pp > 1 || llama) : 0);
-    if (cfg->dp == 1)
+    if (grad_ranks(cfg) == 1)
       g_assert_cmpuint(nb, ==, 0);
     else if (cfg->zero == 3) /* FSDP's units: per microbatch the root and
                                 every layer gathered forward, every layer
@@ -845,13 +887,13 @@ static void check_counts(const GptConfig *cfg)
       layer = (params - vt * h - (double)cfg->seq_len * h - 2 * h) / L;
     if (llama)
       layer = (params - vt * h - (h + vt * h)) / L;
-    if (cfg->dp > 1)
+    if (grad_ranks(cfg) > 1)
       g_assert_true(test_close(grads, m * 4 * params, 1e-12));
     g_assert_true(test_close(replica, R > 1 ? grads / S : 0, 1e-12));
-    if (cfg->dp > 1 && cfg->zero == 3)
+    if (grad_ranks(cfg) > 1 && cfg->zero == 3)
       g_assert_true(test_close(gathered, m * 2 * (params + L * layer),
                                1e-12));
-    else if (cfg->dp > 1 && cfg->zero >= 1)
+    else if (grad_ranks(cfg) > 1 && cfg->zero >= 1)
       g_assert_true(test_close(gathered, 2 * params, 1e-12));
     else
       g_assert_cmpfloat(gathered, ==, 0);
@@ -1306,12 +1348,20 @@ typedef struct {
   guint stream;
 } P2pRec;
 
+/* The context-parallel ring's messages (checked by check_ring). */
+static gboolean is_ring(const SimWorkload *w, const SimOp *op)
+{
+  return g_str_has_prefix(name_of(w, op), "cp.");
+}
+
 static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
 {
-  guint stride = cfg->tp * cfg->dp, pp = cfg->pp;
+  guint stride = cfg->tp * cfg->cp * cfg->dp, pp = cfg->pp;
   guint v = gpt_config_chunks(cfg), lpc = cfg->layers / (pp * v);
   gboolean merged = v > 1 && pp == 2;
-  double act = 2.0 * cfg->microbatch_size * cfg->seq_len * cfg->hidden;
+  /* A context rank holds seq_len / cp tokens. */
+  double act = 2.0 * cfg->microbatch_size * cfg->seq_len / cfg->cp *
+               cfg->hidden;
   /* Sequence parallelism ships each TP rank's s/t tokens only. */
   if (cfg->sequence_parallel)
     act /= cfg->tp;
@@ -1329,7 +1379,8 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
       consumer[i] = SIM_NO_WAIT;
     for (guint32 i = rk->stream_off[0]; i < rk->stream_off[1]; i++) {
       guint32 wt = rk->ops[i].wait;
-      if (wt != SIM_NO_WAIT && rk->ops[wt].kind == SIM_OP_RECV) {
+      if (wt != SIM_NO_WAIT && rk->ops[wt].kind == SIM_OP_RECV &&
+          !is_ring(w, &rk->ops[wt])) {
         g_assert_cmpuint(consumer[wt], ==, SIM_NO_WAIT);
         consumer[wt] = i;
         /* Posted right after the compute op before its consumer. */
@@ -1345,7 +1396,8 @@ static void check_p2p(const GptConfig *cfg, const SimWorkload *w)
     guint cnt[4] = {0, 0, 0, 0}; /* send fwd, send bwd, recv fwd, recv bwd */
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
-      if (op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV)
+      if ((op->kind != SIM_OP_SEND && op->kind != SIM_OP_RECV) ||
+          is_ring(w, op))
         continue;
       gboolean send = op->kind == SIM_OP_SEND;
       gint fwd = op->phase == SIM_PHASE_FORWARD;
@@ -1476,11 +1528,13 @@ static void test_groups(gconstpointer data)
   layout_config(data, &cfg);
   g_autoptr(SimWorkload) w = generate(&cfg);
   guint n_groups = sim_workload_n_groups(w);
-  guint want = (cfg.tp > 1 ? cfg.dp * cfg.pp : 0) +
-               (cfg.dp > 1 ? cfg.tp * cfg.pp : 0) +
-               (cfg.pp > 1 ? cfg.tp * cfg.dp : 0);
+  /* The DP group spans the data and context parallel ranks. */
+  guint cd = grad_ranks(&cfg), stride = cfg.tp * cd;
+  guint want = (cfg.tp > 1 ? cd * cfg.pp : 0) +
+               (cd > 1 ? cfg.tp * cfg.pp : 0) +
+               (cfg.pp > 1 ? cfg.tp * cd : 0);
   /* Hybrid sharding: a group per node, and one per index in a node
-   * across the nodes (tp = pp = 1). */
+   * across the nodes (tp = pp = 1, no context parallelism). */
   guint S = gpt_zero_shards(&cfg), R = cfg.zero >= 2 ? cfg.dp / S : 1;
   gboolean hybrid = cfg.zero_group == GPT_ZERO_GROUP_NODE;
   if (hybrid)
@@ -1489,7 +1543,7 @@ static void test_groups(gconstpointer data)
   for (guint r = 0; r < w->n_ranks; r++) {
     const SimRank *rk = &w->ranks[r];
     guint p = rank_stage(&cfg, r), tp_i = r % cfg.tp;
-    guint dp_i = (r / cfg.tp) % cfg.dp;
+    guint dp_i = (r / (cfg.tp * cfg.cp)) % cfg.dp;
     guint n_tie = 0;
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
@@ -1528,9 +1582,9 @@ static void test_groups(gconstpointer data)
             g_assert_cmpuint(m[k], ==, dp_i / S * S + k);
           continue;
         }
-        g_assert_cmpuint(n, ==, cfg.dp);
+        g_assert_cmpuint(n, ==, cd);
         for (guint k = 0; k < n; k++)
-          g_assert_cmpuint(m[k], ==, tp_i + cfg.tp * (k + cfg.dp * p));
+          g_assert_cmpuint(m[k], ==, tp_i + cfg.tp * (k + cd * p));
       } else if (strcmp(name, "dp.replica_all_reduce") == 0) {
         /* The ranks at the same index of every node. */
         g_assert_true(hybrid && R > 1);
@@ -1541,9 +1595,8 @@ static void test_groups(gconstpointer data)
       } else if (strcmp(name, "pp.embedding_all_reduce") == 0) {
         g_assert_cmpuint(op->stream, ==, 0);
         g_assert_cmpuint(n, ==, 2);
-        g_assert_cmpuint(m[0], ==, tp_i + cfg.tp * dp_i);
-        g_assert_cmpuint(m[1], ==,
-                         tp_i + cfg.tp * (dp_i + cfg.dp * (cfg.pp - 1)));
+        g_assert_cmpuint(m[0], ==, r - p * stride);
+        g_assert_cmpuint(m[1], ==, r - p * stride + (cfg.pp - 1) * stride);
         double vt = (double)gpt_padded_vocab(&cfg) / cfg.tp;
         g_assert_cmpfloat(shape_of(w, op)->bytes, ==, 4 * vt * cfg.hidden);
         n_tie++;
@@ -1575,7 +1628,7 @@ static void test_optimizer_wait(gconstpointer data)
     g_assert_cmpint(opt->phase, ==, SIM_PHASE_OPTIMIZER);
     g_assert_cmpint(opt->klass, ==, SIM_CLASS_OPTIMIZER);
     g_assert_cmpint(opt->kind, ==, SIM_OP_KERNEL);
-    if (cfg.dp == 1) {
+    if (grad_ranks(&cfg) == 1) {
       g_assert_cmpuint(opt->wait, ==, SIM_NO_WAIT);
       g_assert_cmpuint(stream_len(rk, 1), ==, 0);
       continue;
@@ -1758,11 +1811,14 @@ static void test_fields(gconstpointer data)
       GpuKernel k = {.klass = a->klass, .flops = a->flops,
                      .bytes = a->bytes, .tensor = a->tensor};
       GpuCost c;
+      /* The context-parallel ring's attention steps are flash kernels. */
       const GpuSpec *on = strcmp(an, "fwd.flash_attention") == 0 ||
-                                  strcmp(an, "fwd.sdpa_flash") == 0
+                                  strcmp(an, "fwd.sdpa_flash") == 0 ||
+                                  g_str_has_prefix(an, "fwd.cp_attention")
                               ? &flash[0]
                           : strcmp(an, "bwd.flash_attention") == 0 ||
-                                  strcmp(an, "bwd.sdpa_flash") == 0
+                                  strcmp(an, "bwd.sdpa_flash") == 0 ||
+                                  g_str_has_prefix(an, "bwd.cp_attention")
                               ? &flash[1]
                               : ref;
       gpu_kernel_cost(on, &k, 0, 0, G_MAXDOUBLE, &c);
@@ -1811,7 +1867,9 @@ static void test_fields(gconstpointer data)
         g_assert_cmpuint(op->microbatch, <, cfg.microbatches);
       }
       if (strcmp(name, "fwd.qkv_gemm") == 0) {
-        double b = cfg.microbatch_size, s = cfg.seq_len, h = cfg.hidden;
+        /* A context rank's seq_len / cp tokens. */
+        double b = cfg.microbatch_size, s = cfg.seq_len / cfg.cp;
+        double h = cfg.hidden;
         /* q, k, v: 3h columns, or with GQA h (1 + 2 kv / a). */
         double cols = h * (1 + 2.0 * gpt_kv_heads(&cfg) / cfg.heads);
         g_assert_true(test_close(sh->flops, 2 * b * s * h * cols / cfg.tp,
@@ -2359,7 +2417,9 @@ static void test_fold(gconstpointer data)
   for (guint r = 0; r < f->n_ranks; r++) {
     guint p = rank_stage(&cfg, r);
     guint32 q = f->fold_rep[r];
-    g_assert_cmpuint(q, ==, cfg.tp * cfg.dp * p);
+    /* One representative per stage and context rank: (0, cp_i, 0, p). */
+    g_assert_cmpuint(q, ==, cfg.tp * (grad_ranks(&cfg) * p +
+                                      rank_cp(&cfg, r)));
     g_assert_cmpuint(f->fold_rep[q], ==, q);
     g_assert_cmpuint(f->ranks[r].stage, ==, p);
     if (q == r) {
@@ -2451,12 +2511,14 @@ static void test_shared(gconstpointer data)
   GError *error = NULL;
   g_assert_true(sim_workload_materialise(m, &error));
   g_assert_no_error(error);
-  g_assert_cmpuint(sim_workload_n_programs(w), ==, cfg.pp);
+  /* One per stage and context rank (their ring peers differ). */
+  g_assert_cmpuint(sim_workload_n_programs(w), ==, cfg.pp * cfg.cp);
   g_assert_cmpuint(sim_workload_n_programs(m), ==, w->n_ranks);
   g_assert_cmpuint(sim_workload_n_ops(w), ==, sim_workload_n_ops(m));
   guint64 stored = 0;
   for (guint p = 0; p < cfg.pp; p++)
-    stored += w->ranks[p * cfg.tp * cfg.dp].n_ops;
+    for (guint c = 0; c < cfg.cp; c++)
+      stored += w->ranks[p * cfg.tp * grad_ranks(&cfg) + c * cfg.tp].n_ops;
   g_assert_cmpuint(sim_workload_n_stored_ops(w), ==, stored);
   g_assert_cmpuint(sim_workload_n_stored_ops(m), ==, sim_workload_n_ops(m));
   for (guint r = 0; r < w->n_ranks; r++)
@@ -3981,6 +4043,250 @@ static void test_llama_untied(void)
   g_assert_cmpuint(count_name(gw, "fwd.rmsnorm"), ==, 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Context parallelism (issue 31)                                         */
+
+/* llama3-8b's layer (h 4096, 32 heads of d = 128, 8 key/value heads) on
+ * two layers, tp 2, context_parallel 4, seq 8192, flash attention: 8
+ * ranks, rank = tp_i + 2 cp_i. */
+static void cp_config(GptConfig *cfg)
+{
+  gpt_config_init(cfg);
+  g_assert_true(gpt_config_set_model(cfg, "llama3-8b", NULL));
+  cfg->layers = 2;
+  cfg->tp = 2;
+  cfg->cp = 4;
+  cfg->seq_len = 8192;
+  cfg->microbatches = 1;
+  cfg->attention = GPT_ATTENTION_FLASH;
+}
+
+/* The ops of rank r named `name` in phase ph, in program order. */
+static GPtrArray *named_ops(const SimWorkload *w, guint r, const char *name,
+                            SimPhase ph)
+{
+  GPtrArray *a = g_ptr_array_new();
+  const SimRank *rk = &w->ranks[r];
+  for (guint32 i = 0; i < rk->n_ops; i++)
+    if (rk->ops[i].phase == ph && strcmp(name_of(w, &rk->ops[i]), name) == 0)
+      g_ptr_array_add(a, (gpointer)&rk->ops[i]);
+  return a;
+}
+
+/* Hand-computed (t = 2: ht = 2048 query columns, kt = 8/32 x 2048 = 512
+ * key/value columns per rank; sc = 8192 / 4 = 2048 tokens per context
+ * rank, two chunks of 1024):
+ *  - a K/V block: 2 x 2048 x 512 x 2 bytes = 4,194,304 bytes (the
+ *    formula 2 (s/cp) (kv/t) d E = 2 x 2048 x 4 x 128 x 2);
+ *  - every step half an sc x sc block: QK^T and AV over 16 heads, 2 x 2
+ *    x 2048^2 x 128 x 16 / 2 = 17,179,869,184 FLOPs; backward 2.5 x =
+ *    42,949,672,960; four steps 68,719,476,736 = 2 s^2 ht / cp, a quarter
+ *    of the causal attention of the whole sequence;
+ *  - bytes: the diagonal reads Q (2048 x 2048), K and V (2048 x 512 each)
+ *    and writes O, 2 x (8,388,608 + 2,097,152) = 20,971,520, plus the
+ *    log-sum-exp (4 x 16 x 2048 = 131,072): 21,102,592; context rank 0's
+ *    later steps (blocks of later ranks: its second chunk of 1024 queries
+ *    against all 2048 keys) 2 x (4,194,304 + 2,097,152) + 65,536 =
+ *    12,648,448; rank 3's (earlier blocks: all 2048 queries against the
+ *    first chunk of 1024 keys) 2 x (8,388,608 + 1,048,576) + 131,072 =
+ *    19,005,440;
+ *  - the QKV GEMM on 2048 tokens: 2 x 2048 x 4096 x (2048 + 1024) =
+ *    51,539,607,552 FLOPs. */
+static void test_cp_ring(void)
+{
+  GptConfig cfg;
+  cp_config(&cfg);
+  g_autoptr(SimWorkload) w = generate(&cfg);
+  g_assert_cmpuint(w->n_ranks, ==, 8);
+  const double kv = 4194304.0, step = 17179869184.0;
+  for (guint r = 0; r < w->n_ranks; r++) {
+    guint c = r / 2 % 4;
+    guint32 next = r % 2 + 2 * ((c + 1) % 4), prev = r % 2 + 2 * ((c + 3) % 4);
+    const SimRank *rk = &w->ranks[r];
+    /* Forward, per layer: three K/V blocks out to the next context rank
+     * and three in from the previous one. */
+    g_autoptr(GPtrArray) fs = named_ops(w, r, "cp.send_kv", SIM_PHASE_FORWARD);
+    g_autoptr(GPtrArray) fr = named_ops(w, r, "cp.recv_kv", SIM_PHASE_FORWARD);
+    g_assert_cmpuint(fs->len, ==, 2 * 3);
+    g_assert_cmpuint(fr->len, ==, 2 * 3);
+    for (guint i = 0; i < fs->len; i++) {
+      const SimOp *x = fs->pdata[i], *y = fr->pdata[i];
+      g_assert_cmpfloat(shape_of(w, x)->bytes, ==, kv);
+      g_assert_cmpfloat(shape_of(w, y)->bytes, ==, kv);
+      g_assert_cmpuint(sim_op_peer(rk, x), ==, next);
+      g_assert_cmpuint(sim_op_peer(rk, y), ==, prev);
+    }
+    /* Backward, per layer: K/V, then K/V with dK/dV twice, then dK/dV,
+     * to the previous context rank. */
+    g_autoptr(GPtrArray) b1 = named_ops(w, r, "cp.send_kv",
+                                        SIM_PHASE_BACKWARD);
+    g_autoptr(GPtrArray) b2 = named_ops(w, r, "cp.send_kv_dkv",
+                                        SIM_PHASE_BACKWARD);
+    g_autoptr(GPtrArray) b3 = named_ops(w, r, "cp.send_dkv",
+                                        SIM_PHASE_BACKWARD);
+    g_assert_cmpuint(b1->len, ==, 2);
+    g_assert_cmpuint(b2->len, ==, 2 * 2);
+    g_assert_cmpuint(b3->len, ==, 2);
+    g_assert_cmpfloat(shape_of(w, b2->pdata[0])->bytes, ==, 2 * kv);
+    g_assert_cmpfloat(shape_of(w, b3->pdata[0])->bytes, ==, kv);
+    g_assert_cmpuint(sim_op_peer(rk, b2->pdata[0]), ==, prev);
+    /* Four steps each way per layer, every one half a block. */
+    g_autoptr(GPtrArray) d = named_ops(w, r, "fwd.cp_attention_diag",
+                                       SIM_PHASE_FORWARD);
+    g_autoptr(GPtrArray) o = named_ops(w, r, "fwd.cp_attention",
+                                       SIM_PHASE_FORWARD);
+    g_autoptr(GPtrArray) bo = named_ops(w, r, "bwd.cp_attention",
+                                        SIM_PHASE_BACKWARD);
+    g_assert_cmpuint(d->len, ==, 2);
+    g_assert_cmpuint(o->len, ==, 2 * 3);
+    g_assert_cmpuint(bo->len, ==, 2 * 3);
+    double fwd_flops = shape_of(w, d->pdata[0])->flops;
+    for (guint i = 0; i < 3; i++)
+      fwd_flops += shape_of(w, o->pdata[i])->flops;
+    g_assert_cmpfloat(shape_of(w, d->pdata[0])->flops, ==, step);
+    g_assert_cmpfloat(shape_of(w, bo->pdata[0])->flops, ==, 2.5 * step);
+    g_assert_cmpfloat(fwd_flops, ==, 68719476736.0);
+    g_assert_cmpfloat(shape_of(w, d->pdata[0])->bytes, ==, 21102592.0);
+    if (c == 0 || c == 3)
+      g_assert_cmpfloat(shape_of(w, o->pdata[0])->bytes, ==,
+                        c == 0 ? 12648448.0 : 19005440.0);
+    g_autoptr(GPtrArray) q = named_ops(w, r, "fwd.qkv_gemm",
+                                       SIM_PHASE_FORWARD);
+    g_assert_cmpfloat(shape_of(w, q->pdata[0])->flops, ==, 51539607552.0);
+    /* Overlap: step k >= 1 waits for a block whose receive was posted
+     * before step k-1 ran, on a stream of its own. */
+    for (guint i = 0; i < o->len; i++) {
+      const SimOp *x = o->pdata[i];
+      g_assert_cmpuint(x->wait, !=, SIM_NO_WAIT);
+      const SimOp *rv = &rk->ops[x->wait];
+      g_assert_cmpint(rv->kind, ==, SIM_OP_RECV);
+      g_assert_cmpuint(rv->stream, !=, 0);
+      const SimOp *before = &rk->ops[rv->wait];
+      g_assert_cmpuint(before->stream, ==, 0);
+      g_assert_true(before < x - 1);
+    }
+  }
+  /* The same tokens and model FLOPs as without context parallelism, on
+   * four times the ranks. */
+  GptConfig one = cfg;
+  one.cp = 1;
+  g_autoptr(SimWorkload) w1 = generate(&one);
+  g_assert_true(test_close(kernel_flops(w), kernel_flops(w1), 1e-12));
+  g_assert_cmpfloat(w->tokens_per_iteration, ==, w1->tokens_per_iteration);
+}
+
+/* Memory: every activation term counts a context rank's s/cp tokens, so
+ * cp 4 stores a quarter of cp 1's, plus the ring's receive buffers at the
+ * backward's peak: two blocks of K/V with dK/dV, 4 x 4,194,304 =
+ * 16,777,216 bytes; zero = 1 shards the optimizer over dp x cp. */
+static void test_cp_memory(void)
+{
+  GptConfig cfg;
+  cp_config(&cfg);
+  GptMemoryRecipe r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) m4 = gpt_memory_new(&cfg, &r);
+  GptConfig one = cfg;
+  one.cp = 1;
+  g_autoptr(GptMemory) m1 = gpt_memory_new(&one, &r);
+  double a4 = gpt_memory_stage(m4, 0)->activations_bytes;
+  double a1 = gpt_memory_stage(m1, 0)->activations_bytes;
+  g_assert_true(test_close(4 * (a4 - 16777216.0), a1, 1e-12));
+  g_assert_cmpfloat(gpt_memory_stage(m4, 0)->weights_bytes, ==,
+                    gpt_memory_stage(m1, 0)->weights_bytes);
+  cfg.dp = 2;
+  cfg.zero = 1;
+  r = gpt_memory_recipe_from_config(&cfg);
+  g_autoptr(GptMemory) z = gpt_memory_new(&cfg, &r);
+  const GptStageMemory *s = gpt_memory_stage(z, 0);
+  g_assert_true(test_close(s->optimizer_bytes, 12 * s->params / 8, 1e-12));
+}
+
+/* js.gpt's context_parallel: the ranks multiply, each stores a context
+ * rank's share of the activations, and the replay does the same FLOPs. */
+static void test_cp_lua(void)
+{
+  g_autoptr(JsSession) s = js_session_new(1);
+  const char *src =
+    "local js = require 'joulesim'\n"
+    "local function gen(cp)\n"
+    "  return js.gpt{ model = 'llama3-8b', gpu = 'H100-SXM5-80GB', tp = 2,\n"
+    "    pp = 2, seq_len = 16384, microbatches = 2, attention = 'flash',\n"
+    "    context_parallel = cp, fold = true }\n"
+    "end\n"
+    "local w1, w2 = gen(1), gen(2)\n"
+    "assert(w1.ranks == 4 and w2.ranks == 8, w2.ranks)\n"
+    "assert(w2.memory.activations_gb < w1.memory.activations_gb,\n"
+    "       w2.memory.activations_gb)\n"
+    "local function run(w)\n"
+    "  local c = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = w.ranks }\n"
+    "  return js.simulate{ cluster = c, workload = w }\n"
+    "end\n"
+    "-- 16k tokens do not fit one rank's 80 GB: two context ranks do\n"
+    "local ok, e = pcall(run, w1)\n"
+    "assert(not ok and e:find('context_parallel = 2: [%d.]+ GB %(fits%)'),\n"
+    "       e)\n"
+    "local r2 = run(w2)\n"
+    "w1 = gen(1)\n"
+    "local c1 = js.cluster{ gpu = 'H100-SXM5-80GB', gpus = w1.ranks }\n"
+    "local r1 = js.simulate{ cluster = c1, workload = w1,\n"
+    "                        check_memory = false }\n"
+    "assert(math.abs(r2.flops / r1.flops - 1) < 1e-9, r2.flops / r1.flops)\n"
+    "assert(r2.time_s < 0.6 * r1.time_s, r2.time_s / r1.time_s)\n"
+    "ok, e = pcall(js.gpt, { model = 'llama3-8b', context_parallel = 2 })\n"
+    "assert(not ok and e:find('needs attention = \"flash\"'), e)\n";
+  GError *error = NULL;
+  gboolean ok = js_run_string(s, "=cp", src, &error);
+  g_assert_no_error(error);
+  g_assert_true(ok);
+}
+
+/* Replayed on H100s (one dgx-h100 node: NVLink between the context
+ * ranks), the ring's messages hide behind the attention steps: at a fixed
+ * global batch, doubling cp nearly halves the forward and backward
+ * (everything but the optimizer step, which every rank still runs on all
+ * of its weights), and the GPUs are blocked on messages for under 1% of
+ * the iteration. */
+static void test_cp_replay(void)
+{
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "H100-SXM5-80GB",
+                                            &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-h100", &error);
+  g_assert_no_error(error);
+  double t[3], blocked[3];
+  for (guint i = 0; i < 3; i++) {
+    GptConfig cfg;
+    cp_config(&cfg);
+    cfg.layers = 8; /* the per-rank constants (embedding gradient) small */
+    cfg.cp = 1u << i;
+    g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, &error);
+    g_assert_no_error(error);
+    g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
+    g_assert_no_error(error);
+    DvfsPolicy pol = {.kind = DVFS_MAX};
+    JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+    g_autoptr(SimResult) res = js_simulate(s, c, w, &pol, &opt, &error);
+    g_assert_no_error(error);
+    double gpu_ns = (double)w->n_ranks * res->time_ns;
+    t[i] = (gpu_ns - res->by_phase[SIM_PHASE_OPTIMIZER].time_ns) /
+           w->n_ranks * 1e-9;
+    blocked[i] = res->blocked.time_ns / gpu_ns;
+    g_assert_cmpfloat(blocked[i], <, 0.01);
+  }
+  g_test_message("cp 1, 2, 4: %.4f, %.4f, %.4f s besides the step; "
+                 "blocked %.4f %.4f %.4f", t[0], t[1], t[2], blocked[0],
+                 blocked[1], blocked[2]);
+  /* Not quite half: each rank still runs the ring's corrections and
+   * cp - 1 more kernel launches per layer, and its GEMMs on fewer tokens
+   * are less efficient (0.55 and 0.60 when written). */
+  for (guint i = 1; i < 3; i++) {
+    g_assert_cmpfloat(t[i], >, 0.45 * t[i - 1]);
+    g_assert_cmpfloat(t[i], <, 0.65 * t[i - 1]);
+  }
+}
+
 int main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
@@ -4062,5 +4368,9 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/memory/recipes", test_memory_recipes);
   g_test_add_func("/gpt/memory/13b-refused", test_memory_13b_refused);
   g_test_add_func("/gpt/memory/175b-fits", test_memory_175b_fits);
+  g_test_add_func("/gpt/context-parallel/ring", test_cp_ring);
+  g_test_add_func("/gpt/context-parallel/replay", test_cp_replay);
+  g_test_add_func("/gpt/context-parallel/memory", test_cp_memory);
+  g_test_add_func("/gpt/context-parallel/lua", test_cp_lua);
   return g_test_run();
 }

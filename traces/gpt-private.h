@@ -18,6 +18,10 @@ SimMath gpt_math(const GptConfig *cfg);
  * fp8). */
 gboolean gpt_attention_fused(const GptConfig *cfg);
 gboolean gpt_seq_parallel(const GptConfig *cfg);
+/* Ranks that hold the same weights in one stage and reduce their
+ * gradients together: dp * cp (megatron-core's data-parallel group with
+ * context parallelism, which the distributed optimizer also shards over). */
+guint gpt_grad_ranks(const GptConfig *cfg);
 guint gpt_fp8_pass_ops(const GptConfig *cfg);
 
 /* A parameter tensor (weight with its bias, a LayerNorm, the embeddings)
@@ -84,7 +88,15 @@ enum {
   STREAM_SEND_NEXT = 2,
   STREAM_SEND_PREV = 3,
   STREAM_RECV_PREV = 4,
-  STREAM_RECV_NEXT = 5
+  STREAM_RECV_NEXT = 5,
+  /* Context parallelism: K/V blocks to the next context rank and from the
+   * previous one (forward), K/V and their gradients to the previous and
+   * from the next (backward).  With cp = 2 both neighbours are one rank:
+   * every send then goes on 6 and every recv on 7 (as for pp = 2). */
+  STREAM_CP_SEND_NEXT = 6,
+  STREAM_CP_RECV_PREV = 7,
+  STREAM_CP_SEND_PREV = 8,
+  STREAM_CP_RECV_NEXT = 9
 };
 
 typedef enum { GROUP_NONE = 0, GROUP_TP, GROUP_DP, GROUP_TIE } GroupKind;
@@ -101,7 +113,25 @@ typedef struct {
   guint8 kind, klass;
   guint8 group; /* GroupKind of a compute-stream collective */
   gint8 unit;   /* Unit whose gradient this op completes, or -1 */
+  guint8 ring;  /* RING_FWD / RING_BWD: not an op but where a layer's
+                   context-parallel ring attention runs (gpt.c, put_compute
+                   expands it); 0 otherwise */
 } Proto;
+
+enum { RING_FWD = 1, RING_BWD = 2 };
+
+/* The ring attention of one context rank (cp > 1; gpt_kernels.c,
+ * gpt_build_ring_protos): per step k < cp its attention kernel forward
+ * and backward, the forward's corrections of the log-sum-exp (k >= 1) and
+ * of the output (every k), the backward's dQ (k >= 1) and dK/dV (every k)
+ * accumulations, and the messages: forward the K/V block, backward K/V
+ * (first step), K/V with the dK/dV accumulated so far (middle steps), dK/dV
+ * (last step). */
+typedef struct {
+  Proto *fwd, *bwd, *lse_fix, *out_fix, *dq_add, *dkv_add; /* cp each */
+  Proto out_cast, kv_send, kv_recv;
+  Proto bwd_send[3], bwd_recv[3];
+} Ring;
 
 #define SEQ_MAX 64 /* the longest: a BLOOM layer's backward under impl hf */
 typedef struct {
@@ -136,6 +166,8 @@ typedef struct {
   Seq fp8_fwd_end, fp8_bwd_end;
   Proto fp8_weight_cast;
 
+  Ring ring;           /* of the context rank being generated (cp > 1) */
+
   /* Group-id blocks (see "Ranks and groups"). */
   guint32 dp_base, tie_base;
 
@@ -143,6 +175,9 @@ typedef struct {
   SimRankBuilder *rb;
   guint32 tp_group, dp_group, tie_group;
   guint32 prev, next;   /* template ranks of the ring neighbours */
+  guint cp_i;           /* the template's context rank */
+  guint32 cp_prev, cp_next; /* its neighbours in the context ring */
+  guint cp_send_fwd, cp_recv_fwd, cp_send_bwd, cp_recv_bwd; /* streams */
   /* Streams of the four p2p kinds on this rank (see "Streams"). */
   guint send_act, send_grad, recv_act, recv_grad;
   guint32 last_compute; /* handle of the last compute-stream op */
@@ -186,6 +221,9 @@ void gpt_build_fp8_protos(Gen *g, guint layers);
  * class's compute efficiency set to FlashAttention's on g->ref (forward
  * and backward; traces/gpt_kernels.c cites each figure). */
 void gpt_flash_specs(Gen *g);
+/* The ring attention prototypes of context rank cp_i (g->ring, whose
+ * arrays gpt_generate allocates; nothing when cp = 1). */
+void gpt_build_ring_protos(Gen *g, guint cp_i);
 
 
 #endif

@@ -14,13 +14,18 @@
  *
  * Ranks and groups
  * ----------------
- * rank = tp_i + t * (dp_i + d * pp_i) (Megatron order, TP innermost, so a TP
- * group is t consecutive ranks and a DP group strides by t).  Group ids are
- * allocated in three blocks so that ranks of one stage differ only by a
- * constant offset (see "Templates" below):
- *   TP group  (dp_i, pp_i):  id = dp_i + d * pp_i                 (t > 1)
- *   DP group  (tp_i, pp_i):  id = n_tp + tp_i + t * pp_i          (d > 1)
- *   tie group (tp_i, dp_i):  id = n_tp + n_dp + tp_i + t * dp_i   (p > 1)
+ * rank = tp_i + t * (cp_i + c * (dp_i + d * pp_i)) (megatron-core's order
+ * tp-cp-dp-pp, TP innermost, so a TP group is t consecutive ranks; c =
+ * context parallel size, 1 without it).  The DP group is megatron-core's
+ * data-parallel group with context parallelism: the c * d ranks of one
+ * (tp_i, pp_i), stride t, which reduce the same weights' gradients.  Group
+ * ids are allocated in three blocks so that the ranks of one class (a
+ * stage and context rank) differ only by a constant offset (see
+ * "Templates" below):
+ *   TP group  (cp_i, dp_i, pp_i): id = cp_i + c * (dp_i + d * pp_i) (t > 1)
+ *   DP group  (tp_i, pp_i):  id = n_tp + tp_i + t * pp_i       (c * d > 1)
+ *   tie group (tp_i, cp_i, dp_i): id = n_tp + n_dp + tp_i + t * (cp_i +
+ *                                      c * dp_i)                   (p > 1)
  * The tie group {first-stage rank, last-stage rank} all-reduces the gradient
  * of the word embedding, which the last stage holds a copy of for the
  * logits (Megatron's _allreduce_embedding_grads).  Hybrid sharding
@@ -125,6 +130,9 @@
  *   3  sends of gradients to the previous stage
  *   4  recvs of activations from the previous stage
  *   5  recvs of gradients from the next stage
+ *   6-9  context parallelism's ring: K/V to the next context rank and from
+ *        the previous one (6, 7), backward to the previous and from the
+ *        next (8, 9); with c = 2 the one neighbour gets 6 and 7 only
  * "Next" and "previous" are taken around the ring of stages: the
  * interleaved schedule sends the last stage's activations to stage 0 and
  * stage 0's gradients to the last stage (stage 0 uses streams 3 and 4, the
@@ -298,6 +306,16 @@
  * (fsdp_forward, fsdp_backward).  zero_group "node": all of these inside
  * the node, each reduce-scatter followed by an all-reduce of the shard
  * across the nodes.
+ * Context parallelism (cfg->cp; gpt_kernels.c, "Context parallelism")
+ * ------------------------------------------------------------------
+ * Every kernel but attention sees a context rank's s/c tokens; each
+ * layer's flash kernel becomes Transformer Engine's ring (ring_forward,
+ * ring_backward): c half-block attention steps each way, the K/V blocks
+ * (2 b (s/c) kt E bytes) passed around on streams 6-9 while the step
+ * before computes.  Context ranks differ in their ring peers and in which
+ * half of a block each step covers, so each (stage, context rank) has its
+ * own template.  Gradients go to the c * d DP group; zero = 1 shards over
+ * it.
  *
  * Known limits
  * ------------
@@ -378,10 +396,19 @@ static guint32 put(Gen *g, const Proto *p, guint stream, SimPhase phase,
   return sim_rank_builder_add(g->rb, &op);
 }
 
-/* Appends a compute-stream op; the first one after a recv waits for it. */
+static guint32 ring_forward(Gen *g, SimPhase phase, guint layer, guint mb);
+static guint32 ring_backward(Gen *g, SimPhase phase, guint layer,
+                             guint mb);
+
+/* Appends a compute-stream op; the first one after a recv waits for it.  A
+ * ring marker becomes the layer's context-parallel attention. */
 static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
                            guint layer, guint mb)
 {
+  if (p->ring == RING_FWD)
+    return ring_forward(g, phase, layer, mb);
+  if (p->ring == RING_BWD)
+    return ring_backward(g, phase, layer, mb);
   guint32 peer = 0;
   if (p->group == GROUP_TP)
     peer = g->tp_group;
@@ -412,6 +439,64 @@ static void post_recv(Gen *g, const Proto *p, guint stream, SimPhase phase,
 {
   g->pending_wait = put(g, p, stream, phase, NO_LAYER, mb, peer,
                         g->last_compute);
+}
+
+/* The forward ring of one layer (gpt_kernels.c, "Context parallelism"):
+ * at step k the rank sends the K/V block it holds to the next context rank
+ * and posts the receive of the next block from the previous one, on their
+ * own streams, while it computes with the block: so a step's attention
+ * waits for the block received during the step before, the send of a
+ * received block waits for its arrival, and a receive waits for the
+ * compute op before it (TE double-buffers: the buffer it fills is free
+ * once the step before last is done).  Then the corrections. */
+static guint32 ring_forward(Gen *g, SimPhase phase, guint layer, guint mb)
+{
+  const Ring *R = &g->ring;
+  guint cp = g->cfg->cp;
+  guint32 got = SIM_NO_WAIT;
+  for (guint k = 0; k < cp; k++) {
+    guint32 recv = SIM_NO_WAIT;
+    if (k + 1 < cp) {
+      put(g, &R->kv_send, g->cp_send_fwd, phase, layer, mb, g->cp_next,
+          k == 0 ? g->last_compute : got);
+      recv = put(g, &R->kv_recv, g->cp_recv_fwd, phase, layer, mb,
+                 g->cp_prev, g->last_compute);
+    }
+    if (got != SIM_NO_WAIT)
+      g->pending_wait = got;
+    put_compute(g, &R->fwd[k], phase, layer, mb);
+    if (k > 0)
+      put_compute(g, &R->lse_fix[k], phase, layer, mb);
+    got = recv;
+  }
+  for (guint k = 0; k < cp; k++)
+    put_compute(g, &R->out_fix[k], phase, layer, mb);
+  return put_compute(g, &R->out_cast, phase, layer, mb);
+}
+
+/* The backward ring: the blocks go the other way (to the previous context
+ * rank), the first step's message is K/V, the middle steps' K/V with the
+ * dK/dV summed so far, the last step's dK/dV alone; each step's dK/dV is
+ * added into the partial sum that arrived with its own receive, which the
+ * next step's send carries on. */
+static guint32 ring_backward(Gen *g, SimPhase phase, guint layer, guint mb)
+{
+  const Ring *R = &g->ring;
+  guint cp = g->cfg->cp;
+  guint32 last = SIM_NO_WAIT;
+  for (guint i = 0; i < cp; i++) {
+    guint m = i == 0 ? 0 : i + 1 < cp ? 1 : 2;
+    put(g, &R->bwd_send[m], g->cp_send_bwd, phase, layer, mb, g->cp_prev,
+        g->last_compute);
+    guint32 recv = put(g, &R->bwd_recv[m], g->cp_recv_bwd, phase, layer, mb,
+                       g->cp_next, g->last_compute);
+    put_compute(g, &R->bwd[i], phase, layer, mb);
+    if (i > 0)
+      put_compute(g, &R->dq_add[i], phase, layer, mb);
+    g->pending_wait = recv;
+    last = put_compute(g, &R->dkv_add[i], phase, layer, mb);
+  }
+  return last;
 }
 
 /* Chunk c of stage p is the (c*p_count + p)-th of the p_count*v "virtual
@@ -514,8 +599,8 @@ static void emit_backward(Gen *g, guint p, guint c, guint mb)
   guint first_layer = chunk_first_layer(g, p, c);
   /* ZeRO-2 reduce-scatters every microbatch's gradients: a rank keeps
    * only its shard between them. */
-  g->record_units = cfg->dp > 1 && (mb == cfg->microbatches - 1 ||
-                                    cfg->zero == 2);
+  g->record_units = gpt_grad_ranks(cfg) > 1 &&
+                    (mb == cfg->microbatches - 1 || cfg->zero == 2);
   if (g->record_units)
     g_array_append_val(g->unit_chunks, c);
   if (!chunk_is_last(g, p, c))
@@ -700,7 +785,7 @@ static void gather_params(Gen *g, guint p)
 {
   const GptConfig *cfg = g->cfg;
   g_array_set_size(g->param_ag, 0);
-  if ((cfg->zero != 1 && cfg->zero != 2) || cfg->dp == 1 ||
+  if ((cfg->zero != 1 && cfg->zero != 2) || gpt_grad_ranks(cfg) == 1 ||
       !cfg->dp_overlap)
     return;
   guint stride = chunk_layers(g, p) + 2;
@@ -757,7 +842,7 @@ static void reduce_buckets(Gen *g, guint p)
 static void emit_tail(Gen *g, guint p)
 {
   const GptConfig *cfg = g->cfg;
-  if (cfg->dp > 1 && cfg->zero < 2) {
+  if (gpt_grad_ranks(cfg) > 1 && cfg->zero < 2) {
     g_assert(g->unit_chunks->len == g->v);
     reduce_buckets(g, p);
   }
@@ -786,30 +871,49 @@ static void emit_tail(Gen *g, guint p)
   /* Without overlap the updated parameters are gathered right after the
    * step (with it, gather_params put them before this iteration's
    * forwards). */
-  if ((cfg->zero == 1 || cfg->zero == 2) && cfg->dp > 1 && !cfg->dp_overlap)
+  if ((cfg->zero == 1 || cfg->zero == 2) && gpt_grad_ranks(cfg) > 1 &&
+      !cfg->dp_overlap)
     for (guint c = 0; c < g->v; c++)
       gather_chunk(g, p, c, step, NULL);
 }
 
-/* Megatron rank order: TP innermost, then DP, then PP. */
-static guint32 rank_of(const GptConfig *cfg, guint tp_i, guint dp_i,
-                       guint pp_i)
+/* Megatron-core's rank order "tp-cp-ep-dp-pp" (RankGenerator in
+ * parallel_state.py; no expert parallelism here): TP innermost, then CP,
+ * DP, PP. */
+static guint32 rank_of(const GptConfig *cfg, guint tp_i, guint cp_i,
+                       guint dp_i, guint pp_i)
 {
-  return tp_i + cfg->tp * (dp_i + cfg->dp * pp_i);
+  return tp_i + cfg->tp * (cp_i + cfg->cp * (dp_i + cfg->dp * pp_i));
 }
 
-/* Generates rank (0, 0, p), the template of stage p. */
-static void emit_stage(Gen *g, guint p)
+/* The streams and neighbours of context rank c's ring. */
+static void ring_peers(Gen *g, guint c, guint p)
+{
+  const GptConfig *cfg = g->cfg;
+  g->cp_i = c;
+  g->cp_next = rank_of(cfg, 0, (c + 1) % cfg->cp, 0, p);
+  g->cp_prev = rank_of(cfg, 0, (c + cfg->cp - 1) % cfg->cp, 0, p);
+  g->cp_send_fwd = STREAM_CP_SEND_NEXT;
+  g->cp_recv_fwd = STREAM_CP_RECV_PREV;
+  /* Two context ranks: one neighbour both ways (see the stream enum). */
+  g->cp_send_bwd = cfg->cp == 2 ? STREAM_CP_SEND_NEXT : STREAM_CP_SEND_PREV;
+  g->cp_recv_bwd = cfg->cp == 2 ? STREAM_CP_RECV_PREV : STREAM_CP_RECV_NEXT;
+  gpt_build_ring_protos(g, c);
+}
+
+/* Generates rank (0, c, 0, p), the template of stage p's context rank c. */
+static void emit_stage(Gen *g, guint p, guint c)
 {
   const GptConfig *cfg = g->cfg;
   guint m = cfg->microbatches;
-  g->tp_group = cfg->dp * p;
+  g->tp_group = c + cfg->cp * cfg->dp * p;
   g->dp_group = g->dp_base + cfg->tp * p;
-  g->tie_group = g->tie_base;
+  g->tie_group = g->tie_base + cfg->tp * c;
+  ring_peers(g, c, p);
   /* Ring neighbours: only the interleaved schedule uses the wrap-around
    * (stage 0 <-> stage p_count-1); the others never message them. */
-  g->prev = rank_of(cfg, 0, 0, (p + cfg->pp - 1) % cfg->pp);
-  g->next = rank_of(cfg, 0, 0, (p + 1) % cfg->pp);
+  g->prev = rank_of(cfg, 0, c, 0, (p + cfg->pp - 1) % cfg->pp);
+  g->next = rank_of(cfg, 0, c, 0, (p + 1) % cfg->pp);
   g->send_act = STREAM_SEND_NEXT;
   g->send_grad = STREAM_SEND_PREV;
   g->recv_act = STREAM_RECV_PREV;
@@ -849,13 +953,14 @@ static void emit_stage(Gen *g, guint p)
   emit_tail(g, p);
 }
 
-/* Marks where the ranks of a stage differ from its template (0, 0, p):
+/* Marks where the ranks of a class differ from its template (0, c, 0, p):
  * each comm op's patch field names the rank offset its peer shifts by
- * (see "Ranks and groups"): 1 = dp_i (TP-group collectives), 2 = tp_i
- * (DP-group collectives), 3 = r - r0 = tp_i + t*dp_i (tie-group
- * collectives, whose ids count (tp_i, dp_i) in rank order, and p2p
- * peers).  The other ranks of the stage then share the template's ops
- * (sim_workload_share_rank) with those three offsets as their deltas. */
+ * (see "Ranks and groups"): 1 = cp*dp_i (TP-group collectives), 2 = tp_i
+ * (DP-group collectives), 3 = r - r0 = tp_i + t*cp*dp_i (tie-group
+ * collectives, whose ids count (tp_i, cp_i, dp_i) in rank order, and p2p
+ * peers, the context ring's included).  The other ranks of the class
+ * then share the template's ops (sim_workload_share_rank) with those
+ * three offsets as their deltas. */
 enum { PATCH_DP = 1, PATCH_TP = 2, PATCH_RANK = 3 };
 /* Hybrid sharding runs under impl hf and zero >= 2, so with tp = pp = 1:
  * no TP, full-DP, tie or p2p ops.  Its node-group collectives take patch
@@ -879,13 +984,14 @@ static void mark_patches(const Gen *g, SimOp *ops, guint32 n)
   }
 }
 
-/* Rank r = (tp_i, dp_i, p) runs the template r0 of stage p, its group ids
- * and peers shifted as mark_patches says. */
-static void share_rank(Gen *g, guint r0, guint tp_i, guint dp_i, guint p)
+/* Rank r = (tp_i, c, dp_i, p) runs the template r0 of its class, its
+ * group ids and peers shifted as mark_patches says. */
+static void share_rank(Gen *g, guint r0, guint tp_i, guint c, guint dp_i,
+                       guint p)
 {
-  guint r = rank_of(g->cfg, tp_i, dp_i, p);
+  guint r = rank_of(g->cfg, tp_i, c, dp_i, p);
   guint32 delta[SIM_PATCH_COUNT] = { 0 };
-  delta[PATCH_DP] = dp_i;
+  delta[PATCH_DP] = g->cfg->cp * dp_i;
   delta[PATCH_TP] = tp_i;
   delta[PATCH_RANK] = r - r0;
   if (g->cfg->zero_group == GPT_ZERO_GROUP_NODE) {
@@ -922,42 +1028,79 @@ static void add_hybrid_groups(Gen *g, guint32 *m)
 }
 
 /* Adds the TP, DP and tie groups in the id blocks of "Ranks and groups"
- * and records where the DP and tie blocks start. */
+ * and records where the DP and tie blocks start.  The DP group is
+ * megatron-core's data-parallel group with context parallelism: the
+ * context ranks hold the same weights, so their gradients (and the
+ * distributed optimizer's shards) are reduced over dp * cp ranks. */
 static void add_groups(Gen *g)
 {
   const GptConfig *cfg = g->cfg;
   SimWorkload *w = g->w;
-  g_autofree guint32 *m = g_new(guint32, MAX(MAX(cfg->tp, cfg->dp), 2));
+  guint cp = cfg->cp, cd = cp * cfg->dp;
+  g_autofree guint32 *m = g_new(guint32, MAX(MAX(cfg->tp, cd), 2));
   if (cfg->tp > 1) {
     for (guint p = 0; p < cfg->pp; p++)
-      for (guint d = 0; d < cfg->dp; d++) {
-        for (guint t = 0; t < cfg->tp; t++)
-          m[t] = rank_of(cfg, t, d, p);
-        guint32 id = sim_workload_add_group(w, m, cfg->tp);
-        g_assert(id == d + cfg->dp * p);
-      }
+      for (guint d = 0; d < cfg->dp; d++)
+        for (guint c = 0; c < cp; c++) {
+          for (guint t = 0; t < cfg->tp; t++)
+            m[t] = rank_of(cfg, t, c, d, p);
+          guint32 id = sim_workload_add_group(w, m, cfg->tp);
+          g_assert(id == c + cp * (d + cfg->dp * p));
+        }
   }
   g->dp_base = sim_workload_n_groups(w);
-  if (cfg->dp > 1) {
+  if (cd > 1) {
     for (guint p = 0; p < cfg->pp; p++)
       for (guint t = 0; t < cfg->tp; t++) {
         for (guint d = 0; d < cfg->dp; d++)
-          m[d] = rank_of(cfg, t, d, p);
-        guint32 id = sim_workload_add_group(w, m, cfg->dp);
+          for (guint c = 0; c < cp; c++)
+            m[c + cp * d] = rank_of(cfg, t, c, d, p);
+        guint32 id = sim_workload_add_group(w, m, cd);
         g_assert(id == g->dp_base + t + cfg->tp * p);
       }
   }
   g->tie_base = sim_workload_n_groups(w);
   if (cfg->pp > 1) {
     for (guint d = 0; d < cfg->dp; d++)
-      for (guint t = 0; t < cfg->tp; t++) {
-        m[0] = rank_of(cfg, t, d, 0);
-        m[1] = rank_of(cfg, t, d, cfg->pp - 1);
-        guint32 id = sim_workload_add_group(w, m, 2);
-        g_assert(id == g->tie_base + t + cfg->tp * d);
-      }
+      for (guint c = 0; c < cp; c++)
+        for (guint t = 0; t < cfg->tp; t++) {
+          m[0] = rank_of(cfg, t, c, d, 0);
+          m[1] = rank_of(cfg, t, c, d, cfg->pp - 1);
+          guint32 id = sim_workload_add_group(w, m, 2);
+          g_assert(id == g->tie_base + t + cfg->tp * (c + cp * d));
+        }
   }
   add_hybrid_groups(g, m);
+}
+
+/* Generates the template of stage p's context rank c, rank (0, c, 0, p),
+ * and gives its program to the other ranks of its class (tp_i, c, dp_i,
+ * p), or makes it their representative when folding. */
+static void emit_class(Gen *g, guint p, guint c)
+{
+  const GptConfig *cfg = g->cfg;
+  SimWorkload *w = g->w;
+  guint r0 = rank_of(cfg, 0, c, 0, p);
+  emit_stage(g, p, c);
+  if (g->error != NULL || !sim_rank_builder_try_finish(g->rb, w, r0,
+                                                       &g->error))
+    return;
+  w->ranks[r0].stage = p;
+  if (cfg->fold) {
+    /* Folded: the template stands for its whole class (see "Folding"). */
+    for (guint d = 0; d < cfg->dp; d++)
+      for (guint t = 0; t < cfg->tp; t++) {
+        guint r = rank_of(cfg, t, c, d, p);
+        w->fold_rep[r] = r0;
+        w->ranks[r].stage = p;
+      }
+    return;
+  }
+  mark_patches(g, sim_workload_rank_ops_mut(w, r0), w->ranks[r0].n_ops);
+  for (guint d = 0; d < cfg->dp; d++)
+    for (guint t = 0; t < cfg->tp; t++)
+      if (t != 0 || d != 0)
+        share_rank(g, r0, t, c, d, p);
 }
 
 /* Records every generator parameter as a string in w->provenance. */
@@ -1006,6 +1149,8 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
   }
   if (cfg->global_batch_size != 0)
     PV("global_batch_size", "%u", cfg->global_batch_size);
+  if (cfg->cp > 1)
+    PV("context_parallel", "%u", cfg->cp);
 #undef PV
 }
 
@@ -1027,7 +1172,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
     return NULL;
   }
 
-  guint n_ranks = c.tp * c.pp * c.dp;
+  guint n_ranks = c.tp * c.cp * c.pp * c.dp;
   g_autoptr(SimWorkload) w = sim_workload_new(n_ranks);
   w->tp = c.tp;
   w->pp = c.pp;
@@ -1058,7 +1203,7 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
     gpt_flash_specs(&g);
   g.rb = sim_rank_builder_new();
   g.b = c.microbatch_size;
-  g.s = c.seq_len;
+  g.s = c.seq_len / c.cp; /* a context rank's tokens */
   g.h = c.hidden;
   g.t = c.tp;
   g.ht = g.h / g.t;
@@ -1070,31 +1215,20 @@ SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
 
   add_groups(&g);
   gpt_build_protos(&g);
+  Proto *ring = g_new(Proto, 6 * c.cp);
+  g.ring.fwd = ring;
+  g.ring.bwd = ring + c.cp;
+  g.ring.lse_fix = ring + 2 * c.cp;
+  g.ring.out_fix = ring + 3 * c.cp;
+  g.ring.dq_add = ring + 4 * c.cp;
+  g.ring.dkv_add = ring + 5 * c.cp;
   if (c.fold)
     w->fold_rep = g_new(guint32, n_ranks);
-  for (guint p = 0; p < c.pp && g.error == NULL; p++) {
-    guint r0 = rank_of(&c, 0, 0, p);
-    emit_stage(&g, p);
-    if (g.error != NULL || !sim_rank_builder_try_finish(g.rb, w, r0, &g.error))
-      break;
-    w->ranks[r0].stage = p;
-    if (c.fold) {
-      /* Folded: the template stands for its whole stage (see "Folding"). */
-      for (guint d = 0; d < c.dp; d++)
-        for (guint t = 0; t < c.tp; t++) {
-          guint r = rank_of(&c, t, d, p);
-          w->fold_rep[r] = r0;
-          w->ranks[r].stage = p;
-        }
-      continue;
-    }
-    mark_patches(&g, sim_workload_rank_ops_mut(w, r0), w->ranks[r0].n_ops);
-    for (guint d = 0; d < c.dp; d++)
-      for (guint t = 0; t < c.tp; t++)
-        if (t != 0 || d != 0)
-          share_rank(&g, r0, t, d, p);
-  }
+  for (guint p = 0; p < c.pp && g.error == NULL; p++)
+    for (guint cp_i = 0; cp_i < c.cp && g.error == NULL; cp_i++)
+      emit_class(&g, p, cp_i);
 
+  g_free(ring);
   sim_rank_builder_free(g.rb);
   g_array_unref(g.unit_ops);
   g_array_unref(g.unit_chunks);

@@ -131,6 +131,11 @@ typedef struct {
                               the ranks of one node (FSDP's HYBRID_SHARD) */
   guint gpus_per_node;     /* the node zero_group "node" shards within
                               (gpt_config_init: 8) */
+  guint cp;                /* context parallelism (megatron-core's
+                              context_parallel_size): the sequence split
+                              over cp ranks, attention as a ring passing
+                              K/V blocks (TE's "p2p" comm type); 1 = none.
+                              Ranks are tp * cp * pp * dp. */
 } GptConfig;
 
 /* Fills cfg with defaults (gpt3-1.3b, seq 2048, tp=pp=dp=1, mbs 1, 8
@@ -179,17 +184,20 @@ gboolean gpt_config_resolve_batch(GptConfig *cfg, GError **error);
  * matrices and the untied head. */
 double gpt_megatron_flops(const GptConfig *cfg);
 
-/* Generates one iteration for tp*pp*dp ranks (rank = tp_i + tp*(dp_i +
- * dp*pp_i), Megatron order).  Kernel ref_ns are roofline times on `ref` at
- * its maximum clocks, without the power cap.  Caller owns the result.
+/* Generates one iteration for tp*cp*pp*dp ranks (rank = tp_i + tp*(cp_i +
+ * cp*(dp_i + dp*pp_i)), Megatron-core's order tp-cp-dp-pp).  Kernel ref_ns
+ * are roofline times on `ref` at its maximum clocks, without the power
+ * cap.  Caller owns the result.
  *
  * With cfg->fold, the workload is folded (sim/workload.h, fold_rep): every
- * rank of stage p is identical to rank (0, 0, p), its representative, which
- * alone carries ops -- exactly the ops it has in the unfolded workload.
- * All ranks, groups, shapes and stages exist as unfolded; w->fold_rep[r] =
- * tp*dp*stage(r).  Every peer and every tie-group partner of a
- * representative is a representative; its TP and DP groups hold members of
- * its own class only. */
+ * rank (tp_i, cp_i, dp_i, p) is identical to rank (0, cp_i, 0, p), its
+ * representative, which alone carries ops -- exactly the ops it has in the
+ * unfolded workload.  All ranks, groups, shapes and stages exist as
+ * unfolded; w->fold_rep[r] = rank (0, cp_i, 0, stage(r)).  Every peer and
+ * every tie-group partner of a representative is a representative; its TP
+ * group holds members of its own class only, its DP group (data and
+ * context parallel) the classes of its stage's representatives, each with
+ * its representative. */
 SimWorkload *gpt_generate(const GptConfig *cfg, const GpuSpec *ref,
                           GError **error);
 

@@ -267,7 +267,7 @@ guint gpt_zero_shards(const GptConfig *cfg)
   if (cfg->zero == 0)
     return 1;
   return cfg->zero_group == GPT_ZERO_GROUP_NODE ? cfg->gpus_per_node
-                                                : cfg->dp;
+                                                : gpt_grad_ranks(cfg);
 }
 
 guint gpt_zero_replicas(const GptConfig *cfg)
@@ -352,7 +352,7 @@ void gpt_config_init(GptConfig *cfg)
   cfg->seq_len = GPT3_SEQ;
   cfg->microbatch_size = 1;
   cfg->microbatches = 8;
-  cfg->tp = cfg->pp = cfg->dp = 1;
+  cfg->tp = cfg->pp = cfg->dp = cfg->cp = 1;
   cfg->schedule = PIPELINE_1F1B;
   cfg->chunks = 0; /* the schedule's default */
   cfg->recompute = FALSE;
@@ -751,7 +751,28 @@ guint gpt_fp8_pass_ops(const GptConfig *cfg)
 {
   if (cfg->precision != GPT_PRECISION_FP8)
     return 0;
-  return 1 + (cfg->tp > 1) + (cfg->dp > 1);
+  return 1 + (cfg->tp > 1) + (gpt_grad_ranks(cfg) > 1);
+}
+
+guint gpt_grad_ranks(const GptConfig *cfg)
+{
+  return cfg->dp * cfg->cp;
+}
+
+/* Ops the context-parallel ring adds to a layer's forward and backward in
+ * place of its one flash kernel (cp > 1): forward cp attention steps,
+ * cp - 1 K/V sends and receives, cp - 1 log-sum-exp corrections, cp
+ * output corrections and the output's cast; backward cp steps, cp sends
+ * and receives, cp - 1 dQ and cp dK/dV accumulations
+ * (gpt_build_ring_protos). */
+static guint64 ring_fwd_extra(const GptConfig *cfg)
+{
+  return cfg->cp > 1 ? 5 * (guint64)cfg->cp - 3 : 0;
+}
+
+static guint64 ring_bwd_extra(const GptConfig *cfg)
+{
+  return cfg->cp > 1 ? 5 * (guint64)cfg->cp - 2 : 0;
 }
 
 /* The data-parallel collectives of a rank of stage p: one all-reduce
@@ -764,7 +785,7 @@ guint gpt_fp8_pass_ops(const GptConfig *cfg)
  * the nodes. */
 static guint64 dp_ops(const GptConfig *cfg, guint p)
 {
-  if (cfg->dp == 1)
+  if (gpt_grad_ranks(cfg) == 1)
     return 0;
   guint64 nb = stage_buckets(cfg, p), m = cfg->microbatches;
   guint64 ar = gpt_zero_replicas(cfg) > 1, L = gpt_stage_layers(cfg, p);
@@ -785,7 +806,7 @@ static guint64 dp_ops(const GptConfig *cfg, guint p)
  * reduce-scatter and cross-node all-reduce). */
 static guint64 dp_shapes(const GptConfig *cfg, guint p)
 {
-  if (cfg->dp == 1)
+  if (gpt_grad_ranks(cfg) == 1)
     return 0;
   guint64 kinds[] = {1, 2, 3, 0};
   if (cfg->zero >= 3)
@@ -801,6 +822,8 @@ guint64 gpt_rank_ops(const GptConfig *cfg, guint stage)
   guint64 L = gpt_stage_layers(cfg, stage), v = gpt_config_chunks(cfg);
   SeqLens sl;
   seq_lens(cfg, &sl);
+  sl.layer_fwd += ring_fwd_extra(cfg);
+  sl.layer_bwd += ring_bwd_extra(cfg);
   guint64 f = L * sl.layer_fwd + first * sl.emb_fwd + last * sl.head_fwd;
   guint64 b = L * sl.layer_bwd + R * L * sl.layer_fwd + first * sl.emb_bwd +
               last * sl.head_bwd;
@@ -827,7 +850,7 @@ guint64 gpt_n_ops(const GptConfig *cfg)
   g_return_val_if_fail(cfg != NULL, 0);
   guint64 n = 0;
   for (guint p = 0; p < cfg->pp; p++)
-    n += gpt_rank_ops(cfg, p) * cfg->tp * cfg->dp;
+    n += gpt_rank_ops(cfg, p) * cfg->tp * cfg->cp * cfg->dp;
   return n;
 }
 
@@ -838,7 +861,7 @@ guint64 gpt_stored_ops(const GptConfig *cfg)
     return gpt_n_ops(cfg);
   guint64 n = 0;
   for (guint p = 0; p < cfg->pp; p++)
-    n += gpt_rank_ops(cfg, p);
+    n += gpt_rank_ops(cfg, p) * cfg->cp; /* one per context rank */
   return n;
 }
 
@@ -846,7 +869,9 @@ guint64 gpt_stored_ops(const GptConfig *cfg)
  * uses, plus one (see "Streams and dependencies"). */
 static guint stage_streams(const GptConfig *cfg, guint p)
 {
-  guint top = cfg->dp > 1 ? 1 : 0;
+  guint top = gpt_grad_ranks(cfg) > 1 ? 1 : 0;
+  if (cfg->cp > 1)
+    return cfg->cp == 2 ? STREAM_CP_RECV_PREV + 1 : STREAM_CP_RECV_NEXT + 1;
   if (cfg->pp > 1) {
     if (cfg->schedule == PIPELINE_INTERLEAVED)
       top = cfg->pp == 2 ? 4 : 5; /* two stages: sends on 2, recvs on 4 */
@@ -872,38 +897,45 @@ static guint64 max_shapes(const GptConfig *cfg)
     n += dp_shapes(cfg, p);
   if (cfg->precision == GPT_PRECISION_FP8)
     n += 6 * (guint64)cfg->pp;
+  /* The ring's step, correction and accumulation kernels of each context
+   * rank (their token counts differ by rank) and its six messages. */
+  if (cfg->cp > 1)
+    n += 6 * (guint64)cfg->cp * cfg->cp + 6;
   return n;
 }
 
 guint64 gpt_estimate_bytes(const GptConfig *cfg)
 {
   g_return_val_if_fail(cfg != NULL && cfg->pp > 0, 0);
-  guint64 n_ranks = (guint64)cfg->tp * cfg->pp * cfg->dp;
+  guint64 n_ranks = (guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp;
   guint64 bytes = 0;
-  /* Op records and stream offsets of the stage templates, which the other
-   * ranks of their stage share (a program record each when shared). */
+  /* Op records and stream offsets of the templates (one per stage and
+   * context rank), which the other ranks of their class share (a program
+   * record each when shared). */
   gboolean shared = !cfg->fold && (guint64)cfg->tp * cfg->dp > 1;
   for (guint p = 0; p < cfg->pp; p++)
-    bytes += gpt_rank_ops(cfg, p) * sizeof(SimOp) +
-             (stage_streams(cfg, p) + 1) * sizeof(guint32) +
-             (shared ? sizeof(SimProgram) + sizeof(gpointer) : 0);
+    bytes += cfg->cp * (gpt_rank_ops(cfg, p) * sizeof(SimOp) +
+                        (stage_streams(cfg, p) + 1) * sizeof(guint32) +
+                        (shared ? sizeof(SimProgram) + sizeof(gpointer)
+                                : 0));
   /* Rank records and the fold map. */
   bytes += n_ranks * sizeof(SimRank);
   if (cfg->fold)
     bytes += n_ranks * sizeof(guint32);
   /* Groups: members and offsets (TP, DP and tie blocks). */
   guint64 groups = 0, members = 0;
+  guint64 cd = (guint64)cfg->cp * cfg->dp;
   if (cfg->tp > 1) {
-    groups += (guint64)cfg->dp * cfg->pp;
+    groups += cd * cfg->pp;
     members += n_ranks;
   }
-  if (cfg->dp > 1) {
+  if (cd > 1) {
     groups += (guint64)cfg->tp * cfg->pp;
     members += n_ranks;
   }
   if (cfg->pp > 1) {
-    groups += (guint64)cfg->tp * cfg->dp;
-    members += 2 * (guint64)cfg->tp * cfg->dp;
+    groups += (guint64)cfg->tp * cd;
+    members += 2 * (guint64)cfg->tp * cd;
   }
   if (cfg->zero_group == GPT_ZERO_GROUP_NODE) {
     /* Hybrid sharding's node groups and cross-node replica groups. */
@@ -947,6 +979,7 @@ static gboolean check_sizes(const GptConfig *cfg, GError **error)
     {"tp", cfg->tp, MAX_RANKS},
     {"pp", cfg->pp, MAX_RANKS},
     {"dp", cfg->dp, MAX_RANKS},
+    {"context_parallel", cfg->cp, MAX_RANKS},
   };
   for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
     if (sizes[i].v == 0)
@@ -955,12 +988,17 @@ static gboolean check_sizes(const GptConfig *cfg, GError **error)
       return invalid(error, "%s = %u: must be <= %u", sizes[i].name,
                      sizes[i].v, sizes[i].max);
   }
-  guint64 ranks = (guint64)cfg->tp * cfg->pp * cfg->dp;
-  if (ranks > MAX_RANKS)
+  guint64 ranks = (guint64)cfg->tp * cfg->cp * cfg->pp * cfg->dp;
+  if (ranks > MAX_RANKS && cfg->cp == 1)
     return invalid(error,
                    "tp * pp * dp = %u * %u * %u = %" G_GUINT64_FORMAT
                    " ranks: must be <= %u",
                    cfg->tp, cfg->pp, cfg->dp, ranks, MAX_RANKS);
+  if (ranks > MAX_RANKS)
+    return invalid(error,
+                   "tp * context_parallel * pp * dp = %u * %u * %u * %u = "
+                   "%" G_GUINT64_FORMAT " ranks: must be <= %u",
+                   cfg->tp, cfg->cp, cfg->pp, cfg->dp, ranks, MAX_RANKS);
   if (cfg->hidden % cfg->heads != 0)
     return invalid(error, "hidden = %u is not a multiple of heads = %u",
                    cfg->hidden, cfg->heads);
@@ -1084,6 +1122,47 @@ static gboolean check_zero(const GptConfig *cfg, GError **error)
   return TRUE;
 }
 
+/* Context parallelism as megatron-core runs it (Transformer Engine's
+ * context-parallel attention, comm type "p2p"): the sequence is cut into
+ * 2 cp chunks, context rank i holding chunks i and 2cp-1-i so that every
+ * rank has the same share of the causal mask; only TE's fused attention
+ * implements it (megatron-core asserts it), and neither Hugging Face's
+ * eager models nor Megatron-DeepSpeed, which trained BLOOM, have it. */
+static gboolean check_context(const GptConfig *cfg, GError **error)
+{
+  if (cfg->cp == 1)
+    return TRUE;
+  if (cfg->seq_len % (2 * cfg->cp) != 0)
+    return invalid(error, "seq_len = %u is not a multiple of 2 * "
+                   "context_parallel = %u (the ring splits the sequence "
+                   "into 2 * context_parallel chunks, two per rank, for an "
+                   "even share of the causal mask)", cfg->seq_len,
+                   2 * cfg->cp);
+  if (cfg->impl == GPT_IMPL_HF)
+    return invalid(error, "context_parallel = %u needs impl = \"megatron\": "
+                   "Hugging Face's eager models have no context parallelism "
+                   "(it is megatron-core's, with Transformer Engine's ring "
+                   "attention)", cfg->cp);
+  if (cfg->arch == GPT_ARCH_BLOOM)
+    return invalid(error, "context_parallel = %u is not available for arch "
+                   "\"bloom\": Megatron-DeepSpeed, which trained BLOOM, has "
+                   "no context parallelism, and its ALiBi attention is not "
+                   "TE's ring attention", cfg->cp);
+  if (cfg->attention != GPT_ATTENTION_FLASH)
+    return invalid(error, "context_parallel = %u needs attention = "
+                   "\"flash\": megatron-core runs context parallelism only "
+                   "inside Transformer Engine's fused attention (the "
+                   "unfused path keeps the whole s x s score matrix)",
+                   cfg->cp);
+  if (cfg->zero >= 2)
+    return invalid(error, "context_parallel = %u with zero = %u: ZeRO "
+                   "stages 2 and 3 are modelled as DeepSpeed's and FSDP's, "
+                   "which have no context parallelism; megatron-core shards "
+                   "the optimizer state over dp x cp (zero = 1)",
+                   cfg->cp, cfg->zero);
+  return TRUE;
+}
+
 /* Megatron-core's recipe: FP8, flash attention, sequence parallelism, the
  * distributed optimizer and the global batch. */
 static gboolean check_recipe(const GptConfig *cfg, GError **error)
@@ -1107,7 +1186,10 @@ static gboolean check_recipe(const GptConfig *cfg, GError **error)
       return invalid(error, "%s needs impl = \"megatron\" (Transformer "
                      "Engine and megatron-core), not \"hf\"", what);
   }
-  if (cfg->sequence_parallel && cfg->tp > 1 && cfg->seq_len % cfg->tp != 0)
+  if (!check_context(cfg, error))
+    return FALSE;
+  if (cfg->sequence_parallel && cfg->tp > 1 &&
+      cfg->seq_len / cfg->cp % cfg->tp != 0)
     return invalid(error, "seq_len = %u is not a multiple of tp = %u "
                    "(sequence_parallel splits the sequence over the TP "
                    "ranks)", cfg->seq_len, cfg->tp);

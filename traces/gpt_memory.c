@@ -66,6 +66,17 @@
  * the caching allocator's fragmentation (estimate; Megatron's own
  * estimate adds 5% to activations for temporaries).
  *
+ * Context parallelism (cp > 1): every per-microbatch term above counts
+ * a context rank's s/cp tokens (its two chunks of the sequence; the
+ * log-sum-exp too, the one s-long tensor flash attention keeps); the
+ * optimizer is sharded over dp * cp with zero = 1 (megatron-core's
+ * distributed optimizer uses the data-parallel group with context
+ * parallelism).  The ring adds, while one layer's attention runs, its
+ * double-buffered messages (Transformer Engine's p2p_comm_buffers): two
+ * K/V blocks forward, two blocks of K/V with dK/dV backward, so at the
+ * backward's peak 4 E b (s/cp) kv d / t x 2 bytes (K and V), once per
+ * stage as the recomputed layer is.
+ *
  * Limits: no gradient or communication buffers beyond the main gradients
  * (the distributed optimizer's all-gather buffers are views of them), no
  * transient backward temporaries but the recomputed layer, no activation
@@ -98,11 +109,30 @@ GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg)
     .zero = cfg->zero};
 }
 
+/* Tokens of a sequence one rank holds: all of them, or a context rank's
+ * s/cp. */
+static double rank_seq(const GptConfig *cfg)
+{
+  return (double)cfg->seq_len / cfg->cp;
+}
+
 /* Bytes per activation element: the 16-bit precisions (and anything
  * narrower, whose activations are kept in 16 bits) 2, tf32 and fp32 4. */
 static double act_elem_bytes(const GptConfig *cfg)
 {
   return MAX(gpt_elem_bytes(cfg), 2.0);
+}
+
+/* The ring attention's receive buffers at the backward's peak: two of K/V
+ * with dK/dV (0 without context parallelism). */
+static double ring_buffer_bytes(const GptConfig *cfg)
+{
+  if (cfg->cp == 1)
+    return 0;
+  double kt = (double)cfg->hidden * gpt_kv_heads(cfg) / cfg->heads / cfg->tp;
+  double kv = act_elem_bytes(cfg) * 2 * cfg->microbatch_size *
+              rank_seq(cfg) * kt;
+  return 2 * 2 * kv;
 }
 
 /* Llama's layer, Korthikanti's accounting applied to its tensors (F =
@@ -120,7 +150,7 @@ static double act_elem_bytes(const GptConfig *cfg)
 static double llama_layer_bytes(const GptConfig *cfg,
                                 const GptMemoryRecipe *r)
 {
-  double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
+  double b = cfg->microbatch_size, s = rank_seq(cfg), h = cfg->hidden;
   double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
   double F = gpt_ffn_hidden(cfg), sbh = s * b * h;
   double g = r->flash_attention ? gpt_kv_heads(cfg) / a : 1;
@@ -137,7 +167,7 @@ static double layer_full_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
 {
   if (cfg->arch == GPT_ARCH_LLAMA)
     return llama_layer_bytes(cfg, r);
-  double b = cfg->microbatch_size, s = cfg->seq_len, h = cfg->hidden;
+  double b = cfg->microbatch_size, s = rank_seq(cfg), h = cfg->hidden;
   double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
   double sbh = s * b * h;
   double replicated = (4 * E + 2) * sbh;
@@ -155,7 +185,7 @@ static double layer_stored_bytes(const GptConfig *cfg,
 {
   if (!cfg->recompute)
     return layer_full_bytes(cfg, r);
-  double sbh = (double)cfg->seq_len * cfg->microbatch_size * cfg->hidden;
+  double sbh = rank_seq(cfg) * cfg->microbatch_size * cfg->hidden;
   return act_elem_bytes(cfg) * sbh / (r->sequence_parallel ? cfg->tp : 1);
 }
 
@@ -163,7 +193,7 @@ static double layer_stored_bytes(const GptConfig *cfg,
  * dropout mask (Llama: the ids alone). */
 static double embedding_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
 {
-  double sb = (double)cfg->seq_len * cfg->microbatch_size;
+  double sb = rank_seq(cfg) * cfg->microbatch_size;
   if (cfg->arch == GPT_ARCH_LLAMA) /* no embedding dropout */
     return 8 * sb;
   return 8 * sb + sb * cfg->hidden / (r->sequence_parallel ? cfg->tp : 1);
@@ -173,7 +203,7 @@ static double embedding_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
  * inputs, fp32 logits. */
 static double head_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
 {
-  double sb = (double)cfg->seq_len * cfg->microbatch_size;
+  double sb = rank_seq(cfg) * cfg->microbatch_size;
   double ln = 2 * act_elem_bytes(cfg) * sb * cfg->hidden /
               (r->sequence_parallel ? cfg->tp : 1);
   return ln + 4 * sb * gpt_padded_vocab(cfg) / cfg->tp;
@@ -222,7 +252,7 @@ static void static_bytes(const GptConfig *cfg, const GptMemoryRecipe *r,
   double w = wide ? 4 : 2, S = 1;
   if (r->zero > 0)
     S = cfg->zero_group == GPT_ZERO_GROUP_NODE ? cfg->gpus_per_node
-                                               : cfg->dp;
+                                               : gpt_grad_ranks(cfg);
   out->weights_bytes = n * w / (r->zero >= 3 ? S : 1);
   out->grads_bytes = n * 4 / (r->zero >= 2 ? S : 1);
   out->optimizer_bytes = n * (wide ? 8.0 : 12.0) / S;
@@ -257,6 +287,7 @@ static void estimate_stage(const GptConfig *cfg, const GptMemoryRecipe *r,
     act += last * head_bytes(cfg, r);
   if (cfg->recompute)
     act += layer_full_bytes(cfg, r); /* the layer being recomputed */
+  act += ring_buffer_bytes(cfg);
   out->activations_bytes = act;
   out->in_flight = passes / v;
 
@@ -344,7 +375,7 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
     add_remedy(out, "recompute = true", peak_of(&c, &m->recipe), capacity);
   }
   char zero[64] = "";
-  if (m->recipe.zero == 0 && m->cfg.dp > 1) {
+  if (m->recipe.zero == 0 && gpt_grad_ranks(&m->cfg) > 1) {
     /* The sharding the implementation has: Megatron's distributed
      * optimizer, or FSDP for an eager model (one stage only). */
     GptConfig c = m->cfg;
@@ -375,6 +406,12 @@ static void remedies(const GptMemory *m, double capacity, GString *out)
     g_snprintf(name, sizeof name, "pp = %u, dp = %u", c.pp, c.dp);
     add_remedy(out, name, peak_of(&c, &m->recipe), capacity);
   }
+  /* Twice the context ranks split the activations (where the layout
+   * allows context parallelism: flash attention, megatron, not BLOOM). */
+  c = m->cfg;
+  c.cp *= 2;
+  g_snprintf(name, sizeof name, "context_parallel = %u", c.cp);
+  add_remedy(out, name, peak_of(&c, &m->recipe), capacity);
   if (!m->cfg.recompute && zero[0] != '\0') {
     g_snprintf(name, sizeof name, "recompute and %s together", zero);
     add_remedy(out, name, peak_of(&all, &all_r), capacity);

@@ -26,16 +26,24 @@ void trace_group_label(const SimWorkload *w, guint32 g, char *out,
   gboolean uniform = TRUE;
   for (guint i = 2; i < n && uniform; i++)
     uniform = (guint64)m[i] - m[i - 1] == stride;
+  /* Context parallelism (the GPT generator's provenance) puts cp ranks
+   * between TP and DP; the DP group then spans data and context ranks. */
+  const char *cps = w->provenance != NULL
+                        ? g_hash_table_lookup(w->provenance,
+                                              "context_parallel")
+                        : NULL;
   guint64 tp = w->tp, pp = w->pp, dp = w->dp;
-  gboolean layout = tp > 0 && pp > 0 && dp > 0 && tp * pp * dp == w->n_ranks;
+  guint64 cp = cps != NULL ? g_ascii_strtoull(cps, NULL, 10) : 1;
+  guint64 cd = cp * dp;
+  gboolean layout = tp > 0 && pp > 0 && cd > 0 && tp * pp * cd == w->n_ranks;
   if (layout && uniform && n > 1) {
     if (n == tp && stride == 1)
       g_snprintf(out, out_len, "tp");
-    else if (n == dp && stride == tp)
+    else if (n == cd && stride == tp)
       g_snprintf(out, out_len, "dp");
-    else if (n == 2 && pp > 1 && stride == tp * dp * (pp - 1))
+    else if (n == 2 && pp > 1 && stride == tp * cd * (pp - 1))
       g_snprintf(out, out_len, "embedding");
-    else if (n == pp && stride == tp * dp)
+    else if (n == pp && stride == tp * cd)
       g_snprintf(out, out_len, "pp");
     else
       out[0] = '\0';
@@ -380,10 +388,15 @@ void trace_info(const SimWorkload *w, GString *out)
                          "groups        %u\n",
                          st.n_ranks, st.n_ops, st.n_shapes, st.n_names,
                          st.n_groups);
+  const char *cp = w->provenance != NULL
+                       ? g_hash_table_lookup(w->provenance, "context_parallel")
+                       : NULL;
   if (w->tp > 0 || w->pp > 0 || w->dp > 0)
-    g_string_append_printf(out, "layout        tp %u, pp %u, dp %u, %u "
-                           "microbatches, schedule %s\n", w->tp, w->pp,
-                           w->dp, w->microbatches,
+    g_string_append_printf(out, "layout        tp %u, %s%s%spp %u, dp %u, "
+                           "%u microbatches, schedule %s\n", w->tp,
+                           cp != NULL ? "cp " : "", cp != NULL ? cp : "",
+                           cp != NULL ? ", " : "", w->pp, w->dp,
+                           w->microbatches,
                            w->schedule ? w->schedule : "unknown");
   if (w->ref_gpu != NULL)
     g_string_append_printf(out, "reference GPU %s\n", w->ref_gpu);
