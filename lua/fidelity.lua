@@ -71,7 +71,8 @@ predicted against measured with the error per point and per case.
   --refit        also refit the catalogue parameters that come from these
                  files (the RTX-3080-Ti's memory and boost terms, from the
                  study's GEMM rows; the Hopper power model, from the H100
-                 cap curve) and print them
+                 cap curve; the A100 PCIe's HBM2e interface in use, from
+                 the Perseus Bloom 3B plan-2 run) and print them
   --sched DIR    the Perseus artifact's sosp24_data/perseus folder (ml-energy/
                  zeus, branch kronos): replay every measured plan's
                  N.sched.json with js.policy.plan instead of comparing the
@@ -617,6 +618,48 @@ local function stage_prediction(ds)
   end
   out.time_m = tsum / #rows
   return out
+end
+
+-- The A100 PCIe's HBM2e interface while in use (p_mem_static_w,
+-- docs/gpu-model.md "The floor under a deep cap"): the value at which the
+-- job at a locked clock draws what the Perseus plan-2 run drew per GPU.
+-- Plan 2 is the frontier's slowest plan, its ranks' mean SM clocks within
+-- 1028-1050 MHz; the job runs at the grid step nearest their mean.  Its
+-- power rises with the term, so bisection.
+local function refit_interface(ds)
+  local path = data .. "/measured/" .. ds.file
+  local rows = read_csv(path, { "plan", "iteration_time_s", "energy_j" })
+  local r2
+  for _, r in ipairs(rows) do
+    if num(r, "plan", path) == 2 then r2 = r end
+  end
+  if not r2 then fail(path .. ": no plan 2") end
+  local mhz = 0
+  for k = 0, ds.pp - 1 do
+    mhz = mhz + num(r2, "mean_sm_mhz_rank" .. k, path, 0) / ds.pp
+  end
+  local g = js.gpu(ds.gpu.name)
+  local f = g.sm_min_mhz + g.sm_step_mhz
+            * math.floor((mhz - g.sm_min_mhz) / g.sm_step_mhz + 0.5)
+  local target = num(r2, "energy_j", path, 0)
+                 / num(r2, "iteration_time_s", path, 0) / ds.pp
+  local _, w = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m, ds.method, path)
+  local function power(s)
+    js.gpu.define{ name = "FIDELITY-IF", base = ds.gpu.name,
+                   source = "joulesim fidelity --refit", p_mem_static_w = s }
+    local c = js.cluster{ gpu = "FIDELITY-IF", gpus = ds.pp,
+                          gpus_per_node = ds.pp, network = ds.gpu.network }
+    return js.simulate{ cluster = c, workload = w,
+                        policy = js.policy.fixed{ sm = f } }.avg_power_w
+  end
+  local lo, hi = 0, 100
+  for _ = 1, 20 do
+    local mid = (lo + hi) / 2
+    if power(mid) < target then lo = mid else hi = mid end
+  end
+  print(("  refit on plan 2 (ranks' mean %.1f MHz, run at %d MHz, %.1f W "
+         .. "per GPU): p_mem_static_w %.1f W"):format(mhz, f, target,
+                                                    (lo + hi) / 2))
 end
 
 local function stage_times(ds)
@@ -1559,6 +1602,7 @@ end
 for _, ds in ipairs(PERSEUS) do
   if selected(ds.file:gsub("_plans%.csv$", "_stage_times.csv")) then
     stage_times(ds)
+    if opt.refit and ds.gpu == GPUS.a100 then refit_interface(ds) end
     ran = ran + 1
   end
 end

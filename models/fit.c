@@ -325,7 +325,9 @@ static double stall_j(const FitModel *m, const FitOpModel *om, double f,
 
 /* Fitted-power energy at (sm, mem) for time t, uncapped.  The memory
  * interface's static power (models/gpu.c, P_mem_static * m / m_max) is the
- * catalogue's, not fitted: it is 0 on every part with one memory clock. */
+ * catalogue's, not fitted (0 on the parts whose fits hold it in P_const,
+ * the A100 SXM4 and the A40); a profile's computations all move DRAM
+ * data, so it is drawn throughout. */
 static double model_energy(const FitModel *m, guint op, double sm, guint mem,
                            double t)
 {

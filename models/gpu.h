@@ -64,8 +64,10 @@ typedef struct {
                                           Ada and Hopper) */
   GpuParam p_mem_static_w;             /* memory interface power at the
                                           top memory clock whatever the
-                                          traffic (PHY, DLL, termination);
-                                          scales with m / m_max */
+                                          traffic (PHY, DLL, termination),
+                                          drawn by kernels that touch DRAM
+                                          (a kernel with none leaves it in
+                                          power-down); scales with m/m_max */
   GpuParam v_curve_exp;                /* shape of V(f) above the knee:
                                           V = v_min + (v_max - v_min) x^exp,
                                           x = (f - knee) / (f_max - knee);

@@ -42,7 +42,7 @@ check gpus-h100-94gb-limit 0 "^  power_limit_w  *700 W" -- "$J" gpus H100-SXM5-9
 check gpus-h100-94gb-trust 0 "estimates: stall_activity .as the A100 fit" -- "$J" gpus H100-SXM5-94GB
 check gpus-trust-a100 0 "^power model: validated" -- "$J" gpus A100-SXM4-80GB
 check gpus-trust-a100-term 0 "^  p_dyn_w  *fitted  *fit to tests/data/profiles/gpt3-175b+a100_sxm_bf16.csv" -- "$J" gpus A100-SXM4-80GB
-check gpus-trust-pcie-limits 0 "^power limits checked on this GPU: 225-300 W" -- "$J" gpus A100-PCIE-80GB
+check gpus-trust-pcie-limits 0 "^power limits checked on this GPU: 200-300 W" -- "$J" gpus A100-PCIE-80GB
 
 printf 'local js = require "joulesim"\nlocal x = = 2\n' >"$T/syntax.lua"
 check syntax-error 1 "syntax.lua:2:" -- "$J" run "$T/syntax.lua"
