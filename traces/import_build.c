@@ -768,6 +768,9 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->host_ops));
     g_hash_table_insert(pv, g_strdup("host_syncs"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->host_syncs));
+    g_hash_table_insert(pv, g_strdup("host_blocked_launches"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT,
+                                        b->host_blocked));
     g_hash_table_insert(pv, g_strdup("host_orphan_gpu_ops"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->orphans));
   } else {

@@ -78,6 +78,10 @@ typedef struct {
   guint n_end;
   gint64 *all_corr;      /* every GPU op of the file, sorted */
   guint n_all;
+  TimeKey *all_end;      /* every GPU op of the file with a correlation
+                            id, by end (pos: its raw index) */
+  guint n_all_end;
+  guint32 *sel_of_raw;   /* raw index -> selected position, G_MAXUINT32 */
 } HostCtx;
 
 static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
@@ -92,8 +96,10 @@ static gint64 sel_end(const HostCtx *h, guint32 pos)
   return trace_ns_add(o->ts_ns, o->dur_ns);
 }
 
-/* The selected GPU op launched by correlation id corr, or G_MAXUINT32. */
-static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
+/* The first of the selected GPU ops launched by correlation id corr (a
+ * CUDA graph launches several) as an index into h->by_corr, or
+ * G_MAXUINT32. */
+static guint32 first_of_corr(const HostCtx *h, gint64 corr)
 {
   guint lo = 0, hi = h->n_corr;
   while (lo < hi) {
@@ -103,8 +109,7 @@ static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
     else
       hi = mid;
   }
-  return lo < h->n_corr && h->by_corr[lo].corr == corr ? h->by_corr[lo].pos
-                                                        : G_MAXUINT32;
+  return lo < h->n_corr && h->by_corr[lo].corr == corr ? lo : G_MAXUINT32;
 }
 
 static gboolean file_has_corr(const HostCtx *h, gint64 corr)
@@ -159,6 +164,34 @@ static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
   return G_MAXUINT32;
 }
 
+/* A launch over [t0, t1] with correlation id corr that found CUDA's launch
+ * queue full: the end of the op launched before it (on any stream, whether
+ * imported or not) that ended last inside the call, which freed the slot
+ * the call waited for; G_MININT64 when no earlier op ended during the call
+ * (it did not wait).  *pos is that op's selected position, or G_MAXUINT32
+ * when it lies outside the import. */
+static gint64 queue_release(const HostCtx *h, gint64 t0, gint64 t1,
+                            gint64 corr, guint32 *pos)
+{
+  guint lo = 0, hi = h->n_all_end;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->all_end[mid].t <= t1)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *pos = G_MAXUINT32;
+  for (guint k = lo; k-- > 0 && h->all_end[k].t > t0;) {
+    guint32 r = h->all_end[k].pos;
+    if (g_array_index(h->raw->ops, TraceRawOp, r).corr < corr) {
+      *pos = h->sel_of_raw[r];
+      return h->all_end[k].t;
+    }
+  }
+  return G_MININT64;
+}
+
 /* Appends a host entry on stream `stream`; returns its position. */
 static guint32 host_add(RankWork *rw, guint stream, guint8 kind,
                         guint32 name, gint64 dur_ns)
@@ -189,7 +222,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
   RankWork *rw = h->rw;
   TraceRawRank *raw = h->raw;
   guint32 first = rw->sel->len, first_dep = rw->deps->len;
-  guint64 n_host = 0, n_sync = 0, n_nowhere = 0;
+  guint64 n_host = 0, n_sync = 0, n_nowhere = 0, n_blocked = 0;
   gboolean anchored = step_thread;
   const GArray *steps = step_thread ? win->steps : NULL;
   guint k_step = 0;
@@ -215,11 +248,12 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
     TraceCall call = (TraceCall)l->call;
     if (call == TRACE_CALL_LAUNCH || call == TRACE_CALL_MEMCPY ||
         call == TRACE_CALL_MEMSET) {
-      guint32 g = gpu_of_corr(h, l->corr);
-      if (g == G_MAXUINT32) {
+      guint32 g_index = first_of_corr(h, l->corr);
+      if (g_index == G_MAXUINT32) {
         n_nowhere += !file_has_corr(h, l->corr);
         continue;
       }
+      guint32 g = h->by_corr[g_index].pos;
       gint64 g_end = sel_end(h, g);
       if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
         /* A synchronous copy: launched at the call's start, waited for. */
@@ -233,8 +267,30 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
         n_host += 2;
         n_sync++;
       } else {
-        guint32 op = host_add(rw, stream, HS_OP, l->name, trace_ns_sub(end, prev));
-        add_dep(rw, g, op);
+        /* A launch returns once its op is queued; when the queue was full
+         * it returned as an earlier op finished.  The call then waited for
+         * that op: the host op after the wait depends on it, and a wait
+         * for an op outside the import (the previous step's) is not
+         * replayed, since that op is not there to wait for. */
+        guint32 rel_pos;
+        gint64 rel = queue_release(h, l->ts_ns, end, l->corr, &rel_pos);
+        guint32 op;
+        if (rel > l->ts_ns) {
+          host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+          prev = MAX(prev, l->ts_ns);
+          op = host_add(rw, stream, HS_OP, l->name,
+                        trace_ns_sub(end, MAX(prev, rel)));
+          if (rel_pos != G_MAXUINT32)
+            add_dep(rw, op, rel_pos);
+          n_host++;
+          n_blocked++;
+        } else {
+          op = host_add(rw, stream, HS_OP, l->name, trace_ns_sub(end, prev));
+        }
+        /* A CUDA graph's ops all carry its launch's correlation id. */
+        for (guint k = g_index; k < h->n_corr &&
+                                h->by_corr[k].corr == l->corr; k++)
+          add_dep(rw, h->by_corr[k].pos, op);
         n_host++;
       }
       prev = MAX(prev, end);
@@ -283,6 +339,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
   if (h1 > prev)
     host_add(rw, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev));
   b->host_syncs += n_sync;
+  b->host_blocked += n_blocked;
   b->nowhere += n_nowhere;
   return TRUE;
 }
@@ -298,7 +355,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   b->bad_durs += raw->bad_host_durs;
   raw->bad_host_durs = 0;
   b->gpu_ops += n;
-  HostCtx h = {rw, raw, NULL, 0, NULL, NULL, 0, NULL, 0};
+  HostCtx h = {.rw = rw, .raw = raw};
   h.by_corr = g_new(CorrKey, MAX(n, 1));
   h.stream_corr = g_new(CorrKey, MAX(n, 1));
   h.by_end = g_new(TimeKey, MAX(n, 1));
@@ -321,6 +378,18 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   for (guint k = 0; k < h.n_all; k++)
     h.all_corr[k] = g_array_index(raw->ops, TraceRawOp, k).corr;
   qsort(h.all_corr, h.n_all, sizeof *h.all_corr, trace_cmp_i64);
+  h.all_end = g_new(TimeKey, MAX(h.n_all, 1));
+  h.sel_of_raw = g_new(guint32, MAX(h.n_all, 1));
+  for (guint k = 0; k < h.n_all; k++) {
+    const TraceRawOp *o = &g_array_index(raw->ops, TraceRawOp, k);
+    h.sel_of_raw[k] = G_MAXUINT32;
+    if (o->corr >= 0)
+      h.all_end[h.n_all_end++] = (TimeKey){trace_ns_add(o->ts_ns, o->dur_ns),
+                                           k};
+  }
+  for (guint32 k = 0; k < n; k++)
+    h.sel_of_raw[g_array_index(rw->sel, Sel, k).raw] = k;
+  qsort(h.all_end, h.n_all_end, sizeof *h.all_end, trace_cmp_time);
 
   /* The calls in the window, by thread and time. */
   gboolean all = win->h0 > win->h1;
@@ -397,6 +466,8 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   g_free(h.stream_corr);
   g_free(h.by_end);
   g_free(h.all_corr);
+  g_free(h.all_end);
+  g_free(h.sel_of_raw);
   return TRUE;
 }
 
