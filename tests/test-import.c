@@ -2160,6 +2160,145 @@ static void test_host_sync(void)
   test_rmdir(dir);
 }
 
+/* CUDA's launch queue: a launch call that returns only when an earlier op
+ * finishes waited for that op, not for CPU work.  Step 1 launches a 200 us
+ * kernel a (12..212 us); step 2 (100..230) launches b0 with a call over
+ * 150..213 that returned 1 us after a ended, then b1 (220..222).  Step 2
+ * alone: a is not imported, so the wait is not replayed: the host is 50 us
+ * of CPU time, b0's call 1 us after its wait, b1's 9 us from b0's end;
+ * b0 runs 51..101, b1 101..151: the step is 151 us, the GPU's 100 us of
+ * work after the first launch (the recorded call, 113 us from the step's
+ * start, would make it 213).  Every step: b0's call waits for a. */
+static void test_host_queue_full(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *ev =
+      HS(1, 0, 100) "," HS(2, 100, 130) ","
+      HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
+      HR("cudaLaunchKernel", 150, 63, 2) "," HK("b0", 213, 50, 2) ","
+      HR("cudaLaunchKernel", 220, 2, 3) "," HK("b1", 263, 50, 3);
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  g_autofree char *json = g_strdup_printf(
+      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}],"
+      "\"traceEvents\":[%s]}", ev);
+  write_file(path, json, strlen(json));
+  const char *p[] = {path};
+  TraceImportOptions o = {0};
+  o.step = TRACE_STEP_NUMBER;
+  o.step_number = 2;
+  g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_blocked_launches"),
+                  ==, "1");
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==, 51000);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "b1", 0))->end_ns, ==, 151000);
+  g_assert_cmpint(r->time_ns, ==, 151000);
+  g_array_unref(rec.recs);
+  /* Every step: a's launch ends at 11, a runs 11..211; b0's call waits
+   * for it and lasts 1 us more, b0 runs 212..262, b1 262..312 (recorded:
+   * 313, one launch latency later).  Slower kernels move b0 with a. */
+  o.step = TRACE_STEP_ALL;
+  g_autoptr(SimWorkload) all = trace_import(p, 1, &o, &error);
+  g_assert_no_error(error);
+  Recorder ra = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) rall = replay(all, DVFS_MAX, 0, -1, &ra, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rec_of(&ra, op_named(all, "b0", 0))->start_ns, ==, 212000);
+  g_assert_cmpint(rall->time_ns, ==, 312000);
+  g_array_unref(ra.recs);
+  Recorder slow = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) rs = replay(all, DVFS_FIXED, 600, -1, &slow, &error);
+  g_assert_no_error(error);
+  gint64 a_end = rec_of(&slow, op_named(all, "a", 0))->end_ns;
+  g_assert_cmpint(a_end, >, 211000);
+  g_assert_cmpint(rec_of(&slow, op_named(all, "b0", 0))->start_ns, ==,
+                  a_end + 1000);
+  g_array_unref(slow.recs);
+  test_rmdir(dir);
+}
+
+/* A CUDA graph: one cudaGraphLaunch (10..30 us) runs three kernels that
+ * carry its correlation id; all three wait for it (none is a GPU op
+ * without a launch), so the first starts when the call returned. */
+static void test_host_graph(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 100) ","
+      HR("cudaGraphLaunch", 10, 20, 1) "," HK("g0", 31, 5, 1) ","
+      HK("g1", 36, 5, 1) "," HK("g2", 41, 5, 1),
+      TRACE_STEP_AUTO, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(warnings->len, ==, 0);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_orphan_gpu_ops"),
+                  ==, "0");
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.host_waits, ==, 3);
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "g0", 0))->start_ns, ==, 30000);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "g2", 0))->end_ns, ==, 45000);
+  g_assert_cmpint(r->time_ns, ==, 100000);
+  g_array_unref(rec.recs);
+  test_rmdir(dir);
+}
+
+#define HC(name, ts, dur, corr)                                            \
+  "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"" name "\",\"pid\":0,"  \
+  "\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,"       \
+  "\"stream\":7,\"correlation\":" #corr "}}"
+
+/* Copies: a cudaMemcpyAsync that returned before its copy ran (pinned
+ * memory) does not block the host; one that returned after its copy ended
+ * (pageable memory, PyTorch's .item()) waited for the copy and for the
+ * kernel before it on its stream.  Kernel k runs 15..65 us, the copy
+ * 65..75, kernel k2 75..85.  At slower clocks the first host's next launch
+ * still returns at 35 us; the second's moves with the copy's end. */
+static void test_host_copies(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  for (int sync = 0; sync < 2; sync++) {
+    g_autoptr(SimWorkload) w = host_trace(dir, sync
+        ? HS(1, 0, 100) ","
+          HR("cudaLaunchKernel", 10, 5, 1) "," HK("ampere_sgemm_k", 15, 50, 1)
+          "," HR("cudaMemcpyAsync", 20, 57, 2) ","
+          HC("Memcpy DtoH (Device -> Pageable)", 65, 10, 2) ","
+          HR("cudaLaunchKernel", 80, 5, 3) "," HK("ampere_sgemm_k2", 85, 10, 3)
+        : HS(1, 0, 100) ","
+          HR("cudaLaunchKernel", 10, 5, 1) "," HK("ampere_sgemm_k", 15, 50, 1)
+          "," HR("cudaMemcpyAsync", 20, 5, 2) ","
+          HC("Memcpy HtoD (Pinned -> Device)", 65, 10, 2) ","
+          HR("cudaLaunchKernel", 30, 5, 3) "," HK("ampere_sgemm_k2", 75, 10, 3),
+        TRACE_STEP_AUTO, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_syncs"), ==,
+                    sync ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_FIXED, 600, -1, &rec, &error);
+    g_assert_no_error(error);
+    gint64 copy_end = rec_of(&rec, op_named(w, sync
+        ? "Memcpy DtoH (Device -> Pageable)"
+        : "Memcpy HtoD (Pinned -> Device)", 0))->end_ns;
+    gint64 launch_end = rec_of(&rec, op_named(w, "cudaLaunchKernel", 1))->end_ns;
+    g_assert_cmpint(copy_end, >, 75000); /* the kernel before it slowed */
+    if (sync) /* the call's 2 us after the copy, 3 us of CPU, the launch */
+      g_assert_cmpint(launch_end, ==, copy_end + 2000 + 8000);
+    else
+      g_assert_cmpint(launch_end, ==, 35000);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
 /* Orphan GPU ops (no correlation), a launch pointing nowhere and a
  * negative runtime duration: warnings, and the trace still replays. */
 static void test_host_bad_input(void)
@@ -2618,6 +2757,9 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/launch-bound", test_host_launch_bound);
   g_test_add_func("/import/host/gpu-bound", test_host_gpu_bound);
   g_test_add_func("/import/host/sync", test_host_sync);
+  g_test_add_func("/import/host/queue-full", test_host_queue_full);
+  g_test_add_func("/import/host/graph", test_host_graph);
+  g_test_add_func("/import/host/copies", test_host_copies);
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);
   g_test_add_func("/import/host/native", test_host_native);
