@@ -2221,6 +2221,64 @@ static void test_host_queue_full(void)
   test_rmdir(dir);
 }
 
+#define HR2(name, ts, dur, corr)                                           \
+  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1," \
+  "\"tid\":200,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" \
+  #corr "}}"
+
+/* Two threads: the main one (tid 100, it records the steps) and the
+ * autograd engine's (tid 200), which launches once the main one hands it
+ * the backward pass.  Step 2 (100..300 us): the main thread's launch of f0
+ * (110..213) was held by the full queue until kernel a of step 1 ended
+ * (212); the other thread's first call comes at 230.  Replayed alone, the
+ * main thread's wait is gone (f0's call ends at 11 us), and the other
+ * thread's 135 us before its first call were idle, not work: it starts 17
+ * us (230 - 213) after f0's call, its b0 call ends at 33, b0 runs 33..43;
+ * the step ends with the two threads' recorded tails (87 and 65 us) at 98
+ * us, not 200.  When the main thread synchronised first, its pace was the
+ * GPU's, which the step alone may not hold: the other thread keeps its
+ * recorded start (b0 at 135). */
+static void test_host_handoff(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  TraceImportOptions o = {0};
+  o.step = TRACE_STEP_NUMBER;
+  o.step_number = 2;
+  const char *ev[] = {
+      HS(1, 0, 100) "," HS(2, 100, 200) ","
+      HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
+      HR("cudaLaunchKernel", 110, 103, 2) "," HK("f0", 213, 10, 2) ","
+      HR2("cudaLaunchKernel", 230, 5, 3) "," HK("b0", 235, 10, 3),
+      HS(1, 0, 100) "," HS(2, 100, 200) ","
+      HR("cudaLaunchKernel", 105, 2, 1) "," HK("k", 107, 10, 1) ","
+      HR("cudaStreamSynchronize", 110, 8, 2) ","
+      HR("cudaLaunchKernel", 120, 2, 3) "," HK("f0", 122, 10, 3) ","
+      HR2("cudaLaunchKernel", 230, 5, 4) "," HK("b0", 235, 10, 4)};
+  const gint64 b0_start[] = {33000, 135000}, step[] = {98000, 200000};
+  for (guint c = 0; c < 2; c++) {
+    g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+    g_autofree char *json = g_strdup_printf(
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}"
+        "],\"traceEvents\":[%s]}", ev[c]);
+    write_file(path, json, strlen(json));
+    const char *p[] = {path};
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    RankStats st;
+    rank_stats(w, 0, &st);
+    g_assert_cmpuint(st.host_streams, ==, 2);
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==,
+                    b0_start[c]);
+    g_assert_cmpint(r->time_ns, ==, step[c]);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
 /* A CUDA graph: one cudaGraphLaunch (10..30 us) runs three kernels that
  * carry its correlation id; all three wait for it (none is a GPU op
  * without a launch), so the first starts when the call returned. */
@@ -2759,6 +2817,7 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/sync", test_host_sync);
   g_test_add_func("/import/host/queue-full", test_host_queue_full);
   g_test_add_func("/import/host/graph", test_host_graph);
+  g_test_add_func("/import/host/handoff", test_host_handoff);
   g_test_add_func("/import/host/copies", test_host_copies);
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);

@@ -82,6 +82,13 @@ typedef struct {
                             id, by end (pos: its raw index) */
   guint n_all_end;
   guint32 *sel_of_raw;   /* raw index -> selected position, G_MAXUINT32 */
+  GArray *ends;          /* TimeKey: each host op's end in the trace */
+  gint64 first_ts[SIM_MAX_STREAMS];   /* host stream: its first call's
+                                         start (G_MAXINT64: none) */
+  guint32 first_pos[SIM_MAX_STREAMS]; /* host stream: its first op */
+  gint64 tid[SIM_MAX_STREAMS];        /* host stream: its thread */
+  guint32 first_sync[SIM_MAX_STREAMS]; /* host stream: its first
+                                          synchronisation that waited */
 } HostCtx;
 
 static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
@@ -192,10 +199,16 @@ static gint64 queue_release(const HostCtx *h, gint64 t0, gint64 t1,
   return G_MININT64;
 }
 
-/* Appends a host entry on stream `stream`; returns its position. */
-static guint32 host_add(RankWork *rw, guint stream, guint8 kind,
-                        guint32 name, gint64 dur_ns)
+/* Appends a host entry on stream `stream` that ended at t_end in the trace
+ * (G_MININT64: a step marker); returns its position. */
+static guint32 host_add(HostCtx *h, guint stream, guint8 kind,
+                        guint32 name, gint64 dur_ns, gint64 t_end)
 {
+  RankWork *rw = h->rw;
+  if (t_end != G_MININT64) {
+    TimeKey e = {t_end, rw->sel->len};
+    g_array_append_val(h->ends, e);
+  }
   Sel s = {0};
   s.stream = stream;
   s.phase = SIM_PHASE_OTHER;
@@ -222,6 +235,7 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
   RankWork *rw = h->rw;
   TraceRawRank *raw = h->raw;
   guint32 first = rw->sel->len, first_dep = rw->deps->len;
+  h->first_sync[stream] = G_MAXUINT32;
   guint64 n_host = 0, n_sync = 0, n_nowhere = 0, n_blocked = 0;
   gboolean anchored = step_thread;
   const GArray *steps = step_thread ? win->steps : NULL;
@@ -234,10 +248,10 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
                           calls[c].ts)) {
       gint64 s0 = g_array_index(steps, TraceRawRange, k_step).start_ns;
       if (s0 > prev) {
-        host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(s0, prev));
+        host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(s0, prev), s0);
         prev = s0;
       }
-      guint32 m = host_add(rw, stream, HS_STEP, 0, 0);
+      guint32 m = host_add(h, stream, HS_STEP, 0, 0, G_MININT64);
       g_array_index(rw->sel, Sel, m).peer = k_step++;
     }
     if (c == n)
@@ -257,15 +271,17 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       gint64 g_end = sel_end(h, g);
       if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
         /* A synchronous copy: launched at the call's start, waited for. */
-        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+        guint32 gap = host_add(h, stream, HS_OP, HN_GAP,
+                               trace_ns_sub(l->ts_ns, prev), l->ts_ns);
         prev = MAX(prev, l->ts_ns);
         add_dep(rw, g, gap);
-        guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                              trace_ns_sub(end, MAX(prev, g_end)));
+        guint32 sy = host_add(h, stream, HS_OP, l->name,
+                              trace_ns_sub(end, MAX(prev, g_end)), end);
         guint gs = g_array_index(rw->sel, Sel, g).stream;
         add_dep(rw, sy, last_before(h, gs, l->corr + 1));
         n_host += 2;
         n_sync++;
+        h->first_sync[stream] = MIN(h->first_sync[stream], sy);
       } else {
         /* A launch returns once its op is queued; when the queue was full
          * it returned as an earlier op finished.  The call then waited for
@@ -276,16 +292,18 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
         gint64 rel = queue_release(h, l->ts_ns, end, l->corr, &rel_pos);
         guint32 op;
         if (rel > l->ts_ns) {
-          host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+          host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev),
+                   l->ts_ns);
           prev = MAX(prev, l->ts_ns);
-          op = host_add(rw, stream, HS_OP, l->name,
-                        trace_ns_sub(end, MAX(prev, rel)));
+          op = host_add(h, stream, HS_OP, l->name,
+                        trace_ns_sub(end, MAX(prev, rel)), end);
           if (rel_pos != G_MAXUINT32)
             add_dep(rw, op, rel_pos);
           n_host++;
           n_blocked++;
         } else {
-          op = host_add(rw, stream, HS_OP, l->name, trace_ns_sub(end, prev));
+          op = host_add(h, stream, HS_OP, l->name, trace_ns_sub(end, prev),
+                        end);
         }
         /* A CUDA graph's ops all carry its launch's correlation id. */
         for (guint k = g_index; k < h->n_corr &&
@@ -318,30 +336,85 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       gint64 last_end = G_MININT64;
       for (guint k = 0; k < np; k++)
         last_end = MAX(last_end, sel_end(h, prod[k]));
-      host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+      host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev),
+               l->ts_ns);
       prev = MAX(prev, l->ts_ns);
-      guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                            trace_ns_sub(end, MAX(prev, last_end)));
+      guint32 sy = host_add(h, stream, HS_OP, l->name,
+                            trace_ns_sub(end, MAX(prev, last_end)), end);
       for (guint k = 0; k < np; k++)
         add_dep(rw, sy, prod[k]);
       prev = MAX(prev, end);
       n_host += 2;
       n_sync++;
+      h->first_sync[stream] = MIN(h->first_sync[stream], sy);
       anchored = TRUE;
     }
   }
   if (!anchored) {
     g_array_set_size(rw->sel, first);
     g_array_set_size(rw->deps, first_dep);
+    while (h->ends->len > 0 &&
+           g_array_index(h->ends, TimeKey, h->ends->len - 1).pos >= first)
+      g_array_set_size(h->ends, h->ends->len - 1);
     b->nowhere += n_nowhere;
     return FALSE;
   }
   if (h1 > prev)
-    host_add(rw, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev));
+    host_add(h, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev), h1);
+  h->first_ts[stream] = n > 0 ? calls[0].ts : G_MAXINT64;
+  h->first_pos[stream] = first;
+  h->tid[stream] = n > 0 ? calls[0].tid : win->step_tid;
   b->host_syncs += n_sync;
   b->host_blocked += n_blocked;
   b->nowhere += n_nowhere;
   return TRUE;
+}
+
+/* A thread's first call in the window follows another thread's work: the
+ * autograd engine's thread launches the backward pass once the main thread
+ * has called backward(), and sits idle before.  The time before that call
+ * is therefore no CPU work of its own: its first op waits for the op of
+ * another host stream that ended last before the call, and lasts from
+ * there.  The main thread (the one that records the steps, else the one
+ * whose first call comes first) keeps its start. */
+static void host_handoffs(HostCtx *h, guint s0, guint s1, gint64 h0,
+                          gint64 step_tid)
+{
+  RankWork *rw = h->rw;
+  guint origin = s0;
+  for (guint s = s0; s < s1; s++)
+    if (h->first_ts[s] < h->first_ts[origin])
+      origin = s;
+  for (guint s = s0; s < s1; s++)
+    if (step_tid >= 0 && h->tid[s] == step_tid)
+      origin = s;
+  const TimeKey *e = (const TimeKey *)(void *)h->ends->data;
+  for (guint s = s0; s < s1; s++) {
+    if (s == origin || h->first_ts[s] == G_MAXINT64)
+      continue;
+    guint32 f = h->first_pos[s], prod = G_MAXUINT32;
+    gint64 t_prod = G_MININT64, t_first = G_MININT64;
+    for (guint k = 0; k < h->ends->len; k++) {
+      if (e[k].pos == f)
+        t_first = e[k].t;
+      else if (g_array_index(rw->sel, Sel, e[k].pos).stream != s &&
+               e[k].t <= h->first_ts[s] && e[k].t > t_prod) {
+        t_prod = e[k].t;
+        prod = e[k].pos;
+      }
+    }
+    if (prod == G_MAXUINT32 || t_first == G_MININT64)
+      continue;
+    /* A thread that synchronised with the GPU before the hand-off ran at
+     * the pace of GPU work the step alone may not hold (the previous
+     * step's): the thread it woke keeps its recorded start. */
+    guint ps = g_array_index(rw->sel, Sel, prod).stream;
+    if (h->first_sync[ps] < prod)
+      continue;
+    Sel *first = &g_array_index(rw->sel, Sel, f);
+    first->host_ns = MAX(trace_ns_sub(t_first, MAX(h0, t_prod)), 0);
+    add_dep(rw, f, prod);
+  }
 }
 
 /* Adds rank i's host streams (see above) to its selection. */
@@ -356,6 +429,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   raw->bad_host_durs = 0;
   b->gpu_ops += n;
   HostCtx h = {.rw = rw, .raw = raw};
+  h.ends = g_array_new(FALSE, FALSE, sizeof(TimeKey));
   h.by_corr = g_new(CorrKey, MAX(n, 1));
   h.stream_corr = g_new(CorrKey, MAX(n, 1));
   h.by_end = g_new(TimeKey, MAX(n, 1));
@@ -439,6 +513,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
       break;
     c0 = c1;
   }
+  host_handoffs(&h, rw->ns_gpu, ns, h0, win->step_tid);
   if (skipped > 0)
     trace_warn(b->opt, "%s: %u CPU threads left out (at most %d streams per "
                "rank); their launches are not modelled", raw->path, skipped,
@@ -468,6 +543,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   g_free(h.all_corr);
   g_free(h.all_end);
   g_free(h.sel_of_raw);
+  g_array_free(h.ends, TRUE);
   return TRUE;
 }
 
