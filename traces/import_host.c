@@ -17,11 +17,14 @@
  * the host window becomes one host stream after the GPU streams; its ops
  * (SIM_OP_HOST) last what the thread spent, so the sum of a stream's host
  * ops up to any call is the time from the window's start to that call's
- * end.  Only two kinds of calls need ops of their own:
+ * end, less the waits replayed as dependencies or not at all (below).
+ * Only two kinds of calls need ops of their own:
  *
- *  - a launch (kernel, copy or memset) whose GPU op was imported: a host op
- *    from the previous op's end to the call's end, which the GPU op waits
- *    for (through its correlation id);
+ *  - a launch (kernel, copy, memset or CUDA graph) whose GPU op was
+ *    imported: a host op from the previous op's end to the call's end,
+ *    which the GPU op waits for (through its correlation id; every op of
+ *    a graph carries its launch's).  A launch that found the launch queue
+ *    full waited for the op that freed a slot (queue_release);
  *  - a synchronising call that did wait: cudaStreamSynchronize,
  *    cudaEventSynchronize, cudaDeviceSynchronize, or a copy that ended
  *    before its call returned (a synchronous cudaMemcpy, a copy to pageable
@@ -36,17 +39,21 @@
  *
  * Every other call (cudaEventRecord, cudaStreamWaitEvent, queries, launches
  * of ops outside the import) is folded into the CPU time before the next
- * op, and a last op (HN_TAIL) runs to the window's end.  Replayed at the
- * recorded clocks, each host op then ends when its call ended, and a GPU op
+ * op, and a last op (HN_TAIL) runs to the window's end.  A thread's first
+ * call follows the thread that handed it the work (host_handoffs).
+ * Replayed at the recorded clocks, each host op then ends when its call
+ * ended (earlier, by the waits for work outside the import that are not
+ * replayed: a full queue's, a hand-off's), and a GPU op
  * starts no earlier than its launch returned; slower kernels delay the
  * host only through the synchronisations.  With TRACE_STEP_ALL a marker
  * named after the step opens each step on the stream of the thread that
  * records the steps.
  *
  * Every dependency goes from a smaller correlation id to a larger one (or
- * from a launch to its own GPU op), so the graph has no cycle when the
- * trace is consistent; emit_rank checks and falls back to GPU order when a
- * damaged trace makes one.
+ * from a launch to its own GPU op, or from a thread's first op to an op of
+ * another thread that ended before it began), so the graph has no cycle
+ * when the trace is consistent; emit_rank checks and falls back to GPU
+ * order when a damaged trace makes one.
  */
 
 typedef struct {
