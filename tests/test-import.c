@@ -2160,64 +2160,90 @@ static void test_host_sync(void)
   test_rmdir(dir);
 }
 
+/* Appends 1,023 launches (11..21.23 us, correlation ids 2-1024) of
+ * one-microsecond kernels q that run from 1,001 us, behind a 200 us kernel
+ * ending at 212: with it, the launch queue's 1,024 entries. */
+static void fill_queue(GString *ev)
+{
+  for (int k = 1; k < 1024; k++)
+    g_string_append_printf(ev, ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\","
+                           "\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":"
+                           "100,\"ts\":%d.%03d,\"dur\":0.01,\"args\":{"
+                           "\"correlation\":%d}},{\"ph\":\"X\",\"cat\":"
+                           "\"kernel\",\"name\":\"q\",\"pid\":0,\"tid\":7,"
+                           "\"ts\":%d,\"dur\":1,\"args\":{\"device\":0,"
+                           "\"stream\":7,\"correlation\":%d}}",
+                           11 + k / 100, 10 * (k % 100), k + 1, 1000 + k,
+                           k + 1);
+}
+
 /* CUDA's launch queue: a launch call that returns only when an earlier op
- * finishes waited for that op, not for CPU work.  Step 1 launches a 200 us
- * kernel a (12..212 us); step 2 (100..230) launches b0 with a call over
- * 150..213 that returned 1 us after a ended, then b1 (220..222).  Step 2
- * alone: a is not imported, so the wait is not replayed: the host is 50 us
- * of CPU time, b0's call 1 us after its wait, b1's 9 us from b0's end;
- * b0 runs 51..101, b1 101..151: the step is 151 us, the GPU's 100 us of
- * work after the first launch (the recorded call, 113 us from the step's
- * start, would make it 213).  Every step: b0's call waits for a. */
+ * finishes, with the queue full, waited for that op, not for CPU work.
+ * Step 1 launches kernel a (12..212 us) and 1,023 kernels q queued behind
+ * it (fill_queue); step 2 (100..230) launches b0 with a call over 150..213
+ * that returned 1 us after a ended, with 1,023 ops pending, then b1
+ * (220..222).  Step 2 alone: a is not imported, so the wait is not
+ * replayed: the host is 50 us of CPU time, b0's call 1 us after its wait,
+ * b1's 9 us from b0's end; b0 runs 51..101, b1 101..151: the step
+ * is 151 us, the GPU's 100 us of work after the first launch (the
+ * recorded call, 113 us from the step's start, would make it 213).  Every step: b0's call
+ * waits for a, and moves with it at lower clocks.  Without the q kernels
+ * the queue was not full: a ending inside the call is chance, and the call
+ * is CPU time (213 us). */
 static void test_host_queue_full(void)
 {
   g_autofree char *dir = test_tmpdir();
   GError *error = NULL;
-  const char *ev =
-      HS(1, 0, 100) "," HS(2, 100, 130) ","
-      HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
-      HR("cudaLaunchKernel", 150, 63, 2) "," HK("b0", 213, 50, 2) ","
-      HR("cudaLaunchKernel", 220, 2, 3) "," HK("b1", 263, 50, 3);
-  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
-  g_autofree char *json = g_strdup_printf(
-      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}],"
-      "\"traceEvents\":[%s]}", ev);
-  write_file(path, json, strlen(json));
-  const char *p[] = {path};
-  TraceImportOptions o = {0};
-  o.step = TRACE_STEP_NUMBER;
-  o.step_number = 2;
-  g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
-  g_assert_no_error(error);
-  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_blocked_launches"),
-                  ==, "1");
-  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
-  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
-  g_assert_no_error(error);
-  g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==, 51000);
-  g_assert_cmpint(rec_of(&rec, op_named(w, "b1", 0))->end_ns, ==, 151000);
-  g_assert_cmpint(r->time_ns, ==, 151000);
-  g_array_unref(rec.recs);
-  /* Every step: a's launch ends at 11, a runs 11..211; b0's call waits
-   * for it and lasts 1 us more, b0 runs 212..262, b1 262..312 (recorded:
-   * 313, one launch latency later).  Slower kernels move b0 with a. */
-  o.step = TRACE_STEP_ALL;
-  g_autoptr(SimWorkload) all = trace_import(p, 1, &o, &error);
-  g_assert_no_error(error);
-  Recorder ra = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
-  g_autoptr(SimResult) rall = replay(all, DVFS_MAX, 0, -1, &ra, &error);
-  g_assert_no_error(error);
-  g_assert_cmpint(rec_of(&ra, op_named(all, "b0", 0))->start_ns, ==, 212000);
-  g_assert_cmpint(rall->time_ns, ==, 312000);
-  g_array_unref(ra.recs);
-  Recorder slow = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
-  g_autoptr(SimResult) rs = replay(all, DVFS_FIXED, 600, -1, &slow, &error);
-  g_assert_no_error(error);
-  gint64 a_end = rec_of(&slow, op_named(all, "a", 0))->end_ns;
-  g_assert_cmpint(a_end, >, 211000);
-  g_assert_cmpint(rec_of(&slow, op_named(all, "b0", 0))->start_ns, ==,
-                  a_end + 1000);
-  g_array_unref(slow.recs);
+  for (int full = 1; full >= 0; full--) {
+    GString *ev = g_string_new(
+        HS(1, 0, 100) "," HS(2, 100, 130) ","
+        HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
+        HR("cudaLaunchKernel", 150, 63, 5000) "," HK("b0", 2100, 50, 5000) ","
+        HR("cudaLaunchKernel", 220, 2, 5001) "," HK("b1", 2150, 50, 5001));
+    if (full)
+      fill_queue(ev);
+    g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+    g_autofree char *json = g_strdup_printf(
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}"
+        "],\"traceEvents\":[%s]}", ev->str);
+    g_string_free(ev, TRUE);
+    write_file(path, json, strlen(json));
+    const char *p[] = {path};
+    TraceImportOptions o = {0};
+    o.step = TRACE_STEP_NUMBER;
+    o.step_number = 2;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance,
+                                        "host_blocked_launches"), ==,
+                    full ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==,
+                    full ? 51000 : 113000);
+    g_assert_cmpint(r->time_ns, ==, full ? 151000 : 213000);
+    g_array_unref(rec.recs);
+    if (!full)
+      break;
+    /* Every step: b0's call (the 1,025th launch) waits for a and ends
+     * 1 us after it, at any clocks. */
+    o.step = TRACE_STEP_ALL;
+    g_autoptr(SimWorkload) all = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    for (int slow = 0; slow < 2; slow++) {
+      Recorder ra = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+      g_autoptr(SimResult) rall = replay(all, slow ? DVFS_FIXED : DVFS_MAX,
+                                         slow ? 600 : 0, -1, &ra, &error);
+      g_assert_no_error(error);
+      gint64 a_end = rec_of(&ra, op_named(all, "a", 0))->end_ns;
+      guint32 call = op_named(all, "cudaLaunchKernel", 1024);
+      g_assert_cmpint(rec_of(&ra, call)->end_ns, ==, a_end + 1000);
+      if (slow)
+        g_assert_cmpint(a_end, >, 211000);
+      g_array_unref(ra.recs);
+    }
+  }
   test_rmdir(dir);
 }
 
@@ -2229,10 +2255,11 @@ static void test_host_queue_full(void)
 /* Two threads: the main one (tid 100, it records the steps) and the
  * autograd engine's (tid 200), which launches once the main one hands it
  * the backward pass.  Step 2 (100..300 us): the main thread's launch of f0
- * (110..213) was held by the full queue until kernel a of step 1 ended
- * (212); the other thread's first call comes at 230.  Replayed alone, the
- * main thread's wait is gone (f0's call ends at 11 us), and the other
- * thread's 135 us before its first call were idle, not work: it starts 17
+ * (110..213) was held by the full queue (fill_queue) until kernel a of
+ * step 1 ended (212); the other thread's first call comes at 230.
+ * Replayed alone, the main thread's wait is gone (f0's call ends at 11
+ * us), and the other thread's 135 us before its first call were idle, not
+ * work: it starts 17
  * us (230 - 213) after f0's call, its b0 call ends at 33, b0 runs 33..43;
  * the step ends with the two threads' recorded tails (87 and 65 us) at 98
  * us, not 200.  When the main thread synchronised first, its pace was the
@@ -2248,8 +2275,8 @@ static void test_host_handoff(void)
   const char *ev[] = {
       HS(1, 0, 100) "," HS(2, 100, 200) ","
       HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
-      HR("cudaLaunchKernel", 110, 103, 2) "," HK("f0", 213, 10, 2) ","
-      HR2("cudaLaunchKernel", 230, 5, 3) "," HK("b0", 235, 10, 3),
+      HR("cudaLaunchKernel", 110, 103, 5000) "," HK("f0", 2100, 10, 5000) ","
+      HR2("cudaLaunchKernel", 230, 5, 5001) "," HK("b0", 2110, 10, 5001),
       HS(1, 0, 100) "," HS(2, 100, 200) ","
       HR("cudaLaunchKernel", 105, 2, 1) "," HK("k", 107, 10, 1) ","
       HR("cudaStreamSynchronize", 110, 8, 2) ","
@@ -2257,10 +2284,14 @@ static void test_host_handoff(void)
       HR2("cudaLaunchKernel", 230, 5, 4) "," HK("b0", 235, 10, 4)};
   const gint64 b0_start[] = {33000, 135000}, step[] = {98000, 200000};
   for (guint c = 0; c < 2; c++) {
+    GString *e = g_string_new(ev[c]);
+    if (c == 0)
+      fill_queue(e);
     g_autofree char *path = g_build_filename(dir, "host.json", NULL);
     g_autofree char *json = g_strdup_printf(
         "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}"
-        "],\"traceEvents\":[%s]}", ev[c]);
+        "],\"traceEvents\":[%s]}", e->str);
+    g_string_free(e, TRUE);
     write_file(path, json, strlen(json));
     const char *p[] = {path};
     g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
