@@ -2499,6 +2499,64 @@ static void test_host_steps(void)
   test_rmdir(dir);
 }
 
+#define HK8(name, ts, dur, corr)                                           \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,"      \
+  "\"tid\":8,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,"       \
+  "\"stream\":8,\"correlation\":" #corr "}}"
+
+/* What each call waits for.  Kernel a runs 12..112 us on stream 7, b
+ * 16..216 on stream 8, and c (launched at 120) after a.  At 600 MHz both
+ * kernels slow down: a cudaEventSynchronize that returned 3 us after a
+ * ended waits for a alone (not for b, still running); a
+ * cudaDeviceSynchronize waits for both and returns 2 us after b; a
+ * cudaStreamWaitEvent (a GPU-side wait) and a cudaMemsetAsync do not hold
+ * the host, whose launch of c still returns at 122 us. */
+static void test_host_sync_kinds(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *common =
+      HS(1, 0, 300) ","
+      HR("cudaLaunchKernel", 10, 2, 1) "," HK("ampere_sgemm_a", 12, 100, 1)
+      "," HR("cudaLaunchKernel", 14, 2, 2) ","
+      HK8("ampere_sgemm_b", 16, 200, 2) ","
+      HR("cudaLaunchKernel", 120, 2, 4) "," HK("ampere_sgemm_c", 122, 10, 4);
+  const char *calls[] = {
+      HR("cudaEventSynchronize", 20, 95, 3),
+      HR("cudaDeviceSynchronize", 20, 198, 3),
+      HR("cudaStreamWaitEvent", 20, 2, 3) ","
+      HR("cudaMemsetAsync", 30, 3, 5) ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\","
+      "\"pid\":0,\"tid\":8,\"ts\":216,\"dur\":1,\"args\":{\"device\":0,"
+      "\"stream\":8,\"correlation\":5}}"};
+  for (guint c = 0; c < 3; c++) {
+    g_autofree char *ev = g_strconcat(common, ",", calls[c], NULL);
+    g_autoptr(SimWorkload) w = host_trace(dir, ev, TRACE_STEP_AUTO, NULL,
+                                          &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_syncs"), ==,
+                    c < 2 ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_FIXED, 600, -1, &rec, &error);
+    g_assert_no_error(error);
+    gint64 a_end = rec_of(&rec, op_named(w, "ampere_sgemm_a", 0))->end_ns;
+    gint64 b_end = rec_of(&rec, op_named(w, "ampere_sgemm_b", 0))->end_ns;
+    g_assert_cmpint(a_end, >, 112000);
+    g_assert_cmpint(b_end, >, a_end);
+    if (c == 0)
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaEventSynchronize", 0))
+                          ->end_ns, ==, a_end + 3000);
+    else if (c == 1)
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaDeviceSynchronize", 0))
+                          ->end_ns, ==, b_end + 2000);
+    else
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaLaunchKernel", 2))
+                          ->end_ns, ==, 122000);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
 /* Host streams survive a native file (format version 2) and the file
  * replays as the import does. */
 static void test_host_native(void)
@@ -2850,6 +2908,7 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/graph", test_host_graph);
   g_test_add_func("/import/host/handoff", test_host_handoff);
   g_test_add_func("/import/host/copies", test_host_copies);
+  g_test_add_func("/import/host/sync-kinds", test_host_sync_kinds);
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);
   g_test_add_func("/import/host/native", test_host_native);
