@@ -2557,6 +2557,41 @@ static void test_host_sync_kinds(void)
   test_rmdir(dir);
 }
 
+/* A loop whose steps open with 50 us of CPU work (data loading) and end
+ * with 32 us of GPU work past the step's range: kernel k1 (launched at
+ * 50, runs 52..132) overlaps the next step's loading, so the loop's period
+ * is 100 us.  Step 1 is cut at its first launch and the next step's (50,
+ * 150): its launch takes 2 us, k1 runs 2..82, the host's 98 us to the
+ * next launch end the step at 100 us, where the step's own range would
+ * open on 50 us of loading and end with k1 at 132.  The last step has no
+ * next one to cut at and keeps its range (132). */
+static void test_host_loop_phase(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *ev =
+      HS(1, 0, 100) "," HS(2, 100, 100) ","
+      HR("cudaLaunchKernel", 50, 2, 1) "," HK("k1", 52, 80, 1) ","
+      HR("cudaLaunchKernel", 150, 2, 2) "," HK("k2", 152, 80, 2);
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  g_autofree char *json = g_strdup_printf(
+      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}],"
+      "\"traceEvents\":[%s]}", ev);
+  write_file(path, json, strlen(json));
+  const char *p[] = {path};
+  for (gint64 step = 1; step <= 2; step++) {
+    TraceImportOptions o = {0};
+    o.step = TRACE_STEP_NUMBER;
+    o.step_number = step;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->time_ns, ==, step == 1 ? 100000 : 132000);
+  }
+  test_rmdir(dir);
+}
+
 /* Host streams survive a native file (format version 2) and the file
  * replays as the import does. */
 static void test_host_native(void)
@@ -2909,6 +2944,7 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/handoff", test_host_handoff);
   g_test_add_func("/import/host/copies", test_host_copies);
   g_test_add_func("/import/host/sync-kinds", test_host_sync_kinds);
+  g_test_add_func("/import/host/loop-phase", test_host_loop_phase);
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);
   g_test_add_func("/import/host/native", test_host_native);
