@@ -126,7 +126,6 @@ static guint32 first_of_corr(const HostCtx *h, gint64 corr)
   return lo < h->n_corr && h->by_corr[lo].corr == corr ? lo : G_MAXUINT32;
 }
 
-
 /* The op of GPU stream s launched last before correlation id corr, or
  * G_MAXUINT32. */
 static guint32 last_before(const HostCtx *h, guint s, gint64 corr)
@@ -175,14 +174,13 @@ static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
  * that returned with at least this many pending found the queue full. */
 #define LAUNCH_QUEUE_FULL 1000
 
-/* Index of the first of the n sorted values a that is >= v (lower bound),
- * or > v with `after`. */
-static guint bound_i64(const gint64 *a, guint n, gint64 v, gboolean after)
+/* Index of the first of the n sorted values a that is >= v. */
+static guint lower_bound_i64(const gint64 *a, guint n, gint64 v)
 {
   guint lo = 0, hi = n;
   while (lo < hi) {
     guint mid = lo + (hi - lo) / 2;
-    if (a[mid] < v || (after && a[mid] == v))
+    if (a[mid] < v)
       lo = mid + 1;
     else
       hi = mid;
@@ -192,15 +190,13 @@ static guint bound_i64(const gint64 *a, guint n, gint64 v, gboolean after)
 
 static gboolean file_has_corr(const HostCtx *h, gint64 corr)
 {
-  guint lo = bound_i64(h->all_corr, h->n_all, corr, FALSE);
+  guint lo = lower_bound_i64(h->all_corr, h->n_all, corr);
   return lo < h->n_all && h->all_corr[lo] == corr;
 }
 
-/* Ops launched before correlation id corr that had not ended at t. */
-static gint64 pending_at(const HostCtx *h, gint64 corr, gint64 t)
+/* How many of the file's ops with a correlation id ended by t. */
+static guint ended_by(const HostCtx *h, gint64 t)
 {
-  gint64 launched = (gint64)bound_i64(h->all_corr, h->n_all, corr, FALSE) -
-                    (gint64)bound_i64(h->all_corr, h->n_all, 0, FALSE);
   guint lo = 0, hi = h->n_all_end;
   while (lo < hi) {
     guint mid = lo + (hi - lo) / 2;
@@ -209,7 +205,15 @@ static gint64 pending_at(const HostCtx *h, gint64 corr, gint64 t)
     else
       hi = mid;
   }
-  return launched - (gint64)lo;
+  return lo;
+}
+
+/* Ops launched before correlation id corr that had not ended at t. */
+static gint64 pending_at(const HostCtx *h, gint64 corr, gint64 t)
+{
+  gint64 launched = (gint64)lower_bound_i64(h->all_corr, h->n_all, corr) -
+                    (gint64)lower_bound_i64(h->all_corr, h->n_all, 0);
+  return launched - (gint64)ended_by(h, t);
 }
 
 /* A launch over [t0, t1] with correlation id corr that found CUDA's launch
@@ -225,15 +229,7 @@ static gint64 queue_release(const HostCtx *h, gint64 t0, gint64 t1,
   *pos = G_MAXUINT32;
   if (pending_at(h, corr, t1) < LAUNCH_QUEUE_FULL)
     return G_MININT64;
-  guint lo = 0, hi = h->n_all_end;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (h->all_end[mid].t <= t1)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (guint k = lo; k-- > 0 && h->all_end[k].t > t0;) {
+  for (guint k = ended_by(h, t1); k-- > 0 && h->all_end[k].t > t0;) {
     guint32 r = h->all_end[k].pos;
     if (g_array_index(h->raw->ops, TraceRawOp, r).corr < corr) {
       *pos = h->sel_of_raw[r];
