@@ -2160,6 +2160,234 @@ static void test_host_sync(void)
   test_rmdir(dir);
 }
 
+/* Appends 1,023 launches (11..21.23 us, correlation ids 2-1024) of
+ * one-microsecond kernels q that run from 1,001 us, behind a 200 us kernel
+ * ending at 212: with it, the launch queue's 1,024 entries. */
+static void fill_queue(GString *ev)
+{
+  for (int k = 1; k < 1024; k++)
+    g_string_append_printf(ev, ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\","
+                           "\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":"
+                           "100,\"ts\":%d.%03d,\"dur\":0.01,\"args\":{"
+                           "\"correlation\":%d}},{\"ph\":\"X\",\"cat\":"
+                           "\"kernel\",\"name\":\"q\",\"pid\":0,\"tid\":7,"
+                           "\"ts\":%d,\"dur\":1,\"args\":{\"device\":0,"
+                           "\"stream\":7,\"correlation\":%d}}",
+                           11 + k / 100, 10 * (k % 100), k + 1, 1000 + k,
+                           k + 1);
+}
+
+/* CUDA's launch queue: a launch call that returns only when an earlier op
+ * finishes, with the queue full, waited for that op, not for CPU work.
+ * Step 1 launches kernel a (12..212 us) and 1,023 kernels q queued behind
+ * it (fill_queue); step 2 (100..230) launches b0 with a call over 150..213
+ * that returned 1 us after a ended, with 1,023 ops pending, then b1
+ * (220..222).  Step 2 alone: a is not imported, so the wait is not
+ * replayed: the host is 50 us of CPU time, b0's call 1 us after its wait,
+ * b1's 9 us from b0's end; b0 runs 51..101, b1 101..151: the step
+ * is 151 us, the GPU's 100 us of work after the first launch (the
+ * recorded call, 113 us from the step's start, would make it 213).  Every step: b0's call
+ * waits for a, and moves with it at lower clocks.  Without the q kernels
+ * the queue was not full: a ending inside the call is chance, and the call
+ * is CPU time (213 us). */
+static void test_host_queue_full(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  for (int full = 1; full >= 0; full--) {
+    GString *ev = g_string_new(
+        HS(1, 0, 100) "," HS(2, 100, 130) ","
+        HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
+        HR("cudaLaunchKernel", 150, 63, 5000) "," HK("b0", 2100, 50, 5000) ","
+        HR("cudaLaunchKernel", 220, 2, 5001) "," HK("b1", 2150, 50, 5001));
+    if (full)
+      fill_queue(ev);
+    g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+    g_autofree char *json = g_strdup_printf(
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}"
+        "],\"traceEvents\":[%s]}", ev->str);
+    g_string_free(ev, TRUE);
+    write_file(path, json, strlen(json));
+    const char *p[] = {path};
+    TraceImportOptions o = {0};
+    o.step = TRACE_STEP_NUMBER;
+    o.step_number = 2;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance,
+                                        "host_blocked_launches"), ==,
+                    full ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==,
+                    full ? 51000 : 113000);
+    g_assert_cmpint(r->time_ns, ==, full ? 151000 : 213000);
+    g_array_unref(rec.recs);
+    if (!full)
+      break;
+    /* Every step: b0's call (the 1,025th launch) waits for a and ends
+     * 1 us after it, at any clocks. */
+    o.step = TRACE_STEP_ALL;
+    g_autoptr(SimWorkload) all = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    for (int slow = 0; slow < 2; slow++) {
+      Recorder ra = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+      g_autoptr(SimResult) rall = replay(all, slow ? DVFS_FIXED : DVFS_MAX,
+                                         slow ? 600 : 0, -1, &ra, &error);
+      g_assert_no_error(error);
+      gint64 a_end = rec_of(&ra, op_named(all, "a", 0))->end_ns;
+      guint32 call = op_named(all, "cudaLaunchKernel", 1024);
+      g_assert_cmpint(rec_of(&ra, call)->end_ns, ==, a_end + 1000);
+      if (slow)
+        g_assert_cmpint(a_end, >, 211000);
+      g_array_unref(ra.recs);
+    }
+  }
+  test_rmdir(dir);
+}
+
+#define HR2(name, ts, dur, corr)                                           \
+  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"" name "\",\"pid\":1," \
+  "\"tid\":200,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" \
+  #corr "}}"
+
+/* Two threads: the main one (tid 100, it records the steps) and the
+ * autograd engine's (tid 200), which launches once the main one hands it
+ * the backward pass.  Step 2 (100..300 us): the main thread's launch of f0
+ * (110..213) was held by the full queue (fill_queue) until kernel a of
+ * step 1 ended (212); the other thread's first call comes at 230.
+ * Replayed alone, the main thread's wait is gone (f0's call ends at 11
+ * us), and the other thread's 135 us before its first call were idle, not
+ * work: it starts 17
+ * us (230 - 213) after f0's call, its b0 call ends at 33, b0 runs 33..43;
+ * the step ends with the two threads' recorded tails (87 and 65 us) at 98
+ * us, not 200.  When the main thread synchronised first, its pace was the
+ * GPU's, which the step alone may not hold: the other thread keeps its
+ * recorded start (b0 at 135). */
+static void test_host_handoff(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  TraceImportOptions o = {0};
+  o.step = TRACE_STEP_NUMBER;
+  o.step_number = 2;
+  const char *ev[] = {
+      HS(1, 0, 100) "," HS(2, 100, 200) ","
+      HR("cudaLaunchKernel", 10, 1, 1) "," HK("a", 12, 200, 1) ","
+      HR("cudaLaunchKernel", 110, 103, 5000) "," HK("f0", 2100, 10, 5000) ","
+      HR2("cudaLaunchKernel", 230, 5, 5001) "," HK("b0", 2110, 10, 5001),
+      HS(1, 0, 100) "," HS(2, 100, 200) ","
+      HR("cudaLaunchKernel", 105, 2, 1) "," HK("k", 107, 10, 1) ","
+      HR("cudaStreamSynchronize", 110, 8, 2) ","
+      HR("cudaLaunchKernel", 120, 2, 3) "," HK("f0", 122, 10, 3) ","
+      HR2("cudaLaunchKernel", 230, 5, 4) "," HK("b0", 235, 10, 4)};
+  const gint64 b0_start[] = {33000, 135000}, step[] = {98000, 200000};
+  for (guint c = 0; c < 2; c++) {
+    GString *e = g_string_new(ev[c]);
+    if (c == 0)
+      fill_queue(e);
+    g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+    g_autofree char *json = g_strdup_printf(
+        "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}"
+        "],\"traceEvents\":[%s]}", e->str);
+    g_string_free(e, TRUE);
+    write_file(path, json, strlen(json));
+    const char *p[] = {path};
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    RankStats st;
+    rank_stats(w, 0, &st);
+    g_assert_cmpuint(st.host_streams, ==, 2);
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(rec_of(&rec, op_named(w, "b0", 0))->start_ns, ==,
+                    b0_start[c]);
+    g_assert_cmpint(r->time_ns, ==, step[c]);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
+/* A CUDA graph: one cudaGraphLaunch (10..30 us) runs three kernels that
+ * carry its correlation id; all three wait for it (none is a GPU op
+ * without a launch), so the first starts when the call returned. */
+static void test_host_graph(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(SimWorkload) w = host_trace(dir,
+      HS(1, 0, 100) ","
+      HR("cudaGraphLaunch", 10, 20, 1) "," HK("g0", 31, 5, 1) ","
+      HK("g1", 36, 5, 1) "," HK("g2", 41, 5, 1),
+      TRACE_STEP_AUTO, warnings, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(warnings->len, ==, 0);
+  g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_orphan_gpu_ops"),
+                  ==, "0");
+  RankStats st;
+  rank_stats(w, 0, &st);
+  g_assert_cmpuint(st.host_waits, ==, 3);
+  Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+  g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, &rec, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "g0", 0))->start_ns, ==, 30000);
+  g_assert_cmpint(rec_of(&rec, op_named(w, "g2", 0))->end_ns, ==, 45000);
+  g_assert_cmpint(r->time_ns, ==, 100000);
+  g_array_unref(rec.recs);
+  test_rmdir(dir);
+}
+
+#define HC(name, ts, dur, corr)                                            \
+  "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"" name "\",\"pid\":0,"  \
+  "\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,"       \
+  "\"stream\":7,\"correlation\":" #corr "}}"
+
+/* Copies: a cudaMemcpyAsync that returned before its copy ran (pinned
+ * memory) does not block the host; one that returned after its copy ended
+ * (pageable memory, PyTorch's .item()) waited for the copy and for the
+ * kernel before it on its stream.  Kernel k runs 15..65 us, the copy
+ * 65..75, kernel k2 75..85.  At slower clocks the first host's next launch
+ * still returns at 35 us; the second's moves with the copy's end. */
+static void test_host_copies(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  for (int sync = 0; sync < 2; sync++) {
+    g_autoptr(SimWorkload) w = host_trace(dir, sync
+        ? HS(1, 0, 100) ","
+          HR("cudaLaunchKernel", 10, 5, 1) "," HK("ampere_sgemm_k", 15, 50, 1)
+          "," HR("cudaMemcpyAsync", 20, 57, 2) ","
+          HC("Memcpy DtoH (Device -> Pageable)", 65, 10, 2) ","
+          HR("cudaLaunchKernel", 80, 5, 3) "," HK("ampere_sgemm_k2", 85, 10, 3)
+        : HS(1, 0, 100) ","
+          HR("cudaLaunchKernel", 10, 5, 1) "," HK("ampere_sgemm_k", 15, 50, 1)
+          "," HR("cudaMemcpyAsync", 20, 5, 2) ","
+          HC("Memcpy HtoD (Pinned -> Device)", 65, 10, 2) ","
+          HR("cudaLaunchKernel", 30, 5, 3) "," HK("ampere_sgemm_k2", 75, 10, 3),
+        TRACE_STEP_AUTO, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_syncs"), ==,
+                    sync ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_FIXED, 600, -1, &rec, &error);
+    g_assert_no_error(error);
+    gint64 copy_end = rec_of(&rec, op_named(w, sync
+        ? "Memcpy DtoH (Device -> Pageable)"
+        : "Memcpy HtoD (Pinned -> Device)", 0))->end_ns;
+    gint64 launch_end = rec_of(&rec, op_named(w, "cudaLaunchKernel", 1))->end_ns;
+    g_assert_cmpint(copy_end, >, 75000); /* the kernel before it slowed */
+    if (sync) /* the call's 2 us after the copy, 3 us of CPU, the launch */
+      g_assert_cmpint(launch_end, ==, copy_end + 2000 + 8000);
+    else
+      g_assert_cmpint(launch_end, ==, 35000);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
 /* Orphan GPU ops (no correlation), a launch pointing nowhere and a
  * negative runtime duration: warnings, and the trace still replays. */
 static void test_host_bad_input(void)
@@ -2268,6 +2496,99 @@ static void test_host_steps(void)
   const JsStepRow *s2 = &g_array_index(rep.steps, JsStepRow, 1);
   g_assert_cmpint(s2->time_ns, ==, 300000);
   js_run_report_clear(&rep);
+  test_rmdir(dir);
+}
+
+#define HK8(name, ts, dur, corr)                                           \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,"      \
+  "\"tid\":8,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"device\":0,"       \
+  "\"stream\":8,\"correlation\":" #corr "}}"
+
+/* What each call waits for.  Kernel a runs 12..112 us on stream 7, b
+ * 16..216 on stream 8, and c (launched at 120) after a.  At 600 MHz both
+ * kernels slow down: a cudaEventSynchronize that returned 3 us after a
+ * ended waits for a alone (not for b, still running); a
+ * cudaDeviceSynchronize waits for both and returns 2 us after b; a
+ * cudaStreamWaitEvent (a GPU-side wait) and a cudaMemsetAsync do not hold
+ * the host, whose launch of c still returns at 122 us. */
+static void test_host_sync_kinds(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *common =
+      HS(1, 0, 300) ","
+      HR("cudaLaunchKernel", 10, 2, 1) "," HK("ampere_sgemm_a", 12, 100, 1)
+      "," HR("cudaLaunchKernel", 14, 2, 2) ","
+      HK8("ampere_sgemm_b", 16, 200, 2) ","
+      HR("cudaLaunchKernel", 120, 2, 4) "," HK("ampere_sgemm_c", 122, 10, 4);
+  const char *calls[] = {
+      HR("cudaEventSynchronize", 20, 95, 3),
+      HR("cudaDeviceSynchronize", 20, 198, 3),
+      HR("cudaStreamWaitEvent", 20, 2, 3) ","
+      HR("cudaMemsetAsync", 30, 3, 5) ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\","
+      "\"pid\":0,\"tid\":8,\"ts\":216,\"dur\":1,\"args\":{\"device\":0,"
+      "\"stream\":8,\"correlation\":5}}"};
+  for (guint c = 0; c < 3; c++) {
+    g_autofree char *ev = g_strconcat(common, ",", calls[c], NULL);
+    g_autoptr(SimWorkload) w = host_trace(dir, ev, TRACE_STEP_AUTO, NULL,
+                                          &error);
+    g_assert_no_error(error);
+    g_assert_cmpstr(g_hash_table_lookup(w->provenance, "host_syncs"), ==,
+                    c < 2 ? "1" : "0");
+    Recorder rec = {g_array_new(FALSE, FALSE, sizeof(SimOpRecord))};
+    g_autoptr(SimResult) r = replay(w, DVFS_FIXED, 600, -1, &rec, &error);
+    g_assert_no_error(error);
+    gint64 a_end = rec_of(&rec, op_named(w, "ampere_sgemm_a", 0))->end_ns;
+    gint64 b_end = rec_of(&rec, op_named(w, "ampere_sgemm_b", 0))->end_ns;
+    g_assert_cmpint(a_end, >, 112000);
+    g_assert_cmpint(b_end, >, a_end);
+    if (c == 0)
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaEventSynchronize", 0))
+                          ->end_ns, ==, a_end + 3000);
+    else if (c == 1)
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaDeviceSynchronize", 0))
+                          ->end_ns, ==, b_end + 2000);
+    else
+      g_assert_cmpint(rec_of(&rec, op_named(w, "cudaLaunchKernel", 2))
+                          ->end_ns, ==, 122000);
+    g_array_unref(rec.recs);
+  }
+  test_rmdir(dir);
+}
+
+/* A loop whose steps open with 50 us of CPU work (data loading) and end
+ * with 32 us of GPU work past the step's range: kernel k1 (launched at
+ * 50, runs 52..132) overlaps the next step's loading, so the loop's period
+ * is 100 us.  Step 1 is cut at its first launch and the next step's (50,
+ * 150): its launch takes 2 us, k1 runs 2..82, the host's 98 us to the
+ * next launch end the step at 100 us, where the step's own range would
+ * open on 50 us of loading and end with k1 at 132.  The last step has no
+ * next one to cut at and keeps its range (132). */
+static void test_host_loop_phase(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  GError *error = NULL;
+  const char *ev =
+      HS(1, 0, 100) "," HS(2, 100, 100) ","
+      HR("cudaLaunchKernel", 50, 2, 1) "," HK("k1", 52, 80, 1) ","
+      HR("cudaLaunchKernel", 150, 2, 2) "," HK("k2", 152, 80, 2);
+  g_autofree char *path = g_build_filename(dir, "host.json", NULL);
+  g_autofree char *json = g_strdup_printf(
+      "{\"deviceProperties\":[{\"id\":0,\"name\":\"NVIDIA A100-SXM4-80GB\"}],"
+      "\"traceEvents\":[%s]}", ev);
+  write_file(path, json, strlen(json));
+  const char *p[] = {path};
+  for (gint64 step = 1; step <= 2; step++) {
+    TraceImportOptions o = {0};
+    o.step = TRACE_STEP_NUMBER;
+    o.step_number = step;
+    g_autoptr(SimWorkload) w = trace_import(p, 1, &o, &error);
+    g_assert_no_error(error);
+    g_autoptr(SimResult) r = replay(w, DVFS_MAX, 0, -1, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(r->time_ns, ==, step == 1 ? 100000 : 132000);
+  }
   test_rmdir(dir);
 }
 
@@ -2618,6 +2939,12 @@ int main(int argc, char **argv)
   g_test_add_func("/import/host/launch-bound", test_host_launch_bound);
   g_test_add_func("/import/host/gpu-bound", test_host_gpu_bound);
   g_test_add_func("/import/host/sync", test_host_sync);
+  g_test_add_func("/import/host/queue-full", test_host_queue_full);
+  g_test_add_func("/import/host/graph", test_host_graph);
+  g_test_add_func("/import/host/handoff", test_host_handoff);
+  g_test_add_func("/import/host/copies", test_host_copies);
+  g_test_add_func("/import/host/sync-kinds", test_host_sync_kinds);
+  g_test_add_func("/import/host/loop-phase", test_host_loop_phase);
   g_test_add_func("/import/host/bad-input", test_host_bad_input);
   g_test_add_func("/import/host/steps", test_host_steps);
   g_test_add_func("/import/host/native", test_host_native);

@@ -211,8 +211,8 @@ typedef struct {
   guint64 solo_ops;      /* comm ops replayed at recorded durations */
   Window *win;           /* n: what each rank keeps */
   /* Host streams (summed over ranks, for the warnings and provenance): */
-  guint64 host_ops, host_syncs, orphans, gpu_ops, nowhere, bad_durs,
-      host_cycles;
+  guint64 host_ops, host_syncs, host_blocked, orphans, gpu_ops, nowhere,
+      bad_durs, host_cycles;
   /* Kernel shapes (summed over ranks): kernel ops and their recorded time,
    * and those of them priced from their operator's shapes. */
   guint64 n_kernels, shaped_kernels;

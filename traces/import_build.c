@@ -738,6 +738,40 @@ static SimWorkload *emit_workload(Build *b, const SimWorkload *names,
   return g_steal_pointer(&w);
 }
 
+/* Per profiled step of r (in time order), the end of the GPU work launched
+ * in it, from the file's first GPU start g0 ("-1" for a step that
+ * launched none), comma separated.  The interval between consecutive ends
+ * is the steady-state period even when the GPU runs a constant lag behind
+ * the host, which the GPU span of the whole file counts once
+ * (docs/trace-import.md, "The measured step"). */
+static char *step_gpu_ends(const TraceRawRank *r, const GArray *steps,
+                           gint64 g0)
+{
+  g_autofree gint64 *end = g_new(gint64, MAX(steps->len, 1));
+  for (guint k = 0; k < steps->len; k++)
+    end[k] = G_MININT64;
+  for (guint i = 0; i < r->ops->len; i++) {
+    const TraceRawOp *o = &g_array_index(r->ops, TraceRawOp, i);
+    guint lo = 0, hi = steps->len; /* the last step starting by launch */
+    while (lo < hi) {
+      guint mid = lo + (hi - lo) / 2;
+      if (g_array_index(steps, TraceRawRange, mid).start_ns <= o->launch_ns)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo > 0 && o->launch_ns < g_array_index(steps, TraceRawRange,
+                                                lo - 1).end_ns)
+      end[lo - 1] = MAX(end[lo - 1], trace_ns_add(o->ts_ns, o->dur_ns));
+  }
+  GString *out = g_string_new(NULL);
+  for (guint k = 0; k < steps->len; k++)
+    g_string_append_printf(out, "%s%" G_GINT64_FORMAT, k ? "," : "",
+                           end[k] == G_MININT64 ? -1
+                                                : trace_ns_sub(end[k], g0));
+  return g_string_free(out, FALSE);
+}
+
 /* The provenance of what the import read and kept. */
 static void set_provenance(const Build *b, SimWorkload *w, const char *format,
                            gint64 world, const char *label, const char *ref)
@@ -768,6 +802,9 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->host_ops));
     g_hash_table_insert(pv, g_strdup("host_syncs"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->host_syncs));
+    g_hash_table_insert(pv, g_strdup("host_blocked_launches"),
+                        g_strdup_printf("%" G_GUINT64_FORMAT,
+                                        b->host_blocked));
     g_hash_table_insert(pv, g_strdup("host_orphan_gpu_ops"),
                         g_strdup_printf("%" G_GUINT64_FORMAT, b->orphans));
   } else {
@@ -800,6 +837,8 @@ static void set_provenance(const Build *b, SimWorkload *w, const char *format,
       }
       g_hash_table_insert(pv, g_strdup("trace_step_ns"),
                           g_string_free(sd, FALSE));
+      g_hash_table_insert(pv, g_strdup("trace_step_gpu_end_ns"),
+                          step_gpu_ends(r0, sr, g0));
     }
   }
   if (trace_step_mode(opt) == TRACE_STEP_ALL && b->win[0].steps != NULL) {

@@ -17,11 +17,14 @@
  * the host window becomes one host stream after the GPU streams; its ops
  * (SIM_OP_HOST) last what the thread spent, so the sum of a stream's host
  * ops up to any call is the time from the window's start to that call's
- * end.  Only two kinds of calls need ops of their own:
+ * end, less the waits replayed as dependencies or not at all (below).
+ * Only two kinds of calls need ops of their own:
  *
- *  - a launch (kernel, copy or memset) whose GPU op was imported: a host op
- *    from the previous op's end to the call's end, which the GPU op waits
- *    for (through its correlation id);
+ *  - a launch (kernel, copy, memset or CUDA graph) whose GPU op was
+ *    imported: a host op from the previous op's end to the call's end,
+ *    which the GPU op waits for (through its correlation id; every op of
+ *    a graph carries its launch's).  A launch that found the launch queue
+ *    full waited for the op that freed a slot (queue_release);
  *  - a synchronising call that did wait: cudaStreamSynchronize,
  *    cudaEventSynchronize, cudaDeviceSynchronize, or a copy that ended
  *    before its call returned (a synchronous cudaMemcpy, a copy to pageable
@@ -36,17 +39,21 @@
  *
  * Every other call (cudaEventRecord, cudaStreamWaitEvent, queries, launches
  * of ops outside the import) is folded into the CPU time before the next
- * op, and a last op (HN_TAIL) runs to the window's end.  Replayed at the
- * recorded clocks, each host op then ends when its call ended, and a GPU op
+ * op, and a last op (HN_TAIL) runs to the window's end.  A thread's first
+ * call follows the thread that handed it the work (host_handoffs).
+ * Replayed at the recorded clocks, each host op then ends when its call
+ * ended (earlier, by the waits for work outside the import that are not
+ * replayed: a full queue's, a hand-off's), and a GPU op
  * starts no earlier than its launch returned; slower kernels delay the
  * host only through the synchronisations.  With TRACE_STEP_ALL a marker
  * named after the step opens each step on the stream of the thread that
  * records the steps.
  *
  * Every dependency goes from a smaller correlation id to a larger one (or
- * from a launch to its own GPU op), so the graph has no cycle when the
- * trace is consistent; emit_rank checks and falls back to GPU order when a
- * damaged trace makes one.
+ * from a launch to its own GPU op, or from a thread's first op to an op of
+ * another thread that ended before it began), so the graph has no cycle
+ * when the trace is consistent; emit_rank checks and falls back to GPU
+ * order when a damaged trace makes one.
  */
 
 typedef struct {
@@ -78,6 +85,17 @@ typedef struct {
   guint n_end;
   gint64 *all_corr;      /* every GPU op of the file, sorted */
   guint n_all;
+  TimeKey *all_end;      /* every GPU op of the file with a correlation
+                            id, by end (pos: its raw index) */
+  guint n_all_end;
+  guint32 *sel_of_raw;   /* raw index -> selected position, G_MAXUINT32 */
+  GArray *ends;          /* TimeKey: each host op's end in the trace */
+  gint64 first_ts[SIM_MAX_STREAMS];   /* host stream: its first call's
+                                         start (G_MAXINT64: none) */
+  guint32 first_pos[SIM_MAX_STREAMS]; /* host stream: its first op */
+  gint64 tid[SIM_MAX_STREAMS];        /* host stream: its thread */
+  guint32 first_sync[SIM_MAX_STREAMS]; /* host stream: its first
+                                          synchronisation that waited */
 } HostCtx;
 
 static const TraceRawOp *sel_raw(const HostCtx *h, guint32 pos)
@@ -92,8 +110,10 @@ static gint64 sel_end(const HostCtx *h, guint32 pos)
   return trace_ns_add(o->ts_ns, o->dur_ns);
 }
 
-/* The selected GPU op launched by correlation id corr, or G_MAXUINT32. */
-static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
+/* The first of the selected GPU ops launched by correlation id corr (a
+ * CUDA graph launches several) as an index into h->by_corr, or
+ * G_MAXUINT32. */
+static guint32 first_of_corr(const HostCtx *h, gint64 corr)
 {
   guint lo = 0, hi = h->n_corr;
   while (lo < hi) {
@@ -103,21 +123,7 @@ static guint32 gpu_of_corr(const HostCtx *h, gint64 corr)
     else
       hi = mid;
   }
-  return lo < h->n_corr && h->by_corr[lo].corr == corr ? h->by_corr[lo].pos
-                                                        : G_MAXUINT32;
-}
-
-static gboolean file_has_corr(const HostCtx *h, gint64 corr)
-{
-  guint lo = 0, hi = h->n_all;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (h->all_corr[mid] < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < h->n_all && h->all_corr[lo] == corr;
+  return lo < h->n_corr && h->by_corr[lo].corr == corr ? lo : G_MAXUINT32;
 }
 
 /* The op of GPU stream s launched last before correlation id corr, or
@@ -159,10 +165,90 @@ static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
   return G_MAXUINT32;
 }
 
-/* Appends a host entry on stream `stream`; returns its position. */
-static guint32 host_add(RankWork *rw, guint stream, guint8 kind,
-                        guint32 name, gint64 dur_ns)
+/* CUDA's launch queue holds about 1,024 operations; a launch into a full
+ * queue returns only when one finishes.  The depth is not documented, but
+ * traces show it: on the 1 x V100 trace of issue 30 (HolisticTraceAnalysis
+ * ns_resolution_trace) every launch over 50 us returned 3-8 us after an
+ * earlier op ended, with 1,019-1,021 ops pending, while no launch of the
+ * seven host-bound traces in tests/data/traces saw more than 569.  A launch
+ * that returned with at least this many pending found the queue full. */
+#define LAUNCH_QUEUE_FULL 1000
+
+/* Index of the first of the n sorted values a that is >= v. */
+static guint lower_bound_i64(const gint64 *a, guint n, gint64 v)
 {
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (a[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static gboolean file_has_corr(const HostCtx *h, gint64 corr)
+{
+  guint lo = lower_bound_i64(h->all_corr, h->n_all, corr);
+  return lo < h->n_all && h->all_corr[lo] == corr;
+}
+
+/* How many of the file's ops with a correlation id ended by t. */
+static guint ended_by(const HostCtx *h, gint64 t)
+{
+  guint lo = 0, hi = h->n_all_end;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (h->all_end[mid].t <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Ops launched before correlation id corr that had not ended at t. */
+static gint64 pending_at(const HostCtx *h, gint64 corr, gint64 t)
+{
+  gint64 launched = (gint64)lower_bound_i64(h->all_corr, h->n_all, corr) -
+                    (gint64)lower_bound_i64(h->all_corr, h->n_all, 0);
+  return launched - (gint64)ended_by(h, t);
+}
+
+/* A launch over [t0, t1] with correlation id corr that found CUDA's launch
+ * queue full: the end of the op launched before it (on any stream, whether
+ * imported or not) that ended last inside the call, which freed the slot
+ * the call waited for; G_MININT64 when the queue was not full or no
+ * earlier op ended during the call (it did not wait: a short call that saw
+ * an op end by chance is no wait).  *pos is that op's selected position,
+ * or G_MAXUINT32 when it lies outside the import. */
+static gint64 queue_release(const HostCtx *h, gint64 t0, gint64 t1,
+                            gint64 corr, guint32 *pos)
+{
+  *pos = G_MAXUINT32;
+  if (pending_at(h, corr, t1) < LAUNCH_QUEUE_FULL)
+    return G_MININT64;
+  for (guint k = ended_by(h, t1); k-- > 0 && h->all_end[k].t > t0;) {
+    guint32 r = h->all_end[k].pos;
+    if (g_array_index(h->raw->ops, TraceRawOp, r).corr < corr) {
+      *pos = h->sel_of_raw[r];
+      return h->all_end[k].t;
+    }
+  }
+  return G_MININT64;
+}
+
+/* Appends a host entry on stream `stream` that ended at t_end in the trace
+ * (G_MININT64: a step marker); returns its position. */
+static guint32 host_add(HostCtx *h, guint stream, guint8 kind,
+                        guint32 name, gint64 dur_ns, gint64 t_end)
+{
+  RankWork *rw = h->rw;
+  if (t_end != G_MININT64) {
+    TimeKey e = {t_end, rw->sel->len};
+    g_array_append_val(h->ends, e);
+  }
   Sel s = {0};
   s.stream = stream;
   s.phase = SIM_PHASE_OTHER;
@@ -189,7 +275,8 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
   RankWork *rw = h->rw;
   TraceRawRank *raw = h->raw;
   guint32 first = rw->sel->len, first_dep = rw->deps->len;
-  guint64 n_host = 0, n_sync = 0, n_nowhere = 0;
+  h->first_sync[stream] = G_MAXUINT32;
+  guint64 n_host = 0, n_sync = 0, n_nowhere = 0, n_blocked = 0;
   gboolean anchored = step_thread;
   const GArray *steps = step_thread ? win->steps : NULL;
   guint k_step = 0;
@@ -201,10 +288,10 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
                           calls[c].ts)) {
       gint64 s0 = g_array_index(steps, TraceRawRange, k_step).start_ns;
       if (s0 > prev) {
-        host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(s0, prev));
+        host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(s0, prev), s0);
         prev = s0;
       }
-      guint32 m = host_add(rw, stream, HS_STEP, 0, 0);
+      guint32 m = host_add(h, stream, HS_STEP, 0, 0, G_MININT64);
       g_array_index(rw->sel, Sel, m).peer = k_step++;
     }
     if (c == n)
@@ -215,26 +302,53 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
     TraceCall call = (TraceCall)l->call;
     if (call == TRACE_CALL_LAUNCH || call == TRACE_CALL_MEMCPY ||
         call == TRACE_CALL_MEMSET) {
-      guint32 g = gpu_of_corr(h, l->corr);
-      if (g == G_MAXUINT32) {
+      guint32 g_index = first_of_corr(h, l->corr);
+      if (g_index == G_MAXUINT32) {
         n_nowhere += !file_has_corr(h, l->corr);
         continue;
       }
+      guint32 g = h->by_corr[g_index].pos;
       gint64 g_end = sel_end(h, g);
       if (call == TRACE_CALL_MEMCPY && g_end <= end && g_end >= l->ts_ns) {
         /* A synchronous copy: launched at the call's start, waited for. */
-        guint32 gap = host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+        guint32 gap = host_add(h, stream, HS_OP, HN_GAP,
+                               trace_ns_sub(l->ts_ns, prev), l->ts_ns);
         prev = MAX(prev, l->ts_ns);
         add_dep(rw, g, gap);
-        guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                              trace_ns_sub(end, MAX(prev, g_end)));
+        guint32 sy = host_add(h, stream, HS_OP, l->name,
+                              trace_ns_sub(end, MAX(prev, g_end)), end);
         guint gs = g_array_index(rw->sel, Sel, g).stream;
         add_dep(rw, sy, last_before(h, gs, l->corr + 1));
         n_host += 2;
         n_sync++;
+        h->first_sync[stream] = MIN(h->first_sync[stream], sy);
       } else {
-        guint32 op = host_add(rw, stream, HS_OP, l->name, trace_ns_sub(end, prev));
-        add_dep(rw, g, op);
+        /* A launch returns once its op is queued; when the queue was full
+         * it returned as an earlier op finished.  The call then waited for
+         * that op: the host op after the wait depends on it, and a wait
+         * for an op outside the import (the previous step's) is not
+         * replayed, since that op is not there to wait for. */
+        guint32 rel_pos;
+        gint64 rel = queue_release(h, l->ts_ns, end, l->corr, &rel_pos);
+        guint32 op;
+        if (rel > l->ts_ns) {
+          host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev),
+                   l->ts_ns);
+          prev = MAX(prev, l->ts_ns);
+          op = host_add(h, stream, HS_OP, l->name,
+                        trace_ns_sub(end, MAX(prev, rel)), end);
+          if (rel_pos != G_MAXUINT32)
+            add_dep(rw, op, rel_pos);
+          n_host++;
+          n_blocked++;
+        } else {
+          op = host_add(h, stream, HS_OP, l->name, trace_ns_sub(end, prev),
+                        end);
+        }
+        /* A CUDA graph's ops all carry its launch's correlation id. */
+        for (guint k = g_index; k < h->n_corr &&
+                                h->by_corr[k].corr == l->corr; k++)
+          add_dep(rw, h->by_corr[k].pos, op);
         n_host++;
       }
       prev = MAX(prev, end);
@@ -262,29 +376,85 @@ static gboolean host_thread(Build *b, HostCtx *h, guint stream,
       gint64 last_end = G_MININT64;
       for (guint k = 0; k < np; k++)
         last_end = MAX(last_end, sel_end(h, prod[k]));
-      host_add(rw, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev));
+      host_add(h, stream, HS_OP, HN_GAP, trace_ns_sub(l->ts_ns, prev),
+               l->ts_ns);
       prev = MAX(prev, l->ts_ns);
-      guint32 sy = host_add(rw, stream, HS_OP, l->name,
-                            trace_ns_sub(end, MAX(prev, last_end)));
+      guint32 sy = host_add(h, stream, HS_OP, l->name,
+                            trace_ns_sub(end, MAX(prev, last_end)), end);
       for (guint k = 0; k < np; k++)
         add_dep(rw, sy, prod[k]);
       prev = MAX(prev, end);
       n_host += 2;
       n_sync++;
+      h->first_sync[stream] = MIN(h->first_sync[stream], sy);
       anchored = TRUE;
     }
   }
   if (!anchored) {
     g_array_set_size(rw->sel, first);
     g_array_set_size(rw->deps, first_dep);
+    while (h->ends->len > 0 &&
+           g_array_index(h->ends, TimeKey, h->ends->len - 1).pos >= first)
+      g_array_set_size(h->ends, h->ends->len - 1);
     b->nowhere += n_nowhere;
     return FALSE;
   }
   if (h1 > prev)
-    host_add(rw, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev));
+    host_add(h, stream, HS_OP, HN_TAIL, trace_ns_sub(h1, prev), h1);
+  h->first_ts[stream] = n > 0 ? calls[0].ts : G_MAXINT64;
+  h->first_pos[stream] = first;
+  h->tid[stream] = n > 0 ? calls[0].tid : win->step_tid;
   b->host_syncs += n_sync;
+  b->host_blocked += n_blocked;
   b->nowhere += n_nowhere;
   return TRUE;
+}
+
+/* A thread's first call in the window follows another thread's work: the
+ * autograd engine's thread launches the backward pass once the main thread
+ * has called backward(), and sits idle before.  The time before that call
+ * is therefore no CPU work of its own: its first op waits for the op of
+ * another host stream that ended last before the call, and lasts from
+ * there.  The main thread (the one that records the steps, else the one
+ * whose first call comes first) keeps its start. */
+static void host_handoffs(HostCtx *h, guint s0, guint s1, gint64 h0,
+                          gint64 step_tid)
+{
+  RankWork *rw = h->rw;
+  guint origin = s0;
+  for (guint s = s0; s < s1; s++)
+    if (h->first_ts[s] < h->first_ts[origin])
+      origin = s;
+  for (guint s = s0; s < s1; s++)
+    if (step_tid >= 0 && h->tid[s] == step_tid)
+      origin = s;
+  const TimeKey *e = (const TimeKey *)(void *)h->ends->data;
+  for (guint s = s0; s < s1; s++) {
+    if (s == origin || h->first_ts[s] == G_MAXINT64)
+      continue;
+    guint32 f = h->first_pos[s], prod = G_MAXUINT32;
+    gint64 t_prod = G_MININT64, t_first = G_MININT64;
+    for (guint k = 0; k < h->ends->len; k++) {
+      if (e[k].pos == f)
+        t_first = e[k].t;
+      else if (g_array_index(rw->sel, Sel, e[k].pos).stream != s &&
+               e[k].t <= h->first_ts[s] && e[k].t > t_prod) {
+        t_prod = e[k].t;
+        prod = e[k].pos;
+      }
+    }
+    if (prod == G_MAXUINT32 || t_first == G_MININT64)
+      continue;
+    /* A thread that synchronised with the GPU before the hand-off ran at
+     * the pace of GPU work the step alone may not hold (the previous
+     * step's): the thread it woke keeps its recorded start. */
+    guint ps = g_array_index(rw->sel, Sel, prod).stream;
+    if (h->first_sync[ps] < prod)
+      continue;
+    Sel *first = &g_array_index(rw->sel, Sel, f);
+    first->host_ns = MAX(trace_ns_sub(t_first, MAX(h0, t_prod)), 0);
+    add_dep(rw, f, prod);
+  }
 }
 
 /* Adds rank i's host streams (see above) to its selection. */
@@ -298,7 +468,8 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   b->bad_durs += raw->bad_host_durs;
   raw->bad_host_durs = 0;
   b->gpu_ops += n;
-  HostCtx h = {rw, raw, NULL, 0, NULL, NULL, 0, NULL, 0};
+  HostCtx h = {.rw = rw, .raw = raw};
+  h.ends = g_array_new(FALSE, FALSE, sizeof(TimeKey));
   h.by_corr = g_new(CorrKey, MAX(n, 1));
   h.stream_corr = g_new(CorrKey, MAX(n, 1));
   h.by_end = g_new(TimeKey, MAX(n, 1));
@@ -321,6 +492,18 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   for (guint k = 0; k < h.n_all; k++)
     h.all_corr[k] = g_array_index(raw->ops, TraceRawOp, k).corr;
   qsort(h.all_corr, h.n_all, sizeof *h.all_corr, trace_cmp_i64);
+  h.all_end = g_new(TimeKey, MAX(h.n_all, 1));
+  h.sel_of_raw = g_new(guint32, MAX(h.n_all, 1));
+  for (guint k = 0; k < h.n_all; k++) {
+    const TraceRawOp *o = &g_array_index(raw->ops, TraceRawOp, k);
+    h.sel_of_raw[k] = G_MAXUINT32;
+    if (o->corr >= 0)
+      h.all_end[h.n_all_end++] = (TimeKey){trace_ns_add(o->ts_ns, o->dur_ns),
+                                           k};
+  }
+  for (guint32 k = 0; k < n; k++)
+    h.sel_of_raw[g_array_index(rw->sel, Sel, k).raw] = k;
+  qsort(h.all_end, h.n_all_end, sizeof *h.all_end, trace_cmp_time);
 
   /* The calls in the window, by thread and time. */
   gboolean all = win->h0 > win->h1;
@@ -370,6 +553,7 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
       break;
     c0 = c1;
   }
+  host_handoffs(&h, rw->ns_gpu, ns, h0, win->step_tid);
   if (skipped > 0)
     trace_warn(b->opt, "%s: %u CPU threads left out (at most %d streams per "
                "rank); their launches are not modelled", raw->path, skipped,
@@ -397,6 +581,9 @@ gboolean trace_host_streams(Build *b, guint i, const Window *win,
   g_free(h.stream_corr);
   g_free(h.by_end);
   g_free(h.all_corr);
+  g_free(h.all_end);
+  g_free(h.sel_of_raw);
+  g_array_free(h.ends, TRUE);
   return TRUE;
 }
 

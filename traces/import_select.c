@@ -421,6 +421,37 @@ static gboolean chosen_step(const Build *b, TraceStep mode, gint ref,
   return TRUE;
 }
 
+/* The start of the first launch (kernel, copy, memset) in [t0, t1), or
+ * G_MAXINT64. */
+static gint64 first_launch(const TraceRawRank *r, gint64 t0, gint64 t1)
+{
+  gint64 first = G_MAXINT64;
+  for (guint k = 0; k < r->launches->len; k++) {
+    const TraceRawLaunch *l = &g_array_index(r->launches, TraceRawLaunch, k);
+    TraceCall c = (TraceCall)l->call;
+    if ((c == TRACE_CALL_LAUNCH || c == TRACE_CALL_MEMCPY ||
+         c == TRACE_CALL_MEMSET) && l->ts_ns >= t0 && l->ts_ns < t1)
+      first = MIN(first, l->ts_ns);
+  }
+  return first;
+}
+
+/* One step of a loop costs one period wherever the loop is cut.  Cut at
+ * the step's first launch and the next step's: the CPU work at the top
+ * of the loop (data loading) then closes the window, overlapping the GPU
+ * work the step left running, as it did in the measured loop, instead of
+ * opening it on an idle GPU.  The ops imported are the same. */
+static void loop_phase(const TraceRawRank *r, const TraceRawRange *step,
+                       const TraceRawRange *next, Window *win)
+{
+  gint64 f0 = first_launch(r, step->start_ns, step->end_ns);
+  gint64 f1 = first_launch(r, next->start_ns, next->end_ns);
+  if (f0 == G_MAXINT64 || f1 == G_MAXINT64)
+    return;
+  win->w0 = win->h0 = f0;
+  win->w1 = win->h1 = f1;
+}
+
 /* Each rank's window: its step with the chosen number, else its idx-th
  * step (warned), else (no steps at all) everything (warned). */
 static gboolean align_steps(Build *b, Window *win, GPtrArray *steps,
@@ -456,6 +487,8 @@ static gboolean align_steps(Build *b, Window *win, GPtrArray *steps,
     win[i].w1 = win[i].h1 = hit->end_ns;
     win[i].step_tid = hit->tid;
     win[i].steps = one_range(hit);
+    if (hit + 1 < &g_array_index(s, TraceRawRange, 0) + s->len)
+      loop_phase(b->rw[i].raw, hit, hit + 1, &win[i]);
   }
   return TRUE;
 }
