@@ -475,7 +475,32 @@ static void test_trust(void)
     "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, boost = 'controller' }\n"
     "r = js.simulate{ cluster = c, workload = w }\n"
     "assert(r.trust.level == 'estimated')\n"
-    "assert(has(r.trust.reasons[1], 'boost_period_ms, boost_step_mhz'))\n");
+    "assert(has(r.trust.reasons[1], 'boost_period_ms, boost_step_mhz'))\n"
+    "-- A node: the validated A100 run's node and facility energy rest on\n"
+    "-- the preset's estimates (only hgx-h100's other_w is fitted, on\n"
+    "-- Latif et al.'s peak); a node a script gives is checked nowhere.\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'hgx-h100' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated' and #r.trust.reasons == 1)\n"
+    "assert(r.trust.reasons[1] == 'node_energy_j and facility_energy_j rest '\n"
+    "       .. 'on the hgx-h100 node\\'s estimates: cpu_idle_w, cpu_load, '\n"
+    "       .. 'dram, nic, nvswitch, psu_efficiency (models/node.c; '\n"
+    "       .. 'energy_j, the GPUs\\', does not); other_w fitted on Latif '\n"
+    "       .. 'et al.\\'s 8.4 kW peak (arXiv 2412.08602)', r.trust.reasons[1])\n"
+    "assert(has(js.summary(r), '  trust            estimated: node_energy_j'))\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'dgx-a100' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated')\n"
+    "assert(has(r.trust.reasons[1], 'nvswitch, other_w, psu_efficiency'))\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2,\n"
+    "                node = { preset = 'hgx-h100', other_w = 1000 } }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated' and #r.trust.reasons == 1)\n"
+    "assert(has(r.trust.reasons[1], 'node figures the script gave'))\n"
+    "-- No node (the default, or 'none'): nothing about it.\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'none' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'validated' and #r.trust.reasons == 2)\n");
 }
 
 /* Issue 28: the board limit holds the sum of what runs at once.  GPT-3
