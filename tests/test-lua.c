@@ -84,7 +84,20 @@ static void test_node_energy(void)
     "-- js.pipeline_run's result carries them too (the same run)\n"
     "local p = js.pipeline_run{ cluster = js.cluster{ gpus = 8,\n"
     "  node = 'dgx-a100' }, workload = w, policy = 'max' }\n"
-    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n");
+    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n"
+    "-- js.node: a preset's figures and what its parts rest on; a table's\n"
+    "-- figures have no sources, and no argument is 'none'\n"
+    "local h = js.node('hgx-h100')\n"
+    "assert(h.name == 'hgx-h100' and h.other_w == 1320 and h.cpu_load == 0.5)\n"
+    "assert(h.sources.other_w:find('^fit on Latif'))\n"
+    "assert(h.sources.nvswitch:find('^estimate'))\n"
+    "local n = 0\n"
+    "for _ in pairs(js.node('dgx-a100').sources) do n = n + 1 end\n"
+    "assert(n == 8)\n"
+    "assert(js.node().name == 'none' and next(js.node().sources) == nil)\n"
+    "local t = js.node{ preset = 'dgx-h100', cpu_load = 1 }\n"
+    "assert(t.name == 'custom' and t.cpu_load == 1 and t.other_w == 1320)\n"
+    "assert(next(t.sources) == nil)\n");
 }
 
 static void test_determinism(void)
@@ -242,6 +255,8 @@ static const BadCase bad_cases[] = {
    "got 0.9"},
   {"node-power-unknown", W "js.node_power('dgx-b200', 5600)",
    "js.node_power", "unknown node 'dgx-b200'"},
+  {"node-unknown", W "js.node('dgx-b200')", "js.node",
+   "unknown node 'dgx-b200'"},
 };
 
 /* `want`, or "test:N+1:" when it is "test:N:". */
