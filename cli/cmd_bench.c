@@ -259,8 +259,9 @@ static const BenchRecipe recipes[] = {
    8, 16, 128, 16, 8192, 1},
 };
 
-/* Fills *cfg with recipe r (its stage split into layers[], r->pp
- * entries). */
+/* Fills *cfg with recipe r, its stage split into layers[] (r->pp
+ * entries).  The settings below hold for every recipe so far (recipes[]
+ * says why); one that differs would become a field. */
 static gboolean recipe_cfg(const BenchRecipe *r, GptConfig *cfg,
                            guint *layers, GError **error)
 {
