@@ -21,8 +21,9 @@
  *   replay      generate and replay one GPT-3 iteration; single GPU (ops/s
  *               on one core), 175B on 1,024 and 8,192 GPUs, unfolded and
  *               folded; 8,192 with per-GPU variability (every rank priced
- *               on its own); 65,536 unfolded (refused where its estimate
- *               does not fit)
+ *               on its own); 65,536 and 131,072 unfolded (refused where
+ *               the estimate does not fit); Llama 3 405B on 16,384 H100s
+ *               as its paper trained it (recipes[])
  *   planner     kernel-level DVFS planner on 175B/1,024 (by name and by op,
  *               0 ms and the GPU's switching latency); the kernel policy
  *               by name and Perseus on 175B/8,192 folded at the GPU's
@@ -68,7 +69,8 @@ static const char usage_bench[] =
   "Measures the simulator: replayed ops per second on one core; wall time\n"
   "and peak memory of one GPT-3 175B iteration at kernel-level detail on\n"
   "1,024 GPUs (TP8 PP8 DP16) and 8,192 GPUs (DP128), unfolded, folded and\n"
-  "with per-GPU variability, and on 65,536 GPUs; the kernel-level DVFS\n"
+  "with per-GPU variability, and on 65,536 and 131,072 GPUs; Llama 3 405B\n"
+  "on 16,384 H100s (TP8 PP16 DP128, sequence 8,192); the kernel-level DVFS\n"
   "planner, and the kernel and Perseus policies on 8,192 GPUs folded at\n"
   "the GPU's switching latency; the Perseus frontier for 8 stages x 96\n"
   "microbatches; native trace save/load; Kineto import MB/s; and sweep\n"
@@ -148,45 +150,47 @@ static gboolean gpt_fits(JsSession *s, const GptConfig *cfg, GError **error)
   return FALSE;
 }
 
-/* A GPT workload on A100s and the dgx-a100 network, checked against the
- * memory limit first; *gen_s and *gen_cpu_s its generation's wall and CPU
- * seconds. */
+/* cfg's workload on GPU gpu_name and the network preset net_name (8 GPUs
+ * a node), checked against the memory limit first; *gen_s and *gen_cpu_s
+ * its generation's wall and CPU seconds. */
+static gboolean workload_setup(JsSession *s, const GptConfig *cfg,
+                               const char *gpu_name, const char *net_name,
+                               SimWorkload **w, Cluster **c, double *gen_s,
+                               double *gen_cpu_s, GError **error)
+{
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, gpu_name, error);
+  if (gpu == NULL || !gpt_fits(s, cfg, error))
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time();
+  double c0 = cpu_s();
+  *w = gpt_generate(cfg, gpu, error);
+  if (*w == NULL)
+    return FALSE;
+  *gen_s = since_s(t0);
+  *gen_cpu_s = cpu_s() - c0;
+  g_autoptr(NetSpec) net = net_preset(net_name, error);
+  *c = net ? cluster_new(gpu, net, cfg->tp * cfg->pp * cfg->dp, 8, error)
+           : NULL;
+  return *c != NULL;
+}
+
+/* A GPT workload (m: MODEL TP PP DP MB) on A100s and the dgx-a100
+ * network, as workload_setup. */
 static gboolean gpt_setup(JsSession *s, char **m, gboolean fold,
                           SimWorkload **w, Cluster **c, double *gen_s,
                           double *gen_cpu_s, GError **error)
 {
   GptConfig cfg;
-  if (!gpt_cfg(&cfg, m, fold, error))
-    return FALSE;
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
-                                            error);
-  if (gpu == NULL || !gpt_fits(s, &cfg, error))
-    return FALSE;
-  gint64 t0 = g_get_monotonic_time();
-  double c0 = cpu_s();
-  *w = gpt_generate(&cfg, gpu, error);
-  if (*w == NULL)
-    return FALSE;
-  *gen_s = since_s(t0);
-  *gen_cpu_s = cpu_s() - c0;
-  g_autoptr(NetSpec) net = net_preset("dgx-a100", error);
-  *c = net ? cluster_new(gpu, net, cfg.tp * cfg.pp * cfg.dp, 8, error)
-           : NULL;
-  return *c != NULL;
+  return gpt_cfg(&cfg, m, fold, error) &&
+         workload_setup(s, &cfg, "A100-SXM4-80GB", "dgx-a100", w, c, gen_s,
+                        gen_cpu_s, error);
 }
 
-/* replay MODEL TP PP DP MB FOLD PERF POWER: PERF and POWER are the
- * cluster's per-GPU variability (js.cluster{ variability = { perf =,
- * power = } }; 0 0: none, every rank priced alike). */
-static gboolean case_replay(JsSession *s, char **a, GError **error)
+/* One iteration of w on c at max clocks, timed; prints the replay
+ * cases' figures (gen_s and gen_cpu_s: the generation's). */
+static gboolean replay_timed(JsSession *s, Cluster *c, const SimWorkload *w,
+                             double gen_s, double gen_cpu, GError **error)
 {
-  g_autoptr(SimWorkload) w = NULL;
-  g_autoptr(Cluster) c = NULL;
-  double gen_s = 0, gen_cpu = 0;
-  if (!gpt_setup(s, a, atoi(a[5]) != 0, &w, &c, &gen_s, &gen_cpu, error))
-    return FALSE;
-  c->perf_spread = g_ascii_strtod(a[6], NULL);
-  c->power_spread = g_ascii_strtod(a[7], NULL);
   if (!cluster_validate(c, error))
     return FALSE;
   DvfsPolicy pol = {.kind = DVFS_MAX};
@@ -213,6 +217,99 @@ static gboolean case_replay(JsSession *s, char **a, GError **error)
          (double)r->ops / MAX(sim_cpu, 1e-9) * 1e-6, it_s, r->energy_j,
          r->flops / it_s / w->n_ranks * 1e-12);
   return TRUE;
+}
+
+/* replay MODEL TP PP DP MB FOLD PERF POWER: PERF and POWER are the
+ * cluster's per-GPU variability (js.cluster{ variability = { perf =,
+ * power = } }; 0 0: none, every rank priced alike). */
+static gboolean case_replay(JsSession *s, char **a, GError **error)
+{
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!gpt_setup(s, a, atoi(a[5]) != 0, &w, &c, &gen_s, &gen_cpu, error))
+    return FALSE;
+  c->perf_spread = g_ascii_strtod(a[6], NULL);
+  c->power_spread = g_ascii_strtod(a[7], NULL);
+  return replay_timed(s, c, w, gen_s, gen_cpu, error);
+}
+
+/* A published training run a replay case takes as it was trained:
+ * model, GPU, network, layout, sequence length and microbatches. */
+typedef struct {
+  const char *name;
+  const char *model, *gpu, *net;
+  guint tp, pp, dp, microbatches, seq_len;
+  guint trim;          /* layers taken off the first and the last stage
+                          each (0: layers / pp on every stage) */
+} BenchRecipe;
+
+static const BenchRecipe recipes[] = {
+  /* Llama 3 405B on 16,384 H100s (arXiv:2407.21783): table 4's TP8 CP1
+   * PP16 DP128 at sequence 8,192 with 16 sequences per data-parallel
+   * rank (16 M tokens a step: microbatches of one sequence); section
+   * 3.3.2's balanced pipeline, one layer fewer on the first and the last
+   * stage, so 126 layers split 7, 8 x 14, 7.  BF16, fused attention and
+   * sequence parallelism as Megatron-style training runs them; the
+   * optimizer sharded (zero = 1, the nearest to their FSDP the generator
+   * has) and full recomputation, without which the memory model puts
+   * stage 1 at 93.8 GB on the 80 GB card (1F1B holds 15 microbatches
+   * there; their interleaved schedule is not what this times). */
+  {"llama3-405b-16384", "llama3-405b", "H100-SXM5-80GB", "dgx-h100",
+   8, 16, 128, 16, 8192, 1},
+};
+
+/* Fills *cfg with recipe r, its stage split into layers[] (r->pp
+ * entries).  The settings below hold for every recipe so far (recipes[]
+ * says why); one that differs would become a field. */
+static gboolean recipe_cfg(const BenchRecipe *r, GptConfig *cfg,
+                           guint *layers, GError **error)
+{
+  gpt_config_init(cfg);
+  if (!gpt_config_set_model(cfg, r->model, error))
+    return FALSE;
+  cfg->tp = r->tp;
+  cfg->pp = r->pp;
+  cfg->dp = r->dp;
+  cfg->microbatches = r->microbatches;
+  cfg->seq_len = r->seq_len;
+  cfg->attention = GPT_ATTENTION_FLASH;
+  cfg->sequence_parallel = TRUE;
+  cfg->zero = 1;
+  cfg->recompute = TRUE;
+  if (r->trim > 0) {
+    /* The inner stages take what an even split of the layers plus the
+     * two trims gives; gpt_config_validate checks the sum. */
+    guint inner = (cfg->layers + 2 * r->trim) / r->pp;
+    for (guint p = 0; p < r->pp; p++)
+      layers[p] = p == 0 || p == r->pp - 1 ? inner - r->trim : inner;
+    cfg->stage_layers = layers;
+  }
+  return gpt_config_validate(cfg, error);
+}
+
+/* recipe NAME: one iteration of recipes[] NAME, unfolded, as replay. */
+static gboolean case_recipe(JsSession *s, char **a, GError **error)
+{
+  const BenchRecipe *r = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(recipes); i++)
+    if (strcmp(a[0], recipes[i].name) == 0)
+      r = &recipes[i];
+  if (r == NULL) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "bench --case recipe: no recipe '%s'", a[0]);
+    return FALSE;
+  }
+  GptConfig cfg;
+  g_autofree guint *layers = g_new0(guint, r->pp);
+  g_autoptr(SimWorkload) w = NULL;
+  g_autoptr(Cluster) c = NULL;
+  double gen_s = 0, gen_cpu = 0;
+  if (!recipe_cfg(r, &cfg, layers, error) ||
+      !workload_setup(s, &cfg, r->gpu, r->net, &w, &c, &gen_s, &gen_cpu,
+                      error))
+    return FALSE;
+  return replay_timed(s, c, w, gen_s, gen_cpu, error);
 }
 
 /* Whether two results are the same bit for bit (every figure the engine
@@ -526,6 +623,7 @@ typedef struct {
 
 static const ChildCase child_cases[] = {
   {"replay", 8, case_replay},
+  {"recipe", 1, case_recipe},
   {"threads", 6, case_threads},
   {"planner", 7, case_planner},
   {"policy", 8, case_policy},
@@ -1037,6 +1135,17 @@ static GPtrArray *make_cases(const char *self, gboolean quick,
                    "replay gpt3-175b 65,536 GPUs (dp1024)", "gpt3-175b", 8, 8,
                    1024, 64, FALSE);
     set_target(c, "< 60 s, < 20 GB", 60, 20480, 0);
+    /* 131,072 GPUs: the 65,536 layout with twice the data parallelism. */
+    c = add_replay(cases, self, "replay/175b-131072",
+                   "replay gpt3-175b 131,072 GPUs (dp2048)", "gpt3-175b", 8,
+                   8, 2048, 64, FALSE);
+    set_target(c, "< 60 s", 60, 0, 0);
+    /* Llama 3 405B as its paper trained it on 16,384 H100s (recipes[]). */
+    c = add_case(cases, self, "replay/llama3-405b-16384",
+                 "replay llama3-405b 16,384 H100s (tp8 pp16 dp128)", "bench",
+                 "--case", "recipe", "llama3-405b-16384", NULL);
+    c->gpus = 16384;
+    set_target(c, "< 5 s, < 4 GB", 5, 4096, 0);
     /* The same replay on 1 thread and on 2 (the guide's 2-core
      * machine): the speedup, and the results bit for bit. */
     c = add_case(cases, self, "replay/175b-1024-threads",

@@ -259,6 +259,38 @@ static int l_node_power(lua_State *L)
   return 1;
 }
 
+/* js.node(node) -> the node's figures as js.cluster takes them, its name,
+ * and sources = { part = text }: what each part of a preset rests on
+ * (models/node.h, node_part_source; empty for "none" and a table). */
+static int l_node(lua_State *L)
+{
+  NodeSpec n;
+  lua_settop(L, 1); /* js.node(): "none" */
+  check_node(L, 1, "js.node", &n);
+  lua_createtable(L, 0, 14);
+  lua_pushstring(L, n.name);
+  lua_setfield(L, -2, "name");
+  const struct { const char *key; double v; } f[] = {
+    {"cpu_idle_w", n.cpu_idle_w}, {"cpu_active_w", n.cpu_active_w},
+    {"cpu_load", n.cpu_load}, {"dram_idle_w", n.dram_idle_w},
+    {"dram_active_w", n.dram_active_w}, {"nic_idle_w", n.nic_idle_w},
+    {"nic_active_w", n.nic_active_w}, {"nvswitch_idle_w", n.nvswitch_idle_w},
+    {"nvswitch_active_w", n.nvswitch_active_w}, {"other_w", n.other_w},
+    {"psu_efficiency", n.psu_efficiency},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(f); i++)
+    jsl_set_num(L, f[i].key, f[i].v);
+  lua_newtable(L);
+  const char *part, *src;
+  for (guint i = 0; (part = node_part_source(&n, i, &src)) != NULL; i++)
+    if (src != NULL) {
+      lua_pushstring(L, src);
+      lua_setfield(L, -2, part);
+    }
+  lua_setfield(L, -2, "sources");
+  return 1;
+}
+
 static int l_cluster(lua_State *L)
 {
   const char *fn = "js.cluster";
@@ -771,6 +803,7 @@ static void install_random(lua_State *L, guint64 seed)
 static const luaL_Reg module_funcs[] = {
   {"cluster", l_cluster}, {"gpt", l_gpt},         {"gpu", l_gpu},
   {"gpus", l_gpus},       {"results", l_results}, {"node_power", l_node_power},
+  {"node", l_node},
   {NULL, NULL}};
 
 static void new_metatable(lua_State *L, const char *name, lua_CFunction gc,

@@ -1632,6 +1632,25 @@ local function node_power()
     record(NODE_NAME, c.case, "node wall power, abs err", math.abs(e), "%",
            c.role)
   end
+  -- What each preset's parts rest on (js.node's sources): the fitted part
+  -- is the one the HGX row above reproduces, given parts are datasheet
+  -- figures, and the rest estimates that no row here checks.
+  print("  what each preset's parts rest on (models/node.c):")
+  local parts = { "cpu_active_w", "cpu_idle_w", "cpu_load", "dram", "nic",
+                  "nvswitch", "other_w", "psu_efficiency" }
+  for _, name in ipairs{ "dgx-a100", "dgx-h100", "hgx-h100" } do
+    local src = js.node(name).sources
+    local by = { fitted = {}, given = {}, estimated = {} }
+    for _, p in ipairs(parts) do
+      local s = assert(src[p], name .. " " .. p)
+      local b = s:find("^fit") and "fitted" or s:find("^estimate") and
+                "estimated" or "given"
+      table.insert(by[b], p)
+    end
+    print(("    %-9s fitted: %s; given: %s; estimated: %s"):format(name,
+          #by.fitted > 0 and table.concat(by.fitted, ", ") or "none",
+          table.concat(by.given, ", "), table.concat(by.estimated, ", ")))
+  end
 end
 
 -- ---- run -------------------------------------------------------------------------------

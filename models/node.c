@@ -15,7 +15,13 @@
  *   the CPUs at cpu_load, the NICs idle (one node: no inter-node traffic)
  *   and the NVSwitches active give 6744 W DC; 8400 W x 0.96 = 8064 W DC,
  *   so other_w = 1320 W.  Every other number below is a datasheet figure
- *   or an estimate, marked so.
+ *   or an estimate, marked so (NODE_SOURCES, which run/trust.c reads).
+ * - dgx-h100 and hgx-h100 carry the same figures: the DGX H100 is built on
+ *   the HGX H100 8-GPU baseboard, Latif et al. give their node the same
+ *   10.2 kW rating, and no source lists components of theirs that differ
+ *   from the DGX H100 User Guide's.  They differ in what they are checked
+ *   against (joulesim fidelity, published/node-power): hgx-h100 is fitted
+ *   on the measured peak, dgx-h100 predicted against the rated maximum.
  */
 #include "models/node.h"
 
@@ -75,6 +81,53 @@ static const NodeSpec NODE_PRESETS[] = {
 
 static const char *const NODE_NAMES[] = {"none", "dgx-a100", "dgx-h100",
                                          "hgx-h100", NULL};
+
+/* What each preset's figures rest on, by the catalogue's convention
+ * (models/catalogue.c): a source that begins with "fit" is a fit to the
+ * measurement it names, "estimate" an estimate, anything else given.  One
+ * row per preset of NODE_PRESETS but "none", its parts in NODE_PARTS'
+ * order; the comments in NODE_PRESETS say where each number comes from. */
+static const char *const NODE_PARTS[] = {
+  "cpu_active_w", "cpu_idle_w", "cpu_load", "dram", "nic", "nvswitch",
+  "other_w", "psu_efficiency", NULL};
+
+#define PARTS (G_N_ELEMENTS(NODE_PARTS) - 1)
+
+static const struct {
+  const char *node;
+  const char *source[PARTS];
+} NODE_SOURCES[] = {
+  {"dgx-a100", {
+    "2 x 225 W TDP, AMD EPYC 7742 (DGX A100 User Guide)",
+    "estimate: 70 W a socket",
+    "estimate: data loading and kernel launches",
+    "estimate: 2.5 / 5 W a DDR4 RDIMM, 32 DIMMs (DGX A100 User Guide)",
+    "estimate: 12 / 20 W a ConnectX-6 card with its optics, 10 cards",
+    "estimate: 30 / 60 W a 2nd-gen NVSwitch, 6 chips",
+    "estimate: hgx-h100's fit (Latif et al.) x 400 / 700 W of GPU TDP",
+    "estimate: a Titanium-class supply near half load"}},
+  {"dgx-h100", {
+    "2 x 350 W TDP, Intel Xeon Platinum 8480C (DGX H100 User Guide)",
+    "estimate: 100 W a socket",
+    "estimate: data loading and kernel launches",
+    "estimate: 3 / 6 W a DDR5 RDIMM, 32 DIMMs (DGX H100 User Guide)",
+    "estimate: 15 / 25 W a ConnectX-7 card with its optics, 10 cards",
+    "estimate: 40 / 100 W a 3rd-gen NVSwitch, 4 chips",
+    "fit on Latif et al.'s 8 x H100 HGX node (arXiv 2412.08602, 8.4 kW "
+    "peak), the same 10.2 kW-rated HGX H100 baseboard system",
+    "estimate: a Titanium-class supply near half load"}},
+  {"hgx-h100", {
+    "2 x 350 W TDP, the DGX H100's CPUs (DGX H100 User Guide)",
+    "estimate: 100 W a socket",
+    "estimate: data loading and kernel launches",
+    "estimate: 3 / 6 W a DDR5 RDIMM, 32 DIMMs, as the DGX H100",
+    "estimate: 15 / 25 W a ConnectX-7 card with its optics, 10 cards",
+    "estimate: 40 / 100 W a 3rd-gen NVSwitch, 4 chips",
+    "fit on Latif et al.'s 8.4 kW peak (arXiv 2412.08602)",
+    "estimate: a Titanium-class supply near half load"}},
+};
+
+G_STATIC_ASSERT(G_N_ELEMENTS(NODE_SOURCES) + 1 == G_N_ELEMENTS(NODE_PRESETS));
 
 const char *const *node_preset_names(void)
 {
@@ -166,4 +219,15 @@ double node_energy_j(const NodeSpec *n, guint n_nodes, double time_s,
 {
   double rest = node_rest_power_w(n, nic_u, nvswitch_u);
   return (gpu_energy_j + (double)n_nodes * rest * time_s) / n->psu_efficiency;
+}
+
+const char *node_part_source(const NodeSpec *n, guint i, const char **source)
+{
+  if (i >= PARTS)
+    return NULL;
+  *source = NULL;
+  for (guint k = 0; k < G_N_ELEMENTS(NODE_SOURCES); k++)
+    if (g_strcmp0(n->name, NODE_SOURCES[k].node) == 0)
+      *source = NODE_SOURCES[k].source[i];
+  return NODE_PARTS[i];
 }

@@ -47,6 +47,16 @@ double node_rest_power_w(const NodeSpec *n, double nic_u, double nvswitch_u);
  * psu_efficiency. */
 double node_energy_j(const NodeSpec *n, guint n_nodes, double time_s,
                      double gpu_energy_j, double nic_u, double nvswitch_u);
+/* What node n's figures rest on, part i = 0, 1, ... until NULL: returns
+ * the part's name ("cpu_active_w", "cpu_idle_w", "cpu_load", "dram",
+ * "nic", "nvswitch", "other_w", "psu_efficiency"; an idle/active pair is
+ * one part) and sets *source to the preset's source text, which begins
+ * with "fit" for a fit to the measurement it names and "estimate" for an
+ * estimate (else a given figure: a datasheet's), as the GPU catalogue's
+ * (models/gpu.h, GpuBasis).  *source is NULL for a node that is no
+ * preset ("none", or "custom": figures a script gave). */
+const char *node_part_source(const NodeSpec *n, guint i, const char **source);
+
 /* A PUE is finite and in [1, 10]; FALSE (NODE_ERROR_INVALID) otherwise. */
 gboolean node_check_pue(double pue, GError **error);
 

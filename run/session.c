@@ -307,6 +307,7 @@ static void assess_trust(JsSession *s, const Cluster *run,
     .boost_controller = run->boost == CLUSTER_BOOST_CONTROLLER,
     .clocks_changed = p->kind != DVFS_MAX || (limit_w > 0 && limit_w < def),
     .w = w,
+    .node = &run->node,
   };
   js_trust_assess(&tr, &rep->trust);
   s->trust_weakest = MAX(s->trust_weakest, (int)rep->trust.level);

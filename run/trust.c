@@ -238,6 +238,52 @@ static void workload_part(const JsTrustRun *run, JsTrust *t)
   }
 }
 
+/* The node around the GPUs (models/node.h): node_energy_j and
+ * facility_energy_j rest on its figures, energy_j does not.  A preset is
+ * as good as its weakest part by its sources; figures a script gave are
+ * checked nowhere. */
+static void node_part(const NodeSpec *n, JsTrust *t)
+{
+  if (n == NULL || g_strcmp0(n->name, "none") == 0)
+    return;
+  const char *src = NULL;
+  node_part_source(n, 0, &src);
+  if (src == NULL) {
+    add_part(t, JS_TRUST_ESTIMATED,
+             g_strdup("node_energy_j and facility_energy_j rest on node "
+                      "figures the script gave (js.cluster{ node = { ... } "
+                      "}), not checked in docs/fidelity.md"));
+    return;
+  }
+  g_autoptr(GString) est = g_string_new(NULL);
+  g_autoptr(GString) fit = g_string_new(NULL);
+  const char *fit_src = NULL, *part;
+  for (guint i = 0; (part = node_part_source(n, i, &src)) != NULL; i++) {
+    if (g_str_has_prefix(src, "estimate")) {
+      g_string_append_printf(est, "%s%s", est->len > 0 ? ", " : "", part);
+    } else if (g_str_has_prefix(src, "fit")) {
+      g_string_append_printf(fit, "%s%s", fit->len > 0 ? ", " : "", part);
+      if (fit_src == NULL)
+        fit_src = src;
+    }
+  }
+  if (est->len > 0)
+    add_part(t, JS_TRUST_ESTIMATED,
+             g_strdup_printf("node_energy_j and facility_energy_j rest on "
+                             "the %s node's estimates: %s (models/node.c; "
+                             "energy_j, the GPUs', does not)%s%s%s%s",
+                             n->name, est->str,
+                             fit->len > 0 ? "; " : "", fit->str,
+                             fit->len > 0 ? " fitted " : "",
+                             fit_src != NULL ? fit_src + strlen("fit ") : ""));
+  else if (fit->len > 0)
+    add_part(t, JS_TRUST_CALIBRATED,
+             g_strdup_printf("node_energy_j and facility_energy_j rest on "
+                             "the %s node's %s, fitted (%s) but not checked "
+                             "on held-out data", n->name, fit->str,
+                             fit_src + strlen("fit ")));
+}
+
 /* ---- API ------------------------------------------------------------------ */
 
 void js_trust_gpu(const GpuSpec *g, JsTrust *t)
@@ -254,6 +300,7 @@ void js_trust_assess(const JsTrustRun *run, JsTrust *t)
   if (run->boost_controller)
     boost_part(run->gpu, t);
   workload_part(run, t);
+  node_part(run->node, t);
 }
 
 void js_trust_describe_gpu(const GpuSpec *g, GString *out)

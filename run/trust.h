@@ -2,7 +2,8 @@
  *
  * Every run rests on parts of the model: the GPU's power terms, the power
  * limit it ran under, the driver's boost controller, the workload's op
- * costs.  Each part is one of
+ * costs, and the node's figures where a node is set (its node and
+ * facility energy rest on them).  Each part is one of
  *
  *   validated   checked on measured data it was not fitted to, in the
  *               record of docs/fidelity.md (and within that record),
@@ -22,6 +23,7 @@
 
 #include <glib.h>
 #include "models/gpu.h"
+#include "models/node.h"
 #include "sim/workload.h"
 
 G_BEGIN_DECLS
@@ -54,6 +56,9 @@ typedef struct {
   gboolean clocks_changed;   /* a policy set clocks, or a limit below the
                                 default lowered them */
   const SimWorkload *w;      /* its provenance and shapes are read */
+  const NodeSpec *node;      /* the node around the GPUs (node_energy_j
+                                and facility_energy_j rest on it); NULL
+                                or "none": none */
 } JsTrustRun;
 
 /* The trust of a run (t is overwritten; clear it with js_trust_clear). */

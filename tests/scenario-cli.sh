@@ -121,6 +121,12 @@ check bench-refused-text 0 "REFUSED: joulesim: gpt3-1.3b tp1 pp1 dp1 (43777 ops)
 check bench-max-memory-bad 2 "'0' is not a size" -- "$J" bench --quick --max-memory 0
 check bench-case-args 2 "bench --case replay: needs 8 arguments" -- "$J" bench --case replay gpt3-125m 1 1 1 1 0
 check bench-case-policy 1 "not kernel or perseus" -- "$J" bench --case policy frob gpt3-125m 1 1 1 2 0 0
+# A recipe case (Llama 3 405B as trained: 126 layers split 7, 8 x 14, 7 over
+# 16 stages) passes the generator's checks before the memory check refuses
+# it; an unknown recipe is an error naming it.
+check bench-recipe-refused 0 '"gpus": 16384, "ok": false, "refused": "memory"' -- "$J" bench --json --max-memory 1M --only replay/llama3-405b-16384
+check bench-recipe-text 0 "REFUSED: joulesim: llama3-405b tp8 pp16 dp128 (" -- "$J" bench --max-memory 1M --only replay/llama3-405b-16384
+check bench-case-recipe 1 "bench --case recipe: no recipe 'frob'" -- "$J" bench --case recipe frob
 # The threads case: 5 alternated pairs, the same bits on 1 and 2 threads.
 check bench-case-threads 0 'threads=2 pairs=5 .* speedup_best=[0-9.]* .*identical=1' -- "$J" bench --case threads gpt3-125m 2 2 2 4 2
 

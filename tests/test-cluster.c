@@ -554,6 +554,28 @@ static void test_node(Fixture *f, gconstpointer data)
   g_assert_error(error, NODE_ERROR, NODE_ERROR_UNKNOWN);
   g_assert_nonnull(strstr(error->message, "dgx-h100"));
   g_clear_error(&error);
+  /* Every preset names a source for each of its 8 parts (run/trust.c
+   * reads them); "none" and a script's node have none.  Only the H100
+   * nodes' other_w is a fit (Latif et al.'s peak). */
+  const char *const *names = node_preset_names();
+  for (guint k = 0; names[k] != NULL; k++) {
+    g_assert_true(node_preset(names[k], &n, NULL));
+    gboolean none = strcmp(names[k], "none") == 0;
+    const char *part, *src;
+    guint i, fits = 0;
+    for (i = 0; (part = node_part_source(&n, i, &src)) != NULL; i++) {
+      g_assert_true(none ? src == NULL : src != NULL && *src != '\0');
+      if (src != NULL && g_str_has_prefix(src, "fit")) {
+        g_assert_cmpstr(part, ==, "other_w");
+        fits++;
+      }
+    }
+    g_assert_cmpuint(i, ==, 8);
+    g_assert_cmpuint(fits, ==, g_str_has_suffix(names[k], "h100") ? 1 : 0);
+    n.name = "custom";
+    node_part_source(&n, 0, &src);
+    g_assert_null(src);
+  }
 }
 
 /* 16 GPUs on 2 nodes, TP8 inside a node, DP2 across nodes. */

@@ -84,7 +84,20 @@ static void test_node_energy(void)
     "-- js.pipeline_run's result carries them too (the same run)\n"
     "local p = js.pipeline_run{ cluster = js.cluster{ gpus = 8,\n"
     "  node = 'dgx-a100' }, workload = w, policy = 'max' }\n"
-    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n");
+    "assert(p.energy_j == a.energy_j and p.node_energy_j == a.node_energy_j)\n"
+    "-- js.node: a preset's figures and what its parts rest on; a table's\n"
+    "-- figures have no sources, and no argument is 'none'\n"
+    "local h = js.node('hgx-h100')\n"
+    "assert(h.name == 'hgx-h100' and h.other_w == 1320 and h.cpu_load == 0.5)\n"
+    "assert(h.sources.other_w:find('^fit on Latif'))\n"
+    "assert(h.sources.nvswitch:find('^estimate'))\n"
+    "local n = 0\n"
+    "for _ in pairs(js.node('dgx-a100').sources) do n = n + 1 end\n"
+    "assert(n == 8)\n"
+    "assert(js.node().name == 'none' and next(js.node().sources) == nil)\n"
+    "local t = js.node{ preset = 'dgx-h100', cpu_load = 1 }\n"
+    "assert(t.name == 'custom' and t.cpu_load == 1 and t.other_w == 1320)\n"
+    "assert(next(t.sources) == nil)\n");
 }
 
 static void test_determinism(void)
@@ -242,6 +255,8 @@ static const BadCase bad_cases[] = {
    "got 0.9"},
   {"node-power-unknown", W "js.node_power('dgx-b200', 5600)",
    "js.node_power", "unknown node 'dgx-b200'"},
+  {"node-unknown", W "js.node('dgx-b200')", "js.node",
+   "unknown node 'dgx-b200'"},
 };
 
 /* `want`, or "test:N+1:" when it is "test:N:". */
@@ -523,7 +538,32 @@ static void test_trust(void)
     "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, boost = 'controller' }\n"
     "r = js.simulate{ cluster = c, workload = w }\n"
     "assert(r.trust.level == 'estimated')\n"
-    "assert(has(r.trust.reasons[1], 'boost_period_ms, boost_step_mhz'))\n");
+    "assert(has(r.trust.reasons[1], 'boost_period_ms, boost_step_mhz'))\n"
+    "-- A node: the validated A100 run's node and facility energy rest on\n"
+    "-- the preset's estimates (only hgx-h100's other_w is fitted, on\n"
+    "-- Latif et al.'s peak); a node a script gives is checked nowhere.\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'hgx-h100' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated' and #r.trust.reasons == 1)\n"
+    "assert(r.trust.reasons[1] == 'node_energy_j and facility_energy_j rest '\n"
+    "       .. 'on the hgx-h100 node\\'s estimates: cpu_idle_w, cpu_load, '\n"
+    "       .. 'dram, nic, nvswitch, psu_efficiency (models/node.c; '\n"
+    "       .. 'energy_j, the GPUs\\', does not); other_w fitted on Latif '\n"
+    "       .. 'et al.\\'s 8.4 kW peak (arXiv 2412.08602)', r.trust.reasons[1])\n"
+    "assert(has(js.summary(r), '  trust            estimated: node_energy_j'))\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'dgx-a100' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated')\n"
+    "assert(has(r.trust.reasons[1], 'nvswitch, other_w, psu_efficiency'))\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2,\n"
+    "                node = { preset = 'hgx-h100', other_w = 1000 } }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'estimated' and #r.trust.reasons == 1)\n"
+    "assert(has(r.trust.reasons[1], 'node figures the script gave'))\n"
+    "-- No node (the default, or 'none'): nothing about it.\n"
+    "c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 2, node = 'none' }\n"
+    "r = js.simulate{ cluster = c, workload = w }\n"
+    "assert(r.trust.level == 'validated' and #r.trust.reasons == 2)\n");
 }
 
 /* Issue 28: the board limit holds the sum of what runs at once.  GPT-3

@@ -729,7 +729,8 @@ static void test_trust_column(Fixture *fx, gconstpointer data)
     "local js = require 'joulesim'\n"
     "local function run(p)\n"
     "  if not p.sim then return { y = 0.0 } end\n"
-    "  local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 1 }\n"
+    "  local c = js.cluster{ gpu = 'A100-SXM4-80GB', gpus = 1,\n"
+    "                        node = p.node }\n"
     "  local r = js.simulate{ cluster = c,\n"
     "    workload = js.gpt{ model = 'gpt3-125m', seq_len = 256 },\n"
     "    policy = js.policy.powercap{ watts = p.w } }\n"
@@ -739,10 +740,13 @@ static void test_trust_column(Fixture *fx, gconstpointer data)
     "    {i = 2, sim = true, w = 400} }, out = '%s', table = 'a',\n"
     "  jobs = 1, run = run }\n"
     "assert(a.done == 2, a.failed)\n"
-    "local b = js.sweep{ points = { {i = 1, sim = true, w = 400},\n"
-    "    {i = 2, sim = false, w = 400}, {i = 3, sim = true, w = 250} },\n"
+    "local b = js.sweep{ points = {\n"
+    "    {i = 1, sim = true, w = 400, node = 'none'},\n"
+    "    {i = 2, sim = false, w = 400, node = 'none'},\n"
+    "    {i = 3, sim = true, w = 250, node = 'none'},\n"
+    "    {i = 4, sim = true, w = 400, node = 'dgx-a100'} },\n"
     "  out = '%s', table = 'b', jobs = 1, run = run }\n"
-    "assert(b.done == 3, b.failed)\n"
+    "assert(b.done == 4, b.failed)\n"
     "local c = js.sweep{ points = { {i = 1} }, out = '%s', table = 'c',\n"
     "  jobs = 1, run = function(p) return { trust = 'validated' } end }\n"
     "assert(c.failed == 1 and c.failures[1].error:find(\"'trust'\"))\n",
@@ -752,10 +756,12 @@ static void test_trust_column(Fixture *fx, gconstpointer data)
   g_assert_cmpuint(a->len, ==, 2);
   g_assert_null(cell(g_ptr_array_index(a, 1), "trust"));
   g_autoptr(GPtrArray) b = read_rows(fx->out, "b");
-  g_assert_cmpuint(b->len, ==, 3);
+  g_assert_cmpuint(b->len, ==, 4);
   /* The A100 SXM4 80GB at its 400 W default is validated; 250 W is 62.5%
-   * of it, below the 75% the Zeus sweeps check. */
-  static const char *const want[] = { "validated", "", "estimated" };
+   * of it, below the 75% the Zeus sweeps check; on a dgx-a100 node its
+   * node and facility energy rest on the node's estimates. */
+  static const char *const want[] = { "validated", "", "estimated",
+                                      "estimated" };
   for (guint r = 0; r < b->len; r++) {
     GPtrArray *row = g_ptr_array_index(b, r);
     g_assert_cmpstr(cell(row, "trust")->s, ==,
