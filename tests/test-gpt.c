@@ -3067,9 +3067,12 @@ static void test_recipe_flops(void)
                            1e-12));
 }
 
-/* An FP8 GEMM runs at the H100's FP8 rate: twice the BF16 rate, so a
- * compute-bound GEMM takes about half as long; on an A100, which has no
- * FP8 tensor cores, fp8 is refused. */
+/* An FP8 GEMM runs at the H100's FP8 rate, twice the BF16 peak, at the
+ * fitted fp8_gemm_eff_ratio of the BF16 GEMM's efficiency (NeMo's Llama 2
+ * 7B rate, docs/gpu-model.md "FP8 GEMMs"): a compute-bound GEMM takes
+ * 1 / (2 x 0.73) = 0.68 of its BF16 time, where the datasheet's ratio
+ * alone would give 0.5; on an A100, which has no FP8 tensor cores, fp8 is
+ * refused. */
 static void test_recipe_fp8_rates(void)
 {
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
@@ -3101,9 +3104,11 @@ static void test_recipe_fp8_rates(void)
   for (guint32 k = 0; k < w[1]->ranks[0].n_ops; k++)
     if (shape_of(w[1], &w[1]->ranks[0].ops[k]) == s8)
       t8 = w[1]->ranks[0].ops[k].ref_ns;
+  g_assert_cmpfloat(h100->fp8_gemm_eff_ratio.v, ==, 0.73);
+  g_assert_true(g_str_has_prefix(h100->fp8_gemm_eff_ratio.source, "fit"));
   double ratio = (double)t8 / (double)t16;
-  if (ratio < 0.5 || ratio > 0.6)
-    g_error("fc1 GEMM fp8 / bf16 time %.3f, want 0.5-0.6", ratio);
+  if (ratio < 0.66 || ratio > 0.72)
+    g_error("fc1 GEMM fp8 / bf16 time %.3f, want 0.66-0.72", ratio);
   sim_workload_free(w[0]);
   sim_workload_free(w[1]);
 
