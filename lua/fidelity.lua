@@ -1607,7 +1607,10 @@ end
 -- as its recipe on H100-SXM5-80GB and the dgx-h100 network: flash
 -- attention (Transformer Engine's fused kernel), sequence parallelism
 -- where tp > 1, the distributed optimizer (zero = 1), no recomputation,
--- interleaved 1F1B where the row gives virtual stages.  TFLOP/s per GPU
+-- interleaved 1F1B where the row gives virtual stages; NeMo's recipes
+-- also overlap the TP collectives with their GEMMs (tp_comm_overlap, on
+-- in its performance recipes with TP > 1; the paper does not say, so
+-- off there).  TFLOP/s per GPU
 -- count model FLOPs as NeMo does (w.model_flops: 6 x the linear layers'
 -- parameters + 12 s h per layer of attention, non-causal, no recompute),
 -- for both sources: the paper does not give its formula.  The memory
@@ -1644,6 +1647,7 @@ local function llama_tflops(r, path)
                  seq_len = num(r, "seq_len", path, 0),
                  precision = r.precision, attention = "flash",
                  sequence_parallel = tp > 1, zero = 1,
+                 tp_comm_overlap = tp > 1 and r.source:find("^nemo") ~= nil,
                  recompute = r.recompute == "1", fold = true }
   if vp and vp > 1 then
     args.schedule, args.chunks = "interleaved", vp

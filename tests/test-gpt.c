@@ -3189,6 +3189,71 @@ static void test_recipe_sequence_parallel(void)
                       g_array_index(off->shapes, SimShape, i).bytes);
 }
 
+/* One iteration of w on n GPUs of dgx-a100 nodes at auto clocks, in s. */
+static double iteration_s(const SimWorkload *w, guint n)
+{
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  return (double)r->time_ns * 1e-9;
+}
+
+/* tp_comm_overlap on 4 layers at tp = 4 with sequence parallelism: the
+ * same ops, the all-gathers and reduce-scatters moved to their own stream
+ * (10) beside their GEMMs.  Each pair then takes about the longer of the
+ * two, so the iteration gets shorter, by no more than those collectives
+ * take one after another on the network.  Without sequence parallelism
+ * (all-reduces, which TE does not split) it is refused. */
+static void test_recipe_tp_comm_overlap(void)
+{
+  GptConfig cfg;
+  recipe_config(&cfg);
+  cfg.layers = 4;
+  cfg.tp = 4;
+  cfg.microbatches = 2;
+  cfg.sequence_parallel = TRUE;
+  g_autoptr(SimWorkload) off = generate(&cfg);
+  cfg.tp_comm_overlap = TRUE;
+  g_autoptr(SimWorkload) on = generate(&cfg);
+  g_assert_cmpuint(sim_workload_n_ops(on), ==, sim_workload_n_ops(off));
+  GError *error = NULL;
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  NetGroupShape gs = {.n_ranks = 4, .n_nodes = 1, .max_per_node = 4};
+  const SimRank *rk = &on->ranks[0];
+  double comm = 0;
+  guint moved = 0;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const char *name = name_of(on, &rk->ops[i]);
+    gboolean tp = strcmp(name, "tp.all_gather") == 0 ||
+                  strcmp(name, "tp.reduce_scatter") == 0;
+    g_assert_cmpuint(rk->ops[i].stream == 10, ==, tp);
+    if (tp) {
+      const SimShape *sh = shape_of(on, &rk->ops[i]);
+      comm += net_collective_time_s(net, (SimCollType)sh->coll, sh->bytes,
+                                    &gs, NET_ALGO_AUTO, 1);
+      moved++;
+    }
+  }
+  g_assert_cmpuint(moved, >, 0);
+  double t_off = iteration_s(off, 4), t_on = iteration_s(on, 4);
+  g_assert_cmpfloat(t_on, <, t_off);
+  g_assert_cmpfloat(t_off - t_on, <=, comm);
+  cfg.sequence_parallel = FALSE;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "sequence_parallel"));
+  g_clear_error(&error);
+}
+
 /* The distributed optimizer on gpt3-125m, tp = pp = 1, dp = 4, one
  * bucket: 125,262,336 parameters (12 layers of 12h^2 + 13h =
  * 7,087,872, the 50,304 x 768 word and 2,048 x 768 position embeddings,
@@ -4356,6 +4421,7 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/impl/efficiency", test_impl_efficiency);
   g_test_add_func("/gpt/recipe/flops-and-bytes", test_recipe_flops);
   g_test_add_func("/gpt/recipe/fp8-rates", test_recipe_fp8_rates);
+  g_test_add_func("/gpt/recipe/tp-comm-overlap", test_recipe_tp_comm_overlap);
   g_test_add_func("/gpt/recipe/sequence-parallel",
                   test_recipe_sequence_parallel);
   g_test_add_func("/gpt/recipe/zero", test_recipe_zero);
