@@ -1602,7 +1602,8 @@ end
 
 -- Published Llama pre-training throughput on H100 SXM5 80GB
 -- (published/llama-h100.csv; its README gives every row's source and
--- recipe): NVIDIA NeMo 24.12's FP8 table (megatron-core, DGX H100) and the
+-- recipe): NVIDIA NeMo 24.12's FP8 table (megatron-core, DGX H100; its
+-- two GPT-3 175B rows too, recorded apart) and the
 -- Llama 3 paper's table 4 (BF16, 8,192 and 16,384 GPUs).  Each row runs
 -- as its recipe on H100-SXM5-80GB and the dgx-h100 network: flash
 -- attention (Transformer Engine's fused kernel), sequence parallelism
@@ -1687,6 +1688,7 @@ local function llama_h100()
     local fit = LLAMA_FIT[r.source .. " " .. r.model .. " " .. r.gpus]
     local role = fit and "fitted" or "predicted"
     local key = r.source .. (fit and " fit" or "")
+                .. (r.model:find("^gpt3") and " gpt3" or "")
     errs[key] = errs[key] or {}
     table.insert(errs[key], e)
     local layout = ("%sx%sx%sx%s"):format(r.tp, r.pp, r.cp, r.dp)
@@ -1703,6 +1705,7 @@ local function llama_h100()
   local cases = {
     { "nemo-24.12 fit", "NeMo 24.12 FP8, Llama 2 7B", fit_role },
     { "nemo-24.12", "NeMo 24.12 FP8, other rows", pred_role },
+    { "nemo-24.12 gpt3", "NeMo 24.12 FP8, GPT-3 175B", pred_role },
     { "llama3-paper", "Llama 3 paper, BF16", "predicted" },
   }
   for _, k in ipairs(cases) do
