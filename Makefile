@@ -190,9 +190,10 @@ asan:
 
 # The data the scenarios and `joulesim fidelity` find beside an installed
 # binary (PREFIX/share/joulesim/data): the measured cases, the stage
-# profiles and the Kineto traces fidelity replays.
+# profiles, the published tables and the Kineto traces fidelity replays.
 INSTALL_DATA := $(wildcard tests/data/measured/README.md \
-  tests/data/measured/*/*.csv tests/data/profiles/*.csv) \
+  tests/data/measured/*/*.csv tests/data/profiles/*.csv \
+  tests/data/published/README.md tests/data/published/*.csv) \
   $(addprefix tests/data/traces/,a100_2rank_nccl_rank0.json.gz \
     sampled_world128_rank0.json.gz sampled_world128_rank1.json.gz)
 

@@ -254,7 +254,11 @@ static const BenchRecipe recipes[] = {
    * optimizer sharded (zero = 1, the nearest to their FSDP the generator
    * has) and full recomputation, without which the memory model puts
    * stage 1 at 93.8 GB on the 80 GB card (1F1B holds 15 microbatches
-   * there; their interleaved schedule is not what this times). */
+   * there).  A speed case, not their throughput: 1F1B's bubble (15 of
+   * 31 slots at 16 microbatches on 16 stages) and the recompute put it
+   * near 221 model TFLOP/s per GPU (283.8 counting the recompute)
+   * against their ~400; their interleaved schedule without recompute,
+   * as `joulesim fidelity --only llama-h100` runs it, gives 366. */
   {"llama3-405b-16384", "llama3-405b", "H100-SXM5-80GB", "dgx-h100",
    8, 16, 128, 16, 8192, 1},
 };

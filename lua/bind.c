@@ -374,7 +374,7 @@ static const char *const gpt_keys[] = {
   "microbatch_size", "microbatches", "tp", "pp", "dp", "schedule",
   "recompute", "gpu", "dp_bucket_mb", "dp_overlap", "chunks", "fold",
   "stage_layers", "precision", "arch", "impl", "efficiency", "attention",
-  "sequence_parallel", "zero", "global_batch_size", "kv_heads", "ffn_hidden",
+  "sequence_parallel", "tp_comm_overlap", "zero", "global_batch_size", "kv_heads", "ffn_hidden",
   "zero_group", "gpus_per_node", "context_parallel", NULL};
 static const char *const archs[] = {"gpt", "bloom", "llama", NULL};
 static const char *const impls[] = {"megatron", "hf", NULL};
@@ -466,6 +466,7 @@ static int l_gpt(lua_State *L)
                                                GPT_ATTENTION_UNFUSED,
                                                attentions);
   cfg.sequence_parallel = jsl_opt_bool(L, 1, fn, "sequence_parallel", FALSE);
+  cfg.tp_comm_overlap = jsl_opt_bool(L, 1, fn, "tp_comm_overlap", FALSE);
   cfg.zero = (guint)jsl_opt_int(L, 1, fn, "zero", 0, 0, 3);
   cfg.zero_group = (GptZeroGroup)jsl_opt_choice(L, 1, fn, "zero_group",
                                                 GPT_ZERO_GROUP_ALL,

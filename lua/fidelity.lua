@@ -27,6 +27,9 @@
 --                                    it at, through js.gpu.price
 --   published/megatron-weak-scaling Narayanan et al. SC'21 Table 1 (in the
 --                                    code: a published table, no file)
+--   published/llama-h100.csv         published Llama pre-training rates on
+--                                    H100 (NeMo 24.12, the Llama 3 paper):
+--                                    each recipe through js.gpt
 --   profiles/**/*.csv                stage profiles: js.validate (fitted on
 --                                    75% of the clocks, held-out 25% predicted)
 --   traces/kineto/*.json.gz          real PyTorch profiler traces: the
@@ -1595,6 +1598,129 @@ local function h100_powercap(ds)
          "predicted")
 end
 
+-- ---- Llama on H100 (published) ------------------------------------------------------
+
+-- Published Llama pre-training throughput on H100 SXM5 80GB
+-- (published/llama-h100.csv; its README gives every row's source and
+-- recipe): NVIDIA NeMo 24.12's FP8 table (megatron-core, DGX H100; its
+-- two GPT-3 175B rows too, recorded apart) and the
+-- Llama 3 paper's table 4 (BF16, 8,192 and 16,384 GPUs).  Each row runs
+-- as its recipe on H100-SXM5-80GB and the dgx-h100 network: flash
+-- attention (Transformer Engine's fused kernel), sequence parallelism
+-- where tp > 1, the distributed optimizer (zero = 1), no recomputation,
+-- interleaved 1F1B where the row gives virtual stages; NeMo's recipes
+-- also overlap the TP collectives with their GEMMs (tp_comm_overlap, on
+-- in its performance recipes with TP > 1; the paper does not say, so
+-- off there).  TFLOP/s per GPU
+-- count model FLOPs as NeMo does (w.model_flops: 6 x the linear layers'
+-- parameters + 12 s h per layer of attention, non-causal, no recompute),
+-- for both sources: the paper does not give its formula.  The memory
+-- check is off: the rows ran, and what the memory model says of them is
+-- not what this checks.
+local LLAMA_NAME = "published/llama-h100"
+local LLAMA_FILE = "published/llama-h100.csv"
+
+-- The Llama 3 paper's recipe beyond its table: an interleaved 1F1B
+-- schedule whose virtual stages it does not give (2 here, Megatron's
+-- smallest) over 126 layers with one fewer on the first and the last
+-- stage, which the generator's equal chunks cannot split; 128 layers
+-- stand in (2 x 16 x 4), the rate counted on their own FLOPs.
+local PAPER_CHUNKS, PAPER_LAYERS = 2, 128
+
+-- The row the H100 catalogue's fp8_gemm_eff_ratio is fitted on (models/
+-- catalogue.c, docs/gpu-model.md "FP8 GEMMs"): the plainest FP8 recipe,
+-- one node, TP1 PP1.  Every other row is predicted.
+local LLAMA_FIT = { ["nemo-24.12 llama2-7b 8"] = true }
+
+local function llama_tflops(r, path)
+  local n = num(r, "gpus", path, 0)
+  local tp, pp = num(r, "tp", path, 0), num(r, "pp", path, 0)
+  local cp, dp = num(r, "cp", path, 0), num(r, "dp", path, 0)
+  if tp * pp * cp * dp ~= n then
+    fail(("%s:%d: tp x pp x cp x dp = %d, not the %d GPUs"):format(path,
+         r._line, tp * pp * cp * dp, n))
+  end
+  local vp = r.vp ~= "" and num(r, "vp", path, 0) or nil
+  local args = { model = r.model, gpu = "H100-SXM5-80GB", tp = tp, pp = pp,
+                 dp = dp, context_parallel = cp,
+                 microbatch_size = num(r, "mbs", path, 0),
+                 global_batch_size = num(r, "gbs", path, 0),
+                 seq_len = num(r, "seq_len", path, 0),
+                 precision = r.precision, attention = "flash",
+                 sequence_parallel = tp > 1, zero = 1,
+                 tp_comm_overlap = tp > 1 and r.source:find("^nemo") ~= nil,
+                 recompute = r.recompute == "1", fold = true }
+  if vp and vp > 1 then
+    args.schedule, args.chunks = "interleaved", vp
+  elseif not vp then
+    args.schedule, args.chunks = "interleaved", PAPER_CHUNKS
+    args.layers = PAPER_LAYERS
+  end
+  local w = js.gpt(args)
+  local c = js.cluster{ gpu = "H100-SXM5-80GB", gpus = n, network = "dgx-h100" }
+  local res = js.simulate{ cluster = c, workload = w, check_memory = false }
+  return w.model_flops / res.time_s / n * 1e-12, args.chunks or 1
+end
+
+local function llama_h100()
+  local path = data .. "/" .. LLAMA_FILE
+  if not exists(path) and CHECKOUT then
+    path = BIN_DIR .. "/tests/data/" .. LLAMA_FILE
+  end
+  if not exists(path) then
+    print(("\n== %s: skipped (no %s in the data)"):format(LLAMA_NAME, LLAMA_FILE))
+    return
+  end
+  local rows = read_csv(path, { "source", "model", "gpus", "tp", "pp", "cp",
+    "dp", "vp", "mbs", "gbs", "seq_len", "precision", "recompute",
+    "tflops_per_gpu" })
+  heading(LLAMA_NAME, "Llama pre-training on H100-SXM5-80GB, simulated "
+          .. "TFLOP/s per GPU (model FLOPs) against published (dgx-h100, "
+          .. "flash, SP, zero 1)")
+  print(("  %-12s %-12s %6s %-13s %5s %4s %10s %10s %8s  %s"):format("source",
+        "model", "GPUs", "TPxPPxCPxDP", "prec", "vp", "TF/s pred",
+        "TF/s pub", "err %", "role"))
+  local errs = {}
+  for _, r in ipairs(rows) do
+    local pub = num(r, "tflops_per_gpu", path, 0)
+    local tf, vp = llama_tflops(r, path)
+    local e = pct(tf, pub)
+    local fit = LLAMA_FIT[r.source .. " " .. r.model .. " " .. r.gpus]
+    local role = fit and "fitted" or "predicted"
+    local key = r.source .. (fit and " fit" or "")
+                .. (r.model:find("^gpt3") and " gpt3" or "")
+    errs[key] = errs[key] or {}
+    table.insert(errs[key], e)
+    local layout = ("%sx%sx%sx%s"):format(r.tp, r.pp, r.cp, r.dp)
+    print(("  %-12s %-12s %6s %-13s %5s %4d %10.1f %10.0f %+8.1f  %s"):format(
+          r.source, r.model, r.gpus, layout, r.precision, vp, tf, pub, e,
+          role))
+    row_out(LLAMA_NAME, { case = r.source .. " " .. r.model .. " "
+                            .. r.gpus .. " GPUs " .. layout,
+                          gpus = num(r, "gpus", path, 0), pred_tflops = tf,
+                          pub_tflops = pub, tflops_err_pct = e, role = role })
+  end
+  local fit_role = "fitted (the H100's fp8_gemm_eff_ratio)"
+  local pred_role = "predicted (fp8_gemm_eff_ratio fitted on Llama 2 7B)"
+  local cases = {
+    { "nemo-24.12 fit", "NeMo 24.12 FP8, Llama 2 7B", fit_role },
+    { "nemo-24.12", "NeMo 24.12 FP8, other rows", pred_role },
+    { "nemo-24.12 gpt3", "NeMo 24.12 FP8, GPT-3 175B", pred_role },
+    { "llama3-paper", "Llama 3 paper, BF16", "predicted" },
+  }
+  for _, k in ipairs(cases) do
+    local list = errs[k[1]]
+    if list then
+      record(LLAMA_NAME, k[2], "TFLOP/s per GPU, max abs err", maxabs(list),
+             "%", k[3])
+      if #list > 1 then
+        record(LLAMA_NAME, k[2], "TFLOP/s per GPU, median abs err",
+               median_abs(list), "%", k[3])
+      end
+    end
+  end
+end
+
 -- ---- node power ---------------------------------------------------------------------
 
 -- The node presets (models/node.c) against published node figures.  Latif
@@ -1690,6 +1816,7 @@ if selected(ST.file) then study(ST); ran = ran + 1 end
 local HP = { file = "h100-powercap/h100_94gb_vitl16_tf32_caps.csv" }
 if selected(HP.file) then h100_powercap(HP); ran = ran + 1 end
 if selected(NODE_NAME) then node_power(); ran = ran + 1 end
+if selected(LLAMA_NAME) then llama_h100(); ran = ran + 1 end
 for _, name in ipairs(TRACES) do
   local path = trace_path(name)
   if path and selected("traces/" .. name) then

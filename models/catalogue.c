@@ -167,6 +167,7 @@
               "FLOP/clk/SM"),                                               \
   .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (FP8 arrives "  \
                               "with Ada and Hopper, sm_89/sm_90)"),          \
+  .fp8_gemm_eff_ratio = P(0, "no FP8 tensor cores"),                        \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE),                           \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
   .switch_latency_ms =                                                      \
@@ -249,6 +250,14 @@
 #define SRC_H100_GEMM_EFF                                                   \
   "derived: 8192^3 BF16 GEMM 894 TFLOP/s on zeros at 1980 MHz (H200, "     \
   "tests/data/measured/README.md) / 1070 peak"
+/* FP8 GEMMs against BF16 ones: fitted on one published end-to-end rate
+ * (docs/gpu-model.md, "FP8 GEMMs"; the other rows of the table predicted
+ * in docs/fidelity.md). */
+#define H100_FP8_GEMM_RATIO 0.73
+#define SRC_FIT_H100_FP8                                                    \
+  "fit to published/llama-h100 (NeMo 24.12: Llama 2 7B, FP8, 8 H100s, "     \
+  "780 TFLOP/s per GPU), see docs/gpu-model.md \"FP8 GEMMs\""
+#define SRC_FIT_H100_FP8_DIE SRC_FIT_H100_FP8 " (same GH100 die)"
 #define SRC_H100_STALL                                                      \
   "estimate: as the A100 fit (a compute-bound GEMM cannot show it)"
 #define H100_ACT_VEC_SRC "estimate: as the A100 fit"
@@ -298,6 +307,7 @@
   .fp8_flop_per_clk_sm =                                                    \
       P(8192, "NVIDIA H100 datasheet: SXM5 1979 TFLOP/s dense FP8 (3958 "   \
               "with sparsity) = 8192 FLOP/clk/SM, twice the BF16 rate"),    \
+  .fp8_gemm_eff_ratio = P(H100_FP8_GEMM_RATIO, SRC_FIT_H100_FP8),           \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),                        \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
   .eff_compute = EFF_COMPUTE(0.835, SRC_H100_GEMM_EFF),                     \
@@ -383,6 +393,7 @@
       P(128, "no TF32 on Volta: a TF32 request (allow_tf32) runs FP32 on "  \
              "the CUDA cores, so the FP32 rate"),                           \
   .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Volta"),              \
+  .fp8_gemm_eff_ratio = P(0, "no FP8 tensor cores"),                        \
   .mem_bw_gbps = P(900, SRC_V100_DS ": 900 GB/s HBM2"),                     \
   .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),                        \
   .kernel_overhead_us = P(3, SRC_OVERHEAD),                                 \
@@ -544,6 +555,7 @@ static const GpuSpec builtins[] = {
     .fp8_flop_per_clk_sm =
         P(8192, "NVIDIA H100 datasheet: PCIe 1513 TFLOP/s dense FP8 (3026 "
                 "with sparsity) = 8192 FLOP/clk/SM x 114 SMs x 1620 MHz"),
+    .fp8_gemm_eff_ratio = P(H100_FP8_GEMM_RATIO, SRC_FIT_H100_FP8_DIE),
     .mem_bw_gbps = P(2039, "NVIDIA H100 datasheet: PCIe 2 TB/s (HBM2e, "
                            "5120-bit at 1593 MHz)"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
@@ -604,6 +616,7 @@ static const GpuSpec builtins[] = {
         P(512, "NVIDIA A40 datasheet: 74.8 TFLOP/s dense TF32 (149.6 with "
                "sparsity), half the BF16 rate"),
     .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (GA102)"),
+    .fp8_gemm_eff_ratio = P(0, "no FP8 tensor cores"),
     .mem_bw_gbps = P(696, SRC_README ": A40 696 GB/s"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -671,6 +684,7 @@ static const GpuSpec builtins[] = {
         P(256, "NVIDIA Ampere GA102 whitepaper: GeForce dense TF32 = 256 "
                "FLOP/clk/SM (RTX 3080: 29.8 TFLOP/s, 68 SMs at 1710 MHz)"),
     .fp8_flop_per_clk_sm = P(0, "no FP8 tensor cores on Ampere (GA102)"),
+    .fp8_gemm_eff_ratio = P(0, "no FP8 tensor cores"),
     .mem_bw_gbps = P(912, SRC_README ": RTX 3080 Ti 912 GB/s at 9501 MHz"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -748,6 +762,7 @@ static const GpuSpec builtins[] = {
     .fp8_flop_per_clk_sm =
         P(8192, "NVIDIA H200 datasheet: 1979 TFLOP/s dense FP8 (3958 with "
                 "sparsity), as H100 SXM5 = 8192 FLOP/clk/SM"),
+    .fp8_gemm_eff_ratio = P(H100_FP8_GEMM_RATIO, SRC_FIT_H100_FP8_DIE),
     .mem_bw_gbps = P(4800, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),
@@ -795,6 +810,8 @@ static const GpuSpec builtins[] = {
     .fp8_flop_per_clk_sm =
         P(2048, SRC_L40S_DS ": 733 TFLOP/s dense FP8 (1466 with sparsity) "
                 "~ 2048 FLOP/clk/SM x 142 x 2520 MHz (733)"),
+    .fp8_gemm_eff_ratio = P(1, "estimate: as BF16 (no FP8 load measured "
+                               "on Ada)"),
     .mem_bw_gbps = P(864, SRC_L40S_DS ": 864 GB/s GDDR6"),
     .mem_issue_bytes_per_clk_sm = P(32, SRC_ISSUE_DC),
     .kernel_overhead_us = P(3, SRC_OVERHEAD),

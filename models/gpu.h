@@ -62,6 +62,10 @@ typedef struct {
   GpuParam fp8_flop_per_clk_sm;        /* dense FP8 tensor FLOP/clock/SM;
                                           0: no FP8 tensor cores (before
                                           Ada and Hopper) */
+  GpuParam fp8_gemm_eff_ratio;         /* an FP8 GEMM's compute efficiency
+                                          over eff_compute.gemm (a BF16
+                                          one's); 0: 1, the same fraction
+                                          of the FP8 peak */
   GpuParam p_mem_static_w;             /* memory interface power at the
                                           top memory clock whatever the
                                           traffic (PHY, DLL, termination),

@@ -145,6 +145,7 @@ static gboolean load_one(const char *name, gpointer data, GError **error)
      * it" (models/gpu.h), may be missing from a file without a base. */
     static const char *const optional[] = {"tf32_flop_per_clk_sm",
                                            "fp8_flop_per_clk_sm",
+                                           "fp8_gemm_eff_ratio",
                                            "v_curve_exp", "stall_activity",
                                            "activity_tf32",
                                            "boost_window_ms",

@@ -3067,9 +3067,12 @@ static void test_recipe_flops(void)
                            1e-12));
 }
 
-/* An FP8 GEMM runs at the H100's FP8 rate: twice the BF16 rate, so a
- * compute-bound GEMM takes about half as long; on an A100, which has no
- * FP8 tensor cores, fp8 is refused. */
+/* An FP8 GEMM runs at the H100's FP8 rate, twice the BF16 peak, at the
+ * fitted fp8_gemm_eff_ratio of the BF16 GEMM's efficiency (NeMo's Llama 2
+ * 7B rate, docs/gpu-model.md "FP8 GEMMs"): a compute-bound GEMM takes
+ * 1 / (2 x 0.73) = 0.68 of its BF16 time, where the datasheet's ratio
+ * alone would give 0.5; on an A100, which has no FP8 tensor cores, fp8 is
+ * refused. */
 static void test_recipe_fp8_rates(void)
 {
   g_autoptr(GpuCatalogue) cat = gpu_catalogue_new();
@@ -3101,9 +3104,11 @@ static void test_recipe_fp8_rates(void)
   for (guint32 k = 0; k < w[1]->ranks[0].n_ops; k++)
     if (shape_of(w[1], &w[1]->ranks[0].ops[k]) == s8)
       t8 = w[1]->ranks[0].ops[k].ref_ns;
+  g_assert_cmpfloat(h100->fp8_gemm_eff_ratio.v, ==, 0.73);
+  g_assert_true(g_str_has_prefix(h100->fp8_gemm_eff_ratio.source, "fit"));
   double ratio = (double)t8 / (double)t16;
-  if (ratio < 0.5 || ratio > 0.6)
-    g_error("fc1 GEMM fp8 / bf16 time %.3f, want 0.5-0.6", ratio);
+  if (ratio < 0.66 || ratio > 0.72)
+    g_error("fc1 GEMM fp8 / bf16 time %.3f, want 0.66-0.72", ratio);
   sim_workload_free(w[0]);
   sim_workload_free(w[1]);
 
@@ -3182,6 +3187,71 @@ static void test_recipe_sequence_parallel(void)
   for (guint i = 0; i < one->shapes->len; i++)
     g_assert_cmpfloat(g_array_index(one->shapes, SimShape, i).bytes, ==,
                       g_array_index(off->shapes, SimShape, i).bytes);
+}
+
+/* One iteration of w on n GPUs of dgx-a100 nodes at auto clocks, in s. */
+static double iteration_s(const SimWorkload *w, guint n)
+{
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  return (double)r->time_ns * 1e-9;
+}
+
+/* tp_comm_overlap on 4 layers at tp = 4 with sequence parallelism: the
+ * same ops, the all-gathers and reduce-scatters moved to their own stream
+ * (10) beside their GEMMs.  Each pair then takes about the longer of the
+ * two, so the iteration gets shorter, by no more than those collectives
+ * take one after another on the network.  Without sequence parallelism
+ * (all-reduces, which TE does not split) it is refused. */
+static void test_recipe_tp_comm_overlap(void)
+{
+  GptConfig cfg;
+  recipe_config(&cfg);
+  cfg.layers = 4;
+  cfg.tp = 4;
+  cfg.microbatches = 2;
+  cfg.sequence_parallel = TRUE;
+  g_autoptr(SimWorkload) off = generate(&cfg);
+  cfg.tp_comm_overlap = TRUE;
+  g_autoptr(SimWorkload) on = generate(&cfg);
+  g_assert_cmpuint(sim_workload_n_ops(on), ==, sim_workload_n_ops(off));
+  GError *error = NULL;
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_assert_no_error(error);
+  NetGroupShape gs = {.n_ranks = 4, .n_nodes = 1, .max_per_node = 4};
+  const SimRank *rk = &on->ranks[0];
+  double comm = 0;
+  guint moved = 0;
+  for (guint32 i = 0; i < rk->n_ops; i++) {
+    const char *name = name_of(on, &rk->ops[i]);
+    gboolean tp = strcmp(name, "tp.all_gather") == 0 ||
+                  strcmp(name, "tp.reduce_scatter") == 0;
+    g_assert_cmpuint(rk->ops[i].stream == 10, ==, tp);
+    if (tp) {
+      const SimShape *sh = shape_of(on, &rk->ops[i]);
+      comm += net_collective_time_s(net, (SimCollType)sh->coll, sh->bytes,
+                                    &gs, NET_ALGO_AUTO, 1);
+      moved++;
+    }
+  }
+  g_assert_cmpuint(moved, >, 0);
+  double t_off = iteration_s(off, 4), t_on = iteration_s(on, 4);
+  g_assert_cmpfloat(t_on, <, t_off);
+  g_assert_cmpfloat(t_off - t_on, <=, comm);
+  cfg.sequence_parallel = FALSE;
+  g_assert_false(gpt_config_validate(&cfg, &error));
+  g_assert_nonnull(strstr(error->message, "sequence_parallel"));
+  g_clear_error(&error);
 }
 
 /* The distributed optimizer on gpt3-125m, tp = pp = 1, dp = 4, one
@@ -4351,6 +4421,7 @@ int main(int argc, char **argv)
   g_test_add_func("/gpt/impl/efficiency", test_impl_efficiency);
   g_test_add_func("/gpt/recipe/flops-and-bytes", test_recipe_flops);
   g_test_add_func("/gpt/recipe/fp8-rates", test_recipe_fp8_rates);
+  g_test_add_func("/gpt/recipe/tp-comm-overlap", test_recipe_tp_comm_overlap);
   g_test_add_func("/gpt/recipe/sequence-parallel",
                   test_recipe_sequence_parallel);
   g_test_add_func("/gpt/recipe/zero", test_recipe_zero);

@@ -96,7 +96,9 @@ enum {
   STREAM_CP_SEND_NEXT = 6,
   STREAM_CP_RECV_PREV = 7,
   STREAM_CP_SEND_PREV = 8,
-  STREAM_CP_RECV_NEXT = 9
+  STREAM_CP_RECV_NEXT = 9,
+  /* tp_comm_overlap: the TP all-gathers and reduce-scatters. */
+  STREAM_TP = 10
 };
 
 typedef enum { GROUP_NONE = 0, GROUP_TP, GROUP_DP, GROUP_TIE } GroupKind;
@@ -116,7 +118,12 @@ typedef struct {
   guint8 ring;  /* RING_FWD / RING_BWD: not an op but where a layer's
                    context-parallel ring attention runs (gpt.c, put_compute
                    expands it); 0 otherwise */
+  guint8 beside; /* tp_comm_overlap: BESIDE_NEXT (an all-gather beside
+                    the kernel after it) or BESIDE_PREV (a reduce-scatter
+                    beside the kernel before it); 0 otherwise */
 } Proto;
+
+enum { BESIDE_NEXT = 1, BESIDE_PREV = 2 };
 
 enum { RING_FWD = 1, RING_BWD = 2 };
 
@@ -182,6 +189,10 @@ typedef struct {
   guint send_act, send_grad, recv_act, recv_grad;
   guint32 last_compute; /* handle of the last compute-stream op */
   guint32 pending_wait; /* recv the next compute op must wait for */
+  guint32 prev_compute; /* the compute-stream op before last_compute */
+  guint32 tp_wait;      /* tp_comm_overlap: the collective a compute op
+                           waits for, tp_skip compute ops from now */
+  guint tp_skip;
   gboolean record_units;
   GArray *unit_ops;     /* guint32 handles, backward order */
   GArray *unit_chunks;  /* guint chunks whose units unit_ops holds, in

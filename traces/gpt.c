@@ -400,6 +400,24 @@ static guint32 ring_forward(Gen *g, SimPhase phase, guint layer, guint mb);
 static guint32 ring_backward(Gen *g, SimPhase phase, guint layer,
                              guint mb);
 
+/* tp_comm_overlap (Transformer Engine's userbuffers, which split the
+ * GEMM and its collective into tp chunks and pipeline them): the
+ * collective runs on STREAM_TP beside its GEMM, so the pair takes about
+ * the longer of the two.  An all-gather starts when its input is there
+ * (the last compute op) and the op after the GEMM it feeds waits for it;
+ * a reduce-scatter starts with the GEMM it drains (it waits for the op
+ * before that GEMM) and the next compute op waits for it. */
+static guint32 put_beside(Gen *g, const Proto *p, SimPhase phase,
+                          guint layer, guint mb)
+{
+  gboolean next = p->beside == BESIDE_NEXT;
+  guint32 h = put(g, p, STREAM_TP, phase, layer, mb, g->tp_group,
+                  next ? g->last_compute : g->prev_compute);
+  g->tp_wait = h;
+  g->tp_skip = next ? 1 : 0;
+  return h;
+}
+
 /* Appends a compute-stream op; the first one after a recv waits for it.  A
  * ring marker becomes the layer's context-parallel attention. */
 static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
@@ -409,6 +427,8 @@ static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
     return ring_forward(g, phase, layer, mb);
   if (p->ring == RING_BWD)
     return ring_backward(g, phase, layer, mb);
+  if (p->beside)
+    return put_beside(g, p, phase, layer, mb);
   guint32 peer = 0;
   if (p->group == GROUP_TP)
     peer = g->tp_group;
@@ -416,9 +436,19 @@ static guint32 put_compute(Gen *g, const Proto *p, SimPhase phase,
     peer = g->dp_group;
   else if (p->group == GROUP_TIE)
     peer = g->tie_group;
-  guint32 h = put(g, p, STREAM_COMPUTE, phase, layer, mb, peer,
-                  g->pending_wait);
+  guint32 wait = g->pending_wait;
+  if (g->tp_wait != SIM_NO_WAIT && g->tp_skip-- == 0) {
+    /* An op has one wait: one that already waits for a recv or a ZeRO-1
+     * parameter gather (the embedding's reduce-scatter before the first
+     * layer) keeps that, and the collective, in order on its stream,
+     * runs on unwaited (docs/gpt-generator.md, "tp_comm_overlap"). */
+    if (wait == SIM_NO_WAIT)
+      wait = g->tp_wait;
+    g->tp_wait = SIM_NO_WAIT;
+  }
+  guint32 h = put(g, p, STREAM_COMPUTE, phase, layer, mb, peer, wait);
   g->pending_wait = SIM_NO_WAIT;
+  g->prev_compute = g->last_compute;
   g->last_compute = h;
   if (g->record_units && p->unit >= 0)
     g_array_append_val(g->unit_ops, h);
@@ -931,6 +961,9 @@ static void emit_stage(Gen *g, guint p, guint c)
   }
   g->last_compute = SIM_NO_WAIT;
   g->pending_wait = SIM_NO_WAIT;
+  g->prev_compute = SIM_NO_WAIT;
+  g->tp_wait = SIM_NO_WAIT;
+  g->tp_skip = 0;
   g->record_units = FALSE;
   g_array_set_size(g->unit_ops, 0);
   g_array_set_size(g->unit_chunks, 0);
@@ -1141,6 +1174,8 @@ static void set_provenance(SimWorkload *w, const GptConfig *cfg)
     PV("attention", "%s", gpt_attention_name(cfg->attention));
   if (cfg->sequence_parallel)
     PV("sequence_parallel", "true");
+  if (cfg->tp_comm_overlap)
+    PV("tp_comm_overlap", "true");
   if (cfg->zero != 0)
     PV("zero", "%u", cfg->zero);
   if (cfg->zero_group != GPT_ZERO_GROUP_ALL) {

@@ -112,6 +112,12 @@ typedef struct {
                               reduce-scatters, norms and dropouts run on
                               s/t tokens (no effect when tp = 1, as in
                               Megatron) */
+  gboolean tp_comm_overlap; /* Transformer Engine's userbuffer overlap
+                              (megatron-core tp_comm_overlap): each
+                              sequence-parallel all-gather runs beside the
+                              GEMM that consumes it, each reduce-scatter
+                              beside the GEMM that produces it; needs
+                              sequence_parallel with tp > 1 */
   guint zero;              /* 0: DDP all-reduce; 1: Megatron's distributed
                               optimizer (gradients reduce-scattered, the
                               step on 1/dp of the parameters, parameters

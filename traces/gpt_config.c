@@ -869,6 +869,8 @@ guint64 gpt_stored_ops(const GptConfig *cfg)
  * uses, plus one (see "Streams and dependencies"). */
 static guint stage_streams(const GptConfig *cfg, guint p)
 {
+  if (cfg->tp_comm_overlap)
+    return STREAM_TP + 1;
   guint top = gpt_grad_ranks(cfg) > 1 ? 1 : 0;
   if (cfg->cp > 1)
     return cfg->cp == 2 ? STREAM_CP_RECV_PREV + 1 : STREAM_CP_RECV_NEXT + 1;
@@ -1188,6 +1190,11 @@ static gboolean check_recipe(const GptConfig *cfg, GError **error)
   }
   if (!check_context(cfg, error))
     return FALSE;
+  if (cfg->tp_comm_overlap && !gpt_seq_parallel(cfg))
+    return invalid(error, "tp_comm_overlap needs sequence_parallel = true "
+                   "and tp > 1 (tp = %u): Transformer Engine overlaps the "
+                   "sequence-parallel all-gathers and reduce-scatters",
+                   cfg->tp);
   if (cfg->sequence_parallel && cfg->tp > 1 &&
       cfg->seq_len / cfg->cp % cfg->tp != 0)
     return invalid(error, "seq_len = %u is not a multiple of tp = %u "

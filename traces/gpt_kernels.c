@@ -135,6 +135,12 @@ static void tp_coll(Gen *g, Seq *q, const char *name, SimCollType coll,
   Proto p = gpt_make_proto(g, name, SIM_OP_COLLECTIVE, SIM_CLASS_COMM, coll,
                            SIM_MATH_VECTOR, 0, bytes);
   p.group = GROUP_TP;
+  /* Under tp_comm_overlap the gather feeds the GEMM after it and the
+   * scatter drains the GEMM before it (gpt.c, put_compute). */
+  if (g->cfg->tp_comm_overlap && coll == SIM_COLL_ALL_GATHER)
+    p.beside = BESIDE_NEXT;
+  else if (g->cfg->tp_comm_overlap && coll == SIM_COLL_REDUCE_SCATTER)
+    p.beside = BESIDE_PREV;
   q->p[q->n++] = p;
 }
 
