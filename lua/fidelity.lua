@@ -14,6 +14,10 @@
 --   measured/perseus-runs/*_stage_times.csv  the plan-0 runs per stage:
 --                                    busy time per microbatch, iteration
 --                                    time, energy per GPU
+--   measured/perseus-runs/*_stage_clocks.csv  each stage's microbatch time at
+--                                    every clock the plans locked, over its
+--                                    time at the top clock; the model under
+--                                    js.policy.fixed at the same clocks
 --   measured/perseus-runs/*_plans.csv  measured frequency plans against the
 --                                    model's Perseus frontier (full run only:
 --                                    the frontiers of 128-256 microbatches
@@ -719,6 +723,80 @@ local function stage_times(ds)
          ds.role)
   record(p.file, ds.model, "energy per GPU, max abs err", maxabs(eerr), "%",
          "predicted")
+end
+
+-- The same runs at every locked clock the plans used (_stage_clocks.csv:
+-- per stage and pass, the mean time of one microbatch over every
+-- instruction of every measured plan run at that SM clock): the job
+-- simulated at each clock locked on every GPU (js.policy.fixed; the power
+-- cap still binds), each stage's time over its time at the top clock
+-- (plan 0), against the measured ratio.  What it checks is the clock
+-- response alone: the absolute times are the _stage_times case's.
+local function stage_clocks(ds)
+  local file = ds.file:gsub("_plans%.csv$", "_stage_clocks.csv")
+  local path = data .. "/measured/" .. file
+  local rows = read_csv(path, { "rank", "pass", "sm_mhz", "time_s" })
+  local c, w, approx = job(ds.model, ds.gpu, ds.pp, ds.mbs, ds.m, ds.method,
+                           path)
+  local info = js.trace.info(w)
+  local top = math.tointeger(js.gpu(ds.gpu.name).sm_max_mhz)
+  local cache = {}
+  -- Per-microbatch forward and backward time of stage k at clock f.
+  local function model_at(f, k)
+    if not cache[f] then
+      cache[f] = js.simulate{ cluster = c, workload = w,
+                              policy = js.policy.fixed{ sm = f } }
+    end
+    local g = cache[f].per_gpu[k + 1]
+    local ph, busy = info.busy_by_phase_s[k + 1], info.busy_s[k + 1]
+    local scale = busy > 0 and g.kernel_s / busy or 1
+    return { forward = ph.forward * scale / ds.m,
+             backward = ph.backward * scale / ds.m }
+  end
+  -- Each row's stage, pass and clock, checked.
+  local function key(r)
+    local k = math.tointeger(num(r, "rank", path, -1))
+    local f = math.tointeger(num(r, "sm_mhz", path, 0))
+    if k == nil or k >= ds.pp or f == nil
+       or (r.pass ~= "forward" and r.pass ~= "backward") then
+      fail(("%s:%d: rank 0..%d, a whole sm_mhz and pass forward or "
+            .. "backward expected"):format(path, r._line, ds.pp - 1))
+    end
+    return k, r.pass, f
+  end
+  local meas_top = {}
+  for _, r in ipairs(rows) do
+    local k, pass, f = key(r)
+    if f == top then meas_top[k .. pass] = num(r, "time_s", path, 0) end
+  end
+  heading(file, "each stage at the plans' locked clocks, over its time at "
+          .. top .. " MHz (" .. ds.gpu.name .. ")")
+  print("  " .. approx)
+  print(("  %5s %8s %6s | %8s %8s %7s"):format("stage", "pass", "MHz",
+        "t/t0 m", "t/t0 p", "err %"))
+  local errs = { forward = {}, backward = {} }
+  for _, r in ipairs(rows) do
+    local k, pass, f = key(r)
+    local t0 = meas_top[k .. pass]
+    if not t0 then fail(("%s:%d: no %d MHz row for rank %d, %s"):format(
+                        path, r._line, top, k, pass)) end
+    if f ~= top then
+      local tm = num(r, "time_s", path, 0) / t0
+      local tp = model_at(f, k)[pass] / model_at(top, k)[pass]
+      local e = pct(tp, tm)
+      table.insert(errs[pass], e)
+      print(("  %5d %8s %6d | %8.4f %8.4f %+7.2f"):format(k, pass, f, tm, tp,
+            e))
+      row_out(file, { case = ds.model, stage = k + 0.0, pass = pass,
+                      sm_mhz = f, meas_time_norm = tm, pred_time_norm = tp,
+                      time_err_pct = e, role = "predicted" })
+    end
+  end
+  for _, pass in ipairs{ "forward", "backward" } do
+    record(file, ds.model,
+           pass .. " at a locked clock / top clock, max abs err",
+           maxabs(errs[pass]), "%", "predicted")
+  end
 end
 
 -- ---- kernels through js.validate (out of the box) ----------------------------------
@@ -1794,6 +1872,12 @@ for _, ds in ipairs(PERSEUS) do
   if selected(ds.file:gsub("_plans%.csv$", "_stage_times.csv")) then
     stage_times(ds)
     if opt.refit and ds.gpu == GPUS.a100 then refit_interface(ds) end
+    ran = ran + 1
+  end
+end
+for _, ds in ipairs(PERSEUS) do
+  if selected(ds.file:gsub("_plans%.csv$", "_stage_clocks.csv")) then
+    stage_clocks(ds)
     ran = ran + 1
   end
 end

@@ -189,5 +189,9 @@ S="$T/d/measured/kernel-dvfs-study/forward_kernels.csv"
 printf '99,extra\n' >>"$S"
 check short-row 1 "forward_kernels\.csv:[0-9]+: 2 fields, the header has 9" -- \
   "$J" fidelity --data "$T/d" --only kernel-dvfs
+C="$T/d/measured/perseus-runs/bloom-3b_a100_dp1_pp4_tp1_stage_clocks.csv"
+sed '3s/^0,forward/4,forward/' "$C" >"$C.new" && mv "$C.new" "$C"
+check stage-clocks-rank 1 "tp1_stage_clocks\.csv:3: rank 0\.\.3, a whole sm_mhz and pass forward or backward expected" -- \
+  "$J" fidelity --data "$T/d" --only bloom-3b_a100_dp1_pp4_tp1_stage_clocks
 
 [ "$fails" -eq 0 ]
