@@ -158,6 +158,9 @@ static const char usage_gen[] =
   "  --attention A       unfused (default: Megatron's softmax kernels) or\n"
   "                      flash (one fused kernel each way, causal)\n"
   "  --sequence-parallel Megatron's sequence parallelism (with --tp > 1)\n"
+  "  --tp-comm-overlap   Transformer Engine's overlap of each sequence-\n"
+  "                      parallel collective with its GEMM (needs\n"
+  "                      --sequence-parallel)\n"
   "  --context-parallel N\n"
   "                      context parallel size (1): the sequence split over\n"
   "                      N ranks, attention as megatron-core's ring passing\n"
@@ -191,7 +194,7 @@ enum {
   GEN_HELP = GEN_N_COUNTS, GEN_MODEL, GEN_SCHEDULE, GEN_GPU, GEN_OUTPUT,
   GEN_STAGE_LAYERS, GEN_PRECISION, GEN_ARCH, GEN_IMPL, GEN_ATTENTION,
   GEN_ZERO, GEN_GBS, GEN_KV_HEADS, GEN_FFN, GEN_ZERO_GROUP, GEN_GPN,
-  GEN_RECOMPUTE, GEN_SP, GEN_FORCE
+  GEN_RECOMPUTE, GEN_SP, GEN_TP_OVERLAP, GEN_FORCE
 };
 
 static const CliOption gen_options[] = {
@@ -222,6 +225,7 @@ static const CliOption gen_options[] = {
   {"--gpus-per-node", GEN_GPN, TRUE},
   {"--recompute", GEN_RECOMPUTE, FALSE},
   {"--sequence-parallel", GEN_SP, FALSE},
+  {"--tp-comm-overlap", GEN_TP_OVERLAP, FALSE},
   {"--force", GEN_FORCE, FALSE},
   {NULL, 0, FALSE}};
 
@@ -264,6 +268,8 @@ static int parse_gen(int argc, char **argv, GenCfg *g)
       g->cfg.recompute = TRUE;
     } else if (id == GEN_SP) {
       g->cfg.sequence_parallel = TRUE;
+    } else if (id == GEN_TP_OVERLAP) {
+      g->cfg.tp_comm_overlap = TRUE;
     } else if (id == GEN_FORCE) {
       g->force = TRUE;
     } else if (id >= 0) {

@@ -97,6 +97,9 @@ check gen-gpu-memory-fits 0 "optimizer 1.5 + activations" -- "$J" trace gen --mo
 # sharded only within nodes of 8 (hybrid), it does not.
 check gen-zero3-fits 0 "peak: stage 0, 74.4 GB of the H100-SXM5-80GB's 80 GB: fits" -- "$J" trace gen --model gpt3-13b --impl hf --dp 16 --microbatches 1 --zero 3 --gpu H100-SXM5-80GB -o "$T/z13.h5"
 check gen-zero3-node 0 "peak: stage 0, 90.3 GB of the H100-SXM5-80GB's 80 GB: does not fit" -- "$J" trace gen --model gpt3-13b --impl hf --dp 16 --microbatches 1 --zero 3 --zero-group node --gpus-per-node 8 --gpu H100-SXM5-80GB -o "$T/z13n.h5"
+# --tp-comm-overlap reaches the generator (the trace records it).
+check gen-tp-overlap 0 "wrote $T/ov.h5: 4 ranks" -- "$J" trace gen --model gpt3-125m --tp 4 --sequence-parallel --tp-comm-overlap --microbatches 2 -o "$T/ov.h5"
+check gen-tp-overlap-info 0 "tp_comm_overlap  *true" -- "$J" trace info "$T/ov.h5"
 check gen-opt-missing 2 "--tp needs an integer from 1 to 1024 (got 'nothing')" -- "$J" trace gen --tp
 check gen-o-missing 2 "-o needs a value" -- "$J" trace gen -o
 check import-opt-eq 0 "wrote $T/imp.h5" -- "$J" trace import $TR/two_rank_rank0.json $TR/two_rank_rank1.json --output="$T/imp.h5" --step=first
