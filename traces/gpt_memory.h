@@ -42,8 +42,10 @@ GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg);
 typedef struct {
   double params;            /* parameters on the rank */
   double weights_bytes;     /* the model copy the kernels read */
-  double grads_bytes;       /* fp32 main gradients */
-  double optimizer_bytes;   /* fp32 master weights and Adam moments */
+  double grads_bytes;       /* main gradients: fp32, bf16 under fp8 */
+  double optimizer_bytes;   /* fp32 master weights and Adam moments
+                               (and, with bf16 gradients, an fp32 copy
+                               of the gradient shard) */
   double activations_bytes; /* stored for backward at the stage's peak */
   double allowance_bytes;   /* CUDA context, NCCL buffers, fragmentation */
   double total_bytes;       /* the sum */
