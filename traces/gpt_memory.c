@@ -10,12 +10,19 @@
  *   16-bit:   weights 2, fp32 main gradients 4, optimizer 12 (fp32 master
  *             copy and the two Adam moments): 18 bytes;
  *   tf32/fp32: weights 4, gradients 4, optimizer 8 (moments): 16 bytes;
- * with zero = 1 the optimizer part is divided by d: 6 + 12/d and
- * 8 + 8/d.  Source: Megatron-LM's distributed-optimizer documentation
+ *   fp8 (NeMo's recipe): weights 2 (FP8 and TE's cached transpose),
+ *             bf16 gradients 2, optimizer 16 (fp32 master, the moments
+ *             and an fp32 copy of the gradient shard): 20 bytes;
+ * with zero = 1 the optimizer part is divided by d: 6 + 12/d, 8 + 8/d and
+ * 4 + 16/d.  Source: Megatron-LM's distributed-optimizer documentation
  * (docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/
- * dist_optimizer.html, the "bf16 parameters, fp32 gradients" and "fp32
- * parameters, fp32 gradients" rows; the generator accumulates fp32 main
- * gradients in every precision, so fp16 follows the bf16 row).
+ * dist_optimizer.html, the "bf16 parameters, fp32 gradients", "fp32
+ * parameters, fp32 gradients" and "fp16 parameters, fp16 gradients"
+ * rows; the generator accumulates fp32 main gradients in every 16-bit
+ * precision, so fp16 follows the bf16 row).  NeMo's FP8 recipe, which
+ * its published H100 rows ran: bf16_with_fp8_mixed() sets fp8_params
+ * (FP8 GEMM weights, the master copy only in the optimizer) and its
+ * performance scripts turn grad_reduce_in_fp32 off with fp8.
  * zero 2 divides the gradients by the shards S too, zero 3 the weights
  * too (static_bytes: the ZeRO paper's stages), each plus what it holds
  * unsharded for a while.
@@ -31,6 +38,10 @@
  *     (2E a s^2 b) and the dropout mask (a s^2 b): (2E + 1) a s^2 b;
  *     with flash attention none of them, only the fp32 row log-sum-exp
  *     (4 a s b).
+ *   FP8: Transformer Engine saves the FP8 copy it cast of each linear
+ *     layer's input (QKV, FC1, FC2: 1 byte instead of E), and of the
+ *     projection's beside the 16-bit output the fused attention keeps
+ *     for its own backward (E + 1; unfused attention does not keep it).
  * For E = 2: 34 sbh + 5 a s^2 b, the paper's formula; with TP
  * sbh (10 + 24/t) + 5 a s^2 b / t; with sequence parallelism everything
  * is split: (34 sbh + 5 a s^2 b) / t.  Full recompute stores only each
@@ -80,8 +91,8 @@
  * Limits: no gradient or communication buffers beyond the main gradients
  * (the distributed optimizer's all-gather buffers are views of them), no
  * transient backward temporaries but the recomputed layer, no activation
- * offloading; FP8 recipes are estimated as 16-bit (Transformer Engine
- * keeps bf16 weights and fp32 state beside its fp8 copies).
+ * offloading; FP8 is NeMo's recipe alone (not TE's FP8 caches beside bf16
+ * weights, 4 bytes a GEMM parameter).
  */
 #include "traces/gpt_memory.h"
 #include "traces/gpt-private.h"
@@ -103,10 +114,13 @@ GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg)
 {
   /* Sequence parallelism splits nothing on one TP rank (the generator
    * ignores it there too, as Megatron does). */
+  gboolean fp8 = cfg->precision == GPT_PRECISION_FP8;
   return (GptMemoryRecipe){
     .flash_attention = gpt_attention_fused(cfg),
     .sequence_parallel = cfg->sequence_parallel && cfg->tp > 1,
-    .zero = cfg->zero};
+    .zero = cfg->zero,
+    .grads_16bit = fp8,
+    .fp8_gemm_inputs = fp8};
 }
 
 /* Tokens of a sequence one rank holds: all of them, or a context rank's
@@ -121,6 +135,27 @@ static double rank_seq(const GptConfig *cfg)
 static double act_elem_bytes(const GptConfig *cfg)
 {
   return MAX(gpt_elem_bytes(cfg), 2.0);
+}
+
+/* Bytes per element of a linear layer's input saved for its weight
+ * gradient: Transformer Engine under FP8 saves the FP8 copy it cast for
+ * the forward GEMM (1 byte), not the 16-bit tensor. */
+static double gemm_input_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
+{
+  return r->fp8_gemm_inputs ? 1 : act_elem_bytes(cfg);
+}
+
+/* Bytes per sbh element of the attention output kept for backward: the
+ * projection's saved input, plus under FP8 the 16-bit output the fused
+ * attention kernel keeps for its own backward (in 16 bits the two are
+ * one tensor; unfused attention's backward does not read its output). */
+static double attention_out_bytes(const GptConfig *cfg,
+                                  const GptMemoryRecipe *r)
+{
+  double x = gemm_input_bytes(cfg, r);
+  if (r->fp8_gemm_inputs && r->flash_attention)
+    x += act_elem_bytes(cfg);
+  return x;
 }
 
 /* The ring attention's receive buffers at the backward's peak: two of K/V
@@ -154,8 +189,9 @@ static double llama_layer_bytes(const GptConfig *cfg,
   double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
   double F = gpt_ffn_hidden(cfg), sbh = s * b * h;
   double g = r->flash_attention ? gpt_kv_heads(cfg) / a : 1;
-  double replicated = 4 * E * sbh;
-  double split = E * sbh * (2 + 2 * g) + 3 * E * s * b * F;
+  double X = gemm_input_bytes(cfg, r), O = attention_out_bytes(cfg, r);
+  double replicated = (2 * E + 2 * X) * sbh;
+  double split = sbh * (E * (1 + 2 * g) + O) + (2 * E + X) * s * b * F;
   double scores = r->flash_attention ? 4 * a * s * b : E * a * s * s * b;
   if (r->sequence_parallel)
     replicated /= t;
@@ -170,8 +206,9 @@ static double layer_full_bytes(const GptConfig *cfg, const GptMemoryRecipe *r)
   double b = cfg->microbatch_size, s = rank_seq(cfg), h = cfg->hidden;
   double a = cfg->heads, t = cfg->tp, E = act_elem_bytes(cfg);
   double sbh = s * b * h;
-  double replicated = (4 * E + 2) * sbh;
-  double split = 12 * E * sbh;
+  double X = gemm_input_bytes(cfg, r), O = attention_out_bytes(cfg, r);
+  double replicated = (2 * E + 2 * X + 2) * sbh;
+  double split = (3 * E + O + 4 * E + 4 * X) * sbh;
   double scores = r->flash_attention ? 4 * a * s * b
                                      : (2 * E + 1) * a * s * s * b;
   if (r->sequence_parallel)
@@ -249,23 +286,26 @@ static void static_bytes(const GptConfig *cfg, const GptMemoryRecipe *r,
                          double n, GptStageMemory *out)
 {
   gboolean wide = gpt_elem_bytes(cfg) >= 4; /* tf32, fp32: no 16-bit copy */
-  double w = wide ? 4 : 2, S = 1;
+  gboolean g16 = r->grads_16bit && !wide;
+  double w = wide ? 4 : 2, g = g16 ? 2 : 4, S = 1;
   if (r->zero > 0)
     S = cfg->zero_group == GPT_ZERO_GROUP_NODE ? cfg->gpus_per_node
                                                : gpt_grad_ranks(cfg);
   out->weights_bytes = n * w / (r->zero >= 3 ? S : 1);
-  out->grads_bytes = n * 4 / (r->zero >= 2 ? S : 1);
-  out->optimizer_bytes = n * (wide ? 8.0 : 12.0) / S;
+  out->grads_bytes = n * g / (r->zero >= 2 ? S : 1);
+  /* With 16-bit gradients the optimizer keeps an fp32 copy of its
+   * gradient shard beside the master weights and moments. */
+  out->optimizer_bytes = n * (wide ? 8.0 : g16 ? 16.0 : 12.0) / S;
   if (S == 1)
     return;
   if (r->zero == 2) {
     double cap = gpt_bucket_cap_bytes(cfg);
-    out->grads_bytes += cap > 0 ? MIN(cap, 4 * n) : 4 * n;
+    out->grads_bytes += cap > 0 ? MIN(cap, g * n) : g * n;
   } else if (r->zero >= 3) {
     double layer, root;
     gpt_fsdp_units(cfg, &layer, &root);
     out->weights_bytes += w * (root + 2 * layer);
-    out->grads_bytes += 4 * layer;
+    out->grads_bytes += g * layer;
   }
 }
 

@@ -25,12 +25,16 @@ typedef struct {
                                  distributed optimizer); 2: gradients
                                  too; 3: weights too (over
                                  gpt_zero_shards' ranks); 0: replicated */
+  gboolean grads_16bit;       /* gradients reduced in bf16, not fp32
+                                 (Megatron's grad_reduce_in_fp32 off) */
+  gboolean fp8_gemm_inputs;   /* Transformer Engine saves the linear
+                                 layers' inputs for backward in FP8 */
 } GptMemoryRecipe;
 
-/* The recipe cfg describes (its attention, sequence_parallel and zero
- * fields, traces/gpt.h).  FP8 changes nothing here: Transformer Engine
- * keeps BF16 weights, FP32 gradients and Adam state, and the activations
- * are counted in 16 bits (an upper bound where TE saves FP8 copies). */
+/* The recipe cfg describes (its attention, sequence_parallel, zero and
+ * precision fields, traces/gpt.h).  precision fp8 is NeMo's FP8 recipe:
+ * FP8 weights with TE's transpose cache (2 bytes a parameter, as bf16),
+ * bf16 gradients, the linear layers' inputs saved in FP8. */
 GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg);
 
 /* One pipeline stage's most loaded rank (every rank of a stage holds the
@@ -38,8 +42,10 @@ GptMemoryRecipe gpt_memory_recipe_from_config(const GptConfig *cfg);
 typedef struct {
   double params;            /* parameters on the rank */
   double weights_bytes;     /* the model copy the kernels read */
-  double grads_bytes;       /* fp32 main gradients */
-  double optimizer_bytes;   /* fp32 master weights and Adam moments */
+  double grads_bytes;       /* main gradients: fp32, bf16 under fp8 */
+  double optimizer_bytes;   /* fp32 master weights and Adam moments
+                               (and, with bf16 gradients, an fp32 copy
+                               of the gradient shard) */
   double activations_bytes; /* stored for backward at the stage's peak */
   double allowance_bytes;   /* CUDA context, NCCL buffers, fragmentation */
   double total_bytes;       /* the sum */
