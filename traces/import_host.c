@@ -110,19 +110,41 @@ static gint64 sel_end(const HostCtx *h, guint32 pos)
   return trace_ns_add(o->ts_ns, o->dur_ns);
 }
 
+/* Index of the first of the n keys a (sorted by corr) whose corr is >=
+ * corr. */
+static guint corr_lower_bound(const CorrKey *a, guint n, gint64 corr)
+{
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (a[mid].corr < corr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* How many of the n keys a (sorted by t) have t <= t. */
+static guint time_upper_bound(const TimeKey *a, guint n, gint64 t)
+{
+  guint lo = 0, hi = n;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (a[mid].t <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* The first of the selected GPU ops launched by correlation id corr (a
  * CUDA graph launches several) as an index into h->by_corr, or
  * G_MAXUINT32. */
 static guint32 first_of_corr(const HostCtx *h, gint64 corr)
 {
-  guint lo = 0, hi = h->n_corr;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (h->by_corr[mid].corr < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  guint lo = corr_lower_bound(h->by_corr, h->n_corr, corr);
   return lo < h->n_corr && h->by_corr[lo].corr == corr ? lo : G_MAXUINT32;
 }
 
@@ -132,14 +154,7 @@ static guint32 last_before(const HostCtx *h, guint s, gint64 corr)
 {
   const CorrKey *a = h->stream_corr + h->rw->stream_off[s];
   guint n = h->rw->stream_off[s + 1] - h->rw->stream_off[s];
-  guint lo = 0, hi = n;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (a[mid].corr < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  guint lo = corr_lower_bound(a, n, corr);
   return lo > 0 && a[lo - 1].corr >= 0 ? a[lo - 1].pos : G_MAXUINT32;
 }
 
@@ -149,15 +164,8 @@ static guint32 last_before(const HostCtx *h, guint s, gint64 corr)
 static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
                            gint64 corr)
 {
-  guint lo = 0, hi = h->n_end;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (h->by_end[mid].t <= t1)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (guint k = lo; k-- > 0 && h->by_end[k].t >= t0;) {
+  for (guint k = time_upper_bound(h->by_end, h->n_end, t1);
+       k-- > 0 && h->by_end[k].t >= t0;) {
     guint32 pos = h->by_end[k].pos;
     if (sel_raw(h, pos)->corr < corr)
       return pos;
@@ -197,15 +205,7 @@ static gboolean file_has_corr(const HostCtx *h, gint64 corr)
 /* How many of the file's ops with a correlation id ended by t. */
 static guint ended_by(const HostCtx *h, gint64 t)
 {
-  guint lo = 0, hi = h->n_all_end;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (h->all_end[mid].t <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return time_upper_bound(h->all_end, h->n_all_end, t);
 }
 
 /* Ops launched before correlation id corr that had not ended at t. */
