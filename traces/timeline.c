@@ -176,6 +176,19 @@ static void append_us(GString *out, gint64 ns)
                          (int)(ns % 1000));
 }
 
+/* Starts e afresh with a Chrome complete event's head: phase X on GPU g's
+ * row of stream `stream`, over [t0, t1]. */
+static void span_head(GString *e, guint g, guint stream, gint64 t0,
+                      gint64 t1)
+{
+  g_string_truncate(e, 0);
+  g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":",
+                         g, stream);
+  append_us(e, t0);
+  g_string_append(e, ",\"dur\":");
+  append_us(e, t1 - t0);
+}
+
 /* Appends a number with printf format fmt, locale-independent; 0 when not
  * finite (JSON has no inf/nan). */
 static void append_num(GString *out, const char *fmt, double v)
@@ -504,12 +517,7 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
   }
 
   if (in_blocked && json) {
-    g_string_truncate(e, 0);
-    g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,"
-                           "\"ts\":", g, op->stream);
-    append_us(e, rec->arrive_ns);
-    g_string_append(e, ",\"dur\":");
-    append_us(e, rec->start_ns - rec->arrive_ns);
+    span_head(e, g, op->stream, rec->arrive_ns, rec->start_ns);
     g_string_append(e, ",\"name\":\"blocked\",\"cat\":\"blocked\","
                        "\"args\":{\"waiting_for\":");
     g_string_append(e, tl_name(tl, op->name));
@@ -537,12 +545,7 @@ void trace_timeline_observe(gpointer timeline, const SimOpRecord *rec)
   if (!in_op)
     return;
   if (json) {
-    g_string_truncate(e, 0);
-    g_string_append_printf(e, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,"
-                           "\"ts\":", g, op->stream);
-    append_us(e, rec->start_ns);
-    g_string_append(e, ",\"dur\":");
-    append_us(e, rec->end_ns - rec->start_ns);
+    span_head(e, g, op->stream, rec->start_ns, rec->end_ns);
     g_string_append(e, ",\"name\":");
     g_string_append(e, tl_name(tl, op->name));
     g_string_append_printf(e, ",\"cat\":\"%s\"",
