@@ -21,6 +21,8 @@
 #include "models/gpu.h"
 #include "models/net.h"
 #include "sim/workload.h"
+#include "tests/testlua.h"
+#include "tests/testreplay.h"
 #include "tests/testutil.h"
 #include "traces/gpt.h"
 #include "traces/gpt_memory.h"
@@ -2137,24 +2139,33 @@ static void test_interleaved_cases(void)
 /* ---------------------------------------------------------------------- */
 /* The pipeline bubble, simulated                                         */
 
+/* One iteration of w at maximum clocks on n `gpu_name` GPUs of `network`
+ * nodes of 8 (seed 1, switching free). */
+static SimResult *replay_once(const SimWorkload *w, guint n,
+                              const char *gpu_name, const char *network)
+{
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, gpu_name, &error);
+  g_assert_no_error(error);
+  g_autoptr(NetSpec) net = net_preset(network, &error);
+  g_assert_no_error(error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol = {.kind = DVFS_MAX};
+  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
+  SimResult *r = js_simulate(s, c, w, &pol, &opt, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  return r;
+}
+
 /* Fraction of the pipeline time (iteration minus the optimizer step) that
  * GPUs spend blocked or idle, replaying w once on dgx-a100 GPUs at auto
  * clocks. */
 static double simulated_bubble(const SimWorkload *w, guint n_gpus)
 {
-  GError *error = NULL;
-  g_autoptr(JsSession) s = js_session_new(1);
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
-  g_assert_no_error(error);
-  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
-  g_assert_no_error(error);
-  g_autoptr(Cluster) c = cluster_new(gpu, net, n_gpus, 8, &error);
-  g_assert_no_error(error);
-  DvfsPolicy pol = {.kind = DVFS_MAX};
-  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
-  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(r);
+  g_autoptr(SimResult) r = replay_once(w, n_gpus, REF_GPU, "dgx-a100");
   double gpu_time = (double)n_gpus * (double)r->time_ns;
   double pipeline = gpu_time - r->by_phase[SIM_PHASE_OPTIMIZER].time_ns;
   return (r->blocked.time_ns + r->idle.time_ns) / pipeline;
@@ -2524,32 +2535,7 @@ static void test_shared(gconstpointer data)
   for (guint r = 0; r < w->n_ranks; r++)
     assert_rank_equal(&w->ranks[r], &m->ranks[r]);
 
-  g_autoptr(JsSession) s = js_session_new(1);
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
-  g_assert_no_error(error);
-  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
-  g_assert_no_error(error);
-  g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
-  g_assert_no_error(error);
-  c->perf_spread = 0.05;
-  c->power_spread = 0.05;
-  DvfsPolicy pol = {.kind = DVFS_MAX};
-  JsRunOptions opt = {.iterations = 2, .seed = 7, .switch_latency_ms = -1};
-  g_autoptr(SimResult) a = js_simulate(s, c, w, &pol, &opt, &error);
-  g_assert_no_error(error);
-  g_autoptr(SimResult) b = js_simulate(s, c, m, &pol, &opt, &error);
-  g_assert_no_error(error);
-  g_assert_cmpint(a->time_ns, ==, b->time_ns);
-  g_assert_cmpuint(a->n_gpus, ==, b->n_gpus);
-  for (guint i = 0; i < a->n_gpus; i++) {
-    const SimGpuResult *x = &a->per_gpu[i], *y = &b->per_gpu[i];
-    g_assert_cmpfloat(x->energy_j, ==, y->energy_j);
-    g_assert_cmpfloat(x->kernel_ns, ==, y->kernel_ns);
-    g_assert_cmpfloat(x->comm_ns, ==, y->comm_ns);
-    g_assert_cmpfloat(x->blocked_ns, ==, y->blocked_ns);
-    g_assert_cmpfloat(x->idle_ns, ==, y->idle_ns);
-  }
-  g_assert_cmpfloat(a->energy_j, ==, b->energy_j);
+  test_assert_same_replay(w, m, REF_GPU);
 }
 
 /* gpt_estimate_bytes: an upper bound on what the workload holds, and
@@ -2728,7 +2714,6 @@ static void test_175b_8192_folded(void)
  * the unfolded workload's figures to the bit. */
 static void test_fold_lua(void)
 {
-  g_autoptr(JsSession) s = js_session_new(1);
   g_autofree char *dir = test_tmpdir();
   g_autofree char *src = g_strdup_printf(
     "local js = require 'joulesim'\n"
@@ -2758,10 +2743,7 @@ static void test_fold_lua(void)
     "  assert(ru.per_gpu[g].energy_j == rf.per_gpu[g].energy_j, g)\n"
     "end\n",
     dir);
-  GError *error = NULL;
-  gboolean ok = js_run_string(s, "=fold", src, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
+  test_lua_expect_ok(src);
   test_rmdir(dir);
 }
 
@@ -3192,18 +3174,7 @@ static void test_recipe_sequence_parallel(void)
 /* One iteration of w on n GPUs of dgx-a100 nodes at auto clocks, in s. */
 static double iteration_s(const SimWorkload *w, guint n)
 {
-  GError *error = NULL;
-  g_autoptr(JsSession) s = js_session_new(1);
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
-  g_assert_no_error(error);
-  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
-  g_assert_no_error(error);
-  g_autoptr(Cluster) c = cluster_new(gpu, net, n, 8, &error);
-  g_assert_no_error(error);
-  DvfsPolicy pol = {.kind = DVFS_MAX};
-  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
-  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
-  g_assert_no_error(error);
+  g_autoptr(SimResult) r = replay_once(w, n, REF_GPU, "dgx-a100");
   return (double)r->time_ns * 1e-9;
 }
 
@@ -3460,16 +3431,8 @@ static double exposed_s(const GptConfig *cfg, double *comm)
 {
   GError *error = NULL;
   g_autoptr(SimWorkload) w = generate(cfg);
-  g_autoptr(JsSession) s = js_session_new(1);
-  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, REF_GPU, &error);
-  g_assert_no_error(error);
+  g_autoptr(SimResult) r = replay_once(w, cfg->dp, REF_GPU, "dgx-a100");
   g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
-  g_assert_no_error(error);
-  g_autoptr(Cluster) c = cluster_new(gpu, net, cfg->dp, 8, &error);
-  g_assert_no_error(error);
-  DvfsPolicy pol = {.kind = DVFS_MAX};
-  JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
-  g_autoptr(SimResult) r = js_simulate(s, c, w, &pol, &opt, &error);
   g_assert_no_error(error);
   NetGroupShape one_node = {cfg->dp, 1, cfg->dp};
   const SimRank *rk = &w->ranks[0];
@@ -3517,7 +3480,6 @@ static void test_zero_fsdp_overlap(void)
  * a node, and the job replays on nodes of 8. */
 static void test_zero_lua(void)
 {
-  g_autoptr(JsSession) s = js_session_new(1);
   const char *src =
     "local js = require 'joulesim'\n"
     "local function w(gpn)\n"
@@ -3532,10 +3494,7 @@ static void test_zero_lua(void)
     "local c = js.cluster{ gpus = 16, gpus_per_node = 8 }\n"
     "local r = js.simulate{ cluster = c, workload = w(8) }\n"
     "assert(r.time_s > 0)\n";
-  GError *error = NULL;
-  gboolean ok = js_run_string(s, "=zero", src, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
+  test_lua_expect_ok(src);
 }
 
 /* Memory by ZeRO stage against the ZeRO paper's accounting (section 5,
@@ -4069,7 +4028,6 @@ static const BadConfig llama_bad[] = {
  * pre-training: 38-43% MFU, arXiv:2407.21783 table 4; here 25-60%). */
 static void test_llama_lua(void)
 {
-  g_autoptr(JsSession) s = js_session_new(1);
   const char *src =
     "local js = require 'joulesim'\n"
     "local w = js.gpt{ model = 'llama3-8b', gpu = 'H100-SXM5-80GB',\n"
@@ -4088,10 +4046,7 @@ static void test_llama_lua(void)
     "       e)\n"
     "ok, e = pcall(js.gpt, { model = 'llama3-8b', tp = 16 })\n"
     "assert(not ok and e:find('kv_heads = 8 is not a multiple of tp'), e)\n";
-  GError *error = NULL;
-  gboolean ok = js_run_string(s, "=llama", src, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
+  test_lua_expect_ok(src);
 }
 
 /* The untied head: no tie all-reduce, and the last stage's output weight
@@ -4363,7 +4318,6 @@ static void test_memory_published_fit(void)
  * rank's share of the activations, and the replay does the same FLOPs. */
 static void test_cp_lua(void)
 {
-  g_autoptr(JsSession) s = js_session_new(1);
   const char *src =
     "local js = require 'joulesim'\n"
     "local function gen(cp)\n"
@@ -4392,10 +4346,7 @@ static void test_cp_lua(void)
     "assert(r2.time_s < 0.6 * r1.time_s, r2.time_s / r1.time_s)\n"
     "ok, e = pcall(js.gpt, { model = 'llama3-8b', context_parallel = 2 })\n"
     "assert(not ok and e:find('needs attention = \"flash\"'), e)\n";
-  GError *error = NULL;
-  gboolean ok = js_run_string(s, "=cp", src, &error);
-  g_assert_no_error(error);
-  g_assert_true(ok);
+  test_lua_expect_ok(src);
 }
 
 /* Replayed on H100s (one dgx-h100 node: NVLink between the context
@@ -4411,8 +4362,6 @@ static void test_cp_replay(void)
   const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "H100-SXM5-80GB",
                                             &error);
   g_assert_no_error(error);
-  g_autoptr(NetSpec) net = net_preset("dgx-h100", &error);
-  g_assert_no_error(error);
   double t[3], blocked[3];
   for (guint i = 0; i < 3; i++) {
     GptConfig cfg;
@@ -4421,12 +4370,8 @@ static void test_cp_replay(void)
     cfg.cp = 1u << i;
     g_autoptr(SimWorkload) w = gpt_generate(&cfg, gpu, &error);
     g_assert_no_error(error);
-    g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
-    g_assert_no_error(error);
-    DvfsPolicy pol = {.kind = DVFS_MAX};
-    JsRunOptions opt = {.iterations = 1, .seed = 1, .switch_latency_ms = -1};
-    g_autoptr(SimResult) res = js_simulate(s, c, w, &pol, &opt, &error);
-    g_assert_no_error(error);
+    g_autoptr(SimResult) res = replay_once(w, w->n_ranks, "H100-SXM5-80GB",
+                                           "dgx-h100");
     double gpu_ns = (double)w->n_ranks * res->time_ns;
     t[i] = (gpu_ns - res->by_phase[SIM_PHASE_OPTIMIZER].time_ns) /
            w->n_ranks * 1e-9;
