@@ -8,7 +8,8 @@
 #   make test     deps + build + every test; ends with "N passed, N failed"
 #   make asan     build and test under AddressSanitizer + UBSan (build-asan/)
 #   make fuzz     libFuzzer targets, FUZZ_SECONDS=N each (tests/fuzz/fuzz.mk)
-#   make install  PREFIX=/usr/local (the binary, scenarios, docs, and the
+#   make install  PREFIX=/usr/local (the binary, scenarios, the fidelity
+#                 script (tools/fidelity.lua), docs, and the
 #                 data they find beside it in PREFIX/share/joulesim/data)
 
 PREFIX ?= /usr/local
@@ -203,6 +204,8 @@ install: $(BIN)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/$(BIN)
 	install -m 644 scenarios/*.lua scenarios/plot.py \
 	  $(DESTDIR)$(PREFIX)/share/joulesim/scenarios/
+	install -D -m 644 tools/fidelity.lua \
+	  $(DESTDIR)$(PREFIX)/share/joulesim/tools/fidelity.lua
 	for f in $(INSTALL_DATA); do \
 	  install -D -m 644 $$f \
 	    $(DESTDIR)$(PREFIX)/share/joulesim/data/$${f#tests/data/} || exit 1; \

@@ -824,20 +824,13 @@ static void new_metatable(lua_State *L, const char *name, lua_CFunction gc,
   lua_pop(L, 1);
 }
 
-/* The embedded file `name` of the GResource bundle (a file of lua/). */
-static GBytes *resource_bytes(const char *name)
-{
-  g_autofree char *path = g_strconcat("/joulesim/", name, NULL);
-  GBytes *b = g_resource_lookup_data(js_res_get_resource(), path,
-                                     G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
-  g_assert(b != NULL); /* embedded at build time */
-  return b;
-}
-
-/* Loads an embedded Lua file from the GResource bundle. */
+/* Loads an embedded Lua file of lua/ from the GResource bundle. */
 static int load_resource(lua_State *L, const char *name)
 {
-  g_autoptr(GBytes) b = resource_bytes(name);
+  g_autofree char *path = g_strconcat("/joulesim/", name, NULL);
+  g_autoptr(GBytes) b = g_resource_lookup_data(
+      js_res_get_resource(), path, G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  g_assert(b != NULL); /* embedded at build time */
   gsize n;
   const char *src = g_bytes_get_data(b, &n);
   g_autofree char *chunk = g_strconcat("=[joulesim ", name, "]", NULL);
@@ -966,7 +959,7 @@ static gboolean run_chunk(JsSession *s, const char *path, const char *chunk,
   lua_rawseti(L, -2, 0);
   /* arg[-1]: the running binary, where lua.c puts the interpreter, so a
    * script or an embedded program finds what was built or installed with
-   * it wherever it is run from (lua/fidelity.lua's data).  Absent where
+   * it wherever it is run from (tools/fidelity.lua's data).  Absent where
    * /proc/self/exe cannot be read. */
   g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
   if (exe != NULL) {
@@ -1015,17 +1008,6 @@ gboolean js_run_script(JsSession *s, const char *path, int argc,
   if (!read)
     return FALSE;
   g_autofree char *chunk = g_strconcat("@", path, NULL);
-  return run_chunk(s, path, chunk, src, len, argc, argv, error);
-}
-
-gboolean js_run_resource(JsSession *s, const char *name, int argc,
-                         char **argv, GError **error)
-{
-  g_autoptr(GBytes) b = resource_bytes(name);
-  gsize len;
-  const char *src = g_bytes_get_data(b, &len);
-  g_autofree char *path = g_strconcat("[joulesim ", name, "]", NULL);
-  g_autofree char *chunk = g_strconcat("=", path, NULL);
   return run_chunk(s, path, chunk, src, len, argc, argv, error);
 }
 

@@ -23,11 +23,6 @@ G_BEGIN_DECLS
 gboolean js_run_script(JsSession *s, const char *path, int argc,
                        char **argv, GError **error);
 
-/* Same, for the Lua program `name` embedded in the binary (a file of
- * lua/ in the GResource bundle): `joulesim fidelity` runs "fidelity.lua". */
-gboolean js_run_resource(JsSession *s, const char *name, int argc,
-                         char **argv, GError **error);
-
 /* Same, for a chunk of source text (tests, the fuzz targets). */
 gboolean js_run_string(JsSession *s, const char *chunkname, const char *src,
                        GError **error);

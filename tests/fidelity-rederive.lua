@@ -1,7 +1,7 @@
 -- tests/fidelity-rederive.lua DATA -- a second path to some figures of the
 -- fidelity record: the Zeus A40 sweep of GPT-3 2.7B and its plan-0
 -- iteration, re-derived from the CSVs under DATA with plain js.simulate,
--- sharing no code with lua/fidelity.lua.  Prints one "name: figure" line
+-- sharing no code with tools/fidelity.lua.  Prints one "name: figure" line
 -- per record row, to the precision the record prints;
 -- tests/scenario-fidelity.sh compares them with `joulesim fidelity`.
 local js = require "joulesim"

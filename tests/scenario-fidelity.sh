@@ -142,13 +142,20 @@ R=$(pwd)
 JA=$(cd "$(dirname "$J")" && pwd)/$(basename "$J")
 check data-elsewhere 0 "^data: ($(dirname "$R")/shared/data|$R/tests/data) \(" -- \
   sh -c "cd '$T' && '$JA' fidelity --short --only kerneltuner"
-mkdir -p "$T/prefix/bin" "$T/prefix/share/joulesim/data"
+mkdir -p "$T/prefix/bin" "$T/prefix/share/joulesim/data" \
+  "$T/prefix/share/joulesim/tools"
 cp "$JA" "$T/prefix/bin/joulesim"
+cp tools/fidelity.lua "$T/prefix/share/joulesim/tools/"
 cp -r tests/data/measured "$T/prefix/share/joulesim/data/"
 check data-installed 0 "^data: $T/prefix/share/joulesim/data \(installed with the binary\)" -- \
   sh -c "cd '$T' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
-rm -rf "$T/prefix/share"
+rm -rf "$T/prefix/share/joulesim/data"
 check data-none 1 "no data: none of $T/prefix/share/joulesim/data holds measured/README.md; give --data DIR" -- \
+  sh -c "cd '$R' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
+# The program itself is a script beside the binary (tools/fidelity.lua),
+# found the same way; without it the error names both places.
+rm -rf "$T/prefix/share"
+check script-none 1 "the fidelity script is neither $T/prefix/bin/tools/fidelity\.lua \(a checkout\) nor $T/prefix/share/joulesim/tools/fidelity\.lua \(installed\)" -- \
   sh -c "cd '$R' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
 # --record rewrites the table from the run: the altered figure is the
 # run's again, the rows the run skipped and the rest of the file stay.

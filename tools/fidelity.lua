@@ -1,10 +1,12 @@
--- lua/fidelity.lua -- `joulesim fidelity`: every measured case through the
--- model, out of the box, as a user would run it (issue 14 item 4).
+-- tools/fidelity.lua -- `joulesim fidelity`: every measured case through the
+-- model, out of the box, as a user would run it.
 --
--- Embedded in the binary and run by `joulesim fidelity` (lua/bind.c
--- js_run_resource) with the full standard library: it reads the measured
--- CSVs itself and calls the public joulesim API for every prediction, so
--- what it reports is what a scenario script would get.
+-- A script, not part of the binary: `joulesim fidelity ARGS` finds it
+-- beside the binary (tools/ in a checkout, PREFIX/share/joulesim/tools when
+-- installed; cli/cmd_fidelity.c) and runs it as `joulesim run
+-- tools/fidelity.lua ARGS` would, with the full standard library: it reads
+-- the measured CSVs itself and calls the public joulesim API for every
+-- prediction, so what it reports is what a scenario script would get.
 --
 -- Datasets (DATA is --data, else found from the binary's location: see
 -- default_data below):
