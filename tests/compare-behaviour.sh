@@ -6,7 +6,8 @@
 # Runs the same command lines with two binaries, from the repository root,
 # each in its own scratch directory, and compares what they print (stdout
 # and stderr, with the scratch path and wall-clock lines masked), their exit
-# statuses and every HDF5 file they write (h5dump, with timestamps masked;
+# statuses and every HDF5 file they write (h5dump, with timestamps, run
+# ids and the build's git revision masked;
 # sweeps run with --jobs 1, whose row order is the points' order).  A refactor must
 # leave all of it identical; issue 17's rule.  REF_BINARY is typically
 # built from the commit before the change:
@@ -43,7 +44,9 @@ dump() {
     case $f in
       *.h5)
         h5dump "$1/$f" 2>&1 | sed -e "s|$1|@DIR@|g" \
-          -e 's|"[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9:]*Z"|@TIME@|' ;;
+          -e 's|[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9:.]*Z|@TIME@|g' \
+          -e 's|[0-9]\{8\}T[0-9.]*Z-[0-9]*|@RUNID@|g' \
+          -e 's|(git [0-9a-f]*)|(git @REV@)|g' ;;
       *) sed -e "s|$1|@DIR@|g" "$1/$f" ;;
     esac
   done
