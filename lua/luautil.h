@@ -160,6 +160,11 @@ void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
                        guint tp, const guint16 *clocks, guint n_clocks,
                        gint64 allmax_time_ns, double allmax_energy_j);
 
+/* lua/policy.c: sets r.plan (the planner's figures) and r.plan_summary
+ * (per-kernel rows) on the result table on top of the stack; pr may be
+ * NULL (nothing is set). */
+void jsl_push_plan(lua_State *L, const DvfsPlanResult *pr);
+
 /* lua/validate.c: the profile argument 'profile' of the table at idx: a
  * path (loaded, and pushed as a profile userdata so it is collected) or a
  * profile from js.profile.load.  Leaves one value on the stack; raises

@@ -213,13 +213,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                               const JsRunOptions *opt, JsRunReport *report,
                               GError **error);
 
-/* Lua binding (lua/policy.c): sets r.plan (the planner's figures) and
- * r.plan_summary (per-kernel rows) on the result table on top of the
- * stack.  Declared here because the binding's shared header is not this
- * module's; pr may be NULL (nothing is set). */
-struct lua_State;
-void jsl_push_plan(struct lua_State *L, const DvfsPlanResult *pr);
-
 G_END_DECLS
 
 #endif

@@ -12,6 +12,8 @@
 #    is not printing.)
 # 3. The C tests simulate through run/, not lua/: a test may include
 #    lua/bind.h to run a Lua script, and no other lua/ header.
+# 4. No header below lua/ names lua_State: the library cannot declare a
+#    binding function (the Lua side's declarations live in lua/).
 # Prints "layering: ok", or each violation with its file and line and exit
 # status 1.
 set -u
@@ -51,6 +53,14 @@ for room in $ROOMS; do
   grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)' |
   while IFS= read -r line; do
     violation "${line%%:*}" "${line%%:*}:$(printf '%s' "${line#*:}" | cut -d: -f1): only cli/ prints"
+  done
+done
+
+for room in $ROOMS; do
+  case $room in lua|cli) continue ;; esac
+  grep -n 'lua_State' $(find "$room" -name '*.h' | LC_ALL=C sort) /dev/null |
+  while IFS= read -r line; do
+    violation "${line%%:*}" "${line%%:*}:$(printf '%s' "${line#*:}" | cut -d: -f1): a header below lua/ names lua_State"
   done
 done
 
