@@ -405,6 +405,7 @@ static void test_errors(void)
   opt.folds = 5; /* 8 clocks: a fold of 2 leaves 6, fine */
   g_autoptr(FitReport) ok = fit_validate(g, &op, 1, &opt, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(ok);
   opt.folds = 9;
   g_assert_null(fit_validate(g, &op, 1, &opt, &error));
   g_assert_error(error, FIT_ERROR, FIT_ERROR_INVALID);
