@@ -1,5 +1,5 @@
 /* cli/cmd_bench.c -- `joulesim bench`: the performance figures of DESIGN
- * section 10 (issue 8), as text or as JSON.
+ * section 10, as text or as JSON.
  *
  * Every case runs in a child process (this binary, `bench --case ...` or
  * `run SCRIPT`), so its wall time and peak memory are its own: the parent

@@ -11,7 +11,7 @@
  *
  * Why one helper.  Every reader of a file that a user (or a script, or a
  * shared notebook's data directory) names is a reader of hostile input
- * (docs/bad-input.md, issue 27):
+ * (docs/bad-input.md):
  *   - A FIFO, a character device or a socket blocks a plain open(2) or
  *     read(2) forever, and /dev/zero never ends.  The file is opened with
  *     O_NONBLOCK, so that even a FIFO without a writer opens at once, then

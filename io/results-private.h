@@ -22,8 +22,8 @@
  * written, and a round 1024 always fits with names of up to 7 bytes
  * (wider members or longer names may still hit HDF5's own limit, which
  * then fails quickly).  Checked before anything is built: HDF5 otherwise
- * spends time quadratic in the columns before its own error (REDTEAM
- * finding 13: 16 s at 40,000 columns). */
+ * spends time quadratic in the columns before its own error (16 s at
+ * 40,000 columns). */
 #define RES_MAX_COLUMNS 1024
 /* Rows per chunk of every results table. */
 #define RES_CHUNK_ROWS 256

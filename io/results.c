@@ -678,8 +678,7 @@ static hid_t res_join_new_file(const char *path, const ResMeta *meta,
 /* After a failed H5Fopen of `path` (saved_errno: errno right after it):
  * sets *error like res_fail, saying so when HDF5's lock on the file was
  * refused (EWOULDBLOCK from flock): another process has it open for
- * writing (REDTEAM finding 20: the message was only "Resource temporarily
- * unavailable"). */
+ * writing (errno alone says only "Resource temporarily unavailable"). */
 void res_fail_open(GError **error, int saved_errno, const char *path,
                    const char *what)
 {

@@ -486,7 +486,7 @@ static gboolean res_table_note_run(ResTable *t, GError **error);
  * table still usable.  Without it, a flush that fails halfway leaves a
  * file whose recorded end is short (h5py: "actual len exceeds EOA") and
  * an HDF5 file object that cannot be flushed or closed again (HDF5 1.10;
- * the process crashed at exit: REDTEAM finding 10).
+ * the process then crashes at exit).
  *
  * How: HDF5 puts new objects (a chunk every RES_CHUNK_ROWS rows, a
  * global-heap collection for the strings, B-tree and header growth) at

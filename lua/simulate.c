@@ -505,9 +505,10 @@ static int l_simulate(lua_State *L)
     b.opt.observer_data = NULL;
     JsFitInput in = {0};
     js_fit_input_from_profile(u.prof, &in);
-    gboolean uok = fit_bootstrap_multi(c->gpu, in.ops, in.n, u.mode,
-                                       u.limit_w, u.samples, u.level, u.seed,
-                                       2, boot_simulate, &b, iv, &err);
+    FitBootstrapOptions bopt = {u.mode, u.limit_w, u.samples, u.level,
+                                u.seed};
+    gboolean uok = fit_bootstrap(c->gpu, in.ops, in.n, &bopt, 2,
+                                 boot_simulate, &b, iv, &err);
     js_fit_input_clear(&in);
     if (!uok)
       return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);

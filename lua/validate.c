@@ -583,9 +583,9 @@ static int l_validate_interval(lua_State *L)
   js_fit_input_from_profile(p, &in);
   BootCtx ctx = {L, fn_idx, ud_idx, s, gpu_name, src};
   FitInterval iv;
-  gboolean ok = fit_bootstrap(gcopy, in.ops, in.n, (FitMode)mode, limit,
-                              samples, level, seed, boot_eval, &ctx, &iv,
-                              &err);
+  FitBootstrapOptions bopt = {(FitMode)mode, limit, samples, level, seed};
+  gboolean ok = fit_bootstrap(gcopy, in.ops, in.n, &bopt, 1, boot_eval, &ctx,
+                              &iv, &err);
   js_fit_input_clear(&in);
   gpu_spec_free(gcopy);
   g_free(src);

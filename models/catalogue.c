@@ -351,8 +351,9 @@
 
 /* ---------------------------------------------------------------------- */
 /* GV100 (V100), GH100 with HBM3e (H200), AD102 (L40S): the GPUs public     */
-/* traces come from (issue 16 item 4).  Published facts; every power and   */
-/* voltage parameter is scaled from the A100 or A40 fit ("estimate").      */
+/* traces come from, so an imported trace finds its own device here.       */
+/* Published facts; every power and voltage parameter is scaled from the   */
+/* A100 or A40 fit ("estimate").                                           */
 
 /* V100 SXM2 (300 W): P_dyn and P_leak scale from the A100 fit by TDP
  * 300/400 W, P_const by idle ~45/60 W; voltage shape as GA100 with the

@@ -51,8 +51,7 @@ typedef struct {
   double pue;
 } Cluster;
 
-/* Limits checked by cluster_new / cluster_validate.  (Added by the
- * cluster model, as are the error domain and the accessors below.) */
+/* Limits checked by cluster_new / cluster_validate. */
 #define CLUSTER_MAX_GPUS (1u << 20)
 #define CLUSTER_MAX_GPUS_PER_NODE 64u
 

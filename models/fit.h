@@ -192,11 +192,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(FitReport, fit_report_free)
 
 /* ---- Uncertainty -------------------------------------------------------- */
 
-/* A what-if evaluated on a model: returns TRUE and *value, or FALSE with
- * error (the bootstrap stops and passes it on). */
-typedef gboolean (*FitWhatIf)(const FitModel *m, gpointer data, double *value,
-                              GError **error);
-
 typedef struct {
   double estimate;   /* on the model fitted to every point */
   double lo, hi;     /* percentile interval at `level` over the resamples */
@@ -204,26 +199,34 @@ typedef struct {
   guint samples;
 } FitInterval;
 
-/* Bootstrap: refits `mode` on `samples` resamples of the profile (each op's
- * points drawn with replacement, PCG stream SIM_PCG_HOLDOUT/1+b of seed;
- * a draw with too few distinct clocks is redrawn) and evaluates fn on each.
- * level in (0, 1), e.g. 0.9 for a 5-95% interval.  Deterministic for a
+/* What to refit and how often. */
+typedef struct {
+  FitMode mode;
+  double power_limit_w;  /* <= 0: the GPU's default */
+  guint samples;         /* resamples, >= 2 */
+  double level;          /* of the interval, in (0, 1): 0.9 for 5-95% */
+  guint64 seed;          /* resample b draws from PCG stream
+                            SIM_PCG_HOLDOUT/1+b of this seed */
+} FitBootstrapOptions;
+
+/* A what-if evaluated on a model: fills values[0..n_values) and returns
+ * TRUE, or FALSE with error (the bootstrap stops and passes it on). */
+typedef gboolean (*FitWhatIf)(const FitModel *m, gpointer data,
+                              double *values, GError **error);
+
+/* Bootstrap: refits opt->mode on opt->samples resamples of the profile
+ * (each op's points drawn with replacement; a draw with too few distinct
+ * clocks is redrawn) and evaluates fn on the model fitted to every point
+ * (the estimate) and on each resample's.  A what-if with several outputs
+ * (energy and time of one simulation) gets them all from the same
+ * resamples: out, n_values long and the caller's, receives one interval
+ * per output.  FALSE with an error for options out of range
+ * (FIT_ERROR_INVALID), a failed fit or fn's error.  Deterministic for a
  * seed. */
 gboolean fit_bootstrap(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
-                       FitMode mode, double power_limit_w, guint samples,
-                       double level, guint64 seed, FitWhatIf fn,
-                       gpointer data, FitInterval *out, GError **error);
-
-/* The same for a what-if with several outputs (e.g. energy and time of one
- * simulation): fn fills values[0..n_values); out receives n_values
- * intervals, all from the same resamples. */
-typedef gboolean (*FitWhatIfMulti)(const FitModel *m, gpointer data,
-                                   double *values, GError **error);
-gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
-                             guint n_ops, FitMode mode, double power_limit_w,
-                             guint samples, double level, guint64 seed,
-                             guint n_values, FitWhatIfMulti fn, gpointer data,
-                             FitInterval *out, GError **error);
+                       const FitBootstrapOptions *opt, guint n_values,
+                       FitWhatIf fn, gpointer data, FitInterval *out,
+                       GError **error);
 
 #define FIT_ERROR (fit_error_quark())
 GQuark fit_error_quark(void);

@@ -1,5 +1,5 @@
 /* models/fit_validate.c -- validating the fitted model on held-out clocks
- * (fit_validate) and its uncertainty by bootstrap (fit_bootstrap*).
+ * (fit_validate) and its uncertainty by bootstrap (fit_bootstrap).
  *
  * Validation: the distinct SM clocks of the profile are shuffled by the PCG
  * stream (seed, SIM_PCG_HOLDOUT, 0); a fraction is held out (at least 1,
@@ -425,15 +425,17 @@ static double quantile(const double *v, guint n, double q)
   return v[i] * (1 - w) + v[i + 1] * w;
 }
 
-gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
-                             guint n_ops, FitMode mode, double power_limit_w,
-                             guint samples, double level, guint64 seed,
-                             guint n_values, FitWhatIfMulti fn, gpointer data,
-                             FitInterval *out, GError **error)
+gboolean fit_bootstrap(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
+                       const FitBootstrapOptions *opt, guint n_values,
+                       FitWhatIf fn, gpointer data, FitInterval *out,
+                       GError **error)
 {
-  g_return_val_if_fail(gpu != NULL && fn != NULL && out != NULL, FALSE);
+  g_return_val_if_fail(gpu != NULL && opt != NULL, FALSE);
+  g_return_val_if_fail(fn != NULL && out != NULL, FALSE);
   g_return_val_if_fail(n_values >= 1, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  guint samples = opt->samples;
+  double level = opt->level;
   if (samples < 2 || !(level > 0 && level < 1)) {
     g_set_error(error, FIT_ERROR, FIT_ERROR_INVALID,
                 "bootstrap: samples (%u) must be >= 2 and level (%g) in "
@@ -443,7 +445,8 @@ gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
   }
   memset(out, 0, n_values * sizeof *out);
   g_autoptr(FitModel) full =
-      fit_model_fit(gpu, ops, n_ops, NULL, mode, power_limit_w, error);
+      fit_model_fit(gpu, ops, n_ops, NULL, opt->mode, opt->power_limit_w,
+                    error);
   if (full == NULL)
     return FALSE;
   g_autofree double *est = g_new(double, n_values);
@@ -458,7 +461,7 @@ gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
   gboolean ok = TRUE;
   for (guint b = 0; b < samples && ok; b++) {
     SimPcg rng;
-    sim_pcg_for_entity(&rng, seed, SIM_PCG_HOLDOUT, 1 + (guint64)b);
+    sim_pcg_for_entity(&rng, opt->seed, SIM_PCG_HOLDOUT, 1 + (guint64)b);
     for (guint i = 0; i < n_ops; i++) {
       guint np = ops[i].n_points;
       /* Redraw until the op keeps 2 distinct SM clocks (when it has). */
@@ -481,8 +484,8 @@ gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
       }
     }
     g_autoptr(FitModel) m =
-        fit_model_fit(gpu, ops, n_ops, (const double *const *)w, mode,
-                      power_limit_w, error);
+        fit_model_fit(gpu, ops, n_ops, (const double *const *)w, opt->mode,
+                      opt->power_limit_w, error);
     if (m == NULL || !fn(m, data, one, error)) {
       ok = FALSE;
       break;
@@ -511,28 +514,4 @@ gboolean fit_bootstrap_multi(const GpuSpec *gpu, const FitOp *ops,
     o->samples = samples;
   }
   return TRUE;
-}
-
-/* Adapts a one-value what-if to the multi-value form. */
-typedef struct {
-  FitWhatIf fn;
-  gpointer data;
-} Single;
-
-static gboolean single_eval(const FitModel *m, gpointer data, double *values,
-                            GError **error)
-{
-  Single *s = data;
-  return s->fn(m, s->data, values, error);
-}
-
-gboolean fit_bootstrap(const GpuSpec *gpu, const FitOp *ops, guint n_ops,
-                       FitMode mode, double power_limit_w, guint samples,
-                       double level, guint64 seed, FitWhatIf fn,
-                       gpointer data, FitInterval *out, GError **error)
-{
-  g_return_val_if_fail(fn != NULL, FALSE);
-  Single s = {fn, data};
-  return fit_bootstrap_multi(gpu, ops, n_ops, mode, power_limit_w, samples,
-                             level, seed, 1, single_eval, &s, out, error);
 }

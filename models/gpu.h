@@ -49,8 +49,9 @@ typedef struct {
   GpuParam switch_latency_ms;
   /* Per-class activity factors (how hard a class drives the SMs). */
   GpuParam activity[SIM_CLASS_COUNT];
-  /* Added by models/gpu.c (0 = feature off, so a zero-filled spec from a
-   * caller that does not know these fields still validates): */
+  /* Refinements of the time and power model, each optional (0 = feature
+   * off, so a zero-filled spec from a caller that does not know these
+   * fields still validates): */
   GpuParam mem_issue_bytes_per_clk_sm; /* DRAM traffic the SMs (and the L2,
                                           in the SM clock domain) sustain per
                                           SM clock; sets the SM clock below

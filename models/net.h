@@ -34,8 +34,7 @@ void net_spec_free(NetSpec *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NetSpec, net_spec_free)
 const char *const *net_preset_names(void); /* NULL-terminated */
 /* Checks a spec (bandwidths finite and > 0, latencies finite and >= 0,
- * nics_per_node in 1..64).  FALSE with NET_ERROR_INVALID naming the field.
- * (Added by the net model.) */
+ * nics_per_node in 1..64).  FALSE with NET_ERROR_INVALID naming the field. */
 gboolean net_spec_validate(const NetSpec *s, GError **error);
 
 /* How a communicator group is spread over nodes. */

@@ -18,7 +18,8 @@ struct JsConfine {
   GPtrArray *shown[2]; /* [JsAccess]: the same directories as the user named
                           them ("the current directory", or the option's
                           argument as given), for messages: a refusal never
-                          prints a canonical path (issue 27 finding 15) */
+                          prints a canonical path (it would show a
+                          script where a link outside leads) */
 };
 
 JsConfine *js_confine_new(void)
@@ -145,7 +146,7 @@ static gboolean allows(const JsConfine *c, const char *p, JsAccess access)
 /* Would the sandbox tell the user why `path` cannot be resolved?  Only when
  * the nearest ancestor of it that exists resolves into an allowed
  * directory: beyond them, "missing" and "there" must read the same (a
- * script could otherwise map the file system outside: finding 15). */
+ * script could otherwise map the file system outside). */
 static gboolean resolve_error_is_inside(const JsConfine *c, const char *path,
                                         JsAccess access)
 {

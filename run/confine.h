@@ -1,5 +1,5 @@
 /* run/confine.h -- where a sandboxed scenario may read and write files, and
- * which existing files an output may replace (issue 13).
+ * which existing files an output may replace.
  *
  * A JsConfine is two lists of canonical directories (absolute, symbolic
  * links and ".." resolved, by realpath): the directories the joulesim API
@@ -70,7 +70,8 @@ gboolean js_confine_allow(JsConfine *c, JsAccess access, const char *dir,
  * the directories the sandbox may write (the current directory, DIR, ...);
  * --allow-write DIR allows one", the directories as the user named them.
  * It never names what PATH resolves to, and outside the allowed
- * directories a missing path reads like an existing one (issue 27).  For
+ * directories a missing path reads like an existing one (else a script
+ * could map the file system outside).  For
  * JS_ACCESS_WRITE, an existing regular file with more than one name (a
  * hard link) is refused too. */
 gboolean js_confine_check(const JsConfine *c, const char *path,

@@ -46,7 +46,8 @@ SimWorkload *js_inputs_load(const GpuCatalogue *cat, const char *const *paths,
     opt.memory_check_data = how->memory_check_data;
   }
   /* The importers' growing records (Chakra's nodes) under --max-memory,
-   * unless the caller brought its own check (issue 27 finding 12). */
+   * unless the caller brought its own check: a small file must not make a
+   * reader allocate gigabytes. */
   if (opt.memory_check == NULL) {
     opt.memory_check = inputs_memory_check;
     opt.memory_check_data = &max_memory;

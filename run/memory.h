@@ -1,5 +1,5 @@
 /* run/memory.h -- fail early, with an estimate, instead of being OOM-killed
- * (DESIGN section 10; issue 8 item 8).
+ * (DESIGN section 10).
  *
  * Whatever is about to build something big (a generated or loaded
  * workload, the engine's replay state) estimates its bytes first and asks

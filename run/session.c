@@ -10,7 +10,7 @@
  * results file (two runs would have to start in the same microsecond in
  * processes of the same id); no '/' or ':', so that it also names an HDF5
  * attribute and a file.  Not deterministic, by design: it tells runs
- * apart (issue 28: reruns appended rows nothing distinguished). */
+ * apart (without it, a rerun appends rows that nothing distinguishes). */
 static void new_run_id(JsSession *s)
 {
   g_autoptr(GDateTime) now = g_date_time_new_now_utc();

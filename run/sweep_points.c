@@ -456,9 +456,9 @@ static gboolean sweep_resume_read_only(Sweep *sw, GHashTable *mine,
  * points it holds as done; with retry_failed first removes this sweep's
  * error rows.  Checks that the table is a sweep table whose columns hold
  * the points' keys.  The done set is read through the writer's own
- * handle, after its open recovered what a kill left (REDTEAM finding 9: a
- * read-only read before that open missed a last row the open then kept,
- * and the point ran twice). */
+ * handle, after its open recovered what a kill left (a read-only read
+ * before that open misses a last row the open then keeps, and the point
+ * runs twice). */
 gboolean sweep_resume(Sweep *sw, GHashTable *done_ids, GError **error)
 {
   g_autoptr(GHashTable) mine = g_hash_table_new(g_str_hash, g_str_equal);

@@ -405,6 +405,7 @@ static void test_errors(void)
   opt.folds = 5; /* 8 clocks: a fold of 2 leaves 6, fine */
   g_autoptr(FitReport) ok = fit_validate(g, &op, 1, &opt, &error);
   g_assert_no_error(error);
+  g_assert_nonnull(ok);
   opt.folds = 9;
   g_assert_null(fit_validate(g, &op, 1, &opt, &error));
   g_assert_error(error, FIT_ERROR, FIT_ERROR_INVALID);
@@ -586,8 +587,9 @@ static void test_bootstrap(void)
   synth_make(&s, truth, 855, 1410, &mem0, 1);
   WhatIf w = {0, 1200, 0};
   FitInterval iv;
-  g_assert_true(fit_bootstrap(base, s.ops, s.n, FIT_ALL, GPU_POWER_UNCAPPED,
-                              8, 0.9, 5, energy_at, &w, &iv, &error));
+  FitBootstrapOptions opt = {FIT_ALL, GPU_POWER_UNCAPPED, 8, 0.9, 5};
+  g_assert_true(fit_bootstrap(base, s.ops, s.n, &opt, 1, energy_at, &w, &iv,
+                              &error));
   g_assert_no_error(error);
   g_assert_cmpuint(w.calls, ==, 9);
   double e_true;
@@ -596,10 +598,19 @@ static void test_bootstrap(void)
   g_assert_cmpfloat((iv.hi - iv.lo) / e_true, <, 1e-3);
   /* A failing what-if stops it with its error. */
   guint calls = 0;
-  g_assert_false(fit_bootstrap(base, s.ops, s.n, FIT_TIME, 0, 8, 0.9, 5,
-                               failing, &calls, &iv, &error));
+  FitBootstrapOptions time_only = {FIT_TIME, 0, 8, 0.9, 5};
+  g_assert_false(fit_bootstrap(base, s.ops, s.n, &time_only, 1, failing,
+                               &calls, &iv, &error));
   g_assert_error(error, FIT_ERROR, FIT_ERROR_INVALID);
   g_assert_cmpstr(error->message, ==, "what-if failed");
+  g_clear_error(&error);
+  /* Options out of range are refused before any fit. */
+  FitBootstrapOptions one_sample = {FIT_ALL, 0, 1, 0.9, 5};
+  calls = 0;
+  g_assert_false(fit_bootstrap(base, s.ops, s.n, &one_sample, 1, failing,
+                               &calls, &iv, &error));
+  g_assert_error(error, FIT_ERROR, FIT_ERROR_INVALID);
+  g_assert_cmpuint(calls, ==, 0);
   g_clear_error(&error);
   synth_clear(&s);
 
@@ -609,10 +620,11 @@ static void test_bootstrap(void)
   load_shared(TEST_DATA("profiles/gpt3-175b+a100_sxm_bf16.csv"), &l);
   WhatIf w1 = {1, 1050, 0}, w2 = {1, 1050, 0};
   FitInterval a, b;
-  g_assert_true(fit_bootstrap(g, l.ops, 2, FIT_ALL, 500, 24, 0.9, 9,
-                              energy_at, &w1, &a, &error));
-  g_assert_true(fit_bootstrap(g, l.ops, 2, FIT_ALL, 500, 24, 0.9, 9,
-                              energy_at, &w2, &b, &error));
+  FitBootstrapOptions capped = {FIT_ALL, 500, 24, 0.9, 9};
+  g_assert_true(fit_bootstrap(g, l.ops, 2, &capped, 1, energy_at, &w1, &a,
+                              &error));
+  g_assert_true(fit_bootstrap(g, l.ops, 2, &capped, 1, energy_at, &w2, &b,
+                              &error));
   g_assert_no_error(error);
   g_assert_cmpmem(&a, sizeof a, &b, sizeof b);
   g_assert_cmpfloat(a.sd, >, 0);
@@ -626,8 +638,8 @@ static void test_bootstrap(void)
   /* Several outputs from the same resamples: the energy interval is the
    * one-value run's. */
   FitInterval two[2];
-  g_assert_true(fit_bootstrap_multi(g, l.ops, 2, FIT_ALL, 500, 24, 0.9, 9, 2,
-                                    energy_time_at, NULL, two, &error));
+  g_assert_true(fit_bootstrap(g, l.ops, 2, &capped, 2, energy_time_at, NULL,
+                              two, &error));
   g_assert_no_error(error);
   g_assert_cmpmem(&two[0], sizeof two[0], &a, sizeof a);
   g_assert_cmpfloat(two[1].lo, <=, two[1].estimate * 1.05);

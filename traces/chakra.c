@@ -74,9 +74,9 @@
  * some 340 MB before names and dependencies (a real PyTorch execution
  * trace holds 10^4..10^6 per rank).  A node message is never empty (a node
  * has an id and a name), so a file of N bytes also holds fewer than N / 3
- * nodes: each is a length byte and at least one 2-byte field.  Before these
- * bounds, 100 MB of zero bytes were 10^8 empty messages, each an 80-byte
- * node: 8 GB requested (issue 27 finding 12). */
+ * nodes: each is a length byte and at least one 2-byte field.  Without
+ * these bounds, 100 MB of zero bytes would be 10^8 empty messages, each an
+ * 80-byte node: 8 GB requested. */
 #define MAX_NODES (4u << 20)
 
 typedef struct {

@@ -275,8 +275,8 @@
  * within 1.5% of what malloc hands out for it (tests/test-gpt.c,
  * /gpt/estimate, which requires 10%).
  *
- * Megatron-core's recipe (issue 29; docs/gpt-generator.md has the tables)
- * -----------------------------------------------------------------------
+ * Megatron-core's recipe (docs/gpt-generator.md has the tables)
+ * -------------------------------------------------------------
  * precision fp8 (Transformer Engine): the linear GEMMs read FP8 inputs (1
  * byte) at the FP8 rate and write BF16; a cast-transpose of the proj
  * input forward and of the FC2, proj and QKV output gradients backward
@@ -295,9 +295,8 @@
  * layer's first microbatch waiting for its bucket, with dp_overlap;
  * after the step without).
  *
- * Sharded data parallelism (issue 31; docs/gpt-generator.md, "Sharded
- * data parallelism")
- * -------------------------------------------------------------------
+ * Sharded data parallelism (docs/gpt-generator.md)
+ * ------------------------------------------------
  * zero 2 (ZeRO-2, pp 1): the buckets reduce-scattered after every
  * microbatch's backward, Adam on 1/S, parameters gathered as zero 1.
  * zero 3 (FSDP, impl hf, pp 1): per microbatch the root unit and each

@@ -24,13 +24,12 @@ typedef enum {
   GPT_ARCH_LLAMA,
 } GptArch;
 
-/* The implementation the job ran (issue 15 item 4): which kernels one
- * layer launches, and how close each kind of kernel gets to the GPU's
- * roofline.  Megatron-LM fuses bias+GeLU, bias+dropout+residual and
- * scale+mask+softmax and accumulates weight gradients inside the GEMM;
- * a Hugging Face model in eager PyTorch (what Merak and DeepSpeed pipeline)
- * runs each of those as its own kernels (docs/gpt-generator.md, "The
- * implementation"). */
+/* The implementation the job ran: which kernels one layer launches, and
+ * how close each kind of kernel gets to the GPU's roofline.  Megatron-LM
+ * fuses bias+GeLU, bias+dropout+residual and scale+mask+softmax and
+ * accumulates weight gradients inside the GEMM; a Hugging Face model in
+ * eager PyTorch (what Merak and DeepSpeed pipeline) runs each of those as
+ * its own kernels (docs/gpt-generator.md, "The implementation"). */
 typedef enum {
   GPT_IMPL_MEGATRON = 0, /* the default */
   GPT_IMPL_HF,

@@ -86,8 +86,8 @@ static gboolean has_suffix_ci(const char *path, const char *suffix)
 TraceFormat trace_detect_format(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, TRACE_FORMAT_UNKNOWN);
-  /* io/input.h: a FIFO or a device is refused at once (`trace info` on a
-   * FIFO blocked forever: issue 27 finding 17), a directory too. */
+  /* io/input.h: a FIFO or a device is refused at once (opening a FIFO
+   * without a writer blocks forever), a directory too. */
   IoInput in;
   if (!io_input_open(&in, path, "import: detect format", TRACE_ERROR,
                      TRACE_ERROR_IO, error))

@@ -31,7 +31,7 @@ typedef struct {
   const char *gpu;       /* GPU to assume when the trace's device is not in
                             the catalogue (NULL: "A100-SXM4-80GB" + warning) */
   GPtrArray *warnings;   /* optional: receives owned warning strings */
-  /* Added by the importers (zero-initialised callers get the defaults): */
+  /* What to import (zero-initialised callers get the defaults): */
   gint iteration;        /* which iteration to import when the trace marks
                             them (Kineto ProfilerStep#N, NVTX ranges):
                             k > 0 the k-th in time order,
@@ -41,16 +41,17 @@ typedef struct {
                              duration, even when all members are present
                              (default: the network model prices matched
                              collectives; see docs/trace-import.md) */
-  /* Added by issue 16: */
+  /* Which step, and whether with the CPU side (host streams): */
   TraceStep step;        /* which step (TRACE_STEP_AUTO: `iteration` when it
                             is not 0, else the median step) */
   gint64 step_number;    /* TRACE_STEP_NUMBER: the ProfilerStep number */
   gboolean gpu_only;     /* leave the CPU out: no host streams, GPU ops in
-                            stream order only (the replay before issue 16) */
-  /* Added by issue 27: asked before a reader's records grow past what the
-   * file's size alone bounds (NULL: no check): TRUE when need_bytes more
-   * may be allocated, else FALSE with an error naming `what`.
-   * js_inputs_load (run/inputs.h) sets it to --max-memory's check. */
+                            stream order only, no launch or sync waits on
+                            the host */
+  /* Asked before a reader's records grow past what the file's size alone
+   * bounds (NULL: no check): TRUE when need_bytes more may be allocated,
+   * else FALSE with an error naming `what`.  js_inputs_load (run/inputs.h)
+   * sets it to --max-memory's check. */
   gboolean (*memory_check)(gpointer data, guint64 need_bytes,
                            const char *what, GError **error);
   gpointer memory_check_data;

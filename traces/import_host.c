@@ -13,8 +13,8 @@
 
 /* ---- host streams --------------------------------------------------------
  *
- * The CPU side of a rank (issue 16).  Each CPU thread with runtime calls in
- * the host window becomes one host stream after the GPU streams; its ops
+ * The CPU side of a rank.  Each CPU thread with runtime calls in the host
+ * window becomes one host stream after the GPU streams; its ops
  * (SIM_OP_HOST) last what the thread spent, so the sum of a stream's host
  * ops up to any call is the time from the window's start to that call's
  * end, less the waits replayed as dependencies or not at all (below).
@@ -175,7 +175,7 @@ static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
 
 /* CUDA's launch queue holds about 1,024 operations; a launch into a full
  * queue returns only when one finishes.  The depth is not documented, but
- * traces show it: on the 1 x V100 trace of issue 30 (HolisticTraceAnalysis
+ * traces show it: on a 1 x V100 trace (HolisticTraceAnalysis's
  * ns_resolution_trace) every launch over 50 us returned 3-8 us after an
  * earlier op ended, with 1,019-1,021 ops pending, while no launch of the
  * seven host-bound traces in tests/data/traces saw more than 569.  A launch

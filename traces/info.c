@@ -375,6 +375,10 @@ static void append_bytes(GString *out, double bytes)
     g_string_append_printf(out, "%.0f B", bytes);
 }
 
+/* The text of `joulesim trace info` and of js.trace.info's `text`
+ * (traces/info.h), read off trace_stats_compute: the counts and layout,
+ * then a section per part of TraceStats, left out when the trace has
+ * nothing for it (host ops, collectives, point-to-point, provenance). */
 void trace_info(const SimWorkload *w, GString *out)
 {
   g_return_if_fail(w != NULL && out != NULL);

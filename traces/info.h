@@ -73,7 +73,8 @@ void trace_group_label(const SimWorkload *w, guint32 g, char *out,
 /* Appends a readable summary of w to out: ranks and layout, ops per class
  * and per kind, streams, GPU busy time per rank (every rank up to 16 ranks,
  * else min/mean/max), collectives per group type, FLOPs and bytes,
- * provenance. */
+ * provenance.  w is borrowed and must be valid as for
+ * trace_stats_compute(); out is the caller's, appended to, never reset. */
 void trace_info(const SimWorkload *w, GString *out);
 
 G_END_DECLS

@@ -67,8 +67,8 @@
  * demangled kernel names are kilobytes.  yajl lexes a string that spans
  * chunks again from its start at every chunk, so time grew with the square
  * of a string's length (a 1.5 MB .json.gz holding one 1.5 GB name ran for
- * minutes: issue 27 finding 14); strings are measured as the chunks
- * arrive, before yajl sees them, so the work stays linear. */
+ * minutes); strings are measured as the chunks arrive, before yajl sees
+ * them, so the work stays linear. */
 #define KIN_MAX_STRING (4u << 20)
 
 /* Where the text is with respect to JSON strings, across chunks. */

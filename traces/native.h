@@ -20,9 +20,9 @@ G_BEGIN_DECLS
 /* The format version written by this build; files with a larger version
  * are refused with TRACE_NATIVE_ERROR_VERSION. */
 #define TRACE_NATIVE_VERSION 3u
-/* Version 2 (issue 16) adds host streams: ops of kind SIM_OP_HOST (5).  A
- * workload without host ops is still written as version 1, which older
- * builds read; a version-1 file holding host ops is refused. */
+/* Version 2 adds host streams: ops of kind SIM_OP_HOST (5).  A workload
+ * without host ops is still written as version 1, which older builds
+ * read; a version-1 file holding host ops is refused. */
 #define TRACE_NATIVE_VERSION_HOST 2u
 /* Version 3 adds shared rank programs (sim/workload.h, "Shared
  * programs"): /programs holds each program once, with its ops' patch

@@ -32,8 +32,8 @@
  * (stream order only); launch correlation ids are assumed unique within a
  * file (one profiled process per file, as nsys writes one per rank).
  *
- * Hostile files (docs/bad-input.md, issue 27).  A database is a program as
- * much as data, so the reader bounds what it lets one do:
+ * Hostile files (docs/bad-input.md).  A database is a program as much as
+ * data, so the reader bounds what it lets one do:
  *   - The file is opened once (io/input.h) and SQLite is given the URI
  *     "file:/proc/self/fd/N?immutable=1" with SQLITE_OPEN_URI: the open file
  *     and nothing else, whatever the name looks like (a name such as

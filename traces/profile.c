@@ -165,8 +165,8 @@ void profile_csv_row_clear(CsvRow *row)
 
 /* The largest CSV file read (it is read whole, and its rows take about as
  * much again): a real profile is kilobytes, a day of nvidia-smi samples
- * at 10 ms some 100 MB.  A 1 GB sparse file was read whole (2 GB resident)
- * before it was found to hold NUL bytes (issue 27 finding 12). */
+ * at 10 ms some 100 MB.  Without it, a 1 GB sparse file is read whole (2 GB
+ * resident) before it is found to hold NUL bytes. */
 #define PROFILE_MAX_BYTES (256u << 20)
 
 /* Reads `path` into *text (caller frees it) and its header record into row

@@ -54,10 +54,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Profile, profile_free)
  * plausible on g: at least a third of its idle power, at most 1.5 times
  * its power limit (or limit_w when larger; 0: none).  Times in
  * milliseconds read as seconds imply a thousandth of the power, and a
- * profile taken so fits to nonsense (issue 28: 0.5 W, energy MAPE
- * 98,141%), so the first point outside is PROFILE_ERROR_FORMAT naming the
- * file, the op and clock, the power and the range, and the unit that
- * would bring it in range. */
+ * profile taken so fits to nonsense (0.5 W, energy MAPE 98,141% on one
+ * such profile), so the first point outside is PROFILE_ERROR_FORMAT
+ * naming the file, the op and clock, the power and the range, and the
+ * unit that would bring it in range. */
 gboolean profile_check_power(const Profile *p, const GpuSpec *g,
                              double limit_w, GError **error);
 

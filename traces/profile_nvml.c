@@ -109,6 +109,11 @@ static SampleRole sample_role(const char *h)
   return S_OTHER;
 }
 
+/* Reads the nvidia-smi CSV at path (columns found by name: timestamp,
+ * clocks.sm, power.draw and optionally clocks.mem; units allowed).
+ * Returns the samples (Sample, the caller's), at least 2, in strictly
+ * increasing time; NULL with a PROFILE_ERROR naming the file, and the line
+ * and column of a missing, repeated or bad field. */
 static GArray *load_samples(const char *path, GError **error)
 {
   g_autofree char *text = NULL;

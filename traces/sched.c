@@ -48,7 +48,7 @@ G_DEFINE_QUARK(sched-error-quark, sched_error)
 #define SCHED_MAX_BYTES (64u << 20)
 /* The deepest nesting of arrays and objects accepted: the schedule needs 3
  * ([{"power_states": [...]}]).  yajl's tree is freed recursively, so a
- * 600 KB file of 300,000 '[' crashed it (issue 27 finding 11). */
+ * 600 KB file of 300,000 '[' would overflow the stack. */
 #define SCHED_MAX_DEPTH 64
 
 typedef enum { INS_OTHER, INS_FORWARD, INS_BACKWARD } Ins;
@@ -292,7 +292,7 @@ SchedPlan *sched_plan_load(const char *path, GError **error)
   g_autofree char *text = NULL;
   gsize len = 0;
   /* Opened once, a regular file only (a FIFO would block), its size checked
-   * before it is read (a sparse 1 GB file was read whole: finding 12). */
+   * before it is read (a sparse 1 GB file would be read whole). */
   IoInput in;
   if (!io_input_open(&in, path, "sched: open", SCHED_ERROR, SCHED_ERROR_IO,
                      error))

@@ -434,6 +434,12 @@ static void dp_order(const PerseusDag *d, guint *order, gint *lastpos)
   }
 }
 
+/* The exact (time, energy) frontier of finished DAG d by the DP above:
+ * appends each frontier plan to out as a PerseusPoint (its `choice`
+ * handed over with it) and returns TRUE.  FALSE, with
+ * out untouched, when a level passes DP_MAX_STATES states or the dominance
+ * checks pass DP_MAX_WORK (perseus_frontier_with then relies on the
+ * trajectory). */
 static gboolean dp_frontier(const PerseusDag *d, GArray *out)
 {
   guint n = d->n;

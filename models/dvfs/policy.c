@@ -27,6 +27,26 @@ static const DvfsPolicyClass *const classes[] = {DVFS_POLICY_CLASSES(ENTRY)};
 #undef ENTRY
 G_STATIC_ASSERT(G_N_ELEMENTS(classes) >= DVFS_KIND_COUNT);
 
+/* A kind is its class's place in the list, so each built-in kind must
+ * name its own class's place: a class moved in the list, or a kind added
+ * to DvfsKind in another place than its class, stops the build here. */
+#define PLACE(n) DVFS_PLACE_##n,
+enum { DVFS_POLICY_CLASSES(PLACE) };
+#undef PLACE
+#define SAME_PLACE(n, kind) G_STATIC_ASSERT((int)DVFS_PLACE_##n == (int)kind)
+SAME_PLACE(max, DVFS_MAX);
+SAME_PLACE(fixed, DVFS_FIXED);
+SAME_PLACE(powercap, DVFS_POWERCAP);
+SAME_PLACE(iteration, DVFS_ITERATION);
+SAME_PLACE(pass, DVFS_PASS);
+SAME_PLACE(kernel, DVFS_KERNEL);
+SAME_PLACE(custom, DVFS_CUSTOM);
+SAME_PLACE(perseus, DVFS_PERSEUS);
+SAME_PLACE(envpipe, DVFS_ENVPIPE);
+SAME_PLACE(zeus, DVFS_ZEUS);
+SAME_PLACE(plan, DVFS_PLAN);
+#undef SAME_PLACE
+
 const DvfsPolicyClass *dvfs_policy_class(DvfsKind k)
 {
   return (guint)k < G_N_ELEMENTS(classes) ? classes[k] : NULL;

@@ -40,6 +40,14 @@ static char *unit_name(const Planner *P, const UnitSlots *us, guint u,
   return g_strdup_printf("%s .. %s", na, sim_workload_name(m->w, b->name));
 }
 
+/* The custom policy's plan on P (its prices P->pr set): the iteration is
+ * cut into units (segments of at least P->min_segment_ns when set, else
+ * one unit per op or per distinct kernel name, as the granularity says),
+ * the chooser sees each unit's time, energy and slack at every candidate
+ * pair, and its answer is snapped to the GPU's clock steps.  Returns the
+ * evaluated candidate (the caller's), or NULL with the chooser's error, or
+ * DVFS_ERROR_CALLBACK when it chose clocks outside the GPU's range or not
+ * among the candidates. */
 static Cand *plan_custom(Planner *P, GError **error)
 {
   const DvfsPolicy *pol = P->pol;
