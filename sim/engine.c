@@ -179,8 +179,9 @@ static void target_ranges(RankState *rs, const SimRank *rk)
   rs->target_end = g_new0(gint64, MAX(n, 1));
   for (guint s = 0; s < rs->n_streams; s++) {
     Stream *st = &rs->streams[s];
-    st->tgt_lo = lower_bound(rs->targets, 0, n, rk->stream_off[s]);
-    st->tgt_hi = lower_bound(rs->targets, st->tgt_lo, n, rk->stream_off[s + 1]);
+    st->tgt_lo = sim_lower_bound_u32(rs->targets, 0, n, rk->stream_off[s]);
+    st->tgt_hi = sim_lower_bound_u32(rs->targets, st->tgt_lo, n,
+                                     rk->stream_off[s + 1]);
   }
 }
 
