@@ -1,9 +1,10 @@
 /* sim/replay.c -- one iteration's dataflow replay: every (rank, stream)
- * runs its ops in order, communication is matched across ranks through an
- * event queue, kernels are priced by the machine (cached per shape and
- * clock pair), clock switches and the boost controller adjust the prices,
- * and every op's times land in the rank's op log (sim/engine-private.h)
- * for the accounting (sim/account.c).
+ * runs its ops in order, communication is matched across ranks (its
+ * transfers started in time order through an event queue, or without one
+ * in eager and threaded order), kernels are priced by the machine (cached
+ * per shape and clock pair), clock switches and the boost controller
+ * adjust the prices, and every op's times land in the rank's op log
+ * (sim/engine-private.h) for the accounting (sim/account.c).
  *
  * How a replay works
  * ------------------
@@ -854,7 +855,7 @@ steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
 
 /* Runs stream s of rank r as far as it can go.
  *
- * One function of ~150 lines on purpose (as Lua's luaV_execute): it is
+ * One long function on purpose (as Lua's luaV_execute): it is
  * the replay's inner loop, a few instructions per kernel, and its state
  * (cursor, stream time, the next wait target and early request) lives in
  * registers across iterations.  Everything rare is already out of line
