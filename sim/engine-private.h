@@ -76,6 +76,7 @@
 
 #include "sim/engine.h"
 #include "sim/queue.h"
+#include "sim/search.h"
 
 #include <string.h>
 
@@ -373,20 +374,6 @@ struct SimEngine {
 #define TIME_MAX ((gint64)((G_GUINT64_CONSTANT(1) << 62) - 1))
 #define DUR_CAP SIM_DUR_CAP
 
-/* First index in the ascending array a[lo, hi) whose value is >= v. */
-static inline guint32 lower_bound(const guint32 *a, guint32 lo, guint32 hi,
-                                  guint32 v)
-{
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (a[mid] < v)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 static inline guint32 pack_clocks(SimClocks c)
 {
   return ((guint32)c.sm_mhz << 16 | c.mem_mhz) + 1u;
@@ -412,7 +399,8 @@ static inline float bits_float(guint32 u)
 static inline gint64 target_end(const RankState *rs, const Stream *owner,
                                 guint32 j)
 {
-  guint32 k = lower_bound(rs->targets, owner->tgt_lo, owner->tgt_hi, j);
+  guint32 k = sim_lower_bound_u32(rs->targets, owner->tgt_lo,
+                                  owner->tgt_hi, j);
   return rs->target_end[k];
 }
 

@@ -1,6 +1,11 @@
-/* sim/engine.c -- dataflow replay of per-rank op streams with an event queue
- * for synchronisation points, exact integration of an additive power model,
- * and folded replay of identical ranks.
+/* sim/engine.c -- dataflow replay of per-rank op streams (every start a
+ * maximum of finish times), exact integration of an additive power model,
+ * and folded replay of identical ranks.  With a thread-safe machine and no
+ * observer or boost controller, an iteration replays eagerly (one thread)
+ * or on lanes (several) and queues no event; otherwise, and from the
+ * first iteration whose processing order turned out to matter on, its
+ * transfers start in time order through an event queue (sim/replay.c,
+ * "Threads" and "Eager order").
  *
  * The engine's API lives in sim/engine.h; its internals are split over
  * sim/engine.c (this file: creation, the run), sim/plan.c, sim/replay.c
@@ -179,8 +184,9 @@ static void target_ranges(RankState *rs, const SimRank *rk)
   rs->target_end = g_new0(gint64, MAX(n, 1));
   for (guint s = 0; s < rs->n_streams; s++) {
     Stream *st = &rs->streams[s];
-    st->tgt_lo = lower_bound(rs->targets, 0, n, rk->stream_off[s]);
-    st->tgt_hi = lower_bound(rs->targets, st->tgt_lo, n, rk->stream_off[s + 1]);
+    st->tgt_lo = sim_lower_bound_u32(rs->targets, 0, n, rk->stream_off[s]);
+    st->tgt_hi = sim_lower_bound_u32(rs->targets, st->tgt_lo, n,
+                                     rk->stream_off[s + 1]);
   }
 }
 

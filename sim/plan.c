@@ -170,15 +170,9 @@ void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
     if (tau >= T)
       tau = fmod(tau, T);
     /* the last kernel of the stream starting at or before tau */
-    guint32 lo = 0, hi = n;
-    while (lo < hi) {
-      guint32 mid = lo + (hi - lo) / 2;
-      if ((double)start_ns[ks[mid]] <= tau)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    guint32 j = lo > 0 ? lo - 1 : 0;
+    guint32 after;
+    SIM_UPPER_BOUND(after, 0, n, k, (double)start_ns[ks[k]], tau);
+    guint32 j = after > 0 ? after - 1 : 0;
     req[ks[i]] = intent[ks[j]];
   }
 }
@@ -209,15 +203,9 @@ static void record_times(gpointer data, const SimOpRecord *rec)
 static guint32 kernel_at(const guint32 *ks, guint32 n, const gint64 *start,
                          gint64 t)
 {
-  guint32 lo = 0, hi = n;
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (start[ks[mid]] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo > 0 ? lo - 1 : n;
+  guint32 after;
+  SIM_UPPER_BOUND(after, 0, n, k, start[ks[k]], t);
+  return after > 0 ? after - 1 : n;
 }
 
 /* Appends to `out` the early requests of one stream's kernels ks[0, n)

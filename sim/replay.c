@@ -1,9 +1,10 @@
 /* sim/replay.c -- one iteration's dataflow replay: every (rank, stream)
- * runs its ops in order, communication is matched across ranks through an
- * event queue, kernels are priced by the machine (cached per shape and
- * clock pair), clock switches and the boost controller adjust the prices,
- * and every op's times land in the rank's op log (sim/engine-private.h)
- * for the accounting (sim/account.c).
+ * runs its ops in order, communication is matched across ranks (its
+ * transfers started in time order through an event queue, or without one
+ * in eager and threaded order), kernels are priced by the machine (cached
+ * per shape and clock pair), clock switches and the boost controller
+ * adjust the prices, and every op's times land in the rank's op log
+ * (sim/engine-private.h) for the accounting (sim/account.c).
  *
  * How a replay works
  * ------------------
@@ -430,14 +431,8 @@ static void ring_grow(const Pool *pl, Ring *ring, guint32 seq)
 static Channel *channel_of(SimEngine *e, guint32 dst, guint32 src)
 {
   RankState *rs = &e->ranks[dst];
-  guint32 lo = 0, hi = rs->n_chans;
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (rs->chans[mid].src < src)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  guint32 lo;
+  SIM_LOWER_BOUND(lo, 0, rs->n_chans, k, rs->chans[k].src, src);
   if (lo < rs->n_chans && rs->chans[lo].src == src)
     return &rs->chans[lo];
   if (rs->n_chans == rs->cap_chans) {
@@ -559,16 +554,16 @@ static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
     guint32 mpos;
     if (e->deferred) {
       /* The rank's other groups are matched on other lanes: no cache. */
-      mpos = lower_bound(e->group_ranks, e->group_off[g], e->group_off[g + 1],
-                         r);
+      mpos = sim_lower_bound_u32(e->group_ranks, e->group_off[g],
+                                 e->group_off[g + 1], r);
       order_check(e, &M->mstream[mpos], op->stream);
     } else {
       /* Membership index: consecutive collectives of a rank are mostly on
        * one group (tensor parallelism), so remember the last one. */
       if (rs->last_group != g + 1) {
         rs->last_group = g + 1;
-        rs->last_mpos = lower_bound(e->group_ranks, e->group_off[g],
-                                    e->group_off[g + 1], r);
+        rs->last_mpos = sim_lower_bound_u32(e->group_ranks, e->group_off[g],
+                                            e->group_off[g + 1], r);
       }
       mpos = rs->last_mpos;
       if (e->eager)
@@ -806,15 +801,9 @@ static inline gboolean steady_at(const Stream *st, SimClocks c)
 /* First early request of the ascending list a[0, n) on an op >= i. */
 static inline guint32 ahead_from(const SimAhead *a, guint32 n, guint32 i)
 {
-  guint32 lo = 0, hi = n;
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (a[mid].op < i)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  guint32 at;
+  SIM_LOWER_BOUND(at, 0, n, k, a[k].op, i);
+  return at;
 }
 
 /* Whether op's wait (if any) is done; if so *ready becomes the later of
@@ -866,7 +855,7 @@ steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
 
 /* Runs stream s of rank r as far as it can go.
  *
- * One function of ~150 lines on purpose (as Lua's luaV_execute): it is
+ * One long function on purpose (as Lua's luaV_execute): it is
  * the replay's inner loop, a few instructions per kernel, and its state
  * (cursor, stream time, the next wait target and early request) lives in
  * registers across iterations.  Everything rare is already out of line

@@ -5,6 +5,7 @@
  * sim/workload-private.h holds what the first three share.
  */
 #include "sim/workload-private.h"
+#include "sim/search.h"
 #include "io/fault.h"
 
 #include <string.h>
@@ -329,15 +330,8 @@ gint64 sim_member_pos(const SimWorkload *w, guint32 g, guint32 rank)
 {
   const guint32 *off = (const guint32 *)(void *)w->group_off->data;
   const guint32 *mem = (const guint32 *)(void *)w->group_ranks->data;
-  guint32 lo = off[g], hi = off[g + 1];
-  while (lo < hi) {
-    guint32 mid = lo + (hi - lo) / 2;
-    if (mem[mid] < rank)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < off[g + 1] && mem[lo] == rank ? (gint64)lo : -1;
+  guint32 at = sim_lower_bound_u32(mem, off[g], off[g + 1], rank);
+  return at < off[g + 1] && mem[at] == rank ? (gint64)at : -1;
 }
 
 /* ---- rank builder ---------------------------------------------------- */

@@ -4,6 +4,7 @@
  */
 #include "traces/import-private.h"
 #include "traces/classify.h"
+#include "sim/search.h"
 #include "io/fault.h"
 
 #include <errno.h>
@@ -114,29 +115,17 @@ static gint64 sel_end(const HostCtx *h, guint32 pos)
  * corr. */
 static guint corr_lower_bound(const CorrKey *a, guint n, gint64 corr)
 {
-  guint lo = 0, hi = n;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (a[mid].corr < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  guint32 at;
+  SIM_LOWER_BOUND(at, 0, n, k, a[k].corr, corr);
+  return at;
 }
 
 /* How many of the n keys a (sorted by t) have t <= t. */
 static guint time_upper_bound(const TimeKey *a, guint n, gint64 t)
 {
-  guint lo = 0, hi = n;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (a[mid].t <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  guint32 at;
+  SIM_UPPER_BOUND(at, 0, n, k, a[k].t, t);
+  return at;
 }
 
 /* The first of the selected GPU ops launched by correlation id corr (a
@@ -185,15 +174,9 @@ static guint32 released_by(const HostCtx *h, gint64 t0, gint64 t1,
 /* Index of the first of the n sorted values a that is >= v. */
 static guint lower_bound_i64(const gint64 *a, guint n, gint64 v)
 {
-  guint lo = 0, hi = n;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (a[mid] < v)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  guint32 at;
+  SIM_LOWER_BOUND(at, 0, n, k, a[k], v);
+  return at;
 }
 
 static gboolean file_has_corr(const HostCtx *h, gint64 corr)

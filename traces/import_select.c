@@ -5,6 +5,7 @@
  */
 #include "traces/import-private.h"
 #include "traces/classify.h"
+#include "sim/search.h"
 #include "io/fault.h"
 
 #include <errno.h>
@@ -107,17 +108,9 @@ void trace_build_clear(Build *b)
 /* Workload rank of global rank g, or -1 when g was not imported. */
 gint trace_local_rank(const Build *b, gint64 g)
 {
-  gint lo = 0, hi = (gint)b->n - 1;
-  while (lo <= hi) {
-    gint mid = (lo + hi) / 2;
-    if (b->global[mid] == g)
-      return mid;
-    if (b->global[mid] < g)
-      lo = mid + 1;
-    else
-      hi = mid - 1;
-  }
-  return -1;
+  guint32 at;
+  SIM_LOWER_BOUND(at, 0, b->n, k, b->global[k], g);
+  return at < b->n && b->global[at] == g ? (gint)at : -1;
 }
 
 /* Interns a member list of workload ranks; returns its key index. */
@@ -151,16 +144,10 @@ static void resolve_launches(TraceRawRank *raw)
     op->launch_ns = op->ts_ns;
     if (op->corr < 0 || l->len == 0)
       continue;
-    guint lo = 0, hi = l->len;
-    while (lo < hi) {
-      guint mid = lo + (hi - lo) / 2;
-      if (la[mid].corr < op->corr)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < l->len && la[lo].corr == op->corr)
-      op->launch_ns = la[lo].ts_ns;
+    guint32 at;
+    SIM_LOWER_BOUND(at, 0, l->len, k, la[k].corr, op->corr);
+    if (at < l->len && la[at].corr == op->corr)
+      op->launch_ns = la[at].ts_ns;
   }
 }
 
@@ -186,15 +173,9 @@ static gint64 launch_pos(const TraceRawRank *raw, gint64 corr)
 {
   const GArray *l = raw->launches;
   const TraceRawLaunch *la = (const TraceRawLaunch *)(void *)l->data;
-  guint lo = 0, hi = l->len;
-  while (lo < hi) {
-    guint mid = lo + (hi - lo) / 2;
-    if (la[mid].corr < corr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < l->len && la[lo].corr == corr ? (gint64)lo : -1;
+  guint32 at;
+  SIM_LOWER_BOUND(at, 0, l->len, k, la[k].corr, corr);
+  return at < l->len && la[at].corr == corr ? (gint64)at : -1;
 }
 
 typedef struct {
@@ -275,16 +256,10 @@ static guint32 *launch_ops(const TraceRawRank *raw)
   for (guint i = 0; i < nl && ne > 0; i++) {
     if (la[i].ext < 0)
       continue;
-    guint lo = 0, hi = ne;
-    while (lo < hi) {
-      guint mid = lo + (hi - lo) / 2;
-      if (ext[2 * mid] < la[i].ext)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < ne && ext[2 * lo] == la[i].ext)
-      out[i] = (guint32)ext[2 * lo + 1];
+    guint32 at;
+    SIM_LOWER_BOUND(at, 0, ne, k, ext[2 * k], la[i].ext);
+    if (at < ne && ext[2 * at] == la[i].ext)
+      out[i] = (guint32)ext[2 * at + 1];
   }
   return out;
 }
@@ -670,15 +645,11 @@ static GArray *rank_streams(const TraceImportOptions *opt, RankWork *rw,
   rw->device = g_hash_table_lookup(raw->devices, &dev0);
   for (guint k = 0; k < keys->len; k++) {
     const StreamKey *sk = &g_array_index(skeys, StreamKey, k);
-    guint lo = 0, hi = ns;
-    while (lo < hi) {
-      guint mid = (lo + hi) / 2;
-      if (cmp_stream_key(&g_array_index(streams, StreamKey, mid), sk) < 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    g_array_index(keys, OrderKey, k).stream = lo;
+    guint32 at;
+    SIM_LOWER_BOUND(at, 0, ns, m,
+                    cmp_stream_key(&g_array_index(streams, StreamKey, m), sk),
+                    0);
+    g_array_index(keys, OrderKey, k).stream = at;
   }
   g_array_sort(keys, cmp_order);
   guint32 n = keys->len;
@@ -783,32 +754,18 @@ static void recorded_waits(const TraceImportOptions *opt, RankWork *rw,
     /* consumer: smallest corr > sy->corr on c_stream */
     CorrKey *ca = ck + rw->stream_off[c_stream];
     guint cn = rw->stream_off[c_stream + 1] - rw->stream_off[c_stream];
-    guint lo = 0, hi = cn;
-    while (lo < hi) {
-      guint mid = (lo + hi) / 2;
-      if (ca[mid].corr <= sy->corr)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo >= cn || ca[lo].corr < 0)
+    guint32 at;
+    SIM_UPPER_BOUND(at, 0, cn, m, ca[m].corr, sy->corr);
+    if (at >= cn || ca[at].corr < 0)
       continue;
-    guint32 consumer = ca[lo].pos;
+    guint32 consumer = ca[at].pos;
     /* producer: largest corr < record_corr on p_stream */
     CorrKey *pa = ck + rw->stream_off[p_stream];
     guint pn = rw->stream_off[p_stream + 1] - rw->stream_off[p_stream];
-    lo = 0;
-    hi = pn;
-    while (lo < hi) {
-      guint mid = (lo + hi) / 2;
-      if (pa[mid].corr < sy->record_corr)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo == 0 || pa[lo - 1].corr < 0)
+    SIM_LOWER_BOUND(at, 0, pn, m, pa[m].corr, sy->record_corr);
+    if (at == 0 || pa[at - 1].corr < 0)
       continue;
-    guint32 producer = pa[lo - 1].pos;
+    guint32 producer = pa[at - 1].pos;
     const TraceRawOp *co = &g_array_index(
         raw->ops, TraceRawOp, g_array_index(rw->sel, Sel, consumer).raw);
     const TraceRawOp *po = &g_array_index(
