@@ -68,6 +68,7 @@
 #include "traces/import-private.h"
 #include "traces/classify.h"
 #include "io/fault.h"
+#include "sim/search.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -752,14 +753,10 @@ static char *step_gpu_ends(const TraceRawRank *r, const GArray *steps,
     end[k] = G_MININT64;
   for (guint i = 0; i < r->ops->len; i++) {
     const TraceRawOp *o = &g_array_index(r->ops, TraceRawOp, i);
-    guint lo = 0, hi = steps->len; /* the last step starting by launch */
-    while (lo < hi) {
-      guint mid = lo + (hi - lo) / 2;
-      if (g_array_index(steps, TraceRawRange, mid).start_ns <= o->launch_ns)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    guint32 lo; /* one past the last step starting by the launch */
+    SIM_UPPER_BOUND(lo, 0, steps->len, j,
+                    g_array_index(steps, TraceRawRange, j).start_ns,
+                    o->launch_ns);
     if (lo > 0 && o->launch_ns < g_array_index(steps, TraceRawRange,
                                                 lo - 1).end_ns)
       end[lo - 1] = MAX(end[lo - 1], trace_ns_add(o->ts_ns, o->dur_ns));
