@@ -137,6 +137,7 @@ void jsl_register_trace(lua_State *L);    /* lua/trace.c: js.trace */
 void jsl_register_profile(lua_State *L);  /* lua/validate.c: js.profile, js.validate */
 void jsl_register_pipeline(lua_State *L); /* lua/pipeline.c: js.pipeline */
 void jsl_register_sweep(lua_State *L);    /* lua/sweep.c: js.sweep */
+void jsl_register_csv(lua_State *L);      /* lua/csv.c: js.csv */
 
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);

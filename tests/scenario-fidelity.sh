@@ -194,7 +194,7 @@ check missing-column 1 "a100_pcie_40gb_fp32_synthetic\.csv:1: missing column 'po
   "$J" fidelity --data "$T/d" --only kerneltuner
 S="$T/d/measured/kernel-dvfs-study/forward_kernels.csv"
 printf '99,extra\n' >>"$S"
-check short-row 1 "forward_kernels\.csv:[0-9]+: 2 fields, the header has 9" -- \
+check short-row 1 "forward_kernels\.csv:[0-9]+: 2 columns, the header has 9" -- \
   "$J" fidelity --data "$T/d" --only kernel-dvfs
 C="$T/d/measured/perseus-runs/bloom-3b_a100_dp1_pp4_tp1_stage_clocks.csv"
 sed '3s/^0,forward/4,forward/' "$C" >"$C.new" && mv "$C.new" "$C"

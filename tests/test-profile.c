@@ -258,6 +258,50 @@ static void test_missing_file(void)
   g_error_free(error);
 }
 
+/* js.csv's reader: quoted fields (a comma and a doubled quote inside),
+ * blank and comment lines skipped and counted, blanks around fields
+ * trimmed; each record keeps its own line. */
+static void test_csv_table(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *path = write_file(
+      dir, "t.csv",
+      "# a comment\n"
+      "name, value ,note\n"
+      "\n"
+      "a,1,\"x, y\"\n"
+      "# another\n"
+      "b , 2,\"say \"\"hi\"\"\"\r\n");
+  GError *error = NULL;
+  g_autoptr(CsvTable) t = profile_csv_read(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(t->header->len, ==, 3);
+  g_assert_cmpstr(g_ptr_array_index(t->header, 1), ==, "value");
+  g_assert_cmpuint(t->header_line, ==, 2);
+  g_assert_cmpuint(t->records->len, ==, 2);
+  const GPtrArray *r0 = g_ptr_array_index(t->records, 0);
+  const GPtrArray *r1 = g_ptr_array_index(t->records, 1);
+  g_assert_cmpstr(g_ptr_array_index(r0, 2), ==, "x, y");
+  g_assert_cmpstr(g_ptr_array_index(r1, 0), ==, "b");
+  g_assert_cmpstr(g_ptr_array_index(r1, 2), ==, "say \"hi\"");
+  g_assert_cmpuint(g_array_index(t->lines, guint, 0), ==, 4);
+  g_assert_cmpuint(g_array_index(t->lines, guint, 1), ==, 6);
+
+  /* A record of another width is refused at its line; so is a file with
+   * no header. */
+  g_autofree char *wide = write_file(dir, "w.csv", "a,b\n1,2\n3\n");
+  g_assert_null(profile_csv_read(wide, &error));
+  g_assert_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "w.csv:3: 1 columns, the header has 2"));
+  g_clear_error(&error);
+  g_autofree char *empty = write_file(dir, "e.csv", "# only a comment\n");
+  g_assert_null(profile_csv_read(empty, &error));
+  g_assert_error(error, PROFILE_ERROR, PROFILE_ERROR_FORMAT);
+  g_assert_nonnull(strstr(error->message, "e.csv: empty file"));
+  g_clear_error(&error);
+  test_rmdir(dir);
+}
+
 /* Random byte edits of a valid profile never crash the parser and every
  * outcome is a profile or an error with a message (run under ASan in CI). */
 static void test_fuzz(void)
@@ -494,6 +538,7 @@ int main(int argc, char **argv)
     g_test_add_data_func(name, &shared[i], test_shared);
   }
   g_test_add_func("/profile/values", test_values);
+  g_test_add_func("/profile/csv-table", test_csv_table);
   g_test_add_func("/profile/range", test_range);
   g_test_add_func("/profile/kernel-form", test_kernel_form);
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {

@@ -190,66 +190,21 @@ end
 
 -- ---- CSV ----------------------------------------------------------------------
 
--- Splits one CSV record (RFC 4180 quotes; no newlines inside fields).
-local function split(line)
-  local out, i, n = {}, 1, #line
-  while i <= n + 1 do
-    if line:sub(i, i) == '"' then
-      local buf, j = {}, i + 1
-      while true do
-        local c = line:sub(j, j)
-        if c == "" then return nil end
-        if c == '"' then
-          if line:sub(j + 1, j + 1) == '"' then buf[#buf + 1] = '"'; j = j + 2
-          else j = j + 1; break end
-        else buf[#buf + 1] = c; j = j + 1 end
-      end
-      out[#out + 1] = table.concat(buf)
-      i = j + 1
-    else
-      local j = line:find(",", i, true) or n + 1
-      out[#out + 1] = line:sub(i, j - 1)
-      i = j + 1
-    end
-  end
-  return out
-end
-
--- Reads path: the header's names and the rows (tables keyed by name, and
--- _line).  Errors name the file and line.
+-- Reads path with the library's CSV reader (js.csv): the rows, tables
+-- keyed by the header's names, each with its _line.  Errors name the file
+-- and line.
 local function read_csv(path, need)
-  local f, err = io.open(path, "r")
-  if not f then fail(err) end
-  local header, rows, n = nil, {}, 0
-  for line in f:lines() do
-    n = n + 1
-    line = line:gsub("\r$", "")
-    if line ~= "" and not line:match("^#") then
-      local fields = split(line)
-      if not fields then fail(("%s:%d: unterminated quoted field"):format(path, n)) end
-      if not header then
-        header = {}
-        for k, h in ipairs(fields) do header[h] = k end
-        for _, col in ipairs(need or {}) do
-          if not header[col] then
-            fail(("%s:%d: missing column '%s'"):format(path, n, col))
-          end
-        end
-        header._names = fields
-      else
-        if #fields ~= #header._names then
-          fail(("%s:%d: %d fields, the header has %d"):format(path, n, #fields,
-                                                         #header._names))
-        end
-        local r = { _line = n }
-        for k, h in ipairs(header._names) do r[h] = fields[k] end
-        rows[#rows + 1] = r
-      end
+  local ok, t = pcall(js.csv, path)
+  if not ok then fail((tostring(t):gsub("^js%.csv: ", ""))) end
+  local have = {}
+  for _, h in ipairs(t.header) do have[h] = true end
+  for _, col in ipairs(need or {}) do
+    if not have[col] then
+      fail(("%s:%d: missing column '%s'"):format(path, t.header_line, col))
     end
   end
-  f:close()
-  if not header then fail(path .. ": empty file") end
-  return rows
+  for k, r in ipairs(t.rows) do r._line = t.lines[k] end
+  return t.rows
 end
 
 local function num(r, col, path, lo)

@@ -171,13 +171,14 @@ void profile_csv_row_clear(CsvRow *row)
 
 /* Reads `path` into *text (caller frees it) and its header record into row
  * (initialised here; on success the caller clears it); r reads the records
- * that follow.  The file is opened once (io/input.h: a FIFO or a device is
+ * that follow; `what` names the file in the size error.  The file is opened once (io/input.h: a FIFO or a device is
  * refused, never waited on) and refused from its size when it is over
  * PROFILE_MAX_BYTES, before anything is read.  Errors: PROFILE_ERROR_IO, a
  * CSV syntax error, or PROFILE_ERROR_FORMAT for a file without a header
  * line. */
-gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
-                          CsvRow *row, GError **error)
+static gboolean csv_open_as(const char *path, const char *what,
+                            char **text, CsvReader *r, CsvRow *row,
+                            GError **error)
 {
   gsize len = 0;
   GError *err = NULL;
@@ -186,10 +187,9 @@ gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
   if (!io_input_open(&in, path, "profile: open", PROFILE_ERROR,
                      PROFILE_ERROR_IO, error))
     return FALSE;
-  gboolean read = io_input_read_all(&in, path, PROFILE_MAX_BYTES,
-                                    "a profile", "profile: read",
-                                    PROFILE_ERROR, PROFILE_ERROR_IO, text,
-                                    &len, error);
+  gboolean read = io_input_read_all(&in, path, PROFILE_MAX_BYTES, what,
+                                    "profile: read", PROFILE_ERROR,
+                                    PROFILE_ERROR_IO, text, &len, error);
   io_input_close(&in);
   if (!read)
     return FALSE;
@@ -208,6 +208,52 @@ gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
     return FALSE;
   }
   return TRUE;
+}
+
+gboolean profile_csv_open(const char *path, char **text, CsvReader *r,
+                          CsvRow *row, GError **error)
+{
+  return csv_open_as(path, "a profile", text, r, row, error);
+}
+
+void profile_csv_table_free(CsvTable *t)
+{
+  if (t == NULL)
+    return;
+  g_ptr_array_unref(t->header);
+  g_ptr_array_unref(t->records);
+  g_array_unref(t->lines);
+  g_free(t);
+}
+
+CsvTable *profile_csv_read(const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  CsvReader r;
+  CsvRow row;
+  if (!csv_open_as(path, "a CSV file", &text, &r, &row, error))
+    return NULL;
+  g_autoptr(CsvTable) t = g_new0(CsvTable, 1);
+  t->header = g_steal_pointer(&row.fields);
+  t->header_line = row.line;
+  t->records = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)g_ptr_array_unref);
+  t->lines = g_array_new(FALSE, FALSE, sizeof(guint));
+  profile_csv_row_init(&row);
+  GError *err = NULL;
+  while (profile_csv_next(&r, &row, &err)) {
+    if (!profile_csv_check_width(&row, t->header->len, path, &err))
+      break;
+    g_ptr_array_add(t->records, g_steal_pointer(&row.fields));
+    g_array_append_val(t->lines, row.line);
+    row.fields = g_ptr_array_new_with_free_func(g_free);
+  }
+  profile_csv_row_clear(&row);
+  if (err != NULL) {
+    g_propagate_error(error, err);
+    return NULL;
+  }
+  return g_steal_pointer(&t);
 }
 
 /* ---------------------------------------------------------------------- */

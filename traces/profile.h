@@ -43,6 +43,25 @@ typedef struct {
   guint n_stages;      /* Perseus form: max stage + 1 */
 } Profile;
 
+/* A CSV file as the profile reader reads it (fields quoted or not,
+ * blank and '#' lines skipped, text only): the header's names and every
+ * record, each with the header's number of fields.  js.csv hands it to
+ * scripts, so they read CSV as the library does. */
+typedef struct {
+  GPtrArray *header;   /* char *, owned */
+  guint header_line;   /* 1-based */
+  GPtrArray *records;  /* GPtrArray of char * (owned) per record */
+  GArray *lines;       /* guint: each record's line, 1-based */
+} CsvTable;
+
+/* Reads the CSV file `path` whole (up to 256 MiB).  Errors name the file
+ * and line: PROFILE_ERROR_IO, or PROFILE_ERROR_FORMAT for a syntax error,
+ * a file without a header line or a record whose width is not the
+ * header's.  Caller owns the result. */
+CsvTable *profile_csv_read(const char *path, GError **error);
+void profile_csv_table_free(CsvTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CsvTable, profile_csv_table_free)
+
 /* Loads a profile CSV (format detected from the header).  Rejects: missing
  * or unknown columns, non-numeric or non-finite or non-positive values,
  * duplicate points.  Caller owns the result. */
