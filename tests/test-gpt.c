@@ -10,7 +10,6 @@
  * compares the simulated pipeline bubble of 1F1B and interleaved 1F1B with
  * their closed forms.
  */
-#include <malloc.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -2500,14 +2499,6 @@ static guint64 held_bytes(const SimWorkload *w)
   return n;
 }
 
-/* Bytes malloc hands out (in use + mmapped), or 0 when unknown (as under
- * AddressSanitizer, which replaces malloc). */
-static guint64 malloc_in_use(void)
-{
-  struct mallinfo2 mi = mallinfo2();
-  return (guint64)mi.uordblks + (guint64)mi.hblkhd;
-}
-
 /* Shared programs (sim/workload.h): the ranks of a stage share their
  * template's ops, so the workload holds one program per stage; and
  * replaying it gives, GPU by GPU and to the nanosecond, what the same
@@ -2543,9 +2534,9 @@ static void test_shared(gconstpointer data)
 static void check_estimate(const GptConfig *cfg)
 {
   guint64 est = gpt_estimate_bytes(cfg);
-  guint64 before = malloc_in_use();
+  guint64 before = test_malloc_in_use();
   g_autoptr(SimWorkload) w = generate_fold(cfg, cfg->fold);
-  guint64 after = malloc_in_use();
+  guint64 after = test_malloc_in_use();
   guint64 held = held_bytes(w);
   g_test_message("%s tp%u pp%u dp%u m%u%s: estimate %" G_GUINT64_FORMAT
                  ", held %" G_GUINT64_FORMAT ", malloc %" G_GUINT64_FORMAT,
@@ -2598,13 +2589,13 @@ static void test_engine_estimate_shared(void)
     max_ops = MAX(max_ops, w->ranks[r].n_ops);
   g_assert_cmpuint(est_k + 8 * max_ops, >=, est + 8 * sim_workload_n_ops(w));
   /* The engine and what a run adds to it (the result freed). */
-  guint64 before = malloc_in_use();
+  guint64 before = test_malloc_in_use();
   SimEngine *e = sim_engine_new(w, sim, &error);
   g_assert_no_error(error);
   SimResult *res = sim_engine_run(e, plan, 1, &error);
   g_assert_no_error(error);
   sim_result_free(res);
-  guint64 after = malloc_in_use();
+  guint64 after = test_malloc_in_use();
   g_test_message("engine estimate %" G_GUINT64_FORMAT ", malloc %"
                  G_GUINT64_FORMAT, est, after - before);
   if (before > 0 && after > before)
@@ -2613,7 +2604,7 @@ static void test_engine_estimate_shared(void)
   res = sim_engine_run(e, per_op, 1, &error);
   g_assert_no_error(error);
   sim_result_free(res);
-  guint64 after_run = malloc_in_use();
+  guint64 after_run = test_malloc_in_use();
   g_test_message("engine estimate with the kernel log %" G_GUINT64_FORMAT
                  ", malloc %" G_GUINT64_FORMAT, est_k, after_run - before);
   if (before > 0 && after_run > before)

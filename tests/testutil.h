@@ -1,5 +1,5 @@
 /* tests/testutil.h -- small helpers shared by the GTest binaries: data
- * paths, closeness, scratch directories.  Running Lua scripts is
+ * paths, closeness, malloc's count, scratch directories.  Running Lua scripts is
  * tests/testlua.h; reading results tables back, tests/testresults.h;
  * building workloads by hand, tests/testwork.h. */
 #ifndef TESTS_TESTUTIL_H
@@ -7,6 +7,7 @@
 
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <malloc.h>
 
 /* Path of a file under tests/data (tests run from the repository root). */
 #define TEST_DATA(name) ("tests/data/" name)
@@ -16,6 +17,15 @@ static inline gboolean test_close(double a, double b, double tol)
 {
   double m = MAX(MAX(ABS(a), ABS(b)), 1e-300);
   return ABS(a - b) <= tol * m;
+}
+
+/* Bytes malloc hands out (in use + mmapped), or 0 when unknown (as under
+ * AddressSanitizer, which replaces malloc): what the memory estimates are
+ * checked against. */
+static inline guint64 test_malloc_in_use(void)
+{
+  struct mallinfo2 mi = mallinfo2();
+  return (guint64)mi.uordblks + (guint64)mi.hblkhd;
 }
 
 /* A fresh temporary directory (removed by the caller with test_rmdir). */
