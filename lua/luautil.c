@@ -270,7 +270,7 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
 
 /* A slowdown is a fraction of the time (0.01 = 1%); one of 1 or more is
  * legal (up to 10) but far more often meant as a percentage
- * (slowdown = 1 for 1%), so it is spelt out (issue 28). */
+ * (slowdown = 1 for 1%), so it is spelt out. */
 void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown)
 {
   if (slowdown >= 1)
