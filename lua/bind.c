@@ -837,6 +837,17 @@ static int load_resource(lua_State *L, const char *name)
   return luaL_loadbuffer(L, src, n, chunk);
 }
 
+/* js.classes: the names of the op classes in SimOpClass order, from
+ * sim/workload.c's one table of them (js.summary lists by_class in it). */
+static void push_classes(lua_State *L)
+{
+  lua_createtable(L, SIM_CLASS_COUNT, 0);
+  for (int k = 0; k < SIM_CLASS_COUNT; k++) {
+    lua_pushstring(L, sim_class_name((SimOpClass)k));
+    lua_rawseti(L, -2, k + 1);
+  }
+}
+
 /* require "joulesim": builds the module table, then runs the prelude with
  * it as argument. */
 static int open_joulesim(lua_State *L)
@@ -844,6 +855,8 @@ static int open_joulesim(lua_State *L)
   luaL_newlib(L, module_funcs);
   lua_pushstring(L, JOULESIM_VERSION);
   lua_setfield(L, -2, "version");
+  push_classes(L);
+  lua_setfield(L, -2, "classes");
   jsl_register_simulate(L);
   jsl_register_policy(L);
   jsl_register_gpu(L);
