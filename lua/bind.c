@@ -326,16 +326,18 @@ static int l_cluster(lua_State *L)
                                                strstr(gpu->name, "SXM")
                                            ? "dgx-a100"
                                            : "pcie");
+  /* The userdata owns the cluster from its making on, so a later
+   * argument error (a longjmp) cannot leak it; it comes before the
+   * network preset too, whose allocation would not survive a memory
+   * error in making it. */
+  LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->c = NULL;
+  luaL_setmetatable(L, CLUSTER_MT);
   NetSpec *net = net_preset(net_name, &err);
   if (net == NULL) {
     g_prefix_error(&err, "argument 'network': ");
     return jsl_raise_gerror(L, fn, err);
   }
-  /* The userdata owns the cluster from here on, so a later argument error
-   * (a longjmp) cannot leak it. */
-  LCluster *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->c = NULL;
-  luaL_setmetatable(L, CLUSTER_MT);
   Cluster *c = cluster_new(gpu, net, (guint)gpus, (guint)gpn, &err);
   net_spec_free(net);
   if (c == NULL)
@@ -526,22 +528,20 @@ static int l_gpt(lua_State *L)
     if (!js_memory_check(s->max_memory, gpt_estimate_bytes(&cfg), what, &err))
       return jsl_raise_gerror(L, fn, err);
   }
-  SimWorkload *w = gpt_generate(&cfg, ref, &err);
-  if (w == NULL)
-    return jsl_raise_gerror(L, fn, err);
-  g_autofree char *label = g_strdup_printf("%s tp%u pp%u dp%u mb%u%s",
-                                           model ? model : "gpt", cfg.tp,
-                                           cfg.pp, cfg.dp, cfg.microbatches,
-                                           cfg.fold ? " folded" : "");
   gboolean defaulted = lua_getfield(L, 1, "gpu") == LUA_TNIL;
   lua_pop(L, 1);
-  jsl_push_workload(L, w, label);
-  ((LWorkload *)lua_touserdata(L, -1))->ref_defaulted = defaulted;
+  LWorkload *u = jsl_new_workload(L);
+  u->w = gpt_generate(&cfg, ref, &err);
+  if (u->w == NULL)
+    return jsl_raise_gerror(L, fn, err);
+  u->label = g_strdup_printf("%s tp%u pp%u dp%u mb%u%s",
+                             model ? model : "gpt", cfg.tp, cfg.pp, cfg.dp,
+                             cfg.microbatches, cfg.fold ? " folded" : "");
+  u->ref_defaulted = defaulted;
   GptMemoryRecipe recipe = gpt_memory_recipe_from_config(&cfg);
-  ((LWorkload *)lua_touserdata(L, -1))->gpu_memory =
-    gpt_memory_new(&cfg, &recipe);
-  ((LWorkload *)lua_touserdata(L, -1))->params = gpt_n_params(&cfg);
-  ((LWorkload *)lua_touserdata(L, -1))->model_flops = gpt_megatron_flops(&cfg);
+  u->gpu_memory = gpt_memory_new(&cfg, &recipe);
+  u->params = gpt_n_params(&cfg);
+  u->model_flops = gpt_megatron_flops(&cfg);
   return 1;
 }
 
@@ -613,8 +613,6 @@ static int results_gc(lua_State *L)
   if (u->t != NULL)
     res_table_free(u->t);
   u->t = NULL;
-  g_free(u->path);
-  u->path = NULL;
   return 0;
 }
 
@@ -710,14 +708,16 @@ static int l_results(lua_State *L)
   jsl_check_write(L, fn, path, JS_FILE_RESULTS);
   ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
                   s->seed, s->run_id, s->run_started};
-  GError *err = NULL;
-  ResTable *t = res_table_open(path, table, mode, &meta, &err);
-  if (t == NULL)
-    return jsl_raise_gerror(L, fn, err);
+  /* The owner first: an open table must belong to something the GC
+   * frees before anything can raise (a memory error included), or it
+   * would leak and leave its temporary file behind. */
   LResults *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->t = t;
-  u->path = g_strdup(path);
+  u->t = NULL;
   luaL_setmetatable(L, RESULTS_MT);
+  GError *err = NULL;
+  u->t = res_table_open(path, table, mode, &meta, &err);
+  if (u->t == NULL)
+    return jsl_raise_gerror(L, fn, err);
   return 1;
 }
 
@@ -837,6 +837,17 @@ static int load_resource(lua_State *L, const char *name)
   return luaL_loadbuffer(L, src, n, chunk);
 }
 
+/* js.classes: the names of the op classes in SimOpClass order, from
+ * sim/workload.c's one table of them (js.summary lists by_class in it). */
+static void push_classes(lua_State *L)
+{
+  lua_createtable(L, SIM_CLASS_COUNT, 0);
+  for (int k = 0; k < SIM_CLASS_COUNT; k++) {
+    lua_pushstring(L, sim_class_name((SimOpClass)k));
+    lua_rawseti(L, -2, k + 1);
+  }
+}
+
 /* require "joulesim": builds the module table, then runs the prelude with
  * it as argument. */
 static int open_joulesim(lua_State *L)
@@ -844,6 +855,8 @@ static int open_joulesim(lua_State *L)
   luaL_newlib(L, module_funcs);
   lua_pushstring(L, JOULESIM_VERSION);
   lua_setfield(L, -2, "version");
+  push_classes(L);
+  lua_setfield(L, -2, "classes");
   jsl_register_simulate(L);
   jsl_register_policy(L);
   jsl_register_gpu(L);

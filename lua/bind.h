@@ -1,8 +1,9 @@
 /* lua/bind.h -- the Lua 5.4 binding: the `joulesim` module.
  *
  * The C side exposes checked primitives (js.cluster, js.gpt, js.simulate,
- * js.gpu, js.results, ...); the embedded prelude (lua/prelude.lua) adds the
- * conveniences written in Lua (js.policy.*, js.compare, js.summary).
+ * js.policy.*, js.gpu, js.results, ...); the embedded prelude
+ * (lua/prelude.lua) adds the conveniences written in Lua (js.compare,
+ * js.summary, js.format_si).
  */
 #ifndef LUA_BIND_H
 #define LUA_BIND_H

@@ -5,7 +5,10 @@
  * g_autofree/g_autoptr cleanups.  So no C allocation may be live when an
  * error can be raised: check arguments first, keep temporary strings on the
  * Lua stack, and wrap C objects in userdata (freed by __gc) before calling
- * anything that may raise. */
+ * anything that may raise.  Every Lua call that allocates (making a
+ * userdata, a table or a string) may raise a memory error, under the
+ * capped heap of lua/sandbox.c too, so the owner comes first, as in
+ * liolib: make the userdata empty, then the C object into it. */
 #include "lua/luautil.h"
 
 #include <lauxlib.h>
@@ -230,15 +233,16 @@ LWorkload *jsl_check_workload(lua_State *L, int idx, const char *fn)
 }
 
 
-void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label)
+LWorkload *jsl_new_workload(lua_State *L)
 {
   LWorkload *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->w = w;
-  u->label = g_strdup(label);
+  u->w = NULL;
+  u->label = NULL;
   u->ref_defaulted = FALSE;
   u->gpu_memory = NULL;
   u->params = u->model_flops = 0;
   luaL_setmetatable(L, WORKLOAD_MT);
+  return u;
 }
 
 gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
@@ -270,7 +274,7 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
 
 /* A slowdown is a fraction of the time (0.01 = 1%); one of 1 or more is
  * legal (up to 10) but far more often meant as a percentage
- * (slowdown = 1 for 1%), so it is spelt out (issue 28). */
+ * (slowdown = 1 for 1%), so it is spelt out. */
 void jsl_warn_slowdown(lua_State *L, const char *fn, double slowdown)
 {
   if (slowdown >= 1)

@@ -37,8 +37,7 @@ typedef struct {
                             gpt_megatron_flops of its config; 0 otherwise */
 } LWorkload;
 typedef struct {
-  ResTable *t;
-  char *path;
+  ResTable *t; /* owned; NULL once closed */
 } LResults;
 
 
@@ -78,8 +77,12 @@ LWorkload *jsl_check_workload(lua_State *L, int idx, const char *fn);
  * into v (a results-table cell named `name`; strings borrowed from the
  * stack).  FALSE, v untouched but for name, for any other type. */
 gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v);
-/* Wraps w (ownership handed over) as a workload userdata on the stack. */
-void jsl_push_workload(lua_State *L, SimWorkload *w, const char *label);
+/* Pushes an empty workload userdata (every field NULL or 0) for the
+ * caller to fill: it owns what is stored in it (w, label, gpu_memory;
+ * freed by __gc) and jsl_check_workload refuses it until w is set.  Make
+ * it before the objects it will own, so that no Lua error, a memory
+ * error included, can come between an allocation and its owner. */
+LWorkload *jsl_new_workload(lua_State *L);
 
 /* t[k] = v on the table at the top of the stack. */
 static inline void jsl_set_num(lua_State *L, const char *k, double v)

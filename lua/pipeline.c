@@ -91,24 +91,22 @@ static int l_pipeline(lua_State *L)
 
   jsl_check_read(L, fn, path);
   GError *err = NULL;
+  LWorkload *u = jsl_new_workload(L);
   Profile *prof = profile_load(path, &err);
   if (prof == NULL)
     return jsl_raise_gerror(L, fn, err);
-  SimWorkload *w = pipeline_from_profile(prof, &cfg, &err);
+  u->w = pipeline_from_profile(prof, &cfg, &err);
   profile_free(prof);
-  if (w == NULL)
+  if (u->w == NULL)
     return jsl_raise_gerror(L, fn, err);
   char *base = g_path_get_basename(path);
   char *dot = strrchr(base, '.');
   if (dot != NULL)
     *dot = '\0';
-  char *label = g_strdup_printf("pipeline %s S%u M%u dp%u %s", base, w->pp,
-                                cfg.microbatches, cfg.dp,
-                                pipeline_schedule_name(cfg.schedule));
+  u->label = g_strdup_printf("pipeline %s S%u M%u dp%u %s", base, u->w->pp,
+                             cfg.microbatches, cfg.dp,
+                             pipeline_schedule_name(cfg.schedule));
   g_free(base);
-  lua_pushstring(L, label); /* keep the label in Lua memory */
-  g_free(label);
-  jsl_push_workload(L, w, lua_tostring(L, -1));
   return 1;
 }
 

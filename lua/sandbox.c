@@ -153,28 +153,26 @@ static int panic(lua_State *L)
 }
 
 /* Lua's warning function as luaL_newstate sets it up: off until "@on",
- * then "Lua warning: " + the pieces, as diagnostics.  ud is the session;
- * the on/off state is process-global like the alarm's (one script run per
- * process). */
-static gboolean warnings_on;
+ * then "Lua warning: " + the pieces, as diagnostics.  ud is the session,
+ * which keeps the on/off state and whether a warning is half written. */
 static void warnf(void *ud, const char *msg, int tocont)
 {
-  static gboolean continuing;
-  if (!continuing && !tocont && msg[0] == '@') {
+  JsSession *s = ud;
+  if (!s->lua_warning_open && !tocont && msg[0] == '@') {
     if (strcmp(msg, "@on") == 0)
-      warnings_on = TRUE;
+      s->lua_warnings_on = TRUE;
     else if (strcmp(msg, "@off") == 0)
-      warnings_on = FALSE;
+      s->lua_warnings_on = FALSE;
     return;
   }
-  if (warnings_on) {
-    if (!continuing)
-      emit(ud, JS_PRINT_ERR, "Lua warning: ", 13);
-    emit(ud, JS_PRINT_ERR, msg, strlen(msg));
+  if (s->lua_warnings_on) {
+    if (!s->lua_warning_open)
+      emit(s, JS_PRINT_ERR, "Lua warning: ", 13);
+    emit(s, JS_PRINT_ERR, msg, strlen(msg));
     if (!tocont)
-      emit(ud, JS_PRINT_ERR, "\n", 1);
+      emit(s, JS_PRINT_ERR, "\n", 1);
   }
-  continuing = tocont != 0;
+  s->lua_warning_open = tocont != 0;
 }
 
 /* print(...): Lua's own (luaB_print), its text going to the print hook:
@@ -216,7 +214,8 @@ lua_State *jsl_state_new(JsSession *s)
   if (L == NULL)
     return NULL;
   lua_atpanic(L, panic);
-  warnings_on = FALSE;
+  s->lua_warnings_on = FALSE;
+  s->lua_warning_open = FALSE;
   lua_setwarnf(L, warnf, s);
   *(JsSession **)lua_getextraspace(L) = s;
   return L;

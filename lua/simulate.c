@@ -436,7 +436,7 @@ static int l_simulate(lua_State *L)
   LWorkload *lw = jsl_check_workload(L, -1, fn);
   /* js.gpt's reference GPU left at its default on another cluster GPU:
    * the ops are rescaled from the A100 by the roofline model, which moves
-   * H100 results by 2-3% against pricing them on the H100 (issue 28). */
+   * H100 results by 2-3% against pricing them on the H100. */
   if (lw->ref_defaulted && lw->w->ref_gpu != NULL &&
       strcmp(lw->w->ref_gpu, c->gpu->name) != 0)
     jsl_warn(L, "%s: the workload was priced on %s, js.gpt's default "

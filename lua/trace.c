@@ -28,13 +28,35 @@ static int l_trace_load(lua_State *L)
                lua_gettop(L));
   jsl_check_read(L, fn, path);
   GError *err = NULL;
-  SimWorkload *w = trace_native_load_within(
+  LWorkload *u = jsl_new_workload(L);
+  u->w = trace_native_load_within(
     path, js_memory_limit(jsl_session(L)->max_memory), &err);
-  if (w == NULL)
+  if (u->w == NULL)
     return jsl_raise_gerror(L, fn, err);
-  g_autofree char *label = g_path_get_basename(path);
-  jsl_push_workload(L, w, label);
+  u->label = g_path_get_basename(path);
   return 1;
+}
+
+static int warnings_gc(lua_State *L)
+{
+  GPtrArray **box = lua_touserdata(L, 1);
+  g_clear_pointer(box, g_ptr_array_unref);
+  return 0;
+}
+
+/* Pushes a userdata that owns a new, empty list of strings, and returns
+ * the list: an importer's warnings, held there while they are copied
+ * into a Lua table (whose allocations may raise). */
+static GPtrArray *push_warnings(lua_State *L)
+{
+  GPtrArray **box = lua_newuserdatauv(L, sizeof *box, 0);
+  *box = NULL;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, warnings_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  *box = g_ptr_array_new_with_free_func(g_free);
+  return *box;
 }
 
 /* js.trace.import(path, ...) or js.trace.import{ path, ..., gpu = NAME }
@@ -75,7 +97,9 @@ static int l_trace_import(lua_State *L)
                    luaL_typename(L, -1));
       }
     }
-    if (len > G_MAXINT || !lua_checkstack(L, (int)len))
+    /* The names, and LUA_MINSTACK slots for what is pushed above them. */
+    if (len > G_MAXINT - LUA_MINSTACK ||
+        !lua_checkstack(L, (int)len + LUA_MINSTACK))
       luaL_error(L, "%s: too many files (%I)", fn, len);
     first = lua_gettop(L) + 1;
     n = (int)len;
@@ -133,26 +157,25 @@ static int l_trace_import(lua_State *L)
     g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
   }
-  const char **paths = g_new(const char *, n);
+  /* The owners first (lua/luautil.c): the workload, the warnings' box,
+   * the path list in Lua memory. */
+  LWorkload *u = jsl_new_workload(L);
+  GPtrArray *warnings = push_warnings(L);
+  const char **paths = lua_newuserdatauv(L, sizeof *paths * (size_t)n, 0);
   for (int i = 0; i < n; i++)
     paths[i] = lua_tostring(L, first + i);
-  GPtrArray *warnings = g_ptr_array_new_with_free_func(g_free);
-  SimWorkload *w = js_inputs_load(s->catalogue, paths, (guint)n, gpu, &how,
-                                  s->max_memory, warnings, &err);
-  char *label = w != NULL ? js_inputs_label(paths, (guint)n) : NULL;
-  g_free(paths);
-  if (w == NULL) {
-    g_ptr_array_unref(warnings);
+  u->w = js_inputs_load(s->catalogue, paths, (guint)n, gpu, &how,
+                        s->max_memory, warnings, &err);
+  if (u->w == NULL)
     return jsl_raise_gerror(L, fn, err);
-  }
-  jsl_push_workload(L, w, label);
-  g_free(label);
+  u->label = js_inputs_label(paths, (guint)n);
+  lua_pop(L, 1);
   lua_createtable(L, (int)warnings->len, 0);
   for (guint i = 0; i < warnings->len; i++) {
     lua_pushstring(L, g_ptr_array_index(warnings, i));
     lua_rawseti(L, -2, i + 1);
   }
-  g_ptr_array_unref(warnings);
+  lua_remove(L, -2); /* the box: its __gc frees the C warnings */
   return 2;
 }
 

@@ -75,6 +75,10 @@ typedef struct {
   JsLimits limits;
   JsPrintFunc print;        /* NULL: a script's text is dropped */
   gpointer print_data;
+  gboolean lua_warnings_on; /* Lua's warn("@on") / warn("@off"); a new
+                               Lua state starts with them off */
+  gboolean lua_warning_open; /* a Lua warning's pieces are still coming
+                                (lua/sandbox.c) */
   guint sweep_failed;       /* points failed in sweeps since
                                js_sweep_take_failed (run/sweep.h) */
   /* Optional: how a sweep shows its progress (cli/sweep_progress.c);
