@@ -43,8 +43,7 @@ local grid = {
   policy = { "max", "fixed-90", "fixed-75", "fixed-60" },
 }
 
-local class_names = { "gemm", "attention", "elementwise", "norm", "softmax",
-  "reduction", "embedding", "optimizer", "memcpy", "comm", "other" }
+local class_names = js.classes
 
 -- The locked SM clock of a "fixed-NN" policy on a GPU: NN% of the maximum,
 -- rounded down to the clock step.
