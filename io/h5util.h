@@ -25,7 +25,8 @@ static inline hid_t h5u_steal(hid_t *id)
 }
 
 /* HDF5's automatic error printing, saved and turned off on entry to a
- * public function and restored on exit: g_auto(H5uQuiet) q = h5u_quiet(). */
+ * public function and restored on exit: H5U_QUIET(); at its top (a scope
+ * guard, never read: hence unused). */
 typedef struct {
   H5E_auto2_t func;
   void *data;
@@ -34,6 +35,8 @@ typedef struct {
 H5uQuiet h5u_quiet(void);
 void h5u_quiet_restore(H5uQuiet *q);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(H5uQuiet, h5u_quiet_restore)
+#define H5U_QUIET() \
+  g_auto(H5uQuiet) h5u_quiet_guard_ G_GNUC_UNUSED = h5u_quiet()
 
 /* The most specific description on the current HDF5 error stack (a failed
  * system call reduced to the system's message, newlines removed), or NULL;

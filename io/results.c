@@ -433,7 +433,7 @@ gboolean res_fsync(hid_t file)
  * the parent (see io/results.h). */
 void res_release_files_in_child(void)
 {
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   ssize_t n = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_FILE);
   if (n <= 0)
     return;
@@ -693,7 +693,7 @@ void res_fail_open(GError **error, int saved_errno, const char *path,
 
 gboolean res_file_probe(const char *path)
 {
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) || H5Fis_hdf5(path) <= 0)
     return FALSE;
   g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64,

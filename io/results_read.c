@@ -238,7 +238,7 @@ GPtrArray *res_table_read(const char *path, const char *table, GError **error)
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(table != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   if (!res_check_table_name(path, table, error))
     return NULL;
@@ -265,7 +265,7 @@ GPtrArray *res_table_read_rows(ResTable *t, GError **error)
 {
   g_return_val_if_fail(t != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (t->owner != getpid() || t->file < 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: table '%s': cannot read it %s", t->path, t->table,
@@ -293,7 +293,7 @@ gboolean res_table_filter(const char *path, const char *table,
 {
   g_return_val_if_fail(path != NULL && table != NULL && keep != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (removed != NULL)
     *removed = 0;
 

@@ -175,7 +175,7 @@ ResTable *res_table_open(const char *path, const char *table, ResMode mode,
   g_return_val_if_fail(mode == RES_MODE_APPEND || mode == RES_MODE_REPLACE,
                        NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   if (!res_check_table_name(path, table, error))
     return NULL;
@@ -587,7 +587,7 @@ gboolean res_table_append(ResTable *t, const ResValue *row, guint n,
   g_return_val_if_fail(t != NULL, FALSE);
   g_return_val_if_fail(row != NULL || n == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   if (t->owner != getpid()) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
@@ -696,7 +696,7 @@ gboolean res_table_close(ResTable *t, GError **error)
 {
   g_return_val_if_fail(t != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   return res_table_destroy(t, TRUE, error);
 }
 
@@ -742,7 +742,7 @@ gboolean res_table_set_note(ResTable *t, const char *name,
                          strcmp(name, "units") != 0 &&
                          strcmp(name, "bool_columns") != 0,
                        FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (t->owner != getpid() || t->dset < 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_IO,
                 "%s: table '%s': cannot write attribute '%s' %s", t->path,

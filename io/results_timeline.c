@@ -194,7 +194,7 @@ gboolean res_timeline_write(const char *path, const char *run,
   g_return_val_if_fail(path != NULL && run != NULL, FALSE);
   g_return_val_if_fail(gpus != NULL || n_gpus == 0, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   if (!res_check_run_name(path, run, error))
     return FALSE;
@@ -221,7 +221,7 @@ GPtrArray *res_timeline_read(const char *path, const char *run,
 {
   g_return_val_if_fail(path != NULL && run != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (!res_check_run_name(path, run, error))
     return NULL;
   g_auto(H5uHid) file = res_open_read(path, error);

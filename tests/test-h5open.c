@@ -28,7 +28,7 @@ typedef void (*MakeTable)(hid_t results, const char *dir);
 static char *results_like(const char *dir, const char *name, MakeTable make)
 {
   char *path = g_build_filename(dir, name, NULL);
-  g_auto(H5uQuiet) q = h5u_quiet();
+  H5U_QUIET();
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   g_assert_cmpint(f, >=, 0);
   hid_t s = H5Screate(H5S_SCALAR);
@@ -213,7 +213,7 @@ static char *native_with_ops(const char *dir, const char *name, hsize_t n,
 {
   char *path = g_build_filename(dir, name, NULL);
   copy_file(FIXTURE, path);
-  g_auto(H5uQuiet) q = h5u_quiet();
+  H5U_QUIET();
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   g_assert_cmpint(f, >=, 0);
   g_assert_cmpint(H5Ldelete(f, "/ranks/0/ops", H5P_DEFAULT), >=, 0);
@@ -430,7 +430,7 @@ static void test_own_files_pass(void)
 static void set_attr(const char *path, const char *name, hid_t type,
                      const void *value)
 {
-  g_auto(H5uQuiet) q = h5u_quiet();
+  H5U_QUIET();
   hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   g_assert_cmpint(f, >=, 0);
   H5Adelete(f, name);

@@ -1155,7 +1155,7 @@ SimWorkload *trace_native_load_within(const char *path, guint64 max_bytes,
 {
   g_return_val_if_fail(path != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   g_auto(H5uHid) vstr = nat_vstr_type();
   if (vstr < 0) {
@@ -1201,7 +1201,7 @@ SimWorkload *trace_native_load_within(const char *path, guint64 max_bytes,
 gboolean trace_native_probe(const char *path)
 {
   g_return_val_if_fail(path != NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR))
     return FALSE;
   return H5Fis_hdf5(path) > 0;
@@ -1212,7 +1212,7 @@ gboolean trace_native_is_trace(const char *path)
   g_return_val_if_fail(path != NULL, FALSE);
   if (!trace_native_probe(path))
     return FALSE;
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
   g_auto(H5uHid) file = h5u_open(path, H5F_ACC_RDONLY, G_MAXUINT64,
                                  TRACE_NATIVE_ERROR,
                                  TRACE_NATIVE_ERROR_UNSAFE, NULL);

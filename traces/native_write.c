@@ -500,7 +500,7 @@ gboolean trace_native_save(const SimWorkload *w, const char *path,
 {
   g_return_val_if_fail(w != NULL && path != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  g_auto(H5uQuiet) quiet = h5u_quiet();
+  H5U_QUIET();
 
   if (path[0] == '\0') {
     g_set_error(error, TRACE_NATIVE_ERROR, TRACE_NATIVE_ERROR_IO,
