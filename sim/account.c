@@ -807,6 +807,7 @@ double sim_account_rank(SimEngine *e, guint r, gint64 t0, gint64 t1,
       L->amemo = g_new0(AcctMemo, e->w->programs->len);
     m = &L->amemo[rk->program];
     if (m->pass == e->account_pass && same_inputs(e, m, r, g_out)) {
+      L->ranks_copied++;
       *tot_out = m->part;
       *g_out = m->after;
       return m->energy;

@@ -296,6 +296,8 @@ typedef struct {
   struct AcctMemo *amemo;    /* per shared program: the last rank of it
                                 this lane accounted (sim/account.c,
                                 "Ranks with the same inputs") */
+  guint64 steady_kernels;    /* SimRunStats, this lane's share */
+  guint64 ranks_copied;
   SimEngine *e;
 } Lane;
 
@@ -344,6 +346,8 @@ struct SimEngine {
                                 the threaded accounting, the block to
                                 back (sim/engine.c) */
   guint threads_used;        /* sim_engine_threads_used */
+  SimRunStats stats;         /* sim_engine_run_stats: the orders; the
+                                lanes hold the counts */
   guint64 account_pass;      /* accounting passes so far: a rank's
                                 accounting memo is good within its pass */
   gpointer log_mem;          /* kernel logs of all ranks, one allocation

@@ -579,6 +579,16 @@ guint sim_engine_threads_used(const SimEngine *e)
   return e->threads_used;
 }
 
+void sim_engine_run_stats(const SimEngine *e, SimRunStats *out)
+{
+  *out = e->stats;
+  out->threads = e->threads_used;
+  for (guint k = 0; k < e->n_lanes; k++) {
+    out->steady_kernels += e->lanes[k].steady_kernels;
+    out->ranks_copied += e->lanes[k].ranks_copied;
+  }
+}
+
 void sim_engine_set_observer(SimEngine *e, SimObserver fn, gpointer data)
 {
   e->observer = fn;
@@ -839,6 +849,9 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
   back_log(e, e->clog_mem, e->clog_bytes, &e->clog_backed);
   sim_replay_reset(e);
   e->threads_used = e->n_lanes;
+  e->stats = (SimRunStats){.iterations = iterations};
+  for (guint k = 0; k < e->n_lanes; k++)
+    e->lanes[k].steady_kernels = e->lanes[k].ranks_copied = 0;
   gint64 t0 = 0;
   for (guint it = 0; it < iterations; it++) {
     e->iter = it;
@@ -868,6 +881,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
             memset(e->ranks[r].cache, 0, cache_bytes);
     }
     e->klog = sim_engine_logs_kernels(e->m, e->plan);
+    e->stats.kernel_log |= e->klog;
     if (e->klog && !need_kernel_log(e, error)) {
       sim_plan_free(owned);
       return NULL;

@@ -303,6 +303,26 @@ void sim_engine_set_threads(SimEngine *e, guint n);
  * iterations ran serially (see above, and sim/replay.c on a rank that uses
  * one group or channel from two streams), 0 before any run. */
 guint sim_engine_threads_used(const SimEngine *e);
+
+/* Which paths the last sim_engine_run took (all 0 before any run): every
+ * order gives the same bits, so only these say which ran.  An iteration
+ * is replayed on lanes (threads), in eager order on the calling thread or
+ * by the event queue (sim/replay.c, "Threads" and the order rules); one
+ * started on lanes or eagerly is put back and replayed by the queue when
+ * its order turned out to matter, and every later one then goes by the
+ * queue.  Kernels on the steady path are those steady_kernels replayed
+ * (uniform clocks, no kernel log, no observer); ranks copied, those whose
+ * accounting was copied from an identical rank of their program. */
+typedef struct {
+  guint iterations;
+  guint lanes_iterations, eager_iterations, queue_iterations;
+  guint put_back;           /* iterations put back to the queue */
+  guint threads;            /* sim_engine_threads_used */
+  gboolean kernel_log;      /* some iteration logged every op */
+  guint64 steady_kernels;
+  guint64 ranks_copied;     /* rank-iterations */
+} SimRunStats;
+void sim_engine_run_stats(const SimEngine *e, SimRunStats *out);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimEngine, sim_engine_free)
 
 /* Bytes of engine state that replaying w under `plan` on m needs

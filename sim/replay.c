@@ -914,7 +914,9 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
   guint32 i = st->cur;
   for (; i < end_i; i++) {
     if (fast && steady0) {
+      guint32 from = i;
       i = steady_kernels(e, rs, cache, r, ops, i, end_i, next_stop, req0, &t);
+      L->steady_kernels += i - from;
       if (i == end_i)
         break;
     }
@@ -1346,12 +1348,23 @@ gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
                               GError **error)
 {
   const SimWorkload *w = e->w;
+  SimRunStats *stats = &e->stats;
   e->deferred = sim_replay_threaded(e);
+  gboolean tried = e->deferred;
   gboolean done = e->deferred && replay_lanes(e, t0);
   e->deferred = FALSE;
-  if (!done && replay_eager_ok(e))
+  if (done)
+    stats->lanes_iterations++;
+  if (!done && replay_eager_ok(e)) {
+    tried = TRUE;
     done = replay_eager(e, t0);
+    if (done)
+      stats->eager_iterations++;
+  }
+  if (tried && !done)
+    stats->put_back++;
   if (!done) {
+    stats->queue_iterations++;
     begin_iteration(e, t0);
     SimEvent ev;
     while (sim_queue_pop(e->queue, &ev)) {

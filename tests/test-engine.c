@@ -1046,7 +1046,11 @@ static void test_many_open(void)
  * the same for all ranks -- sends its previous result to the next rank
  * (stream 2) and receives from the previous one (stream 3, posted early:
  * blocked) before computing, and all-reduces (stream 1) after. */
-static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
+/* n ranks of `steps` random steps each; with `alike` every rank draws the
+ * same steps (its peers shifted), so sim_workload_share_alike gives them
+ * one program. */
+static SimWorkload *random_workload_of(guint32 seed, guint n, guint steps,
+                                       gboolean alike)
 {
   GRand *rng = g_rand_new_with_seed(seed);
   SimWorkload *w = sim_workload_new(n);
@@ -1067,6 +1071,8 @@ static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
   }
   for (guint r = 0; r < n; r++) {
     guint32 last = SIM_NO_WAIT;
+    if (alike)
+      g_rand_set_seed(rng, seed + 1);
     for (guint s = 0; s < steps; s++) {
       guint32 rv = SIM_NO_WAIT;
       /* The send carries the previous step's result, so the ring has no
@@ -1092,6 +1098,11 @@ static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
   g_free(p2p);
   g_rand_free(rng);
   return w;
+}
+
+static SimWorkload *random_workload(guint32 seed, guint n, guint steps)
+{
+  return random_workload_of(seed, n, steps, FALSE);
 }
 
 typedef struct {
@@ -1274,6 +1285,114 @@ static void test_replay_paths(gconstpointer data)
   g_autoptr(SimResult) queued = sim_engine_run(q, uniform, 3, &error);
   g_assert_no_error(error);
   test_assert_same_result(eager, queued);
+}
+
+/* ---- the matrix of replay paths (ROSS's scheduler matrix) --------------- */
+
+/* Every order, plan kind and accounting mode on the same workloads gives
+ * the same bits, and each run took the path it was set up for
+ * (SimRunStats): the event queue (a machine that is not thread-safe),
+ * eager order, 2 and 7 lanes, each with a uniform plan (the steady path,
+ * no kernel log) and a per-op plan (the kernel log); on ranks that share
+ * one program, with the accounting copied between identical ranks and
+ * with every rank materialised (nothing to copy).  Random workloads: waits
+ * across streams, markers, collectives and point-to-point rings; an order
+ * that turns out to matter is put back to the queue, at most once. */
+enum { M_QUEUE, M_EAGER, M_LANES2, M_LANES7, M_ORDERS };
+static const guint m_lanes[M_ORDERS] = {1, 1, 2, 7};
+
+typedef struct {
+  guint full_eager, full_lanes, steady, copied, put_back;
+} MatrixSeen;
+
+static SimResult *matrix_run(SimWorkload *w, guint order, gboolean per_op,
+                             MatrixSeen *seen)
+{
+  const guint n = w->n_ranks, iters = 3;
+  Fake f;
+  fake_init(&f, n, 0);
+  f.m.thread_safe = order != M_QUEUE;
+  g_autoptr(SimPlan) plan = sim_plan_new_uniform(n, (SimClocks){900, 0});
+  for (guint r = 0; per_op && r < n; r++)
+    memset(sim_plan_rank_index(plan, r, w->ranks[r].n_ops), 0,
+           sizeof(guint16) * w->ranks[r].n_ops);
+  GError *error = NULL;
+  g_autoptr(SimEngine) e = sim_engine_new(w, &f.m, &error);
+  g_assert_no_error(error);
+  sim_engine_set_threads(e, m_lanes[order]);
+  SimResult *res = sim_engine_run(e, plan, iters, &error);
+  g_assert_no_error(error);
+  SimRunStats st;
+  sim_engine_run_stats(e, &st);
+  g_assert_cmpuint(st.iterations, ==, iters);
+  g_assert_cmpuint(st.lanes_iterations + st.eager_iterations +
+                       st.queue_iterations, ==, iters);
+  g_assert_cmpuint(st.put_back, <=, 1);
+  g_assert_true(st.kernel_log == per_op);
+  if (per_op)
+    g_assert_cmpuint(st.steady_kernels, ==, 0);
+  switch (order) {
+  case M_QUEUE:
+    g_assert_cmpuint(st.queue_iterations, ==, iters);
+    g_assert_cmpuint(st.put_back, ==, 0);
+    g_assert_cmpuint(st.threads, ==, 1);
+    break;
+  case M_EAGER:
+    g_assert_cmpuint(st.lanes_iterations, ==, 0);
+    g_assert_cmpuint(st.threads, ==, 1);
+    if (st.put_back == 0)
+      g_assert_cmpuint(st.eager_iterations, ==, iters);
+    seen->full_eager += st.eager_iterations == iters;
+    break;
+  default:
+    g_assert_cmpuint(st.eager_iterations, ==, 0);
+    if (st.put_back == 0)
+      g_assert_cmpuint(st.lanes_iterations, ==, iters);
+    g_assert_cmpuint(st.threads, ==,
+                     st.lanes_iterations == iters ? m_lanes[order] : 1);
+    seen->full_lanes += st.lanes_iterations == iters;
+    break;
+  }
+  seen->steady += st.steady_kernels > 0;
+  seen->copied += st.ranks_copied > 0;
+  seen->put_back += st.put_back;
+  return res;
+}
+
+static void test_matrix(gconstpointer data)
+{
+  guint32 seed = GPOINTER_TO_UINT(data);
+  const guint n = 8;
+  MatrixSeen seen = {0};
+  for (int alike = 0; alike < 2; alike++) {
+    g_autoptr(SimWorkload) own = random_workload_of(seed, n, 40, alike);
+    g_autoptr(SimWorkload) shared = random_workload_of(seed, n, 40, alike);
+    guint n_shared = sim_workload_share_alike(shared);
+    if (alike)
+      g_assert_cmpuint(n_shared, >, 0);
+    g_autoptr(SimResult) ref = matrix_run(own, M_QUEUE, FALSE, &seen);
+    g_assert_cmpint(ref->time_ns, >, 0);
+    for (guint order = 0; order < M_ORDERS; order++)
+      for (int per_op = 0; per_op < 2; per_op++)
+        for (int copies = 0; copies < 2; copies++) {
+          guint copied_before = seen.copied;
+          g_autoptr(SimResult) r =
+              matrix_run(copies ? shared : own, order, per_op, &seen);
+          test_assert_same_result(ref, r);
+          /* Only ranks that share a program are copied. */
+          if (!copies || !alike)
+            g_assert_cmpuint(seen.copied, ==, copied_before);
+        }
+  }
+  /* The paths were taken, not only set up: eager and lanes ran whole
+   * runs, kernels went by the steady path and identical ranks were
+   * copied. */
+  g_assert_cmpuint(seen.full_eager, >, 0);
+  g_assert_cmpuint(seen.full_lanes, >, 0);
+  g_assert_cmpuint(seen.steady, >, 0);
+  g_assert_cmpuint(seen.copied, >, 0);
+  g_test_message("seed %u: %u eager and %u lane runs whole, %u put back",
+                 seed, seen.full_eager, seen.full_lanes, seen.put_back);
 }
 
 /* The memory estimate against what the engine allocates: creating the
@@ -1774,6 +1893,11 @@ int main(int argc, char **argv)
   for (guint seed = 1; seed <= 8; seed++) {
     char *path = g_strdup_printf("/engine/replay-paths/%u", seed);
     g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_replay_paths);
+    g_free(path);
+  }
+  for (guint seed = 1; seed <= 6; seed++) {
+    char *path = g_strdup_printf("/engine/matrix/%u", seed);
+    g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_matrix);
     g_free(path);
   }
   g_test_add_func("/engine/estimate", test_estimate);
