@@ -145,7 +145,7 @@ void jsl_register_csv(lua_State *L);      /* lua/csv.c: js.csv */
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
 
-/* lua/pipeline.c: the straggler set of argument `stragglers` of the table
+/* lua/stragglers.c: the straggler set of argument `stragglers` of the table
  * at idx (a list of {gpu|pipeline, slowdown, from_iteration,
  * to_iteration}, or one random model {rate, slowdown = {lo, hi},
  * duration = {lo, hi}}) for workload w run `iterations` iterations with
