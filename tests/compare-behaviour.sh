@@ -37,13 +37,16 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 same=0; differ=0
 
-# dump DIR OUT: a canonical text form of everything a case left in DIR.
+# dump DIR OUT: a canonical text form of everything a case left in DIR
+# (the binary's directory masked too: a script found beside the binary,
+# tools/fidelity.lua, is recorded by its path).
 dump() {
+  bindir=$(cd "$(dirname "$bin")" && pwd)
   for f in $(cd "$1" && find . -type f | LC_ALL=C sort); do
     echo "== $f"
     case $f in
       *.h5)
-        h5dump "$1/$f" 2>&1 | sed -e "s|$1|@DIR@|g" \
+        h5dump "$1/$f" 2>&1 | sed -e "s|$1|@DIR@|g" -e "s|$bindir|@BINDIR@|g" \
           -e 's|[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9:.]*Z|@TIME@|g' \
           -e 's|[0-9]\{8\}T[0-9.]*Z-[0-9]*|@RUNID@|g' \
           -e 's|(git [0-9a-f]*)|(git @REV@)|g' ;;
