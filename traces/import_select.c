@@ -151,7 +151,7 @@ static void resolve_launches(TraceRawRank *raw)
   }
 }
 
-/* ---- kernel shapes (issue 16 item 3) ------------------------------------
+/* ---- kernel shapes -----------------------------------------------------
  *
  * A kernel's work comes from the CPU operator that launched it: the
  * kernel's correlation id finds its runtime launch; the launch's External
