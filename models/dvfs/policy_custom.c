@@ -19,11 +19,11 @@ static const char *const keys[] = {"name", "fn", "granularity",
  * DvfsPolicy's. */
 static const DvfsArg args[] = {
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
   {"granularity", DVFS_ARG_CHOICE, offsetof(DvfsPolicy, granularity),
-   DVFS_GRANULARITY_NAME, 0, 0, granularities},
+   DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
-   0, 1e6, NULL},
+   0, 1e6, NULL, " ms (-1: the latency)"},
   {NULL}};
 
 /* ---- custom ----------------------------------------------------------------------- */

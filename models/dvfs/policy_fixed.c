@@ -7,8 +7,10 @@
 
 static const char *const keys[] = {"name", "sm", "mem", NULL};
 static const DvfsArg args[] = {
-  {"sm", DVFS_ARG_UINT, offsetof(DvfsPolicy, sm_mhz), 0, 0, 65535, NULL},
-  {"mem", DVFS_ARG_UINT, offsetof(DvfsPolicy, mem_mhz), 0, 0, 65535, NULL},
+  {"sm", DVFS_ARG_UINT, offsetof(DvfsPolicy, sm_mhz), 0, 0, 65535, NULL,
+   " MHz"},
+  {"mem", DVFS_ARG_UINT, offsetof(DvfsPolicy, mem_mhz), 0, 0, 65535, NULL,
+   " MHz"},
   {NULL}};
 
 static char *label(const DvfsPolicy *p)

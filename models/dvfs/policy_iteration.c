@@ -12,7 +12,7 @@
 
 static const char *const keys[] = {"name", "slowdown", NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {NULL}};
 
 /* Iteration: every candidate, exactly. */

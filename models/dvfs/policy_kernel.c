@@ -18,13 +18,13 @@ static const char *const keys[] = {"name", "slowdown", "granularity",
                                    "switch_latency_ms", "min_segment_ms",
                                    NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
   {"granularity", DVFS_ARG_CHOICE, offsetof(DvfsPolicy, granularity),
-   DVFS_GRANULARITY_NAME, 0, 0, granularities},
+   DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
-   0, 1e6, NULL},
+   0, 1e6, NULL, " ms (-1: the latency)"},
   {NULL}};
 
 /* ---- slack reclamation (op granularity) ------------------------------------------ */

@@ -13,9 +13,9 @@
 static const char *const keys[] = {"name", "slowdown", "switch_latency_ms",
                                    NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
   {NULL}};
 
 /* Phases: unit = phase index among the phases present. */

@@ -14,8 +14,9 @@ static const char *const keys[] = {"name", "watts", "slowdown", NULL};
 /* slowdown's default -1 tells "not given" (lua/policy.c then requires
  * exactly one of the two and stores max(slowdown, 0)). */
 static const DvfsArg args[] = {
-  {"watts", DVFS_ARG_NUM, offsetof(DvfsPolicy, watts), 0, 1, 1e5, NULL},
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), -1, 0, 10, NULL},
+  {"watts", DVFS_ARG_NUM, offsetof(DvfsPolicy, watts), 0, 1, 1e5, NULL,
+   " W"},
+  DVFS_ARG_SLOWDOWN(-1),
   {NULL}};
 
 static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
