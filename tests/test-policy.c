@@ -3,10 +3,12 @@
  * name, and every registered class is found again by its name.  The order
  * of the list against DvfsKind is checked when policy.c compiles; what
  * only a run can see is the name each class file gives its class.  The
- * classes' argument tables: dvfs_policy_init agrees with them, and
+ * classes' shapes: a plan or a run, and what a planned one gives the
+ * planner.  Their argument tables: dvfs_policy_init agrees with them, and
  * dvfs_check_args refuses what they refuse, in the words the hand-written
  * checks used. */
 #include "models/dvfs/policy.h"
+#include "models/dvfs/planner-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -42,6 +44,25 @@ static void test_names(void)
   g_assert_true(dvfs_policy_class_by_name("auto") ==
                 dvfs_policy_class(DVFS_MAX));
   g_assert_null(dvfs_policy_class_by_name("turbo"));
+}
+
+/* A class plans or runs, and a planned one gives the planner either a
+ * search or a strategy: planner_plan reads one of the two. */
+static void test_shapes(void)
+{
+  for (guint k = 0; k < dvfs_policy_n_classes(); k++) {
+    const DvfsPolicyClass *kl = dvfs_policy_class((DvfsKind)k);
+    gboolean planned = (kl->flags & DVFS_CLASS_PLANNED) != 0;
+    gboolean pipeline = (kl->flags & DVFS_CLASS_PIPELINE) != 0;
+    g_assert_true((kl->plan != NULL) != (kl->run != NULL));
+    g_assert_true(pipeline == (kl->run != NULL));
+    g_assert_true(planned == (kl->planner != NULL));
+    if (planned) {
+      g_assert_true(kl->plan == planner_plan);
+      g_assert_true((kl->planner->search != NULL) !=
+                    (kl->planner->strategy != NULL));
+    }
+  }
 }
 
 /* A field of p as a double, by its argument's type. */
@@ -164,6 +185,7 @@ int main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/policy/registry/kinds", test_kinds);
   g_test_add_func("/policy/registry/names", test_names);
+  g_test_add_func("/policy/registry/shapes", test_shapes);
   g_test_add_func("/policy/args/defaults", test_defaults);
   g_test_add_func("/policy/args/ranges", test_ranges);
   return g_test_run();

@@ -176,6 +176,7 @@ typedef struct {
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
+struct PlannerClass;   /* models/dvfs/planner-private.h */
 
 enum {
   DVFS_CLASS_PLANNED = 1 << 0,  /* plans from an observed replay of every
@@ -193,6 +194,9 @@ typedef struct {
                                   (the order error messages list them) */
   const DvfsArg *args;         /* their types, in the order they are read */
   guint flags;                 /* DVFS_CLASS_* */
+  /* DVFS_CLASS_PLANNED: what it gives the planner (its flags and search,
+   * or its own strategy); its `plan` is then planner_plan. */
+  const struct PlannerClass *planner;
   /* A short readable label (caller frees); NULL: the name. */
   char *(*label)(const DvfsPolicy *p);
   /* Checks p's parameters against the cluster; NULL: nothing to check. */

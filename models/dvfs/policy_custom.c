@@ -178,6 +178,7 @@ static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
   return dvfs_check_common(p, c, has_chooser, error);
 }
 
+/* The chooser's plan as it is: no budget, so no engine check. */
 static Cand *strategy(Planner *P, DvfsPlanResult *res,
                       const DvfsPrices **prices, GError **error)
 {
@@ -189,18 +190,15 @@ static Cand *strategy(Planner *P, DvfsPlanResult *res,
   return win;
 }
 
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_SEGMENTS, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_SEGMENTS, NULL, strategy};
 
 const DvfsPolicyClass dvfs_class_custom = {
   .name = "custom",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = check,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -362,24 +362,15 @@ static char *label(const DvfsPolicy *p)
   return g_string_free(s, FALSE);
 }
 
-static Cand *strategy(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices, GError **error)
-{
-  return planner_checked(P, res, prices, search_kernel, error);
-}
-
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_SEGMENTS, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_SEGMENTS, search_kernel, NULL};
 
 const DvfsPolicyClass dvfs_class_kernel = {
   .name = "kernel",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = dvfs_check_standard,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -61,24 +61,15 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("pass(s=%g)", p->slowdown);
 }
 
-static Cand *strategy(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices, GError **error)
-{
-  return planner_checked(P, res, prices, planner_pass, error);
-}
-
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, 0, strategy, error);
-}
+static const PlannerClass planned = {0, planner_pass, NULL};
 
 const DvfsPolicyClass dvfs_class_pass = {
   .name = "pass",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = dvfs_check_standard,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -159,18 +159,15 @@ static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
          dvfs_check_clock_lists(p, g, error);
 }
 
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_NO_SWITCH, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_NO_SWITCH, NULL, strategy};
 
 const DvfsPolicyClass dvfs_class_powercap = {
   .name = "powercap",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = check,
-  .plan = plan,
+  .plan = planner_plan,
 };
