@@ -24,7 +24,7 @@ static const DvfsArg args[] = {
    DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
    0, 1e6, NULL, " ms (-1: the latency)"},
-  {NULL}};
+  {0}};
 
 /* ---- custom ----------------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@ static const DvfsArg args[] = {
    " MHz"},
   {"mem", DVFS_ARG_UINT, offsetof(DvfsPolicy, mem_mhz), 0, 0, 65535, NULL,
    " MHz"},
-  {NULL}};
+  {0}};
 
 static char *label(const DvfsPolicy *p)
 {

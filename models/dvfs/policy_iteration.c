@@ -13,7 +13,7 @@
 static const char *const keys[] = {"name", "slowdown", NULL};
 static const DvfsArg args[] = {
   DVFS_ARG_SLOWDOWN(0),
-  {NULL}};
+  {0}};
 
 /* Iteration: every candidate, exactly. */
 Cand *planner_iteration(Planner *P)

@@ -25,7 +25,7 @@ static const DvfsArg args[] = {
    DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
    0, 1e6, NULL, " ms (-1: the latency)"},
-  {NULL}};
+  {0}};
 
 /* ---- slack reclamation (op granularity) ------------------------------------------ */
 
@@ -312,7 +312,7 @@ static Cand *search_kernel(Planner *P)
   if (P->min_segment_ns > 0) {
     /* Segments of at least the minimum length, and (a coarser plan is
      * also valid) 4x, 16x, ... longer ones, up to the iteration. */
-    g_autoptr(Cand) pass = planner_pass(P);
+    planner_cand_free(planner_pass(P)); /* kept among the candidates */
     gboolean content = pol->granularity == DVFS_GRANULARITY_NAME;
     const char *label = content ? "kernel(segments by content)"
                                 : "kernel(segments)";
@@ -331,7 +331,7 @@ static Cand *search_kernel(Planner *P)
     }
     return planner_best(P) != NULL ? planner_cand_copy(P, planner_best(P), NULL) : NULL;
   }
-  g_autoptr(Cand) name = plan_kernel_name(P);
+  planner_cand_free(plan_kernel_name(P)); /* kept among the candidates */
   if (pol->granularity == DVFS_GRANULARITY_OP) {
     guint n = planner_units_op(P, su);
     g_autoptr(Cand) k = planner_search(P, su, n, "kernel(op)");

@@ -16,7 +16,7 @@ static const DvfsArg args[] = {
   DVFS_ARG_SLOWDOWN(0),
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
    -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
-  {NULL}};
+  {0}};
 
 /* Phases: unit = phase index among the phases present. */
 static guint units_phase(const Planner *P, guint32 *slot_unit)

@@ -25,7 +25,7 @@ static const DvfsArg args[] = {
    * (perseus_kernel_plan). */
   {"kernel", DVFS_ARG_BOOL, offsetof(DvfsPolicy, kernel_within), FALSE, 0, 1,
    NULL, NULL},
-  {NULL}};
+  {0}};
 
 PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
                               const DvfsContext *x, GError **error)

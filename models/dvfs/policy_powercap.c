@@ -17,7 +17,7 @@ static const DvfsArg args[] = {
   {"watts", DVFS_ARG_NUM, offsetof(DvfsPolicy, watts), 0, 1, 1e5, NULL,
    " W"},
   DVFS_ARG_SLOWDOWN(-1),
-  {NULL}};
+  {0}};
 
 static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
                                    GError **error)

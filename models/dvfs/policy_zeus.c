@@ -14,7 +14,7 @@ static const DvfsArg args[] = {
    " (the weight of energy)"},
   {"step_w", DVFS_ARG_NUM, offsetof(DvfsPolicy, step_w), ZEUS_STEP_W, 0.1,
    1000, NULL, " W"},
-  {NULL}};
+  {0}};
 
 static char *label(const DvfsPolicy *p)
 {
