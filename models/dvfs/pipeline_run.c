@@ -180,8 +180,8 @@ void perseus_policy_init(PerseusPolicy *p, PerseusRunKind kind)
 {
   memset(p, 0, sizeof *p);
   p->kind = kind;
-  p->eta = 0.5;
-  p->step_w = 5.0;
+  p->eta = ZEUS_ETA;
+  p->step_w = ZEUS_STEP_W;
   perseus_options_init(&p->frontier);
 }
 

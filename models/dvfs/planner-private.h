@@ -2,12 +2,16 @@
  * planned policies' files (models/dvfs/policy_{powercap,iteration,pass,
  * kernel,custom}.c) and models/dvfs/planner.c, which defines it.
  *
- * A planned policy's `plan` is planner_run(p, x, flags, strategy): the
- * planner builds the plan model (one observed baseline replay,
- * models/dvfs/model.h), sets the latency and the deadline, and calls the
- * strategy, which prices the candidates (planner_price_candidates or its
- * own prices), finds the winning candidate and evaluates it for the
- * summary; the planner then builds the plan and the report.  Candidates
+ * A planned class states what it gives the planner as data, a
+ * PlannerClass (DvfsPolicyClass.planner), and its `plan` is planner_plan:
+ * the planner builds the plan model (one observed baseline replay,
+ * models/dvfs/model.h), sets the latency and the deadline by the class's
+ * flags, and finds the winner, either with the class's search (the
+ * baseline and the search's candidates; the best one the engine passes
+ * wins) or with the class's own strategy, which prices the candidates
+ * (planner_price_candidates or its own prices), finds the winning
+ * candidate and evaluates it for the summary; the planner then builds
+ * the plan and the report.  Candidates
  * (Cand) are judged by the exact evaluator (planner_eval); the separable
  * model, budget search, descent and units are shared here.  Not a public
  * header.
@@ -64,7 +68,7 @@ typedef struct {
   guint32 *off, *slots;
 } UnitSlots;
 
-/* planner_run flags. */
+/* PlannerClass flags. */
 enum {
   PLANNER_NO_SWITCH = 1 << 0, /* uniform plans: planned for latency 0 */
   PLANNER_SEGMENTS = 1 << 1   /* min_segment_ms applies */
@@ -77,10 +81,22 @@ enum {
 typedef Cand *(*PlannerStrategy)(Planner *P, DvfsPlanResult *res,
                                  const DvfsPrices **prices, GError **error);
 
-/* Plans checked policy p (a planned kind) with the strategy. */
-DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
-                            guint flags, PlannerStrategy strategy,
-                            GError **error);
+/* What a planned class gives the planner: its flags (PLANNER_*) and
+ * either `search`, which adds its candidates to the baseline (the searched
+ * policies: iteration, pass, kernel; the planner prices every candidate
+ * pair, checks the best on the engine and falls back in order, auto
+ * clocks last), or `strategy`, which finds the winner its own way
+ * (powercap, custom). */
+typedef struct PlannerClass {
+  guint flags;
+  Cand *(*search)(Planner *P);
+  PlannerStrategy strategy;
+} PlannerClass;
+
+/* Plans checked policy p of a planned kind as its class's PlannerClass
+ * says: the `plan` of every planned class.  Caller owns the result. */
+DvfsPlanResult *planner_plan(const DvfsPolicy *p, const DvfsContext *x,
+                             GError **error);
 
 /* Candidates. */
 Cand *planner_cand_new(const Planner *P, const char *label);
@@ -92,13 +108,6 @@ Cand *planner_best(Planner *P);
 /* Prices every candidate pair (the policy's restriction applied) into
  * P->pr; sets res->n_candidates. */
 void planner_price_candidates(Planner *P, DvfsPlanResult *res);
-/* The searched policies' end (iteration, pass, kernel): the baseline is
- * kept as a candidate, search(P) adds its own, and the best is checked on
- * the engine, falling back in order, auto clocks last; the winner is
- * evaluated for the summary.  NULL with an error. */
-Cand *planner_checked(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices,
-                      Cand *(*search)(Planner *P), GError **error);
 /* Evaluates the winner at the planned latency over the planned
  * iterations, leaving its last iteration in the model's scratch. */
 void planner_final_eval(Planner *P, Cand *win);

@@ -60,10 +60,11 @@
  *
  * Policies
  * --------
- * Each planned policy's own part (its strategy: models/dvfs/
- * planner-private.h) is in models/dvfs/policy_NAME.c; this file holds what
- * they share (candidates, the separable model, budget search, descent,
- * units, the run and its report).
+ * Each planned policy's own part (its search or strategy, stated in its
+ * PlannerClass: models/dvfs/planner-private.h) is in
+ * models/dvfs/policy_NAME.c; this file holds what they share (candidates,
+ * the separable model, budget search, descent, units, the run and its
+ * report).
  * - powercap{watts}: auto clocks under that limit.  powercap{slowdown}:
  *   every limit from the GPU's minimum to maximum in 5 W steps, then 1 W
  *   steps around the best, each evaluated exactly; lowest energy within
@@ -803,9 +804,13 @@ void planner_final_eval(Planner *P, Cand *win)
   P->evals++;
 }
 
-Cand *planner_checked(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices,
-                      Cand *(*search)(Planner *P), GError **error)
+/* The searched policies' strategy (iteration, pass, kernel): the
+ * baseline is kept as a candidate, search(P) adds its own, and the best is
+ * checked on the engine, falling back in order, auto clocks last; the
+ * winner is evaluated for the summary.  NULL with an error. */
+static Cand *planner_checked(Planner *P, DvfsPlanResult *res,
+                             const DvfsPrices **prices,
+                             Cand *(*search)(Planner *P), GError **error)
 {
   planner_price_candidates(P, res);
   *prices = P->pr;
@@ -840,10 +845,12 @@ Cand *planner_checked(Planner *P, DvfsPlanResult *res,
   return win;
 }
 
-DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
-                            guint flags, PlannerStrategy strategy,
-                            GError **error)
+DvfsPlanResult *planner_plan(const DvfsPolicy *p, const DvfsContext *x,
+                             GError **error)
 {
+  const PlannerClass *pc = dvfs_policy_class(p->kind)->planner;
+  g_return_val_if_fail(pc != NULL, NULL);
+  guint flags = pc->flags;
   const Cluster *run = x->run;
   const SimWorkload *w = x->w;
   /* Plans are made (and checked) against the per-kernel cap, the
@@ -905,7 +912,9 @@ DvfsPlanResult *planner_run(const DvfsPolicy *p, const DvfsContext *x,
   res->base_energy_j = P.m->base_energy_j;
 
   const DvfsPrices *prices = NULL;
-  Cand *win = strategy(&P, res, &prices, error);
+  Cand *win = pc->search != NULL
+                  ? planner_checked(&P, res, &prices, pc->search, error)
+                  : pc->strategy(&P, res, &prices, error);
   if (win == NULL) {
     dvfs_plan_result_free(res);
     res = NULL;

@@ -8,6 +8,7 @@
  * DVFS_POLICY_CLASSES below.  Its kind is its place in the list.
  */
 #include "models/dvfs/policy-private.h"
+#include "models/dvfs/zeus.h"
 
 #include <math.h>
 #include <string.h>
@@ -87,9 +88,9 @@ void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
   p->switch_latency_ms = -1.0;
   p->min_segment_ms = -1.0;
   /* The defaults of perseus_policy_init (models/dvfs/perseus.h). */
-  p->eta = 0.5;
-  p->step_w = 5.0;
-  p->resolution = 1e-4;
+  p->eta = ZEUS_ETA;
+  p->step_w = ZEUS_STEP_W;
+  p->resolution = PERSEUS_RESOLUTION;
 }
 
 static guint flags_of(const DvfsPolicy *p)
@@ -149,14 +150,62 @@ gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
   return FALSE;
 }
 
+/* The value of argument a in p against its range; TRUE for a boolean. */
+static gboolean check_arg(const DvfsArg *a, const DvfsPolicy *p,
+                          GError **error)
+{
+  const char *f = (const char *)p + a->offset;
+  const char *note = a->note != NULL ? a->note : "";
+  switch (a->type) {
+  case DVFS_ARG_NUM: {
+    double v = *(const double *)(const void *)f;
+    if (v == a->def || (v >= a->lo && v <= a->hi))
+      return TRUE;
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "%s = %g must be in [%g, %g]%s", a->name, v, a->lo, a->hi,
+                note);
+    return FALSE;
+  }
+  case DVFS_ARG_UINT: {
+    guint v = *(const guint *)(const void *)f;
+    if (v == a->def || (v >= a->lo && v <= a->hi))
+      return TRUE;
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "%s = %u must be an integer in [%.0f, %.0f]%s", a->name, v,
+                a->lo, a->hi, note);
+    return FALSE;
+  }
+  case DVFS_ARG_CHOICE: {
+    int v = *(const int *)(const void *)f;
+    if (v >= 0 && (guint)v < g_strv_length((char **)a->choices))
+      return TRUE;
+    g_autofree char *names = g_strjoinv(", ", (char **)a->choices);
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "%s = %d is none of %s (an index from 0)%s", a->name, v,
+                names, note);
+    return FALSE;
+  }
+  case DVFS_ARG_BOOL:
+    break;
+  }
+  return TRUE;
+}
+
+gboolean dvfs_check_args(const DvfsPolicyClass *kl, const DvfsPolicy *p,
+                         GError **error)
+{
+  for (const DvfsArg *a = kl->args; a->name != NULL; a++)
+    if (!check_arg(a, p, error))
+      return FALSE;
+  return TRUE;
+}
+
 gboolean dvfs_check_slowdown(const DvfsPolicy *p, GError **error)
 {
-  if (p->slowdown >= 0.0 && p->slowdown <= 10.0)
-    return TRUE;
-  g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-              "slowdown = %g must be in [0, 10] (a fraction: 0.01 = 1%%)",
-              p->slowdown);
-  return FALSE;
+  /* Every kind's budget, argument or not; a default of 0 exempts no
+   * value outside [0, 10]. */
+  static const DvfsArg slowdown = DVFS_ARG_SLOWDOWN(0);
+  return check_arg(&slowdown, p, error);
 }
 
 gboolean dvfs_check_latency(const DvfsPolicy *p, GError **error)
@@ -222,7 +271,10 @@ gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                 "unknown policy kind %d", (int)p->kind);
     return FALSE;
   }
-  return kl->check == NULL || kl->check(p, c, error);
+  /* The class's own check first: where a value breaks both, its message
+   * (against the GPU, say) says more than the table's range. */
+  return (kl->check == NULL || kl->check(p, c, error)) &&
+         dvfs_check_args(kl, p, error);
 }
 
 /* ---- plans ----------------------------------------------------------------- */

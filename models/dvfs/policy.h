@@ -95,8 +95,8 @@ typedef struct {
   double watts;               /* POWERCAP: > 0 a fixed limit, 0 = search */
   DvfsGranularity granularity; /* KERNEL, CUSTOM */
   double switch_latency_ms;   /* KERNEL, CUSTOM, PASS: the latency the plan
-                                 is made and checked for; < 0 = the run's */
-  double min_segment_ms;      /* KERNEL, CUSTOM: < 0 = the latency */
+                                 is made and checked for; -1 = the run's */
+  double min_segment_ms;      /* KERNEL, CUSTOM: -1 = the latency */
   /* The pipeline kinds (PERSEUS, ENVPIPE, ZEUS) run through perseus_run
    * (models/dvfs/perseus.h) on a pipelined workload. */
   gboolean straggler_aware;   /* PERSEUS: re-plan around stragglers */
@@ -140,7 +140,10 @@ const char *dvfs_granularity_name(DvfsGranularity g);
 
 /* One argument a policy accepts (js.policy.NAME{key = value}): its type,
  * the field of DvfsPolicy it sets, its default when absent and the range
- * a given value must be in. */
+ * a given value must be in.  The table is the one statement of them: the
+ * doors parse by it (lua/policy.c, cli/policy_spec.c) and
+ * dvfs_check_args checks a DvfsPolicy by it, where a field equal to the
+ * default stands for an argument not given. */
 typedef enum {
   DVFS_ARG_NUM,     /* double */
   DVFS_ARG_UINT,    /* guint, an integer in [lo, hi] */
@@ -154,6 +157,8 @@ typedef struct {
   gsize offset;                /* offsetof(DvfsPolicy, field) */
   double def, lo, hi;
   const char *const *choices;  /* DVFS_ARG_CHOICE, NULL-terminated */
+  const char *note;            /* ends dvfs_check_args's range error:
+                                  " W", " (the weight of energy)" */
 } DvfsArg;
 
 /* What a policy plans or runs on: the run's cluster (its overrides
@@ -171,6 +176,7 @@ typedef struct {
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
+struct PlannerClass;   /* models/dvfs/planner-private.h */
 
 enum {
   DVFS_CLASS_PLANNED = 1 << 0,  /* plans from an observed replay of every
@@ -188,6 +194,9 @@ typedef struct {
                                   (the order error messages list them) */
   const DvfsArg *args;         /* their types, in the order they are read */
   guint flags;                 /* DVFS_CLASS_* */
+  /* DVFS_CLASS_PLANNED: what it gives the planner (its flags and search,
+   * or its own strategy); its `plan` is then planner_plan. */
+  const struct PlannerClass *planner;
   /* A short readable label (caller frees); NULL: the name. */
   char *(*label)(const DvfsPolicy *p);
   /* Checks p's parameters against the cluster; NULL: nothing to check. */
@@ -235,10 +244,20 @@ gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
                         GError **error);
 
 /* Checks the policy's parameters against the cluster's GPU (clocks within
- * range, power limit within the GPU's range, budget >= 0); errors name the
- * parameter, its value and the allowed range. */
+ * range, power limit within the GPU's range, budget >= 0) with its class's
+ * `check`, then its class's arguments against their table
+ * (dvfs_check_args); errors name the parameter, its value and the allowed
+ * range. */
 gboolean dvfs_policy_check(const DvfsPolicy *p, const Cluster *c,
                            GError **error);
+
+/* Checks every argument of class kl in p against kl->args: a number
+ * within [lo, hi] or equal to its default, a choice among its names
+ * (booleans are always one or the other).  DVFS_ERROR_INVALID naming the
+ * argument, its value and the range otherwise: "eta = 2 must be in
+ * [0, 1] (the weight of energy)". */
+gboolean dvfs_check_args(const DvfsPolicyClass *kl, const DvfsPolicy *p,
+                         GError **error);
 
 /* Builds the plan of a uniform policy (max, fixed) for workload w on
  * cluster c.  Caller owns the plan.  Planned and pipeline kinds fail with

@@ -19,12 +19,12 @@ static const char *const keys[] = {"name", "fn", "granularity",
  * DvfsPolicy's. */
 static const DvfsArg args[] = {
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
   {"granularity", DVFS_ARG_CHOICE, offsetof(DvfsPolicy, granularity),
-   DVFS_GRANULARITY_NAME, 0, 0, granularities},
+   DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
-   0, 1e6, NULL},
-  {NULL}};
+   0, 1e6, NULL, " ms (-1: the latency)"},
+  {0}};
 
 /* ---- custom ----------------------------------------------------------------------- */
 
@@ -178,6 +178,7 @@ static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
   return dvfs_check_common(p, c, has_chooser, error);
 }
 
+/* The chooser's plan as it is: no budget, so no engine check. */
 static Cand *strategy(Planner *P, DvfsPlanResult *res,
                       const DvfsPrices **prices, GError **error)
 {
@@ -189,18 +190,15 @@ static Cand *strategy(Planner *P, DvfsPlanResult *res,
   return win;
 }
 
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_SEGMENTS, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_SEGMENTS, NULL, strategy};
 
 const DvfsPolicyClass dvfs_class_custom = {
   .name = "custom",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = check,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -7,9 +7,11 @@
 
 static const char *const keys[] = {"name", "sm", "mem", NULL};
 static const DvfsArg args[] = {
-  {"sm", DVFS_ARG_UINT, offsetof(DvfsPolicy, sm_mhz), 0, 0, 65535, NULL},
-  {"mem", DVFS_ARG_UINT, offsetof(DvfsPolicy, mem_mhz), 0, 0, 65535, NULL},
-  {NULL}};
+  {"sm", DVFS_ARG_UINT, offsetof(DvfsPolicy, sm_mhz), 0, 0, 65535, NULL,
+   " MHz"},
+  {"mem", DVFS_ARG_UINT, offsetof(DvfsPolicy, mem_mhz), 0, 0, 65535, NULL,
+   " MHz"},
+  {0}};
 
 static char *label(const DvfsPolicy *p)
 {

@@ -12,8 +12,8 @@
 
 static const char *const keys[] = {"name", "slowdown", NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
-  {NULL}};
+  DVFS_ARG_SLOWDOWN(0),
+  {0}};
 
 /* Iteration: every candidate, exactly. */
 Cand *planner_iteration(Planner *P)
@@ -44,24 +44,17 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("iteration(s=%g)", p->slowdown);
 }
 
-static Cand *strategy(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices, GError **error)
-{
-  return planner_checked(P, res, prices, planner_iteration, error);
-}
-
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_NO_SWITCH, strategy, error);
-}
+/* Uniform plans never switch. */
+static const PlannerClass planned = {PLANNER_NO_SWITCH, planner_iteration,
+                                     NULL};
 
 const DvfsPolicyClass dvfs_class_iteration = {
   .name = "iteration",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = dvfs_check_standard,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -18,14 +18,14 @@ static const char *const keys[] = {"name", "slowdown", "granularity",
                                    "switch_latency_ms", "min_segment_ms",
                                    NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
   {"granularity", DVFS_ARG_CHOICE, offsetof(DvfsPolicy, granularity),
-   DVFS_GRANULARITY_NAME, 0, 0, granularities},
+   DVFS_GRANULARITY_NAME, 0, 0, granularities, NULL},
   {"min_segment_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, min_segment_ms), -1,
-   0, 1e6, NULL},
-  {NULL}};
+   0, 1e6, NULL, " ms (-1: the latency)"},
+  {0}};
 
 /* ---- slack reclamation (op granularity) ------------------------------------------ */
 
@@ -312,7 +312,7 @@ static Cand *search_kernel(Planner *P)
   if (P->min_segment_ns > 0) {
     /* Segments of at least the minimum length, and (a coarser plan is
      * also valid) 4x, 16x, ... longer ones, up to the iteration. */
-    g_autoptr(Cand) pass = planner_pass(P);
+    planner_cand_free(planner_pass(P)); /* kept among the candidates */
     gboolean content = pol->granularity == DVFS_GRANULARITY_NAME;
     const char *label = content ? "kernel(segments by content)"
                                 : "kernel(segments)";
@@ -331,7 +331,7 @@ static Cand *search_kernel(Planner *P)
     }
     return planner_best(P) != NULL ? planner_cand_copy(P, planner_best(P), NULL) : NULL;
   }
-  g_autoptr(Cand) name = plan_kernel_name(P);
+  planner_cand_free(plan_kernel_name(P)); /* kept among the candidates */
   if (pol->granularity == DVFS_GRANULARITY_OP) {
     guint n = planner_units_op(P, su);
     g_autoptr(Cand) k = planner_search(P, su, n, "kernel(op)");
@@ -362,24 +362,15 @@ static char *label(const DvfsPolicy *p)
   return g_string_free(s, FALSE);
 }
 
-static Cand *strategy(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices, GError **error)
-{
-  return planner_checked(P, res, prices, search_kernel, error);
-}
-
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_SEGMENTS, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_SEGMENTS, search_kernel, NULL};
 
 const DvfsPolicyClass dvfs_class_kernel = {
   .name = "kernel",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = dvfs_check_standard,
-  .plan = plan,
+  .plan = planner_plan,
 };

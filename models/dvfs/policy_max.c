@@ -4,7 +4,7 @@
 #include "models/dvfs/policy-private.h"
 
 static const char *const keys[] = {"name", NULL};
-static const DvfsArg args[] = {{NULL}};
+static const DvfsArg args[] = {{0}};
 
 static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
                             GError **error)

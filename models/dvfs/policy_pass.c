@@ -13,10 +13,10 @@
 static const char *const keys[] = {"name", "slowdown", "switch_latency_ms",
                                    NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {"switch_latency_ms", DVFS_ARG_NUM, offsetof(DvfsPolicy, switch_latency_ms),
-   -1, 0, 1e6, NULL},
-  {NULL}};
+   -1, 0, 1e6, NULL, " ms (-1: the run's latency)"},
+  {0}};
 
 /* Phases: unit = phase index among the phases present. */
 static guint units_phase(const Planner *P, guint32 *slot_unit)
@@ -61,24 +61,15 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("pass(s=%g)", p->slowdown);
 }
 
-static Cand *strategy(Planner *P, DvfsPlanResult *res,
-                      const DvfsPrices **prices, GError **error)
-{
-  return planner_checked(P, res, prices, planner_pass, error);
-}
-
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, 0, strategy, error);
-}
+static const PlannerClass planned = {0, planner_pass, NULL};
 
 const DvfsPolicyClass dvfs_class_pass = {
   .name = "pass",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = dvfs_check_standard,
-  .plan = plan,
+  .plan = planner_plan,
 };

@@ -13,17 +13,19 @@
 static const char *const keys[] = {"name", "slowdown", "straggler_aware",
                                    "lag", "resolution", "kernel", NULL};
 static const DvfsArg args[] = {
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), 0, 0, 10, NULL},
+  DVFS_ARG_SLOWDOWN(0),
   {"straggler_aware", DVFS_ARG_BOOL, offsetof(DvfsPolicy, straggler_aware),
-   FALSE, 0, 1, NULL},
-  {"lag", DVFS_ARG_UINT, offsetof(DvfsPolicy, lag), 0, 0, 1000000, NULL},
-  {"resolution", DVFS_ARG_NUM, offsetof(DvfsPolicy, resolution), 1e-4, 0,
-   0.1, NULL},
+   FALSE, 0, 1, NULL, NULL},
+  {"lag", DVFS_ARG_UINT, offsetof(DvfsPolicy, lag), 0, 0, 1000000, NULL,
+   " iterations"},
+  {"resolution", DVFS_ARG_NUM, offsetof(DvfsPolicy, resolution),
+   PERSEUS_RESOLUTION, 0, 0.1, NULL,
+   " (relative to the fastest iteration time)"},
   /* kernel = true: kernel-level clocks inside each computation
    * (perseus_kernel_plan). */
   {"kernel", DVFS_ARG_BOOL, offsetof(DvfsPolicy, kernel_within), FALSE, 0, 1,
-   NULL},
-  {NULL}};
+   NULL, NULL},
+  {0}};
 
 PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
                               const DvfsContext *x, GError **error)
@@ -61,21 +63,6 @@ static char *label(const DvfsPolicy *p)
   return g_string_free(s, FALSE);
 }
 
-static gboolean check_resolution(const DvfsPolicy *p, GError **error)
-{
-  if (p->resolution >= 0.0 && p->resolution <= 0.1)
-    return TRUE;
-  g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-              "resolution = %g must be in [0, 0.1] (relative to the "
-              "fastest iteration time)", p->resolution);
-  return FALSE;
-}
-
-static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
-{
-  return dvfs_check_common(p, c, check_resolution, error);
-}
-
 static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
                        GError **error)
 {
@@ -88,6 +75,6 @@ const DvfsPolicyClass dvfs_class_perseus = {
   .args = args,
   .flags = DVFS_CLASS_PIPELINE,
   .label = label,
-  .check = check,
+  .check = dvfs_check_standard,
   .run = run,
 };

@@ -6,7 +6,7 @@
 #include "models/dvfs/policy-private.h"
 
 static const char *const keys[] = {"name", "plan", NULL};
-static const DvfsArg args[] = {{NULL}};
+static const DvfsArg args[] = {{0}};
 
 static char *label(const DvfsPolicy *p)
 {

@@ -14,9 +14,10 @@ static const char *const keys[] = {"name", "watts", "slowdown", NULL};
 /* slowdown's default -1 tells "not given" (lua/policy.c then requires
  * exactly one of the two and stores max(slowdown, 0)). */
 static const DvfsArg args[] = {
-  {"watts", DVFS_ARG_NUM, offsetof(DvfsPolicy, watts), 0, 1, 1e5, NULL},
-  {"slowdown", DVFS_ARG_NUM, offsetof(DvfsPolicy, slowdown), -1, 0, 10, NULL},
-  {NULL}};
+  {"watts", DVFS_ARG_NUM, offsetof(DvfsPolicy, watts), 0, 1, 1e5, NULL,
+   " W"},
+  DVFS_ARG_SLOWDOWN(-1),
+  {0}};
 
 static Cluster *cluster_with_limit(const Cluster *c, double limit_w,
                                    GError **error)
@@ -158,18 +159,15 @@ static gboolean check(const DvfsPolicy *p, const Cluster *c, GError **error)
          dvfs_check_clock_lists(p, g, error);
 }
 
-static DvfsPlanResult *plan(const DvfsPolicy *p, const DvfsContext *x,
-                            GError **error)
-{
-  return planner_run(p, x, PLANNER_NO_SWITCH, strategy, error);
-}
+static const PlannerClass planned = {PLANNER_NO_SWITCH, NULL, strategy};
 
 const DvfsPolicyClass dvfs_class_powercap = {
   .name = "powercap",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PLANNED,
+  .planner = &planned,
   .label = label,
   .check = check,
-  .plan = plan,
+  .plan = planner_plan,
 };
