@@ -857,6 +857,7 @@ static int open_joulesim(lua_State *L)
   lua_setfield(L, -2, "version");
   push_classes(L);
   lua_setfield(L, -2, "classes");
+  jsl_register_owner(L);
   jsl_register_simulate(L);
   jsl_register_policy(L);
   jsl_register_gpu(L);

@@ -8,15 +8,6 @@
 
 #include <lauxlib.h>
 
-#define CSV_MT "joulesim.csv"
-
-static int csv_gc(lua_State *L)
-{
-  CsvTable **box = luaL_checkudata(L, 1, CSV_MT);
-  g_clear_pointer(box, profile_csv_table_free);
-  return 0;
-}
-
 /* Pushes a list of the strings of a (owned by the caller). */
 static void push_strings(lua_State *L, const GPtrArray *a)
 {
@@ -30,20 +21,18 @@ static void push_strings(lua_State *L, const GPtrArray *a)
 /* js.csv(path) -> { header = {names}, header_line = n, rows = { {name =
  * value, ...}, ... }, lines = {n, ...} }: every value a string, a row per
  * record in file order, lines[k] the line of rows[k].  The table is read
- * into a userdata first, so a memory error while it is converted leaves
- * nothing behind. */
+ * into an owner (jsl_push_owner), so a memory error while it is
+ * converted leaves nothing behind. */
 static int l_csv(lua_State *L)
 {
   const char *path = luaL_checkstring(L, 1);
   jsl_check_read(L, "js.csv", path);
-  CsvTable **box = lua_newuserdatauv(L, sizeof *box, 0);
-  *box = NULL;
-  luaL_setmetatable(L, CSV_MT);
+  gpointer *owner =
+      jsl_push_owner(L, (GDestroyNotify)profile_csv_table_free);
   GError *err = NULL;
-  *box = profile_csv_read(path, &err);
-  if (*box == NULL)
+  const CsvTable *t = *owner = profile_csv_read(path, &err);
+  if (t == NULL)
     return jsl_raise_gerror(L, "js.csv", err);
-  const CsvTable *t = *box;
   lua_createtable(L, 0, 4);
   push_strings(L, t->header);
   lua_setfield(L, -2, "header");
@@ -71,11 +60,6 @@ static int l_csv(lua_State *L)
 
 void jsl_register_csv(lua_State *L)
 {
-  if (luaL_newmetatable(L, CSV_MT)) {
-    lua_pushcfunction(L, csv_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
   lua_pushcfunction(L, l_csv);
   lua_setfield(L, -2, "csv");
 }

@@ -245,6 +245,40 @@ LWorkload *jsl_new_workload(lua_State *L)
   return u;
 }
 
+#define OWNER_MT "joulesim.owner"
+
+typedef struct {
+  gpointer p;
+  GDestroyNotify free_fn;
+} JslOwner;
+
+static int owner_gc(lua_State *L)
+{
+  JslOwner *o = lua_touserdata(L, 1);
+  gpointer p = o->p;
+  o->p = NULL;
+  if (p != NULL)
+    o->free_fn(p);
+  return 0;
+}
+
+void jsl_register_owner(lua_State *L)
+{
+  luaL_newmetatable(L, OWNER_MT);
+  lua_pushcfunction(L, owner_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+}
+
+gpointer *jsl_push_owner(lua_State *L, GDestroyNotify free_fn)
+{
+  JslOwner *o = lua_newuserdatauv(L, sizeof *o, 0);
+  o->p = NULL;
+  o->free_fn = free_fn;
+  luaL_setmetatable(L, OWNER_MT);
+  return &o->p;
+}
+
 gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v)
 {
   memset(v, 0, sizeof *v);

@@ -83,6 +83,15 @@ gboolean jsl_value_from_top(lua_State *L, const char *name, ResValue *v);
  * it before the objects it will own, so that no Lua error, a memory
  * error included, can come between an allocation and its owner. */
 LWorkload *jsl_new_workload(lua_State *L);
+/* Pushes an owner for one C object and returns its slot, NULL: what the
+ * caller stores there is freed by free_fn when the owner is collected
+ * (or left NULL: nothing is).  Push it before allocating the object, as
+ * jsl_new_workload, so that a Lua error while the object is converted to
+ * Lua values, a memory error included, cannot leak it. */
+gpointer *jsl_push_owner(lua_State *L, GDestroyNotify free_fn);
+/* The owners' metatable (lua/luautil.c), made with the module so that
+ * jsl_protect_metatables covers it. */
+void jsl_register_owner(lua_State *L);
 
 /* t[k] = v on the table at the top of the stack. */
 static inline void jsl_set_num(lua_State *L, const char *k, double v)

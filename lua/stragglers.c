@@ -88,33 +88,17 @@ static gboolean add_straggler(lua_State *L, int idx, const char *fn,
   return straggler_set_add(set, &sp, error);
 }
 
-typedef struct {
-  StragglerSet *set;
-} LStragglers;
-
-static int stragglers_gc(lua_State *L)
-{
-  LStragglers *u = lua_touserdata(L, 1);
-  straggler_set_free(u->set);
-  u->set = NULL;
-  return 0;
-}
-
 /* Builds the straggler set of argument `stragglers` of the table at idx
  * (a list of specs, or one random model) for workload w simulated for
- * `iterations` iterations; NULL when absent.  The set lives in a userdata
- * pushed on the stack (always pushed), valid while that stays there.
+ * `iterations` iterations; NULL when absent.  The set lives in an owner
+ * (jsl_push_owner) pushed on the stack (always pushed), valid while that
+ * stays there.
  * Raises on a bad argument.  Exported for js.simulate (lua/luautil.h). */
 StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
                                       const SimWorkload *w, guint iterations,
                                       guint64 seed)
 {
-  LStragglers *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->set = NULL;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, stragglers_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
+  gpointer *owner = jsl_push_owner(L, (GDestroyNotify)straggler_set_free);
   int t = lua_getfield(L, idx, "stragglers");
   if (t == LUA_TNIL) {
     lua_pop(L, 1);
@@ -128,8 +112,9 @@ StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
   if (w->tp == 0 || w->dp == 0)
     luaL_error(L, "%s: stragglers need a workload with a tp x dp x pp "
                   "layout", fn);
-  u->set = straggler_set_new(w->n_ranks, w->tp, w->dp, iterations, &err);
-  if (u->set == NULL) {
+  StragglerSet *set = *owner =
+      straggler_set_new(w->n_ranks, w->tp, w->dp, iterations, &err);
+  if (set == NULL) {
     jsl_raise_gerror(L, fn, err);
     return NULL;
   }
@@ -137,7 +122,7 @@ StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
   gboolean single = !lua_isnil(L, -1);
   lua_pop(L, 1);
   if (single) {
-    if (!add_straggler(L, st, fn, u->set, seed, &err)) {
+    if (!add_straggler(L, st, fn, set, seed, &err)) {
       jsl_raise_gerror(L, fn, err);
       return NULL;
     }
@@ -145,7 +130,7 @@ StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
     lua_Integer n = (lua_Integer)lua_rawlen(L, st);
     for (lua_Integer i = 1; i <= n; i++) {
       lua_rawgeti(L, st, i);
-      if (!add_straggler(L, lua_gettop(L), fn, u->set, seed, &err)) {
+      if (!add_straggler(L, lua_gettop(L), fn, set, seed, &err)) {
         jsl_raise_gerror(L, fn, err);
         return NULL;
       }
@@ -153,6 +138,6 @@ StragglerSet *jsl_stragglers_from_lua(lua_State *L, int idx, const char *fn,
     }
   }
   lua_pop(L, 1);
-  return u->set;
+  return set;
 }
 

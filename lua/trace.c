@@ -37,26 +37,13 @@ static int l_trace_load(lua_State *L)
   return 1;
 }
 
-static int warnings_gc(lua_State *L)
-{
-  GPtrArray **box = lua_touserdata(L, 1);
-  g_clear_pointer(box, g_ptr_array_unref);
-  return 0;
-}
-
-/* Pushes a userdata that owns a new, empty list of strings, and returns
- * the list: an importer's warnings, held there while they are copied
- * into a Lua table (whose allocations may raise). */
+/* Pushes an owner of a new, empty list of strings, and returns the list:
+ * an importer's warnings, held there while they are copied into a Lua
+ * table (whose allocations may raise). */
 static GPtrArray *push_warnings(lua_State *L)
 {
-  GPtrArray **box = lua_newuserdatauv(L, sizeof *box, 0);
-  *box = NULL;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, warnings_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  *box = g_ptr_array_new_with_free_func(g_free);
-  return *box;
+  gpointer *owner = jsl_push_owner(L, (GDestroyNotify)g_ptr_array_unref);
+  return *owner = g_ptr_array_new_with_free_func(g_free);
 }
 
 /* js.trace.import(path, ...) or js.trace.import{ path, ..., gpu = NAME }
@@ -157,7 +144,7 @@ static int l_trace_import(lua_State *L)
     g_prefix_error(&err, "argument 'gpu': ");
     return jsl_raise_gerror(L, fn, err);
   }
-  /* The owners first (lua/luautil.c): the workload, the warnings' box,
+  /* The owners first (lua/luautil.c): the workload, the warnings' owner,
    * the path list in Lua memory. */
   LWorkload *u = jsl_new_workload(L);
   GPtrArray *warnings = push_warnings(L);
@@ -175,7 +162,7 @@ static int l_trace_import(lua_State *L)
     lua_pushstring(L, g_ptr_array_index(warnings, i));
     lua_rawseti(L, -2, i + 1);
   }
-  lua_remove(L, -2); /* the box: its __gc frees the C warnings */
+  lua_remove(L, -2); /* the owner: its __gc frees the C warnings */
   return 2;
 }
 

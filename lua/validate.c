@@ -21,7 +21,6 @@
 
 #define PROFILE_MT "joulesim.Profile"
 #define FITMODEL_MT "joulesim.FitModel"
-#define REPORTBOX_MT "joulesim.FitReportBox"
 
 /* ---------------------------------------------------------------------- */
 /* Lua: profiles                                                           */
@@ -29,13 +28,6 @@
 typedef struct {
   Profile *p;
 } LProfile;
-
-static int reportbox_gc(lua_State *L)
-{
-  FitReport **box = luaL_checkudata(L, 1, REPORTBOX_MT);
-  g_clear_pointer(box, fit_report_free);
-  return 0;
-}
 
 static int profile_gc(lua_State *L)
 {
@@ -342,9 +334,12 @@ static int l_validate(lua_State *L)
     jsl_check_write(L, fn, save_file, JS_FILE_GPU);
   Profile *p = arg_profile(L, 1, fn);  /* anchored on the stack */
 
+  /* The report's owner first: building the result may raise (memory)
+   * and must not leak it. */
+  gpointer *owner = jsl_push_owner(L, (GDestroyNotify)fit_report_free);
   GError *err = NULL;
   const GpuSpec *g = NULL;
-  FitReport *r = js_validate_run(s->catalogue, p, &cfg, &g, &err);
+  FitReport *r = *owner = js_validate_run(s->catalogue, p, &cfg, &g, &err);
   if (r == NULL)
     return jsl_raise_gerror(L, fn, err);
   gboolean ok = TRUE;
@@ -357,15 +352,8 @@ static int l_validate(lua_State *L)
     gpu_spec_free(spec);
     g = NULL; /* the catalogue may have moved; not used below */
   }
-  if (!ok) {
-    fit_report_free(r);
+  if (!ok)
     return jsl_raise_gerror(L, fn, err);
-  }
-  /* The report goes into a collectable box: building the result may raise
-   * (memory) and must not leak it. */
-  FitReport **box = lua_newuserdatauv(L, sizeof *box, 0);
-  *box = r;
-  luaL_setmetatable(L, REPORTBOX_MT);
   const GpuSpec *gg = gpu_catalogue_lookup(s->catalogue, cfg.gpu, NULL);
   GString *text = g_string_new(NULL);
   js_validate_report(p, gg, &cfg, r, points, text);
@@ -408,7 +396,7 @@ static int l_validate(lua_State *L)
     lua_rawseti(L, -2, k + 1);
   }
   lua_setfield(L, -2, "points");
-  g_clear_pointer(box, fit_report_free);
+  g_clear_pointer(owner, fit_report_free); /* now, not at collection */
   return 1;
 }
 
@@ -734,11 +722,6 @@ void jsl_register_profile(lua_State *L)
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, profile_tostring);
     lua_setfield(L, -2, "__tostring");
-  }
-  lua_pop(L, 1);
-  if (luaL_newmetatable(L, REPORTBOX_MT)) {
-    lua_pushcfunction(L, reportbox_gc);
-    lua_setfield(L, -2, "__gc");
   }
   lua_pop(L, 1);
   if (luaL_newmetatable(L, FITMODEL_MT)) {
