@@ -54,18 +54,6 @@ static void set_param(lua_State *L, GpuSpec *s, const char *field,
   p->source = source;
 }
 
-typedef struct {
-  GpuSpec *spec;
-} LSpec;
-
-static int spec_gc(lua_State *L)
-{
-  LSpec *u = lua_touserdata(L, 1);
-  gpu_spec_free(u->spec);
-  u->spec = NULL;
-  return 0;
-}
-
 static int l_define(lua_State *L)
 {
   const char *fn = "js.gpu.define";
@@ -81,15 +69,10 @@ static int l_define(lua_State *L)
   const GpuSpec *b = gpu_catalogue_lookup(s->catalogue, base, &err);
   if (b == NULL)
     return jsl_raise_gerror(L, fn, err);
-  /* The copy is owned by a userdata until it is registered, so a Lua
-   * error below cannot leak it. */
-  LSpec *u = lua_newuserdatauv(L, sizeof *u, 0);
-  u->spec = gpu_spec_copy(b);
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, spec_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  GpuSpec *spec = u->spec;
+  /* The copy is held by an owner (the catalogue keeps its own copy), so
+   * a Lua error below cannot leak it. */
+  gpointer *owner = jsl_push_owner(L, (GDestroyNotify)gpu_spec_free);
+  GpuSpec *spec = *owner = gpu_spec_copy(b);
   g_free(spec->name);
   spec->name = g_strdup(name);
   if (desc != NULL) {
