@@ -693,64 +693,6 @@ static void add_weighted(SimResult *res, const Totals *s, double w)
   res->held_j += w * s->held_j;
 }
 
-/* Plan p's early requests fit the workload: on kernel ops of each rank,
- * in time order (by op, those before its start first, each kind by
- * decreasing lead), valid pairs, leads >= 0. */
-static gboolean check_ahead(const SimWorkload *w, const SimPlan *p,
-                            GError **error)
-{
-  if (p->ahead == NULL)
-    return TRUE;
-  if (p->n_ranks != w->n_ranks || p->n_ahead == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "the plan's early requests do not match the workload (%u "
-                "ranks)", w->n_ranks);
-    return FALSE;
-  }
-  for (guint r = 0; r < w->n_ranks; r++) {
-    const SimAhead *a = p->ahead[r];
-    const SimRank *rk = &w->ranks[r];
-    for (guint32 k = 0; a != NULL && k < p->n_ahead[r]; k++) {
-      gboolean order =
-        k == 0 || a[k].op > a[k - 1].op ||
-        (a[k].op == a[k - 1].op &&
-         (a[k - 1].from_start > a[k].from_start ||
-          (a[k - 1].from_start == a[k].from_start &&
-           a[k].lead_ns <= a[k - 1].lead_ns)));
-      if (a[k].op >= rk->n_ops || !order || a[k].lead_ns < 0 ||
-          rk->ops[a[k].op].kind != SIM_OP_KERNEL || a[k].pair >= p->n_pairs) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                    "the plan's early request %u of rank %u (op %u, pair "
-                    "%u, lead %" G_GINT64_FORMAT " ns) is not on a kernel, "
-                    "out of order, has a negative lead or names no pair",
-                    k, r, a[k].op, a[k].pair, a[k].lead_ns);
-        return FALSE;
-      }
-    }
-  }
-  return TRUE;
-}
-
-/* Plan p's clocks before the run name pairs it has and land in the run. */
-static gboolean check_init(const SimWorkload *w, const SimPlan *p,
-                           GError **error)
-{
-  if (p->init == NULL)
-    return TRUE;
-  for (guint r = 0; r < p->n_ranks; r++)
-    for (guint s = 0; p->init[r] != NULL && s < SIM_MAX_STREAMS; s++) {
-      const SimInit *x = &p->init[r][s];
-      if (x->set && (p->n_ranks != w->n_ranks || x->cur >= p->n_pairs ||
-                     x->target >= p->n_pairs || x->land_ns < 0)) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                    "the plan's clocks before the run for rank %u stream %u "
-                    "name no pair or land before it", r, s);
-        return FALSE;
-      }
-    }
-  return TRUE;
-}
-
 /* What the lanes of a threaded accounting share. */
 typedef struct {
   SimResult *res;
@@ -837,7 +779,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
                 w->n_ranks);
     return NULL;
   }
-  if (!check_ahead(w, plan, error) || !check_init(w, plan, error))
+  if (!sim_plan_check(plan, w, error))
     return NULL;
   g_autoptr(SimResult) res = g_new0(SimResult, 1);
   res->n_gpus = w->n_ranks;
@@ -865,7 +807,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
         sim_plan_free(owned);
         owned = p;
         e->plan = p;
-        if (!check_ahead(w, p, error) || !check_init(w, p, error)) {
+        if (!sim_plan_check(p, w, error)) {
           sim_plan_free(owned);
           return NULL;
         }
