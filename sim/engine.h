@@ -96,8 +96,7 @@ typedef struct {
   guint16 mem_mhz;
 } SimCost;
 
-/* The driver's boost controller of one GPU (sim/replay.c, "Boost
- * controller"): the SM clock ceiling under "auto" and under locked clocks
+/* The driver's boost controller of one GPU (sim/boost.c): the SM clock ceiling under "auto" and under locked clocks
  * (an upper bound the card may still throttle below), moved by one step per
  * period towards holding the average board power at the limit. */
 typedef struct {
@@ -228,20 +227,20 @@ void sim_engine_free(SimEngine *e);
 /* Replays and accounts on n threads (clamped to 1..SIM_MAX_THREADS and
  * the rank count; 1, the default, is the serial replay).  Each thread owns
  * a contiguous block of ranks of about equal op counts; communication is
- * matched between rounds (sim/replay.c, "Threads").  Results are
+ * matched between rounds (sim/lanes.c, "Threads").  Results are
  * bit-identical for every n.  Threads are used only when the machine
  * promises SimMachine.thread_safe and there is no observer and no boost
  * controller (both need the serial order); otherwise the run is serial. */
 void sim_engine_set_threads(SimEngine *e, guint n);
 /* Threads the last sim_engine_run replayed on: 1 when any of its
- * iterations ran serially (see above, and sim/replay.c on a rank that uses
+ * iterations ran serially (see above, and sim/order.c on a rank that uses
  * one group or channel from two streams), 0 before any run. */
 guint sim_engine_threads_used(const SimEngine *e);
 
 /* Which paths the last sim_engine_run took (all 0 before any run): every
  * order gives the same bits, so only these say which ran.  An iteration
  * is replayed on lanes (threads), in eager order on the calling thread or
- * by the event queue (sim/replay.c, "Threads" and the order rules); one
+ * by the event queue (sim/order.c; sim/lanes.c, "Threads"); one
  * started on lanes or eagerly is put back and replayed by the queue when
  * its order turned out to matter, and every later one then goes by the
  * queue.  Kernels on the steady path are those steady_kernels replayed
