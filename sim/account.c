@@ -20,11 +20,27 @@
  * phase (held_j).  The meter (below) reads the held power as the board's
  * sensor does, averaged over its window, for peak_power_w.
  */
+#include "sim/oplog.h"
 #include "sim/engine-private.h"
 
 #include <string.h>
 
+/* The accounting reads the replay's results through the op-log contract
+ * (sim/oplog.h) alone.  It takes the engine object for the workload, the
+ * machine's power constants, SimEngine.klog and the lane whose scratch
+ * (memo, meter, copies) it uses, none of the replay's matching state. */
+
 /* ---- reading the log ------------------------------------------------------- */
+
+/* An op's times as the accounting sees them.  A split kernel is read as
+ * its first part ([start, end) with inc), then its second ([end,
+ * rest_end) with rest_inc); rest_end is 0 otherwise. */
+typedef struct {
+  gint64 arrive, start, end;
+  float inc;
+  float rest_inc;
+  gint64 rest_end;
+} Iv;
 
 /* Where the accounting reads kernels from: */
 enum {

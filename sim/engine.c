@@ -4,12 +4,12 @@
  * observer or boost controller, an iteration replays eagerly (one thread)
  * or on lanes (several) and queues no event; otherwise, and from the
  * first iteration whose processing order turned out to matter on, its
- * transfers start in time order through an event queue (sim/replay.c,
- * "Threads" and "Eager order").
+ * transfers start in time order through an event queue (sim/order.c).
  *
  * The engine's API lives in sim/engine.h; its internals are split over
- * sim/engine.c (this file: creation, the run), sim/plan.c, sim/replay.c
- * and sim/account.c, which share sim/engine-private.h.  How one
+ * sim/engine.c (this file: creation, the run), sim/plan.c, sim/replay.c,
+ * sim/order.c, sim/lanes.c, sim/boost.c and sim/account.c, which share
+ * sim/engine-private.h (it lists them).  How one
  * iteration is replayed is told in sim/replay.c, how it is accounted in
  * sim/account.c.
  *
@@ -38,7 +38,7 @@
  * imported workload so far does; with several streams, the processing order
  * decides (deterministically).
  */
-#include "sim/engine-private.h"
+#include "sim/boost.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -236,96 +236,6 @@ static void find_targets(RankState *rs, const SimRank *rk,
   target_ranges(rs, rk);
 }
 
-/* n lanes, lane 0 with the shared price cache (if any), the others with
- * their own copy. */
-static void lanes_new(SimEngine *e, guint n)
-{
-  guint n_shapes = MAX(e->w->shapes->len, 1);
-  gsize nm = MAX(e->w->group_ranks->len, 1);
-  e->n_lanes = n;
-  e->lanes = g_new0(Lane, n);
-  for (guint k = 0; k < n; k++) {
-    Lane *L = &e->lanes[k];
-    L->e = e;
-    L->cache = k == 0 ? e->shared_cache
-               : e->shared_cache != NULL ? g_new0(CostSlot, n_shapes)
-                                         : NULL;
-    L->mseq = g_new0(guint32, nm);
-    L->mstream = g_new0(guint8, nm);
-    if (n > 1) {
-      L->arr_to = g_new0(ArrList, n);
-      L->done_to = g_new0(DoneList, n);
-    }
-  }
-}
-
-static void lanes_free(SimEngine *e)
-{
-  for (guint k = 0; k < e->n_lanes; k++) {
-    Lane *L = &e->lanes[k];
-    g_free(L->work);
-    for (guint32 i = 0; i < L->pool.n_pend; i++)
-      g_free(L->pool.pend[i].members);
-    g_free(L->pool.pend);
-    g_free(L->pool.pend_free);
-    g_free(L->ready);
-    for (guint j = 0; L->arr_to != NULL && j < e->n_lanes; j++) {
-      g_free(L->arr_to[j].v);
-      g_free(L->done_to[j].v);
-    }
-    g_free(L->arr_to);
-    g_free(L->done_to);
-    g_free(L->mseq);
-    g_free(L->mstream);
-    g_free(L->memo);
-    g_free(L->meter);
-    g_free(L->amemo);
-    if (k > 0)
-      g_free(L->cache);
-  }
-  g_clear_pointer(&e->lanes, g_free);
-  e->n_lanes = 0;
-}
-
-/* Deals the ranks to the n lanes in blocks of B consecutive ranks, block
- * b to lane b mod n, with B = R / 8n (at least 1): every lane gets 8
- * blocks.  Consecutive ranks (a tensor-parallel group; in Megatron's
- * order, TP then DP then PP, a 1,024-GPU block of 64 is 8 data-parallel
- * replicas of one stage) mostly talk to each other, so a block keeps most
- * transfers, their matching and their completions on one core; several
- * blocks per lane keep every lane its share of each pipeline stage's work
- * in each round (sim/replay.c, "Threads").  Measured on GPT-3 175B, TP8
- * PP8, 2 threads on 2 cores (bench case threads): rank r to lane r mod n
- * gave 1.22-1.24x at 1,024 GPUs and 1.61x at 8,192; one contiguous block
- * per lane 1.26-1.33x at 1,024; B = R / 8n 1.35x and 1.75x.
- *
- * Group g's collectives are matched on the lane of its member g mod size:
- * groups within a block (tensor parallel) stay on it, and groups across
- * blocks (data parallel) are dealt over the lanes.  On the first member
- * every data-parallel group of a Megatron layout went to lane 0 (rank r's
- * DP group has members r, r + TP, ...): perf of 175B/1,024 on 2 threads
- * put 13% of samples in lane 0's matching and lane 1 waiting.
- *
- * Both are tables, read for every communication op of a threaded replay;
- * computed there, each lookup took two integer divisions (0.8% of the
- * 2-thread replay's instructions; no change in wall time measured). */
-static void deal_lanes(SimEngine *e)
-{
-  const SimWorkload *w = e->w;
-  guint n = e->n_lanes, block = MAX(w->n_ranks / (8 * n), 1u);
-  if (e->rank_lane == NULL) {
-    e->rank_lane = g_new(guint8, MAX(w->n_ranks, 1));
-    e->group_lane = g_new(guint8, MAX(e->n_groups, 1));
-  }
-  for (guint r = 0; r < w->n_ranks; r++)
-    e->rank_lane[r] = (guint8)(r / block % n);
-  for (guint g = 0; g < e->n_groups; g++) {
-    guint32 lo = e->group_off[g], size = e->group_off[g + 1] - lo;
-    e->group_lane[g] =
-      size > 0 ? e->rank_lane[e->group_ranks[lo + g % size]] : 0;
-  }
-}
-
 /* Folding: every member of a class must have its representative's per-GPU
  * power constants (the engine only ever prices the representative). */
 static gboolean check_fold_machine(const SimWorkload *w, const SimMachine *m,
@@ -434,7 +344,7 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
   gboolean shared = shares_cache(w, m);
   if (shared)
     e->shared_cache = g_new0(CostSlot, MAX(n_shapes, 1));
-  lanes_new(e, 1);
+  sim_lanes_new(e, 1);
   /* Per shared program: the rank (+1) whose targets its sharers reuse. */
   g_autofree guint32 *prog_owner = g_new0(guint32, w->programs->len + 1);
   for (guint r = 0; r < w->n_ranks; r++) {
@@ -512,7 +422,7 @@ SimEngine *sim_engine_new(const SimWorkload *w, const SimMachine *m,
     }
     e->group_expect[g] = n;
   }
-  deal_lanes(e);
+  sim_lanes_deal(e);
   return g_steal_pointer(&e);
 }
 
@@ -546,7 +456,7 @@ void sim_engine_free(SimEngine *e)
   for (guint g = 0; e->rings != NULL && g < e->n_groups; g++)
     g_aligned_free(e->rings[g].slot);
   g_free(e->rings);
-  lanes_free(e);
+  sim_lanes_free(e);
   g_free(e->rank_lane);
   g_free(e->group_lane);
   g_free(e->saved);
@@ -565,9 +475,9 @@ void sim_engine_set_threads(SimEngine *e, guint n)
     return;
   /* Whatever the old lanes held (open transfers of a failed run) goes:
    * every run starts by clearing the matching state. */
-  lanes_free(e);
-  lanes_new(e, n);
-  deal_lanes(e);
+  sim_lanes_free(e);
+  sim_lanes_new(e, n);
+  sim_lanes_deal(e);
   /* A shared price cache is kept per lane: no two threads write a slot. */
   for (guint r = 0; e->shared_cache != NULL && r < w->n_ranks; r++)
     if (e->ranks[r].cache != NULL)
@@ -693,87 +603,6 @@ static void add_weighted(SimResult *res, const Totals *s, double w)
   res->held_j += w * s->held_j;
 }
 
-/* Plan p's early requests fit the workload: on kernel ops of each rank,
- * in time order (by op, those before its start first, each kind by
- * decreasing lead), valid pairs, leads >= 0. */
-static gboolean check_ahead(const SimWorkload *w, const SimPlan *p,
-                            GError **error)
-{
-  if (p->ahead == NULL)
-    return TRUE;
-  if (p->n_ranks != w->n_ranks || p->n_ahead == NULL) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                "the plan's early requests do not match the workload (%u "
-                "ranks)", w->n_ranks);
-    return FALSE;
-  }
-  for (guint r = 0; r < w->n_ranks; r++) {
-    const SimAhead *a = p->ahead[r];
-    const SimRank *rk = &w->ranks[r];
-    for (guint32 k = 0; a != NULL && k < p->n_ahead[r]; k++) {
-      gboolean order =
-        k == 0 || a[k].op > a[k - 1].op ||
-        (a[k].op == a[k - 1].op &&
-         (a[k - 1].from_start > a[k].from_start ||
-          (a[k - 1].from_start == a[k].from_start &&
-           a[k].lead_ns <= a[k - 1].lead_ns)));
-      if (a[k].op >= rk->n_ops || !order || a[k].lead_ns < 0 ||
-          rk->ops[a[k].op].kind != SIM_OP_KERNEL || a[k].pair >= p->n_pairs) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                    "the plan's early request %u of rank %u (op %u, pair "
-                    "%u, lead %" G_GINT64_FORMAT " ns) is not on a kernel, "
-                    "out of order, has a negative lead or names no pair",
-                    k, r, a[k].op, a[k].pair, a[k].lead_ns);
-        return FALSE;
-      }
-    }
-  }
-  return TRUE;
-}
-
-/* Plan p's clocks before the run name pairs it has and land in the run. */
-static gboolean check_init(const SimWorkload *w, const SimPlan *p,
-                           GError **error)
-{
-  if (p->init == NULL)
-    return TRUE;
-  for (guint r = 0; r < p->n_ranks; r++)
-    for (guint s = 0; p->init[r] != NULL && s < SIM_MAX_STREAMS; s++) {
-      const SimInit *x = &p->init[r][s];
-      if (x->set && (p->n_ranks != w->n_ranks || x->cur >= p->n_pairs ||
-                     x->target >= p->n_pairs || x->land_ns < 0)) {
-        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
-                    "the plan's clocks before the run for rank %u stream %u "
-                    "name no pair or land before it", r, s);
-        return FALSE;
-      }
-    }
-  return TRUE;
-}
-
-/* What the lanes of a threaded accounting share. */
-typedef struct {
-  SimResult *res;
-  gint64 t0, t1;
-  Totals *part;   /* per rank */
-  double *energy; /* per rank */
-} AccountJob;
-
-static gpointer lane_account(gpointer data)
-{
-  Lane *L = data;
-  SimEngine *e = L->e;
-  AccountJob *j = e->lane_job;
-  for (guint r = 0; r < e->w->n_ranks; r++) {
-    if (lane_of(e, r) != (guint)(L - e->lanes) || e->ranks[r].weight == 0)
-      continue;
-    memset(&j->part[r], 0, sizeof(Totals));
-    j->energy[r] = sim_account_rank(e, r, j->t0, j->t1, &j->part[r],
-                                    &j->res->per_gpu[r]);
-  }
-  return NULL;
-}
-
 /* Adds rank r's share of an iteration (its energy `energy`, its totals
  * `part`) to the result, weighted by its class size. */
 static double add_rank(SimEngine *e, SimResult *res, guint r,
@@ -798,16 +627,14 @@ static double account_iteration(SimEngine *e, SimResult *res, gint64 t0,
   double iter_energy = 0.0;
   e->account_pass++;
   if (sim_replay_threaded(e)) {
-    AccountJob j = {res, t0, t1, g_new(Totals, MAX(w->n_ranks, 1)),
-                    g_new(double, MAX(w->n_ranks, 1))};
-    e->lane_job = &j;
-    sim_lanes_run(e, lane_account);
-    e->lane_job = NULL;
+    Totals *part = g_new(Totals, MAX(w->n_ranks, 1));
+    double *energy = g_new(double, MAX(w->n_ranks, 1));
+    sim_lanes_account(e, res, t0, t1, part, energy);
     for (guint r = 0; r < w->n_ranks; r++)
       if (e->ranks[r].weight != 0)
-        iter_energy += add_rank(e, res, r, &j.part[r], j.energy[r]);
-    g_free(j.part);
-    g_free(j.energy);
+        iter_energy += add_rank(e, res, r, &part[r], energy[r]);
+    g_free(part);
+    g_free(energy);
     return iter_energy;
   }
   Totals part;
@@ -837,7 +664,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
                 w->n_ranks);
     return NULL;
   }
-  if (!check_ahead(w, plan, error) || !check_init(w, plan, error))
+  if (!sim_plan_check(plan, w, error))
     return NULL;
   g_autoptr(SimResult) res = g_new0(SimResult, 1);
   res->n_gpus = w->n_ranks;
@@ -865,7 +692,7 @@ SimResult *sim_engine_run(SimEngine *e, SimPlan *plan, guint iterations,
         sim_plan_free(owned);
         owned = p;
         e->plan = p;
-        if (!check_ahead(w, p, error) || !check_init(w, p, error)) {
+        if (!sim_plan_check(p, w, error)) {
           sim_plan_free(owned);
           return NULL;
         }

@@ -83,15 +83,10 @@
 #ifndef SIM_ENGINE_H
 #define SIM_ENGINE_H
 
+#include "sim/plan.h"
 #include "sim/workload.h"
 
 G_BEGIN_DECLS
-
-/* A requested clock pair; 0 means "auto" (the GPU's own boost behaviour). */
-typedef struct {
-  guint16 sm_mhz;
-  guint16 mem_mhz;
-} SimClocks;
 
 /* The price of one kernel shape at one clock pair on one GPU. */
 typedef struct {
@@ -101,69 +96,7 @@ typedef struct {
   guint16 mem_mhz;
 } SimCost;
 
-/* An early request: kernel `op` of a rank also requests pair `pair`
- * lead_ns (>= 0) before it ends, or (from_start) before it starts (see
- * the semantics above). */
-typedef struct {
-  guint32 op;
-  guint16 pair;
-  gboolean from_start;
-  gint64 lead_ns;
-} SimAhead;
-
-/* The clocks of one stream before a run: `cur` in force and, when
- * target differs, a switch to `target` in flight that lands land_ns into
- * the run (pair indices; set FALSE: the stream's first request). */
-typedef struct {
-  gboolean set;
-  guint16 cur, target;
-  gint64 land_ns;
-} SimInit;
-
-/* A plan: per op of every rank an index into `pairs`; `index` NULL (or
- * index[r] NULL) means pair 0 for every op of that rank.  `ahead` (NULL,
- * or ahead[r] NULL: none) lists rank r's early requests in the order they
- * are made (by op; for one op those before its start first; each kind by
- * decreasing lead), n_ahead[r] of them, each on a kernel op; `init`
- * (NULL, or init[r] NULL: none) the clocks of each of rank r's streams
- * before the run.  sim_engine_run checks both. */
-typedef struct {
-  guint n_pairs;
-  SimClocks *pairs;    /* owned */
-  guint16 **index;     /* owned; n_ranks arrays of n_ops, or NULL */
-  guint n_ranks;
-  SimAhead **ahead;    /* owned; n_ranks arrays, or NULL */
-  guint32 *n_ahead;    /* owned; n_ranks counts (with ahead) */
-  SimInit **init;      /* owned; n_ranks arrays of SIM_MAX_STREAMS, or NULL */
-} SimPlan;
-
-SimPlan *sim_plan_new_uniform(guint n_ranks, SimClocks clocks);
-void sim_plan_free(SimPlan *p);
-/* Adds a clock pair (de-duplicated) and returns its index. */
-guint16 sim_plan_add_pair(SimPlan *p, SimClocks c);
-/* Allocates rank r's per-op index array (zero-filled) and returns it. */
-guint16 *sim_plan_rank_index(SimPlan *p, guint r, guint32 n_ops);
-/* Allocates rank r's n early requests (replacing any; n = 0 removes them)
- * and returns them for the caller to fill in ascending op order. */
-SimAhead *sim_plan_rank_ahead(SimPlan *p, guint r, guint32 n);
-/* Allocates rank r's clocks before the run, SIM_MAX_STREAMS entries (none
- * set), and returns them. */
-SimInit *sim_plan_rank_init(SimPlan *p, guint r);
-/* The plan for every rank that plan p, made for folded workload w
- * (p->n_ranks == w->n_ranks), stands for: rank r takes its
- * representative's (w->fold_rep[r]) per-op indices, early requests and
- * clocks before the run.  A member runs its representative's program (the
- * same ops in the same order), so its op i is the representative's op i,
- * and the result replays on the unfolded workload as p does on w.  p's
- * own entries for folded-away ranks are ignored (the folded engine never
- * reads them; planners leave them unset).  With w not folded, a copy of
- * p.  Memory: the unfolded plan's, n_ranks x the representative's ops x 2
- * bytes when p has per-op indices.  Caller owns the result. */
-SimPlan *sim_plan_unfold(const SimPlan *p, const SimWorkload *w);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(SimPlan, sim_plan_free)
-
-/* The driver's boost controller of one GPU (sim/replay.c, "Boost
- * controller"): the SM clock ceiling under "auto" and under locked clocks
+/* The driver's boost controller of one GPU (sim/boost.c): the SM clock ceiling under "auto" and under locked clocks
  * (an upper bound the card may still throttle below), moved by one step per
  * period towards holding the average board power at the limit. */
 typedef struct {
@@ -294,20 +227,20 @@ void sim_engine_free(SimEngine *e);
 /* Replays and accounts on n threads (clamped to 1..SIM_MAX_THREADS and
  * the rank count; 1, the default, is the serial replay).  Each thread owns
  * a contiguous block of ranks of about equal op counts; communication is
- * matched between rounds (sim/replay.c, "Threads").  Results are
+ * matched between rounds (sim/lanes.c, "Threads").  Results are
  * bit-identical for every n.  Threads are used only when the machine
  * promises SimMachine.thread_safe and there is no observer and no boost
  * controller (both need the serial order); otherwise the run is serial. */
 void sim_engine_set_threads(SimEngine *e, guint n);
 /* Threads the last sim_engine_run replayed on: 1 when any of its
- * iterations ran serially (see above, and sim/replay.c on a rank that uses
+ * iterations ran serially (see above, and sim/order.c on a rank that uses
  * one group or channel from two streams), 0 before any run. */
 guint sim_engine_threads_used(const SimEngine *e);
 
 /* Which paths the last sim_engine_run took (all 0 before any run): every
  * order gives the same bits, so only these say which ran.  An iteration
  * is replayed on lanes (threads), in eager order on the calling thread or
- * by the event queue (sim/replay.c, "Threads" and the order rules); one
+ * by the event queue (sim/order.c; sim/lanes.c, "Threads"); one
  * started on lanes or eagerly is put back and replayed by the queue when
  * its order turned out to matter, and every later one then goes by the
  * queue.  Kernels on the steady path are those steady_kernels replayed
@@ -420,18 +353,6 @@ static inline gint64 sim_round_ns(double x)
    * on 1,024 GPUs: 16 M mispredictions per replay). */
   return t + (gint64)(f >= 0.5) - (gint64)(f <= -0.5);
 }
-
-/* Look-ahead for one stream: kernels ks[0..n) in stream order, their
- * starts start_ns[ks[i]] in a plan's latency-free timeline (one iteration
- * of period_ns, starting at 0), their planned pairs intent[ks[i]].  Sets
- * req[ks[i]] to the pair planned for the last kernel starting at or
- * before start + latency_ns (wrapping into the next iteration), so a
- * switch requested there lands where the plan changes.  Only ks's entries
- * of req are written. */
-void sim_plan_lookahead_stream(const guint32 *ks, guint32 n,
-                               const gint64 *start_ns, gint64 period_ns,
-                               gint64 latency_ns, const guint16 *intent,
-                               guint16 *req);
 
 /* Rewrites plan p (its index arrays: the pairs intended per op) to request
  * every switch latency_ns ahead of where it is intended, for running on

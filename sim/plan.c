@@ -1,5 +1,6 @@
-/* sim/plan.c -- clock plans (SimPlan): construction, the expansion of a
- * folded workload's plan to every rank (sim_plan_unfold), and the
+/* sim/plan.c -- clock plans (SimPlan, sim/plan.h): construction, the
+ * checks of a plan against a workload (sim_plan_check), the expansion of
+ * a folded workload's plan to every rank (sim_plan_unfold), and the
  * look-ahead that turns a latency-free plan into one whose requests are
  * made early enough to land in time (sim_plan_lookahead, see
  * sim/engine.h).  A plan is plain data the engine reads; the look-ahead
@@ -87,6 +88,72 @@ SimInit *sim_plan_rank_init(SimPlan *p, guint r)
   g_free(p->init[r]);
   p->init[r] = g_new0(SimInit, SIM_MAX_STREAMS);
   return p->init[r];
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* Plan p's early requests fit the workload: on kernel ops of each rank,
+ * in time order (by op, those before its start first, each kind by
+ * decreasing lead), valid pairs, leads >= 0. */
+static gboolean check_ahead(const SimWorkload *w, const SimPlan *p,
+                            GError **error)
+{
+  if (p->ahead == NULL)
+    return TRUE;
+  if (p->n_ranks != w->n_ranks || p->n_ahead == NULL) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                "the plan's early requests do not match the workload (%u "
+                "ranks)", w->n_ranks);
+    return FALSE;
+  }
+  for (guint r = 0; r < w->n_ranks; r++) {
+    const SimAhead *a = p->ahead[r];
+    const SimRank *rk = &w->ranks[r];
+    for (guint32 k = 0; a != NULL && k < p->n_ahead[r]; k++) {
+      gboolean order =
+        k == 0 || a[k].op > a[k - 1].op ||
+        (a[k].op == a[k - 1].op &&
+         (a[k - 1].from_start > a[k].from_start ||
+          (a[k - 1].from_start == a[k].from_start &&
+           a[k].lead_ns <= a[k - 1].lead_ns)));
+      if (a[k].op >= rk->n_ops || !order || a[k].lead_ns < 0 ||
+          rk->ops[a[k].op].kind != SIM_OP_KERNEL || a[k].pair >= p->n_pairs) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                    "the plan's early request %u of rank %u (op %u, pair "
+                    "%u, lead %" G_GINT64_FORMAT " ns) is not on a kernel, "
+                    "out of order, has a negative lead or names no pair",
+                    k, r, a[k].op, a[k].pair, a[k].lead_ns);
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+/* Plan p's clocks before the run name pairs it has and land in the run. */
+static gboolean check_init(const SimWorkload *w, const SimPlan *p,
+                           GError **error)
+{
+  if (p->init == NULL)
+    return TRUE;
+  for (guint r = 0; r < p->n_ranks; r++)
+    for (guint s = 0; p->init[r] != NULL && s < SIM_MAX_STREAMS; s++) {
+      const SimInit *x = &p->init[r][s];
+      if (x->set && (p->n_ranks != w->n_ranks || x->cur >= p->n_pairs ||
+                     x->target >= p->n_pairs || x->land_ns < 0)) {
+        g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
+                    "the plan's clocks before the run for rank %u stream %u "
+                    "name no pair or land before it", r, s);
+        return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+gboolean sim_plan_check(const SimPlan *p, const SimWorkload *w,
+                        GError **error)
+{
+  return check_ahead(w, p, error) && check_init(w, p, error);
 }
 
 /* ---- folded plans ----------------------------------------------------- */

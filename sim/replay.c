@@ -54,72 +54,22 @@
  *
  * Boost controller
  * ----------------
- * With SimMachine.boost, each GPU's SM clock has a ceiling that models the
- * driver's own boost: a kernel runs at min(requested, ceiling), "auto"
- * asking for the controller's max_mhz, and kernel_cost prices it uncapped.
- * The controller keeps an exponential average of board power (time
- * constant window_ns) fed by the kernels it sees start, in time order:
- * the last kernel's power until it ends, idle power after.  Every
- * period_ns it lowers the ceiling when the average is above the limit and
- * raises it when it is below limit - margin, in proportion to the error
- * (boost_decide), in whole steps of step_mhz.  It reacts
- * late by design: after a phase of light kernels it sits at the top and a
- * GEMM overshoots the limit until the average catches up; then it
- * throttles the light kernels that follow too.  Decisions land at kernel
- * starts (a kernel keeps the clock it started with), the kernels of the
- * compute streams are seen in the order the stream sweep schedules them,
- * and one out of time order (another stream behind) is priced at the
- * current ceiling without feeding the average.  State lives beside the
- * ranks (BoostState), reset per run, carried across iterations.
+ * With SimMachine.boost a kernel runs at min(requested, the GPU's
+ * ceiling); sim/boost.c tells how the ceiling moves.  The replay asks it
+ * at a kernel's start (sim_boost_clocks when a decision is due, else
+ * boost_cap) and tells it of every kernel (boost_note).
  *
- * Threads
- * -------
- * With sim_engine_set_threads(n > 1), a thread-safe machine, no observer and
- * no boost controller, an iteration replays on n lanes in rounds. Lane k
- * owns the blocks b of R / 8n consecutive ranks with b mod n == k
- * (lane_of; deal_lanes in sim/engine.c says why blocks).  A round: (1) every lane
- * applies the transfers handed to it (comm_apply) and runs its ranks'
- * streams as far as they go, sending each communication arrival, with its
- * time, to the lane that matches it (a group's collectives on the lane of
- * its member g mod size, a channel's transfers on the lane of rep(dst)); an
- * arrival the lane matches itself is matched at once, and a transfer that
- * completes so with every member on the lane starts at once (as in eager
- * order below), so most tensor-parallel collectives never wait for a
- * round; barrier;
- * (2) every lane matches the arrivals sent to it, lane by lane, in its own
- * pool, mseq and rings (line-aligned, so no line is written by two lanes),
- * prices every transfer that completed and hands its members to their lanes;
- * barrier; the iteration ends when a round completes no transfer.  No event
- * queue: start times are maxima of finish times, so the order transfers
- * start in does not change them (which is why the machine must promise that
- * the network's answers do not depend on call order).  The one thing the
- * processing order does decide is which instance an arrival joins when a
- * rank uses one group (or one channel) from two streams; a lane that sees
- * that sets order_hit, and the iteration is put back (streams, switch
- * counts) and replayed serially, as is every later one of the engine.  The
- * error a replay reports names a rank's first bad op by index (note_bad),
- * not the first one reached.  Accounting then runs on the lanes too, rank by
- * rank into per-rank totals that are added in rank order (sim/engine.c), so
- * every figure is the same bit for bit on any number of threads.
- *
- * Eager order
- * -----------
- * A serial replay (one lane) under the same conditions (a thread-safe
- * machine, no observer, no boost controller) uses no event queue either:
- * begin_iteration pushes every stream on the work stack, and a transfer
- * whose last member arrives starts at once (comm_ready calls comm_start)
- * instead of being queued at its start time.  The reason is the memory
- * hierarchy: in time order the replay touches a few ops of every rank in
- * turn, so at 8,192 GPUs each step misses cache on a cold rank; eagerly,
- * the stack runs one rank's streams, and the peers its transfers release,
- * as far as they go.  It is exact for the max-plus reason above, and the
- * one order-dependent case is caught as for threads: order_check on
- * every collective membership (Lane.mstream) and channel side, and an
- * iteration that hits it is put back and replayed from the queue, as is
- * every later one (order_begin, order_end).  175B on 1,024 GPUs, one
- * core: 40.2 -> 46.1 M replayed ops/s (docs/performance.md).
+ * Orders
+ * ------
+ * An iteration replays in one of three orders, SimEngine.order, which
+ * the core reads in three places and nowhere else: comm_ready (a
+ * transfer whose members have all arrived: queued, started at once, or
+ * kept for the round's end), comm_arrive (what it checks on the way) and
+ * advance's stop at a communication op (matched here, or sent to the
+ * lane that matches it).  The drivers, and why an order is exact, are in
+ * sim/order.c (the queue and eager) and sim/lanes.c (threads).
  */
-#include "sim/engine-private.h"
+#include "sim/boost.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -148,107 +98,6 @@ static inline const CostSlot *price(SimEngine *e, guint r, guint32 shape,
 {
   return price_in(e, e->ranks[r].cache, r, shape, c);
 }
-
-/* ---- boost controller -------------------------------------------------------- */
-
-/* Moves the average of b from t_ns to `to`: the last kernel's power until
- * it ended, idle power after. */
-static void boost_hold(BoostState *b, const SimBoost *c, double idle_w,
-                       gint64 to)
-{
-  if (to <= b->t_ns)
-    return;
-  gint64 mid = CLAMP(b->end_ns, b->t_ns, to);
-  double tau = (double)c->window_ns;
-  if (mid > b->t_ns)
-    b->avg_w = b->kernel_w +
-               (b->avg_w - b->kernel_w) * exp(-(double)(mid - b->t_ns) / tau);
-  if (to > mid)
-    b->avg_w = idle_w + (b->avg_w - idle_w) * exp(-(double)(to - mid) / tau);
-  b->t_ns = to;
-}
-
-/* One decision on the average: a proportional step.  Near the top clocks
- * board power goes roughly as f^3 (f V^2 with V rising with f), so an
- * error e = avg / limit - 1 is undone by moving the clock by f e / 3,
- * rounded up to whole steps (at least one); above the limit it lowers the
- * clock, below limit - margin it raises it. */
-static inline void boost_decide(BoostState *b, const SimBoost *c)
-{
-  double e = b->avg_w / c->limit_w - 1.0;
-  if (b->avg_w <= c->limit_w && b->avg_w >= c->limit_w - c->margin_w)
-    return;
-  double mhz = fabs(e) * b->mhz / 3.0;
-  guint n = (guint)MIN(ceil(mhz / c->step_mhz), 65535.0);
-  guint d = MAX(n, 1u) * c->step_mhz;
-  if (e > 0)
-    b->mhz = b->mhz > c->min_mhz + d ? (guint16)(b->mhz - d) : c->min_mhz;
-  else
-    b->mhz = (guint16)MIN((guint)c->max_mhz, (guint)b->mhz + d);
-}
-
-/* Clocks c under GPU r's current ceiling, the controller not moved. */
-static inline SimClocks boost_cap(const SimEngine *e, guint r, SimClocks c)
-{
-  guint want = c.sm_mhz != 0 ? c.sm_mhz : e->m->boost[r].max_mhz;
-  c.sm_mhz = (guint16)MIN(want, (guint)e->boost[r].mhz);
-  return c;
-}
-
-/* The controller of GPU r up to time t (a kernel's start), then clocks c
- * under its ceiling.  Past as many decisions as it takes to cross the whole
- * range and settle the average, more decisions repeat the last one, so a
- * long gap costs a bounded loop. */
-static __attribute__((noinline)) SimClocks
-boost_clocks(SimEngine *e, guint r, SimClocks c, gint64 t)
-{
-  const SimBoost *cfg = &e->m->boost[r];
-  BoostState *b = &e->boost[r];
-  double idle = e->ranks[r].idle_w;
-  if (t > b->t_ns) {
-    gint64 budget = (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 2 +
-                    20 * cfg->window_ns / cfg->period_ns;
-    while (b->tick_ns <= t && budget-- > 0) {
-      boost_hold(b, cfg, idle, b->tick_ns);
-      boost_decide(b, cfg);
-      b->tick_ns += cfg->period_ns;
-    }
-    if (b->tick_ns <= t) {
-      gint64 n = (t - b->tick_ns) / cfg->period_ns + 1;
-      boost_hold(b, cfg, idle, b->tick_ns + (n - 1) * cfg->period_ns);
-      for (int k = 0; k < (cfg->max_mhz - cfg->min_mhz) / cfg->step_mhz + 1;
-           k++)
-        boost_decide(b, cfg);
-      b->tick_ns += n * cfg->period_ns;
-    }
-    boost_hold(b, cfg, idle, t);
-  }
-  return boost_cap(e, r, c);
-}
-
-/* A kernel of GPU r ran until `end` drawing idle + inc: what the
- * controller averages next (ignored when it ends before the last one). */
-static inline void boost_note(SimEngine *e, guint r, gint64 end, float inc)
-{
-  BoostState *b = &e->boost[r];
-  if (end <= b->end_ns)
-    return;
-  b->end_ns = end;
-  b->kernel_w = e->ranks[r].idle_w + inc;
-}
-
-static void boost_reset(SimEngine *e)
-{
-  for (guint r = 0; r < e->w->n_ranks; r++) {
-    const SimBoost *c = &e->m->boost[r];
-    BoostState *b = &e->boost[r];
-    b->avg_w = b->kernel_w = e->ranks[r].idle_w;
-    b->t_ns = b->end_ns = 0;
-    b->tick_ns = c->period_ns;
-    b->mhz = c->max_mhz;
-  }
-}
-
 
 gint64 sim_kernel_rest_ns(gint64 old_ns, gint64 done_ns, double new_ns)
 {
@@ -315,22 +164,6 @@ static gint64 host_op(const SimEngine *e, RankState *rs, guint32 i,
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-/* Appends v to the growable array *a of *n (capacity *cap) entries of
- * `size` bytes. */
-#define APPEND(a, n, cap, v)                                                \
-  do {                                                                      \
-    if (G_UNLIKELY((n) == (cap))) {                                         \
-      (cap) = MAX(64, 2 * (cap));                                           \
-      (a) = g_realloc_n((a), (cap), sizeof *(a));                           \
-    }                                                                       \
-    (a)[(n)++] = (v);                                                       \
-  } while (0)
-
-static inline void push_work(Lane *L, guint r, guint s)
-{
-  APPEND(L->work, L->n_work, L->cap_work, (guint64)r << 32 | s);
-}
-
 /* The limit an observer's record carries for rank r (0: none held). */
 static inline double record_limit(const SimEngine *e, guint r)
 {
@@ -350,7 +183,7 @@ static inline void op_done(SimEngine *e, Lane *L, guint r, Stream *st,
       Stream *o = &rs->streams[s];
       if (o->state == ST_WAIT_OP && o->waiting_for == i) {
         o->state = ST_RUN;
-        push_work(L, r, s);
+        lane_push(L, r, s);
       }
     }
   }
@@ -505,12 +338,12 @@ static gboolean members_on(const SimEngine *e, const Lane *M, guint32 idx)
  * members are M's), or (threaded) kept for the round's end. */
 static inline void comm_ready(SimEngine *e, Lane *M, guint32 idx)
 {
-  if (e->deferred) {
+  if (e->order == ORDER_LANES) {
     if (M->running && members_on(e, M, idx))
       comm_start(e, M, idx);
     else
       APPEND(M->ready, M->n_ready, M->cap_ready, idx);
-  } else if (e->eager)
+  } else if (e->order == ORDER_EAGER)
     comm_start(e, M, idx);
   else
     sim_queue_push(e->queue, M->pool.pend[idx].start_ns, PRIO_COMM,
@@ -546,13 +379,14 @@ static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
   const SimOp *op = &rk->ops[i];
   const SimShape *sh = &e->shapes[op->shape];
   guint32 peer = sim_op_peer(rk, op);
+  const guint order = e->order;
   guint32 idx;
   Pending *p;
   if (op->kind == SIM_OP_COLLECTIVE) {
     guint32 g = peer;
     RankState *rs = &e->ranks[r];
     guint32 mpos;
-    if (e->deferred) {
+    if (order == ORDER_LANES) {
       /* The rank's other groups are matched on other lanes: no cache. */
       mpos = sim_lower_bound_u32(e->group_ranks, e->group_off[g],
                                  e->group_off[g + 1], r);
@@ -566,7 +400,7 @@ static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
                                             e->group_off[g + 1], r);
       }
       mpos = rs->last_mpos;
-      if (e->eager)
+      if (order == ORDER_EAGER)
         order_check(e, &M->mstream[mpos], op->stream);
     }
     guint32 seq = M->mseq[mpos]++;
@@ -610,7 +444,7 @@ static void comm_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
   guint32 src = op->kind == SIM_OP_SEND ? r : peer;
   guint32 dst = op->kind == SIM_OP_SEND ? peer : r;
   Channel *ch = channel_of(e, rep_of(e, dst), rep_of(e, src));
-  if (e->deferred || e->eager)
+  if (order != ORDER_QUEUE)
     order_check(e, &ch->side_stream[op->kind == SIM_OP_SEND], op->stream);
   /* The channel holds unmatched ops of one side only (sends or recvs). */
   gboolean other_side = FALSE;
@@ -689,7 +523,7 @@ static void comm_apply(SimEngine *e, Lane *L, guint r, guint32 i, gint64 start,
   st->free_ns = end;
   st->cur = i + 1;
   st->state = ST_RUN;
-  push_work(L, r, op->stream);
+  lane_push(L, r, op->stream);
   op_done(e, L, r, st, i, arrive, start, end, rs->comm_inc);
 }
 
@@ -859,7 +693,7 @@ steady_kernels(SimEngine *e, const RankState *rs, CostSlot *cache, guint r,
  * the replay's inner loop, a few instructions per kernel, and its state
  * (cursor, stream time, the next wait target and early request) lives in
  * registers across iterations.  Everything rare is already out of line
- * (clocks_at, split_kernel, boost_clocks, log_overflow, comm_arrive). */
+ * (clocks_at, split_kernel, sim_boost_clocks, log_overflow, comm_arrive). */
 static void advance(SimEngine *e, Lane *L, guint r, guint s)
 {
   RankState *rs = &e->ranks[r];
@@ -958,7 +792,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
                           ? &plan->init[r][s]
                           : NULL);
       if (G_UNLIKELY(boosted))
-        c = boost_clocks(e, r, c, ready);
+        c = sim_boost_clocks(e, r, c, ready);
       const CostSlot *slot = price_in(e, cache, r, op->shape, c);
       gint64 dur = slot_ns(slot, op);
       float inc = slot->inc;
@@ -1025,7 +859,7 @@ static void advance(SimEngine *e, Lane *L, guint r, guint s)
       st->cur = i;
       st->free_ns = t;
       st->arrive_ns = ready;
-      if (e->deferred) {
+      if (e->order == ORDER_LANES) {
         /* Matched on its own lane at once; on another, at the round's
          * end (no lane writes another's matching state). */
         guint ml = match_lane(e, r, op);
@@ -1061,381 +895,37 @@ static void drain_work(SimEngine *e, Lane *L)
   }
 }
 
-/* ---- threads ----------------------------------------------------------------- */
+/* ---- the core's entry points for its drivers (sim/replay.h) -------------- */
 
-static void barrier_wait(Barrier *b)
+/* Out-of-line doors to the static functions above, so that the calls the
+ * core makes within itself are the ones the compiler sees in this file. */
+void sim_replay_drain(SimEngine *e, Lane *L)
 {
-  gint gen = g_atomic_int_get(&b->gen);
-  if ((guint)g_atomic_int_add(&b->count, 1) == b->n - 1) {
-    g_atomic_int_set(&b->count, 0);
-    g_mutex_lock(&b->lock);
-    g_atomic_int_inc(&b->gen);
-    g_cond_broadcast(&b->cond);
-    g_mutex_unlock(&b->lock);
-    return;
-  }
-  /* A round's phases last tens of microseconds, about what waking a
-   * sleeping thread takes: spin first, up to 200 us, yielding the core
-   * now and then (with more lanes than cores the others need it). */
-  gint64 t0 = 0;
-  for (guint k = 1;; k++) {
-    if (g_atomic_int_get(&b->gen) != gen)
-      return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if ((k & 255) == 0) {
-      gint64 now = g_get_monotonic_time();
-      if (t0 == 0)
-        t0 = now;
-      else if (now - t0 > 200)
-        break;
-      g_thread_yield();
-    }
-  }
-  g_mutex_lock(&b->lock);
-  while (g_atomic_int_get(&b->gen) == gen)
-    g_cond_wait(&b->cond, &b->lock);
-  g_mutex_unlock(&b->lock);
+  drain_work(e, L);
 }
 
-/* Whether a replay may run in an order other than the event queue's:
- * the network's answers do not depend on call order (the machine is
- * thread-safe), and no observer or boost controller needs time order. */
-static gboolean any_order_ok(const SimEngine *e)
+void sim_replay_start(SimEngine *e, Lane *L, guint32 idx)
 {
-  return e->m->thread_safe && e->observer == NULL && e->boost == NULL &&
-         !e->order_sensitive;
+  comm_start(e, L, idx);
 }
 
-gboolean sim_replay_threaded(const SimEngine *e)
+void sim_replay_arrive(SimEngine *e, Lane *M, guint r, guint32 i, gint64 t)
 {
-  return e->n_lanes > 1 && any_order_ok(e);
+  comm_arrive(e, M, r, i, t);
 }
 
-/* Whether this (serial) iteration replays in eager order. */
-static gboolean replay_eager_ok(const SimEngine *e)
+void sim_replay_apply(SimEngine *e, Lane *L, guint r, guint32 i,
+                      gint64 start, gint64 dur)
 {
-  return e->n_lanes == 1 && any_order_ok(e);
+  comm_apply(e, L, r, i, start, dur);
 }
 
-void sim_lanes_run(SimEngine *e, GThreadFunc fn)
+gint64 sim_replay_comm_dur(const SimEngine *e, const Pending *p)
 {
-  g_autofree GThread **t = g_new0(GThread *, e->n_lanes);
-  for (guint k = 1; k < e->n_lanes; k++)
-    t[k] = g_thread_new("joulesim-lane", fn, &e->lanes[k]);
-  fn(&e->lanes[0]);
-  for (guint k = 1; k < e->n_lanes; k++)
-    g_thread_join(t[k]);
+  return comm_dur(e, p);
 }
 
-/* Lane L's matching, the second half of a round: the arrivals every lane
- * sent it, lane by lane, then every transfer that completed handed to the
- * lanes of its members. */
-static void match_round(SimEngine *e, Lane *L)
+void sim_replay_release(Pool *pl, guint32 idx)
 {
-  guint me = (guint)(L - e->lanes);
-  for (guint k = 0; k < e->n_lanes; k++) {
-    ArrList *a = &e->lanes[k].arr_to[me];
-    for (gsize j = 0; j < a->n; j++)
-      comm_arrive(e, L, (guint)(a->v[j].key >> 32),
-                  (guint32)(a->v[j].key & 0xffffffffu), a->v[j].t);
-    a->n = 0;
-  }
-  gsize handed = 0;
-  for (gsize q = 0; q < L->n_ready; q++) {
-    guint32 idx = L->ready[q];
-    Pending *p = &L->pool.pend[idx];
-    gint64 dur = comm_dur(e, p);
-    for (guint k = 0; k < p->n_members; k++) {
-      Done d = {p->members[k].rank, p->members[k].op, p->start_ns, dur};
-      DoneList *dl = &L->done_to[lane_of(e, d.rank)];
-      APPEND(dl->v, dl->n, dl->cap, d);
-    }
-    handed += p->n_members;
-    pending_release(&L->pool, idx);
-  }
-  L->n_ready = 0;
-  L->handed = handed;
-}
-
-/* One lane's replay: rounds of (apply the transfers handed to it, run its
- * ranks as far as they go) | (match the arrivals of its groups and
- * channels) until a round completes no transfer on any lane. */
-static gpointer lane_replay(gpointer data)
-{
-  Lane *L = data;
-  SimEngine *e = L->e;
-  guint me = (guint)(L - e->lanes);
-  for (;;) {
-    L->running = TRUE;
-    for (guint k = 0; k < e->n_lanes; k++) {
-      DoneList *dl = &e->lanes[k].done_to[me];
-      for (gsize j = 0; j < dl->n; j++) {
-        comm_apply(e, L, dl->v[j].rank, dl->v[j].op, dl->v[j].start,
-                   dl->v[j].dur);
-        drain_work(e, L);
-      }
-      dl->n = 0;
-    }
-    drain_work(e, L);
-    L->running = FALSE;
-    barrier_wait(&e->bar);
-    match_round(e, L);
-    barrier_wait(&e->bar);
-    gsize handed = 0;
-    for (guint k = 0; k < e->n_lanes; k++)
-      handed += e->lanes[k].handed;
-    if (handed == 0)
-      break;
-  }
-  return NULL;
-}
-
-/* ---- the run ---------------------------------------------------------------- */
-
-/* Forgets every open transfer, channel entry and queued event. */
-static void clear_matching(SimEngine *e)
-{
-  sim_queue_clear(e->queue);
-  for (guint k = 0; k < e->n_lanes; k++) {
-    Lane *L = &e->lanes[k];
-    L->n_work = L->n_ready = 0;
-    for (guint j = 0; L->arr_to != NULL && j < e->n_lanes; j++)
-      L->arr_to[j].n = L->done_to[j].n = 0;
-    Pool *pl = &L->pool;
-    pl->n_free = 0;
-    for (guint32 i = 0; i < pl->n_pend; i++)
-      pl->pend_free[pl->n_free++] = pl->n_pend - 1 - i;
-  }
-  for (guint g = 0; g < e->n_groups; g++)
-    if (e->rings[g].slot != NULL)
-      memset(e->rings[g].slot, 0, sizeof(guint32) * (e->rings[g].mask + 1));
-  for (guint r = 0; r < e->w->n_ranks; r++) {
-    RankState *rs = &e->ranks[r];
-    for (guint32 c = 0; c < rs->n_chans; c++) {
-      Channel *ch = &rs->chans[c];
-      ch->len = ch->head = 0;
-      ch->side_stream[0] = ch->side_stream[1] = 0;
-    }
-  }
-}
-
-/* Sets every stream at the iteration's start t0 and queues it (serial) or
- * hands it to its lane (deferred). */
-static void begin_iteration(SimEngine *e, gint64 t0)
-{
-  const SimWorkload *w = e->w;
-  e->n_unfinished_ranks = 0;
-  for (guint k = 0; k < e->n_lanes; k++)
-    e->lanes[k].finished = 0;
-  for (guint k = 0; k < e->n_lanes; k++)
-    memset(e->lanes[k].mseq, 0,
-           sizeof(guint32) * MAX(w->group_ranks->len, 1));
-  for (guint r = 0; r < w->n_ranks; r++) {
-    const SimRank *rk = &w->ranks[r];
-    RankState *rs = &e->ranks[r];
-    rs->n_unfinished = 0;
-    rs->n_ovf = 0;
-    for (guint s = 0; s < rs->n_streams; s++) {
-      Stream *st = &rs->streams[s];
-      st->cur = rk->stream_off[s];
-      st->end = rk->stream_off[s + 1];
-      st->tgt = st->tgt_lo;
-      st->comm = rs->comm_base[s];
-      st->free_ns = t0;
-      st->state = st->cur < st->end ? ST_RUN : ST_DONE;
-      if (st->state == ST_RUN)
-        rs->n_unfinished++;
-    }
-    if (rs->n_unfinished > 0)
-      e->n_unfinished_ranks++;
-    if (e->deferred || e->eager) {
-      /* Pushed last stream first: the lane runs them in order. */
-      Lane *L = &e->lanes[lane_of(e, r)];
-      for (guint s = rs->n_streams; s-- > 0;)
-        if (rs->streams[s].state == ST_RUN)
-          push_work(L, r, s);
-      continue;
-    }
-    for (guint s = 0; s < rs->n_streams; s++)
-      if (rs->streams[s].state == ST_RUN)
-        sim_queue_push(e->queue, t0, PRIO_RESUME, EV_RESUME,
-                       (guint64)r << 32 | s);
-  }
-}
-
-/* Copies every rank's streams and switch count to e->saved (save) or
- * back from it. */
-static void keep_streams(SimEngine *e, gboolean save)
-{
-  Stream *at = e->saved;
-  for (guint r = 0; r < e->w->n_ranks; r++) {
-    RankState *rs = &e->ranks[r];
-    if (rs->n_streams == 0)
-      continue;
-    gsize n = sizeof(Stream) * rs->n_streams;
-    if (save) {
-      memcpy(at, rs->streams, n);
-      e->saved_switches[r] = rs->switches;
-    } else {
-      memcpy(rs->streams, at, n);
-      rs->switches = e->saved_switches[r];
-      rs->bad_op = 0;
-    }
-    at += rs->n_streams;
-  }
-}
-
-/* Before an iteration in an order other than the event queue's (threaded
- * or eager): every stream kept, to be put back if the order matters. */
-static void order_begin(SimEngine *e)
-{
-  const SimWorkload *w = e->w;
-  if (e->saved == NULL) {
-    gsize n_streams = 0;
-    for (guint r = 0; r < w->n_ranks; r++)
-      n_streams += e->ranks[r].n_streams;
-    e->saved = g_new(Stream, MAX(n_streams, 1));
-    e->saved_switches = g_new(guint64, MAX(w->n_ranks, 1));
-  }
-  keep_streams(e, TRUE);
-  for (guint k = 0; k < e->n_lanes; k++)
-    memset(e->lanes[k].mstream, 0, MAX(w->group_ranks->len, 1));
-  g_atomic_int_set(&e->order_hit, FALSE);
-}
-
-/* After it: TRUE when the order did not matter; otherwise the streams are
- * put back, the matching state cleared and the engine replays by the
- * event queue from now on (FALSE). */
-static gboolean order_end(SimEngine *e)
-{
-  if (!g_atomic_int_get(&e->order_hit))
-    return TRUE;
-  keep_streams(e, FALSE);
-  clear_matching(e);
-  e->order_sensitive = TRUE;
-  return FALSE;
-}
-
-/* The iteration on the lanes.  FALSE when a rank turned out to use one
- * group or channel from two streams: the order its arrivals are matched
- * in then depends on the processing order, which threads change, so the
- * streams are put back as they were and the engine goes serial. */
-static gboolean replay_lanes(SimEngine *e, gint64 t0)
-{
-  order_begin(e);
-  begin_iteration(e, t0);
-  e->bar.n = e->n_lanes;
-  sim_lanes_run(e, lane_replay);
-  return order_end(e);
-}
-
-/* The iteration in eager order, on the calling thread.  FALSE, as for
- * replay_lanes, when the order turned out to matter. */
-static gboolean replay_eager(SimEngine *e, gint64 t0)
-{
-  order_begin(e);
-  e->eager = TRUE;
-  begin_iteration(e, t0);
-  drain_work(e, &e->lanes[0]);
-  e->eager = FALSE;
-  return order_end(e);
-}
-
-/* Replays one iteration from t0 (sim/engine-private.h). */
-gboolean sim_replay_iteration(SimEngine *e, gint64 t0, gint64 *t1,
-                              GError **error)
-{
-  const SimWorkload *w = e->w;
-  SimRunStats *stats = &e->stats;
-  e->deferred = sim_replay_threaded(e);
-  gboolean tried = e->deferred;
-  gboolean done = e->deferred && replay_lanes(e, t0);
-  e->deferred = FALSE;
-  if (done)
-    stats->lanes_iterations++;
-  if (!done && replay_eager_ok(e)) {
-    tried = TRUE;
-    done = replay_eager(e, t0);
-    if (done)
-      stats->eager_iterations++;
-  }
-  if (tried && !done)
-    stats->put_back++;
-  if (!done) {
-    stats->queue_iterations++;
-    begin_iteration(e, t0);
-    SimEvent ev;
-    while (sim_queue_pop(e->queue, &ev)) {
-      if (ev.kind == EV_RESUME)
-        push_work(&e->lanes[0], (guint)(ev.payload >> 32),
-                  (guint)(ev.payload & 0xffffffffu));
-      else
-        comm_start(e, &e->lanes[0], (guint32)ev.payload);
-      drain_work(e, &e->lanes[0]);
-    }
-  }
-  for (guint k = 0; k < e->n_lanes; k++)
-    e->n_unfinished_ranks -= e->lanes[k].finished;
-  if (e->n_unfinished_ranks > 0) {
-    for (guint r = 0; r < w->n_ranks; r++) {
-      RankState *rs = &e->ranks[r];
-      for (guint s = 0; s < rs->n_streams; s++) {
-        Stream *st = &rs->streams[s];
-        if (st->state == ST_DONE)
-          continue;
-        const SimOp *op = &w->ranks[r].ops[st->cur];
-        g_set_error(error, SIM_ERROR, SIM_ERROR_DEADLOCK,
-                    "replay deadlocked in iteration %u: rank %u stream %u "
-                    "stuck at op %u (%s %s)%s",
-                    e->iter, r, s, st->cur, sim_kind_name(op->kind),
-                    sim_workload_name(w, op->name),
-                    st->state == ST_WAIT_COMM
-                        ? ", waiting for its communication partners"
-                        : ", waiting for an op of another stream");
-        return FALSE;
-      }
-    }
-  }
-  gint64 end = t0;
-  for (guint r = 0; r < w->n_ranks; r++) {
-    RankState *rs = &e->ranks[r];
-    for (guint s = 0; s < rs->n_streams; s++)
-      end = MAX(end, rs->streams[s].free_ns);
-    if (G_UNLIKELY(rs->bad_op != 0)) {
-      guint32 i = rs->bad_op - 1;
-      const SimOp *op = &w->ranks[r].ops[i];
-      g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
-                  "iteration %u: rank %u op %u (%s %s) ends past the "
-                  "engine's time range (2^62 ns, 146 years of simulated "
-                  "time): a duration in the input, or a slowdown, is absurd",
-                  e->iter, r, i, sim_kind_name(op->kind),
-                  sim_workload_name(w, op->name));
-      return FALSE;
-    }
-  }
-  if (G_UNLIKELY(end >= TIME_MAX)) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
-                "iteration %u ends past the engine's time range (2^62 ns, "
-                "146 years of simulated time)", e->iter);
-    return FALSE;
-  }
-  *t1 = end;
-  return TRUE;
-}
-
-/* Forgets whatever a failed earlier run left behind. */
-void sim_replay_reset(SimEngine *e)
-{
-  clear_matching(e);
-  for (guint r = 0; r < e->w->n_ranks; r++) {
-    RankState *rs = &e->ranks[r];
-    for (guint s = 0; s < rs->n_streams; s++)
-      rs->streams[s].clk_init = FALSE;
-    rs->switches = 0;
-    rs->bad_op = 0;
-  }
-  if (e->boost != NULL)
-    boost_reset(e);
+  pending_release(pl, idx);
 }
