@@ -20,8 +20,9 @@
 G_BEGIN_DECLS
 
 /* The limits of one script run (joulesim run --max-seconds,
- * --max-instructions, --max-memory) and their state while it runs
- * (lua/sandbox.c).  A fork()ed sweep worker inherits all of it: the same
+ * --max-instructions, --max-memory) and their state while it runs: the
+ * Lua VM's count hook and capped allocator (lua/sandbox.c), the hard stop
+ * and a sweep's share (run/limits.c).  A fork()ed sweep worker inherits all of it: the same
  * deadline, the instructions and heap counted so far. */
 typedef struct {
   double max_seconds;        /* wall time; 0: unlimited */
@@ -40,6 +41,17 @@ typedef struct {
   gsize worker_heap_limit;   /* a worker's heap cap; 0: none */
   guint64 worker_max_memory; /* a worker's --max-memory; 0: none given */
 } JsLimits;
+
+/* How long after the --max-seconds deadline the hard stop ends a process
+ * that is still inside C code. */
+#define JS_HARD_STOP_S 2
+
+/* Sets the --max-seconds deadline (none when lim->max_seconds is 0) and
+ * arms the hard stop: SIGALRM, JS_HARD_STOP_S seconds after it, writes
+ * stop_message to stderr and _exit(1)s.  js_limits_stop_clock disarms
+ * it. */
+void js_limits_start_clock(JsLimits *lim, const char *stop_message);
+void js_limits_stop_clock(JsLimits *lim);
 
 /* Where the text a script writes goes: Lua's print (JS_PRINT_OUT, the
  * script's output), its warnings and a Lua panic's message (JS_PRINT_ERR,
@@ -106,7 +118,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
 gboolean js_session_sandbox(JsSession *s, const char *script, GError **error);
 
 /* In the parent, before js.sweep forks `workers` workers: divides what is
- * left of the memory limits among them (lua/sandbox.c).  With
+ * left of the memory limits among them.  With
  * --max-memory, each worker may hold (max_memory - this process's resident
  * bytes) / workers, its copy of the Lua heap included (a worker's garbage
  * collector touches every inherited page, so copy-on-write does not keep
@@ -117,7 +129,7 @@ gboolean js_limits_share(JsSession *s, guint workers, GError **error);
 
 /* In a fork()ed child (js.sweep's workers): takes the worker's share of
  * the limits (js_limits_share) and re-arms the --max-seconds hard stop,
- * which fork does not inherit (lua/sandbox.c). */
+ * which fork does not inherit. */
 void js_limits_after_fork(JsSession *s);
 
 /* Whether the joulesim API may read `path` (write it, replacing what is
