@@ -723,6 +723,9 @@ static int l_results(lua_State *L)
 
 /* ---- math.random on PCG ------------------------------------------------------- */
 
+/* The registry key of the script's generator (math.random's state). */
+#define SCRIPT_RNG_KEY "joulesim.script_rng"
+
 static SimPcg *script_rng(lua_State *L)
 {
   return luaL_checkudata(L, lua_upvalueindex(1), RNG_MT);
@@ -775,9 +778,18 @@ static int l_random(lua_State *L)
 static int l_randomseed(lua_State *L)
 {
   SimPcg *rng = script_rng(L);
-  lua_Integer n = luaL_optinteger(L, 1, (lua_Integer)jsl_session(L)->seed);
-  sim_pcg_for_entity(rng, (guint64)n, SIM_PCG_SCRIPT, 0);
+  gboolean given = !lua_isnoneornil(L, 1);
+  guint64 n = given ? (guint64)luaL_checkinteger(L, 1) : 0;
+  sim_pcg_for_entity(rng, js_session_seed(jsl_session(L), given, n),
+                     SIM_PCG_SCRIPT, 0);
   return 0;
+}
+
+void jsl_reseed_script(lua_State *L, guint64 seed)
+{
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SCRIPT_RNG_KEY) == LUA_TUSERDATA)
+    sim_pcg_for_entity(lua_touserdata(L, -1), seed, SIM_PCG_SCRIPT, 0);
+  lua_pop(L, 1);
 }
 
 static void install_random(lua_State *L, guint64 seed)
@@ -791,6 +803,10 @@ static void install_random(lua_State *L, guint64 seed)
   luaL_newmetatable(L, RNG_MT);
   lua_setmetatable(L, -2);
   sim_pcg_for_entity(rng, seed, SIM_PCG_SCRIPT, 0);
+  /* Reachable from C too (jsl_reseed_script), whatever the script does
+   * to math. */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, SCRIPT_RNG_KEY);
   lua_pushvalue(L, -1);
   lua_pushcclosure(L, l_random, 1);
   lua_setfield(L, -3, "random");

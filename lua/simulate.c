@@ -460,9 +460,7 @@ static int l_simulate(lua_State *L)
   jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);
   JsRunOptions opt = {0};
   opt.iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
-  lua_Integer seed = jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
-                             G_MAXINT64);
-  opt.seed = (guint64)seed;
+  opt.seed = jsl_opt_seed(L, 1, fn, "seed");
   opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
   opt.threads = (guint)jsl_opt_int(L, 1, fn, "threads", s->threads, 1,
                                    SIM_MAX_THREADS);

@@ -34,6 +34,11 @@ JsSession *js_session_new(guint64 seed)
   return s;
 }
 
+guint64 js_session_seed(const JsSession *s, gboolean given, guint64 seed)
+{
+  return given ? seed : s->seed;
+}
+
 void js_session_free(JsSession *s)
 {
   if (s == NULL)

@@ -112,6 +112,11 @@ JsSession *js_session_new(guint64 seed);
 void js_session_free(JsSession *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
 
+/* The seed of a run whose caller may name one: `seed` when `given`, else
+ * the session's (--seed).  Every door that takes a seed argument
+ * (js.simulate, js.validate, math.randomseed, ...) defaults it here. */
+guint64 js_session_seed(const JsSession *s, gboolean given, guint64 seed);
+
 /* Turns the sandbox on with its default rules: writes below the current
  * directory, reads there and below the directory of `script` (may be
  * NULL).  --allow-write/--allow-read add to s->confine afterwards. */
