@@ -349,6 +349,8 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                               const JsRunOptions *opt, JsRunReport *report,
                               GError **error)
 {
+  if (opt->timeline != NULL)
+    return js_simulate_timeline(s, c, w, p, opt, report, error);
   memset(report, 0, sizeof *report);
   /* Per-run overrides go on a private copy of the cluster. */
   g_autoptr(Cluster) run = cluster_copy(c, error);

@@ -16,6 +16,9 @@
 #include "models/straggler.h"
 #include "run/confine.h"
 #include "run/trust.h"
+#include "traces/profile.h"
+#include "traces/timeline.h"
+#include "models/fit.h"
 
 G_BEGIN_DECLS
 
@@ -146,6 +149,24 @@ gboolean js_session_may_read(const JsSession *s, const char *path,
 gboolean js_session_may_write(const JsSession *s, const char *path,
                               JsFileKind kind, GError **error);
 
+/* A run's timeline (traces/timeline.h): Chrome JSON at `path`, or power
+ * and SM clock per GPU as /timelines/<name> of the results file `path`.
+ * Strings are borrowed. */
+typedef struct {
+  const char *path;
+  const char *name;          /* HDF5: the timeline's name; NULL: JSON */
+  gboolean replace;          /* HDF5: replace timeline `name` if it exists */
+  ResMeta meta;              /* HDF5: the results file's, when it is new */
+  const char *gpus;          /* the GPUs written, "0,4-7"; NULL: all */
+  const char *gpus_context;  /* optional: prefixes an error in `gpus`
+                                ("CONTEXT: ...") */
+  gint64 t0_ns, t1_ns;       /* the window; t1_ns < 0: to the end */
+  const char *label;         /* stored in the file; may be NULL */
+} JsTimelineSpec;
+
+/* No file; all GPUs, the whole run. */
+void js_timeline_spec_init(JsTimelineSpec *t);
+
 typedef struct {
   guint iterations;          /* >= 1 */
   guint64 seed;
@@ -155,6 +176,10 @@ typedef struct {
                                 pipeline policy's: of the replay it
                                 returns; perseus_run) */
   gpointer observer_data;
+  const JsTimelineSpec *timeline; /* optional, borrowed: the run writes
+                                this timeline (its observer replaces
+                                `observer`); the file is there only when
+                                the run succeeds */
   const StragglerSet *stragglers; /* optional, borrowed: slow GPUs */
   gboolean variability;      /* TRUE: perf_spread and power_spread replace
                                 the cluster's for this run */
@@ -178,6 +203,8 @@ typedef struct {
   DvfsKind pipeline_kind;    /* pipeline kinds: which one ran */
   JsTrust trust;             /* how far the result can be trusted
                                 (run/trust.h); set when the run succeeds */
+  TraceTimelineCounts timeline; /* with JsRunOptions.timeline: what the
+                                file holds */
 } JsRunReport;
 
 /* One profiled step of one replayed iteration: the time from its marker
@@ -191,6 +218,7 @@ typedef struct {
 } JsStepRow;
 
 void js_run_report_clear(JsRunReport *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JsRunReport, js_run_report_clear)
 
 /* Simulates w on c under policy p: plans it first when it is a planned
  * policy (powercap, iteration, pass, kernel, custom; models/dvfs/
@@ -233,6 +261,43 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                               const SimWorkload *w, const DvfsPolicy *p,
                               const JsRunOptions *opt, JsRunReport *report,
                               GError **error);
+
+/* js_simulate_report's part for a run with opt->timeline (run/
+ * timeline.c): opens the file (errors name it, or the GPU list), runs with
+ * it as the observer, and writes it (RES_ERROR_EXISTS: an HDF5 timeline of
+ * that name exists and replace is off) or abandons it. */
+SimResult *js_simulate_timeline(JsSession *s, const Cluster *c,
+                                const SimWorkload *w, const DvfsPolicy *p,
+                                const JsRunOptions *opt, JsRunReport *report,
+                                GError **error);
+
+/* An uncertainty interval of a run from bootstrap resamples of a measured
+ * profile: every resample's fitted GPU replaces the cluster's, and the run
+ * is simulated again (run/uncertainty.c). */
+typedef struct {
+  const Profile *profile;    /* borrowed */
+  guint samples;             /* >= 2 */
+  double level;              /* in (0, 1) */
+  FitMode mode;              /* what is refitted: time, power or all */
+  double power_limit_w;      /* the profile's power limit; 0: the GPU's */
+  gboolean seed_given;       /* seed: the resamples' seed, when given;
+                                else the run's (JsRunOptions.seed) */
+  guint64 seed;
+} JsUncertaintySpec;
+
+/* Defaults: 200 samples, level 0.9, all refitted, the run's seed. */
+void js_uncertainty_spec_init(JsUncertaintySpec *u, const Profile *profile);
+
+/* The intervals of the run (s, c, w, p, opt; its timeline and observer
+ * are not used) on u's resamples: energy in iv[0], time in iv[1], their
+ * estimates from the GPU refitted to every point of the profile.  A
+ * resample's run is not one of the script's: it leaves the session's
+ * trust_weakest as it was. */
+gboolean js_simulate_intervals(JsSession *s, const Cluster *c,
+                               const SimWorkload *w, const DvfsPolicy *p,
+                               const JsRunOptions *opt,
+                               const JsUncertaintySpec *u, FitInterval iv[2],
+                               GError **error);
 
 G_END_DECLS
 
