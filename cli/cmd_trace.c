@@ -625,16 +625,6 @@ static const char usage_export[] =
   "  --gpu NAME            GPU to assume for imported devices not in the\n"
   "                        catalogue\n";
 
-/* The network preset that goes with a GPU (as js.cluster chooses it). */
-static const char *default_network(const char *gpu)
-{
-  if (g_str_has_prefix(gpu, "H100") && strstr(gpu, "SXM") != NULL)
-    return "dgx-h100";
-  if (g_str_has_prefix(gpu, "A100") && strstr(gpu, "SXM") != NULL)
-    return "dgx-a100";
-  return "pcie";
-}
-
 enum {
   EXP_HELP, EXP_CHROME, EXP_CLUSTER_GPU, EXP_NETWORK, EXP_GPUS_PER_NODE,
   EXP_GPUS, EXP_WINDOW, EXP_GPU, EXP_POLICY, EXP_ITERATIONS, EXP_SEED,
@@ -861,7 +851,7 @@ static int cmd_export(int argc, char **argv)
   if (spec == NULL)
     return fail_option(cmd, "--cluster-gpu", err);
   g_autoptr(NetSpec) net = net_preset(
-    x.network != NULL ? x.network : default_network(spec->name), &err);
+    x.network != NULL ? x.network : net_default_preset(spec->name), &err);
   if (net == NULL)
     return fail_option(cmd, "--network", err);
   guint gpn = (guint)MIN(x.per_node, (guint64)w->n_ranks);

@@ -319,13 +319,7 @@ static int l_cluster(lua_State *L)
     luaL_error(L, "%s: %I GPUs is more than the 1,048,576 supported", fn,
                gpus);
   const char *net_name = jsl_opt_str(L, 1, fn, "network",
-                                 g_str_has_prefix(gpu->name, "H100") &&
-                                         strstr(gpu->name, "SXM")
-                                     ? "dgx-h100"
-                                     : g_str_has_prefix(gpu->name, "A100") &&
-                                               strstr(gpu->name, "SXM")
-                                           ? "dgx-a100"
-                                           : "pcie");
+                                     net_default_preset(gpu->name));
   /* The userdata owns the cluster from its making on, so a later
    * argument error (a longjmp) cannot leak it; it comes before the
    * network preset too, whose allocation would not survive a memory

@@ -33,10 +33,8 @@ static TraceTimeline *timeline_open(const JsTimelineSpec *t, const Cluster *c,
   topt.t1_ns = t->t1_ns;
   /* The baseline of the power counter: the machine's idle and blocked
    * powers (before per-GPU variability). */
-  topt.idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
-                                           : c->gpu->idle_power_w.v;
-  topt.blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
-                                                 : c->gpu->blocked_power_w.v;
+  topt.idle_power_w = cluster_idle_power_w(c);
+  topt.blocked_power_w = cluster_blocked_power_w(c);
   topt.label = t->label;
   return t->name != NULL
            ? trace_timeline_open_h5(t->path, t->name, t->replace, &t->meta, w,
