@@ -625,16 +625,6 @@ static const char usage_export[] =
   "  --gpu NAME            GPU to assume for imported devices not in the\n"
   "                        catalogue\n";
 
-/* The network preset that goes with a GPU (as js.cluster chooses it). */
-static const char *default_network(const char *gpu)
-{
-  if (g_str_has_prefix(gpu, "H100") && strstr(gpu, "SXM") != NULL)
-    return "dgx-h100";
-  if (g_str_has_prefix(gpu, "A100") && strstr(gpu, "SXM") != NULL)
-    return "dgx-a100";
-  return "pcie";
-}
-
 enum {
   EXP_HELP, EXP_CHROME, EXP_CLUSTER_GPU, EXP_NETWORK, EXP_GPUS_PER_NODE,
   EXP_GPUS, EXP_WINDOW, EXP_GPU, EXP_POLICY, EXP_ITERATIONS, EXP_SEED,
@@ -756,68 +746,48 @@ static void export_report(const ExportCfg *x, const TraceTimelineCounts *n,
          r->energy_j, t > 0 ? r->energy_j / t / r->n_gpus : 0.0);
 }
 
-/* Replays w on c (spec, net) with the timeline observer; writes the file
- * and reports.  The exit status. */
+/* Replays w on c (spec, net) writing the timeline; reports.  The exit
+ * status. */
 static int export_run(const ExportCfg *x, JsSession *s, const SimWorkload *w,
                       const Cluster *c, const GpuSpec *spec,
                       const NetSpec *net, gint64 t0, gint64 t1)
 {
   const char *cmd = "export";
-  GError *err = NULL;
-  g_autoptr(GArray) sel = NULL;
-  if (x->gpus_spec != NULL) {
-    sel = trace_timeline_parse_gpus(x->gpus_spec, w->n_ranks, &err);
-    if (sel == NULL) {
-      g_prefix_error(&err, "%s: ",
-                     (const char *)g_ptr_array_index(x->files, 0));
-      return fail_user(cmd, err);
-    }
-  }
-  TraceTimelineOptions topt;
-  trace_timeline_options_init(&topt);
-  if (sel != NULL) {
-    topt.gpus = (const guint32 *)(void *)sel->data;
-    topt.n_gpus = sel->len;
-  }
-  topt.t0_ns = t0;
-  topt.t1_ns = t1;
-  /* The machine's powers (models/cluster.c; no variability here). */
-  topt.idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
-                                           : spec->idle_power_w.v;
-  topt.blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
-                                                 : spec->blocked_power_w.v;
   g_autofree char *plabel = dvfs_policy_label(&x->pol, spec);
   g_autofree char *tlabel = js_inputs_label(
     (const char *const *)x->files->pdata, x->files->len);
   g_autofree char *label = g_strdup_printf("%s on %u x %s, %s, policy %s",
                                            tlabel, w->n_ranks, spec->name,
                                            net->name, plabel);
-  topt.label = label;
-  ResMeta meta = {JOULESIM_VERSION, tlabel, NULL, x->seed, NULL, NULL};
-  g_autoptr(TraceTimeline) tl =
-    x->h5 != NULL ? trace_timeline_open_h5(x->h5, x->run, x->force, &meta, w,
-                                           &topt, &err)
-                  : trace_timeline_open(x->out, w, &topt, &err);
-  if (tl == NULL)
-    return fail_user(cmd, err);
+  JsTimelineSpec t;
+  js_timeline_spec_init(&t);
+  t.path = x->h5 != NULL ? x->h5 : x->out;
+  t.name = x->run;
+  t.replace = x->force;
+  t.meta = (ResMeta){JOULESIM_VERSION, tlabel, NULL, x->seed, NULL, NULL};
+  t.gpus = x->gpus_spec;
+  t.gpus_context = g_ptr_array_index(x->files, 0);
+  t.t0_ns = t0;
+  t.t1_ns = t1;
+  t.label = label;
 
   JsRunOptions ropt;
   memset(&ropt, 0, sizeof ropt);
   ropt.iterations = (guint)x->iterations;
   ropt.seed = x->seed;
   ropt.switch_latency_ms = -1;
-  ropt.observer = trace_timeline_observe;
-  ropt.observer_data = tl;
-  g_autoptr(SimResult) r = js_simulate(s, c, w, &x->pol, &ropt, &err);
-  if (r == NULL)
-    return fail_user(cmd, err); /* tl is aborted: no file left */
-  TraceTimelineCounts n;
-  if (!trace_timeline_close(g_steal_pointer(&tl), &n, &err)) {
+  ropt.timeline = &t;
+  g_auto(JsRunReport) rep = {0};
+  GError *err = NULL;
+  g_autoptr(SimResult) r = js_simulate_report(s, c, w, &x->pol, &ropt, &rep,
+                                              &err);
+  if (r == NULL) {
+    /* Only writing an HDF5 timeline over one of that name says so. */
     if (g_error_matches(err, RES_ERROR, RES_ERROR_EXISTS))
       g_prefix_error(&err, "--force replaces it: ");
-    return fail_user(cmd, err);
+    return fail_user(cmd, err); /* no file left */
   }
-  export_report(x, &n, label, r);
+  export_report(x, &rep.timeline, label, r);
   return 0;
 }
 
@@ -881,7 +851,7 @@ static int cmd_export(int argc, char **argv)
   if (spec == NULL)
     return fail_option(cmd, "--cluster-gpu", err);
   g_autoptr(NetSpec) net = net_preset(
-    x.network != NULL ? x.network : default_network(spec->name), &err);
+    x.network != NULL ? x.network : net_default_preset(spec->name), &err);
   if (net == NULL)
     return fail_option(cmd, "--network", err);
   guint gpn = (guint)MIN(x.per_node, (guint64)w->n_ranks);

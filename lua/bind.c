@@ -319,13 +319,7 @@ static int l_cluster(lua_State *L)
     luaL_error(L, "%s: %I GPUs is more than the 1,048,576 supported", fn,
                gpus);
   const char *net_name = jsl_opt_str(L, 1, fn, "network",
-                                 g_str_has_prefix(gpu->name, "H100") &&
-                                         strstr(gpu->name, "SXM")
-                                     ? "dgx-h100"
-                                     : g_str_has_prefix(gpu->name, "A100") &&
-                                               strstr(gpu->name, "SXM")
-                                           ? "dgx-a100"
-                                           : "pcie");
+                                     net_default_preset(gpu->name));
   /* The userdata owns the cluster from its making on, so a later
    * argument error (a longjmp) cannot leak it; it comes before the
    * network preset too, whose allocation would not survive a memory
@@ -723,6 +717,9 @@ static int l_results(lua_State *L)
 
 /* ---- math.random on PCG ------------------------------------------------------- */
 
+/* The registry key of the script's generator (math.random's state). */
+#define SCRIPT_RNG_KEY "joulesim.script_rng"
+
 static SimPcg *script_rng(lua_State *L)
 {
   return luaL_checkudata(L, lua_upvalueindex(1), RNG_MT);
@@ -775,9 +772,18 @@ static int l_random(lua_State *L)
 static int l_randomseed(lua_State *L)
 {
   SimPcg *rng = script_rng(L);
-  lua_Integer n = luaL_optinteger(L, 1, (lua_Integer)jsl_session(L)->seed);
-  sim_pcg_for_entity(rng, (guint64)n, SIM_PCG_SCRIPT, 0);
+  gboolean given = !lua_isnoneornil(L, 1);
+  guint64 n = given ? (guint64)luaL_checkinteger(L, 1) : 0;
+  sim_pcg_for_entity(rng, js_session_seed(jsl_session(L), given, n),
+                     SIM_PCG_SCRIPT, 0);
   return 0;
+}
+
+void jsl_reseed_script(lua_State *L, guint64 seed)
+{
+  if (lua_getfield(L, LUA_REGISTRYINDEX, SCRIPT_RNG_KEY) == LUA_TUSERDATA)
+    sim_pcg_for_entity(lua_touserdata(L, -1), seed, SIM_PCG_SCRIPT, 0);
+  lua_pop(L, 1);
 }
 
 static void install_random(lua_State *L, guint64 seed)
@@ -791,6 +797,10 @@ static void install_random(lua_State *L, guint64 seed)
   luaL_newmetatable(L, RNG_MT);
   lua_setmetatable(L, -2);
   sim_pcg_for_entity(rng, seed, SIM_PCG_SCRIPT, 0);
+  /* Reachable from C too (jsl_reseed_script), whatever the script does
+   * to math. */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, SCRIPT_RNG_KEY);
   lua_pushvalue(L, -1);
   lua_pushcclosure(L, l_random, 1);
   lua_setfield(L, -3, "random");

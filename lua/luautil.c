@@ -143,6 +143,16 @@ lua_Integer jsl_opt_int(lua_State *L, int idx, const char *fn,
   return v;
 }
 
+guint64 jsl_opt_seed(lua_State *L, int idx, const char *fn, const char *key)
+{
+  gboolean given = lua_getfield(L, idx, key) != LUA_TNIL;
+  lua_pop(L, 1);
+  guint64 seed = given ? (guint64)jsl_opt_int(L, idx, fn, key, 0, 0,
+                                              G_MAXINT64)
+                       : 0;
+  return js_session_seed(jsl_session(L), given, seed);
+}
+
 double jsl_opt_num(lua_State *L, int idx, const char *fn, const char *key,
                       double def, double lo, double hi)
 {

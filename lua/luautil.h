@@ -61,6 +61,8 @@ void jsl_check_keys(lua_State *L, int idx, const char *fn,
 lua_Integer jsl_opt_int(lua_State *L, int idx, const char *fn,
                         const char *key, lua_Integer def, lua_Integer lo,
                         lua_Integer hi);
+/* t[key], a seed in 0..2^63-1, else the session's (js_session_seed). */
+guint64 jsl_opt_seed(lua_State *L, int idx, const char *fn, const char *key);
 double jsl_opt_num(lua_State *L, int idx, const char *fn, const char *key,
                    double def, double lo, double hi);
 const char *jsl_opt_str(lua_State *L, int idx, const char *fn,
@@ -138,6 +140,11 @@ void jsl_limits_end(lua_State *L, JsSession *s);
  * `message` alone would not say so (the script caught the limit's error,
  * or the heap cap refused memory); NULL otherwise.  Caller frees. */
 char *jsl_limits_explain(JsSession *s, const char *message);
+
+/* lua/bind.c: sets the script's generator (math.random's) to stream
+ * `seed`, as math.randomseed(seed) would, without calling the script's
+ * math.randomseed; a no-op when the state has no math library. */
+void jsl_reseed_script(lua_State *L, guint64 seed);
 
 /* Registration hooks, one per feature file: each adds its functions to the
  * module table on top of the stack (called by require "joulesim" before the

@@ -315,8 +315,7 @@ static int l_pipeline_run(lua_State *L)
   pol.frontier.resolution = jsl_opt_num(L, 1, fn, "resolution",
                                         pol.frontier.resolution, 0, 0.1);
   guint iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
-  guint64 seed = (guint64)jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed,
-                                      0, G_MAXINT64);
+  guint64 seed = jsl_opt_seed(L, 1, fn, "seed");
   double lat = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
   StragglerSet *set = jsl_stragglers_from_lua(L, 1, fn, lw->w, iterations,
                                               seed);

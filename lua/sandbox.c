@@ -5,7 +5,8 @@
  * Text: print, Lua's warnings and the panic message go to the session's
  * print hook (run/session.h), never to a stream; the CLI's hook writes
  * them to stdout and stderr.  (The one exception is the --max-seconds
- * hard stop below: a signal handler can only write(2) its message.)
+ * hard stop, run/limits.c: a signal handler can only write(2) its
+ * message.)
  *
  * The sandbox is an allow-list.  A sandboxed state never opens io, os,
  * debug or package.  It opens base, string, table, math, utf8 and
@@ -37,15 +38,15 @@
  *     of every coroutine, so a pcall can catch the error but no Lua code
  *     runs on after it.  Time spent inside C (a long js.simulate, a
  *     planner, a sweep's parent waiting for workers) is out of the hook's
- *     reach: SIGALRM, JS_HARD_STOP_S seconds after the deadline, writes
- *     the reason and _exit(1)s.  Results files are flushed row by row and
+ *     reach: run/limits.c's hard stop, JS_HARD_STOP_S seconds after the
+ *     deadline, writes the reason and _exit(1)s.  Results files are flushed row by row and
  *     every other output is written by rename, so that stop loses nothing
  *     already written.
  * Coroutines inherit the hook (lua_newthread copies it) and the session
  * pointer (the state's extra space).  A fork()ed sweep worker inherits the
- * state; js_limits_after_fork takes the worker's share of the memory
- * limits (js_limits_share: the workers divide --max-memory) and re-arms
- * its alarm, which fork does not keep.
+ * state; js_limits_after_fork (run/limits.c) takes the worker's share of
+ * the memory limits (js_limits_share: the workers divide --max-memory)
+ * and re-arms its alarm, which fork does not keep.
  *
  * Guards, sandboxed or not (jsl_open_guards): Lua runs some script code
  * with hooks off -- an xpcall handler called for the hook's own error, the
@@ -53,9 +54,6 @@
  * and coroutine.wrap are replaced by versions that run no script code once
  * a limit is hit; and coroutine.close counts its nesting, which Lua 5.4.4
  * does not (a C-stack overflow).
- *
- * The alarm's message lives in a static buffer: a signal handler can only
- * reach process-global state, and there is one script run per process.
  */
 #include "lua/luautil.h"
 #include "run/memory.h"
@@ -63,16 +61,12 @@
 #include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #define JS_HOOK_PERIOD 1000
-#define JS_HARD_STOP_S 2
 
 /* ---- the allocator ----------------------------------------------------- */
 
@@ -569,38 +563,6 @@ void jsl_check_write(lua_State *L, const char *fn, const char *path,
 
 /* ---- limits ---------------------------------------------------------------- */
 
-static char hard_stop_msg[256];
-static gsize hard_stop_len;
-
-static void hard_stop(int sig)
-{
-  (void)sig;
-  ssize_t n = write(STDERR_FILENO, hard_stop_msg, hard_stop_len);
-  (void)n;
-  _exit(1);
-}
-
-/* Arms SIGALRM for the hard stop JS_HARD_STOP_S after the deadline. */
-static void arm_alarm(const JsLimits *lim)
-{
-  if (lim->deadline_us == 0)
-    return;
-  gint64 left = lim->deadline_us - g_get_monotonic_time() +
-                (gint64)JS_HARD_STOP_S * G_USEC_PER_SEC;
-  if (left < 1)
-    left = 1;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = hard_stop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
-  struct itimerval it;
-  memset(&it, 0, sizeof it);
-  it.it_value.tv_sec = (time_t)(left / G_USEC_PER_SEC);
-  it.it_value.tv_usec = (suseconds_t)(left % G_USEC_PER_SEC);
-  setitimer(ITIMER_REAL, &it, NULL);
-}
-
 static void hook(lua_State *L, lua_Debug *ar)
 {
   JsLimits *lim = &jsl_session(L)->limits;
@@ -640,92 +602,25 @@ void jsl_limits_begin(lua_State *L, JsSession *s)
   lim->executed = 0;
   lim->close_depth = 0;
   lim->cstack_base = (guintptr)&here;
-  lim->deadline_us = 0;
-  if (lim->max_seconds > 0) {
-    lim->deadline_us = g_get_monotonic_time() +
-                       (gint64)(lim->max_seconds * G_USEC_PER_SEC);
-    /* Outside C code, only a __gc finalizer runs script code with hooks
-     * off once the guards above are in place, and the sandbox refuses
-     * __gc. */
-    int n = g_snprintf(hard_stop_msg, sizeof hard_stop_msg,
-                       "joulesim: --max-seconds %g reached: stopped %d s "
-                       "later inside joulesim's C code (a simulation, a "
-                       "planner or a sweep that was still running)%s\n",
-                       lim->max_seconds, JS_HARD_STOP_S,
-                       s->sandbox ? "" : " or in a __gc finalizer, which "
-                                         "Lua runs with hooks off");
-    hard_stop_len = (gsize)MIN(n, (int)sizeof hard_stop_msg - 1);
-    arm_alarm(lim);
-  }
+  /* Outside C code, only a __gc finalizer runs script code with hooks off
+   * once the guards above are in place, and the sandbox refuses __gc. */
+  g_autofree char *stop_message =
+    lim->max_seconds <= 0 ? NULL
+    : g_strdup_printf("joulesim: --max-seconds %g reached: stopped %d s "
+                      "later inside joulesim's C code (a simulation, a "
+                      "planner or a sweep that was still running)%s\n",
+                      lim->max_seconds, JS_HARD_STOP_S,
+                      s->sandbox ? "" : " or in a __gc finalizer, which "
+                                        "Lua runs with hooks off");
+  js_limits_start_clock(lim, stop_message);
   if (lim->max_instructions > 0 || lim->max_seconds > 0)
     lua_sethook(L, hook, LUA_MASKCOUNT, JS_HOOK_PERIOD);
 }
 
 void jsl_limits_end(lua_State *L, JsSession *s)
 {
-  if (s->limits.deadline_us > 0) {
-    struct itimerval it;
-    memset(&it, 0, sizeof it);
-    setitimer(ITIMER_REAL, &it, NULL);
-    signal(SIGALRM, SIG_DFL);
-  }
+  js_limits_stop_clock(&s->limits);
   lua_sethook(L, NULL, 0, 0);
-}
-
-/* What a worker process owns besides the Lua heap: the stack and the
- * libraries' data pages it writes, malloc's own pages (2.2 MB measured
- * with Debian 12's libraries), kept out of its heap cap; and the least
- * heap room worth starting a worker for. */
-#define JS_WORKER_OWN_BYTES ((guint64)3 << 20)
-#define JS_WORKER_ROOM_BYTES ((guint64)1 << 20)
-
-gboolean js_limits_share(JsSession *s, guint workers, GError **error)
-{
-  JsLimits *lim = &s->limits;
-  workers = MAX(workers, 1);
-  lim->shared_by = workers;
-  lim->worker_max_memory = 0;
-  lim->worker_heap_limit = lim->heap_limit;
-  if (s->max_memory == 0) {
-    if (lim->heap_limit > lim->heap_bytes)
-      lim->worker_heap_limit =
-        lim->heap_bytes + (lim->heap_limit - lim->heap_bytes) / workers;
-    return TRUE;
-  }
-  guint64 resident = js_memory_resident();
-  guint64 left = s->max_memory > resident ? s->max_memory - resident : 0;
-  guint64 share = left / workers;
-  if (share < (guint64)lim->heap_bytes + JS_WORKER_OWN_BYTES +
-                  JS_WORKER_ROOM_BYTES) {
-    g_autofree char *cap = js_memory_format(s->max_memory);
-    g_autofree char *held = js_memory_format(resident);
-    g_autofree char *each = js_memory_format(share);
-    g_autofree char *heap = js_memory_format(lim->heap_bytes);
-    g_set_error(error, JS_MEMORY_ERROR, JS_MEMORY_ERROR_LIMIT,
-                "--max-memory %s is shared by this process and its %u "
-                "workers: this process holds %s, which leaves %s per "
-                "worker, too little for its copy of the script's Lua heap "
-                "(%s) and room to run a point; give fewer jobs or a larger "
-                "--max-memory", cap, workers, held, each, heap);
-    return FALSE;
-  }
-  share -= JS_WORKER_OWN_BYTES;
-  lim->worker_heap_limit = (gsize)MIN(share, (guint64)G_MAXSIZE);
-  /* js_memory_limit subtracts the resident bytes, in which the inherited
-   * pages count once already; the heap's copy is spent in advance. */
-  lim->worker_max_memory = resident + share - lim->heap_bytes;
-  return TRUE;
-}
-
-void js_limits_after_fork(JsSession *s)
-{
-  JsLimits *lim = &s->limits;
-  if (lim->shared_by > 0) {
-    lim->heap_limit = lim->worker_heap_limit;
-    if (lim->worker_max_memory > 0)
-      s->max_memory = lim->worker_max_memory;
-  }
-  arm_alarm(lim);
 }
 
 char *jsl_limits_explain(JsSession *s, const char *message)

@@ -2,13 +2,14 @@
  * a policy, and the result table it returns (lua/bind.c's conventions).
  *
  * Arguments are checked completely first (one parser per sub-table:
- * uncertainty, timeline, variability), then the run goes through
- * js_simulate_report (run/session.h); what it leaves behind is owned by a
+ * uncertainty, timeline, variability, each translated into run/'s
+ * options), then the run goes through js_simulate_report and the interval
+ * through js_simulate_intervals (run/session.h); what it leaves behind is
+ * owned by a
  * userdata until the result table is built, so a Lua error while building
  * it cannot leak.  The result table's fields are documented in
  * docs/lua-api.md ("js.simulate"). */
 #include "lua/luautil.h"
-#include "run/validate.h"
 #include "traces/timeline.h"
 
 #include <lauxlib.h>
@@ -165,43 +166,6 @@ static int simbox_gc(lua_State *L)
   return 0;
 }
 
-/* The bootstrap of `uncertainty`: every resample's fitted GPU replaces the
- * cluster's in a copy, and the run is simulated again. */
-typedef struct {
-  JsSession *s;
-  const Cluster *c;
-  const SimWorkload *w;
-  const DvfsPolicy *pol;
-  JsRunOptions opt;
-} BootRun;
-
-static gboolean boot_simulate(const FitModel *m, gpointer data,
-                              double *values, GError **error)
-{
-  BootRun *b = data;
-  GpuSpec *spec = fit_model_to_gpu(m, b->c->gpu->name, "bootstrap fit");
-  Cluster *cc = cluster_copy(b->c, error);
-  if (cc == NULL) {
-    gpu_spec_free(spec);
-    return FALSE;
-  }
-  gpu_spec_free(cc->gpu);
-  cc->gpu = spec;
-  /* A resample's run is not one of the script's: its refitted GPU must
-   * not weaken the trust js.sweep records for the point. */
-  int trust = b->s->trust_weakest;
-  SimResult *r = js_simulate_planned(b->s, cc, b->w, b->pol, &b->opt, NULL,
-                                     error);
-  b->s->trust_weakest = trust;
-  cluster_free(cc);
-  if (r == NULL)
-    return FALSE;
-  values[0] = r->energy_j;
-  values[1] = (double)r->time_ns * 1e-9;
-  sim_result_free(r);
-  return TRUE;
-}
-
 static void push_interval(lua_State *L, const char *k, const FitInterval *iv,
                           double level)
 {
@@ -247,20 +211,12 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
 
 /* js.simulate{uncertainty = { profile =, samples = 200, level = 0.9,
  * fit = "all", seed =, power_limit_w = }}: an interval from bootstrap
- * resamples of a profile.  u->prof NULL when not given; the profile stays
- * on the stack. */
-typedef struct {
-  const Profile *prof;
-  guint samples;
-  double level, limit_w;
-  FitMode mode;
-  guint64 seed;
-} SimUncertainty;
-
-static void parse_uncertainty(lua_State *L, const char *fn, guint64 seed,
-                              SimUncertainty *u)
+ * resamples of a profile (run/session.h, js_simulate_intervals).
+ * u->profile NULL when not given; the profile stays on the stack. */
+static void parse_uncertainty(lua_State *L, const char *fn,
+                              JsUncertaintySpec *u)
 {
-  *u = (SimUncertainty){NULL, 200, 0.9, 0, FIT_ALL, seed};
+  js_uncertainty_spec_init(u, NULL);
   if (lua_getfield(L, 1, "uncertainty") == LUA_TNIL)
     return;
   const char *ufn = "js.simulate{uncertainty}";
@@ -270,33 +226,32 @@ static void parse_uncertainty(lua_State *L, const char *fn, guint64 seed,
                   "samples, level, fit, seed, power_limit_w} (got %s)", fn,
                luaL_typename(L, ui));
   jsl_check_keys(L, ui, ufn, uncertainty_keys);
-  u->samples = (guint)jsl_opt_int(L, ui, ufn, "samples", 200, 2, 100000);
-  u->level = jsl_opt_num(L, ui, ufn, "level", 0.9, 1e-6, 1 - 1e-6);
-  u->mode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", FIT_ALL, fit_modes);
+  u->samples = (guint)jsl_opt_int(L, ui, ufn, "samples", u->samples, 2,
+                                  100000);
+  u->level = jsl_opt_num(L, ui, ufn, "level", u->level, 1e-6, 1 - 1e-6);
+  u->mode = (FitMode)jsl_opt_choice(L, ui, ufn, "fit", u->mode, fit_modes);
   if (u->mode == FIT_NONE)
     luaL_error(L, "%s: argument 'fit' must fit something (time, power or "
                   "all) for an interval", ufn);
-  u->seed = (guint64)jsl_opt_int(L, ui, ufn, "seed", (lua_Integer)seed, 0,
-                                 G_MAXINT64);
-  u->limit_w = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
-  u->prof = jsl_check_profile(L, ui, ufn); /* stays on the stack */
+  u->seed_given = lua_getfield(L, ui, "seed") != LUA_TNIL;
+  lua_pop(L, 1);
+  u->seed = (guint64)jsl_opt_int(L, ui, ufn, "seed", 0, 0, G_MAXINT64);
+  u->power_limit_w = jsl_opt_num(L, ui, ufn, "power_limit_w", 0, 0, 1e5);
+  u->profile = jsl_check_profile(L, ui, ufn); /* stays on the stack */
 }
 
 /* js.simulate{timeline = "out.json" | true ("timeline.json") |
  * { path = "out.json", gpus = "0,4-7", window = "0.1:0.2" } |
  * { out = "file.h5", run = "name", replace = false, gpus =, window = }}:
  * Chrome JSON at `path`, or power and clock per GPU at /timelines/<run>
- * of the results file `out` (traces/timeline.h).  The value stays on the
- * stack: the strings are borrowed from it. */
-typedef struct {
-  const char *path, *gpus, *window;
-  const char *run;   /* HDF5: the timeline's name; NULL: JSON */
-  gboolean replace;
-} SimTimeline;
-
-static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
+ * of the results file `out` (run/session.h, JsTimelineSpec).  t->path
+ * NULL when not given; *window the window's text, parsed by the caller.
+ * The value stays on the stack: the strings are borrowed from it. */
+static void parse_timeline(lua_State *L, const char *fn, JsTimelineSpec *t,
+                           const char **window)
 {
-  *t = (SimTimeline){NULL, NULL, NULL, NULL, FALSE};
+  js_timeline_spec_init(t);
+  *window = NULL;
   int tl_type = lua_getfield(L, 1, "timeline");
   if (tl_type == LUA_TSTRING) {
     t->path = lua_tostring(L, -1);
@@ -309,12 +264,12 @@ static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
     int ti = lua_gettop(L);
     jsl_check_keys(L, ti, tfn, tkeys);
     const char *out = jsl_opt_str(L, ti, tfn, "out", NULL);
-    t->run = jsl_opt_str(L, ti, tfn, "run", NULL);
+    t->name = jsl_opt_str(L, ti, tfn, "run", NULL);
     t->replace = jsl_opt_bool(L, ti, tfn, "replace", FALSE);
     if (out != NULL && lua_getfield(L, ti, "path") != LUA_TNIL)
       luaL_error(L, "%s: give 'path' (Chrome JSON) or 'out' (HDF5), not "
                     "both", tfn);
-    if ((out != NULL) != (t->run != NULL))
+    if ((out != NULL) != (t->name != NULL))
       luaL_error(L, "%s: 'out' (an HDF5 results file) and 'run' (the "
                     "timeline's name under /timelines) go together", tfn);
     if (out == NULL && t->replace)
@@ -323,7 +278,7 @@ static void parse_timeline(lua_State *L, const char *fn, SimTimeline *t)
     t->path = out != NULL ? out
                           : jsl_opt_str(L, ti, tfn, "path", "timeline.json");
     t->gpus = jsl_opt_str(L, ti, tfn, "gpus", NULL);
-    t->window = jsl_opt_str(L, ti, tfn, "window", NULL);
+    *window = jsl_opt_str(L, ti, tfn, "window", NULL);
   } else if (tl_type != LUA_TNIL) {
     luaL_error(L, "%s: argument 'timeline' must be a file name, true, or a "
                   "table {path | out, run, gpus, window} (got %s)", fn,
@@ -344,50 +299,6 @@ static void parse_variability(lua_State *L, JsRunOptions *opt)
     opt->power_spread = jsl_opt_num(L, -1, vfn, "power", 0, 0, 0.5);
   }
   lua_pop(L, 1);
-}
-
-/* Opens the timeline t->path of a run of lw on c, and sets it as opt's
- * observer; raises on error.  No Lua error may be raised once it is open
- * (a longjmp would leak it and its temporary file). */
-static TraceTimeline *open_timeline(lua_State *L, const char *fn,
-                                    const SimTimeline *t, const Cluster *c,
-                                    const LWorkload *lw,
-                                    TraceTimelineOptions *topt,
-                                    JsRunOptions *opt)
-{
-  GError *tl_err = NULL;
-  GArray *sel = NULL;
-  if (t->gpus != NULL) {
-    sel = trace_timeline_parse_gpus(t->gpus, lw->w->n_ranks, &tl_err);
-    if (sel == NULL) {
-      jsl_raise_gerror(L, fn, tl_err);
-      return NULL;
-    }
-    topt->gpus = (const guint32 *)(void *)sel->data;
-    topt->n_gpus = sel->len;
-  }
-  /* The machine's idle and blocked powers (models/cluster.c). */
-  topt->idle_power_w = c->idle_power_w >= 0 ? c->idle_power_w
-                                            : c->gpu->idle_power_w.v;
-  topt->blocked_power_w = c->blocked_power_w >= 0 ? c->blocked_power_w
-                                                  : c->gpu->blocked_power_w.v;
-  topt->label = lw->label;
-  JsSession *s = jsl_session(L);
-  ResMeta meta = {JOULESIM_VERSION, s->scenario_path, s->scenario_source,
-                  s->seed, s->run_id, s->run_started};
-  TraceTimeline *tl =
-    t->run != NULL ? trace_timeline_open_h5(t->path, t->run, t->replace,
-                                            &meta, lw->w, topt, &tl_err)
-                   : trace_timeline_open(t->path, lw->w, topt, &tl_err);
-  if (sel != NULL)
-    g_array_unref(sel);
-  if (tl == NULL) {
-    jsl_raise_gerror(L, fn, tl_err);
-    return NULL;
-  }
-  opt->observer = trace_timeline_observe;
-  opt->observer_data = tl;
-  return tl;
 }
 
 /* The run's outputs, collected with a userdata left on the stack. */
@@ -460,59 +371,44 @@ static int l_simulate(lua_State *L)
   jsl_policy_from_lua(L, lua_gettop(L), fn, &pol);
   JsRunOptions opt = {0};
   opt.iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
-  lua_Integer seed = jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
-                             G_MAXINT64);
-  opt.seed = (guint64)seed;
+  opt.seed = jsl_opt_seed(L, 1, fn, "seed");
   opt.switch_latency_ms = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
   opt.threads = (guint)jsl_opt_int(L, 1, fn, "threads", s->threads, 1,
                                    SIM_MAX_THREADS);
   /* The set lives in a userdata left on the stack for the whole call. */
   opt.stragglers = jsl_stragglers_from_lua(L, 1, fn, lw->w, opt.iterations,
                                            opt.seed);
-  SimUncertainty u;
-  parse_uncertainty(L, fn, opt.seed, &u);
-  SimTimeline t;
-  parse_timeline(L, fn, &t);
+  JsUncertaintySpec u;
+  parse_uncertainty(L, fn, &u);
+  JsTimelineSpec t;
+  const char *window;
+  parse_timeline(L, fn, &t, &window);
   if (t.path != NULL)
     jsl_check_write(L, fn, t.path,
-                    t.run != NULL ? JS_FILE_RESULTS : JS_FILE_TIMELINE);
-  TraceTimelineOptions topt;
-  trace_timeline_options_init(&topt);
+                    t.name != NULL ? JS_FILE_RESULTS : JS_FILE_TIMELINE);
   GError *err = NULL;
-  if (t.window != NULL &&
-      !trace_timeline_parse_window(t.window, &topt.t0_ns, &topt.t1_ns, &err))
+  if (window != NULL &&
+      !trace_timeline_parse_window(window, &t.t0_ns, &t.t1_ns, &err))
     return jsl_raise_gerror(L, fn, err);
+  if (t.path != NULL) {
+    t.meta = (ResMeta){JOULESIM_VERSION, s->scenario_path,
+                       s->scenario_source, s->seed, s->run_id,
+                       s->run_started};
+    t.label = lw->label;
+    opt.timeline = &t;
+  }
   parse_variability(L, &opt);
   check_gpu_memory(L, fn, s, c, lw,
                    jsl_opt_bool(L, 1, fn, "check_memory", TRUE));
   LSimBox *box = push_simbox(L);
-  /* The timeline opens last. */
-  TraceTimeline *tl = NULL;
-  if (t.path != NULL)
-    tl = open_timeline(L, fn, &t, c, lw, &topt, &opt);
   box->r = js_simulate_report(s, c, lw->w, &pol, &opt, &box->rep, &err);
-  if (box->r == NULL) {
-    trace_timeline_abort(tl);
-    return jsl_raise_gerror(L, fn, err);
-  }
-  if (tl != NULL && !trace_timeline_close(tl, NULL, &err))
+  if (box->r == NULL)
     return jsl_raise_gerror(L, fn, err);
   /* Uncertainty: the same run on GPUs refitted to bootstrap resamples. */
   FitInterval iv[2];
-  if (u.prof != NULL) {
-    BootRun b = {s, c, lw->w, &pol, opt};
-    b.opt.observer = NULL;
-    b.opt.observer_data = NULL;
-    JsFitInput in = {0};
-    js_fit_input_from_profile(u.prof, &in);
-    FitBootstrapOptions bopt = {u.mode, u.limit_w, u.samples, u.level,
-                                u.seed};
-    gboolean uok = fit_bootstrap(c->gpu, in.ops, in.n, &bopt, 2,
-                                 boot_simulate, &b, iv, &err);
-    js_fit_input_clear(&in);
-    if (!uok)
-      return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
-  }
+  if (u.profile != NULL &&
+      !js_simulate_intervals(s, c, lw->w, &pol, &opt, &u, iv, &err))
+    return jsl_raise_gerror(L, "js.simulate{uncertainty}", err);
   push_result(L, box->r, c, lw->w, &pol, box->rep.steps);
   push_trust(L, &box->rep.trust);
   if (t.path != NULL) {
@@ -521,7 +417,7 @@ static int l_simulate(lua_State *L)
   }
   jsl_push_plan(L, box->rep.plan);
   push_pipeline(L, &box->rep);
-  if (u.prof != NULL) {
+  if (u.profile != NULL) {
     /* estimate: the run on the GPU refitted to every point of the
      * profile (r.energy_j and r.time_s are on the cluster's GPU). */
     push_interval(L, "energy_interval", &iv[0], u.level);

@@ -438,18 +438,6 @@ typedef struct {
   int base; /* a worker's stack top between points */
 } SweepLua;
 
-/* math.randomseed(seed), when the script has math. */
-static void worker_reseed(lua_State *L, guint64 seed)
-{
-  int top = lua_gettop(L);
-  if (lua_getglobal(L, "math") == LUA_TTABLE &&
-      lua_getfield(L, -1, "randomseed") == LUA_TFUNCTION) {
-    lua_pushinteger(L, (lua_Integer)(seed >> 1));
-    lua_pcall(L, 1, 0, 0); /* an error just leaves its message */
-  }
-  lua_settop(L, top);
-}
-
 /* SweepHooks.worker_init: a worker refuses js.sweep and os.exit. */
 static void worker_init(gpointer data)
 {
@@ -475,7 +463,9 @@ static gboolean worker_run_point(gpointer data, const ResValue *values,
   lua_State *L = sl->L;
   int top = sl->base;
   lua_settop(L, top);
-  worker_reseed(L, seed);
+  /* Each point's math.random stream, set from C: a script that replaces
+   * math.randomseed does not change it. */
+  jsl_reseed_script(L, seed >> 1);
   lua_pushcfunction(L, worker_msgh);
   lua_pushvalue(L, sl->run_idx);
   push_values(L, values, n);

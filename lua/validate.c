@@ -317,8 +317,7 @@ static int l_validate(lua_State *L)
                                      (const char *const[]){"none", "time",
                                                            "power", "all",
                                                            NULL});
-  cfg.seed = (guint64)jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed, 0,
-                                  G_MAXINT64);
+  cfg.seed = jsl_opt_seed(L, 1, fn, "seed");
   cfg.power_limit_w = jsl_opt_num(L, 1, fn, "power_limit_w", 0, 0, 1e5);
   cfg.out = jsl_opt_str(L, 1, fn, "out", NULL);
   cfg.save_gpu = jsl_opt_str(L, 1, fn, "save_gpu", NULL);
@@ -538,8 +537,7 @@ static int l_validate_interval(lua_State *L)
                       fn);
   guint samples = (guint)jsl_opt_int(L, 1, fn, "samples", 200, 2, 100000);
   double level = jsl_opt_num(L, 1, fn, "level", 0.9, 1e-6, 1 - 1e-6);
-  guint64 seed = (guint64)jsl_opt_int(L, 1, fn, "seed", (lua_Integer)s->seed,
-                                      0, G_MAXINT64);
+  guint64 seed = jsl_opt_seed(L, 1, fn, "seed");
   double limit = jsl_opt_num(L, 1, fn, "power_limit_w", 0, 0, 1e5);
   if (lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
     return luaL_error(L, "%s: argument 'fn' must be a function(model) "

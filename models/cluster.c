@@ -520,6 +520,22 @@ static gboolean build_shapes(ClusterMachine *m, const SimWorkload *w,
   return TRUE;
 }
 
+double cluster_idle_power_w(const Cluster *c)
+{
+  return c->idle_power_w >= 0.0 ? c->idle_power_w : c->gpu->idle_power_w.v;
+}
+
+double cluster_blocked_power_w(const Cluster *c)
+{
+  return c->blocked_power_w >= 0.0 ? c->blocked_power_w
+                                   : c->gpu->blocked_power_w.v;
+}
+
+double cluster_comm_power_w(const Cluster *c)
+{
+  return c->comm_power_w >= 0.0 ? c->comm_power_w : c->gpu->comm_power_w.v;
+}
+
 /* Draws the per-GPU factors and fills the per-GPU power tables. */
 static void build_gpus(ClusterMachine *m, const Cluster *c)
 {
@@ -530,11 +546,9 @@ static void build_gpus(ClusterMachine *m, const Cluster *c)
   m->blocked_power_w = g_new(double, n);
   m->comm_power_w = g_new(double, n);
 
-  const GpuSpec *s = c->gpu;
-  double idle = c->idle_power_w >= 0.0 ? c->idle_power_w : s->idle_power_w.v;
-  double blocked = c->blocked_power_w >= 0.0 ? c->blocked_power_w
-                                             : s->blocked_power_w.v;
-  double comm = c->comm_power_w >= 0.0 ? c->comm_power_w : s->comm_power_w.v;
+  double idle = cluster_idle_power_w(c);
+  double blocked = cluster_blocked_power_w(c);
+  double comm = cluster_comm_power_w(c);
   gboolean vary = c->perf_spread > 0.0 || c->power_spread > 0.0;
 
   for (guint g = 0; g < n; g++) {

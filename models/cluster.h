@@ -77,6 +77,12 @@ gboolean cluster_check_folded(const Cluster *c, const SimWorkload *w,
 /* The hint those refusals end with. */
 #define CLUSTER_FOLDED_HINT                                                 \
   "; use an unfolded workload (js.gpt{ fold = false }) for this run"
+/* A GPU's board power when idle, when blocked (waiting on another rank)
+ * and while communicating: the cluster's override, else its GPU model's;
+ * before per-GPU variability (cluster_machine_new scales them). */
+double cluster_idle_power_w(const Cluster *c);
+double cluster_blocked_power_w(const Cluster *c);
+double cluster_comm_power_w(const Cluster *c);
 /* Nodes: ceil(n_gpus / gpus_per_node); GPU g sits on node g / gpus_per_node
  * (the last node may be partly filled). */
 guint cluster_n_nodes(const Cluster *c);

@@ -106,6 +106,7 @@
 #include "models/net.h"
 
 #include <math.h>
+#include <string.h>
 
 G_DEFINE_QUARK(net-error-quark, net_error)
 
@@ -147,6 +148,15 @@ const char *const *net_preset_names(void)
 
 /* Returns a new NetSpec (caller owns) or NULL with NET_ERROR_UNKNOWN whose
  * message lists every preset name. */
+const char *net_default_preset(const char *gpu)
+{
+  if (g_str_has_prefix(gpu, "H100") && strstr(gpu, "SXM") != NULL)
+    return "dgx-h100";
+  if (g_str_has_prefix(gpu, "A100") && strstr(gpu, "SXM") != NULL)
+    return "dgx-a100";
+  return "pcie";
+}
+
 NetSpec *net_preset(const char *name, GError **error)
 {
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);

@@ -29,6 +29,10 @@ typedef struct {
 /* Built-in presets: "dgx-a100", "dgx-h100", "pcie".  Returns a new copy or
  * NULL with an error listing the presets. */
 NetSpec *net_preset(const char *name, GError **error);
+/* The preset that goes with GPU model `gpu` when none is named (js.cluster,
+ * trace export): "dgx-h100" for an H100 SXM, "dgx-a100" for an A100 SXM,
+ * else "pcie". */
+const char *net_default_preset(const char *gpu);
 NetSpec *net_spec_copy(const NetSpec *s);
 void net_spec_free(NetSpec *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(NetSpec, net_spec_free)

@@ -34,6 +34,11 @@ JsSession *js_session_new(guint64 seed)
   return s;
 }
 
+guint64 js_session_seed(const JsSession *s, gboolean given, guint64 seed)
+{
+  return given ? seed : s->seed;
+}
+
 void js_session_free(JsSession *s)
 {
   if (s == NULL)
@@ -344,6 +349,8 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                               const JsRunOptions *opt, JsRunReport *report,
                               GError **error)
 {
+  if (opt->timeline != NULL)
+    return js_simulate_timeline(s, c, w, p, opt, report, error);
   memset(report, 0, sizeof *report);
   /* Per-run overrides go on a private copy of the cluster. */
   g_autoptr(Cluster) run = cluster_copy(c, error);

@@ -16,12 +16,16 @@
 #include "models/straggler.h"
 #include "run/confine.h"
 #include "run/trust.h"
+#include "traces/profile.h"
+#include "traces/timeline.h"
+#include "models/fit.h"
 
 G_BEGIN_DECLS
 
 /* The limits of one script run (joulesim run --max-seconds,
- * --max-instructions, --max-memory) and their state while it runs
- * (lua/sandbox.c).  A fork()ed sweep worker inherits all of it: the same
+ * --max-instructions, --max-memory) and their state while it runs: the
+ * Lua VM's count hook and capped allocator (lua/sandbox.c), the hard stop
+ * and a sweep's share (run/limits.c).  A fork()ed sweep worker inherits all of it: the same
  * deadline, the instructions and heap counted so far. */
 typedef struct {
   double max_seconds;        /* wall time; 0: unlimited */
@@ -40,6 +44,17 @@ typedef struct {
   gsize worker_heap_limit;   /* a worker's heap cap; 0: none */
   guint64 worker_max_memory; /* a worker's --max-memory; 0: none given */
 } JsLimits;
+
+/* How long after the --max-seconds deadline the hard stop ends a process
+ * that is still inside C code. */
+#define JS_HARD_STOP_S 2
+
+/* Sets the --max-seconds deadline (none when lim->max_seconds is 0) and
+ * arms the hard stop: SIGALRM, JS_HARD_STOP_S seconds after it, writes
+ * stop_message to stderr and _exit(1)s.  js_limits_stop_clock disarms
+ * it. */
+void js_limits_start_clock(JsLimits *lim, const char *stop_message);
+void js_limits_stop_clock(JsLimits *lim);
 
 /* Where the text a script writes goes: Lua's print (JS_PRINT_OUT, the
  * script's output), its warnings and a Lua panic's message (JS_PRINT_ERR,
@@ -100,13 +115,18 @@ JsSession *js_session_new(guint64 seed);
 void js_session_free(JsSession *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(JsSession, js_session_free)
 
+/* The seed of a run whose caller may name one: `seed` when `given`, else
+ * the session's (--seed).  Every door that takes a seed argument
+ * (js.simulate, js.validate, math.randomseed, ...) defaults it here. */
+guint64 js_session_seed(const JsSession *s, gboolean given, guint64 seed);
+
 /* Turns the sandbox on with its default rules: writes below the current
  * directory, reads there and below the directory of `script` (may be
  * NULL).  --allow-write/--allow-read add to s->confine afterwards. */
 gboolean js_session_sandbox(JsSession *s, const char *script, GError **error);
 
 /* In the parent, before js.sweep forks `workers` workers: divides what is
- * left of the memory limits among them (lua/sandbox.c).  With
+ * left of the memory limits among them.  With
  * --max-memory, each worker may hold (max_memory - this process's resident
  * bytes) / workers, its copy of the Lua heap included (a worker's garbage
  * collector touches every inherited page, so copy-on-write does not keep
@@ -117,7 +137,7 @@ gboolean js_limits_share(JsSession *s, guint workers, GError **error);
 
 /* In a fork()ed child (js.sweep's workers): takes the worker's share of
  * the limits (js_limits_share) and re-arms the --max-seconds hard stop,
- * which fork does not inherit (lua/sandbox.c). */
+ * which fork does not inherit. */
 void js_limits_after_fork(JsSession *s);
 
 /* Whether the joulesim API may read `path` (write it, replacing what is
@@ -129,6 +149,24 @@ gboolean js_session_may_read(const JsSession *s, const char *path,
 gboolean js_session_may_write(const JsSession *s, const char *path,
                               JsFileKind kind, GError **error);
 
+/* A run's timeline (traces/timeline.h): Chrome JSON at `path`, or power
+ * and SM clock per GPU as /timelines/<name> of the results file `path`.
+ * Strings are borrowed. */
+typedef struct {
+  const char *path;
+  const char *name;          /* HDF5: the timeline's name; NULL: JSON */
+  gboolean replace;          /* HDF5: replace timeline `name` if it exists */
+  ResMeta meta;              /* HDF5: the results file's, when it is new */
+  const char *gpus;          /* the GPUs written, "0,4-7"; NULL: all */
+  const char *gpus_context;  /* optional: prefixes an error in `gpus`
+                                ("CONTEXT: ...") */
+  gint64 t0_ns, t1_ns;       /* the window; t1_ns < 0: to the end */
+  const char *label;         /* stored in the file; may be NULL */
+} JsTimelineSpec;
+
+/* No file; all GPUs, the whole run. */
+void js_timeline_spec_init(JsTimelineSpec *t);
+
 typedef struct {
   guint iterations;          /* >= 1 */
   guint64 seed;
@@ -138,6 +176,10 @@ typedef struct {
                                 pipeline policy's: of the replay it
                                 returns; perseus_run) */
   gpointer observer_data;
+  const JsTimelineSpec *timeline; /* optional, borrowed: the run writes
+                                this timeline (its observer replaces
+                                `observer`); the file is there only when
+                                the run succeeds */
   const StragglerSet *stragglers; /* optional, borrowed: slow GPUs */
   gboolean variability;      /* TRUE: perf_spread and power_spread replace
                                 the cluster's for this run */
@@ -161,6 +203,8 @@ typedef struct {
   DvfsKind pipeline_kind;    /* pipeline kinds: which one ran */
   JsTrust trust;             /* how far the result can be trusted
                                 (run/trust.h); set when the run succeeds */
+  TraceTimelineCounts timeline; /* with JsRunOptions.timeline: what the
+                                file holds */
 } JsRunReport;
 
 /* One profiled step of one replayed iteration: the time from its marker
@@ -174,6 +218,7 @@ typedef struct {
 } JsStepRow;
 
 void js_run_report_clear(JsRunReport *r);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(JsRunReport, js_run_report_clear)
 
 /* Simulates w on c under policy p: plans it first when it is a planned
  * policy (powercap, iteration, pass, kernel, custom; models/dvfs/
@@ -216,6 +261,43 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
                               const SimWorkload *w, const DvfsPolicy *p,
                               const JsRunOptions *opt, JsRunReport *report,
                               GError **error);
+
+/* js_simulate_report's part for a run with opt->timeline (run/
+ * timeline.c): opens the file (errors name it, or the GPU list), runs with
+ * it as the observer, and writes it (RES_ERROR_EXISTS: an HDF5 timeline of
+ * that name exists and replace is off) or abandons it. */
+SimResult *js_simulate_timeline(JsSession *s, const Cluster *c,
+                                const SimWorkload *w, const DvfsPolicy *p,
+                                const JsRunOptions *opt, JsRunReport *report,
+                                GError **error);
+
+/* An uncertainty interval of a run from bootstrap resamples of a measured
+ * profile: every resample's fitted GPU replaces the cluster's, and the run
+ * is simulated again (run/uncertainty.c). */
+typedef struct {
+  const Profile *profile;    /* borrowed */
+  guint samples;             /* >= 2 */
+  double level;              /* in (0, 1) */
+  FitMode mode;              /* what is refitted: time, power or all */
+  double power_limit_w;      /* the profile's power limit; 0: the GPU's */
+  gboolean seed_given;       /* seed: the resamples' seed, when given;
+                                else the run's (JsRunOptions.seed) */
+  guint64 seed;
+} JsUncertaintySpec;
+
+/* Defaults: 200 samples, level 0.9, all refitted, the run's seed. */
+void js_uncertainty_spec_init(JsUncertaintySpec *u, const Profile *profile);
+
+/* The intervals of the run (s, c, w, p, opt; its timeline and observer
+ * are not used) on u's resamples: energy in iv[0], time in iv[1], their
+ * estimates from the GPU refitted to every point of the profile.  A
+ * resample's run is not one of the script's: it leaves the session's
+ * trust_weakest as it was. */
+gboolean js_simulate_intervals(JsSession *s, const Cluster *c,
+                               const SimWorkload *w, const DvfsPolicy *p,
+                               const JsRunOptions *opt,
+                               const JsUncertaintySpec *u, FitInterval iv[2],
+                               GError **error);
 
 G_END_DECLS
 

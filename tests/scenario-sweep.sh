@@ -2,7 +2,9 @@
 # Sweeps from the command line: scenarios/sweep_parallelism.lua (small) at
 # --jobs 1 and 2 with the same rows, resume, SIGKILL of the whole sweep and
 # rerun (every point exactly once), failing points and the exit status,
-# bad --jobs, a resume after a torn last row (REDTEAM 9), figures from
+# bad --jobs, a resume after a torn last row (REDTEAM 9), each point's
+# math.random stream set from C whatever the script's math.randomseed is,
+# figures from
 # scenarios/plot.py, and the Python snippets of
 # README.md and docs/sweeps.md run as written.  The h5py, matplotlib and
 # pandas parts are skipped (with a message) when /usr/bin/python3 lacks
@@ -227,6 +229,30 @@ ids = list(h5py.File('$T/torn.h5', 'r')['results/sweep']['point_id'])
 print('ids', len(ids), len(set(ids)))"
 else
   echo "skip torn-row-resume ($PY lacks h5py: make plot-deps)"
+fi
+
+# ---- each point's math.random stream is set from C ------------------------
+# A point's stream comes from its seed whatever the script does to
+# math.randomseed: replacing it changes nothing in the points.
+cat >"$T/reseed.lua" <<'EOF2'
+local js = require "joulesim"
+if arg[1] == "replace" then
+  math.randomseed = function() math.random = function() return 0 end end
+end
+local pts = {} for i = 1, 4 do pts[i] = { i = i } end
+js.sweep{ points = pts, out = arg[2], table = "r", progress = false,
+  run = function(p)
+    print("draw", p.i, math.random(1, 1000000))
+    return { i = p.i }
+  end }
+EOF2
+"$J" run --jobs 2 "$T/reseed.lua" plain "$T/rs1.h5" 2>&1 | grep '^draw' | sort >"$T/rs1"
+"$J" run --jobs 2 "$T/reseed.lua" replace "$T/rs2.h5" 2>&1 | grep '^draw' | sort >"$T/rs2"
+if [ "$(wc -l <"$T/rs1")" -eq 4 ] && [ "$(cut -f3 "$T/rs1" | sort -u | wc -l)" -eq 4 ] &&
+   cmp -s "$T/rs1" "$T/rs2"; then
+  ok sweep-reseed-from-c
+else
+  bad "sweep-reseed-from-c: $(cat "$T/rs1" "$T/rs2" | tr '\n' ' ')"
 fi
 
 cd "$ROOT"

@@ -432,6 +432,11 @@ static void test_power_cap(Fixture *f, gconstpointer data)
 static void test_overrides(Fixture *f, gconstpointer data)
 {
   g_autoptr(Cluster) c = cluster(f, H100, 8, 8);
+  /* Unset: the GPU model's powers. */
+  g_assert_cmpfloat(cluster_idle_power_w(c), ==, c->gpu->idle_power_w.v);
+  g_assert_cmpfloat(cluster_blocked_power_w(c), ==,
+                    c->gpu->blocked_power_w.v);
+  g_assert_cmpfloat(cluster_comm_power_w(c), ==, c->gpu->comm_power_w.v);
   c->idle_power_w = 77.0;
   c->blocked_power_w = 88.0;
   c->comm_power_w = 99.0;
@@ -439,6 +444,9 @@ static void test_overrides(Fixture *f, gconstpointer data)
   g_autoptr(SimWorkload) w = workload(8, 8, H100);
   g_autoptr(ClusterMachine) m = machine(f, c, w);
   const SimMachine *s = cluster_machine_sim(m);
+  g_assert_cmpfloat(cluster_idle_power_w(c), ==, 77.0);
+  g_assert_cmpfloat(cluster_blocked_power_w(c), ==, 88.0);
+  g_assert_cmpfloat(cluster_comm_power_w(c), ==, 99.0);
   for (guint g = 0; g < 8; g++) {
     g_assert_cmpfloat(s->idle_power_w[g], ==, 77.0);
     g_assert_cmpfloat(s->blocked_power_w[g], ==, 88.0);

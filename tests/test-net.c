@@ -68,6 +68,13 @@ static void test_presets(void)
   }
   g_assert_cmpuint(count, ==, 3);
 
+  /* The preset a GPU gets when none is named. */
+  g_assert_cmpstr(net_default_preset("H100-SXM5-80GB"), ==, "dgx-h100");
+  g_assert_cmpstr(net_default_preset("A100-SXM4-80GB"), ==, "dgx-a100");
+  g_assert_cmpstr(net_default_preset("A100-PCIE-40GB"), ==, "pcie");
+  g_assert_cmpstr(net_default_preset("H100-PCIe-80GB"), ==, "pcie");
+  g_assert_cmpstr(net_default_preset("V100-SXM2-32GB"), ==, "pcie");
+
   for (guint i = 0; i < G_N_ELEMENTS(published); i++) {
     const Published *p = &published[i];
     g_autoptr(NetSpec) s = preset(p->preset);

@@ -451,6 +451,76 @@ static void test_h5_policies(void)
 }
 
 /* A GPU subset and a time window. */
+/* A run given its timeline as JsRunOptions.timeline (run/timeline.c, the
+ * way js.simulate and trace export write one) writes the same file as one
+ * that opens it and observes by hand; a bad GPU list fails before the run,
+ * named with its context, and leaves no file. */
+static void test_run_spec(void)
+{
+  g_autofree char *dir = test_tmpdir();
+  g_autofree char *by_hand = g_build_filename(dir, "hand.json", NULL);
+  g_autofree char *by_spec = g_build_filename(dir, "spec.json", NULL);
+  g_autoptr(SimWorkload) w = gen_gpt(2, 2, 1, 4);
+  const guint32 gpus[] = { 1, 3 };
+  TraceTimelineOptions opt;
+  trace_timeline_options_init(&opt);
+  opt.gpus = gpus;
+  opt.n_gpus = 2;
+  opt.t0_ns = 1000;
+  opt.label = "spec";
+  Expect e;
+  memset(&e, 0, sizeof e);
+  TraceTimelineCounts want;
+  g_autoptr(SimResult) r1 = run_export(w, by_hand, &opt, &e, 2, &want);
+
+  GError *error = NULL;
+  g_autoptr(JsSession) s = js_session_new(1);
+  const GpuSpec *gpu = gpu_catalogue_lookup(s->catalogue, "A100-SXM4-80GB",
+                                            &error);
+  g_autoptr(NetSpec) net = net_preset("dgx-a100", &error);
+  g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 4, &error);
+  g_assert_no_error(error);
+  DvfsPolicy pol;
+  memset(&pol, 0, sizeof pol);
+  pol.kind = DVFS_MAX;
+  JsTimelineSpec t;
+  js_timeline_spec_init(&t);
+  t.path = by_spec;
+  t.gpus = "1,3";
+  t.t0_ns = 1000;
+  t.label = "spec";
+  JsRunOptions ro;
+  memset(&ro, 0, sizeof ro);
+  ro.iterations = 2;
+  ro.seed = 1;
+  ro.switch_latency_ms = -1;
+  ro.timeline = &t;
+  g_auto(JsRunReport) rep = {0};
+  g_autoptr(SimResult) r2 = js_simulate_report(s, c, w, &pol, &ro, &rep,
+                                               &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(r2->time_ns, ==, r1->time_ns);
+  g_assert_cmpfloat(r2->energy_j, ==, r1->energy_j);
+  g_assert_cmpmem(&rep.timeline, sizeof rep.timeline, &want, sizeof want);
+  g_autofree char *a = NULL, *b = NULL;
+  gsize na = 0, nb = 0;
+  g_assert_true(g_file_get_contents(by_hand, &a, &na, NULL));
+  g_assert_true(g_file_get_contents(by_spec, &b, &nb, NULL));
+  g_assert_cmpmem(a, na, b, nb);
+
+  g_autofree char *bad = g_build_filename(dir, "bad.json", NULL);
+  t.path = bad;
+  t.gpus = "4";
+  t.gpus_context = "trace.h5";
+  g_auto(JsRunReport) rep2 = {0};
+  g_assert_null(js_simulate_report(s, c, w, &pol, &ro, &rep2, &error));
+  g_assert_error(error, TRACE_TIMELINE_ERROR, TRACE_TIMELINE_ERROR_INVALID);
+  g_assert_true(g_str_has_prefix(error->message, "trace.h5: GPU list '4'"));
+  g_clear_error(&error);
+  g_assert_cmpuint(dir_entries(dir), ==, 2); /* nor a temporary file */
+  test_rmdir(dir);
+}
+
 static void test_filters(void)
 {
   g_autofree char *dir = test_tmpdir();
@@ -761,6 +831,7 @@ int main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/timeline/full-export", test_full_export);
   g_test_add_func("/timeline/filters", test_filters);
+  g_test_add_func("/timeline/run-spec", test_run_spec);
   g_test_add_func("/timeline/h5-policies", test_h5_policies);
   g_test_add_func("/timeline/escaping", test_escaping);
   g_test_add_func("/timeline/open-errors", test_open_errors);
