@@ -211,7 +211,7 @@ install: $(BIN)
 	    $(DESTDIR)$(PREFIX)/share/joulesim/data/$${f#tests/data/} || exit 1; \
 	done
 	install -d $(DESTDIR)$(PREFIX)/share/doc/joulesim
-	install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/joulesim/
+	install -m 644 README.md docs/*.md docs/fidelity-record.csv $(DESTDIR)$(PREFIX)/share/doc/joulesim/
 	install -m 644 docs/joulesim.1 $(DESTDIR)$(PREFIX)/share/man/man1/joulesim.1
 
 clean:

@@ -890,10 +890,10 @@ const char *gpu_power_term_name(guint i)
 }
 
 /* The record's held-out checks of the built-in power models
- * (docs/fidelity.md, rows whose role is "predicted"), one per entry that
- * has one.  The limit is the lowest one down to which the entry's decoder
- * sweeps still hold ("What the figures say": the model is too fast below
- * it): 200 W on the A100 PCIe, 225 W on the A40. */
+ * (docs/fidelity-record.csv, rows whose role is "predicted"), one per
+ * entry that has one.  The limit is the lowest one down to which the
+ * entry's decoder sweeps still hold ("What the figures say": the model is
+ * too fast below it): 200 W on the A100 PCIe, 225 W on the A40. */
 static const GpuCheck heldout_checks[] = {
   {"A100-SXM4-80GB",
    "profiles/bloom+a100_sxm_bf16.csv, the Bloom stage profile predicted by "

@@ -174,7 +174,7 @@ const char *gpu_basis_name(GpuBasis b); /* "given", "fitted", "estimated" */
 const char *gpu_power_term_name(guint i);
 
 /* A held-out check of a built-in entry's power model: measured data it
- * was not fitted to, in the record of docs/fidelity.md. */
+ * was not fitted to, in the record of docs/fidelity-record.csv. */
 typedef struct {
   const char *gpu;         /* the entry's name */
   const char *data;        /* the data held out and what it showed */

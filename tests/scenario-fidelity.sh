@@ -1,9 +1,9 @@
 #!/bin/sh
 # joulesim fidelity (docs/fidelity.md): the short run must not be worse than
-# the record in docs/fidelity.md on any case, its HDF5 output holds the
-# tables, and bad input (a missing data directory, an unknown --only name,
-# a malformed CSV, an unknown option) is refused with exit status 1 and a
-# message naming the file and line.
+# the record in docs/fidelity-record.csv on any case, its HDF5 output holds
+# the tables, and bad input (a missing data directory, an unknown --only
+# name, a malformed CSV, an unknown option, a Markdown record) is refused
+# with exit status 1 and a message naming the file and line.
 set -u
 J=${JOULESIM:-./joulesim}
 T=$(mktemp -d)
@@ -22,8 +22,8 @@ check() { # check NAME EXPECTED_STATUS PATTERN -- command...
   echo "ok $name"
 }
 
-check short-vs-record 0 "^check: [0-9]+ cases, none worse than docs/fidelity.md" -- \
-  "$J" fidelity --short --data tests/data --check docs/fidelity.md
+check short-vs-record 0 "^check: [0-9]+ cases, none worse than docs/fidelity-record.csv" -- \
+  "$J" fidelity --short --data tests/data --check docs/fidelity-record.csv
 cp "$T/out" "$T/short"
 
 # The record against a second path: --check only compares the run with
@@ -129,10 +129,10 @@ fi
 check png-needs-out 1 "--png needs --out FILE.h5" -- "$J" fidelity --png "$T/x"
 
 # The check can fail: a record with a smaller figure for one case.
-sed 's/^\(| `kerneltuner[^|]*| [^|]*| time, max abs err | \)[0-9.]*/\10.01/' \
-  docs/fidelity.md >"$T/record.md"
-check check-grew 1 "record\.md:[0-9]+: kerneltuner.*time, max abs err grew from 0\.01" -- \
-  "$J" fidelity --short --data tests/data --only kerneltuner --check "$T/record.md"
+sed 's/^\(kerneltuner[^,]*,[^,]*,"time, max abs err",\)[0-9.]*/\10.01/' \
+  docs/fidelity-record.csv >"$T/record.csv"
+check check-grew 1 "record\.csv:[0-9]+: kerneltuner.*time, max abs err grew from 0\.01" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --check "$T/record.csv"
 
 # The default data is found from the binary, not the current directory:
 # run elsewhere, a checkout's binary reads the shared data beside the
@@ -157,24 +157,36 @@ check data-none 1 "no data: none of $T/prefix/share/joulesim/data holds measured
 rm -rf "$T/prefix/share"
 check script-none 1 "the fidelity script is neither $T/prefix/bin/tools/fidelity\.lua \(a checkout\) nor $T/prefix/share/joulesim/tools/fidelity\.lua \(installed\)" -- \
   sh -c "cd '$R' && '$T/prefix/bin/joulesim' fidelity --short --only kerneltuner"
-# --record rewrites the table from the run: the altered figure is the
-# run's again, the rows the run skipped and the rest of the file stay.
-check record 0 "^record: 3 cases written to $T/record\.md" -- \
-  "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/record.md"
+# --record rewrites the record from the run: the altered figure is the
+# run's again, the rows the run skipped stay, and the file is the record
+# again byte for byte.
+check record 0 "^record: 3 cases written to $T/record\.csv" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/record.csv"
 t=$(sed -n 's/^  kerneltuner.* time, max abs err *\([0-9.]*\)%.*/\1/p' "$T/out")
-if grep -q "^| \`kerneltuner[^|]*| [^|]*| time, max abs err | $t % |" "$T/record.md" &&
-   [ "$(grep -v '^| `kerneltuner' "$T/record.md")" = \
-     "$(grep -v '^| `kerneltuner' docs/fidelity.md)" ]; then
+if grep -q "^kerneltuner[^,]*,[^,]*,\"time, max abs err\",$t,%," "$T/record.csv" &&
+   cmp -s docs/fidelity-record.csv "$T/record.csv"; then
   echo "ok record-rewrites"
 else
-  echo "FAIL record-rewrites"; diff docs/fidelity.md "$T/record.md"; fails=$((fails+1))
+  echo "FAIL record-rewrites"; diff docs/fidelity-record.csv "$T/record.csv"; fails=$((fails+1))
 fi
+# A new record file is created with the run's rows.
+check record-new 0 "^record: 3 cases written to $T/new\.csv" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/new.csv"
+check record-new-check 0 "^check: 3 cases, none worse than $T/new\.csv" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --check "$T/new.csv"
+# The record is data: a Markdown file is refused before anything runs, and
+# left as it was.
 printf '# notes\n\nno table here\n' >"$T/plain.md"
 cp "$T/plain.md" "$T/plain.orig"
-check record-no-table 1 "plain\.md: no record table" -- \
+check record-md 1 "^joulesim fidelity: --record $T/plain\.md: the record is a CSV file \(docs/fidelity-record\.csv\), not a Markdown table" -- \
   "$J" fidelity --short --data tests/data --only kerneltuner --record "$T/plain.md"
 cmp -s "$T/plain.md" "$T/plain.orig" ||
-  { echo "FAIL record-no-table: the file changed"; fails=$((fails+1)); }
+  { echo "FAIL record-md: the file changed"; fails=$((fails+1)); }
+check check-md 1 "--check docs/fidelity\.md: the record is a CSV file" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --check docs/fidelity.md
+printf 'dataset,case,metric,figure,unit,role\n' >"$T/cols.csv"
+check record-columns 1 "cols\.csv:1: missing column 'error'" -- \
+  "$J" fidelity --short --data tests/data --only kerneltuner --check "$T/cols.csv"
 check missing-data 1 "no/such: not a data directory \(no measured/README.md\)" -- \
   "$J" fidelity --data "$T/no/such"
 check unknown-only 1 "--only frobnicate: no dataset has that name" -- \

@@ -43,18 +43,19 @@
 --                                    steady-state step, GPU order only and
 --                                    with host streams (issue 16)
 -- Every case is a prediction unless its row says "fitted": no catalogue
--- parameter was fitted to these files (docs/fidelity.md records each case,
--- its source and its error).  Errors: normalised times in % of the measured
--- value, normalised energies in points (100 x the difference of the two
--- ratios), absolute figures in %.
+-- parameter was fitted to these files (docs/fidelity.md describes each
+-- case and its source, docs/fidelity-record.csv records its error).
+-- Errors: normalised times in % of the measured value, normalised
+-- energies in points (100 x the difference of the two ratios), absolute
+-- figures in %.
 --
 -- --check FILE compares each case's error with the figure recorded in
--- FILE's table (docs/fidelity.md) and fails when one has grown.
+-- FILE (docs/fidelity-record.csv) and fails when one has grown.
 local js = require "joulesim"
 
 local USAGE = [[
 usage: joulesim fidelity [--data DIR] [--out FILE.h5] [--only NAME]...
-                         [--short] [--check FILE.md] [--record FILE.md]
+                         [--short] [--check FILE.csv] [--record FILE.csv]
                          [--fit IMPL] [--sched DIR]
 
 Runs every measured case through the model, out of the box, and prints
@@ -71,10 +72,11 @@ predicted against measured with the error per point and per case.
                  names are the files, e.g. zeus-powerlimit/a40_global.csv)
   --short        skip the slow datasets (the Perseus plan runs)
   --check FILE   fail (exit 1) when a case's error exceeds the figure
-                 recorded for it in FILE (docs/fidelity.md)
-  --record FILE  rewrite the record table in FILE with this run's figures
-                 and roles (after --check, when both are given); a case
-                 this run skipped (--short, --only) keeps its recorded line
+                 recorded for it in FILE (docs/fidelity-record.csv)
+  --record FILE  rewrite the record FILE (a CSV file, created when absent)
+                 with this run's figures and roles (after --check, when
+                 both are given); a case this run skipped (--short,
+                 --only) keeps its recorded row
   --boost MODE   how the Merak jobs' power limit holds: per-kernel (the
                  default) or controller (the driver's boost controller)
   --refit        also refit the catalogue parameters that come from these
@@ -128,6 +130,14 @@ do
 end
 
 if opt.png and not opt.out then fail("--png needs --out FILE.h5") end
+-- The figures live in the record's CSV file alone, not in the prose.
+for _, flag in ipairs{ "check", "record" } do
+  local path = opt[flag]
+  if path and path:match("%.md$") then
+    fail(("--%s %s: the record is a CSV file (docs/fidelity-record.csv), "
+          .. "not a Markdown table"):format(flag, path))
+  end
+end
 if opt.fit and opt.fit ~= "megatron" and opt.fit ~= "hf" then
   fail("--fit " .. opt.fit .. ": unknown implementation (megatron or hf)")
 end
@@ -1905,63 +1915,58 @@ end
 
 -- ---- --check and --record ------------------------------------------------------------------
 
--- Rows of the record: | `dataset` | case | metric | error unit | role |
-local RECORD_ROW = "^| `([^`]+)` | ([^|]-) | ([^|]-) | ([%d.]+)"
+-- The record is a CSV file (docs/fidelity-record.csv), one row per case;
+-- error is the figure to two decimals in unit.  docs/fidelity.md says how
+-- each case is run and points at it.
+local RECORD_COLUMNS = { "dataset", "case", "metric", "error", "unit", "role" }
+local RECORD_HEAD = {
+  '# The fidelity record (docs/fidelity.md, "The record"): written by',
+  "# `joulesim fidelity --record`, read by `joulesim fidelity --check`." }
 
--- The lines of the record FILE and its rows: key (dataset|case|metric),
--- recorded error and line number.
+local function case_key(r) return r.dataset .. "|" .. r.case .. "|" .. r.metric end
+
+-- The recorded rows of path, each with _line and its error as a number.
 local function read_record(path)
-  local f, err = io.open(path, "r")
-  if not f then fail(err) end
-  local lines, rows = {}, {}
-  for line in f:lines() do
-    lines[#lines + 1] = line
-    local d, c, m, e = line:match(RECORD_ROW)
-    if d then
-      rows[#rows + 1] = { key = d .. "|" .. c .. "|" .. m, error = tonumber(e),
-                          line = #lines }
-    end
-  end
-  f:close()
-  return lines, rows
+  local rows = read_csv(path, RECORD_COLUMNS)
+  for _, r in ipairs(rows) do r.figure = num(r, "error", path) end
+  return rows
 end
 
--- Rewrites the record table of path with this run's summary, in the
+local function csv_field(v)
+  if v:find('[",]') then return '"' .. v:gsub('"', '""') .. '"' end
+  return v
+end
+
+-- Writes path (created when absent) with this run's summary, in the
 -- run's order; a recorded row the run did not make stays, after the row
--- it followed.  The rows must be one block (the table); the rest of the
--- file is kept as it is.
+-- it followed.
 local function write_record(path)
-  local lines, rows = read_record(path)
-  if #rows == 0 then fail(path .. ": no record table (rows | `dataset` | ...)") end
-  local first, last = rows[1].line, rows[#rows].line
-  if last - first + 1 ~= #rows then
-    fail(("%s:%d: the record table is not one block of rows"):format(path,
-         first))
-  end
+  local rows = exists(path) and read_record(path) or {}
   local fresh = {}
-  for _, s in ipairs(summary) do fresh[s.dataset .. "|" .. s.case .. "|" .. s.metric] = true end
+  for _, s in ipairs(summary) do fresh[case_key(s)] = true end
   local lead, after, prev = {}, {}, nil
   for _, r in ipairs(rows) do
-    if fresh[r.key] then
-      prev = r.key
+    if fresh[case_key(r)] then
+      prev = case_key(r)
     elseif prev then
       after[prev] = after[prev] or {}
-      table.insert(after[prev], lines[r.line])
+      table.insert(after[prev], r)
     else
-      lead[#lead + 1] = lines[r.line]
+      lead[#lead + 1] = r
     end
   end
-  local out = {}
-  for k = 1, first - 1 do out[#out + 1] = lines[k] end
-  for _, l in ipairs(lead) do out[#out + 1] = l end
+  local out = { table.concat(RECORD_HEAD, "\n"), table.concat(RECORD_COLUMNS, ",") }
+  local function add(r)
+    local f = {}
+    for k, col in ipairs(RECORD_COLUMNS) do f[k] = csv_field(r[col]) end
+    out[#out + 1] = table.concat(f, ",")
+  end
+  for _, r in ipairs(lead) do add(r) end
   for _, s in ipairs(summary) do
-    out[#out + 1] = ("| `%s` | %s | %s | %.2f %s | %s |"):format(s.dataset,
-      s.case, s.metric, s.error, s.unit, s.role)
-    for _, l in ipairs(after[s.dataset .. "|" .. s.case .. "|" .. s.metric] or {}) do
-      out[#out + 1] = l
-    end
+    add{ dataset = s.dataset, case = s.case, metric = s.metric,
+         error = ("%.2f"):format(s.error), unit = s.unit, role = s.role }
+    for _, r in ipairs(after[case_key(s)] or {}) do add(r) end
   end
-  for k = last + 1, #lines do out[#out + 1] = lines[k] end
   local tmp = path .. ".tmp"
   local f, err = io.open(tmp, "w")
   if not f then fail(err) end
@@ -1973,18 +1978,17 @@ local function write_record(path)
 end
 
 if opt.check then
-  local _, rows = read_record(opt.check)
   local recorded = {}
-  for _, r in ipairs(rows) do recorded[r.key] = r end
+  for _, r in ipairs(read_record(opt.check)) do recorded[case_key(r)] = r end
   local worse, missing = {}, {}
   for _, s in ipairs(summary) do
-    local key = s.dataset .. "|" .. s.case .. "|" .. s.metric
+    local key = case_key(s)
     local r = recorded[key]
     if not r then
       missing[#missing + 1] = key
-    elseif s.error > r.error + 0.005 then
+    elseif s.error > r.figure + 0.005 then
       worse[#worse + 1] = ("%s:%d: %s, %s: %s grew from %.2f to %.2f"):format(
-        opt.check, r.line, s.dataset, s.case, s.metric, r.error, s.error)
+        opt.check, r._line, s.dataset, s.case, s.metric, r.figure, s.error)
     end
   end
   if #missing > 0 then
