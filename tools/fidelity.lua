@@ -1203,54 +1203,6 @@ end
 
 -- ---- --fit: the generator's efficiency factors ----------------------------------------
 
--- Nelder-Mead on f(x), x a list of numbers; deterministic (fixed start,
--- fixed step, fixed iteration count).  Returns the best point and value.
-local function nelder_mead(f, x0, step, iters)
-  local n = #x0
-  local pts = {}
-  for i = 0, n do
-    local x = {}
-    for j = 1, n do x[j] = x0[j] + (i == j and step or 0) end
-    pts[#pts + 1] = { x = x, v = f(x) }
-  end
-  local function comb(a, b, t)
-    local x = {}
-    for j = 1, n do x[j] = a[j] + t * (b[j] - a[j]) end
-    return x
-  end
-  for _ = 1, iters do
-    table.sort(pts, function(p, q) return p.v < q.v end)
-    local c = {}
-    for j = 1, n do
-      c[j] = 0
-      for i = 1, n do c[j] = c[j] + pts[i].x[j] / n end
-    end
-    local worst = pts[n + 1]
-    local xr = comb(c, worst.x, -1)
-    local vr = f(xr)
-    if vr < pts[1].v then
-      local xe = comb(c, worst.x, -2)
-      local ve = f(xe)
-      pts[n + 1] = ve < vr and { x = xe, v = ve } or { x = xr, v = vr }
-    elseif vr < pts[n].v then
-      pts[n + 1] = { x = xr, v = vr }
-    else
-      local xc = comb(c, worst.x, 0.5)
-      local vc = f(xc)
-      if vc < worst.v then
-        pts[n + 1] = { x = xc, v = vc }
-      else
-        for i = 2, n + 1 do
-          pts[i].x = comb(pts[1].x, pts[i].x, 0.5)
-          pts[i].v = f(pts[i].x)
-        end
-      end
-    end
-  end
-  table.sort(pts, function(p, q) return p.v < q.v end)
-  return pts[1].x, pts[1].v
-end
-
 -- The factors a fit varies, per implementation: impl megatron's GEMM and
 -- memory factors (attention stays at the catalogue's 1: the table does not
 -- separate it, the fit leaves it there within 0.1%); impl hf's three.
@@ -1300,7 +1252,7 @@ local function run_fit(impl)
   local loss = impl == "megatron" and fit_megatron() or fit_hf()
   local x0 = {}
   for i = 1, #FIT_PARAMS[impl] do x0[i] = 0 end
-  local x, v = nelder_mead(loss, x0, -0.2, 120)
+  local x, v = js.nelder_mead{ f = loss, x = x0, step = -0.2, iterations = 120 }
   local f = factors(impl, x)
   EFF[impl] = f
   print(("  fitted: gemm = %.4f, attention = %.4f, memory = %.4f (sum of "
@@ -1521,10 +1473,11 @@ local function refit_h100(rows, path)
   local best, bv
   for _, knee in ipairs{ 900, 1100, 1300 } do
     for _, e in ipairs{ 1, 2 } do
-      local x, v = nelder_mead(function(y)
-        return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
-                          y[5] * 100, y[6] } end,
-        { 1, 5, 5, 7.5, knee / 100, e }, 0.5, 1500)
+      local x, v = js.nelder_mead{
+        f = function(y)
+          return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
+                            y[5] * 100, y[6] } end,
+        x = { 1, 5, 5, 7.5, knee / 100, e }, step = 0.5, iterations = 1500 }
       if not bv or v < bv then best, bv = x, v end
     end
   end
