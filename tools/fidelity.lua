@@ -1470,16 +1470,26 @@ local function refit_h100(rows, path)
     return v + ((top / H100_CONTEXT_W - 1) / 0.1) ^ 2
              + ((idle / H100_IDLE_W - 1) / 0.1) ^ 2
   end
+  local function scaled(y)
+    return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
+                      y[5] * 100, y[6] }
+  end
   local best, bv
   for _, knee in ipairs{ 900, 1100, 1300 } do
     for _, e in ipairs{ 1, 2 } do
-      local x, v = js.nelder_mead{
-        f = function(y)
-          return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
-                            y[5] * 100, y[6] } end,
-        x = { 1, 5, 5, 7.5, knee / 100, e }, step = 0.5, iterations = 1500 }
+      local x, v = js.nelder_mead{ f = scaled, x = { 1, 5, 5, 7.5, knee / 100, e },
+                                   step = 0.5, iterations = 1500 }
       if not bv or v < bv then best, bv = x, v end
     end
+  end
+  -- A simplex that has collapsed along the fit's flat valley stops short of
+  -- its floor: restart from the best point with a fresh, smaller simplex
+  -- until a restart gains nothing.
+  for _ = 1, 20 do
+    local x, v = js.nelder_mead{ f = scaled, x = best, step = 0.05,
+                                 iterations = 1500 }
+    if v >= bv then break end
+    best, bv = x, v
   end
   local x = { best[1] * 10, best[2] * 10, best[3] * 100, best[4] / 10,
               best[5] * 100, best[6] }
@@ -1506,9 +1516,9 @@ local function refit_h100(rows, path)
   print(("  refit on %d caps: memory rail %.1f W + %.1f W x u_m "
          .. "(%.2f pJ/bit at %d GB/s)"):format(#fit, S, pm,
          pm / (8e-3 * g.mem_bw_gbps), g.mem_bw_gbps))
-  print(("  p_const_w %.1f W, p_leak_w %.1f W, v_min %.3f, f_knee_mhz %.0f, "
+  print(("  p_const_w %.1f W, p_leak_w %.1f W, v_min %.5f, f_knee_mhz %.2f, "
          .. "v_curve_exp %.2f, the load's dynamic power %.0f W (objective "
-         .. "%.3f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
+         .. "%.6f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
   print(("  p_dyn_w %.0f W (the BF16 GEMM at %.0f MHz on H100-SXM5-80GB "
          .. "draws 700 W); activity_tf32 %.3f"):format(dyn, f_gemm, x[3] / dyn))
   print(("  floor at 1980 MHz %.1f W (context %.0f), at 345 MHz %.1f W (idle "
