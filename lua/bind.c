@@ -876,6 +876,7 @@ static int open_joulesim(lua_State *L)
   jsl_register_pipeline(L);
   jsl_register_sweep(L);
   jsl_register_csv(L);
+  jsl_register_numeric(L);
   jsl_protect_metatables(L);
   if (load_resource(L, "prelude.lua") != LUA_OK)
     return lua_error(L);

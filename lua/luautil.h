@@ -157,6 +157,7 @@ void jsl_register_profile(lua_State *L);  /* lua/validate.c: js.profile, js.vali
 void jsl_register_pipeline(lua_State *L); /* lua/pipeline.c: js.pipeline */
 void jsl_register_sweep(lua_State *L);    /* lua/sweep.c: js.sweep */
 void jsl_register_csv(lua_State *L);      /* lua/csv.c: js.csv */
+void jsl_register_numeric(lua_State *L);  /* lua/numeric.c: js.nelder_mead */
 
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);

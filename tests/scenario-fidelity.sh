@@ -128,6 +128,8 @@ print('compared', len(rows), 'profiles')
 fi
 check png-needs-out 1 "--png needs --out FILE.h5" -- "$J" fidelity --png "$T/x"
 
+check nelder-mead 0 "^ok$" -- "$J" run tests/nelder-mead-check.lua
+
 # The check can fail: a record with a smaller figure for one case.
 sed 's/^\(kerneltuner[^,]*,[^,]*,"time, max abs err",\)[0-9.]*/\10.01/' \
   docs/fidelity-record.csv >"$T/record.csv"

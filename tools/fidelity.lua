@@ -1203,54 +1203,6 @@ end
 
 -- ---- --fit: the generator's efficiency factors ----------------------------------------
 
--- Nelder-Mead on f(x), x a list of numbers; deterministic (fixed start,
--- fixed step, fixed iteration count).  Returns the best point and value.
-local function nelder_mead(f, x0, step, iters)
-  local n = #x0
-  local pts = {}
-  for i = 0, n do
-    local x = {}
-    for j = 1, n do x[j] = x0[j] + (i == j and step or 0) end
-    pts[#pts + 1] = { x = x, v = f(x) }
-  end
-  local function comb(a, b, t)
-    local x = {}
-    for j = 1, n do x[j] = a[j] + t * (b[j] - a[j]) end
-    return x
-  end
-  for _ = 1, iters do
-    table.sort(pts, function(p, q) return p.v < q.v end)
-    local c = {}
-    for j = 1, n do
-      c[j] = 0
-      for i = 1, n do c[j] = c[j] + pts[i].x[j] / n end
-    end
-    local worst = pts[n + 1]
-    local xr = comb(c, worst.x, -1)
-    local vr = f(xr)
-    if vr < pts[1].v then
-      local xe = comb(c, worst.x, -2)
-      local ve = f(xe)
-      pts[n + 1] = ve < vr and { x = xe, v = ve } or { x = xr, v = vr }
-    elseif vr < pts[n].v then
-      pts[n + 1] = { x = xr, v = vr }
-    else
-      local xc = comb(c, worst.x, 0.5)
-      local vc = f(xc)
-      if vc < worst.v then
-        pts[n + 1] = { x = xc, v = vc }
-      else
-        for i = 2, n + 1 do
-          pts[i].x = comb(pts[1].x, pts[i].x, 0.5)
-          pts[i].v = f(pts[i].x)
-        end
-      end
-    end
-  end
-  table.sort(pts, function(p, q) return p.v < q.v end)
-  return pts[1].x, pts[1].v
-end
-
 -- The factors a fit varies, per implementation: impl megatron's GEMM and
 -- memory factors (attention stays at the catalogue's 1: the table does not
 -- separate it, the fit leaves it there within 0.1%); impl hf's three.
@@ -1300,7 +1252,7 @@ local function run_fit(impl)
   local loss = impl == "megatron" and fit_megatron() or fit_hf()
   local x0 = {}
   for i = 1, #FIT_PARAMS[impl] do x0[i] = 0 end
-  local x, v = nelder_mead(loss, x0, -0.2, 120)
+  local x, v = js.nelder_mead{ f = loss, x = x0, step = -0.2, iterations = 120 }
   local f = factors(impl, x)
   EFF[impl] = f
   print(("  fitted: gemm = %.4f, attention = %.4f, memory = %.4f (sum of "
@@ -1518,15 +1470,26 @@ local function refit_h100(rows, path)
     return v + ((top / H100_CONTEXT_W - 1) / 0.1) ^ 2
              + ((idle / H100_IDLE_W - 1) / 0.1) ^ 2
   end
+  local function scaled(y)
+    return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
+                      y[5] * 100, y[6] }
+  end
   local best, bv
   for _, knee in ipairs{ 900, 1100, 1300 } do
     for _, e in ipairs{ 1, 2 } do
-      local x, v = nelder_mead(function(y)
-        return objective{ y[1] * 10, y[2] * 10, y[3] * 100, y[4] / 10,
-                          y[5] * 100, y[6] } end,
-        { 1, 5, 5, 7.5, knee / 100, e }, 0.5, 1500)
+      local x, v = js.nelder_mead{ f = scaled, x = { 1, 5, 5, 7.5, knee / 100, e },
+                                   step = 0.5, iterations = 1500 }
       if not bv or v < bv then best, bv = x, v end
     end
+  end
+  -- A simplex that has collapsed along the fit's flat valley stops short of
+  -- its floor: restart from the best point with a fresh, smaller simplex
+  -- until a restart gains nothing.
+  for _ = 1, 20 do
+    local x, v = js.nelder_mead{ f = scaled, x = best, step = 0.05,
+                                 iterations = 1500 }
+    if v >= bv then break end
+    best, bv = x, v
   end
   local x = { best[1] * 10, best[2] * 10, best[3] * 100, best[4] / 10,
               best[5] * 100, best[6] }
@@ -1553,9 +1516,9 @@ local function refit_h100(rows, path)
   print(("  refit on %d caps: memory rail %.1f W + %.1f W x u_m "
          .. "(%.2f pJ/bit at %d GB/s)"):format(#fit, S, pm,
          pm / (8e-3 * g.mem_bw_gbps), g.mem_bw_gbps))
-  print(("  p_const_w %.1f W, p_leak_w %.1f W, v_min %.3f, f_knee_mhz %.0f, "
+  print(("  p_const_w %.1f W, p_leak_w %.1f W, v_min %.5f, f_knee_mhz %.2f, "
          .. "v_curve_exp %.2f, the load's dynamic power %.0f W (objective "
-         .. "%.3f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
+         .. "%.6f)"):format(x[1], x[2], x[4], x[5], x[6], x[3], bv))
   print(("  p_dyn_w %.0f W (the BF16 GEMM at %.0f MHz on H100-SXM5-80GB "
          .. "draws 700 W); activity_tf32 %.3f"):format(dyn, f_gemm, x[3] / dyn))
   print(("  floor at 1980 MHz %.1f W (context %.0f), at 345 MHz %.1f W (idle "
