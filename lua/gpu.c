@@ -177,7 +177,10 @@ static int l_price(lua_State *L)
   if (!jsl_opt_bool(L, 1, fn, "cap", TRUE))
     limit = GPU_POWER_UNCAPPED;
   GpuCost cost;
-  gpu_kernel_cost(g, &k, (guint)sm, (guint)mem, limit, &cost);
+  /* Snapped here, where the request enters: the model prices supported
+   * clocks only. */
+  gpu_kernel_cost(g, &k, sm != 0 ? gpu_snap_sm(g, (guint)sm) : 0,
+                  mem != 0 ? gpu_snap_mem(g, (guint)mem) : 0, limit, &cost);
   lua_createtable(L, 0, 8);
   jsl_set_num(L, "time_s", cost.time_s);
   jsl_set_num(L, "power_w", cost.power_w);

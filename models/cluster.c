@@ -42,10 +42,9 @@
  * rounded to the nearest ns (at least 1 ns for groups of 2+).  p2p uses
  * net_p2p_time_s with same_node = (src and dst on one node).
  *
- * Caching.  The GPU model's answer depends on (shape, snapped SM clock,
- * snapped memory clock) only; it is computed on first use and kept in a
- * hash table guarded by a mutex (the callbacks may be called from several
- * threads).  Per-GPU factors are applied on the way out, so the callbacks
+ * Caching.  The GPU model's answer depends on (shape, SM clock, memory
+ * clock) only; it is computed on first use and kept in a hash table
+ * guarded by a mutex (the callbacks may be called from several threads).  Per-GPU factors are applied on the way out, so the callbacks
  * are pure functions of their arguments.
  *
  * Table-driven shapes.  When the workload carries a measured price table
@@ -314,6 +313,7 @@ struct ClusterMachine {
   GHashTable *cache;       /* CostEntry* (key and value) */
   PriceTable *table;       /* measured prices of some shapes, or NULL */
   GError *table_error;     /* first out-of-range table request */
+  gboolean off_grid;       /* clocks may arrive off the GPU's steps */
 };
 
 static guint64 cache_key(guint32 shape, guint sm, guint mem)
@@ -394,8 +394,11 @@ static void machine_kernel_cost(gpointer ctx, guint gpu, guint32 shape,
     }
   }
 
-  guint sm = req.sm_mhz != 0 ? gpu_snap_sm(m->gpu, req.sm_mhz) : 0;
-  guint mem = req.mem_mhz != 0 ? gpu_snap_mem(m->gpu, req.mem_mhz) : 0;
+  guint sm = req.sm_mhz, mem = req.mem_mhz;
+  if (m->off_grid) {
+    sm = sm != 0 ? gpu_snap_sm(m->gpu, sm) : 0;
+    mem = mem != 0 ? gpu_snap_mem(m->gpu, mem) : 0;
+  }
   CostEntry e;
   cost_lookup(m, shape, sm, mem, &e);
   out->time_scale = e.ratio * m->perf[gpu];
@@ -617,6 +620,20 @@ static void build_boost(ClusterMachine *m, const Cluster *c)
     m->boost[i] = b;
 }
 
+/* A policy's plan gives the clocks it asks for snapped to the GPU's steps
+ * (gpu_kernel_cost's precondition), so kernel_cost prices them as given.
+ * Two sources give clocks off those steps, and their machine snaps on the
+ * way to the GPU model: a price table's measured clocks, which the Perseus
+ * policies plan with and which reach the model for the shapes the table
+ * does not map, and a boost ceiling moving in steps that are not whole SM
+ * clock steps (a GPU defined with an odd boost_step_mhz). */
+static gboolean off_grid(const ClusterMachine *m, const Cluster *c)
+{
+  guint step = (guint)lround(c->gpu->sm_step_mhz.v);
+  return m->table != NULL ||
+         (m->boost != NULL && m->boost[0].step_mhz % step != 0);
+}
+
 /* Returns a new machine (caller owns) or NULL with CLUSTER_ERROR_MISMATCH
  * when w does not fit c (rank count, group members, shapes) or the cluster's
  * own validation error. */
@@ -667,6 +684,7 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
     return NULL;
   }
   build_held_limit(m, c);
+  m->off_grid = off_grid(m, c);
 
   double switch_ms = c->switch_latency_ms >= 0.0
                        ? c->switch_latency_ms

@@ -137,6 +137,9 @@ static void oob_raw(const GpuSpec *g, SimOpClass klass, const FitKernel *mix,
   FitKernel one;
   guint n;
   const FitKernel *ks = oob_kernels(klass, mix, n_mix, &one, &n);
+  /* Measured clocks need not be the model's steps (V100's 7-8 MHz). */
+  sm = sm != 0 ? gpu_snap_sm(g, sm) : 0;
+  mem = mem != 0 ? gpu_snap_mem(g, mem) : 0;
   double tt = 0, ee = 0;
   for (guint i = 0; i < n; i++) {
     GpuCost c;

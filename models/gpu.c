@@ -865,8 +865,12 @@ void gpu_kernel_cost(const GpuSpec *g, const GpuKernel *k, guint sm_mhz,
   g_return_if_fail(isfinite(k->flops) && isfinite(k->bytes));
   g_return_if_fail(k->flops >= 0 && k->bytes >= 0);
 
-  guint f = gpu_snap_sm(g, sm_mhz);
-  guint m = gpu_snap_mem(g, mem_mhz);
+  /* The caller has snapped the clocks (gpu.h); 0 asks for the default. */
+  guint f = sm_mhz != 0 ? sm_mhz : gpu_snap_sm(g, 0);
+  guint m = mem_mhz != 0 ? mem_mhz : gpu_snap_mem(g, 0);
+#ifndef NDEBUG
+  g_assert(gpu_snap_sm(g, f) == f && gpu_snap_mem(g, m) == m);
+#endif
   double limit = power_limit_w > 0 ? power_limit_w : g->power_limit_w.v;
   guint hi = (guint)lround((f - g->sm_min_mhz.v) / g->sm_step_mhz.v);
 

@@ -255,15 +255,18 @@ double gpu_voltage_ratio(double v_ratio, double knee_mhz, double fmax_mhz,
 guint gpu_snap_sm(const GpuSpec *g, guint sm_mhz);
 guint gpu_snap_mem(const GpuSpec *g, guint mem_mhz);
 
-/* Time and power of kernel k at requested clocks (0 = auto) under a power
+/* Time and power of kernel k at clocks sm/mem (0 = auto) under a power
  * limit (<= 0: the spec's default).  Applies the power cap: when the power at
- * the requested SM clock exceeds the limit, runs at the highest SM clock
- * step that fits (never below sm_min).  Monotone: lowering a clock never
- * shortens time unless the cap is involved..
+ * the given SM clock exceeds the limit, runs at the highest SM clock step
+ * that fits (never below sm_min).  Monotone: lowering a clock never
+ * shortens time unless the cap is involved.
  *
- * Requested clocks are snapped first (gpu_snap_sm/gpu_snap_mem).  The limit
- * is used as given (not clamped to power_min/max: the caller validates it);
- * GPU_POWER_UNCAPPED disables the cap.  out->capped is TRUE when the cap
+ * Precondition: each clock is 0 or a supported one, as gpu_snap_sm and
+ * gpu_snap_mem return it.  A requested clock is snapped once, where it
+ * enters (a policy's plan, js.gpu.price, a fit's measured points); the
+ * model prices the pair it is given (builds without NDEBUG assert it).
+ * The limit is used as given (not clamped to power_min/max: the caller
+ * validates it); GPU_POWER_UNCAPPED disables the cap.  out->capped is TRUE when the cap
  * lowered the SM clock; a kernel already at sm_min that still draws more
  * than the limit runs there, uncapped, above the limit.
  *

@@ -3,6 +3,7 @@
  * stable when the cluster grows), kernel time scaling against the
  * reference GPU, collective and p2p pricing by placement, overrides. */
 #include "models/cluster.h"
+#include "models/dvfs/policy.h"
 
 #include <math.h>
 #include <string.h>
@@ -380,11 +381,10 @@ static void test_time_scale(Fixture *f, gconstpointer data)
     g_assert_cmpuint(x.sm_mhz, ==, y.sm_mhz);
     g_assert_cmpuint(x.mem_mhz, ==, y.mem_mhz);
   }
-  /* Requests that snap to the same clock give the same price. */
+  /* The policy's plan snaps a request; the machine prices what it is
+   * given (/cluster/snap-once prices a plan from 1013 MHz). */
   SimCost p = cost(m, 0, SHAPE_GEMM, gpu_snap_sm(c->gpu, 1201), 0);
-  SimCost q = cost(m, 0, SHAPE_GEMM, 1201, 0);
-  g_assert_cmpfloat(p.time_scale, ==, q.time_scale);
-  g_assert_cmpfloat(p.power_w, ==, q.power_w);
+  g_assert_cmpuint(p.sm_mhz, ==, 1200);
 
   /* NULL or unknown ref_gpu: the cluster's own GPU. */
   g_autoptr(SimWorkload) wn = workload(8, 8, NULL);
@@ -411,6 +411,40 @@ static void test_time_scale(Fixture *f, gconstpointer data)
 /* The reference time has no power cap: a power-limited big GEMM on the
  * same GPU is slower than its reference, and a lower limit makes it slower
  * still and draws no more than the limit. */
+/* A GEMM at the clocks of fixed{sm, mem}'s plan on c for w, priced by m. */
+static SimCost fixed_cost(ClusterMachine *m, const Cluster *c,
+                          const SimWorkload *w, guint sm, guint mem)
+{
+  DvfsPolicy p;
+  dvfs_policy_init(&p, DVFS_FIXED);
+  p.sm_mhz = sm;
+  p.mem_mhz = mem;
+  GError *error = NULL;
+  g_autoptr(SimPlan) plan = dvfs_plan(&p, c, w, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(plan->n_pairs, ==, 1);
+  return cost(m, 0, SHAPE_GEMM, plan->pairs[0].sm_mhz,
+              plan->pairs[0].mem_mhz);
+}
+
+/* The plan is where a requested clock becomes a supported one: 1013 MHz
+ * on an A100 (steps of 15 from 210) is planned and priced as 1020,
+ * exactly. */
+static void test_snap_once(Fixture *f, gconstpointer data)
+{
+  g_autoptr(Cluster) c = cluster(f, A100, 8, 8);
+  g_autoptr(SimWorkload) w = workload(8, 8, A100);
+  g_autoptr(ClusterMachine) m = machine(f, c, w);
+  SimCost asked = fixed_cost(m, c, w, 1013, 0);
+  SimCost snapped = fixed_cost(m, c, w, 1020, 0);
+  g_assert_cmpuint(asked.sm_mhz, ==, 1020);
+  g_assert_cmpfloat(asked.time_scale, ==, snapped.time_scale);
+  g_assert_cmpfloat(asked.power_w, ==, snapped.power_w);
+  SimCost direct = cost(m, 0, SHAPE_GEMM, 1020, 0);
+  g_assert_cmpfloat(asked.time_scale, ==, direct.time_scale);
+  g_assert_cmpfloat(asked.power_w, ==, direct.power_w);
+}
+
 static void test_power_cap(Fixture *f, gconstpointer data)
 {
   g_autoptr(Cluster) c = cluster(f, A100, 8, 8);
@@ -735,6 +769,7 @@ int main(int argc, char **argv)
   ADD("variability-off", test_variability_off);
   ADD("variability-on", test_variability_on);
   ADD("time-scale", test_time_scale);
+  ADD("snap-once", test_snap_once);
   ADD("power-cap", test_power_cap);
   ADD("overrides", test_overrides);
   ADD("power-limit-range", test_power_limit_range);

@@ -713,7 +713,8 @@ static void test_memory_knee(void)
     g_assert_cmpfloat(bw, >, 0.75 * g->mem_bw_gbps.v);
     g_assert_cmpfloat(top.util_memory, >, 0.9);
     /* Below the knee it rises: at half the knee clock >= 1.5x. */
-    gpu_kernel_cost(g, &k, (guint)(knee / 2), 0, GPU_POWER_UNCAPPED, &low);
+    gpu_kernel_cost(g, &k, gpu_snap_sm(g, (guint)(knee / 2)), 0,
+                    GPU_POWER_UNCAPPED, &low);
     if (knee / 2 >= g->sm_min_mhz.v)
       g_assert_cmpfloat(low.time_s, >, 1.5 * top.time_s);
   }
