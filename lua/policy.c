@@ -2,13 +2,14 @@
  *
  * js.policy.NAME{...} constructors (max, auto, fixed, powercap, iteration,
  * pass, kernel, custom, and the pipeline policies perseus, envpipe, zeus
- * for pipelined workloads: models/dvfs/perseus.h) check every argument and return a plain table
- * {name = NAME, ...} that js.simulate reads back with jsl_policy_from_lua
- * (so hand-written tables are checked the same way).  Parsing is generic
- * over the policy's class (models/dvfs/policy.h): its `keys` and typed
- * `args`; what no argument list can say (a plan table, a function, rules
- * across arguments) is a per-class hook here (`hooks`).  A Lua function given
- * as `policy` is a custom policy: the planner calls it once per distinct
+ * for pipelined workloads: models/dvfs/perseus.h) check every argument and
+ * return a plain table {name = NAME, ...} that js.simulate reads back with
+ * jsl_policy_from_lua (so hand-written tables are checked the same way).
+ * Parsing is generic over the policy's class (models/dvfs/policy.h): its
+ * `keys` and typed `args`; what a class takes besides (a function, a plan
+ * table) is in its flags (DVFS_CLASS_TAKES_*), and the rules across
+ * arguments are here by kind (`rules`).  A Lua function given as `policy`
+ * is a custom policy: the planner calls it once per distinct
  * kernel (or op, or segment) with a table describing the unit and its
  * options, and it returns the clocks.
  *
@@ -275,16 +276,16 @@ static void parse_args(lua_State *L, int idx, const char *fn, const DvfsArg *a,
   }
 }
 
-/* What a class's argument list cannot say.  parse: after the arguments,
- * for js.policy.NAME{...} and js.simulate{policy = {...}} alike;
- * construct: the constructor's own rules (after parse); read: what
- * js.simulate reads besides (after parse).  Each raises on bad input. */
+/* Rules across a class's arguments that its table cannot say, by kind.
+ * parse: after the arguments, for js.policy.NAME{...} and
+ * js.simulate{policy = {...}} alike; construct: the constructor's own rule
+ * (after parse).  Each raises on bad input.  What a class takes besides
+ * its typed arguments (a function, a plan) is its flags
+ * (DVFS_CLASS_TAKES_FN, DVFS_CLASS_TAKES_PLAN). */
 typedef struct {
-  const char *name;
   void (*parse)(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
   void (*construct)(lua_State *L, const char *fn, const DvfsPolicy *p);
-  void (*read)(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
-} PolicyHooks;
+} ArgRules;
 
 #define POWERCAP_EITHER                                                     \
   "%s: give either 'watts' (a power limit) or 'slowdown' (search the "     \
@@ -319,37 +320,31 @@ static void perseus_parse(lua_State *L, int idx, const char *fn,
                   "'straggler_aware' = true", fn);
 }
 
-static void plan_construct(lua_State *L, const char *fn, const DvfsPolicy *p)
-{
-  if (lua_isnoneornil(L, 1))
-    luaL_error(L, "%s: give 'plan' (a plan from fr:plan(i) or "
-                  "js.perseus.load_schedule, or a sched.json path)", fn);
-}
-
-static void custom_construct(lua_State *L, const char *fn,
-                             const DvfsPolicy *p)
-{
-  if (!lua_istable(L, 1) || lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
-    luaL_error(L, "%s: argument 'fn' must be a function", fn);
-  lua_pop(L, 1);
-}
-
-static void custom_read(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
-
-static const PolicyHooks hooks[] = {
-  {"fixed", NULL, fixed_construct, NULL},
-  {"powercap", powercap_parse, powercap_construct, NULL},
-  {"custom", NULL, custom_construct, custom_read},
-  {"perseus", perseus_parse, NULL, NULL},
-  {"plan", read_plan, plan_construct, NULL},
+static const ArgRules rules[DVFS_KIND_COUNT] = {
+  [DVFS_FIXED] = {NULL, fixed_construct},
+  [DVFS_POWERCAP] = {powercap_parse, powercap_construct},
+  [DVFS_PERSEUS] = {perseus_parse, NULL},
 };
 
-static const PolicyHooks *hooks_of(const DvfsPolicyClass *kl)
+/* Kind k's rules (none for a class registered past the built-in kinds). */
+static const ArgRules *rules_of(DvfsKind k)
 {
-  for (gsize i = 0; i < G_N_ELEMENTS(hooks); i++)
-    if (strcmp(hooks[i].name, kl->name) == 0)
-      return &hooks[i];
-  return NULL;
+  static const ArgRules none;
+  return (guint)k < DVFS_KIND_COUNT ? &rules[k] : &none;
+}
+
+/* A class that takes a function or a plan needs it from its constructor. */
+static void check_taken(lua_State *L, const char *fn,
+                        const DvfsPolicyClass *kl)
+{
+  if (kl->flags & DVFS_CLASS_TAKES_FN) {
+    if (!lua_istable(L, 1) || lua_getfield(L, 1, "fn") != LUA_TFUNCTION)
+      luaL_error(L, "%s: argument 'fn' must be a function", fn);
+    lua_pop(L, 1);
+  }
+  if ((kl->flags & DVFS_CLASS_TAKES_PLAN) && lua_isnoneornil(L, 1))
+    luaL_error(L, "%s: give 'plan' (a plan from fr:plan(i) or "
+                  "js.perseus.load_schedule, or a sched.json path)", fn);
 }
 
 /* Parses the arguments of kind k from the table at idx (or defaults when
@@ -364,9 +359,10 @@ static void parse_fields(lua_State *L, int idx, DvfsKind k, const char *fn,
   jsl_check_keys(L, idx, fn, kl->keys);
   parse_args(L, idx, fn, kl->args, p);
   jsl_warn_slowdown(L, fn, p->slowdown);
-  const PolicyHooks *h = hooks_of(kl);
-  if (h != NULL && h->parse != NULL)
-    h->parse(L, idx, fn, p);
+  if (kl->flags & DVFS_CLASS_TAKES_PLAN)
+    read_plan(L, idx, fn, p);
+  if (rules_of(k)->parse != NULL)
+    rules_of(k)->parse(L, idx, fn, p);
 }
 
 /* Installs a chooser calling the function at absolute index fn_idx; the
@@ -378,6 +374,16 @@ static void attach_chooser(lua_State *L, int fn_idx, DvfsPolicy *p)
   ch->fn = fn_idx;
   p->choose = lua_choose;
   p->choose_data = ch;
+}
+
+/* A function-taking policy's `fn`: attached as its chooser. */
+static void read_fn(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
+{
+  lua_getfield(L, idx, "fn");
+  if (!lua_isfunction(L, -1))
+    luaL_error(L, "%s: argument 'fn' must be a function (got %s)", fn,
+               luaL_typename(L, -1));
+  attach_chooser(L, lua_gettop(L), p);
 }
 
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
@@ -405,19 +411,8 @@ void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
   lua_pushfstring(L, "js.policy.%s", kl->name);
   const char *name = lua_tostring(L, -1);
   parse_fields(L, idx, (DvfsKind)k, name, p);
-  const PolicyHooks *h = hooks_of(kl);
-  if (h != NULL && h->read != NULL)
-    h->read(L, idx, name, p);
-}
-
-/* A custom policy's function: attached as its chooser. */
-static void custom_read(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
-{
-  lua_getfield(L, idx, "fn");
-  if (!lua_isfunction(L, -1))
-    luaL_error(L, "%s: argument 'fn' must be a function (got %s)", fn,
-               luaL_typename(L, -1));
-  attach_chooser(L, lua_gettop(L), p);
+  if (kl->flags & DVFS_CLASS_TAKES_FN)
+    read_fn(L, idx, name, p);
 }
 
 /* ---- constructors ------------------------------------------------------------ */
@@ -441,9 +436,9 @@ static int construct(lua_State *L)
   }
   DvfsPolicy p;
   parse_fields(L, 1, k, fn, &p);
-  const PolicyHooks *h = hooks_of(kl);
-  if (h != NULL && h->construct != NULL)
-    h->construct(L, fn, &p);
+  check_taken(L, fn, kl);
+  if (rules_of(k)->construct != NULL)
+    rules_of(k)->construct(L, fn, &p);
   lua_createtable(L, 0, 6);
   lua_pushstring(L, kl->name);
   lua_setfield(L, -2, "name");

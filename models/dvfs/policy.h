@@ -184,8 +184,15 @@ enum {
                                    workload's representatives): its plan
                                    result is the run's report, its
                                    switch_latency_ms the run's latency */
-  DVFS_CLASS_PIPELINE = 1 << 1  /* drives its own engine (`run`), on a
+  DVFS_CLASS_PIPELINE = 1 << 1, /* drives its own engine (`run`), on a
                                    pipelined workload */
+  /* What a Lua door reads besides the typed arguments, and requires from
+   * the constructor: */
+  DVFS_CLASS_TAKES_FN = 1 << 2,   /* `fn`, a function: the chooser
+                                     (DvfsPolicy.choose) */
+  DVFS_CLASS_TAKES_PLAN = 1 << 3  /* `plan`, clocks per stage and
+                                     microbatch or a sched.json path:
+                                     plan_mhz */
 };
 
 typedef struct {
