@@ -445,6 +445,26 @@ static void test_snap_once(Fixture *f, gconstpointer data)
   g_assert_cmpfloat(asked.power_w, ==, direct.power_w);
 }
 
+/* A boost controller whose steps are not whole SM clock steps (20 MHz on
+ * a 15 MHz grid) hands the machine clocks off the grid: the machine snaps
+ * those on the way to the model. */
+static void test_off_grid(Fixture *f, gconstpointer data)
+{
+  g_autoptr(GpuSpec) g = gpu_spec_copy(spec(f, A100));
+  g->boost_step_mhz.v = 20;
+  GError *error = NULL;
+  g_autoptr(Cluster) c = cluster_new(g, f->net, 8, 8, &error);
+  g_assert_no_error(error);
+  c->boost = CLUSTER_BOOST_CONTROLLER;
+  g_autoptr(SimWorkload) w = workload(8, 8, A100);
+  g_autoptr(ClusterMachine) m = machine(f, c, w);
+  SimCost off = cost(m, 0, SHAPE_GEMM, 1013, 0);
+  SimCost on = cost(m, 0, SHAPE_GEMM, 1020, 0);
+  g_assert_cmpuint(off.sm_mhz, ==, 1020);
+  g_assert_cmpfloat(off.time_scale, ==, on.time_scale);
+  g_assert_cmpfloat(off.power_w, ==, on.power_w);
+}
+
 static void test_power_cap(Fixture *f, gconstpointer data)
 {
   g_autoptr(Cluster) c = cluster(f, A100, 8, 8);
@@ -770,6 +790,7 @@ int main(int argc, char **argv)
   ADD("variability-on", test_variability_on);
   ADD("time-scale", test_time_scale);
   ADD("snap-once", test_snap_once);
+  ADD("off-grid", test_off_grid);
   ADD("power-cap", test_power_cap);
   ADD("overrides", test_overrides);
   ADD("power-limit-range", test_power_limit_range);
