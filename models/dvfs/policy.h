@@ -21,7 +21,6 @@
 #include <glib.h>
 #include "sim/engine.h"
 #include "models/cluster.h"
-#include "models/dvfs/perseus.h"
 #include "models/straggler.h"
 
 G_BEGIN_DECLS
@@ -176,6 +175,7 @@ typedef struct {
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
+struct PerseusRun;     /* models/dvfs/perseus.h */
 struct PlannerClass;   /* models/dvfs/planner-private.h */
 
 enum {
@@ -207,8 +207,8 @@ typedef struct {
                                  GError **error);
   /* Or runs p itself (DVFS_CLASS_PIPELINE; `plan` is then NULL): plans,
    * reacts to stragglers and replays x->iterations iterations. */
-  PerseusRun *(*run)(const DvfsPolicy *p, const DvfsContext *x,
-                     GError **error);
+  struct PerseusRun *(*run)(const DvfsPolicy *p, const DvfsContext *x,
+                            GError **error);
 } DvfsPolicyClass;
 
 /* The class of kind k (NULL when there is none), of a name ("auto" is

@@ -21,12 +21,6 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("zeus(eta=%g,step=%gW)", p->eta, p->step_w);
 }
 
-static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
-                       GError **error)
-{
-  return dvfs_pipeline_run(p, PERSEUS_RUN_ZEUS, x, error);
-}
-
 const DvfsPolicyClass dvfs_class_zeus = {
   .name = "zeus",
   .keys = keys,
@@ -34,5 +28,5 @@ const DvfsPolicyClass dvfs_class_zeus = {
   .flags = DVFS_CLASS_PIPELINE,
   .label = label,
   .check = dvfs_check_standard,
-  .run = run,
+  .run = perseus_run,
 };
