@@ -731,6 +731,12 @@ static void test_latency_table6(void)
   g_assert_cmpfloat(s.c->gpu->switch_latency_ms.v, >, 0);
   g_autoptr(PerseusRun) rmax = run_policy(&s, DVFS_MAX, 0, 0, NULL,
                                           FALSE, 2);
+  /* The run carries its model's candidate clocks (a js.simulate frontier's
+   * fr:plan reads them). */
+  guint n_clocks = 0;
+  const guint16 *clocks = perseus_model_clocks(s.pm, &n_clocks);
+  g_assert_cmpmem(rmax->clocks, sizeof(guint16) * rmax->n_clocks, clocks,
+                  sizeof(guint16) * n_clocks);
   const DvfsKind kinds[] = {DVFS_PERSEUS, DVFS_ENVPIPE};
   for (guint q = 0; q < G_N_ELEMENTS(kinds); q++) {
     g_autoptr(PerseusRun) r0 = run_policy(&s, kinds[q], 0, 0, NULL, FALSE, 2);

@@ -156,6 +156,10 @@ typedef struct PerseusRun {
   guint latency_fallback;
   guint plan_snapped;         /* plan: computations whose clock was not a
                                  candidate clock (run at the nearest) */
+  guint16 *clocks;            /* owned: the model's candidate clocks, option
+                                 k of every computation running clocks[k]
+                                 MHz (perseus_model_clocks) */
+  guint n_clocks;
 } PerseusRun;
 
 void perseus_run_free(PerseusRun *r);

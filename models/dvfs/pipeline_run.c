@@ -175,6 +175,7 @@ void perseus_run_free(PerseusRun *r)
   sim_result_free(r->result);
   sim_plan_free(r->plan);
   perseus_frontier_free(r->frontier);
+  g_free(r->clocks);
   g_free(r);
 }
 
@@ -664,6 +665,8 @@ PerseusRun *perseus_run(const DvfsPolicy *p, const DvfsContext *x,
   g_autoptr(PerseusRun) r = g_new0(PerseusRun, 1);
   r->tp = pm->g->tp;
   r->limit_w = -1;
+  r->clocks = g_memdup2(pm->clocks, sizeof(guint16) * pm->n_clocks);
+  r->n_clocks = pm->n_clocks;
   g_autofree guint16 *mx = perseus_dag_max_choice(d);
   perseus_dag_eval(d, mx, NULL, &r->allmax_time_ns, &r->allmax_energy_j);
 
