@@ -125,8 +125,9 @@ typedef struct {
 } DvfsPolicy;
 
 /* Sets every field to its default for `kind` (latency and segment length
- * from the run, granularity by name, no budget; pipeline kinds: not
- * straggler-aware, lag 0, eta 0.5, 5 W steps, resolution 1e-4). */
+ * from the run, granularity by name, no budget; the pipeline fields --
+ * straggler_aware, lag, eta, step_w, resolution, kernel_within -- to the
+ * defaults of the perseus and zeus classes' argument tables). */
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
 
 /* Stable lower-case names ("max", "fixed", "powercap", "iteration", "pass",
