@@ -149,7 +149,7 @@ static int frontier_plan(lua_State *L)
     for (guint b = 0; b < 2; b++) {
       lua_createtable(L, (int)u->M, 0);
       for (guint m = 0; m < u->M; m++) {
-        guint16 k = ch[perseus_node_id(u->M, s, m, b)];
+        guint16 k = ch[pipeline_node_id(u->M, s, m, b)];
         lua_pushinteger(L, k < u->n_clocks ? u->clocks[k] : 0);
         lua_rawseti(L, -2, m + 1);
       }
@@ -202,7 +202,7 @@ void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
 static void push_frontier(lua_State *L, PerseusFrontier *f,
                           const PerseusModel *pm)
 {
-  const PerseusGroups *g = perseus_model_groups(pm);
+  const PipelineGroups *g = perseus_model_groups(pm);
   guint n_clocks = 0;
   const guint16 *clk = perseus_model_clocks(pm, &n_clocks);
   guint16 *mx = perseus_dag_max_choice(perseus_model_dag(pm));
@@ -451,7 +451,7 @@ static int l_load_schedule(lua_State *L)
     for (guint b = 0; b < 2; b++) {
       lua_createtable(L, (int)M, 0);
       for (guint m = 0; m < M; m++) {
-        lua_pushinteger(L, mhz[perseus_node_id(M, s, m, b)]);
+        lua_pushinteger(L, mhz[pipeline_node_id(M, s, m, b)]);
         lua_rawseti(L, -2, m + 1);
       }
       lua_setfield(L, -2, b ? "backward" : "forward");

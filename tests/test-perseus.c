@@ -86,8 +86,8 @@ static void inst_make(const Case *c, Inst *in)
   in->order = g_new(guint32 *, c->S);
   for (guint s = 0; s < c->S; s++) {
     in->order[s] = g_new(guint32, 2 * c->M);
-    g_assert_true(perseus_schedule_order(c->schedule, c->S, c->M, s,
-                                         in->order[s]));
+    g_assert_true(pipeline_schedule_order(c->schedule, c->S, c->M, s,
+                                          in->order[s]));
   }
   in->opts = g_new(PerseusOption, in->n * in->nc);
   SimPcg rng;
@@ -108,7 +108,7 @@ static void inst_make(const Case *c, Inst *in)
       else
         synth_options(&rng, in->nc, tmp);
       for (guint m = 0; m < c->M; m++)
-        memcpy(&in->opts[perseus_node_id(c->M, s, m, b) * in->nc], tmp,
+        memcpy(&in->opts[pipeline_node_id(c->M, s, m, b) * in->nc], tmp,
                sizeof(PerseusOption) * in->nc);
     }
 }
@@ -163,18 +163,18 @@ static void bf_eval(const Inst *in, const guint16 *ch, gint64 *T, double *E)
         }
         guint m = (id / 2) % M;
         gboolean b = id & 1;
-        guint32 dep = PERSEUS_NO_NODE, dep2 = PERSEUS_NO_NODE;
+        guint32 dep = PIPELINE_NO_NODE, dep2 = PIPELINE_NO_NODE;
         if (!b && s > 0)
-          dep = perseus_node_id(M, s - 1, m, FALSE);
+          dep = pipeline_node_id(M, s - 1, m, FALSE);
         if (b && s + 1 < S)
-          dep = perseus_node_id(M, s + 1, m, TRUE);
+          dep = pipeline_node_id(M, s + 1, m, TRUE);
         if (b)
-          dep2 = perseus_node_id(M, s, m, FALSE);
-        if (dep != PERSEUS_NO_NODE) {
+          dep2 = pipeline_node_id(M, s, m, FALSE);
+        if (dep != PIPELINE_NO_NODE) {
           ready = ready && fin[dep] >= 0;
           st = MAX(st, fin[dep]);
         }
-        if (dep2 != PERSEUS_NO_NODE) {
+        if (dep2 != PIPELINE_NO_NODE) {
           ready = ready && fin[dep2] >= 0;
           st = MAX(st, fin[dep2]);
         }
@@ -608,7 +608,7 @@ static void test_kernel_level(void)
   cfg.seq_len = 1024;
   g_autoptr(SimWorkload) w = gpt_generate(&cfg, g, &err);
   g_assert_no_error(err);
-  g_autoptr(PerseusGroups) gr = pipeline_computations(w, &err);
+  g_autoptr(PipelineGroups) gr = pipeline_computations(w, &err);
   g_assert_no_error(err);
   /* Every compute kernel with a microbatch is in its computation. */
   for (guint r = 0; r < w->n_ranks; r++)
@@ -618,14 +618,14 @@ static void test_kernel_level(void)
       if (op->kind == SIM_OP_KERNEL && op->microbatch != G_MAXUINT16 &&
           op->phase != SIM_PHASE_OPTIMIZER) {
         g_assert_cmpuint(id, ==,
-                         perseus_node_id(6, w->ranks[r].stage, op->microbatch,
-                                         op->phase == SIM_PHASE_BACKWARD));
+                         pipeline_node_id(6, w->ranks[r].stage, op->microbatch,
+                                          op->phase == SIM_PHASE_BACKWARD));
       } else if (op->kind == SIM_OP_RECV) {
         g_assert_cmpuint(id, ==,
-                         perseus_node_id(6, w->ranks[r].stage, op->microbatch,
-                                         op->phase == SIM_PHASE_BACKWARD));
+                         pipeline_node_id(6, w->ranks[r].stage, op->microbatch,
+                                          op->phase == SIM_PHASE_BACKWARD));
       } else if (op->kind == SIM_OP_SEND || op->microbatch == G_MAXUINT16) {
-        g_assert_cmpuint(id, ==, PERSEUS_NO_NODE);
+        g_assert_cmpuint(id, ==, PIPELINE_NO_NODE);
       }
     }
   g_autoptr(NetSpec) net = net_preset("dgx-a100", &err);

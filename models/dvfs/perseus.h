@@ -2,7 +2,7 @@
  * iteration time-energy Pareto frontier (Perseus, SOSP'24).
  *
  * Three layers, each usable alone:
- *  - PerseusGroups (models/schedule.h): which op of a pipelined workload
+ *  - PipelineGroups (models/schedule.h): which op of a pipelined workload
  *    belongs to which computation (stage, microbatch, forward/backward),
  *    for computation-level workloads (traces/pipeline.c) and kernel-level
  *    ones (traces/gpt.c) alike.
@@ -54,7 +54,7 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
 void perseus_model_free(PerseusModel *pm);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusModel, perseus_model_free)
 const PerseusDag *perseus_model_dag(const PerseusModel *pm);
-const PerseusGroups *perseus_model_groups(const PerseusModel *pm);
+const PipelineGroups *perseus_model_groups(const PerseusModel *pm);
 /* GPUs one DAG GPU stands for (the workload's tp): multiply DAG energies
  * by it for a whole pipeline. */
 guint perseus_model_tp(const PerseusModel *pm);

@@ -85,7 +85,7 @@ void perseus_reactor_free(PerseusReactor *r)
 /* Fills r->next for iteration iter. */
 static void react(PerseusReactor *r, guint iter)
 {
-  const PerseusGroups *g = r->pm->g;
+  const PipelineGroups *g = r->pm->g;
   guint np = g->n_pipelines, S = g->n_stages, tp = g->tp;
   gint64 t_slow = -1;
   gboolean known = r->set != NULL && iter >= r->lag;
@@ -185,7 +185,7 @@ void perseus_run_free(PerseusRun *r)
 static GArray *zeus_groups(const PerseusModel *pm, const StragglerSet *set,
                            guint iterations, GPtrArray *keep)
 {
-  const PerseusGroups *g = pm->g;
+  const PipelineGroups *g = pm->g;
   guint S = g->n_stages, np = g->n_pipelines, tp = g->tp;
   GArray *out = g_array_new(FALSE, FALSE, sizeof(ZeusPipelines));
   for (guint it = 0; it < iterations; it++) {
@@ -256,9 +256,9 @@ static guint16 *stage_choice(const PerseusModel *pm, const guint16 *choice)
   for (guint s = 0; s < S; s++) {
     guint16 k = 0;
     for (guint m = 0; m < 2 * M; m++)
-      k = MAX(k, choice[perseus_node_id(M, s, m / 2, m % 2)]);
+      k = MAX(k, choice[pipeline_node_id(M, s, m / 2, m % 2)]);
     for (guint m = 0; m < 2 * M; m++)
-      out[perseus_node_id(M, s, m / 2, m % 2)] = k;
+      out[pipeline_node_id(M, s, m / 2, m % 2)] = k;
   }
   return out;
 }

@@ -108,7 +108,7 @@ typedef struct {
                                  computation (perseus_kernel_plan) */
   /* PLAN: the SM clock of every computation, plan_stages x
    * plan_microbatches x 2 at (s * M + m) * 2 + b (b = 1 backward; the
-   * order of perseus_node_id), in MHz; borrowed. */
+   * order of pipeline_node_id), in MHz; borrowed. */
   const guint16 *plan_mhz;
   guint plan_stages, plan_microbatches;
   DvfsChooseFn choose;        /* CUSTOM */
