@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(perseus-error-quark, perseus_error)
-
 const char *const schedule_names[PIPELINE_SCHEDULE_COUNT + 1] = {
   "1f1b", "gpipe", "interleaved", NULL};
 
@@ -124,7 +122,7 @@ static gboolean invalid(GError **error, const char *fmt, ...)
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_set_error_literal(error, PERSEUS_ERROR, PERSEUS_ERROR_INVALID, msg);
+  g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INVALID, msg);
   return FALSE;
 }
 
@@ -169,7 +167,7 @@ PipelineGroups *pipeline_groups_new(const SimWorkload *w, GError **error)
     return NULL;
   }
   if ((guint64)2 * S * M > PIPELINE_MAX_NODES) {
-    g_set_error(error, PERSEUS_ERROR, PERSEUS_ERROR_LIMIT,
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
                 "%u stages x %u microbatches is more than %u computations",
                 S, M, PIPELINE_MAX_NODES);
     return NULL;

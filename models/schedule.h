@@ -97,20 +97,12 @@ typedef struct {
  * on every rank of that stage.  A folded workload (fold_rep): only
  * representatives are grouped (a folded-away rank's node array is one
  * PIPELINE_NO_NODE: it has no ops and runs its representative's), and
- * every rank must fold into a rank of its own stage.  Errors in
- * PERSEUS_ERROR.  Caller owns the result. */
+ * every rank must fold into a rank of its own stage.  Errors are the
+ * workload's: SIM_ERROR_INVALID (not a pipelined workload) or
+ * SIM_ERROR_LIMIT (too many computations).  Caller owns the result. */
 PipelineGroups *pipeline_groups_new(const SimWorkload *w, GError **error);
 void pipeline_groups_free(PipelineGroups *g);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PipelineGroups, pipeline_groups_free)
-
-/* The error domain of the groups and of the Perseus planner
- * (models/dvfs/perseus.h). */
-#define PERSEUS_ERROR (perseus_error_quark())
-GQuark perseus_error_quark(void);
-typedef enum {
-  PERSEUS_ERROR_INVALID,   /* not a pipelined workload, bad DAG */
-  PERSEUS_ERROR_LIMIT      /* too large */
-} PerseusError;
 
 G_END_DECLS
 

@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+G_DEFINE_QUARK(perseus-error-quark, perseus_error)
+
 gboolean perseus_invalid(GError **error, const char *fmt, ...)
 {
   va_list ap;

@@ -17,6 +17,15 @@
 
 G_BEGIN_DECLS
 
+/* The error domain of the DAG, its planners (the frontier, EnvPipe, Zeus)
+ * and the pipeline policies (models/dvfs/perseus.h). */
+#define PERSEUS_ERROR (perseus_error_quark())
+GQuark perseus_error_quark(void);
+typedef enum {
+  PERSEUS_ERROR_INVALID,   /* bad DAG or policy parameter */
+  PERSEUS_ERROR_LIMIT      /* too large */
+} PerseusError;
+
 /* ---- the DAG ------------------------------------------------------------ */
 
 /* One way to run a computation: its clock, duration and energy. */
