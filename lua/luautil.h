@@ -161,6 +161,10 @@ void jsl_register_numeric(lua_State *L);  /* lua/numeric.c: js.nelder_mead */
 
 /* Reads the policy table at idx (NULL/nil = max) into *p; raises on error. */
 void jsl_policy_from_lua(lua_State *L, int idx, const char *fn, DvfsPolicy *p);
+/* Reads argument a of a policy class (its type, default and range: the
+ * class's table) from the table at idx into p; raises on a bad value. */
+void jsl_policy_arg(lua_State *L, int idx, const char *fn, const DvfsArg *a,
+                    DvfsPolicy *p);
 
 /* lua/stragglers.c: the straggler set of argument `stragglers` of the table
  * at idx (a list of {gpu|pipeline, slowdown, from_iteration,

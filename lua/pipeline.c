@@ -15,8 +15,9 @@
  * fr:plan(i) -> { [stage] = { forward = { mhz per microbatch },
  * backward = { ... } } } (stages and microbatches 1-based).
  *
- * pipeline_run runs Perseus, EnvPipe and Zeus with their own arguments
- * (js.simulate runs the same through js.policy.perseus/envpipe/zeus): it
+ * pipeline_run runs max, Perseus, EnvPipe and Zeus (js.simulate runs the
+ * same through js.policy.perseus/envpipe/zeus), reading their arguments by
+ * the classes' tables (models/dvfs/policy_perseus.c, policy_zeus.c): it
  * plans, applies stragglers, runs the
  * engine and returns a result table (time_s, energy_j, iteration_time_s,
  * energy_per_iteration_j, iterations, ... plus the plan's figures).
@@ -148,7 +149,7 @@ static int frontier_plan(lua_State *L)
     for (guint b = 0; b < 2; b++) {
       lua_createtable(L, (int)u->M, 0);
       for (guint m = 0; m < u->M; m++) {
-        guint16 k = ch[perseus_node_id(u->M, s, m, b)];
+        guint16 k = ch[pipeline_node_id(u->M, s, m, b)];
         lua_pushinteger(L, k < u->n_clocks ? u->clocks[k] : 0);
         lua_rawseti(L, -2, m + 1);
       }
@@ -201,7 +202,7 @@ void jsl_push_frontier(lua_State *L, PerseusFrontier *f, guint S, guint M,
 static void push_frontier(lua_State *L, PerseusFrontier *f,
                           const PerseusModel *pm)
 {
-  const PerseusGroups *g = perseus_model_groups(pm);
+  const PipelineGroups *g = perseus_model_groups(pm);
   guint n_clocks = 0;
   const guint16 *clk = perseus_model_clocks(pm, &n_clocks);
   guint16 *mx = perseus_dag_max_choice(perseus_model_dag(pm));
@@ -277,6 +278,38 @@ static const char *const run_keys[] = {
   "resolution", NULL};
 static const char *const run_policies[] = {"max", "perseus", "envpipe",
                                            "zeus", NULL};
+static const DvfsKind run_kinds[] = {DVFS_MAX, DVFS_PERSEUS, DVFS_ENVPIPE,
+                                     DVFS_ZEUS};
+
+/* The argument `name` of kind k's class: its table states the type,
+ * default and range. */
+static const DvfsArg *class_arg(DvfsKind k, const char *name)
+{
+  const DvfsArg *a = dvfs_policy_class(k)->args;
+  while (strcmp(a->name, name) != 0)
+    a++;
+  return a;
+}
+
+/* The policy of js.pipeline_run's table: its kind, and the arguments of
+ * the perseus and zeus classes read by their tables, whichever kind runs
+ * (an argument of another kind is read and left unused).  perseus_run
+ * checks the result by the run kind's table. */
+static void read_run_policy(lua_State *L, const char *fn, DvfsPolicy *p)
+{
+  static const struct {
+    DvfsKind owner;
+    const char *name;
+  } rest[] = {{DVFS_PERSEUS, "straggler_aware"}, {DVFS_PERSEUS, "lag"},
+              {DVFS_ZEUS, "eta"}, {DVFS_ZEUS, "step_w"},
+              {DVFS_PERSEUS, "resolution"}};
+  dvfs_policy_init(p, run_kinds[jsl_opt_choice(L, 1, fn, "policy", 0,
+                                               run_policies)]);
+  jsl_policy_arg(L, 1, fn, class_arg(DVFS_PERSEUS, "slowdown"), p);
+  jsl_warn_slowdown(L, fn, p->slowdown);
+  for (gsize i = 0; i < G_N_ELEMENTS(rest); i++)
+    jsl_policy_arg(L, 1, fn, class_arg(rest[i].owner, rest[i].name), p);
+}
 
 typedef struct {
   PerseusRun *r;
@@ -302,18 +335,8 @@ static int l_pipeline_run(lua_State *L)
   Cluster *c = jsl_check_cluster(L, -1, fn);
   lua_getfield(L, 1, "workload");
   LWorkload *lw = jsl_check_workload(L, -1, fn);
-  PerseusPolicy pol;
-  PerseusRunKind kind = (PerseusRunKind)jsl_opt_choice(L, 1, fn, "policy", 0,
-                                                       run_policies);
-  perseus_policy_init(&pol, kind);
-  pol.slowdown = jsl_opt_num(L, 1, fn, "slowdown", 0, 0, 10);
-  jsl_warn_slowdown(L, fn, pol.slowdown);
-  pol.straggler_aware = jsl_opt_bool(L, 1, fn, "straggler_aware", FALSE);
-  pol.lag = (guint)jsl_opt_int(L, 1, fn, "lag", 0, 0, 1000000);
-  pol.eta = jsl_opt_num(L, 1, fn, "eta", pol.eta, 0, 1);
-  pol.step_w = jsl_opt_num(L, 1, fn, "step_w", pol.step_w, 0.1, 1000);
-  pol.frontier.resolution = jsl_opt_num(L, 1, fn, "resolution",
-                                        pol.frontier.resolution, 0, 0.1);
+  DvfsPolicy pol;
+  read_run_policy(L, fn, &pol);
   guint iterations = (guint)jsl_opt_int(L, 1, fn, "iterations", 1, 1, 100000);
   guint64 seed = jsl_opt_seed(L, 1, fn, "seed");
   double lat = jsl_opt_num(L, 1, fn, "switch_latency_ms", -1, 0, 1e6);
@@ -337,7 +360,8 @@ static int l_pipeline_run(lua_State *L)
   if (lw->w->n_ranks != u->c->n_gpus)
     luaL_error(L, "%s: the workload has %d ranks but the cluster has %d GPUs",
                fn, (int)lw->w->n_ranks, (int)u->c->n_gpus);
-  u->r = perseus_run(&pol, u->c, lw->w, s->catalogue, set, iterations, &err);
+  DvfsContext x = {u->c, lw->w, s->catalogue, set, iterations, NULL, NULL};
+  u->r = perseus_run(&pol, &x, &err);
   if (u->r == NULL)
     return jsl_raise_gerror(L, fn, err);
 
@@ -346,13 +370,13 @@ static int l_pipeline_run(lua_State *L)
   double t = (double)res->time_ns * 1e-9;
   lua_createtable(L, 0, 29);
   g_autofree char *label = NULL;
-  if (kind == PERSEUS_RUN_PERSEUS)
+  if (pol.kind == DVFS_PERSEUS)
     label = g_strdup_printf("perseus(s=%g%s)", pol.slowdown,
                             pol.straggler_aware ? ",straggler-aware" : "");
-  else if (kind == PERSEUS_RUN_ZEUS)
+  else if (pol.kind == DVFS_ZEUS)
     label = g_strdup_printf("zeus(eta=%g,%gW)", pol.eta, r->limit_w);
   else
-    label = g_strdup(perseus_run_kind_name(kind));
+    label = g_strdup(dvfs_kind_name(pol.kind));
   lua_pushstring(L, label);
   lua_setfield(L, -2, "policy");
   lua_pushstring(L, u->c->gpu->name);
@@ -381,7 +405,7 @@ static int l_pipeline_run(lua_State *L)
   jsl_set_num(L, "allmax_energy_j", r->allmax_energy_j * r->tp);
   jsl_set_num(L, "plan_time_s", (double)r->plan_time_ns * 1e-9);
   jsl_set_num(L, "plan_energy_j", r->plan_energy_j * r->tp);
-  if (kind == PERSEUS_RUN_ZEUS) {
+  if (pol.kind == DVFS_ZEUS) {
     jsl_set_num(L, "limit_w", r->limit_w);
     jsl_set_int(L, "limits_tried", r->n_tried);
   }
@@ -426,7 +450,7 @@ static int l_load_schedule(lua_State *L)
     for (guint b = 0; b < 2; b++) {
       lua_createtable(L, (int)M, 0);
       for (guint m = 0; m < M; m++) {
-        lua_pushinteger(L, mhz[perseus_node_id(M, s, m, b)]);
+        lua_pushinteger(L, mhz[pipeline_node_id(M, s, m, b)]);
         lua_rawseti(L, -2, m + 1);
       }
       lua_setfield(L, -2, b ? "backward" : "forward");

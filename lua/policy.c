@@ -249,31 +249,37 @@ static void read_plan(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
 
 /* ---- parsing --------------------------------------------------------------- */
 
+/* Reads argument a into p from the table at idx: see lua/luautil.h. */
+void jsl_policy_arg(lua_State *L, int idx, const char *fn, const DvfsArg *a,
+                    DvfsPolicy *p)
+{
+  char *f = (char *)p + a->offset;
+  switch (a->type) {
+  case DVFS_ARG_NUM:
+    *(double *)(void *)f = jsl_opt_num(L, idx, fn, a->name, a->def, a->lo,
+                                       a->hi);
+    break;
+  case DVFS_ARG_UINT:
+    *(guint *)(void *)f = (guint)jsl_opt_int(
+        L, idx, fn, a->name, (lua_Integer)a->def, (lua_Integer)a->lo,
+        (lua_Integer)a->hi);
+    break;
+  case DVFS_ARG_BOOL:
+    *(gboolean *)(void *)f = jsl_opt_bool(L, idx, fn, a->name, a->def != 0);
+    break;
+  case DVFS_ARG_CHOICE:
+    *(int *)(void *)f = jsl_opt_choice(L, idx, fn, a->name, (int)a->def,
+                                       a->choices);
+    break;
+  }
+}
+
 /* Reads the class's typed arguments from the table at idx, in order. */
 static void parse_args(lua_State *L, int idx, const char *fn, const DvfsArg *a,
                        DvfsPolicy *p)
 {
-  for (; a->name != NULL; a++) {
-    char *f = (char *)p + a->offset;
-    switch (a->type) {
-    case DVFS_ARG_NUM:
-      *(double *)(void *)f = jsl_opt_num(L, idx, fn, a->name, a->def, a->lo,
-                                         a->hi);
-      break;
-    case DVFS_ARG_UINT:
-      *(guint *)(void *)f = (guint)jsl_opt_int(
-          L, idx, fn, a->name, (lua_Integer)a->def, (lua_Integer)a->lo,
-          (lua_Integer)a->hi);
-      break;
-    case DVFS_ARG_BOOL:
-      *(gboolean *)(void *)f = jsl_opt_bool(L, idx, fn, a->name, a->def != 0);
-      break;
-    case DVFS_ARG_CHOICE:
-      *(int *)(void *)f = jsl_opt_choice(L, idx, fn, a->name, (int)a->def,
-                                         a->choices);
-      break;
-    }
-  }
+  for (; a->name != NULL; a++)
+    jsl_policy_arg(L, idx, fn, a, p);
 }
 
 /* Rules across a class's arguments that its table cannot say, by kind.

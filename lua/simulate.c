@@ -200,10 +200,10 @@ static void push_pipeline(lua_State *L, JsRunReport *rep)
     jsl_set_num(L, "limit_w", pr->limit_w);
     jsl_set_int(L, "limits_tried", pr->n_tried);
   }
-  if (pr->frontier != NULL && rep->clocks != NULL) {
+  if (pr->frontier != NULL) {
     jsl_set_int(L, "point", pr->point + 1);
     jsl_push_frontier(L, g_steal_pointer(&pr->frontier), rep->n_stages,
-                      rep->n_microbatches, pr->tp, rep->clocks, rep->n_clocks,
+                      rep->n_microbatches, pr->tp, pr->clocks, pr->n_clocks,
                       pr->allmax_time_ns, pr->allmax_energy_j);
     lua_setfield(L, -2, "frontier");
   }

@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(perseus-error-quark, perseus_error)
-
 const char *const schedule_names[PIPELINE_SCHEDULE_COUNT + 1] = {
   "1f1b", "gpipe", "interleaved", NULL};
 
@@ -101,8 +99,8 @@ gboolean schedule_stage_order(PipelineSchedule schedule, guint S, guint M,
   }
 }
 
-gboolean perseus_schedule_order(const char *schedule, guint S, guint M,
-                                guint s, guint32 *out)
+gboolean pipeline_schedule_order(const char *schedule, guint S, guint M,
+                                 guint s, guint32 *out)
 {
   PipelineSchedule sch;
   if (!schedule_from_name(schedule, &sch) || sch == PIPELINE_INTERLEAVED)
@@ -111,7 +109,7 @@ gboolean perseus_schedule_order(const char *schedule, guint S, guint M,
   if (!schedule_stage_order(sch, S, M, 1, s, st))
     return FALSE;
   for (guint k = 0; k < 2 * M; k++)
-    out[k] = perseus_node_id(M, s, st[k].microbatch, st[k].backward);
+    out[k] = pipeline_node_id(M, s, st[k].microbatch, st[k].backward);
   return TRUE;
 }
 
@@ -124,11 +122,11 @@ static gboolean invalid(GError **error, const char *fmt, ...)
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_set_error_literal(error, PERSEUS_ERROR, PERSEUS_ERROR_INVALID, msg);
+  g_set_error_literal(error, SIM_ERROR, SIM_ERROR_INVALID, msg);
   return FALSE;
 }
 
-void perseus_groups_free(PerseusGroups *g)
+void pipeline_groups_free(PipelineGroups *g)
 {
   if (g == NULL)
     return;
@@ -146,7 +144,7 @@ void perseus_groups_free(PerseusGroups *g)
   g_free(g);
 }
 
-PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
+PipelineGroups *pipeline_groups_new(const SimWorkload *w, GError **error)
 {
   g_return_val_if_fail(w != NULL, NULL);
   guint S = w->pp, M = w->microbatches, dp = w->dp, tp = w->tp;
@@ -168,13 +166,13 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
             "%u", w->n_ranks, tp, dp, S);
     return NULL;
   }
-  if ((guint64)2 * S * M > PERSEUS_MAX_NODES) {
-    g_set_error(error, PERSEUS_ERROR, PERSEUS_ERROR_LIMIT,
+  if ((guint64)2 * S * M > PIPELINE_MAX_NODES) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_LIMIT,
                 "%u stages x %u microbatches is more than %u computations",
-                S, M, PERSEUS_MAX_NODES);
+                S, M, PIPELINE_MAX_NODES);
     return NULL;
   }
-  g_autoptr(PerseusGroups) g = g_new0(PerseusGroups, 1);
+  g_autoptr(PipelineGroups) g = g_new0(PipelineGroups, 1);
   g->n_stages = S;
   g->n_microbatches = M;
   g->n_pipelines = dp;
@@ -208,13 +206,13 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
                 "into one of its own stage", r, s, q);
         return NULL;
       }
-      nd[0] = PERSEUS_NO_NODE;
+      nd[0] = PIPELINE_NO_NODE;
       continue;
     }
     memset(seen, 0, 2 * M);
     for (guint32 i = 0; i < rk->n_ops; i++) {
       const SimOp *op = &rk->ops[i];
-      nd[i] = PERSEUS_NO_NODE;
+      nd[i] = PIPELINE_NO_NODE;
       if (op->kind != SIM_OP_KERNEL && op->kind != SIM_OP_COLLECTIVE &&
           op->kind != SIM_OP_RECV)
         continue;
@@ -229,7 +227,7 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
         return NULL;
       }
       gboolean b = op->phase == SIM_PHASE_BACKWARD;
-      nd[i] = perseus_node_id(M, s, op->microbatch, b);
+      nd[i] = pipeline_node_id(M, s, op->microbatch, b);
       seen[op->microbatch * 2 + (b ? 1 : 0)] = 1;
     }
     for (guint k = 0; k < 2 * M; k++)
@@ -251,9 +249,9 @@ PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error)
     const SimRank *rk = &w->ranks[rep];
     for (guint32 i = 0; i < rk->n_ops; i++) {
       guint32 id = g->node[rep][i];
-      if (id == PERSEUS_NO_NODE || rk->ops[i].kind != SIM_OP_KERNEL)
+      if (id == PIPELINE_NO_NODE || rk->ops[i].kind != SIM_OP_KERNEL)
         continue;
-      guint32 local = id - perseus_node_id(M, s, 0, FALSE);
+      guint32 local = id - pipeline_node_id(M, s, 0, FALSE);
       if (!seen[local]) {
         seen[local] = 1;
         ord[n++] = id;

@@ -5,7 +5,7 @@
  * a stage under it (schedule_stage_order), which the GPT generator
  * (traces/gpt.c), profile pipelines (traces/pipeline.c) and the Perseus
  * DAG (models/dvfs/perseus.h) all follow.  Then the computation groups of
- * a pipelined workload (PerseusGroups: which op belongs to which (stage,
+ * a pipelined workload (PipelineGroups: which op belongs to which (stage,
  * microbatch, forward/backward) computation), which the pipeline policies
  * plan on and traces/pipeline.c hands out.  See models/schedule.c.
  */
@@ -61,12 +61,12 @@ gboolean schedule_stage_order(PipelineSchedule schedule, guint stages,
 
 /* ---- computations of a pipelined workload ------------------------------ */
 
-#define PERSEUS_NO_NODE G_MAXUINT32
-#define PERSEUS_MAX_NODES (1u << 22)
+#define PIPELINE_NO_NODE G_MAXUINT32
+#define PIPELINE_MAX_NODES (1u << 22)
 
 /* Node id of computation (stage s, microbatch m, backward b) with M
  * microbatches: (s * M + m) * 2 + b. */
-static inline guint32 perseus_node_id(guint M, guint s, guint m, gboolean b)
+static inline guint32 pipeline_node_id(guint M, guint s, guint m, gboolean b)
 {
   return ((guint32)s * M + m) * 2 + (b ? 1u : 0u);
 }
@@ -74,19 +74,19 @@ static inline guint32 perseus_node_id(guint M, guint s, guint m, gboolean b)
 /* The program order of a stage under a schedule, as node ids: "1f1b" or
  * "gpipe" (schedule_stage_order with one chunk).  Writes 2M ids into out.
  * FALSE for another schedule. */
-gboolean perseus_schedule_order(const char *schedule, guint S, guint M,
-                                guint s, guint32 *out);
+gboolean pipeline_schedule_order(const char *schedule, guint S, guint M,
+                                 guint s, guint32 *out);
 
 typedef struct {
   guint n_stages, n_microbatches, n_pipelines, tp;
   guint n_ranks;
-  guint32 **node;     /* per rank, per op: node id or PERSEUS_NO_NODE */
+  guint32 **node;     /* per rank, per op: node id or PIPELINE_NO_NODE */
   guint *pipeline;    /* per rank: dp index */
   guint *stage;       /* per rank */
   guint *rep_rank;    /* per stage: the rank of pipeline 0, tp index 0
                          (folded: the representative it folds into) */
   guint32 **order;    /* per stage: its 2M node ids in program order */
-} PerseusGroups;
+} PipelineGroups;
 
 /* Groups the ops of pipelined workload w (w->pp stages, w->microbatches,
  * w->dp pipelines, w->tp; ranks in Megatron order, SimRank.stage set):
@@ -96,21 +96,13 @@ typedef struct {
  * optimizer) belong to none.  Every computation of a stage must have ops
  * on every rank of that stage.  A folded workload (fold_rep): only
  * representatives are grouped (a folded-away rank's node array is one
- * PERSEUS_NO_NODE: it has no ops and runs its representative's), and
- * every rank must fold into a rank of its own stage.  Errors in
- * PERSEUS_ERROR.  Caller owns the result. */
-PerseusGroups *perseus_groups_new(const SimWorkload *w, GError **error);
-void perseus_groups_free(PerseusGroups *g);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusGroups, perseus_groups_free)
-
-/* The error domain of the groups and of the Perseus planner
- * (models/dvfs/perseus.h). */
-#define PERSEUS_ERROR (perseus_error_quark())
-GQuark perseus_error_quark(void);
-typedef enum {
-  PERSEUS_ERROR_INVALID,   /* not a pipelined workload, bad DAG */
-  PERSEUS_ERROR_LIMIT      /* too large */
-} PerseusError;
+ * PIPELINE_NO_NODE: it has no ops and runs its representative's), and
+ * every rank must fold into a rank of its own stage.  Errors are the
+ * workload's: SIM_ERROR_INVALID (not a pipelined workload) or
+ * SIM_ERROR_LIMIT (too many computations).  Caller owns the result. */
+PipelineGroups *pipeline_groups_new(const SimWorkload *w, GError **error);
+void pipeline_groups_free(PipelineGroups *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PipelineGroups, pipeline_groups_free)
 
 G_END_DECLS
 

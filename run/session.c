@@ -120,7 +120,6 @@ void js_run_report_clear(JsRunReport *r)
     return;
   dvfs_plan_result_free(r->plan);
   perseus_run_free(r->pipeline);
-  g_free(r->clocks);
   if (r->steps != NULL)
     g_array_unref(r->steps);
   js_trust_clear(&r->trust);
@@ -140,25 +139,6 @@ SimResult *js_simulate_planned(JsSession *s, const Cluster *c,
     *plan_out = g_steal_pointer(&rep.plan);
   js_run_report_clear(&rep);
   return r;
-}
-
-/* The frontier's candidate clocks and the pipeline's shape (for
- * frontier:plan): the same model perseus_run planned on. */
-static gboolean pipeline_clocks(JsSession *s, const Cluster *run,
-                                const SimWorkload *w, JsRunReport *rep,
-                                GError **error)
-{
-  g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
-                                                    error);
-  if (m == NULL)
-    return FALSE;
-  g_autoptr(PerseusModel) pm = perseus_model_new(
-      w, cluster_machine_sim(m), run->gpu, cluster_machine_table(m), error);
-  if (pm == NULL)
-    return FALSE;
-  const guint16 *clk = perseus_model_clocks(pm, &rep->n_clocks);
-  rep->clocks = g_memdup2(clk, sizeof(guint16) * rep->n_clocks);
-  return TRUE;
 }
 
 /* A folded workload (SimWorkload.fold_rep: one representative replayed per
@@ -319,7 +299,7 @@ static void assess_trust(JsSession *s, const Cluster *run,
 }
 
 /* A policy that runs its own engine (DVFS_CLASS_PIPELINE: perseus, envpipe,
- * zeus, plan): its run, and the frontier's clocks when it has one. */
+ * zeus, plan): its run, which carries its model's candidate clocks. */
 static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
                              const Cluster *run, const SimWorkload *w,
                              const DvfsPolicy *p, const JsRunOptions *opt,
@@ -334,9 +314,6 @@ static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
   rep->n_stages = w->pp;
   rep->n_microbatches = w->microbatches;
   rep->pipeline_kind = p->kind;
-  if (rep->pipeline->frontier != NULL &&
-      !pipeline_clocks(s, run, w, rep, error))
-    return NULL;
   assess_trust(s, run, w, p,
                rep->pipeline->n_tried > 0 ? rep->pipeline->limit_w
                                           : run->power_limit_w,

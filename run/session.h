@@ -192,10 +192,8 @@ typedef struct {
   DvfsPlanResult *plan;      /* planned kinds: the planner's report (its
                                 `plan` taken out); else NULL */
   PerseusRun *pipeline;      /* pipeline kinds (perseus, envpipe, zeus):
-                                the run, its `result` taken out; else NULL */
-  guint16 *clocks;           /* pipeline kinds with a frontier: option k of
-                                every computation runs clocks[k] MHz */
-  guint n_clocks;
+                                the run, its `result` taken out (its
+                                candidate clocks: clocks); else NULL */
   guint n_stages, n_microbatches; /* pipeline kinds */
   GArray *steps;             /* JsStepRow, per iteration per step, for a
                                 workload with step markers (trace import

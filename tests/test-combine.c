@@ -55,10 +55,11 @@ static void setup_gpt(Setup *s, const char *model, guint tp, guint pp,
 static PerseusRun *run_perseus(Setup *s, gboolean kernel)
 {
   GError *err = NULL;
-  PerseusPolicy pol;
-  perseus_policy_init(&pol, PERSEUS_RUN_PERSEUS);
-  pol.kernel = kernel;
-  PerseusRun *r = perseus_run(&pol, s->c, s->w, s->cat, NULL, 1, &err);
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, DVFS_PERSEUS);
+  pol.kernel_within = kernel;
+  DvfsContext x = {s->c, s->w, s->cat, NULL, 1, NULL, NULL};
+  PerseusRun *r = perseus_run(&pol, &x, &err);
   g_assert_no_error(err);
   g_assert_nonnull(r);
   return r;
@@ -223,19 +224,20 @@ static void test_errors(void)
 {
   Setup s;
   setup_gpt(&s, "gpt3-125m", 1, 2, 1, 2, 512, 0.0);
-  PerseusPolicy pol;
+  DvfsPolicy pol;
   GError *err = NULL;
-  perseus_policy_init(&pol, PERSEUS_RUN_PERSEUS);
-  pol.kernel = TRUE;
+  DvfsContext x = {s.c, s.w, s.cat, NULL, 1, NULL, NULL};
+  dvfs_policy_init(&pol, DVFS_PERSEUS);
+  pol.kernel_within = TRUE;
   pol.straggler_aware = TRUE;
-  PerseusRun *r = perseus_run(&pol, s.c, s.w, s.cat, NULL, 1, &err);
+  PerseusRun *r = perseus_run(&pol, &x, &err);
   g_assert_null(r);
   g_assert_error(err, PERSEUS_ERROR, PERSEUS_ERROR_INVALID);
   g_assert_nonnull(strstr(err->message, "kernel"));
   g_clear_error(&err);
-  perseus_policy_init(&pol, PERSEUS_RUN_ENVPIPE);
-  pol.kernel = TRUE;
-  r = perseus_run(&pol, s.c, s.w, s.cat, NULL, 1, &err);
+  dvfs_policy_init(&pol, DVFS_ENVPIPE);
+  pol.kernel_within = TRUE;
+  r = perseus_run(&pol, &x, &err);
   g_assert_null(r);
   g_assert_error(err, PERSEUS_ERROR, PERSEUS_ERROR_INVALID);
   g_clear_error(&err);

@@ -189,11 +189,11 @@ static void test_schedule_1f1b(void)
   check_order(PIPELINE_1F1B, 1, 2, 1, 0, "F0 B0 F1 B1");
   /* The node-id form Perseus uses. */
   guint32 ids[8];
-  g_assert_true(perseus_schedule_order("1f1b", 3, 4, 1, ids));
+  g_assert_true(pipeline_schedule_order("1f1b", 3, 4, 1, ids));
   static const guint32 want[] = {8, 10, 9, 12, 11, 14, 13, 15};
   assert_u32(ids, want, 8);
-  g_assert_false(perseus_schedule_order("interleaved", 3, 4, 1, ids));
-  g_assert_false(perseus_schedule_order("zigzag", 3, 4, 1, ids));
+  g_assert_false(pipeline_schedule_order("interleaved", 3, 4, 1, ids));
+  g_assert_false(pipeline_schedule_order("zigzag", 3, 4, 1, ids));
 }
 
 static void test_schedule_gpipe(void)
@@ -201,7 +201,7 @@ static void test_schedule_gpipe(void)
   check_order(PIPELINE_GPIPE, 2, 3, 1, 0, "F0 F1 F2 B0 B1 B2");
   check_order(PIPELINE_GPIPE, 2, 3, 1, 1, "F0 F1 F2 B0 B1 B2");
   guint32 ids[6];
-  g_assert_true(perseus_schedule_order("gpipe", 2, 3, 1, ids));
+  g_assert_true(pipeline_schedule_order("gpipe", 2, 3, 1, ids));
   static const guint32 want[] = {6, 8, 10, 7, 9, 11};
   assert_u32(ids, want, 6);
 }

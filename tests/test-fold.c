@@ -1106,17 +1106,18 @@ static void test_session_refusals(void)
   g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "variability"));
   g_clear_error(&error);
-  PerseusPolicy pp;
-  perseus_policy_init(&pp, PERSEUS_RUN_PERSEUS);
-  PerseusRun *run = perseus_run(&pp, env.c, w, env.s->catalogue, NULL, 1,
-                                &error);
+  DvfsPolicy pp;
+  dvfs_policy_init(&pp, DVFS_PERSEUS);
+  DvfsContext x = {env.c, w, env.s->catalogue, NULL, 1, NULL, NULL};
+  PerseusRun *run = perseus_run(&pp, &x, &error);
   g_assert_null(run);
   g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "variability"));
   g_clear_error(&error);
   env.c->power_spread = 0;
   pp.straggler_aware = TRUE;
-  run = perseus_run(&pp, env.c, w, env.s->catalogue, ss, 1, &error);
+  x.stragglers = ss;
+  run = perseus_run(&pp, &x, &error);
   g_assert_null(run);
   g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "stragglers"));

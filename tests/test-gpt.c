@@ -2379,8 +2379,8 @@ static void assert_computations_equal(const SimWorkload *u,
                                       const SimWorkload *f)
 {
   GError *eu = NULL, *ef = NULL;
-  g_autoptr(PerseusGroups) gu = pipeline_computations(u, &eu);
-  g_autoptr(PerseusGroups) gf = pipeline_computations(f, &ef);
+  g_autoptr(PipelineGroups) gu = pipeline_computations(u, &eu);
+  g_autoptr(PipelineGroups) gf = pipeline_computations(f, &ef);
   if (gu == NULL) {
     /* Refused (interleaved): refused the same way. */
     g_assert_null(gf);

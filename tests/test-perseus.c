@@ -86,8 +86,8 @@ static void inst_make(const Case *c, Inst *in)
   in->order = g_new(guint32 *, c->S);
   for (guint s = 0; s < c->S; s++) {
     in->order[s] = g_new(guint32, 2 * c->M);
-    g_assert_true(perseus_schedule_order(c->schedule, c->S, c->M, s,
-                                         in->order[s]));
+    g_assert_true(pipeline_schedule_order(c->schedule, c->S, c->M, s,
+                                          in->order[s]));
   }
   in->opts = g_new(PerseusOption, in->n * in->nc);
   SimPcg rng;
@@ -108,7 +108,7 @@ static void inst_make(const Case *c, Inst *in)
       else
         synth_options(&rng, in->nc, tmp);
       for (guint m = 0; m < c->M; m++)
-        memcpy(&in->opts[perseus_node_id(c->M, s, m, b) * in->nc], tmp,
+        memcpy(&in->opts[pipeline_node_id(c->M, s, m, b) * in->nc], tmp,
                sizeof(PerseusOption) * in->nc);
     }
 }
@@ -163,18 +163,18 @@ static void bf_eval(const Inst *in, const guint16 *ch, gint64 *T, double *E)
         }
         guint m = (id / 2) % M;
         gboolean b = id & 1;
-        guint32 dep = PERSEUS_NO_NODE, dep2 = PERSEUS_NO_NODE;
+        guint32 dep = PIPELINE_NO_NODE, dep2 = PIPELINE_NO_NODE;
         if (!b && s > 0)
-          dep = perseus_node_id(M, s - 1, m, FALSE);
+          dep = pipeline_node_id(M, s - 1, m, FALSE);
         if (b && s + 1 < S)
-          dep = perseus_node_id(M, s + 1, m, TRUE);
+          dep = pipeline_node_id(M, s + 1, m, TRUE);
         if (b)
-          dep2 = perseus_node_id(M, s, m, FALSE);
-        if (dep != PERSEUS_NO_NODE) {
+          dep2 = pipeline_node_id(M, s, m, FALSE);
+        if (dep != PIPELINE_NO_NODE) {
           ready = ready && fin[dep] >= 0;
           st = MAX(st, fin[dep]);
         }
-        if (dep2 != PERSEUS_NO_NODE) {
+        if (dep2 != PIPELINE_NO_NODE) {
           ready = ready && fin[dep2] >= 0;
           st = MAX(st, fin[dep2]);
         }
@@ -608,7 +608,7 @@ static void test_kernel_level(void)
   cfg.seq_len = 1024;
   g_autoptr(SimWorkload) w = gpt_generate(&cfg, g, &err);
   g_assert_no_error(err);
-  g_autoptr(PerseusGroups) gr = pipeline_computations(w, &err);
+  g_autoptr(PipelineGroups) gr = pipeline_computations(w, &err);
   g_assert_no_error(err);
   /* Every compute kernel with a microbatch is in its computation. */
   for (guint r = 0; r < w->n_ranks; r++)
@@ -618,14 +618,14 @@ static void test_kernel_level(void)
       if (op->kind == SIM_OP_KERNEL && op->microbatch != G_MAXUINT16 &&
           op->phase != SIM_PHASE_OPTIMIZER) {
         g_assert_cmpuint(id, ==,
-                         perseus_node_id(6, w->ranks[r].stage, op->microbatch,
-                                         op->phase == SIM_PHASE_BACKWARD));
+                         pipeline_node_id(6, w->ranks[r].stage, op->microbatch,
+                                          op->phase == SIM_PHASE_BACKWARD));
       } else if (op->kind == SIM_OP_RECV) {
         g_assert_cmpuint(id, ==,
-                         perseus_node_id(6, w->ranks[r].stage, op->microbatch,
-                                         op->phase == SIM_PHASE_BACKWARD));
+                         pipeline_node_id(6, w->ranks[r].stage, op->microbatch,
+                                          op->phase == SIM_PHASE_BACKWARD));
       } else if (op->kind == SIM_OP_SEND || op->microbatch == G_MAXUINT16) {
-        g_assert_cmpuint(id, ==, PERSEUS_NO_NODE);
+        g_assert_cmpuint(id, ==, PIPELINE_NO_NODE);
       }
     }
   g_autoptr(NetSpec) net = net_preset("dgx-a100", &err);
@@ -674,13 +674,14 @@ static void test_kernel_level(void)
                                                     &err);
     StragglerSpec sp = {(gint)gpu, -1, 1.3, 1, STRAGGLER_FOREVER};
     g_assert_true(straggler_set_add(set, &sp, &err));
-    PerseusPolicy pol;
-    perseus_policy_init(&pol, PERSEUS_RUN_MAX);
-    g_autoptr(PerseusRun) rm = perseus_run(&pol, c, w, cat, set, 2, &err);
+    DvfsPolicy pol;
+    DvfsContext x = {c, w, cat, set, 2, NULL, NULL};
+    dvfs_policy_init(&pol, DVFS_MAX);
+    g_autoptr(PerseusRun) rm = perseus_run(&pol, &x, &err);
     g_assert_no_error(err);
-    perseus_policy_init(&pol, PERSEUS_RUN_PERSEUS);
+    dvfs_policy_init(&pol, DVFS_PERSEUS);
     pol.straggler_aware = TRUE;
-    g_autoptr(PerseusRun) ra = perseus_run(&pol, c, w, cat, set, 2, &err);
+    g_autoptr(PerseusRun) ra = perseus_run(&pol, &x, &err);
     g_assert_no_error(err);
     /* Iteration 0: no straggler yet, the fastest point at all-max time. */
     g_assert_cmpint(ra->result->iterations[0].time_ns, <=,
@@ -697,17 +698,18 @@ static void test_kernel_level(void)
 
 /* perseus_run of `kind` (slowdown s) on s's workload at the catalogue's
  * switching latency (lat < 0) or lat ms, `iters` iterations. */
-static PerseusRun *run_policy(Setup *s, PerseusRunKind kind, double slowdown,
+static PerseusRun *run_policy(Setup *s, DvfsKind kind, double slowdown,
                               double lat, const StragglerSet *set,
                               gboolean aware, guint iters)
 {
   GError *err = NULL;
-  PerseusPolicy pol;
-  perseus_policy_init(&pol, kind);
+  DvfsPolicy pol;
+  dvfs_policy_init(&pol, kind);
   pol.slowdown = slowdown;
   pol.straggler_aware = aware;
   s->c->switch_latency_ms = lat;
-  PerseusRun *r = perseus_run(&pol, s->c, s->w, s->cat, set, iters, &err);
+  DvfsContext x = {s->c, s->w, s->cat, set, iters, NULL, NULL};
+  PerseusRun *r = perseus_run(&pol, &x, &err);
   g_assert_no_error(err);
   s->c->switch_latency_ms = 0;
   return r;
@@ -727,9 +729,15 @@ static void test_latency_table6(void)
   Setup s;
   setup_pipeline(&s, A100_PROFILE, "A100-SXM4-80GB", 8, 24, 1, 83.64, 83.64);
   g_assert_cmpfloat(s.c->gpu->switch_latency_ms.v, >, 0);
-  g_autoptr(PerseusRun) rmax = run_policy(&s, PERSEUS_RUN_MAX, 0, 0, NULL,
+  g_autoptr(PerseusRun) rmax = run_policy(&s, DVFS_MAX, 0, 0, NULL,
                                           FALSE, 2);
-  const PerseusRunKind kinds[] = {PERSEUS_RUN_PERSEUS, PERSEUS_RUN_ENVPIPE};
+  /* The run carries its model's candidate clocks (a js.simulate frontier's
+   * fr:plan reads them). */
+  guint n_clocks = 0;
+  const guint16 *clocks = perseus_model_clocks(s.pm, &n_clocks);
+  g_assert_cmpmem(rmax->clocks, sizeof(guint16) * rmax->n_clocks, clocks,
+                  sizeof(guint16) * n_clocks);
+  const DvfsKind kinds[] = {DVFS_PERSEUS, DVFS_ENVPIPE};
   for (guint q = 0; q < G_N_ELEMENTS(kinds); q++) {
     g_autoptr(PerseusRun) r0 = run_policy(&s, kinds[q], 0, 0, NULL, FALSE, 2);
     g_autoptr(PerseusRun) rl = run_policy(&s, kinds[q], 0, -1, NULL, FALSE, 2);
@@ -747,13 +755,13 @@ static void test_latency_table6(void)
                       (double)rmax->result->time_ns * (1 + 1e-6));
     if (g_test_verbose())
       g_printerr("%s: 0 ms saving %.2f%% %.6f s; 10 ms saving %.2f%% %.6f s\n",
-                 perseus_run_kind_name(kinds[q]), 100 * save0,
+                 dvfs_kind_name(kinds[q]), 100 * save0,
                  r0->result->time_ns * 1e-9, 100 * savel,
                  rl->result->time_ns * 1e-9);
   }
   /* The frontier point's plan as it is, not requested ahead, at 10 ms:
    * every computation starts at its predecessor's clocks. */
-  g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, 0, NULL,
+  g_autoptr(PerseusRun) r0 = run_policy(&s, DVFS_PERSEUS, 0, 0, NULL,
                                         FALSE, 1);
   g_autoptr(SimPlan) raw = perseus_model_plan_uniform(
     s.pm, r0->frontier->points[r0->point].choice);
@@ -798,11 +806,11 @@ static void test_latency_gpt(void)
     g_autoptr(NetSpec) net = net_preset("dgx-a100", &err);
     s.c = cluster_new(g, net, s.w->n_ranks, 8, &err);
     g_assert_no_error(err);
-    g_autoptr(PerseusRun) rmax = run_policy(&s, PERSEUS_RUN_MAX, 0, 0, NULL,
+    g_autoptr(PerseusRun) rmax = run_policy(&s, DVFS_MAX, 0, 0, NULL,
                                             FALSE, 2);
-    g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0.003, 0,
+    g_autoptr(PerseusRun) r0 = run_policy(&s, DVFS_PERSEUS, 0.003, 0,
                                           NULL, FALSE, 2);
-    g_autoptr(PerseusRun) rl = run_policy(&s, PERSEUS_RUN_PERSEUS, 0.003, -1,
+    g_autoptr(PerseusRun) rl = run_policy(&s, DVFS_PERSEUS, 0.003, -1,
                                           NULL, FALSE, 2);
     for (guint it = 0; it < 2; it++) {
       double t = (double)rl->result->iterations[it].time_ns;
@@ -845,11 +853,11 @@ static void test_latency_straggler_aware(void)
     g_assert_no_error(err);
     StragglerSpec sp = {-1, 1, slow[q], 1, STRAGGLER_FOREVER};
     g_assert_true(straggler_set_add(set, &sp, &err));
-    g_autoptr(PerseusRun) rm = run_policy(&s, PERSEUS_RUN_MAX, 0, -1, set,
+    g_autoptr(PerseusRun) rm = run_policy(&s, DVFS_MAX, 0, -1, set,
                                           FALSE, 3);
-    g_autoptr(PerseusRun) ra = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, -1, set,
+    g_autoptr(PerseusRun) ra = run_policy(&s, DVFS_PERSEUS, 0, -1, set,
                                           TRUE, 3);
-    g_autoptr(PerseusRun) r0 = run_policy(&s, PERSEUS_RUN_PERSEUS, 0, 0, set,
+    g_autoptr(PerseusRun) r0 = run_policy(&s, DVFS_PERSEUS, 0, 0, set,
                                           TRUE, 3);
     for (guint it = 0; it < 3; it++) {
       g_assert_cmpint(ra->result->iterations[it].time_ns, <=,

@@ -171,16 +171,16 @@ static void test_structure(void)
   }
   /* Stages 0-6 of GPT-3 are the same computation: shared entries. */
   g_assert_cmpuint(price_table_n_entries(t), ==, 4);
-  /* Its computations group as perseus_node_id says. */
-  g_autoptr(PerseusGroups) g = pipeline_computations(w, &err);
+  /* Its computations group as pipeline_node_id says. */
+  g_autoptr(PipelineGroups) g = pipeline_computations(w, &err);
   g_assert_no_error(err);
   for (guint r = 0; r < w->n_ranks; r++)
     for (guint32 i = 0; i < w->ranks[r].n_ops; i++) {
       const SimOp *op = &w->ranks[r].ops[i];
       if (op->kind == SIM_OP_KERNEL)
         g_assert_cmpuint(g->node[r][i], ==,
-                         perseus_node_id(6, r / 3, op->microbatch,
-                                         op->phase == SIM_PHASE_BACKWARD));
+                         pipeline_node_id(6, r / 3, op->microbatch,
+                                          op->phase == SIM_PHASE_BACKWARD));
     }
 }
 

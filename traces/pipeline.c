@@ -368,13 +368,13 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
 /* For a folded workload, the groups are computed on an unfolded view: a
  * shallow copy of w whose every rank borrows its representative's op
  * array (ranks of one class run the same ops; only their peers differ,
- * and perseus_groups_new reads kinds, phases, microbatches and stages,
+ * and pipeline_groups_new reads kinds, phases, microbatches and stages,
  * never peers).  The result is then exactly the unfolded workload's. */
-PerseusGroups *pipeline_computations(const SimWorkload *w, GError **error)
+PipelineGroups *pipeline_computations(const SimWorkload *w, GError **error)
 {
   g_return_val_if_fail(w != NULL, NULL);
   if (w->fold_rep == NULL)
-    return perseus_groups_new(w, error);
+    return pipeline_groups_new(w, error);
   g_autofree SimRank *ranks = g_new(SimRank, MAX(w->n_ranks, 1));
   for (guint r = 0; r < w->n_ranks; r++) {
     guint32 q = w->fold_rep[r];
@@ -390,5 +390,5 @@ PerseusGroups *pipeline_computations(const SimWorkload *w, GError **error)
   SimWorkload view = *w;
   view.ranks = ranks;
   view.fold_rep = NULL;
-  return perseus_groups_new(&view, error);
+  return pipeline_groups_new(&view, error);
 }

@@ -49,11 +49,11 @@ SimWorkload *pipeline_from_profile(const Profile *p, const PipelineConfig *cfg,
 /* The computations of a pipelined workload (a computation-level one from
  * pipeline_from_profile, or a kernel-level one from gpt_generate): every
  * kernel op mapped to its (stage, microbatch, forward/backward).  Same as
- * perseus_groups_new (models/schedule.h), where it lives so that
+ * pipeline_groups_new (models/schedule.h), where it lives so that
  * policies may use it.  A folded workload (w->fold_rep) gives the groups
  * of its unfolded twin: rank r's entries index the ops of its
  * representative, which r runs as its own.  Caller owns the result. */
-PerseusGroups *pipeline_computations(const SimWorkload *w, GError **error);
+PipelineGroups *pipeline_computations(const SimWorkload *w, GError **error);
 
 #define PIPELINE_ERROR (pipeline_error_quark())
 GQuark pipeline_error_quark(void);

@@ -33,7 +33,7 @@ struct PerseusDag {
 };
 
 struct PerseusModel {
-  PerseusGroups *g;
+  PipelineGroups *g;
   PerseusDag *dag;
   guint n_clocks;
   guint16 *clocks;     /* option k of every node runs clocks[k] */

@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+G_DEFINE_QUARK(perseus-error-quark, perseus_error)
+
 gboolean perseus_invalid(GError **error, const char *fmt, ...)
 {
   va_list ap;
@@ -184,9 +186,9 @@ gboolean perseus_dag_finish(PerseusDag *d, GError **error)
   guint n = d->n = d->gpu->len;
   if (n == 0)
     return perseus_invalid(error, "the computation graph is empty");
-  if (n > PERSEUS_MAX_NODES) {
+  if (n > PIPELINE_MAX_NODES) {
     g_set_error(error, PERSEUS_ERROR, PERSEUS_ERROR_LIMIT,
-                "%u computations is more than %u", n, PERSEUS_MAX_NODES);
+                "%u computations is more than %u", n, PIPELINE_MAX_NODES);
     return FALSE;
   }
   if (!(isfinite(d->p_block) && d->p_block >= 0.0))
@@ -258,10 +260,10 @@ PerseusDag *perseus_dag_pipeline(guint S, guint M, const guint32 *const *order,
                                  double p_block_w, GError **error)
 {
   g_return_val_if_fail(order != NULL && opts != NULL && n_opts != NULL, NULL);
-  if (S == 0 || M == 0 || (guint64)2 * S * M > PERSEUS_MAX_NODES) {
+  if (S == 0 || M == 0 || (guint64)2 * S * M > PIPELINE_MAX_NODES) {
     g_set_error(error, PERSEUS_ERROR, PERSEUS_ERROR_LIMIT,
                 "a pipeline of %u stages x %u microbatches cannot be planned "
-                "(1..%u computations)", S, M, PERSEUS_MAX_NODES);
+                "(1..%u computations)", S, M, PIPELINE_MAX_NODES);
     return NULL;
   }
   guint n = 2 * S * M;
@@ -292,10 +294,10 @@ PerseusDag *perseus_dag_pipeline(guint S, guint M, const guint32 *const *order,
   for (guint s = 0; s < S; s++)
     for (guint m = 0; m < M; m++) {
       if (s + 1 < S) {
-        perseus_dag_add_edge(d, perseus_node_id(M, s, m, FALSE),
-                             perseus_node_id(M, s + 1, m, FALSE));
-        perseus_dag_add_edge(d, perseus_node_id(M, s + 1, m, TRUE),
-                             perseus_node_id(M, s, m, TRUE));
+        perseus_dag_add_edge(d, pipeline_node_id(M, s, m, FALSE),
+                             pipeline_node_id(M, s + 1, m, FALSE));
+        perseus_dag_add_edge(d, pipeline_node_id(M, s + 1, m, TRUE),
+                             pipeline_node_id(M, s, m, TRUE));
       }
     }
   for (guint s = 0; tail_ns != NULL && s < S; s++) {

@@ -2,7 +2,7 @@
  * iteration time-energy Pareto frontier (Perseus, SOSP'24).
  *
  * Three layers, each usable alone:
- *  - PerseusGroups (models/schedule.h): which op of a pipelined workload
+ *  - PipelineGroups (models/schedule.h): which op of a pipelined workload
  *    belongs to which computation (stage, microbatch, forward/backward),
  *    for computation-level workloads (traces/pipeline.c) and kernel-level
  *    ones (traces/gpt.c) alike.
@@ -29,6 +29,7 @@
 #include "models/cluster.h"
 #include "models/schedule.h"
 #include "models/dvfs/perseus_dag.h"
+#include "models/dvfs/policy.h"
 
 G_BEGIN_DECLS
 
@@ -53,7 +54,7 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
 void perseus_model_free(PerseusModel *pm);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusModel, perseus_model_free)
 const PerseusDag *perseus_model_dag(const PerseusModel *pm);
-const PerseusGroups *perseus_model_groups(const PerseusModel *pm);
+const PipelineGroups *perseus_model_groups(const PerseusModel *pm);
 /* GPUs one DAG GPU stands for (the workload's tp): multiply DAG energies
  * by it for a whole pipeline. */
 guint perseus_model_tp(const PerseusModel *pm);
@@ -122,48 +123,7 @@ SimPlan *perseus_reactor_initial_plan(PerseusReactor *r);
 
 /* ---- the pipeline policies, end to end ------------------------------------- */
 
-typedef enum {
-  PERSEUS_RUN_MAX = 0,    /* every computation at its highest clock */
-  PERSEUS_RUN_PERSEUS,    /* a frontier point (straggler-aware or not) */
-  PERSEUS_RUN_ENVPIPE,    /* models/dvfs/envpipe.h */
-  PERSEUS_RUN_ZEUS,       /* models/dvfs/zeus.h */
-  PERSEUS_RUN_PLAN,       /* a given clock per computation (plan_mhz) */
-  PERSEUS_RUN_KIND_COUNT
-} PerseusRunKind;
-
-typedef struct {
-  PerseusRunKind kind;
-  double slowdown;          /* perseus: run the cheapest frontier point
-                               within (1 + slowdown) x the all-max time */
-  gboolean straggler_aware; /* perseus: react to stragglers */
-  guint lag;                /* perseus: iterations before the reaction */
-  double eta;               /* zeus: weight of energy in [0, 1] */
-  double step_w;            /* zeus: power-limit step (> 0) */
-  PerseusOptions frontier;  /* perseus */
-  gboolean kernel;          /* perseus: kernel-level clocks inside each
-                               computation within the frontier point's
-                               time (perseus_kernel_plan); not with
-                               straggler_aware */
-  /* plan: the SM clock (MHz) of every computation of one pipeline,
-   * plan_stages x plan_microbatches x 2, at perseus_node_id(M, s, m, b);
-   * borrowed.  Each runs the candidate clock nearest to it (the higher on
-   * a tie); PerseusRun.plan_snapped counts those that were not one. */
-  const guint16 *plan_mhz;
-  guint plan_stages, plan_microbatches;
-  /* The replay whose result perseus_run returns is replayed once more
-   * with this observer (a timeline; NULL: none), borrowed.  The engine is
-   * deterministic, so the observed run is that run. */
-  SimObserver observer;
-  gpointer observer_data;
-} PerseusPolicy;
-
-/* Defaults: slowdown 0, not straggler-aware, lag 0, eta 0.5, 5 W steps,
- * perseus_options_init. */
-void perseus_policy_init(PerseusPolicy *p, PerseusRunKind kind);
-/* "max", "perseus", "envpipe", "zeus", "plan" ("?" when out of range). */
-const char *perseus_run_kind_name(PerseusRunKind k);
-
-typedef struct {
+typedef struct PerseusRun {
   SimResult *result;          /* owned: the engine's run */
   SimPlan *plan;              /* owned: the plan `result` ran (its
                                  switches requested ahead); NULL for a
@@ -196,25 +156,37 @@ typedef struct {
   guint latency_fallback;
   guint plan_snapped;         /* plan: computations whose clock was not a
                                  candidate clock (run at the nearest) */
+  guint16 *clocks;            /* owned: the model's candidate clocks, option
+                                 k of every computation running clocks[k]
+                                 MHz (perseus_model_clocks) */
+  guint n_clocks;
 } PerseusRun;
 
 void perseus_run_free(PerseusRun *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusRun, perseus_run_free)
 
-/* Plans policy `pol` for pipelined workload w on cluster `run` (its own
+/* Plans pipeline policy p -- a pipeline class's (perseus, envpipe, zeus,
+ * plan: DVFS_CLASS_PIPELINE), or max: every computation at its highest
+ * clock -- for pipelined workload x->w on cluster x->run (its own
  * overrides: blocking/idle power, power limit, switching latency,
- * variability, seed), then simulates `iterations` iterations with
- * `stragglers` (borrowed, may be NULL) applied; a straggler-aware Perseus
- * re-plans at iteration boundaries.  With a switching latency every plan
- * run requests its switches that much ahead (sim_plan_lookahead), and
- * Perseus and EnvPipe fall back to plans that can be followed when the
- * run misses their slowdown budget (PerseusRun.latency_fallback).
- * `catalogue` resolves the workload's reference GPU (may be NULL).  Caller
- * owns the result; NULL with an error naming the parameter or what
- * failed. */
-PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
-                        const SimWorkload *w, const GpuCatalogue *catalogue,
-                        const StragglerSet *stragglers, guint iterations,
+ * variability, seed), then simulates x->iterations iterations with
+ * x->stragglers (may be NULL) applied; a straggler-aware Perseus re-plans
+ * at iteration boundaries; kernel_within (perseus only, not with
+ * straggler_aware) adds kernel-level clocks inside each computation
+ * (perseus_kernel_plan); a plan runs, for each computation, the
+ * candidate clock nearest its plan_mhz (the higher on a tie).  p is
+ * checked as the doors check it (dvfs_policy_check: its class's argument
+ * table).  With a switching
+ * latency every plan run requests its switches that much ahead
+ * (sim_plan_lookahead), and Perseus and EnvPipe fall back to plans that
+ * can be followed when the run misses their slowdown budget
+ * (PerseusRun.latency_fallback).  x->catalogue resolves the workload's
+ * reference GPU (may be NULL).  The replay whose result is returned is
+ * replayed once more with x->observer when set (the engine is
+ * deterministic: the observed run is that run).  The `run` of the
+ * pipeline classes.  Caller owns the result; NULL with an error naming
+ * the parameter or what failed. */
+PerseusRun *perseus_run(const DvfsPolicy *p, const DvfsContext *x,
                         GError **error);
 
 G_END_DECLS

@@ -17,6 +17,15 @@
 
 G_BEGIN_DECLS
 
+/* The error domain of the DAG, its planners (the frontier, EnvPipe, Zeus)
+ * and the pipeline policies (models/dvfs/perseus.h). */
+#define PERSEUS_ERROR (perseus_error_quark())
+GQuark perseus_error_quark(void);
+typedef enum {
+  PERSEUS_ERROR_INVALID,   /* bad DAG or policy parameter */
+  PERSEUS_ERROR_LIMIT      /* too large */
+} PerseusError;
+
 /* ---- the DAG ------------------------------------------------------------ */
 
 /* One way to run a computation: its clock, duration and energy. */
@@ -44,7 +53,7 @@ void perseus_dag_add_edge(PerseusDag *d, guint from, guint to);
 gboolean perseus_dag_finish(PerseusDag *d, GError **error);
 
 /* The DAG of one S-stage pipeline with M microbatches: node ids as
- * perseus_node_id, node on GPU s, per-stage program order `order[s]` (2M
+ * pipeline_node_id, node on GPU s, per-stage program order `order[s]` (2M
  * ids), options opts[node] (n_opts[node] each).  Edges: consecutive
  * computations of a stage; F(s,m) -> F(s+1,m); B(s+1,m) -> B(s,m)
  * (F(s,m) -> B(s,m) follows from the order, which must put every

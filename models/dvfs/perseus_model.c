@@ -56,7 +56,7 @@ void perseus_model_free(PerseusModel *pm)
 {
   if (pm == NULL)
     return;
-  perseus_groups_free(pm->g);
+  pipeline_groups_free(pm->g);
   perseus_dag_free(pm->dag);
   g_free(pm->clocks);
   g_free(pm->n_ops);
@@ -70,7 +70,7 @@ const PerseusDag *perseus_model_dag(const PerseusModel *pm)
   return pm->dag;
 }
 
-const PerseusGroups *perseus_model_groups(const PerseusModel *pm)
+const PipelineGroups *perseus_model_groups(const PerseusModel *pm)
 {
   return pm->g;
 }
@@ -106,7 +106,7 @@ static gboolean model_clocks(PerseusModel *pm, const SimWorkload *w,
       guint r = pm->g->rep_rank[s];
       const SimRank *rk = &w->ranks[r];
       for (guint32 i = 0; i < rk->n_ops; i++) {
-        if (pm->g->node[r][i] == PERSEUS_NO_NODE ||
+        if (pm->g->node[r][i] == PIPELINE_NO_NODE ||
             rk->ops[i].kind != SIM_OP_KERNEL)
           continue;
         gint e = price_table_shape_entry(table, rk->ops[i].shape);
@@ -156,7 +156,7 @@ static gboolean model_clocks(PerseusModel *pm, const SimWorkload *w,
 }
 
 typedef struct {
-  const PerseusGroups *g;
+  const PipelineGroups *g;
   const gint *rep_stage;   /* per rank: its stage if representative, else -1 */
   gint64 *last_comp, *end; /* per stage */
 } TailObs;
@@ -168,7 +168,7 @@ static void tail_observe(gpointer data, const SimOpRecord *rec)
     return;
   guint s = (guint)o->rep_stage[rec->gpu];
   o->end[s] = MAX(o->end[s], rec->end_ns);
-  if (o->g->node[rec->gpu][rec->op] != PERSEUS_NO_NODE)
+  if (o->g->node[rec->gpu][rec->op] != PIPELINE_NO_NODE)
     o->last_comp[s] = MAX(o->last_comp[s], rec->end_ns);
 }
 
@@ -181,7 +181,7 @@ static gboolean model_tails(const PerseusModel *pm, const SimWorkload *w,
                             const SimMachine *m, gint64 *tail,
                             gint64 *allmax_ns, GError **error)
 {
-  const PerseusGroups *g = pm->g;
+  const PipelineGroups *g = pm->g;
   guint S = g->n_stages, n = 2 * S * g->n_microbatches;
   g_autofree guint16 *top = g_new(guint16, n);
   for (guint i = 0; i < n; i++)
@@ -216,7 +216,7 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
 {
   g_return_val_if_fail(w != NULL && m != NULL, NULL);
   g_autoptr(PerseusModel) pm = g_new0(PerseusModel, 1);
-  pm->g = perseus_groups_new(w, error);
+  pm->g = pipeline_groups_new(w, error);
   if (pm->g == NULL)
     return NULL;
   if (m->n_gpus != w->n_ranks) {
@@ -248,7 +248,7 @@ PerseusModel *perseus_model_new(const SimWorkload *w, const SimMachine *m,
     double comm_w = m->comm_power_w[r];
     for (guint32 i = 0; i < rk->n_ops; i++) {
       guint32 id = pm->g->node[r][i];
-      if (id == PERSEUS_NO_NODE) {
+      if (id == PIPELINE_NO_NODE) {
         pm->auto_tail[s] |= rk->ops[i].kind == SIM_OP_KERNEL;
         continue;
       }
@@ -329,7 +329,7 @@ SimPlan *perseus_model_plan(const PerseusModel *pm,
     guint16 *idx = sim_plan_rank_index(plan, r, pm->n_ops[r]);
     const guint32 *nd = pm->g->node[r];
     for (guint32 i = 0; i < pm->n_ops[r]; i++)
-      idx[i] = nd[i] == PERSEUS_NO_NODE ? 0 : (guint16)(1 + ch[nd[i]]);
+      idx[i] = nd[i] == PIPELINE_NO_NODE ? 0 : (guint16)(1 + ch[nd[i]]);
   }
   return plan;
 }
@@ -404,7 +404,7 @@ SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
                              const SimMachine *m, const guint16 *choice,
                              guint *n_refined)
 {
-  const PerseusGroups *g = pm->g;
+  const PipelineGroups *g = pm->g;
   guint S = g->n_stages, nc = pm->n_clocks;
   guint n_nodes = 2 * S * g->n_microbatches;
   guint n_shapes = w->shapes->len;
@@ -433,7 +433,7 @@ SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
     for (guint32 i = 0; i < rk->n_ops; i++) {
       guint32 id = g->node[r][i];
       const SimOp *op = &rk->ops[i];
-      if (id == PERSEUS_NO_NODE || op->kind != SIM_OP_KERNEL)
+      if (id == PIPELINE_NO_NODE || op->kind != SIM_OP_KERNEL)
         continue;
       keys[nk] = unit_key(id, op->shape);
       gpointer v = g_hash_table_lookup(unit_of, &keys[nk]);
@@ -507,7 +507,7 @@ SimPlan *perseus_kernel_plan(const PerseusModel *pm, const SimWorkload *w,
     guint16 *idx = sim_plan_rank_index(plan, r, pm->n_ops[r]);
     const guint32 *nd = g->node[r];
     for (guint32 i = 0; i < pm->n_ops[r]; i++) {
-      if (nd[i] == PERSEUS_NO_NODE)
+      if (nd[i] == PIPELINE_NO_NODE)
         continue;
       idx[i] = (guint16)(1 + choice[nd[i]]);
       const SimOp *op = &w->ranks[r].ops[i];

@@ -85,7 +85,7 @@ void perseus_reactor_free(PerseusReactor *r)
 /* Fills r->next for iteration iter. */
 static void react(PerseusReactor *r, guint iter)
 {
-  const PerseusGroups *g = r->pm->g;
+  const PipelineGroups *g = r->pm->g;
   guint np = g->n_pipelines, S = g->n_stages, tp = g->tp;
   gint64 t_slow = -1;
   gboolean known = r->set != NULL && iter >= r->lag;
@@ -168,23 +168,6 @@ gboolean perseus_reactor_hook(gpointer data, guint iter, SimPlan **plan,
 /* ======================================================================== */
 /* The pipeline policies, end to end                                          */
 
-static const char *const run_kind_names[PERSEUS_RUN_KIND_COUNT] = {
-  "max", "perseus", "envpipe", "zeus", "plan"};
-
-const char *perseus_run_kind_name(PerseusRunKind k)
-{
-  return (guint)k < PERSEUS_RUN_KIND_COUNT ? run_kind_names[k] : "?";
-}
-
-void perseus_policy_init(PerseusPolicy *p, PerseusRunKind kind)
-{
-  memset(p, 0, sizeof *p);
-  p->kind = kind;
-  p->eta = ZEUS_ETA;
-  p->step_w = ZEUS_STEP_W;
-  perseus_options_init(&p->frontier);
-}
-
 void perseus_run_free(PerseusRun *r)
 {
   if (r == NULL)
@@ -192,6 +175,7 @@ void perseus_run_free(PerseusRun *r)
   sim_result_free(r->result);
   sim_plan_free(r->plan);
   perseus_frontier_free(r->frontier);
+  g_free(r->clocks);
   g_free(r);
 }
 
@@ -201,7 +185,7 @@ void perseus_run_free(PerseusRun *r)
 static GArray *zeus_groups(const PerseusModel *pm, const StragglerSet *set,
                            guint iterations, GPtrArray *keep)
 {
-  const PerseusGroups *g = pm->g;
+  const PipelineGroups *g = pm->g;
   guint S = g->n_stages, np = g->n_pipelines, tp = g->tp;
   GArray *out = g_array_new(FALSE, FALSE, sizeof(ZeusPipelines));
   for (guint it = 0; it < iterations; it++) {
@@ -272,9 +256,9 @@ static guint16 *stage_choice(const PerseusModel *pm, const guint16 *choice)
   for (guint s = 0; s < S; s++) {
     guint16 k = 0;
     for (guint m = 0; m < 2 * M; m++)
-      k = MAX(k, choice[perseus_node_id(M, s, m / 2, m % 2)]);
+      k = MAX(k, choice[pipeline_node_id(M, s, m / 2, m % 2)]);
     for (guint m = 0; m < 2 * M; m++)
-      out[perseus_node_id(M, s, m / 2, m % 2)] = k;
+      out[pipeline_node_id(M, s, m / 2, m % 2)] = k;
   }
   return out;
 }
@@ -373,11 +357,18 @@ static guint16 *smooth_choice(const PerseusModel *pm, const guint16 *choice,
   }
 }
 
+/* TRUE for the combined policy: Perseus with kernel-level clocks inside
+ * each computation (kernel_within belongs to the perseus class alone). */
+static gboolean combined(const DvfsPolicy *p)
+{
+  return p->kind == DVFS_PERSEUS && p->kernel_within;
+}
+
 /* The combined policy's own figures follow its fallback: what ran for the
  * frontier point (kernel-level clocks were not used). */
-static void fallback_single(PerseusRun *r, const PerseusPolicy *pol)
+static void fallback_single(PerseusRun *r, const DvfsPolicy *p)
 {
-  if (!pol->kernel)
+  if (!combined(p))
     return;
   r->single_time_ns = r->result->time_ns;
   r->single_energy_j = r->result->energy_j;
@@ -394,7 +385,7 @@ static void fallback_single(PerseusRun *r, const PerseusPolicy *pol)
  * checked without a latency, with stragglers (the budget is against
  * all-max without them) or for Zeus (it trades time for energy).  FALSE
  * with error set when a replay fails. */
-static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
+static gboolean latency_budget(PerseusRun *r, const DvfsPolicy *p,
                                const PerseusModel *pm, const SimWorkload *w,
                                const SimMachine *sim, const SimMachine *mach,
                                ClusterMachine *cm,
@@ -403,9 +394,9 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
                                GError **error)
 {
   if (sim->switch_latency_ns <= 0 || stragglers != NULL ||
-      (pol->kind != PERSEUS_RUN_PERSEUS && pol->kind != PERSEUS_RUN_ENVPIPE))
+      (p->kind != DVFS_PERSEUS && p->kind != DVFS_ENVPIPE))
     return TRUE;
-  double s = pol->kind == PERSEUS_RUN_PERSEUS ? pol->slowdown : 0.0;
+  double s = p->kind == DVFS_PERSEUS ? p->slowdown : 0.0;
   double limit = (double)pm->allmax_ns * (1.0 + s + DVFS_SLOWDOWN_TOL);
   if (iterations_within(r->result, limit))
     return TRUE;
@@ -425,7 +416,7 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
       sim_plan_free(r->plan);
       r->plan = g_steal_pointer(&sp);
       r->latency_fallback = f;
-      fallback_single(r, pol);
+      fallback_single(r, p);
       perseus_dag_eval(pm->dag, ch, NULL, &r->plan_time_ns,
                        &r->plan_energy_j);
       return TRUE;
@@ -440,7 +431,7 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
   sim_plan_free(r->plan);
   r->plan = g_steal_pointer(&ap);
   r->latency_fallback = 3;
-  fallback_single(r, pol);
+  fallback_single(r, p);
   r->plan_time_ns = r->allmax_time_ns;
   r->plan_energy_j = r->allmax_energy_j;
   return TRUE;
@@ -451,15 +442,15 @@ static gboolean latency_budget(PerseusRun *r, const PerseusPolicy *pol,
  * a tie; *snapped counts the computations whose clock was not a
  * candidate.  NULL with an error naming both shapes when the plan's
  * stages or microbatches differ from the workload's.  Caller frees. */
-static guint16 *plan_choice(const PerseusModel *pm, const PerseusPolicy *pol,
+static guint16 *plan_choice(const PerseusModel *pm, const DvfsPolicy *p,
                             guint *snapped, GError **error)
 {
   guint S = pm->g->n_stages, M = pm->g->n_microbatches;
-  if (pol->plan_mhz == NULL || pol->plan_stages != S ||
-      pol->plan_microbatches != M) {
+  if (p->plan_mhz == NULL || p->plan_stages != S ||
+      p->plan_microbatches != M) {
     perseus_invalid(error, "plan: the plan has %u stages x %u microbatches, the "
-            "workload %u stages x %u microbatches", pol->plan_stages,
-            pol->plan_microbatches, S, M);
+            "workload %u stages x %u microbatches", p->plan_stages,
+            p->plan_microbatches, S, M);
     return NULL;
   }
   guint16 *ch = perseus_dag_max_choice(pm->dag);
@@ -468,7 +459,7 @@ static guint16 *plan_choice(const PerseusModel *pm, const PerseusPolicy *pol,
     guint best = 0;
     gint64 bd = G_MAXINT64;
     for (guint k = 0; k < pm->n_clocks; k++) {
-      gint64 d = ABS((gint64)pm->clocks[k] - (gint64)pol->plan_mhz[i]);
+      gint64 d = ABS((gint64)pm->clocks[k] - (gint64)p->plan_mhz[i]);
       if (d < bd || (d == bd && pm->clocks[k] > pm->clocks[best])) {
         bd = d;
         best = k;
@@ -480,12 +471,12 @@ static guint16 *plan_choice(const PerseusModel *pm, const PerseusPolicy *pol,
   return ch;
 }
 
-/* Plans policy pol on pm (d its DAG, mx its all-max plan): r's frontier,
+/* Plans policy p on pm (d its DAG, mx its all-max plan): r's frontier,
  * point, Zeus limit and snapped count; *run_choice the plan every pipeline
  * runs (borrowed from mx, r's frontier or *choice, which the caller
  * frees); a straggler-aware Perseus also makes *reactor and its initial
  * *plan. */
-static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
+static gboolean plan_policy(PerseusRun *r, const DvfsPolicy *p,
                             const PerseusModel *pm, const Cluster *run,
                             const StragglerSet *stragglers, guint iterations,
                             const guint16 *mx, guint16 **choice,
@@ -494,34 +485,37 @@ static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
                             GError **error)
 {
   const PerseusDag *d = pm->dag;
-  switch (pol->kind) {
-  case PERSEUS_RUN_MAX:
+  switch (p->kind) {
+  case DVFS_MAX:
     *run_choice = mx;
     break;
-  case PERSEUS_RUN_PERSEUS: {
-    r->frontier = perseus_frontier_with(d, &pol->frontier, error);
+  case DVFS_PERSEUS: {
+    PerseusOptions o;
+    perseus_options_init(&o);
+    o.resolution = p->resolution;
+    r->frontier = perseus_frontier_with(d, &o, error);
     if (r->frontier == NULL)
       return FALSE;
     gint64 budget = (gint64)floor((double)r->allmax_time_ns *
-                                  (1.0 + pol->slowdown));
+                                  (1.0 + p->slowdown));
     r->point = perseus_frontier_fit(r->frontier, budget);
     *run_choice = r->frontier->points[r->point].choice;
-    if (pol->straggler_aware && stragglers != NULL) {
+    if (p->straggler_aware && stragglers != NULL) {
       *reactor = perseus_reactor_new(pm, r->frontier, r->point,
-                                     stragglers, pol->lag);
+                                     stragglers, p->lag);
       *plan = perseus_reactor_initial_plan(*reactor);
     }
     break;
   }
-  case PERSEUS_RUN_ENVPIPE:
+  case DVFS_ENVPIPE:
     *run_choice = *choice = envpipe_plan(d);
     break;
-  case PERSEUS_RUN_PLAN:
-    *run_choice = *choice = plan_choice(pm, pol, &r->plan_snapped, error);
+  case DVFS_PLAN:
+    *run_choice = *choice = plan_choice(pm, p, &r->plan_snapped, error);
     if (*choice == NULL)
       return FALSE;
     break;
-  case PERSEUS_RUN_ZEUS: {
+  case DVFS_ZEUS: {
     /* The GPU's limit range, up to the highest computation power so that
      * "no cap" is among the candidates (the measured A100 is a 500 W
      * card). */
@@ -531,8 +525,8 @@ static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
         const PerseusOption *o = perseus_dag_option(d, i, k);
         top = MAX(top, o->energy_j / ((double)o->time_ns * 1e-9));
       }
-    ZeusConfig zc = {pol->eta, run->gpu->power_min_w.v, ceil(top),
-                     pol->step_w};
+    ZeusConfig zc = {p->eta, run->gpu->power_min_w.v, ceil(top),
+                     p->step_w};
     g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GArray) groups = NULL;
     if (stragglers != NULL)
@@ -553,30 +547,30 @@ static gboolean plan_policy(PerseusRun *r, const PerseusPolicy *pol,
   return TRUE;
 }
 
-/* Replays what r ran once more, with pol's observer: r's plan (already
+/* Replays what r ran once more, with x's observer: r's plan (already
  * rewritten for the latency by run_plan) on mach, or, for a
  * straggler-aware run (r->plan NULL), a fresh reactor's plans, as the
  * first replay made them.  The engine is deterministic: the observed run
  * is r's, to the bit (asserted on its time and energy).  FALSE with error
  * set when the replay fails. */
-static gboolean observe_kept(PerseusRun *r, const PerseusPolicy *pol,
-                             const PerseusModel *pm, const SimWorkload *w,
+static gboolean observe_kept(PerseusRun *r, const DvfsPolicy *p,
+                             const DvfsContext *x, const PerseusModel *pm,
                              const SimMachine *sim, const SimMachine *mach,
-                             const StragglerSet *stragglers, guint iterations,
                              GError **error)
 {
+  const SimWorkload *w = x->w;
   g_autoptr(PerseusReactor) reactor = NULL;
   g_autoptr(StragglerMachine) smach = NULL;
   g_autoptr(SimPlan) fresh = NULL;
   SimPlan *plan = r->plan;
   if (plan == NULL) {
-    reactor = perseus_reactor_new(pm, r->frontier, r->point, stragglers,
-                                  pol->lag);
+    reactor = perseus_reactor_new(pm, r->frontier, r->point,
+                                  x->stragglers, p->lag);
     fresh = perseus_reactor_initial_plan(reactor);
     perseus_reactor_set_lookahead(reactor, w, sim);
     if (!sim_plan_lookahead(fresh, w, sim, sim->switch_latency_ns, error))
       return FALSE;
-    smach = straggler_machine_new(sim, stragglers, perseus_reactor_hook,
+    smach = straggler_machine_new(sim, x->stragglers, perseus_reactor_hook,
                                   reactor);
     mach = straggler_machine_sim(smach);
     plan = fresh;
@@ -584,8 +578,8 @@ static gboolean observe_kept(PerseusRun *r, const PerseusPolicy *pol,
   g_autoptr(SimEngine) e = sim_engine_new(w, mach, error);
   if (e == NULL)
     return FALSE;
-  sim_engine_set_observer(e, pol->observer, pol->observer_data);
-  g_autoptr(SimResult) res = sim_engine_run(e, plan, iterations, error);
+  sim_engine_set_observer(e, x->observer, x->observer_data);
+  g_autoptr(SimResult) res = sim_engine_run(e, plan, x->iterations, error);
   if (res == NULL)
     return FALSE;
   g_assert(res->time_ns == r->result->time_ns &&
@@ -593,52 +587,72 @@ static gboolean observe_kept(PerseusRun *r, const PerseusPolicy *pol,
   return TRUE;
 }
 
-PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
-                        const SimWorkload *w, const GpuCatalogue *catalogue,
-                        const StragglerSet *stragglers, guint iterations,
-                        GError **error)
+/* max, or a kind perseus_run plans (the built-in pipeline classes). */
+static gboolean pipeline_kind(DvfsKind k)
 {
-  g_return_val_if_fail(pol != NULL && run != NULL && w != NULL, NULL);
-  if ((guint)pol->kind >= PERSEUS_RUN_KIND_COUNT) {
-    perseus_invalid(error, "unknown pipeline policy %d", (int)pol->kind);
-    return NULL;
+  return k == DVFS_MAX || k == DVFS_PERSEUS || k == DVFS_ENVPIPE ||
+         k == DVFS_ZEUS || k == DVFS_PLAN;
+}
+
+/* The checks perseus_run makes before it builds anything: p by its
+ * class's table, then what the table cannot say (the combined policy's
+ * limits, the run's shape). */
+static gboolean check_run(const DvfsPolicy *p, const DvfsContext *x,
+                          GError **error)
+{
+  if (!pipeline_kind(p->kind)) {
+    perseus_invalid(error, "'%s' is not a pipeline policy",
+                    dvfs_kind_name(p->kind));
+    return FALSE;
   }
-  if (!(isfinite(pol->slowdown) && pol->slowdown >= 0.0 &&
-        pol->slowdown <= 10.0)) {
-    perseus_invalid(error, "perseus: slowdown = %g must be in [0, 10]", pol->slowdown);
-    return NULL;
-  }
-  if (pol->kernel && (pol->kind != PERSEUS_RUN_PERSEUS ||
-                      pol->straggler_aware)) {
+  if (!dvfs_policy_check(p, x->run, error))
+    return FALSE;
+  if (p->kernel_within && (p->kind != DVFS_PERSEUS || p->straggler_aware)) {
     perseus_invalid(error, "perseus: kernel = true needs the perseus policy "
             "without straggler_aware");
-    return NULL;
+    return FALSE;
   }
-  if (iterations == 0) {
+  if (x->iterations == 0) {
     perseus_invalid(error, "iterations must be at least 1");
-    return NULL;
+    return FALSE;
   }
-  if (stragglers != NULL && straggler_set_n_gpus(stragglers) != w->n_ranks) {
+  if (x->stragglers != NULL &&
+      straggler_set_n_gpus(x->stragglers) != x->w->n_ranks) {
     perseus_invalid(error, "the stragglers are for %u GPUs but the workload has %u "
-            "ranks", straggler_set_n_gpus(stragglers), w->n_ranks);
-    return NULL;
+            "ranks", straggler_set_n_gpus(x->stragglers), x->w->n_ranks);
+    return FALSE;
   }
   /* A folded workload is planned on its representatives and run folded:
    * exact where members are priced like them (cluster_check_folded) and
    * every pipeline runs the same plan (no stragglers: a slow GPU no longer
    * runs like its representative, nor a reacting pipeline like the
    * others). */
-  if (!cluster_check_folded(run, w, error))
-    return NULL;
-  if (stragglers != NULL && w->fold_rep != NULL &&
-      !straggler_set_empty(stragglers)) {
+  if (!cluster_check_folded(x->run, x->w, error))
+    return FALSE;
+  if (x->stragglers != NULL && x->w->fold_rep != NULL &&
+      !straggler_set_empty(x->stragglers)) {
     g_set_error(error, SIM_ERROR, SIM_ERROR_INVALID,
                 "the workload is folded but the run has stragglers: a slow "
                 "GPU no longer runs like its representative%s",
                 CLUSTER_FOLDED_HINT);
-    return NULL;
+    return FALSE;
   }
-  g_autoptr(ClusterMachine) cm = cluster_machine_new(run, w, catalogue, error);
+  return TRUE;
+}
+
+PerseusRun *perseus_run(const DvfsPolicy *p, const DvfsContext *x,
+                        GError **error)
+{
+  g_return_val_if_fail(p != NULL && x != NULL && x->run != NULL &&
+                       x->w != NULL, NULL);
+  if (!check_run(p, x, error))
+    return NULL;
+  const Cluster *run = x->run;
+  const SimWorkload *w = x->w;
+  const StragglerSet *stragglers = x->stragglers;
+  guint iterations = x->iterations;
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(run, w, x->catalogue,
+                                                     error);
   if (cm == NULL)
     return NULL;
   const SimMachine *sim = cluster_machine_sim(cm);
@@ -651,6 +665,8 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   g_autoptr(PerseusRun) r = g_new0(PerseusRun, 1);
   r->tp = pm->g->tp;
   r->limit_w = -1;
+  r->clocks = g_memdup2(pm->clocks, sizeof(guint16) * pm->n_clocks);
+  r->n_clocks = pm->n_clocks;
   g_autofree guint16 *mx = perseus_dag_max_choice(d);
   perseus_dag_eval(d, mx, NULL, &r->allmax_time_ns, &r->allmax_energy_j);
 
@@ -658,7 +674,7 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
   g_autoptr(PerseusReactor) reactor = NULL;
   g_autofree guint16 *choice = NULL;
   const guint16 *run_choice = NULL;
-  if (!plan_policy(r, pol, pm, run, stragglers, iterations, mx, &choice,
+  if (!plan_policy(r, p, pm, run, stragglers, iterations, mx, &choice,
                    &run_choice, &reactor, &plan, error))
     return NULL;
   perseus_dag_eval(d, run_choice, NULL, &r->plan_time_ns, &r->plan_energy_j);
@@ -678,7 +694,7 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
     return NULL;
   if (reactor == NULL)
     r->plan = g_steal_pointer(&plan);
-  if (pol->kind == PERSEUS_RUN_PERSEUS && pol->kernel) {
+  if (combined(p)) {
     /* The combined policy: kernel-level clocks inside every computation,
      * run only when the engine confirms it is no slower (0.1%) and
      * cheaper than the frontier point's own plan. */
@@ -699,11 +715,11 @@ PerseusRun *perseus_run(const PerseusPolicy *pol, const Cluster *run,
       r->kernel_used = TRUE;
     }
   }
-  if (!latency_budget(r, pol, pm, w, sim, mach, cm, stragglers, run_choice,
+  if (!latency_budget(r, p, pm, w, sim, mach, cm, stragglers, run_choice,
                       iterations, error))
     return NULL;
-  if (pol->observer != NULL &&
-      !observe_kept(r, pol, pm, w, sim, mach, stragglers, iterations, error))
+  if (x->observer != NULL &&
+      !observe_kept(r, p, x, pm, sim, mach, error))
     return NULL;
   return g_steal_pointer(&r);
 }

@@ -1,13 +1,14 @@
 /* models/dvfs/policy-private.h -- what the policy classes
  * (models/dvfs/policy_NAME.c) share: the parameter checks every planned
- * and pipeline kind makes, the result of a uniform plan, and the run of a
- * pipeline kind through perseus_run.  Not a public header.
+ * and pipeline kind makes, the result of a uniform plan, and perseus_run,
+ * the `run` of every pipeline kind.  Not a public header.
  */
 #ifndef MODELS_DVFS_POLICY_PRIVATE_H
 #define MODELS_DVFS_POLICY_PRIVATE_H
 
 #include "models/dvfs/policy.h"
 #include "models/dvfs/planner.h"
+#include "models/dvfs/perseus.h"
 
 #include <stddef.h>
 
@@ -42,11 +43,6 @@ gboolean dvfs_check_standard(const DvfsPolicy *p, const Cluster *c,
 /* A plan result holding the uniform plan `clk` on every rank of w (no
  * power limit, no report). */
 DvfsPlanResult *dvfs_uniform_result(const SimWorkload *w, SimClocks clk);
-
-/* Runs p through perseus_run as a policy of kind `kind` on x
- * (policy_perseus.c). */
-PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
-                              const DvfsContext *x, GError **error);
 
 G_END_DECLS
 

@@ -8,7 +8,6 @@
  * DVFS_POLICY_CLASSES below.  Its kind is its place in the list.
  */
 #include "models/dvfs/policy-private.h"
-#include "models/dvfs/zeus.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,6 +78,28 @@ const char *dvfs_granularity_name(DvfsGranularity g)
   return g == DVFS_GRANULARITY_OP ? "op" : "name";
 }
 
+/* Writes the default of every argument of table a into p. */
+static void arg_defaults(const DvfsArg *a, DvfsPolicy *p)
+{
+  for (; a->name != NULL; a++) {
+    char *f = (char *)p + a->offset;
+    switch (a->type) {
+    case DVFS_ARG_NUM:
+      *(double *)(void *)f = a->def;
+      break;
+    case DVFS_ARG_UINT:
+      *(guint *)(void *)f = (guint)a->def;
+      break;
+    case DVFS_ARG_BOOL:
+      *(gboolean *)(void *)f = a->def != 0;
+      break;
+    case DVFS_ARG_CHOICE:
+      *(int *)(void *)f = (int)a->def;
+      break;
+    }
+  }
+}
+
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
 {
   g_return_if_fail(p != NULL);
@@ -87,10 +108,11 @@ void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
   p->granularity = DVFS_GRANULARITY_NAME;
   p->switch_latency_ms = -1.0;
   p->min_segment_ms = -1.0;
-  /* The defaults of perseus_policy_init (models/dvfs/perseus.h). */
-  p->eta = ZEUS_ETA;
-  p->step_w = ZEUS_STEP_W;
-  p->resolution = PERSEUS_RESOLUTION;
+  /* Every kind carries the pipeline classes' fields (js.pipeline_run
+   * reads them all, whichever kind runs): their defaults are the
+   * perseus and zeus classes' own, from their tables. */
+  arg_defaults(classes[DVFS_PERSEUS]->args, p);
+  arg_defaults(classes[DVFS_ZEUS]->args, p);
 }
 
 static guint flags_of(const DvfsPolicy *p)

@@ -21,7 +21,6 @@
 #include <glib.h>
 #include "sim/engine.h"
 #include "models/cluster.h"
-#include "models/dvfs/perseus.h"
 #include "models/straggler.h"
 
 G_BEGIN_DECLS
@@ -109,7 +108,7 @@ typedef struct {
                                  computation (perseus_kernel_plan) */
   /* PLAN: the SM clock of every computation, plan_stages x
    * plan_microbatches x 2 at (s * M + m) * 2 + b (b = 1 backward; the
-   * order of perseus_node_id), in MHz; borrowed. */
+   * order of pipeline_node_id), in MHz; borrowed. */
   const guint16 *plan_mhz;
   guint plan_stages, plan_microbatches;
   DvfsChooseFn choose;        /* CUSTOM */
@@ -126,8 +125,9 @@ typedef struct {
 } DvfsPolicy;
 
 /* Sets every field to its default for `kind` (latency and segment length
- * from the run, granularity by name, no budget; pipeline kinds: not
- * straggler-aware, lag 0, eta 0.5, 5 W steps, resolution 1e-4). */
+ * from the run, granularity by name, no budget; the pipeline fields --
+ * straggler_aware, lag, eta, step_w, resolution, kernel_within -- to the
+ * defaults of the perseus and zeus classes' argument tables). */
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind);
 
 /* Stable lower-case names ("max", "fixed", "powercap", "iteration", "pass",
@@ -176,6 +176,7 @@ typedef struct {
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
+struct PerseusRun;     /* models/dvfs/perseus.h */
 struct PlannerClass;   /* models/dvfs/planner-private.h */
 
 enum {
@@ -214,8 +215,8 @@ typedef struct {
                                  GError **error);
   /* Or runs p itself (DVFS_CLASS_PIPELINE; `plan` is then NULL): plans,
    * reacts to stragglers and replays x->iterations iterations. */
-  PerseusRun *(*run)(const DvfsPolicy *p, const DvfsContext *x,
-                     GError **error);
+  struct PerseusRun *(*run)(const DvfsPolicy *p, const DvfsContext *x,
+                            GError **error);
 } DvfsPolicyClass;
 
 /* The class of kind k (NULL when there is none), of a name ("auto" is

@@ -8,17 +8,11 @@
 static const char *const keys[] = {"name", NULL};
 static const DvfsArg args[] = {{0}};
 
-static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
-                       GError **error)
-{
-  return dvfs_pipeline_run(p, PERSEUS_RUN_ENVPIPE, x, error);
-}
-
 const DvfsPolicyClass dvfs_class_envpipe = {
   .name = "envpipe",
   .keys = keys,
   .args = args,
   .flags = DVFS_CLASS_PIPELINE,
   .check = dvfs_check_standard,
-  .run = run,
+  .run = perseus_run,
 };

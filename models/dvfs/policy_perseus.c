@@ -3,8 +3,7 @@
  * cheapest point of the time-energy frontier within the slowdown
  * (models/dvfs/perseus.h), re-planned around stragglers when
  * straggler-aware, with kernel-level clocks inside each computation when
- * kernel = true.  Also the run every pipeline kind shares
- * (dvfs_pipeline_run: the policy handed to perseus_run).
+ * kernel = true.
  */
 #include "models/dvfs/policy-private.h"
 
@@ -27,28 +26,6 @@ static const DvfsArg args[] = {
    NULL, NULL},
   {0}};
 
-PerseusRun *dvfs_pipeline_run(const DvfsPolicy *p, PerseusRunKind kind,
-                              const DvfsContext *x, GError **error)
-{
-  PerseusPolicy pol;
-  perseus_policy_init(&pol, kind);
-  pol.slowdown = p->slowdown;
-  pol.straggler_aware = p->straggler_aware;
-  pol.lag = p->lag;
-  pol.eta = p->eta;
-  pol.step_w = p->step_w;
-  pol.frontier.resolution = p->resolution;
-  pol.kernel = kind == PERSEUS_RUN_PERSEUS && p->kernel_within;
-  /* js.policy.plan{ plan = P } (lua/policy.c). */
-  pol.plan_mhz = p->plan_mhz;
-  pol.plan_stages = p->plan_stages;
-  pol.plan_microbatches = p->plan_microbatches;
-  pol.observer = x->observer;
-  pol.observer_data = x->observer_data;
-  return perseus_run(&pol, x->run, x->w, x->catalogue, x->stragglers,
-                     MAX(x->iterations, 1), error);
-}
-
 static char *label(const DvfsPolicy *p)
 {
   GString *s = g_string_new("perseus(");
@@ -63,12 +40,6 @@ static char *label(const DvfsPolicy *p)
   return g_string_free(s, FALSE);
 }
 
-static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
-                       GError **error)
-{
-  return dvfs_pipeline_run(p, PERSEUS_RUN_PERSEUS, x, error);
-}
-
 const DvfsPolicyClass dvfs_class_perseus = {
   .name = "perseus",
   .keys = keys,
@@ -76,5 +47,5 @@ const DvfsPolicyClass dvfs_class_perseus = {
   .flags = DVFS_CLASS_PIPELINE,
   .label = label,
   .check = dvfs_check_standard,
-  .run = run,
+  .run = perseus_run,
 };

@@ -13,12 +13,6 @@ static char *label(const DvfsPolicy *p)
   return g_strdup_printf("plan(%ux%u)", p->plan_stages, p->plan_microbatches);
 }
 
-static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
-                       GError **error)
-{
-  return dvfs_pipeline_run(p, PERSEUS_RUN_PLAN, x, error);
-}
-
 const DvfsPolicyClass dvfs_class_plan = {
   .name = "plan",
   .keys = keys,
@@ -26,5 +20,5 @@ const DvfsPolicyClass dvfs_class_plan = {
   .flags = DVFS_CLASS_PIPELINE | DVFS_CLASS_TAKES_PLAN,
   .label = label,
   .check = dvfs_check_standard,
-  .run = run,
+  .run = perseus_run,
 };

@@ -4,27 +4,21 @@
  * MAXPOWER * time, tried in step_w steps.
  */
 #include "models/dvfs/policy-private.h"
-#include "models/dvfs/zeus.h"
 
 #include <stddef.h>
 
 static const char *const keys[] = {"name", "eta", "step_w", NULL};
+/* By default energy and time weigh alike and limits are tried 5 W apart. */
 static const DvfsArg args[] = {
-  {"eta", DVFS_ARG_NUM, offsetof(DvfsPolicy, eta), ZEUS_ETA, 0, 1, NULL,
+  {"eta", DVFS_ARG_NUM, offsetof(DvfsPolicy, eta), 0.5, 0, 1, NULL,
    " (the weight of energy)"},
-  {"step_w", DVFS_ARG_NUM, offsetof(DvfsPolicy, step_w), ZEUS_STEP_W, 0.1,
-   1000, NULL, " W"},
+  {"step_w", DVFS_ARG_NUM, offsetof(DvfsPolicy, step_w), 5, 0.1, 1000, NULL,
+   " W"},
   {0}};
 
 static char *label(const DvfsPolicy *p)
 {
   return g_strdup_printf("zeus(eta=%g,step=%gW)", p->eta, p->step_w);
-}
-
-static PerseusRun *run(const DvfsPolicy *p, const DvfsContext *x,
-                       GError **error)
-{
-  return dvfs_pipeline_run(p, PERSEUS_RUN_ZEUS, x, error);
 }
 
 const DvfsPolicyClass dvfs_class_zeus = {
@@ -34,5 +28,5 @@ const DvfsPolicyClass dvfs_class_zeus = {
   .flags = DVFS_CLASS_PIPELINE,
   .label = label,
   .check = dvfs_check_standard,
-  .run = run,
+  .run = perseus_run,
 };

@@ -12,11 +12,6 @@
 
 G_BEGIN_DECLS
 
-/* The defaults of js.policy.zeus: energy and time weighed alike, limits
- * tried 5 W apart. */
-#define ZEUS_ETA 0.5
-#define ZEUS_STEP_W 5.0
-
 typedef struct {
   double eta;          /* weight of energy, [0, 1] */
   double power_min_w;  /* lowest limit tried */
