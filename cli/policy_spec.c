@@ -44,7 +44,6 @@ static gboolean parse_double(const char *v, double *out)
 static gboolean set_arg(const DvfsPolicyClass *kl, const DvfsArg *a,
                         const char *v, DvfsPolicy *p, GError **error)
 {
-  char *f = (char *)p + a->offset;
   double x = 0;
   switch (a->type) {
   case DVFS_ARG_NUM:
@@ -55,21 +54,18 @@ static gboolean set_arg(const DvfsPolicyClass *kl, const DvfsArg *a,
                        kl->name, a->name,
                        a->type == DVFS_ARG_UINT ? "an integer" : "a number",
                        a->lo, a->hi, v);
-    if (a->type == DVFS_ARG_NUM)
-      *(double *)(void *)f = x;
-    else
-      *(guint *)(void *)f = (guint)x;
+    dvfs_arg_set(a, p, x);
     return TRUE;
   case DVFS_ARG_BOOL:
     if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
       return spec_fail(error, "%s: '%s' must be true or false (got '%s')",
                        kl->name, a->name, v);
-    *(gboolean *)(void *)f = strcmp(v, "true") == 0;
+    dvfs_arg_set(a, p, strcmp(v, "true") == 0);
     return TRUE;
   case DVFS_ARG_CHOICE:
     for (int i = 0; a->choices[i] != NULL; i++)
       if (strcmp(v, a->choices[i]) == 0) {
-        *(int *)(void *)f = i;
+        dvfs_arg_set(a, p, i);
         return TRUE;
       }
     g_autofree char *all = g_strjoinv(", ", (char **)a->choices);
@@ -158,15 +154,7 @@ gboolean cli_policy_parse(const char *spec, DvfsPolicy *p, SchedPlan **plan,
       kind = (DvfsKind)k;
   dvfs_policy_init(p, kind);
   /* The defaults of the argument table (what an absent Lua key gives). */
-  for (const DvfsArg *a = kl->args; a->name != NULL; a++) {
-    char *f = (char *)p + a->offset;
-    switch (a->type) {
-    case DVFS_ARG_NUM: *(double *)(void *)f = a->def; break;
-    case DVFS_ARG_UINT: *(guint *)(void *)f = (guint)a->def; break;
-    case DVFS_ARG_BOOL: *(gboolean *)(void *)f = a->def != 0; break;
-    case DVFS_ARG_CHOICE: *(int *)(void *)f = (int)a->def; break;
-    }
-  }
+  dvfs_arg_defaults(kl->args, p);
   if (kind == DVFS_CUSTOM)
     return spec_fail(error, "custom needs a Lua function: run js.simulate{ "
                             "policy = function(k) ... end, timeline = ... } "

@@ -253,25 +253,23 @@ static void read_plan(lua_State *L, int idx, const char *fn, DvfsPolicy *p)
 void jsl_policy_arg(lua_State *L, int idx, const char *fn, const DvfsArg *a,
                     DvfsPolicy *p)
 {
-  char *f = (char *)p + a->offset;
+  double v = 0;
   switch (a->type) {
   case DVFS_ARG_NUM:
-    *(double *)(void *)f = jsl_opt_num(L, idx, fn, a->name, a->def, a->lo,
-                                       a->hi);
+    v = jsl_opt_num(L, idx, fn, a->name, a->def, a->lo, a->hi);
     break;
   case DVFS_ARG_UINT:
-    *(guint *)(void *)f = (guint)jsl_opt_int(
-        L, idx, fn, a->name, (lua_Integer)a->def, (lua_Integer)a->lo,
-        (lua_Integer)a->hi);
+    v = (double)jsl_opt_int(L, idx, fn, a->name, (lua_Integer)a->def,
+                            (lua_Integer)a->lo, (lua_Integer)a->hi);
     break;
   case DVFS_ARG_BOOL:
-    *(gboolean *)(void *)f = jsl_opt_bool(L, idx, fn, a->name, a->def != 0);
+    v = jsl_opt_bool(L, idx, fn, a->name, a->def != 0);
     break;
   case DVFS_ARG_CHOICE:
-    *(int *)(void *)f = jsl_opt_choice(L, idx, fn, a->name, (int)a->def,
-                                       a->choices);
+    v = jsl_opt_choice(L, idx, fn, a->name, (int)a->def, a->choices);
     break;
   }
+  dvfs_arg_set(a, p, v);
 }
 
 /* Reads the class's typed arguments from the table at idx, in order. */

@@ -65,23 +65,6 @@ static void test_shapes(void)
   }
 }
 
-/* A field of p as a double, by its argument's type. */
-static double arg_value(const DvfsArg *a, const DvfsPolicy *p)
-{
-  const char *f = (const char *)p + a->offset;
-  switch (a->type) {
-  case DVFS_ARG_NUM:
-    return *(const double *)(const void *)f;
-  case DVFS_ARG_UINT:
-    return *(const guint *)(const void *)f;
-  case DVFS_ARG_BOOL:
-    return *(const gboolean *)(const void *)f;
-  case DVFS_ARG_CHOICE:
-    return *(const int *)(const void *)f;
-  }
-  g_assert_not_reached();
-}
-
 /* dvfs_policy_init gives every argument its table's default, or, where
  * that default is outside the range and only says "not given" to the
  * doors (powercap's slowdown), a value in the range. */
@@ -92,7 +75,7 @@ static void test_defaults(void)
     DvfsPolicy p;
     dvfs_policy_init(&p, (DvfsKind)k);
     for (const DvfsArg *a = kl->args; a->name != NULL; a++) {
-      double v = arg_value(a, &p);
+      double v = dvfs_arg_get(a, &p);
       gboolean in_range = v >= a->lo && v <= a->hi;
       gboolean def_out = a->def < a->lo || a->def > a->hi;
       g_assert_true(v == a->def ||
@@ -115,21 +98,7 @@ static char *check_one(DvfsKind k, const char *name, double v)
   while (a->name != NULL && strcmp(a->name, name) != 0)
     a++;
   g_assert_nonnull(a->name);
-  char *f = (char *)&p + a->offset;
-  switch (a->type) {
-  case DVFS_ARG_NUM:
-    *(double *)(void *)f = v;
-    break;
-  case DVFS_ARG_UINT:
-    *(guint *)(void *)f = (guint)v;
-    break;
-  case DVFS_ARG_BOOL:
-    *(gboolean *)(void *)f = v != 0;
-    break;
-  case DVFS_ARG_CHOICE:
-    *(int *)(void *)f = (int)v;
-    break;
-  }
+  dvfs_arg_set(a, &p, v);
   GError *error = NULL;
   if (dvfs_check_args(kl, &p, &error)) {
     g_assert_no_error(error);

@@ -78,26 +78,45 @@ const char *dvfs_granularity_name(DvfsGranularity g)
   return g == DVFS_GRANULARITY_OP ? "op" : "name";
 }
 
-/* Writes the default of every argument of table a into p. */
-static void arg_defaults(const DvfsArg *a, DvfsPolicy *p)
+void dvfs_arg_set(const DvfsArg *a, DvfsPolicy *p, double v)
 {
-  for (; a->name != NULL; a++) {
-    char *f = (char *)p + a->offset;
-    switch (a->type) {
-    case DVFS_ARG_NUM:
-      *(double *)(void *)f = a->def;
-      break;
-    case DVFS_ARG_UINT:
-      *(guint *)(void *)f = (guint)a->def;
-      break;
-    case DVFS_ARG_BOOL:
-      *(gboolean *)(void *)f = a->def != 0;
-      break;
-    case DVFS_ARG_CHOICE:
-      *(int *)(void *)f = (int)a->def;
-      break;
-    }
+  char *f = (char *)p + a->offset;
+  switch (a->type) {
+  case DVFS_ARG_NUM:
+    *(double *)(void *)f = v;
+    break;
+  case DVFS_ARG_UINT:
+    *(guint *)(void *)f = (guint)v;
+    break;
+  case DVFS_ARG_BOOL:
+    *(gboolean *)(void *)f = v != 0;
+    break;
+  case DVFS_ARG_CHOICE:
+    *(int *)(void *)f = (int)v;
+    break;
   }
+}
+
+double dvfs_arg_get(const DvfsArg *a, const DvfsPolicy *p)
+{
+  const char *f = (const char *)p + a->offset;
+  switch (a->type) {
+  case DVFS_ARG_NUM:
+    return *(const double *)(const void *)f;
+  case DVFS_ARG_UINT:
+    return *(const guint *)(const void *)f;
+  case DVFS_ARG_BOOL:
+    return *(const gboolean *)(const void *)f;
+  case DVFS_ARG_CHOICE:
+    return *(const int *)(const void *)f;
+  }
+  g_assert_not_reached();
+}
+
+void dvfs_arg_defaults(const DvfsArg *a, DvfsPolicy *p)
+{
+  for (; a->name != NULL; a++)
+    dvfs_arg_set(a, p, a->def);
 }
 
 void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
@@ -111,8 +130,8 @@ void dvfs_policy_init(DvfsPolicy *p, DvfsKind kind)
   /* Every kind carries the pipeline classes' fields (js.pipeline_run
    * reads them all, whichever kind runs): their defaults are the
    * perseus and zeus classes' own, from their tables. */
-  arg_defaults(classes[DVFS_PERSEUS]->args, p);
-  arg_defaults(classes[DVFS_ZEUS]->args, p);
+  dvfs_arg_defaults(classes[DVFS_PERSEUS]->args, p);
+  dvfs_arg_defaults(classes[DVFS_ZEUS]->args, p);
 }
 
 static guint flags_of(const DvfsPolicy *p)
@@ -176,41 +195,30 @@ gboolean dvfs_check_mem(const GpuSpec *g, const char *what, guint v,
 static gboolean check_arg(const DvfsArg *a, const DvfsPolicy *p,
                           GError **error)
 {
-  const char *f = (const char *)p + a->offset;
+  double v = dvfs_arg_get(a, p);
   const char *note = a->note != NULL ? a->note : "";
-  switch (a->type) {
-  case DVFS_ARG_NUM: {
-    double v = *(const double *)(const void *)f;
-    if (v == a->def || (v >= a->lo && v <= a->hi))
-      return TRUE;
-    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-                "%s = %g must be in [%g, %g]%s", a->name, v, a->lo, a->hi,
-                note);
-    return FALSE;
-  }
-  case DVFS_ARG_UINT: {
-    guint v = *(const guint *)(const void *)f;
-    if (v == a->def || (v >= a->lo && v <= a->hi))
-      return TRUE;
-    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-                "%s = %u must be an integer in [%.0f, %.0f]%s", a->name, v,
-                a->lo, a->hi, note);
-    return FALSE;
-  }
-  case DVFS_ARG_CHOICE: {
-    int v = *(const int *)(const void *)f;
-    if (v >= 0 && (guint)v < g_strv_length((char **)a->choices))
+  if (a->type == DVFS_ARG_BOOL)
+    return TRUE;
+  if (a->type == DVFS_ARG_CHOICE) {
+    if (v >= 0 && v < g_strv_length((char **)a->choices))
       return TRUE;
     g_autofree char *names = g_strjoinv(", ", (char **)a->choices);
     g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
-                "%s = %d is none of %s (an index from 0)%s", a->name, v,
+                "%s = %d is none of %s (an index from 0)%s", a->name, (int)v,
                 names, note);
     return FALSE;
   }
-  case DVFS_ARG_BOOL:
-    break;
-  }
-  return TRUE;
+  if (v == a->def || (v >= a->lo && v <= a->hi))
+    return TRUE;
+  if (a->type == DVFS_ARG_UINT)
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "%s = %u must be an integer in [%.0f, %.0f]%s", a->name,
+                (guint)v, a->lo, a->hi, note);
+  else
+    g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
+                "%s = %g must be in [%g, %g]%s", a->name, v, a->lo, a->hi,
+                note);
+  return FALSE;
 }
 
 gboolean dvfs_check_args(const DvfsPolicyClass *kl, const DvfsPolicy *p,

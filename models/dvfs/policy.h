@@ -161,6 +161,17 @@ typedef struct {
                                   " W", " (the weight of energy)" */
 } DvfsArg;
 
+/* Writes v, converted to argument a's type (an integer, a boolean: v !=
+ * 0, a choice's index), into a's field of p: how every door sets what it
+ * parsed. */
+void dvfs_arg_set(const DvfsArg *a, DvfsPolicy *p, double v);
+
+/* Argument a's field of p, as a double. */
+double dvfs_arg_get(const DvfsArg *a, const DvfsPolicy *p);
+
+/* Writes the default of every argument of the list a into p. */
+void dvfs_arg_defaults(const DvfsArg *a, DvfsPolicy *p);
+
 /* What a policy plans or runs on: the run's cluster (its overrides
  * applied), the workload and the catalogue that resolves the workload's
  * reference GPU (may be NULL). */
