@@ -363,16 +363,16 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   }
   if (w->fold_rep != NULL && !check_folded(run, opt, w, error))
     return NULL;
+  /* A class that runs itself checks the policy as it starts; the others
+   * are checked and planned in one call. */
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
-  if (!dvfs_policy_check(p, run, error))
-    return NULL;
-  if (kl->run != NULL)
+  if (kl != NULL && kl->run != NULL)
     return run_itself(s, kl, run, w, p, opt, report, error);
   /* Plan, then run the plan (with the power limit a powercap policy
    * chose); a planned policy's figures are the run's report. */
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
                    MAX(opt->iterations, 1), NULL, NULL};
-  g_autoptr(DvfsPlanResult) pr = kl->plan(p, &x, error);
+  g_autoptr(DvfsPlanResult) pr = dvfs_policy_plan(p, &x, error);
   if (pr == NULL)
     return NULL;
   g_autoptr(SimPlan) plan = g_steal_pointer(&pr->plan);

@@ -225,8 +225,10 @@ const DvfsPolicyClass *dvfs_policy_class(DvfsKind k);
 const DvfsPolicyClass *dvfs_policy_class_by_name(const char *name);
 guint dvfs_policy_n_classes(void);
 
-/* Plans a checked policy with its class's `plan` (NULL with an error for
- * a class that runs itself). */
+/* Checks p against x->run (dvfs_policy_check), then plans it with its
+ * class's `plan`: the one call a door makes for a policy it replays.
+ * NULL with an error for a policy that fails its check or whose class
+ * runs itself. */
 struct DvfsPlanResult *dvfs_policy_plan(const DvfsPolicy *p,
                                         const DvfsContext *x, GError **error);
 
