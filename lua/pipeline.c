@@ -269,7 +269,8 @@ static int l_perseus_frontier(lua_State *L)
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   GError *err = NULL;
-  u->m = cluster_machine_new(c, lw->w, s->catalogue, &err);
+  /* The frontier takes no seed: a cluster's variability draws from 0. */
+  u->m = cluster_machine_new(c, lw->w, s->catalogue, 0, &err);
   if (u->m == NULL)
     return jsl_raise_gerror(L, fn, err);
   u->pm = perseus_model_new(lw->w, cluster_machine_sim(u->m), c->gpu,
@@ -354,17 +355,17 @@ static int l_pipeline_run(lua_State *L)
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   GError *err = NULL;
-  /* The run's own copy of the cluster: seed and latency overrides. */
+  /* The run's own copy of the cluster: its latency override. */
   u->c = cluster_copy(c, &err);
   if (u->c == NULL)
     return jsl_raise_gerror(L, fn, err);
   if (lat >= 0)
     u->c->switch_latency_ms = lat;
-  u->c->seed = seed;
   if (lw->w->n_ranks != u->c->n_gpus)
     luaL_error(L, "%s: the workload has %d ranks but the cluster has %d GPUs",
                fn, (int)lw->w->n_ranks, (int)u->c->n_gpus);
-  DvfsContext x = {u->c, lw->w, s->catalogue, set, iterations, NULL, NULL};
+  DvfsContext x = {u->c, lw->w, s->catalogue, set, iterations, NULL, NULL,
+                   seed};
   u->r = perseus_run(&pol, &x, &err);
   if (u->r == NULL)
     return jsl_raise_gerror(L, fn, err);

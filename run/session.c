@@ -307,7 +307,7 @@ static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
 {
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
                    MAX(opt->iterations, 1), opt->observer,
-                   opt->observer_data};
+                   opt->observer_data, opt->seed};
   rep->pipeline = kl->run(p, &x, error);
   if (rep->pipeline == NULL)
     return NULL;
@@ -341,7 +341,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   run->switch_latency_ms = opt->switch_latency_ms >= 0 ? opt->switch_latency_ms
                            : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
-  run->seed = opt->seed;
   if (opt->variability) {
     run->perf_spread = opt->perf_spread;
     run->power_spread = opt->power_spread;
@@ -371,7 +370,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   /* Plan, then run the plan (with the power limit a powercap policy
    * chose); a planned policy's figures are the run's report. */
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
-                   MAX(opt->iterations, 1), NULL, NULL};
+                   MAX(opt->iterations, 1), NULL, NULL, opt->seed};
   g_autoptr(DvfsPlanResult) pr = dvfs_policy_plan(p, &x, error);
   if (pr == NULL)
     return NULL;
@@ -381,7 +380,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   if (kl->flags & DVFS_CLASS_PLANNED)
     report->plan = g_steal_pointer(&pr);
   g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
-                                                    error);
+                                                    opt->seed, error);
   if (m == NULL)
     return NULL;
   const PriceTable *table = cluster_machine_table(m);

@@ -341,7 +341,7 @@ SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
                 dvfs_kind_name(p->kind));
     return NULL;
   }
-  DvfsContext x = {c, w, NULL, NULL, 1, NULL, NULL};
+  DvfsContext x = {c, w, NULL, NULL, 1, NULL, NULL, 0};
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
   g_autoptr(DvfsPlanResult) r = kl->plan(p, &x, error);
   return r != NULL ? g_steal_pointer(&r->plan) : NULL;

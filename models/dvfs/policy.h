@@ -162,8 +162,8 @@ typedef struct {
 } DvfsArg;
 
 /* What a policy plans or runs on: the run's cluster (its overrides
- * applied), the workload and the catalogue that resolves the workload's
- * reference GPU (may be NULL). */
+ * applied), the workload, the catalogue that resolves the workload's
+ * reference GPU (may be NULL) and the run's seed. */
 typedef struct {
   const Cluster *run;
   const SimWorkload *w;
@@ -173,6 +173,8 @@ typedef struct {
   SimObserver observer;           /* run: sees the replay whose result is
                                      returned (a timeline); may be NULL */
   gpointer observer_data;
+  guint64 seed;                   /* the GPUs' variability draws
+                                     (cluster_machine_new) */
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
