@@ -431,7 +431,7 @@ static gboolean case_planner(JsSession *s, char **a, GError **error)
                                           : DVFS_GRANULARITY_NAME;
   c->switch_latency_ms = strcmp(a[1], "0") == 0 ? 0 : -1;
   gint64 t0 = g_get_monotonic_time();
-  g_autoptr(DvfsPlanResult) r = dvfs_planner_run(&p, c, w, s->catalogue,
+  g_autoptr(DvfsPlanResult) r = dvfs_planner_run(&p, c, w, s->catalogue, 0,
                                                  error);
   if (r == NULL)
     return FALSE;

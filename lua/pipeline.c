@@ -234,6 +234,16 @@ static int model_gc(lua_State *L)
   return 0;
 }
 
+/* The argument `name` of kind k's class: its table states the type,
+ * default and range. */
+static const DvfsArg *class_arg(DvfsKind k, const char *name)
+{
+  const DvfsArg *a = dvfs_policy_class(k)->args;
+  while (strcmp(a->name, name) != 0)
+    a++;
+  return a;
+}
+
 static int l_perseus_frontier(lua_State *L)
 {
   const char *fn = "js.perseus_frontier";
@@ -243,9 +253,13 @@ static int l_perseus_frontier(lua_State *L)
   Cluster *c = jsl_check_cluster(L, -1, fn);
   lua_getfield(L, 1, "workload");
   LWorkload *lw = jsl_check_workload(L, -1, fn);
+  /* The resolution is perseus's argument, read by its class's table. */
+  DvfsPolicy p;
+  dvfs_policy_init(&p, DVFS_PERSEUS);
+  jsl_policy_arg(L, 1, fn, class_arg(DVFS_PERSEUS, "resolution"), &p);
   PerseusOptions o;
   perseus_options_init(&o);
-  o.resolution = jsl_opt_num(L, 1, fn, "resolution", o.resolution, 0, 0.1);
+  o.resolution = p.resolution;
   o.exact = jsl_opt_bool(L, 1, fn, "exact", o.exact);
 
   LModel *u = lua_newuserdatauv(L, sizeof *u, 0);
@@ -255,7 +269,8 @@ static int l_perseus_frontier(lua_State *L)
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   GError *err = NULL;
-  u->m = cluster_machine_new(c, lw->w, s->catalogue, &err);
+  /* The frontier takes no seed: a cluster's variability draws from 0. */
+  u->m = cluster_machine_new(c, lw->w, s->catalogue, 0, &err);
   if (u->m == NULL)
     return jsl_raise_gerror(L, fn, err);
   u->pm = perseus_model_new(lw->w, cluster_machine_sim(u->m), c->gpu,
@@ -280,16 +295,6 @@ static const char *const run_policies[] = {"max", "perseus", "envpipe",
                                            "zeus", NULL};
 static const DvfsKind run_kinds[] = {DVFS_MAX, DVFS_PERSEUS, DVFS_ENVPIPE,
                                      DVFS_ZEUS};
-
-/* The argument `name` of kind k's class: its table states the type,
- * default and range. */
-static const DvfsArg *class_arg(DvfsKind k, const char *name)
-{
-  const DvfsArg *a = dvfs_policy_class(k)->args;
-  while (strcmp(a->name, name) != 0)
-    a++;
-  return a;
-}
 
 /* The policy of js.pipeline_run's table: its kind, and the arguments of
  * the perseus and zeus classes read by their tables, whichever kind runs
@@ -350,17 +355,17 @@ static int l_pipeline_run(lua_State *L)
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   GError *err = NULL;
-  /* The run's own copy of the cluster: seed and latency overrides. */
+  /* The run's own copy of the cluster: its latency override. */
   u->c = cluster_copy(c, &err);
   if (u->c == NULL)
     return jsl_raise_gerror(L, fn, err);
   if (lat >= 0)
     u->c->switch_latency_ms = lat;
-  u->c->seed = seed;
   if (lw->w->n_ranks != u->c->n_gpus)
     luaL_error(L, "%s: the workload has %d ranks but the cluster has %d GPUs",
                fn, (int)lw->w->n_ranks, (int)u->c->n_gpus);
-  DvfsContext x = {u->c, lw->w, s->catalogue, set, iterations, NULL, NULL};
+  DvfsContext x = {u->c, lw->w, s->catalogue, set, iterations, NULL, NULL,
+                   seed};
   u->r = perseus_run(&pol, &x, &err);
   if (u->r == NULL)
     return jsl_raise_gerror(L, fn, err);

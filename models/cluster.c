@@ -119,7 +119,6 @@ Cluster *cluster_new(const GpuSpec *gpu, const NetSpec *net, guint n_gpus,
   c->switch_latency_ms = -1.0;
   c->perf_spread = 0.0;
   c->power_spread = 0.0;
-  c->seed = 0;
   node_preset("none", &c->node, NULL);
   c->pue = 1.0;
   if (!cluster_validate(c, error))
@@ -539,8 +538,9 @@ double cluster_comm_power_w(const Cluster *c)
   return c->comm_power_w >= 0.0 ? c->comm_power_w : c->gpu->comm_power_w.v;
 }
 
-/* Draws the per-GPU factors and fills the per-GPU power tables. */
-static void build_gpus(ClusterMachine *m, const Cluster *c)
+/* Draws the per-GPU factors from the run's seed and fills the per-GPU
+ * power tables. */
+static void build_gpus(ClusterMachine *m, const Cluster *c, guint64 seed)
 {
   guint n = m->n_gpus;
   m->perf = g_new(double, n);
@@ -560,7 +560,7 @@ static void build_gpus(ClusterMachine *m, const Cluster *c)
       /* Always two draws in this order, so one spread being 0 does not
        * change the other's values. */
       SimPcg rng;
-      sim_pcg_for_entity(&rng, c->seed, SIM_PCG_GPU, g);
+      sim_pcg_for_entity(&rng, seed, SIM_PCG_GPU, g);
       double u1 = sim_pcg_double(&rng);
       double u2 = sim_pcg_double(&rng);
       perf = 1.0 + c->perf_spread * u1;
@@ -639,7 +639,7 @@ static gboolean off_grid(const ClusterMachine *m, const Cluster *c)
  * own validation error. */
 ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
                                     const GpuCatalogue *catalogue,
-                                    GError **error)
+                                    guint64 seed, GError **error)
 {
   g_return_val_if_fail(c != NULL && w != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -676,7 +676,7 @@ ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
 
   if (!build_groups(m, w, error) || !build_shapes(m, w, ref, error))
     return NULL;
-  build_gpus(m, c);
+  build_gpus(m, c, seed);
   GError *terr = NULL;
   m->table = price_table_from_workload(w, &terr);
   if (terr != NULL) {

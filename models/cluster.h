@@ -42,7 +42,6 @@ typedef struct {
    * (1.0 when spread is 0). */
   double perf_spread;        /* e.g. 0.02: time factor in [1, 1+spread] */
   double power_spread;       /* power factor in [1-spread, 1+spread] */
-  guint64 seed;
   ClusterBoost boost;        /* how the power limit holds */
   /* The rest of each node and the facility around it (models/node.h):
    * preset "none" and pue 1 unless set, so that node and facility energy
@@ -91,11 +90,12 @@ guint cluster_gpu_node(const Cluster *c, guint gpu);
 /* The machine that runs workload w on cluster c.  Owns its tables; both c
  * and w are borrowed and must outlive it.  The reference GPU of w
  * (w->ref_gpu) is looked up in `catalogue` to scale ref_ns; unknown or NULL
- * means "same as the cluster's GPU". */
+ * means "same as the cluster's GPU".  `seed` is the run's: the GPUs'
+ * variability factors are drawn from it (models/cluster.c). */
 typedef struct ClusterMachine ClusterMachine;
 ClusterMachine *cluster_machine_new(const Cluster *c, const SimWorkload *w,
                                     const GpuCatalogue *catalogue,
-                                    GError **error);
+                                    guint64 seed, GError **error);
 void cluster_machine_free(ClusterMachine *m);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ClusterMachine, cluster_machine_free)
 /* The engine's view (borrowed, lives as long as m). */

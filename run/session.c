@@ -307,7 +307,7 @@ static SimResult *run_itself(JsSession *s, const DvfsPolicyClass *kl,
 {
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
                    MAX(opt->iterations, 1), opt->observer,
-                   opt->observer_data};
+                   opt->observer_data, opt->seed};
   rep->pipeline = kl->run(p, &x, error);
   if (rep->pipeline == NULL)
     return NULL;
@@ -341,7 +341,6 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   run->switch_latency_ms = opt->switch_latency_ms >= 0 ? opt->switch_latency_ms
                            : policy_latency >= 0       ? policy_latency
                                                        : c->switch_latency_ms;
-  run->seed = opt->seed;
   if (opt->variability) {
     run->perf_spread = opt->perf_spread;
     run->power_spread = opt->power_spread;
@@ -363,16 +362,16 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   }
   if (w->fold_rep != NULL && !check_folded(run, opt, w, error))
     return NULL;
+  /* A class that runs itself checks the policy as it starts; the others
+   * are checked and planned in one call. */
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
-  if (!dvfs_policy_check(p, run, error))
-    return NULL;
-  if (kl->run != NULL)
+  if (kl != NULL && kl->run != NULL)
     return run_itself(s, kl, run, w, p, opt, report, error);
   /* Plan, then run the plan (with the power limit a powercap policy
    * chose); a planned policy's figures are the run's report. */
   DvfsContext x = {run, w, s->catalogue, opt->stragglers,
-                   MAX(opt->iterations, 1), NULL, NULL};
-  g_autoptr(DvfsPlanResult) pr = kl->plan(p, &x, error);
+                   MAX(opt->iterations, 1), NULL, NULL, opt->seed};
+  g_autoptr(DvfsPlanResult) pr = dvfs_policy_plan(p, &x, error);
   if (pr == NULL)
     return NULL;
   g_autoptr(SimPlan) plan = g_steal_pointer(&pr->plan);
@@ -381,7 +380,7 @@ SimResult *js_simulate_report(JsSession *s, const Cluster *c,
   if (kl->flags & DVFS_CLASS_PLANNED)
     report->plan = g_steal_pointer(&pr);
   g_autoptr(ClusterMachine) m = cluster_machine_new(run, w, s->catalogue,
-                                                    error);
+                                                    opt->seed, error);
   if (m == NULL)
     return NULL;
   const PriceTable *table = cluster_machine_table(m);

@@ -133,14 +133,20 @@ static SimWorkload *workload(guint n, guint tp, const char *ref_gpu)
   return w;
 }
 
-static ClusterMachine *machine(Fixture *f, const Cluster *c,
-                               const SimWorkload *w)
+static ClusterMachine *machine_seeded(Fixture *f, const Cluster *c,
+                                      const SimWorkload *w, guint64 seed)
 {
   GError *error = NULL;
-  ClusterMachine *m = cluster_machine_new(c, w, f->cat, &error);
+  ClusterMachine *m = cluster_machine_new(c, w, f->cat, seed, &error);
   g_assert_no_error(error);
   g_assert_nonnull(m);
   return m;
+}
+
+static ClusterMachine *machine(Fixture *f, const Cluster *c,
+                               const SimWorkload *w)
+{
+  return machine_seeded(f, c, w, 0);
 }
 
 static SimCost cost(ClusterMachine *m, guint gpu, guint32 shape, guint sm,
@@ -216,7 +222,7 @@ static void test_mismatch(Fixture *f, gconstpointer data)
   g_autoptr(Cluster) c = cluster(f, H100, 16, 8);
   g_autoptr(SimWorkload) w = workload(8, 8, H100);
   GError *error = NULL;
-  ClusterMachine *m = cluster_machine_new(c, w, f->cat, &error);
+  ClusterMachine *m = cluster_machine_new(c, w, f->cat, 0, &error);
   g_assert_null(m);
   g_assert_error(error, CLUSTER_ERROR, CLUSTER_ERROR_MISMATCH);
   g_assert_nonnull(strstr(error->message, "8 ranks"));
@@ -230,7 +236,7 @@ static void test_bad_shape(Fixture *f, gconstpointer data)
   g_autoptr(SimWorkload) w = workload(8, 8, H100);
   g_array_index(w->shapes, SimShape, SHAPE_ELEMWISE).bytes = NAN;
   GError *error = NULL;
-  g_assert_null(cluster_machine_new(c, w, f->cat, &error));
+  g_assert_null(cluster_machine_new(c, w, f->cat, 0, &error));
   g_assert_error(error, CLUSTER_ERROR, CLUSTER_ERROR_MISMATCH);
   g_assert_nonnull(strstr(error->message, "gelu"));
   g_clear_error(&error);
@@ -239,9 +245,9 @@ static void test_bad_shape(Fixture *f, gconstpointer data)
 static void test_variability_off(Fixture *f, gconstpointer data)
 {
   g_autoptr(Cluster) c = cluster(f, H100, 16, 8);
-  c->seed = 1234; /* a seed alone changes nothing */
   g_autoptr(SimWorkload) w = workload(16, 8, H100);
-  g_autoptr(ClusterMachine) m = machine(f, c, w);
+  /* A seed alone changes nothing. */
+  g_autoptr(ClusterMachine) m = machine_seeded(f, c, w, 1234);
   const SimMachine *s = cluster_machine_sim(m);
   g_assert_cmpuint(s->n_gpus, ==, 16);
   g_assert_null(s->iteration_begin);
@@ -270,10 +276,9 @@ static void test_variability_on(Fixture *f, gconstpointer data)
   g_autoptr(Cluster) c = cluster(f, H100, 64, 8);
   c->perf_spread = 0.05;
   c->power_spread = 0.1;
-  c->seed = 42;
   g_autoptr(SimWorkload) w = workload(64, 8, H100);
-  g_autoptr(ClusterMachine) m = machine(f, c, w);
-  g_autoptr(ClusterMachine) again = machine(f, c, w);
+  g_autoptr(ClusterMachine) m = machine_seeded(f, c, w, 42);
+  g_autoptr(ClusterMachine) again = machine_seeded(f, c, w, 42);
   const SimMachine *s = cluster_machine_sim(m);
 
   gboolean perf_differs = FALSE, power_differs = FALSE;
@@ -309,9 +314,8 @@ static void test_variability_on(Fixture *f, gconstpointer data)
   g_autoptr(Cluster) small = cluster(f, H100, 8, 8);
   small->perf_spread = c->perf_spread;
   small->power_spread = c->power_spread;
-  small->seed = c->seed;
   g_autoptr(SimWorkload) ws = workload(8, 8, H100);
-  g_autoptr(ClusterMachine) ms = machine(f, small, ws);
+  g_autoptr(ClusterMachine) ms = machine_seeded(f, small, ws, 42);
   for (guint g = 0; g < 8; g++) {
     g_assert_cmpfloat(cluster_machine_perf_factor(ms, g), ==,
                       cluster_machine_perf_factor(m, g));
@@ -320,8 +324,7 @@ static void test_variability_on(Fixture *f, gconstpointer data)
   }
 
   /* Another seed, other factors. */
-  c->seed = 43;
-  g_autoptr(ClusterMachine) other = machine(f, c, w);
+  g_autoptr(ClusterMachine) other = machine_seeded(f, c, w, 43);
   gboolean seed_matters = FALSE;
   for (guint g = 0; g < 64; g++)
     seed_matters |= cluster_machine_perf_factor(other, g) !=
@@ -330,7 +333,7 @@ static void test_variability_on(Fixture *f, gconstpointer data)
 
   /* One spread at 0 keeps its factor exactly 1, the other still varies. */
   c->perf_spread = 0.0;
-  g_autoptr(ClusterMachine) half = machine(f, c, w);
+  g_autoptr(ClusterMachine) half = machine_seeded(f, c, w, 43);
   for (guint g = 0; g < 64; g++) {
     g_assert_cmpfloat(cluster_machine_perf_factor(half, g), ==, 1.0);
     g_assert_cmpfloat(cluster_machine_power_factor(half, g), ==,
@@ -397,7 +400,7 @@ static void test_time_scale(Fixture *f, gconstpointer data)
                            1e-12));
   /* No catalogue at all: the same. */
   GError *error = NULL;
-  g_autoptr(ClusterMachine) mc = cluster_machine_new(c, w, NULL, &error);
+  g_autoptr(ClusterMachine) mc = cluster_machine_new(c, w, NULL, 0, &error);
   g_assert_no_error(error);
   g_assert_true(test_close(cost(mc, 0, SHAPE_GEMM, 0, 0).time_scale, 1.0,
                            1e-12));
@@ -550,7 +553,7 @@ static void test_bad_override(gconstpointer data)
     g_assert_false(cluster_validate(c, &error));
     g_assert_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID);
     g_clear_error(&error);
-    g_assert_null(cluster_machine_new(c, w, fx.cat, &error));
+    g_assert_null(cluster_machine_new(c, w, fx.cat, 0, &error));
     g_assert_error(error, CLUSTER_ERROR, CLUSTER_ERROR_INVALID);
     g_clear_error(&error);
   }

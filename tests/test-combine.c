@@ -58,7 +58,7 @@ static PerseusRun *run_perseus(Setup *s, gboolean kernel)
   DvfsPolicy pol;
   dvfs_policy_init(&pol, DVFS_PERSEUS);
   pol.kernel_within = kernel;
-  DvfsContext x = {s->c, s->w, s->cat, NULL, 1, NULL, NULL};
+  DvfsContext x = {s->c, s->w, s->cat, NULL, 1, NULL, NULL, 0};
   PerseusRun *r = perseus_run(&pol, &x, &err);
   g_assert_no_error(err);
   g_assert_nonnull(r);
@@ -73,9 +73,10 @@ static SimResult *run_kernel_policy(Setup *s)
   dvfs_policy_init(&p, DVFS_KERNEL);
   p.slowdown = 0;
   g_autoptr(DvfsPlanResult) res = dvfs_planner_run(&p, s->c, s->w, s->cat,
-                                                   &err);
+                                                   0, &err);
   g_assert_no_error(err);
-  g_autoptr(ClusterMachine) m = cluster_machine_new(s->c, s->w, s->cat, &err);
+  g_autoptr(ClusterMachine) m = cluster_machine_new(s->c, s->w, s->cat, 0,
+                                                    &err);
   g_assert_no_error(err);
   g_autoptr(SimEngine) e = sim_engine_new(s->w, cluster_machine_sim(m), &err);
   g_assert_no_error(err);
@@ -87,7 +88,8 @@ static SimResult *run_kernel_policy(Setup *s)
 static SimResult *run_max(Setup *s)
 {
   GError *err = NULL;
-  g_autoptr(ClusterMachine) m = cluster_machine_new(s->c, s->w, s->cat, &err);
+  g_autoptr(ClusterMachine) m = cluster_machine_new(s->c, s->w, s->cat, 0,
+                                                    &err);
   g_assert_no_error(err);
   g_autoptr(SimEngine) e = sim_engine_new(s->w, cluster_machine_sim(m), &err);
   g_assert_no_error(err);
@@ -189,7 +191,7 @@ static void check_plans(Setup *s_)
 {
   GError *err = NULL;
   Setup s = *s_;
-  g_autoptr(ClusterMachine) m = cluster_machine_new(s.c, s.w, s.cat, &err);
+  g_autoptr(ClusterMachine) m = cluster_machine_new(s.c, s.w, s.cat, 0, &err);
   g_assert_no_error(err);
   const SimMachine *sim = cluster_machine_sim(m);
   g_autoptr(PerseusModel) pm = perseus_model_new(s.w, sim, s.c->gpu, NULL,
@@ -226,7 +228,7 @@ static void test_errors(void)
   setup_gpt(&s, "gpt3-125m", 1, 2, 1, 2, 512, 0.0);
   DvfsPolicy pol;
   GError *err = NULL;
-  DvfsContext x = {s.c, s.w, s.cat, NULL, 1, NULL, NULL};
+  DvfsContext x = {s.c, s.w, s.cat, NULL, 1, NULL, NULL, 0};
   dvfs_policy_init(&pol, DVFS_PERSEUS);
   pol.kernel_within = TRUE;
   pol.straggler_aware = TRUE;

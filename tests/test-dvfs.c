@@ -262,10 +262,10 @@ static void test_model_exact(gconstpointer data)
   Setup st;
   setup(&st, mc->model, mc->tp, mc->pp, mc->dp, mc->mb, 256, mc->gpu);
   st.c->perf_spread = mc->perf_spread;
-  st.c->seed = 3;
   GError *error = NULL;
   g_autoptr(ClusterMachine) cm = cluster_machine_new(st.c, st.w,
-                                                     st.s->catalogue, &error);
+                                                     st.s->catalogue, 3,
+                                                     &error);
   g_assert_no_error(error);
   g_autoptr(DvfsModel) m = dvfs_model_new(st.w, cm, TRUE, &error);
   g_assert_no_error(error);
@@ -512,7 +512,7 @@ static void test_planner_brute_force(void)
   static const guint sm[] = {1410, 1305, 1200, 1110, 1020, 930, 840, 750};
   /* The model and candidates the planner uses: auto + the 8 clocks. */
   g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, s->catalogue,
-                                                     &error);
+                                                     0, &error);
   g_autoptr(DvfsModel) m = dvfs_model_new(w, cm, TRUE, &error);
   g_assert_no_error(error);
   SimClocks pairs[G_N_ELEMENTS(sm)];
@@ -551,7 +551,7 @@ static void test_planner_brute_force(void)
     p.sm_clocks = sm;
     p.n_sm_clocks = G_N_ELEMENTS(sm);
     g_autoptr(DvfsPlanResult) res = dvfs_planner_run(&p, c, w, s->catalogue,
-                                                     &error);
+                                                     0, &error);
     g_assert_no_error(error);
     g_assert_cmpfloat(res->time_s * 1e9, <=, (double)deadline);
     double gap = (res->energy_j - best) / best;

@@ -155,7 +155,7 @@ static SimResult *run_switching(Env *env, const SimWorkload *w)
   GError *error = NULL;
   g_autoptr(ClusterMachine) cm = cluster_machine_new(env->c, w,
                                                      env->s->catalogue,
-                                                     &error);
+                                                     0, &error);
   g_assert_no_error(error);
   SimMachine m = *cluster_machine_sim(cm);
   m.switch_latency_ns = 20000;
@@ -300,7 +300,7 @@ static SimResult *run_plan(Env *env, const Cluster *c, const SimWorkload *w,
 {
   GError *error = NULL;
   g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, env->s->catalogue,
-                                                     &error);
+                                                     0, &error);
   g_assert_no_error(error);
   g_autoptr(SimEngine) e = sim_engine_new(w, cluster_machine_sim(cm), &error);
   g_assert_no_error(error);
@@ -396,12 +396,13 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
 
   if (kl->run != NULL) {
     /* Pipeline policies: the run's own plan. */
-    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL};
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL, 0};
     g_autoptr(PerseusRun) ru = kl->run(&pol, &xu, &error);
     g_assert_no_error(error);
     g_assert_nonnull(ru->plan);
     for (guint k = 0; k < n_folded; k++) {
-      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL};
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL,
+                        0};
       g_autoptr(PerseusRun) rf = kl->run(&pol, &xf, &error);
       g_assert_no_error(error);
       /* The same DAG and plan... */
@@ -424,7 +425,7 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
     }
   } else {
     pol.choose_data = &ch[0];
-    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL};
+    DvfsContext xu = {run, u, env.s->catalogue, NULL, 2, NULL, NULL, 0};
     g_autoptr(DvfsPlanResult) pu = kl->plan(&pol, &xu, &error);
     g_assert_no_error(error);
     g_autoptr(Cluster) limited = cluster_copy(run, &error);
@@ -434,7 +435,8 @@ static void plan_layout(const PlanCase *pc, const Layout *l, gboolean full)
     g_autoptr(SimResult) ru = run_plan(&env, limited, u, pu->plan);
     for (guint k = 0; k < n_folded; k++) {
       pol.choose_data = &ch[1 + k];
-      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL};
+      DvfsContext xf = {run, folded[k], env.s->catalogue, NULL, 2, NULL, NULL,
+                        0};
       g_autoptr(DvfsPlanResult) pf = kl->plan(&pol, &xf, &error);
       g_assert_no_error(error);
       /* The same classes, model and choice... */
@@ -982,10 +984,10 @@ static void test_plan_hand_folded(void)
    * the same slots and graph. */
   {
     g_autoptr(ClusterMachine) cu = cluster_machine_new(env.c, u, NULL,
-                                                       &error);
+                                                       0, &error);
     g_assert_no_error(error);
     g_autoptr(ClusterMachine) cf = cluster_machine_new(env.c, f, NULL,
-                                                       &error);
+                                                       0, &error);
     g_assert_no_error(error);
     g_autoptr(DvfsModel) mu = dvfs_model_new(u, cu, TRUE, &error);
     g_assert_no_error(error);
@@ -1012,10 +1014,12 @@ static void test_plan_hand_folded(void)
     pol.slowdown = 0.05;
     pol.granularity = DVFS_GRANULARITY_OP;
     g_autoptr(DvfsPlanResult) pu = dvfs_planner_run(&pol, env.c, u,
-                                                    env.s->catalogue, &error);
+                                                    env.s->catalogue, 0,
+                                                    &error);
     g_assert_no_error(error);
     g_autoptr(DvfsPlanResult) pf = dvfs_planner_run(&pol, env.c, f,
-                                                    env.s->catalogue, &error);
+                                                    env.s->catalogue, 0,
+                                                    &error);
     g_assert_no_error(error);
     g_assert_cmpuint(pu->n_classes, ==, 2);
     g_assert_cmpuint(pf->n_classes, ==, 2);
@@ -1101,14 +1105,14 @@ static void test_session_refusals(void)
   pol.slowdown = 0.05;
   env.c->power_spread = 0.02;
   DvfsPlanResult *pr = dvfs_planner_run(&pol, env.c, w, env.s->catalogue,
-                                        &error);
+                                        0, &error);
   g_assert_null(pr);
   g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);
   g_assert_nonnull(strstr(error->message, "variability"));
   g_clear_error(&error);
   DvfsPolicy pp;
   dvfs_policy_init(&pp, DVFS_PERSEUS);
-  DvfsContext x = {env.c, w, env.s->catalogue, NULL, 1, NULL, NULL};
+  DvfsContext x = {env.c, w, env.s->catalogue, NULL, 1, NULL, NULL, 0};
   PerseusRun *run = perseus_run(&pp, &x, &error);
   g_assert_null(run);
   g_assert_error(error, SIM_ERROR, SIM_ERROR_INVALID);

@@ -2570,7 +2570,7 @@ static void test_engine_estimate_shared(void)
   g_assert_no_error(error);
   g_autoptr(Cluster) c = cluster_new(gpu, net, w->n_ranks, 8, &error);
   g_assert_no_error(error);
-  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, NULL, &error);
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, w, NULL, 0, &error);
   g_assert_no_error(error);
   const SimMachine *sim = cluster_machine_sim(cm);
   SimClocks max = {0, 0};

@@ -73,7 +73,7 @@ static void test_single_gpu_sum(void)
   setup(&st, "gpt3-125m", 1, 1, 1, 4, 1024, "A100-SXM4-80GB");
   GError *error = NULL;
   g_autoptr(ClusterMachine) m = cluster_machine_new(st.c, st.w,
-                                                    st.s->catalogue, &error);
+                                                    st.s->catalogue, 0, &error);
   g_assert_no_error(error);
   const SimMachine *sm = cluster_machine_sim(m);
   const SimRank *rk = &st.w->ranks[0];

@@ -419,7 +419,7 @@ static void setup_pipeline(Setup *s, const char *profile, const char *gpu,
   s->c->blocked_power_w = p_block;
   s->c->idle_power_w = idle;
   s->c->switch_latency_ms = 0;
-  s->m = cluster_machine_new(s->c, s->w, s->cat, &err);
+  s->m = cluster_machine_new(s->c, s->w, s->cat, 0, &err);
   g_assert_no_error(err);
   s->pm = perseus_model_new(s->w, cluster_machine_sim(s->m), s->c->gpu,
                             cluster_machine_table(s->m), &err);
@@ -632,7 +632,7 @@ static void test_kernel_level(void)
   g_autoptr(Cluster) c = cluster_new(g, net, w->n_ranks, 8, &err);
   g_assert_no_error(err);
   c->switch_latency_ms = 0;
-  g_autoptr(ClusterMachine) m = cluster_machine_new(c, w, cat, &err);
+  g_autoptr(ClusterMachine) m = cluster_machine_new(c, w, cat, 0, &err);
   g_assert_no_error(err);
   g_autoptr(PerseusModel) pm = perseus_model_new(w, cluster_machine_sim(m), g,
                                                  NULL, &err);
@@ -675,7 +675,7 @@ static void test_kernel_level(void)
     StragglerSpec sp = {(gint)gpu, -1, 1.3, 1, STRAGGLER_FOREVER};
     g_assert_true(straggler_set_add(set, &sp, &err));
     DvfsPolicy pol;
-    DvfsContext x = {c, w, cat, set, 2, NULL, NULL};
+    DvfsContext x = {c, w, cat, set, 2, NULL, NULL, 0};
     dvfs_policy_init(&pol, DVFS_MAX);
     g_autoptr(PerseusRun) rm = perseus_run(&pol, &x, &err);
     g_assert_no_error(err);
@@ -708,7 +708,7 @@ static PerseusRun *run_policy(Setup *s, DvfsKind kind, double slowdown,
   pol.slowdown = slowdown;
   pol.straggler_aware = aware;
   s->c->switch_latency_ms = lat;
-  DvfsContext x = {s->c, s->w, s->cat, set, iters, NULL, NULL};
+  DvfsContext x = {s->c, s->w, s->cat, set, iters, NULL, NULL, 0};
   PerseusRun *r = perseus_run(&pol, &x, &err);
   g_assert_no_error(err);
   s->c->switch_latency_ms = 0;

@@ -78,7 +78,7 @@ static void mach_new(Mach *x, const SimWorkload *w, const char *gpu,
   x->c->idle_power_w = 80;
   x->c->switch_latency_ms = 0;
   x->c->power_limit_w = limit_w;
-  x->m = cluster_machine_new(x->c, w, x->cat, &err);
+  x->m = cluster_machine_new(x->c, w, x->cat, 0, &err);
   g_assert_no_error(err);
 }
 
@@ -429,7 +429,7 @@ static void test_dp_sync(void)
   mach_new(&x, w, "A100-SXM4-80GB", -1);
   x.c->idle_power_w = 40; /* tell blocked from idle */
   cluster_machine_free(x.m);
-  x.m = cluster_machine_new(x.c, w, x.cat, &err);
+  x.m = cluster_machine_new(x.c, w, x.cat, 0, &err);
   g_assert_no_error(err);
   g_autoptr(SimResult) r = simulate(w, &x, 0, &err);
   g_assert_no_error(err);

@@ -197,7 +197,7 @@ static void check_uses_threads(Setup *sx)
   Setup x = *sx;
   GError *error = NULL;
   g_autoptr(ClusterMachine) m = cluster_machine_new(x.c, x.w, x.s->catalogue,
-                                                    &error);
+                                                    0, &error);
   g_assert_no_error(error);
   const SimMachine *sm = cluster_machine_sim(m);
   g_assert_true(sm->thread_safe);

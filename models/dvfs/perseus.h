@@ -169,17 +169,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PerseusRun, perseus_run_free)
  * plan: DVFS_CLASS_PIPELINE), or max: every computation at its highest
  * clock -- for pipelined workload x->w on cluster x->run (its own
  * overrides: blocking/idle power, power limit, switching latency,
- * variability, seed), then simulates x->iterations iterations with
- * x->stragglers (may be NULL) applied; a straggler-aware Perseus re-plans
- * at iteration boundaries; kernel_within (perseus only, not with
- * straggler_aware) adds kernel-level clocks inside each computation
- * (perseus_kernel_plan); a plan runs, for each computation, the
- * candidate clock nearest its plan_mhz (the higher on a tie).  p is
- * checked as the doors check it (dvfs_policy_check: its class's argument
- * table).  With a switching
- * latency every plan run requests its switches that much ahead
- * (sim_plan_lookahead), and Perseus and EnvPipe fall back to plans that
- * can be followed when the run misses their slowdown budget
+ * variability; the GPUs' factors drawn from x->seed), then simulates
+ * x->iterations iterations with x->stragglers (may be NULL) applied; a
+ * straggler-aware Perseus re-plans at iteration boundaries; kernel_within
+ * (perseus only, not with straggler_aware) adds kernel-level clocks inside
+ * each computation (perseus_kernel_plan); a plan runs, for each
+ * computation, the candidate clock nearest its plan_mhz (the higher on a
+ * tie).  p is checked as the doors check it (dvfs_policy_check: its
+ * class's argument table).  With a switching latency every plan run
+ * requests its switches that much ahead (sim_plan_lookahead), and
+ * Perseus and EnvPipe fall back to plans that can be followed when the run
+ * misses their slowdown budget
  * (PerseusRun.latency_fallback).  x->catalogue resolves the workload's
  * reference GPU (may be NULL).  The replay whose result is returned is
  * replayed once more with x->observer when set (the engine is

@@ -652,7 +652,7 @@ PerseusRun *perseus_run(const DvfsPolicy *p, const DvfsContext *x,
   const StragglerSet *stragglers = x->stragglers;
   guint iterations = x->iterations;
   g_autoptr(ClusterMachine) cm = cluster_machine_new(run, w, x->catalogue,
-                                                     error);
+                                                     x->seed, error);
   if (cm == NULL)
     return NULL;
   const SimMachine *sim = cluster_machine_sim(cm);

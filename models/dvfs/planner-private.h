@@ -42,6 +42,7 @@ typedef struct {
   const Cluster *run;
   const SimWorkload *w;
   const GpuCatalogue *cat;
+  guint64 seed; /* the run's, for every machine the planner builds */
   ClusterMachine *cm;
   DvfsModel *m;
   DvfsPrices *pr;

@@ -874,11 +874,12 @@ DvfsPlanResult *planner_plan(const DvfsPolicy *p, const DvfsContext *x,
   P.run = run;
   P.w = w;
   P.cat = x->catalogue;
+  P.seed = x->seed;
   P.s = p->slowdown;
   P.cands = g_ptr_array_new_with_free_func(planner_cand_free);
   DvfsPlanResult *res = NULL;
 
-  P.cm = cluster_machine_new(run, w, P.cat, error);
+  P.cm = cluster_machine_new(run, w, P.cat, P.seed, error);
   if (P.cm == NULL)
     goto out;
   P.m = dvfs_model_new(w, P.cm, TRUE, error);
@@ -937,7 +938,7 @@ out:
 
 DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
                                  const SimWorkload *w,
-                                 const GpuCatalogue *catalogue,
+                                 const GpuCatalogue *catalogue, guint64 seed,
                                  GError **error)
 {
   g_return_val_if_fail(p != NULL && run != NULL && w != NULL, NULL);
@@ -949,6 +950,6 @@ DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
                 dvfs_kind_name(p->kind));
     return NULL;
   }
-  DvfsContext x = {run, w, catalogue, NULL, 1, NULL, NULL};
+  DvfsContext x = {run, w, catalogue, NULL, 1, NULL, NULL, seed};
   return dvfs_policy_class(p->kind)->plan(p, &x, error);
 }

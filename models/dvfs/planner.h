@@ -50,15 +50,15 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(DvfsPlanResult, dvfs_plan_result_free)
 
 /* Plans policy p (a planned kind: dvfs_policy_is_planned) for workload w on
  * cluster `run` (the run's own overrides: power limit, switching latency,
- * variability, seed).  `catalogue` resolves the workload's reference GPU
- * (may be NULL).  The plan keeps the simulated slowdown of every iteration
- * within p->slowdown (+ DVFS_SLOWDOWN_TOL) for the latency it was planned
- * for; it is checked on the engine before it is returned.  Caller owns the
- * result.  NULL with an error naming the parameter, or the custom
- * chooser's error. */
+ * variability; the GPUs' factors drawn from `seed`, the run's).
+ * `catalogue` resolves the workload's reference GPU (may be NULL).  The
+ * plan keeps the simulated slowdown of every iteration within p->slowdown
+ * (+ DVFS_SLOWDOWN_TOL) for the latency it was planned for; it is checked
+ * on the engine before it is returned.  Caller owns the result.  NULL
+ * with an error naming the parameter, or the custom chooser's error. */
 DvfsPlanResult *dvfs_planner_run(const DvfsPolicy *p, const Cluster *run,
                                  const SimWorkload *w,
-                                 const GpuCatalogue *catalogue,
+                                 const GpuCatalogue *catalogue, guint64 seed,
                                  GError **error);
 
 G_END_DECLS

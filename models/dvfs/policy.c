@@ -320,8 +320,10 @@ DvfsPlanResult *dvfs_uniform_result(const SimWorkload *w, SimClocks clk)
 DvfsPlanResult *dvfs_policy_plan(const DvfsPolicy *p, const DvfsContext *x,
                                  GError **error)
 {
+  if (!dvfs_policy_check(p, x->run, error))
+    return NULL;
   const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
-  if (kl == NULL || kl->plan == NULL) {
+  if (kl->plan == NULL) {
     g_set_error(error, DVFS_ERROR, DVFS_ERROR_INVALID,
                 "policy '%s' runs its own engine (it has no plan to replay)",
                 dvfs_kind_name(p->kind));
@@ -347,7 +349,8 @@ SimPlan *dvfs_plan(const DvfsPolicy *p, const Cluster *c,
                 dvfs_kind_name(p->kind));
     return NULL;
   }
-  DvfsContext x = {c, w, NULL, NULL, 1, NULL, NULL};
-  g_autoptr(DvfsPlanResult) r = dvfs_policy_plan(p, &x, error);
+  DvfsContext x = {c, w, NULL, NULL, 1, NULL, NULL, 0};
+  const DvfsPolicyClass *kl = dvfs_policy_class(p->kind);
+  g_autoptr(DvfsPlanResult) r = kl->plan(p, &x, error);
   return r != NULL ? g_steal_pointer(&r->plan) : NULL;
 }

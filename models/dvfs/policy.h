@@ -173,8 +173,8 @@ double dvfs_arg_get(const DvfsArg *a, const DvfsPolicy *p);
 void dvfs_arg_defaults(const DvfsArg *a, DvfsPolicy *p);
 
 /* What a policy plans or runs on: the run's cluster (its overrides
- * applied), the workload and the catalogue that resolves the workload's
- * reference GPU (may be NULL). */
+ * applied), the workload, the catalogue that resolves the workload's
+ * reference GPU (may be NULL) and the run's seed. */
 typedef struct {
   const Cluster *run;
   const SimWorkload *w;
@@ -184,6 +184,8 @@ typedef struct {
   SimObserver observer;           /* run: sees the replay whose result is
                                      returned (a timeline); may be NULL */
   gpointer observer_data;
+  guint64 seed;                   /* the GPUs' variability draws
+                                     (cluster_machine_new) */
 } DvfsContext;
 
 struct DvfsPlanResult; /* models/dvfs/planner.h */
@@ -236,8 +238,10 @@ const DvfsPolicyClass *dvfs_policy_class(DvfsKind k);
 const DvfsPolicyClass *dvfs_policy_class_by_name(const char *name);
 guint dvfs_policy_n_classes(void);
 
-/* Plans a checked policy with its class's `plan` (NULL with an error for
- * a class that runs itself). */
+/* Checks p against x->run (dvfs_policy_check), then plans it with its
+ * class's `plan`: the one call a door makes for a policy it replays.
+ * NULL with an error for a policy that fails its check or whose class
+ * runs itself. */
 struct DvfsPlanResult *dvfs_policy_plan(const DvfsPolicy *p,
                                         const DvfsContext *x, GError **error);
 

@@ -35,7 +35,8 @@ static gboolean eval_limit(Planner *P, double limit_w, DvfsEval *ev,
   g_autoptr(Cluster) c = cluster_with_limit(P->run, limit_w, error);
   if (c == NULL)
     return FALSE;
-  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, P->w, P->cat, error);
+  g_autoptr(ClusterMachine) cm = cluster_machine_new(c, P->w, P->cat, P->seed,
+                                                     error);
   if (cm == NULL)
     return FALSE;
   DvfsPrices *pr = dvfs_prices_new(P->m, cluster_machine_sim(cm), NULL, 0);
@@ -99,7 +100,8 @@ static Cand *strategy(Planner *P, DvfsPlanResult *res,
     P->alt_cluster = cluster_with_limit(P->run, limit, error);
     if (P->alt_cluster == NULL)
       return NULL;
-    P->alt_cm = cluster_machine_new(P->alt_cluster, P->w, P->cat, error);
+    P->alt_cm = cluster_machine_new(P->alt_cluster, P->w, P->cat, P->seed,
+                                    error);
     if (P->alt_cm == NULL)
       return NULL;
     P->alt_prices = dvfs_prices_new(P->m, cluster_machine_sim(P->alt_cm),
