@@ -305,7 +305,7 @@
  * (fsdp_forward, fsdp_backward).  zero_group "node": all of these inside
  * the node, each reduce-scatter followed by an all-reduce of the shard
  * across the nodes.
- * Context parallelism (cfg->cp; gpt_kernels.c, "Context parallelism")
+ * Context parallelism (cfg->cp; gpt_ring.c)
  * ------------------------------------------------------------------
  * Every kernel but attention sees a context rank's s/c tokens; each
  * layer's flash kernel becomes Transformer Engine's ring (ring_forward,
@@ -470,7 +470,7 @@ static void post_recv(Gen *g, const Proto *p, guint stream, SimPhase phase,
                         g->last_compute);
 }
 
-/* The forward ring of one layer (gpt_kernels.c, "Context parallelism"):
+/* The forward ring of one layer (gpt_ring.c):
  * at step k the rank sends the K/V block it holds to the next context rank
  * and posts the receive of the next block from the previous one, on their
  * own streams, while it computes with the block: so a step's attention
