@@ -1,6 +1,7 @@
 /* traces/gpt-private.h -- what the generator's files share: traces/gpt.c
- * (emitting ranks and the schedule), traces/gpt_config.c (configuration,
- * parameters, DP buckets, counts), traces/gpt_kernels.c (shapes and
+ * (emitting ranks and the schedule), traces/gpt_config.c (configuration
+ * and validation), traces/gpt_counts.c (parameters, DP buckets, op
+ * counts, the memory estimate), traces/gpt_kernels.c (shapes and
  * kernel sequences), traces/gpt_llama_hf.c (Llama's kernel sequences
  * under impl hf) and traces/gpt_ring.c (context parallelism's ring).  Not
  * for use outside traces/gpt*.c.
@@ -48,7 +49,7 @@ typedef struct {
   guint n;
 } GeluChain;
 
-/* The unfused GeLU chain of impl hf for cfg's arch (gpt_config.c). */
+/* The unfused GeLU chain of impl hf for cfg's arch (gpt_counts.c). */
 GeluChain gpt_hf_gelu(const GptConfig *cfg, gboolean backward);
 
 /* Whether the output layer shares the word embedding (GPT, BLOOM; the

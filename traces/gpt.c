@@ -207,7 +207,7 @@
  *         sends its output, but the embedding and head passes)
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
  * (gpt_rank_ops computes it, n_buckets included, and the DP ops of the
- * ZeRO stages: gpt_config.c, dp_ops).
+ * ZeRO stages: gpt_counts.c, dp_ops).
  *
  * The implementation (GptConfig.impl)
  * -----------------------------------
