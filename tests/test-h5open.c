@@ -188,7 +188,8 @@ static void test_hostile_results(gconstpointer data)
   test_rmdir(dir);
 }
 
-/* The op record of native traces (traces/native.c), for building files. */
+/* The op record of native traces (traces/native_format.c), for building
+ * files. */
 static hid_t ops_type(void)
 {
   hid_t t = H5Tcreate(H5T_COMPOUND, 32);

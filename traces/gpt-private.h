@@ -1,7 +1,10 @@
 /* traces/gpt-private.h -- what the generator's files share: traces/gpt.c
- * (emitting ranks and the schedule), traces/gpt_config.c (configuration,
- * parameters, DP buckets, counts) and traces/gpt_kernels.c (shapes and
- * kernel sequences).  Not for use outside traces/gpt*.c.
+ * (emitting ranks and the schedule), traces/gpt_config.c (configuration
+ * and validation), traces/gpt_counts.c (parameters, DP buckets, op
+ * counts, the memory estimate), traces/gpt_kernels.c (shapes and
+ * kernel sequences), traces/gpt_llama_hf.c (Llama's kernel sequences
+ * under impl hf) and traces/gpt_ring.c (context parallelism's ring).  Not
+ * for use outside traces/gpt*.c.
  */
 #ifndef TRACES_GPT_PRIVATE_H
 #define TRACES_GPT_PRIVATE_H
@@ -46,7 +49,7 @@ typedef struct {
   guint n;
 } GeluChain;
 
-/* The unfused GeLU chain of impl hf for cfg's arch (gpt_config.c). */
+/* The unfused GeLU chain of impl hf for cfg's arch (gpt_counts.c). */
 GeluChain gpt_hf_gelu(const GptConfig *cfg, gboolean backward);
 
 /* Whether the output layer shares the word embedding (GPT, BLOOM; the
@@ -56,7 +59,7 @@ gboolean gpt_tied(const GptConfig *cfg);
 gboolean gpt_head_weight(const GptConfig *cfg);
 
 /* Kernels in impl hf's Llama chains: 0 the RMSNorm forward, 1 its
- * backward, 2 the rotary embedding of one tensor (gpt_kernels.c). */
+ * backward, 2 the rotary embedding of one tensor (gpt_llama_hf.c). */
 guint gpt_hf_llama_chain(int which);
 
 /* The replicas of each shard under zero >= 2: dp / gpt_zero_shards
@@ -222,9 +225,19 @@ guint32 gpt_get_shape(Gen *g, guint32 name, SimOpClass klass,
 Proto gpt_make_proto(Gen *g, const char *name, SimOpKind kind,
                      SimOpClass klass, SimCollType coll, SimMath tensor,
                      double flops, double bytes);
+/* The 16-bit (or TF32, FP32) math unit of cfg's precision: what attention
+ * and the BF16 GEMMs of an FP8 run use. */
+SimMath gpt_math16(const GptConfig *cfg);
+/* Appends a kernel to a sequence: GEMMs on the precision's math unit
+ * (FP8 under fp8), attention on its 16-bit unit, the rest on CUDA cores;
+ * unit the parameter unit whose gradient it completes, or -1. */
+void gpt_kern(Gen *g, Seq *q, const char *name, SimOpClass klass, double flops,
+              double bytes, int unit);
 /* Every op prototype of the iteration: the implementation's kernel
  * sequences, then the point-to-point and tie prototypes. */
 void gpt_build_protos(Gen *g);
+/* The kernel sequences of Llama under impl hf (gpt_llama_hf.c). */
+void gpt_build_llama_hf_protos(Gen *g);
 /* The FP8 prototypes of a stage whose chunks hold `layers` layers
  * (g->fp8_*; nothing unless precision fp8). */
 void gpt_build_fp8_protos(Gen *g, guint layers);
@@ -233,7 +246,7 @@ void gpt_build_fp8_protos(Gen *g, guint layers);
  * and backward; traces/gpt_kernels.c cites each figure). */
 void gpt_flash_specs(Gen *g);
 /* The ring attention prototypes of context rank cp_i (g->ring, whose
- * arrays gpt_generate allocates; nothing when cp = 1). */
+ * arrays gpt_generate allocates; nothing when cp = 1; gpt_ring.c). */
 void gpt_build_ring_protos(Gen *g, guint cp_i);
 
 

@@ -207,7 +207,7 @@
  *         sends its output, but the embedding and head passes)
  *   ops = m*(F + B + P2P) + n_buckets(p)*(d > 1) + (tie) + 1
  * (gpt_rank_ops computes it, n_buckets included, and the DP ops of the
- * ZeRO stages: gpt_config.c, dp_ops).
+ * ZeRO stages: gpt_counts.c, dp_ops).
  *
  * The implementation (GptConfig.impl)
  * -----------------------------------
@@ -305,7 +305,7 @@
  * (fsdp_forward, fsdp_backward).  zero_group "node": all of these inside
  * the node, each reduce-scatter followed by an all-reduce of the shard
  * across the nodes.
- * Context parallelism (cfg->cp; gpt_kernels.c, "Context parallelism")
+ * Context parallelism (cfg->cp; gpt_ring.c)
  * ------------------------------------------------------------------
  * Every kernel but attention sees a context rank's s/c tokens; each
  * layer's flash kernel becomes Transformer Engine's ring (ring_forward,
@@ -470,7 +470,7 @@ static void post_recv(Gen *g, const Proto *p, guint stream, SimPhase phase,
                         g->last_compute);
 }
 
-/* The forward ring of one layer (gpt_kernels.c, "Context parallelism"):
+/* The forward ring of one layer (gpt_ring.c):
  * at step k the rank sends the K/V block it holds to the next context rank
  * and posts the receive of the next block from the previous one, on their
  * own streams, while it computes with the block: so a step's attention

@@ -1,8 +1,10 @@
 /* traces/gpt_kernels.c -- the kernels the generator emits: shape
  * de-duplication and pricing, the kernel sequences of a layer, the
  * embedding and the head under Megatron-LM and Hugging Face eager
- * PyTorch, the point-to-point prototypes, and the representative layer
- * mix the model fit uses (gpt_layer_kernels).
+ * PyTorch, the point-to-point prototypes, FlashAttention's efficiency,
+ * and the representative layer mix the model fit uses
+ * (gpt_layer_kernels).  Llama's sequences under Hugging Face are in
+ * traces/gpt_llama_hf.c, context parallelism's ring in traces/gpt_ring.c.
  *
  * The formulas are tabulated in traces/gpt.c's opening comment; the code
  * follows the table line by line.
@@ -108,7 +110,7 @@ static void kern_on(Gen *g, Seq *q, const char *name, SimOpClass klass,
 
 /* The 16-bit (or TF32, FP32) math unit of cfg's precision: what attention
  * and the BF16 GEMMs of an FP8 run use. */
-static SimMath math16(const GptConfig *cfg)
+SimMath gpt_math16(const GptConfig *cfg)
 {
   return cfg->precision == GPT_PRECISION_FP8 ? SIM_MATH_TENSOR
                                              : gpt_math(cfg);
@@ -116,11 +118,11 @@ static SimMath math16(const GptConfig *cfg)
 
 /* Appends a kernel to a sequence: GEMMs on the precision's math unit
  * (FP8 under fp8), attention on its 16-bit unit, the rest on CUDA cores. */
-static void kern(Gen *g, Seq *q, const char *name, SimOpClass klass,
-                 double flops, double bytes, int unit)
+void gpt_kern(Gen *g, Seq *q, const char *name, SimOpClass klass, double flops,
+              double bytes, int unit)
 {
   SimMath math = klass == SIM_CLASS_GEMM        ? gpt_math(g->cfg)
-                 : klass == SIM_CLASS_ATTENTION ? math16(g->cfg)
+                 : klass == SIM_CLASS_ATTENTION ? gpt_math16(g->cfg)
                                                 : SIM_MATH_VECTOR;
   kern_on(g, q, name, klass, math, flops, bytes, unit);
 }
@@ -175,8 +177,8 @@ static void sp_gather(Gen *g, Seq *q, double bytes)
 static void fp8_cast(Gen *g, Seq *q, const char *name, double elems)
 {
   if (g->cfg->precision == GPT_PRECISION_FP8)
-    kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0,
-         (gpt_elem_bytes(g->cfg) + 2) * elems, -1);
+    gpt_kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0,
+             (gpt_elem_bytes(g->cfg) + 2) * elems, -1);
 }
 
 /* The sizes the Megatron sequences are written in (see the opening
@@ -217,16 +219,16 @@ static void attention_fwd(Gen *g, Seq *q, const MgSizes *z, double alibi)
     return;
   if (gpt_attention_fused(g->cfg)) {
     g->price_on = &g->flash_fwd;
-    kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
-         E * 4 * bs * ht + 4 * z->b * z->at * z->s + alibi, -1);
+    gpt_kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
+             E * 4 * bs * ht + 4 * z->b * z->at * z->s + alibi, -1);
     g->price_on = &g->priced;
     return;
   }
-  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
-       E * (2 * bs * ht + N) + alibi, -1);
-  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * N, -1);
-  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
-       E * (N + 2 * bs * ht), -1);
+  gpt_kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
+           E * (2 * bs * ht + N) + alibi, -1);
+  gpt_kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * N, -1);
+  gpt_kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
+           E * (N + 2 * bs * ht), -1);
 }
 
 /* Attention backward: unfused (four batched GEMMs and the softmax
@@ -242,17 +244,17 @@ static void attention_bwd(Gen *g, Seq *q, const MgSizes *z, double alibi)
     return;
   if (gpt_attention_fused(g->cfg)) {
     g->price_on = &g->flash_bwd;
-    kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
-         E * 8 * bs * ht + 8 * bs * ht + 8 * z->b * z->at * z->s + alibi,
-         -1);
+    gpt_kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
+             E * 8 * bs * ht + 8 * bs * ht + 8 * z->b * z->at * z->s + alibi,
+             -1);
     g->price_on = &g->priced;
     return;
   }
-  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
-       E * (3 * bs * ht + 2 * N), -1);
-  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * N, -1);
-  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
-       E * (N + 4 * bs * ht), -1);
+  gpt_kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
+           E * (3 * bs * ht + 2 * N), -1);
+  gpt_kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * N, -1);
+  gpt_kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
+           E * (N + 4 * bs * ht), -1);
 }
 
 /* One layer's forward (Megatron; TE's kernels under fp8). */
@@ -263,29 +265,31 @@ static void megatron_layer_fwd(Gen *g, const MgSizes *z, double alibi)
   Seq *q = &g->layer_fwd;
   /* Under fp8 the norm writes its output in FP8 with its transpose (TE's
    * fused LayerNorm + cast): 2 bytes per element either way. */
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h,
+           -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, z->gemm_qkv,
-       A * (X + 3 * h * ht) + E * 3 * bs * ht, -1);
+  gpt_kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, z->gemm_qkv,
+           A * (X + 3 * h * ht) + E * 3 * bs * ht, -1);
   attention_fwd(g, q, z, alibi);
   fp8_cast(g, q, "fwd.fp8_cast_transpose", bs * ht);
-  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, z->gemm_proj,
-       A * (bs * ht + ht * h) + E * X, -1);
+  gpt_kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, z->gemm_proj,
+           A * (bs * ht + ht * h) + E * X, -1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       3 * E * Xn + Xn, -1);
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+           3 * E * Xn + Xn, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h,
+           -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (X + 4 * h * ht) + E * 4 * bs * ht, -1);
+  gpt_kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (X + 4 * h * ht) + E * 4 * bs * ht, -1);
   /* Under fp8 bias + GeLU also writes the FP8 copy and its transpose. */
-  kern(g, q, "fwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
-       (z->fp8 ? E + 2 : 2 * E) * 4 * bs * ht, -1);
-  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (4 * bs * ht + 4 * ht * h) + E * X, -1);
+  gpt_kern(g, q, "fwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
+           (z->fp8 ? E + 2 : 2 * E) * 4 * bs * ht, -1);
+  gpt_kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (4 * bs * ht + 4 * ht * h) + E * X, -1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       3 * E * Xn + Xn, -1);
+  gpt_kern(g, q, "fwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+           3 * E * Xn + Xn, -1);
 }
 
 /* One layer's backward, reverse order.  With sequence parallelism the
@@ -297,43 +301,43 @@ static void megatron_layer_bwd(Gen *g, const MgSizes *z, double alibi)
   const double E = z->E, A = z->A, h = z->h, ht = z->ht, X = z->X;
   const double bs = z->bs, Xn = z->St * X;
   Seq *q = &g->layer_bwd;
-  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * Xn + Xn, -1);
+  gpt_kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+           2 * E * Xn + Xn, -1);
   sp_gather(g, q, E * X);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
-  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (X + 4 * ht * h) + E * 4 * bs * ht, -1);
-  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (4 * bs * ht + X) + 8 * 4 * ht * h, UNIT_FC2);
+  gpt_kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (X + 4 * ht * h) + E * 4 * bs * ht, -1);
+  gpt_kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (4 * bs * ht + X) + 8 * 4 * ht * h, UNIT_FC2);
   /* Under fp8 dGeLU writes the FP8 gradient and its transpose. */
-  kern(g, q, "bwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
-       (z->fp8 ? 2 * E + 2 : 3 * E) * 4 * bs * ht, -1);
+  gpt_kern(g, q, "bwd.gelu", SIM_CLASS_ELEMENTWISE, 0,
+           (z->fp8 ? 2 * E + 2 : 3 * E) * 4 * bs * ht, -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (4 * bs * ht + 4 * h * ht) + E * X, -1);
-  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
-       A * (X + 4 * bs * ht) + 8 * 4 * h * ht, UNIT_FC1);
+  gpt_kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (4 * bs * ht + 4 * h * ht) + E * X, -1);
+  gpt_kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, z->gemm_fc,
+           A * (X + 4 * bs * ht) + 8 * 4 * h * ht, UNIT_FC1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
-       UNIT_LN2);
-  kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * Xn + Xn, -1);
+  gpt_kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
+           UNIT_LN2);
+  gpt_kern(g, q, "bwd.bias_dropout_add", SIM_CLASS_ELEMENTWISE, 0,
+           2 * E * Xn + Xn, -1);
   sp_gather(g, q, E * X);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
-  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, z->gemm_proj,
-       A * (X + ht * h) + E * bs * ht, -1);
-  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, z->gemm_proj,
-       A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
+  gpt_kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, z->gemm_proj,
+           A * (X + ht * h) + E * bs * ht, -1);
+  gpt_kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, z->gemm_proj,
+           A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
   attention_bwd(g, q, z, alibi);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", 3 * bs * ht);
   sp_gather(g, q, A * X);
-  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, z->gemm_qkv,
-       A * (3 * bs * ht + 3 * ht * h) + E * X, -1);
-  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, z->gemm_qkv,
-       A * (X + 3 * bs * ht) + 8 * 3 * ht * h, UNIT_QKV);
+  gpt_kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, z->gemm_qkv,
+           A * (3 * bs * ht + 3 * ht * h) + E * X, -1);
+  gpt_kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, z->gemm_qkv,
+           A * (X + 3 * bs * ht) + 8 * 3 * ht * h, UNIT_QKV);
   tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
-       UNIT_LN1);
+  gpt_kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 16 * h,
+           UNIT_LN1);
 }
 
 /* Megatron's last stage between its final norm and the norm's backward
@@ -344,24 +348,24 @@ static void megatron_layer_bwd(Gen *g, const MgSizes *z, double alibi)
 static void megatron_head(Gen *g, double E, double X, double bs, double vt,
                           double h, int wgrad_unit)
 {
-  const SimMath m16 = math16(g->cfg);
+  const SimMath m16 = gpt_math16(g->cfg);
   const double logits = 2 * X * vt;
   Seq *q = &g->head_fwd;
   sp_gather(g, q, E * X);
   kern_on(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, m16, logits,
           E * (X + vt * h + bs * vt), -1);
-  kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
-       -1);
+  gpt_kern(g, q, "fwd.xent_max", SIM_CLASS_REDUCTION, 0, E * bs * vt + 4 * bs,
+           -1);
   tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
-       2 * E * bs * vt + 8 * bs, -1);
+  gpt_kern(g, q, "fwd.xent_softmax", SIM_CLASS_SOFTMAX, 0,
+           2 * E * bs * vt + 8 * bs, -1);
   tp_allreduce(g, q, 4 * bs);
   tp_allreduce(g, q, 4 * bs);
-  kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * bs * vt + 12 * bs, -1);
+  gpt_kern(g, q, "fwd.xent_loss", SIM_CLASS_ELEMENTWISE, 0,
+           2 * E * bs * vt + 12 * bs, -1);
   q = &g->head_bwd;
-  kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
-       -1);
+  gpt_kern(g, q, "bwd.xent", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt + 8 * bs,
+           -1);
   kern_on(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, m16, logits,
           E * (bs * vt + vt * h + X), -1);
   sp_gather(g, q, E * X);
@@ -379,29 +383,31 @@ static void megatron_ends(Gen *g, const MgSizes *z)
   const gboolean bloom = z->bloom;
 
   Seq *q = &g->emb_fwd;
-  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  gpt_kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X,
+           -1);
   tp_reduce(g, q, E * X);
   if (bloom) {
-    kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         2 * E * Xn + 2 * E * h, -1);
+    gpt_kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+             2 * E * Xn + 2 * E * h, -1);
   } else {
-    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0,
-         3 * E * Xn + Xn, -1);
+    gpt_kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0,
+             3 * E * Xn + Xn, -1);
   }
   q = &g->emb_bwd;
   if (bloom)
-    kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         4 * E * Xn + 16 * h, -1);
+    gpt_kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+             4 * E * Xn + 16 * h, -1);
   sp_gather(g, q, E * X);
-  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
-       5 * X + 8 * bs + 12 * (vt + (bloom ? 0 : s)) * h, UNIT_EMB);
+  gpt_kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+           5 * X + 8 * bs + 12 * (vt + (bloom ? 0 : s)) * h, UNIT_EMB);
 
   /* Last stage: final LayerNorm, logits, vocab-parallel cross entropy. */
   q = &g->head_fwd;
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * Xn + 2 * E * h,
+           -1);
   megatron_head(g, E, X, bs, vt, h, g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
-  kern(g, &g->head_bwd, "bwd.layernorm", SIM_CLASS_NORM, 0,
-       4 * E * Xn + 16 * h, UNIT_HEAD_LN);
+  gpt_kern(g, &g->head_bwd, "bwd.layernorm", SIM_CLASS_NORM, 0,
+           4 * E * Xn + 16 * h, UNIT_HEAD_LN);
 }
 
 /* ---- Llama under megatron-core ----------------------------------------
@@ -428,20 +434,20 @@ static void llama_attention_fwd(Gen *g, Seq *q, const LlSizes *z)
     return;
   if (gpt_attention_fused(g->cfg)) {
     g->price_on = &g->flash_fwd;
-    kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
-         E * (2 * bs * z->ht + 2 * bs * z->kt) + 4 * z->b * z->at * z->s,
-         -1);
+    gpt_kern(g, q, "fwd.flash_attention", SIM_CLASS_ATTENTION, z->att,
+             E * (2 * bs * z->ht + 2 * bs * z->kt) + 4 * z->b * z->at * z->s,
+             -1);
     g->price_on = &g->priced;
     return;
   }
   if (z->expand)
-    kern(g, q, "fwd.kv_repeat", SIM_CLASS_ELEMENTWISE, 0,
-         E * 2 * bs * (z->kt + z->ht), -1);
-  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
-       E * (2 * bs * z->ht + z->N), -1);
-  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * z->N, -1);
-  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
-       E * (z->N + 2 * bs * z->ht), -1);
+    gpt_kern(g, q, "fwd.kv_repeat", SIM_CLASS_ELEMENTWISE, 0,
+             E * 2 * bs * (z->kt + z->ht), -1);
+  gpt_kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, z->att,
+           E * (2 * bs * z->ht + z->N), -1);
+  gpt_kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 5 * z->N, -1);
+  gpt_kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, z->att,
+           E * (z->N + 2 * bs * z->ht), -1);
 }
 
 static void llama_attention_bwd(Gen *g, Seq *q, const LlSizes *z)
@@ -451,20 +457,21 @@ static void llama_attention_bwd(Gen *g, Seq *q, const LlSizes *z)
     return;
   if (gpt_attention_fused(g->cfg)) {
     g->price_on = &g->flash_bwd;
-    kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
-         E * (4 * bs * ht + 4 * bs * kt) + 8 * bs * ht +
-             8 * z->b * z->at * z->s, -1);
+    gpt_kern(g, q, "bwd.flash_attention", SIM_CLASS_ATTENTION, 2.5 * z->att,
+             E * (4 * bs * ht + 4 * bs * kt) + 8 * bs * ht +
+                 8 * z->b * z->at * z->s,
+             -1);
     g->price_on = &g->priced;
     return;
   }
-  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
-       E * (3 * bs * ht + 2 * z->N), -1);
-  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * z->N, -1);
-  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
-       E * (z->N + 4 * bs * ht), -1);
+  gpt_kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * z->att,
+           E * (3 * bs * ht + 2 * z->N), -1);
+  gpt_kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 7 * z->N, -1);
+  gpt_kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * z->att,
+           E * (z->N + 4 * bs * ht), -1);
   if (z->expand)
-    kern(g, q, "bwd.kv_repeat", SIM_CLASS_REDUCTION, 0,
-         E * 2 * bs * (ht + kt), -1);
+    gpt_kern(g, q, "bwd.kv_repeat", SIM_CLASS_REDUCTION, 0,
+             E * 2 * bs * (ht + kt), -1);
 }
 
 static void llama_layer_fwd(Gen *g, const LlSizes *z)
@@ -472,30 +479,30 @@ static void llama_layer_fwd(Gen *g, const LlSizes *z)
   const double E = z->E, A = z->A, h = z->h, X = z->X, bs = z->bs;
   const double Xn = z->St * X, Ft = z->Ft, qc = z->qc;
   Seq *q = &g->layer_fwd;
-  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  gpt_kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, 2 * X * qc,
-       A * (X + qc * h) + E * bs * qc, -1);
-  kern(g, q, "fwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * bs * (z->ht + z->kt) + 4 * z->s * z->d, -1);
+  gpt_kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, 2 * X * qc,
+           A * (X + qc * h) + E * bs * qc, -1);
+  gpt_kern(g, q, "fwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
+           2 * E * bs * (z->ht + z->kt) + 4 * z->s * z->d, -1);
   llama_attention_fwd(g, q, z);
   fp8_cast(g, q, "fwd.fp8_cast_transpose", bs * z->ht);
-  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, 2 * X * z->ht,
-       A * (bs * z->ht + z->ht * h) + E * X, -1);
+  gpt_kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, 2 * X * z->ht,
+           A * (bs * z->ht + z->ht * h) + E * X, -1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
-  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  gpt_kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  gpt_kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
-       A * (X + 2 * Ft * h) + E * 2 * bs * Ft, -1);
+  gpt_kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+           A * (X + 2 * Ft * h) + E * 2 * bs * Ft, -1);
   /* silu(gate) * up: reads both halves, writes one (under fp8 the FP8
    * copy and its transpose too). */
-  kern(g, q, "fwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
-       (z->fp8 ? 2 * E + 2 : 3 * E) * bs * Ft, -1);
-  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, 2 * X * Ft,
-       A * (bs * Ft + Ft * h) + E * X, -1);
+  gpt_kern(g, q, "fwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
+           (z->fp8 ? 2 * E + 2 : 3 * E) * bs * Ft, -1);
+  gpt_kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, 2 * X * Ft,
+           A * (bs * Ft + Ft * h) + E * X, -1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  gpt_kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
 }
 
 static void llama_layer_bwd(Gen *g, const LlSizes *z)
@@ -505,44 +512,44 @@ static void llama_layer_bwd(Gen *g, const LlSizes *z)
   Seq *q = &g->layer_bwd;
   /* The residual gradient: the branch's input gradient added to the
    * stream's. */
-  kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  gpt_kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
   sp_gather(g, q, E * X);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
-  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, 2 * X * Ft,
-       A * (X + Ft * h) + E * bs * Ft, -1);
-  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, 2 * X * Ft,
-       A * (bs * Ft + X) + 8 * Ft * h, UNIT_FC2);
+  gpt_kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, 2 * X * Ft,
+           A * (X + Ft * h) + E * bs * Ft, -1);
+  gpt_kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, 2 * X * Ft,
+           A * (bs * Ft + X) + 8 * Ft * h, UNIT_FC2);
   /* Reads the saved gate and up and the output gradient, writes both
    * halves' gradients (under fp8 in FP8 with the transpose). */
-  kern(g, q, "bwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
-       (z->fp8 ? 3 * E + 4 : 5 * E) * bs * Ft, -1);
+  gpt_kern(g, q, "bwd.swiglu", SIM_CLASS_ELEMENTWISE, 0,
+           (z->fp8 ? 3 * E + 4 : 5 * E) * bs * Ft, -1);
   sp_gather(g, q, A * X);
-  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
-       A * (2 * bs * Ft + 2 * Ft * h) + E * X, -1);
-  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
-       A * (X + 2 * bs * Ft) + 8 * 2 * Ft * h, UNIT_FC1);
+  gpt_kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+           A * (2 * bs * Ft + 2 * Ft * h) + E * X, -1);
+  gpt_kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, 2 * X * 2 * Ft,
+           A * (X + 2 * bs * Ft) + 8 * 2 * Ft * h, UNIT_FC1);
   tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
-       UNIT_LN2);
-  kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
+  gpt_kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
+           UNIT_LN2);
+  gpt_kern(g, q, "bwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * Xn, -1);
   sp_gather(g, q, E * X);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", X);
-  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, 2 * X * ht,
-       A * (X + ht * h) + E * bs * ht, -1);
-  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, 2 * X * ht,
-       A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
+  gpt_kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, 2 * X * ht,
+           A * (X + ht * h) + E * bs * ht, -1);
+  gpt_kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, 2 * X * ht,
+           A * (bs * ht + X) + 8 * ht * h, UNIT_PROJ);
   llama_attention_bwd(g, q, z);
-  kern(g, q, "bwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
-       2 * E * bs * (ht + z->kt) + 4 * z->s * z->d, -1);
+  gpt_kern(g, q, "bwd.rotary", SIM_CLASS_ELEMENTWISE, 0,
+           2 * E * bs * (ht + z->kt) + 4 * z->s * z->d, -1);
   fp8_cast(g, q, "bwd.fp8_cast_transpose", bs * qc);
   sp_gather(g, q, A * X);
-  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, 2 * X * qc,
-       A * (bs * qc + qc * h) + E * X, -1);
-  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, 2 * X * qc,
-       A * (X + bs * qc) + 8 * qc * h, UNIT_QKV);
+  gpt_kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, 2 * X * qc,
+           A * (bs * qc + qc * h) + E * X, -1);
+  gpt_kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, 2 * X * qc,
+           A * (X + bs * qc) + 8 * qc * h, UNIT_QKV);
   tp_reduce(g, q, E * X);
-  kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
-       UNIT_LN1);
+  gpt_kern(g, q, "bwd.rmsnorm", SIM_CLASS_NORM, 0, 4 * E * Xn + 8 * h,
+           UNIT_LN1);
 }
 
 /* Llama's ends: the word embedding alone (rotary positions live in the
@@ -554,18 +561,19 @@ static void llama_ends(Gen *g, const LlSizes *z)
   const double Xn = z->St * X;
 
   Seq *q = &g->emb_fwd;
-  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  gpt_kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X,
+           -1);
   tp_reduce(g, q, E * X);
   q = &g->emb_bwd;
   sp_gather(g, q, E * X);
-  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
-       5 * X + 8 * bs + 12 * vt * h, UNIT_EMB);
+  gpt_kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+           5 * X + 8 * bs + 12 * vt * h, UNIT_EMB);
 
   q = &g->head_fwd;
-  kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
+  gpt_kern(g, q, "fwd.rmsnorm", SIM_CLASS_NORM, 0, 2 * E * Xn + E * h, -1);
   megatron_head(g, E, X, bs, vt, h, UNIT_HEAD_EMB);
-  kern(g, &g->head_bwd, "bwd.rmsnorm", SIM_CLASS_NORM, 0,
-       4 * E * Xn + 8 * h, UNIT_HEAD_LN);
+  gpt_kern(g, &g->head_bwd, "bwd.rmsnorm", SIM_CLASS_NORM, 0,
+           4 * E * Xn + 8 * h, UNIT_HEAD_LN);
 }
 
 static void build_llama_megatron_protos(Gen *g)
@@ -621,7 +629,7 @@ static void hf_gelu_kernels(Gen *g, Seq *q, const char *prefix,
   for (guint i = 0; i < c.n; i++) {
     char name[32];
     g_snprintf(name, sizeof name, "%s.gelu_%u", prefix, i + 1);
-    kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0, c.passes[i] * E * elems, -1);
+    gpt_kern(g, q, name, SIM_CLASS_ELEMENTWISE, 0, c.passes[i] * E * elems, -1);
   }
 }
 
@@ -652,33 +660,35 @@ static void hf_layer_forward(Gen *g, const HfSizes *z)
 
   /* Layer forward. */
   Seq *q = &g->layer_fwd;
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
-       E * (X + 3 * h * h + 3 * bs * h), -1);
-  kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
-       E * (2 * bs * h + N) + alibi, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.qkv_gemm", SIM_CLASS_GEMM, gemm_qkv,
+           E * (X + 3 * h * h + 3 * bs * h), -1);
+  gpt_kern(g, q, "fwd.attn_scores", SIM_CLASS_ATTENTION, att,
+           E * (2 * bs * h + N) + alibi, -1);
   if (!bloom)
-    kern(g, q, "fwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
-  kern(g, q, "fwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask, -1);
-  kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * N, -1);
-  kern(g, q, "fwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
-       -1);
-  kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
-       E * (N + 2 * bs * h), -1);
-  kern(g, q, "fwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
-  kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, gemm_proj,
-       E * (X + h * h + X), -1);
-  kern(g, q, "fwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
-       -1);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * h * h + 4 * bs * h), -1);
+    gpt_kern(g, q, "fwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
+  gpt_kern(g, q, "fwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask,
+           -1);
+  gpt_kern(g, q, "fwd.softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * N, -1);
+  gpt_kern(g, q, "fwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
+           -1);
+  gpt_kern(g, q, "fwd.attn_context", SIM_CLASS_ATTENTION, att,
+           E * (N + 2 * bs * h), -1);
+  gpt_kern(g, q, "fwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  gpt_kern(g, q, "fwd.proj_gemm", SIM_CLASS_GEMM, gemm_proj,
+           E * (X + h * h + X), -1);
+  gpt_kern(g, q, "fwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+           -1);
+  gpt_kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.fc1_gemm", SIM_CLASS_GEMM, gemm_fc,
+           E * (X + 4 * h * h + 4 * bs * h), -1);
   hf_gelu_kernels(g, q, "fwd", FALSE, 4 * bs * h);
-  kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * h + 4 * h * h + X), -1);
-  kern(g, q, "fwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
+  gpt_kern(g, q, "fwd.fc2_gemm", SIM_CLASS_GEMM, gemm_fc,
+           E * (4 * bs * h + 4 * h * h + X), -1);
+  gpt_kern(g, q, "fwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+           -1);
+  gpt_kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
 }
 
 /* The backward kernels of one layer. */
@@ -703,59 +713,63 @@ static void hf_layer_backward(Gen *g, const HfSizes *z)
    * parameter gradients are accumulated into .grad afterwards (read both,
    * write one: 12 bytes per parameter). */
   Seq *q = &g->layer_bwd;
-  kern(g, q, "bwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X, -1);
-  kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * h * h + 4 * bs * h), -1);
-  kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * h + X) + 4 * 4 * h * h, UNIT_FC2);
-  kern(g, q, "bwd.fc2_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h, -1);
+  gpt_kern(g, q, "bwd.mlp_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+           -1);
+  gpt_kern(g, q, "bwd.fc2_dgrad", SIM_CLASS_GEMM, gemm_fc,
+           E * (X + 4 * h * h + 4 * bs * h), -1);
+  gpt_kern(g, q, "bwd.fc2_wgrad", SIM_CLASS_GEMM, gemm_fc,
+           E * (4 * bs * h + X) + 4 * 4 * h * h, UNIT_FC2);
+  gpt_kern(g, q, "bwd.fc2_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h,
+           -1);
   hf_gelu_kernels(g, q, "bwd", TRUE, 4 * bs * h);
-  kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (4 * bs * h + 4 * h * h + X), -1);
-  kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, gemm_fc,
-       E * (X + 4 * bs * h) + 4 * 4 * h * h, UNIT_FC1);
-  kern(g, q, "bwd.fc1_bias_grad", SIM_CLASS_REDUCTION, 0,
-       E * 4 * bs * h + 16 * h, -1);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
-  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
-       2 * E * X + 8 * h, UNIT_LN2);
-  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
-       -1);
-  kern(g, q, "bwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
-       -1);
-  kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, gemm_proj,
-       E * (X + h * h + X), -1);
-  kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, gemm_proj,
-       E * (X + X) + 4 * h * h, UNIT_PROJ);
-  kern(g, q, "bwd.proj_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h,
-       -1);
-  kern(g, q, "bwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
-  kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * att,
-       E * (3 * bs * h + 2 * N), -1);
-  kern(g, q, "bwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
-       -1);
-  kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * N, -1);
-  kern(g, q, "bwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask, -1);
+  gpt_kern(g, q, "bwd.fc1_dgrad", SIM_CLASS_GEMM, gemm_fc,
+           E * (4 * bs * h + 4 * h * h + X), -1);
+  gpt_kern(g, q, "bwd.fc1_wgrad", SIM_CLASS_GEMM, gemm_fc,
+           E * (X + 4 * bs * h) + 4 * 4 * h * h, UNIT_FC1);
+  gpt_kern(g, q, "bwd.fc1_bias_grad", SIM_CLASS_REDUCTION, 0,
+           E * 4 * bs * h + 16 * h, -1);
+  gpt_kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  gpt_kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+           2 * E * X + 8 * h, UNIT_LN2);
+  gpt_kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+           -1);
+  gpt_kern(g, q, "bwd.resid_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X + X,
+           -1);
+  gpt_kern(g, q, "bwd.proj_dgrad", SIM_CLASS_GEMM, gemm_proj,
+           E * (X + h * h + X), -1);
+  gpt_kern(g, q, "bwd.proj_wgrad", SIM_CLASS_GEMM, gemm_proj,
+           E * (X + X) + 4 * h * h, UNIT_PROJ);
+  gpt_kern(g, q, "bwd.proj_bias_grad", SIM_CLASS_REDUCTION, 0, E * X + 4 * h,
+           -1);
+  gpt_kern(g, q, "bwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
+  gpt_kern(g, q, "bwd.attn_context", SIM_CLASS_ATTENTION, 2 * att,
+           E * (3 * bs * h + 2 * N), -1);
+  gpt_kern(g, q, "bwd.attn_dropout", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + N,
+           -1);
+  gpt_kern(g, q, "bwd.softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * N, -1);
+  gpt_kern(g, q, "bwd.attn_mask", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N + mask,
+           -1);
   if (!bloom)
-    kern(g, q, "bwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
-  kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * att,
-       E * (N + 4 * bs * h), -1);
-  kern(g, q, "bwd.split_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * 3 * X, -1);
-  kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, gemm_qkv,
-       E * (3 * bs * h + 3 * h * h + X), -1);
-  kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, gemm_qkv,
-       E * (X + 3 * bs * h) + 4 * 3 * h * h, UNIT_QKV);
-  kern(g, q, "bwd.qkv_bias_grad", SIM_CLASS_REDUCTION, 0,
-       E * 3 * bs * h + 12 * h, -1);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
-  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
-       2 * E * X + 8 * h, -1);
-  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
-       -1);
+    gpt_kern(g, q, "bwd.attn_scale", SIM_CLASS_ELEMENTWISE, 0, 2 * E * N, -1);
+  gpt_kern(g, q, "bwd.attn_scores", SIM_CLASS_ATTENTION, 2 * att,
+           E * (N + 4 * bs * h), -1);
+  gpt_kern(g, q, "bwd.split_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * 3 * X,
+           -1);
+  gpt_kern(g, q, "bwd.qkv_dgrad", SIM_CLASS_GEMM, gemm_qkv,
+           E * (3 * bs * h + 3 * h * h + X), -1);
+  gpt_kern(g, q, "bwd.qkv_wgrad", SIM_CLASS_GEMM, gemm_qkv,
+           E * (X + 3 * bs * h) + 4 * 3 * h * h, UNIT_QKV);
+  gpt_kern(g, q, "bwd.qkv_bias_grad", SIM_CLASS_REDUCTION, 0,
+           E * 3 * bs * h + 12 * h, -1);
+  gpt_kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  gpt_kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+           2 * E * X + 8 * h, -1);
+  gpt_kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+           -1);
   /* The last op of the layer's backward: its last unit (ln1) is complete
    * here, when every .grad of the layer is. */
-  kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
-       UNIT_LN1);
+  gpt_kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
+           UNIT_LN1);
 }
 
 /* The first stage's embedding and the last stage's head, forward and
@@ -774,62 +788,64 @@ static void hf_ends(Gen *g, const HfSizes *z)
   /* First stage: GPT-2 gathers word and position rows, adds them and
    * applies dropout; BLOOM gathers word rows and normalises them. */
   Seq *q = &g->emb_fwd;
-  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
+  gpt_kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X,
+           -1);
   if (bloom) {
-    kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         2 * E * X + 2 * E * h, -1);
+    gpt_kern(g, q, "fwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+             2 * E * X + 2 * E * h, -1);
   } else {
-    kern(g, q, "fwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
-         8 * bs + 2 * E * X, -1);
-    kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-    kern(g, q, "fwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
-         2 * E * X + X, -1);
+    gpt_kern(g, q, "fwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
+             8 * bs + 2 * E * X, -1);
+    gpt_kern(g, q, "fwd.embedding_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
+             -1);
+    gpt_kern(g, q, "fwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
+             2 * E * X + X, -1);
   }
   /* Backward: the dense gradient of the table (zero-filled, then rows
    * scattered in: 4 bytes per element written) and its accumulation into
    * .grad (12 bytes per element). */
   q = &g->emb_bwd;
   if (bloom) {
-    kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
-         3 * E * X + 8 * h, -1);
-    kern(g, q, "bwd.embedding_layernorm_params", SIM_CLASS_REDUCTION, 0,
-         2 * E * X + 8 * h, -1);
+    gpt_kern(g, q, "bwd.embedding_layernorm", SIM_CLASS_NORM, 0,
+             3 * E * X + 8 * h, -1);
+    gpt_kern(g, q, "bwd.embedding_layernorm_params", SIM_CLASS_REDUCTION, 0,
+             2 * E * X + 8 * h, -1);
   } else {
-    kern(g, q, "bwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
-         2 * E * X + X, -1);
-    kern(g, q, "bwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
-         E * X + 8 * bs + 16 * s * h, -1);
+    gpt_kern(g, q, "bwd.embedding_dropout", SIM_CLASS_ELEMENTWISE, 0,
+             2 * E * X + X, -1);
+    gpt_kern(g, q, "bwd.position_embedding", SIM_CLASS_EMBEDDING, 0,
+             E * X + 8 * bs + 16 * s * h, -1);
   }
-  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
-       E * X + 8 * bs + 4 * vt * h, -1);
-  kern(g, q, "bwd.embedding_grad_accum", SIM_CLASS_ELEMENTWISE, 0,
-       12 * vt * h, UNIT_EMB);
+  gpt_kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
+           E * X + 8 * bs + 4 * vt * h, -1);
+  gpt_kern(g, q, "bwd.embedding_grad_accum", SIM_CLASS_ELEMENTWISE, 0,
+           12 * vt * h, UNIT_EMB);
 
   /* Last stage: final LayerNorm, the full logits, the shifted copy the
    * loss takes, log-softmax and NLL (CrossEntropyLoss). */
   q = &g->head_fwd;
-  kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
-  kern(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, logits,
-       E * (X + vt * h + bs * vt), -1);
-  kern(g, q, "fwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt,
-       -1);
-  kern(g, q, "fwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * bs * vt, -1);
-  kern(g, q, "fwd.nll_loss", SIM_CLASS_REDUCTION, 0, E * bs + 8 * bs, -1);
+  gpt_kern(g, q, "fwd.layernorm", SIM_CLASS_NORM, 0, 2 * E * X + 2 * E * h, -1);
+  gpt_kern(g, q, "fwd.logits_gemm", SIM_CLASS_GEMM, logits,
+           E * (X + vt * h + bs * vt), -1);
+  gpt_kern(g, q, "fwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * vt,
+           -1);
+  gpt_kern(g, q, "fwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 2 * E * bs * vt, -1);
+  gpt_kern(g, q, "fwd.nll_loss", SIM_CLASS_REDUCTION, 0, E * bs + 8 * bs, -1);
   q = &g->head_bwd;
-  kern(g, q, "bwd.nll_loss", SIM_CLASS_ELEMENTWISE, 0, E * bs * vt + 8 * bs,
-       -1);
-  kern(g, q, "bwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * bs * vt, -1);
-  kern(g, q, "bwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * vt,
-       -1);
-  kern(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, logits,
-       E * (bs * vt + vt * h + X), -1);
-  kern(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, logits,
-       E * (X + bs * vt) + 4 * vt * h, -1);
-  kern(g, q, "bwd.logits_grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * vt * h,
-       g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
-  kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
-  kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
-       2 * E * X + 8 * h, UNIT_HEAD_LN);
+  gpt_kern(g, q, "bwd.nll_loss", SIM_CLASS_ELEMENTWISE, 0, E * bs * vt + 8 * bs,
+           -1);
+  gpt_kern(g, q, "bwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 3 * E * bs * vt, -1);
+  gpt_kern(g, q, "bwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * vt,
+           -1);
+  gpt_kern(g, q, "bwd.logits_dgrad", SIM_CLASS_GEMM, logits,
+           E * (bs * vt + vt * h + X), -1);
+  gpt_kern(g, q, "bwd.logits_wgrad", SIM_CLASS_GEMM, logits,
+           E * (X + bs * vt) + 4 * vt * h, -1);
+  gpt_kern(g, q, "bwd.logits_grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * vt * h,
+           g->cfg->pp > 1 ? UNIT_HEAD_EMB : -1);
+  gpt_kern(g, q, "bwd.layernorm", SIM_CLASS_NORM, 0, 3 * E * X + 8 * h, -1);
+  gpt_kern(g, q, "bwd.layernorm_params", SIM_CLASS_REDUCTION, 0,
+           2 * E * X + 8 * h, UNIT_HEAD_LN);
 }
 
 /* Builds the kernel sequences of a Hugging Face model in eager PyTorch
@@ -854,189 +870,6 @@ static void build_hf_protos(Gen *g)
   hf_ends(g, &z);
 }
 
-/* ---- Llama under Hugging Face transformers (or LitGPT) in eager PyTorch
- * with SDPA attention (tp = 1).  Every op is its own kernel: q, k, v,
- * o, gate, up and down are separate GEMMs; RMSNorm computes in fp32
- * (cast up, square, mean, scale, cast down, times the weight); the rotary
- * embedding is q * cos + rotate_half(q) * sin (neg, cat) on q and on k;
- * repeat_kv copies K and V to all heads when a/kv > 1 (its backward sums
- * them back); torch's scaled_dot_product_attention runs the causal
- * FlashAttention kernel each way.  Chains give each kernel's element
- * passes: E-byte passes (e) and fp32 passes (f). */
-typedef struct {
-  guint8 e, f;
-  SimOpClass klass;
-} Pass;
-
-/* LlamaRMSNorm forward (to(fp32), pow, mean, x * rsqrt, to(dtype),
- * weight *; the per-row rsqrt is left out) and its autograd backward. */
-static const Pass rms_fwd[] = {
-  {1, 1, SIM_CLASS_ELEMENTWISE}, {0, 2, SIM_CLASS_ELEMENTWISE},
-  {0, 1, SIM_CLASS_REDUCTION},   {0, 2, SIM_CLASS_ELEMENTWISE},
-  {1, 1, SIM_CLASS_ELEMENTWISE}, {2, 0, SIM_CLASS_ELEMENTWISE}};
-#define RMS_BWD_WEIGHT 2 /* the reduction that completes the weight grad */
-static const Pass rms_bwd[] = {
-  {2, 0, SIM_CLASS_ELEMENTWISE}, {3, 0, SIM_CLASS_ELEMENTWISE},
-  {1, 0, SIM_CLASS_REDUCTION},   {1, 1, SIM_CLASS_ELEMENTWISE},
-  {0, 2, SIM_CLASS_ELEMENTWISE}, {0, 3, SIM_CLASS_ELEMENTWISE},
-  {0, 1, SIM_CLASS_REDUCTION},   {0, 1, SIM_CLASS_ELEMENTWISE},
-  {0, 3, SIM_CLASS_ELEMENTWISE}, {0, 3, SIM_CLASS_ELEMENTWISE},
-  {1, 1, SIM_CLASS_ELEMENTWISE}};
-/* apply_rotary_pos_emb on one tensor: * cos, neg, cat, * sin, add; the
- * backward mirrors it (* sin, neg, the slices' scatter, * cos, add). */
-static const Pass rope_chain[] = {
-  {2, 0, SIM_CLASS_ELEMENTWISE}, {1, 0, SIM_CLASS_ELEMENTWISE},
-  {2, 0, SIM_CLASS_ELEMENTWISE}, {2, 0, SIM_CLASS_ELEMENTWISE},
-  {3, 0, SIM_CLASS_ELEMENTWISE}};
-
-guint gpt_hf_llama_chain(int which)
-{
-  return which == 0   ? G_N_ELEMENTS(rms_fwd)
-         : which == 1 ? G_N_ELEMENTS(rms_bwd)
-                      : G_N_ELEMENTS(rope_chain);
-}
-
-static void chain(Gen *g, Seq *q, const char *name, const Pass *c, guint n,
-                  double elems, guint unit_at, int unit)
-{
-  const double E = gpt_elem_bytes(g->cfg);
-  for (guint i = 0; i < n; i++) {
-    char nm[40];
-    g_snprintf(nm, sizeof nm, "%s_%u", name, i + 1);
-    kern(g, q, nm, c[i].klass, 0, (c[i].e * E + c[i].f * 4) * elems,
-         i == unit_at ? unit : -1);
-  }
-}
-
-/* A GEMM of M tokens x K -> N: forward, or backward's dgrad and wgrad
- * (the wgrad writes a fresh FP32 gradient, 4 bytes per weight). */
-static void hf_gemm(Gen *g, Seq *q, const char *name, double M, double K,
-                    double N, gboolean bwd, int unit)
-{
-  const double E = gpt_elem_bytes(g->cfg);
-  char nm[40];
-  if (!bwd) {
-    g_snprintf(nm, sizeof nm, "fwd.%s", name);
-    kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N,
-         E * (M * K + K * N + M * N), -1);
-    return;
-  }
-  g_snprintf(nm, sizeof nm, "bwd.%s_dgrad", name);
-  kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N, E * (M * N + K * N + M * K),
-       -1);
-  g_snprintf(nm, sizeof nm, "bwd.%s_wgrad", name);
-  kern(g, q, nm, SIM_CLASS_GEMM, 2 * M * K * N, E * (M * K + M * N) + 4 * K * N,
-       unit);
-}
-
-static void build_llama_hf_protos(Gen *g)
-{
-  const GptConfig *cfg = g->cfg;
-  const double E = gpt_elem_bytes(cfg), h = g->h, bs = g->b * g->s;
-  const double X = g->x, vt = g->vt, a = cfg->heads;
-  const double kvh = h * gpt_kv_heads(cfg) / a, F = gpt_ffn_hidden(cfg);
-  const gboolean repeat = gpt_kv_heads(cfg) < cfg->heads;
-  const double att = 2 * g->b * g->s * g->s * h;
-  const double layer_params = 2 * h * h + 2 * h * kvh + 3 * h * F + 2 * h;
-  const guint nrf = G_N_ELEMENTS(rms_fwd), nrb = G_N_ELEMENTS(rms_bwd);
-  const guint nr = G_N_ELEMENTS(rope_chain);
-
-  Seq *q = &g->layer_fwd;
-  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
-  hf_gemm(g, q, "q_proj", bs, h, h, FALSE, -1);
-  hf_gemm(g, q, "k_proj", bs, h, kvh, FALSE, -1);
-  hf_gemm(g, q, "v_proj", bs, h, kvh, FALSE, -1);
-  chain(g, q, "fwd.rotary_q", rope_chain, nr, X, G_MAXUINT, -1);
-  chain(g, q, "fwd.rotary_k", rope_chain, nr, bs * kvh, G_MAXUINT, -1);
-  if (repeat) {
-    kern(g, q, "fwd.repeat_k", SIM_CLASS_ELEMENTWISE, 0, E * (bs * kvh + X),
-         -1);
-    kern(g, q, "fwd.repeat_v", SIM_CLASS_ELEMENTWISE, 0, E * (bs * kvh + X),
-         -1);
-  }
-  g->price_on = &g->flash_fwd;
-  kern(g, q, "fwd.sdpa_flash", SIM_CLASS_ATTENTION, att,
-       E * 4 * X + 4 * g->b * a * g->s, -1);
-  g->price_on = &g->priced;
-  kern(g, q, "fwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
-  hf_gemm(g, q, "o_proj", bs, h, h, FALSE, -1);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
-  hf_gemm(g, q, "gate_proj", bs, h, F, FALSE, -1);
-  hf_gemm(g, q, "up_proj", bs, h, F, FALSE, -1);
-  kern(g, q, "fwd.silu", SIM_CLASS_ELEMENTWISE, 0, 2 * E * bs * F, -1);
-  kern(g, q, "fwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
-  hf_gemm(g, q, "down_proj", bs, F, h, FALSE, -1);
-  kern(g, q, "fwd.residual_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-
-  q = &g->layer_bwd;
-  hf_gemm(g, q, "down_proj", bs, F, h, TRUE, UNIT_FC2);
-  kern(g, q, "bwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
-  kern(g, q, "bwd.silu_mul", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
-  kern(g, q, "bwd.silu", SIM_CLASS_ELEMENTWISE, 0, 3 * E * bs * F, -1);
-  hf_gemm(g, q, "up_proj", bs, h, F, TRUE, -1);
-  hf_gemm(g, q, "gate_proj", bs, h, F, TRUE, UNIT_FC1);
-  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, RMS_BWD_WEIGHT, UNIT_LN2);
-  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
-       -1);
-  hf_gemm(g, q, "o_proj", bs, h, h, TRUE, UNIT_PROJ);
-  kern(g, q, "bwd.merge_heads", SIM_CLASS_ELEMENTWISE, 0, 2 * E * X, -1);
-  g->price_on = &g->flash_bwd;
-  kern(g, q, "bwd.sdpa_flash", SIM_CLASS_ATTENTION, 2.5 * att,
-       E * 8 * X + 8 * X + 8 * g->b * a * g->s, -1);
-  g->price_on = &g->priced;
-  if (repeat) {
-    kern(g, q, "bwd.repeat_v", SIM_CLASS_REDUCTION, 0, E * (X + bs * kvh),
-         -1);
-    kern(g, q, "bwd.repeat_k", SIM_CLASS_REDUCTION, 0, E * (X + bs * kvh),
-         -1);
-  }
-  chain(g, q, "bwd.rotary_k", rope_chain, nr, bs * kvh, G_MAXUINT, -1);
-  chain(g, q, "bwd.rotary_q", rope_chain, nr, X, G_MAXUINT, -1);
-  hf_gemm(g, q, "v_proj", bs, h, kvh, TRUE, -1);
-  hf_gemm(g, q, "k_proj", bs, h, kvh, TRUE, -1);
-  hf_gemm(g, q, "q_proj", bs, h, h, TRUE, UNIT_QKV);
-  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-  kern(g, q, "bwd.input_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X, -1);
-  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, G_MAXUINT, -1);
-  kern(g, q, "bwd.residual_grad_add", SIM_CLASS_ELEMENTWISE, 0, 3 * E * X,
-       -1);
-  /* As for GPT under hf: the layer's .grad accumulation ends it. */
-  kern(g, q, "bwd.grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * layer_params,
-       UNIT_LN1);
-
-  /* The embedding: a gather; its backward the dense table gradient and
-   * its accumulation into .grad. */
-  q = &g->emb_fwd;
-  kern(g, q, "fwd.embedding", SIM_CLASS_EMBEDDING, 0, 8 * bs + 2 * E * X, -1);
-  q = &g->emb_bwd;
-  kern(g, q, "bwd.embedding", SIM_CLASS_EMBEDDING, 0,
-       E * X + 8 * bs + 4 * vt * h, -1);
-  kern(g, q, "bwd.embedding_grad_accum", SIM_CLASS_ELEMENTWISE, 0,
-       12 * vt * h, UNIT_EMB);
-
-  /* The head: final RMSNorm, lm_head, logits.float() (LlamaForCausalLM),
-   * the shifted copy, log-softmax and NLL. */
-  const double L = bs * vt;
-  q = &g->head_fwd;
-  chain(g, q, "fwd.rmsnorm", rms_fwd, nrf, X, G_MAXUINT, -1);
-  hf_gemm(g, q, "lm_head", bs, h, vt, FALSE, -1);
-  kern(g, q, "fwd.logits_float", SIM_CLASS_ELEMENTWISE, 0, (E + 4) * L, -1);
-  kern(g, q, "fwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 8 * L, -1);
-  kern(g, q, "fwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 8 * L, -1);
-  kern(g, q, "fwd.nll_loss", SIM_CLASS_REDUCTION, 0, 4 * bs + 8 * bs, -1);
-  q = &g->head_bwd;
-  kern(g, q, "bwd.nll_loss", SIM_CLASS_ELEMENTWISE, 0, 4 * L + 8 * bs, -1);
-  kern(g, q, "bwd.log_softmax", SIM_CLASS_SOFTMAX, 0, 12 * L, -1);
-  kern(g, q, "bwd.logits_shift", SIM_CLASS_ELEMENTWISE, 0, 12 * L, -1);
-  kern(g, q, "bwd.logits_float", SIM_CLASS_ELEMENTWISE, 0, (4 + E) * L, -1);
-  hf_gemm(g, q, "lm_head", bs, h, vt, TRUE, -1);
-  kern(g, q, "bwd.lm_head_grad_accum", SIM_CLASS_ELEMENTWISE, 0, 12 * vt * h,
-       UNIT_HEAD_EMB);
-  chain(g, q, "bwd.rmsnorm", rms_bwd, nrb, X, RMS_BWD_WEIGHT, UNIT_HEAD_LN);
-}
-
 /* Builds every op prototype of the iteration: the implementation's kernel
  * sequences, then the point-to-point and tie prototypes. */
 void gpt_build_protos(Gen *g)
@@ -1047,7 +880,7 @@ void gpt_build_protos(Gen *g)
    * (Megatron's p2p tensor shape is (s/t, b, h) then). */
   const double X = gpt_seq_parallel(g->cfg) ? g->x / g->t : g->x;
   if (g->cfg->impl == GPT_IMPL_HF && g->cfg->arch == GPT_ARCH_LLAMA)
-    build_llama_hf_protos(g);
+    gpt_build_llama_hf_protos(g);
   else if (g->cfg->impl == GPT_IMPL_HF)
     build_hf_protos(g);
   else if (g->cfg->arch == GPT_ARCH_LLAMA)
@@ -1108,8 +941,8 @@ void gpt_build_fp8_protos(Gen *g, guint layers)
       p.group = GROUP_DP;
       q->p[q->n++] = p;
     }
-    kern(g, q, ends[i].scale, SIM_CLASS_ELEMENTWISE, 0,
-         2 * FP8_STATE_BYTES * ends[i].tensors, -1);
+    gpt_kern(g, q, ends[i].scale, SIM_CLASS_ELEMENTWISE, 0,
+             2 * FP8_STATE_BYTES * ends[i].tensors, -1);
   }
   /* A layer's weights per TP rank: 12 h ht for GPT and BLOOM. */
   double weights = l * 12 * g->h * g->ht;
@@ -1122,114 +955,6 @@ void gpt_build_fp8_protos(Gen *g, guint layers)
                                       SIM_CLASS_ELEMENTWISE,
                                       SIM_COLL_ALL_REDUCE, SIM_MATH_VECTOR, 0,
                                       (E + 2) * weights);
-}
-
-/* ---- Context parallelism: the ring ------------------------------------
- * Transformer Engine's AttnFuncWithCPAndKVP2P, as megatron-core runs it
- * (cp_comm_type "p2p"; Liu et al., Ring Attention, arXiv:2310.01889).  The
- * sequence is cut into 2 cp chunks of c = s/(2cp) tokens; context rank r
- * holds chunks r and 2cp-1-r, so its sc = s/cp tokens of Q, K and V.
- * Forward step k uses the K/V block of rank r-k (mod cp), passed around the
- * ring while the previous step computes:
- *   k = 0        the diagonal: Q (sc) against its own K/V (sc), causal;
- *   1 <= k <= r  an earlier rank's block: all of Q against the block's
- *                first chunk (sc x sc/2, no mask);
- *   k > r        a later rank's block: Q's second chunk against all of it
- *                (sc/2 x sc).
- * Each is half of an sc x sc block, 2 b sc^2 ht matmul FLOPs (QK^T and AV
- * over the half), so a rank does 2 b s^2 ht / cp and the cp ranks together
- * what one rank does without context parallelism.  Each step writes its
- * partial output (E per element) and log-sum-exp (4 bytes per row);
- * steps k >= 1 fold their log-sum-exp into the running one
- * (flash_attn_fwd_softmax_lse_correction: read both, write one), and after
- * the loop each step's output is rescaled into an FP32 accumulator
- * (flash_attn_fwd_out_correction; the first initialises it) that is cast
- * back to E bytes.  The backward runs the steps in reverse (step i uses
- * forward step cp-1-i's block, the diagonal last) at 2.5 x the forward's
- * FLOPs as FlashAttention's backward does, adds each step's dQ into the
- * rank's (not after the first) and its dK/dV into the partial sums that
- * travel with the blocks (a copy at the first step).  The kernels are
- * priced as the flash kernel is (gpt_flash_eff). */
-
-/* Tokens of Q and of K/V forward step k of context rank r works on. */
-static void ring_tokens(guint k, guint r, double sc, double *q, double *kv)
-{
-  *q = k > r ? sc / 2 : sc;
-  *kv = k >= 1 && k <= r ? sc / 2 : sc;
-}
-
-static Proto ring_msg(Gen *g, const char *name, SimOpKind kind, double bytes)
-{
-  return gpt_make_proto(g, name, kind, SIM_CLASS_COMM, SIM_COLL_SEND_RECV,
-                        SIM_MATH_VECTOR, 0, bytes);
-}
-
-static Proto ring_kern(Gen *g, const char *name, SimOpClass klass,
-                       double flops, double bytes)
-{
-  return gpt_make_proto(g, name, SIM_OP_KERNEL, klass, SIM_COLL_ALL_REDUCE,
-                        klass == SIM_CLASS_ATTENTION ? math16(g->cfg)
-                                                     : SIM_MATH_VECTOR,
-                        flops, bytes);
-}
-
-void gpt_build_ring_protos(Gen *g, guint cp_i)
-{
-  const GptConfig *cfg = g->cfg;
-  const guint cp = cfg->cp;
-  if (cp == 1)
-    return;
-  const double E = gpt_elem_bytes(cfg), b = g->b, sc = g->s, ht = g->ht;
-  const double at = (double)cfg->heads / cfg->tp;
-  const double kt = ht * gpt_kv_heads(cfg) / cfg->heads;
-  const double att = 2 * b * sc * sc * ht; /* half an sc x sc block */
-  /* One rank's K and V: 2 b sc kt elements. */
-  const double kv_bytes = E * 2 * b * sc * kt;
-  Ring *R = &g->ring;
-  for (guint k = 0; k < cp; k++) {
-    double qt, kvt;
-    ring_tokens(k, cp_i, sc, &qt, &kvt);
-    const char *fname = k == 0 ? "fwd.cp_attention_diag" : "fwd.cp_attention";
-    const char *bname = k == 0 ? "bwd.cp_attention_diag" : "bwd.cp_attention";
-    g->price_on = &g->flash_fwd;
-    R->fwd[k] = ring_kern(g, fname, SIM_CLASS_ATTENTION, att,
-                          E * (2 * b * qt * ht + 2 * b * kvt * kt) +
-                              4 * b * at * qt);
-    g->price_on = &g->flash_bwd;
-    /* Backward step i = cp-1-k repeats forward step k: Q, O, dO read and
-     * dQ written (E), K, V read and dK, dV written, the FP32 dQ
-     * accumulator, the log-sum-exp and the row sums of dO * O. */
-    guint i = cp - 1 - k;
-    R->bwd[i] = ring_kern(g, bname, SIM_CLASS_ATTENTION, 2.5 * att,
-                          E * (4 * b * qt * ht + 4 * b * kvt * kt) +
-                              8 * b * qt * ht + 8 * b * at * qt);
-    g->price_on = &g->priced;
-    if (k > 0)
-      R->lse_fix[k] = ring_kern(g, "fwd.cp_lse_correction",
-                                SIM_CLASS_ELEMENTWISE, 0, 12 * b * at * qt);
-    R->out_fix[k] = ring_kern(g, k == 0 ? "fwd.cp_out_init"
-                                        : "fwd.cp_out_correction",
-                              SIM_CLASS_ELEMENTWISE, 0,
-                              (E + (k == 0 ? 4 : 8)) * b * qt * ht +
-                                  8 * b * at * qt);
-    if (i > 0)
-      R->dq_add[i] = ring_kern(g, "bwd.cp_dq_add", SIM_CLASS_ELEMENTWISE, 0,
-                               3 * E * b * qt * ht);
-    R->dkv_add[i] = ring_kern(g, i == 0 ? "bwd.cp_dkv_copy"
-                                        : "bwd.cp_dkv_add",
-                              SIM_CLASS_ELEMENTWISE, 0,
-                              (i == 0 ? 2 : 3) * E * b * kvt * 2 * kt);
-  }
-  R->out_cast = ring_kern(g, "fwd.cp_out_cast", SIM_CLASS_ELEMENTWISE, 0,
-                          (4 + E) * b * sc * ht);
-  R->kv_send = ring_msg(g, "cp.send_kv", SIM_OP_SEND, kv_bytes);
-  R->kv_recv = ring_msg(g, "cp.recv_kv", SIM_OP_RECV, kv_bytes);
-  R->bwd_send[0] = ring_msg(g, "cp.send_kv", SIM_OP_SEND, kv_bytes);
-  R->bwd_recv[0] = ring_msg(g, "cp.recv_kv", SIM_OP_RECV, kv_bytes);
-  R->bwd_send[1] = ring_msg(g, "cp.send_kv_dkv", SIM_OP_SEND, 2 * kv_bytes);
-  R->bwd_recv[1] = ring_msg(g, "cp.recv_kv_dkv", SIM_OP_RECV, 2 * kv_bytes);
-  R->bwd_send[2] = ring_msg(g, "cp.send_dkv", SIM_OP_SEND, kv_bytes);
-  R->bwd_recv[2] = ring_msg(g, "cp.recv_dkv", SIM_OP_RECV, kv_bytes);
 }
 
 /* FlashAttention's efficiency (achieved / dense 16-bit tensor peak), by
@@ -1334,7 +1059,7 @@ guint gpt_layer_kernels(const GptConfig *cfg, SimPhase phase,
   double probs = b * nh * s * s;
   double att_fl = 2 * probs * d;
   double att_by = B * (probs + 2 * T * hp);
-  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, math16(cfg), bwd ? 4 : 2);
+  ADD(SIM_CLASS_ATTENTION, att_fl, att_by, gpt_math16(cfg), bwd ? 4 : 2);
   /* Vector kernels: DRAM traffic (read + write) per launch. */
   double rw = bwd ? 3 : 2; /* backward reads the saved input too */
   ADD(SIM_CLASS_SOFTMAX, 5 * probs, rw * B * probs, SIM_MATH_VECTOR, 1);

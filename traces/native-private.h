@@ -1,7 +1,8 @@
 /* traces/native-private.h -- what the native trace reader (traces/native.c)
  * and writer (traces/native_write.c) share: the format's constants, its
- * HDF5 record types, errors and the checksum.  Not part of the API
- * (traces/native.h); the format itself is described in traces/native.c.
+ * HDF5 record types, errors and the checksum (traces/native_format.c).
+ * Not part of the API (traces/native.h); the format itself is described
+ * in traces/native_format.c.
  */
 #ifndef TRACES_NATIVE_PRIVATE_H
 #define TRACES_NATIVE_PRIVATE_H

@@ -4,7 +4,7 @@
  * records have the in-memory layout of SimOp and SimShape, so loading is a
  * handful of whole-dataset reads (no parsing) followed by
  * sim_workload_validate().  docs/trace-files.md describes the layout for
- * users who read the files with h5py; traces/native.c has the same
+ * users who read the files with h5py; traces/native_format.c has the same
  * description next to the code.
  *
  * The summary of a workload (trace_info, trace_stats_*) is traces/info.h.

@@ -1,7 +1,7 @@
 /* traces/native_write.c -- writing a native trace (trace_native_save): the
  * workload's datasets into a temporary file (io/atomic.h) reserved on
  * disk first, the checksum seal in its user block, then the rename.  The
- * format is described in traces/native.c; shared programs are written
+ * format is described in traces/native_format.c; shared programs are written
  * once under /programs (version 3) and their ranks as a program number
  * and peer deltas, so the file is O(programs + ranks) like the workload.
  */
