@@ -15,8 +15,8 @@
  * Not guarded: operations inside H5Fclose (h5u_hid_close suspends the
  * switch; callers of H5Fclose do the same).  HDF5 1.10 cannot recover from
  * a failed close: the file stays half-closed in the library and the
- * process crashes at exit in H5F__close_cb (traces/native.c documents the
- * same for a full disk).  Callers flush before closing, so the writes a
+ * process crashes at exit in H5F__close_cb (traces/native_write.c documents
+ * the same for a full disk).  Callers flush before closing, so the writes a
  * close would do are made, and can fail, in a guarded H5Fflush.
  *
  * The driver's id and the pending fault below are process-wide, like the
