@@ -81,10 +81,9 @@ static gboolean set_item(const DvfsPolicyClass *kl, const char *item,
 {
   const char *eq = strchr(item, '=');
   g_autofree char *key = eq ? g_strndup(item, (gsize)(eq - item)) : NULL;
-  if (key != NULL)
-    for (const DvfsArg *a = kl->args; a->name != NULL; a++)
-      if (strcmp(a->name, key) == 0)
-        return set_arg(kl, a, eq + 1, p, error);
+  const DvfsArg *a = key != NULL ? dvfs_class_arg(kl, key) : NULL;
+  if (a != NULL)
+    return set_arg(kl, a, eq + 1, p, error);
   g_autofree char *keys = keys_text(kl);
   if (keys == NULL)
     return spec_fail(error, "%s takes no arguments (got '%s')", kl->name,

@@ -234,16 +234,6 @@ static int model_gc(lua_State *L)
   return 0;
 }
 
-/* The argument `name` of kind k's class: its table states the type,
- * default and range. */
-static const DvfsArg *class_arg(DvfsKind k, const char *name)
-{
-  const DvfsArg *a = dvfs_policy_class(k)->args;
-  while (strcmp(a->name, name) != 0)
-    a++;
-  return a;
-}
-
 static int l_perseus_frontier(lua_State *L)
 {
   const char *fn = "js.perseus_frontier";
@@ -256,7 +246,8 @@ static int l_perseus_frontier(lua_State *L)
   /* The resolution is perseus's argument, read by its class's table. */
   DvfsPolicy p;
   dvfs_policy_init(&p, DVFS_PERSEUS);
-  jsl_policy_arg(L, 1, fn, class_arg(DVFS_PERSEUS, "resolution"), &p);
+  const DvfsPolicyClass *perseus = dvfs_policy_class(DVFS_PERSEUS);
+  jsl_policy_arg(L, 1, fn, dvfs_class_arg(perseus, "resolution"), &p);
   PerseusOptions o;
   perseus_options_init(&o);
   o.resolution = p.resolution;
@@ -310,10 +301,13 @@ static void read_run_policy(lua_State *L, const char *fn, DvfsPolicy *p)
               {DVFS_PERSEUS, "resolution"}};
   dvfs_policy_init(p, run_kinds[jsl_opt_choice(L, 1, fn, "policy", 0,
                                                run_policies)]);
-  jsl_policy_arg(L, 1, fn, class_arg(DVFS_PERSEUS, "slowdown"), p);
+  const DvfsPolicyClass *perseus = dvfs_policy_class(DVFS_PERSEUS);
+  jsl_policy_arg(L, 1, fn, dvfs_class_arg(perseus, "slowdown"), p);
   jsl_warn_slowdown(L, fn, p->slowdown);
-  for (gsize i = 0; i < G_N_ELEMENTS(rest); i++)
-    jsl_policy_arg(L, 1, fn, class_arg(rest[i].owner, rest[i].name), p);
+  for (gsize i = 0; i < G_N_ELEMENTS(rest); i++) {
+    const DvfsPolicyClass *kl = dvfs_policy_class(rest[i].owner);
+    jsl_policy_arg(L, 1, fn, dvfs_class_arg(kl, rest[i].name), p);
+  }
 }
 
 typedef struct {

@@ -94,10 +94,8 @@ static char *check_one(DvfsKind k, const char *name, double v)
   const DvfsPolicyClass *kl = dvfs_policy_class(k);
   DvfsPolicy p;
   dvfs_policy_init(&p, k);
-  const DvfsArg *a = kl->args;
-  while (a->name != NULL && strcmp(a->name, name) != 0)
-    a++;
-  g_assert_nonnull(a->name);
+  const DvfsArg *a = dvfs_class_arg(kl, name);
+  g_assert_nonnull(a);
   dvfs_arg_set(a, &p, v);
   GError *error = NULL;
   if (dvfs_check_args(kl, &p, &error)) {

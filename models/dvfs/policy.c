@@ -113,6 +113,14 @@ double dvfs_arg_get(const DvfsArg *a, const DvfsPolicy *p)
   g_assert_not_reached();
 }
 
+const DvfsArg *dvfs_class_arg(const DvfsPolicyClass *kl, const char *name)
+{
+  for (const DvfsArg *a = kl->args; a->name != NULL; a++)
+    if (strcmp(a->name, name) == 0)
+      return a;
+  return NULL;
+}
+
 void dvfs_arg_defaults(const DvfsArg *a, DvfsPolicy *p)
 {
   for (; a->name != NULL; a++)

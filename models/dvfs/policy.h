@@ -172,6 +172,7 @@ double dvfs_arg_get(const DvfsArg *a, const DvfsPolicy *p);
 /* Writes the default of every argument of the list a into p. */
 void dvfs_arg_defaults(const DvfsArg *a, DvfsPolicy *p);
 
+
 /* What a policy plans or runs on: the run's cluster (its overrides
  * applied), the workload, the catalogue that resolves the workload's
  * reference GPU (may be NULL) and the run's seed. */
@@ -235,6 +236,9 @@ typedef struct {
 /* The class of kind k (NULL when there is none), of a name ("auto" is
  * max's alias; NULL when unknown), and how many are registered. */
 const DvfsPolicyClass *dvfs_policy_class(DvfsKind k);
+
+/* The argument of class kl called name; NULL when it takes none so called. */
+const DvfsArg *dvfs_class_arg(const DvfsPolicyClass *kl, const char *name);
 const DvfsPolicyClass *dvfs_policy_class_by_name(const char *name);
 guint dvfs_policy_n_classes(void);
 
